@@ -1,0 +1,124 @@
+"""Collation: result files -> one tidy table (a row per job) and the summary tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import registry, results
+
+JOB_KEYS = ["method", "dtype", "block", "m", "k", "n"]
+
+
+def label(method: str, block: int) -> str:
+    return f"{method} b{block}" if registry.METHODS.get(method) and registry.get(method).block_axis else method
+
+
+def tidy(records: list[dict]) -> pd.DataFrame:
+    """Flatten result records: nested sections become prefixed columns (timing_median_s, env_device_name, ...)."""
+    if not records:
+        raise ValueError("no result files to collate")
+    flat = []
+    for rec in records:
+        rec = dict(rec)
+        rec["timing"] = dict(rec.get("timing", {}))
+        rec["timing"]["times_s"] = ";".join(f"{t:.9g}" for t in rec["timing"].get("times_s", []))
+        rec.pop("gpu_state", None)
+        flat.append(rec)
+    df = pd.json_normalize(flat, sep="_")
+    df["label"] = [label(m, b) for m, b in zip(df["method"], df["block"])]
+    df["shape"] = [f"{m}x{k}x{n}" for m, k, n in zip(df["m"], df["k"], df["n"])]
+    df["size"] = np.cbrt(df["m"].astype(float) * df["k"] * df["n"]).round(3)
+    df["tflops"] = df["gflops"] / 1e3
+    df["verification_passed"] = df["verification_passed"].astype(bool)
+    df = add_ratios(df)
+    front = ["method", "label", "dtype", "block", "m", "k", "n", "shape", "size", "status", "gflops", "tflops",
+             "pct_of_cublas", "speedup_over_naive"]
+    return df[front + [c for c in df.columns if c not in front]].sort_values(
+        ["dtype", "method", "block", "size"], ignore_index=True)
+
+
+def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """% of cuBLAS at the same dtype and shape; speedup over naive at the same dtype, shape and block
+    (the best naive block for methods without a block axis). Only passed rows count."""
+    ok = df[df["status"] == "passed"]
+    device = df["env_device_name"] if "env_device_name" in df else pd.Series("", index=df.index)
+    df = df.assign(_device=device)
+    ok = ok.assign(_device=device[ok.index])
+    keys = ["_device", "dtype", "m", "k", "n"]
+    cublas = ok[ok["method"] == "cublas"].set_index(keys)["gflops"]
+    idx = pd.MultiIndex.from_frame(df[keys])
+    df["pct_of_cublas"] = 100 * df["gflops"].to_numpy() / cublas.reindex(idx).to_numpy()
+    naive = ok[ok["method"] == "naive"]
+    same_block = naive.set_index(keys + ["block"])["gflops"]
+    best_block = naive.groupby(keys)["gflops"].max()
+    by_block = same_block.reindex(pd.MultiIndex.from_frame(df[keys + ["block"]])).to_numpy()
+    best = best_block.reindex(idx).to_numpy()
+    base = np.where(np.isnan(by_block), best, by_block)
+    df["speedup_over_naive"] = df["gflops"].to_numpy() / base
+    return df.drop(columns="_device")
+
+
+def load(paths: list[str | Path]) -> pd.DataFrame:
+    return tidy([results.read(p) for p in paths])
+
+
+def passed(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"] == "passed"]
+
+
+def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:
+    ok = passed(df)
+    if ok.empty:
+        return pd.DataFrame(columns=["shape", "dtype", "best", "gflops", "runner_up", "runner_up_gflops"])
+    rows = []
+    for (shape, dtype), g in ok.groupby(["shape", "dtype"], sort=False):
+        g = g.sort_values("gflops", ascending=False)
+        rows.append({"shape": shape, "size": g["size"].iloc[0], "dtype": dtype, "best": g["label"].iloc[0],
+                     "gflops": g["gflops"].iloc[0],
+                     "runner_up": g["label"].iloc[1] if len(g) > 1 else "",
+                     "runner_up_gflops": g["gflops"].iloc[1] if len(g) > 1 else np.nan})
+    return pd.DataFrame(rows).sort_values(["dtype", "size"]).drop(columns="size").reset_index(drop=True)
+
+
+def speedup_table(df: pd.DataFrame) -> pd.DataFrame:
+    ok = passed(df).dropna(subset=["speedup_over_naive"])
+    return ok.pivot_table(index=["dtype", "shape"], columns="label", values="speedup_over_naive",
+                          aggfunc="first", sort=False).round(2).reset_index()
+
+
+def block_table(df: pd.DataFrame) -> pd.DataFrame:
+    """GFLOP/s per block for methods with a block axis, with the ratio of the largest to the smallest block."""
+    ok = passed(df)
+    ok = ok[ok["block"] > 0]
+    if ok.empty:
+        return pd.DataFrame(columns=["method", "dtype", "shape"])
+    wide = ok.pivot_table(index=["method", "dtype", "shape", "size"], columns="block", values="gflops",
+                          aggfunc="first").sort_index(level=["method", "dtype", "size"])
+    blocks = sorted(wide.columns)
+    wide.columns = [f"gflops_b{b}" for b in blocks]
+    if len(blocks) > 1:
+        wide[f"b{blocks[-1]}_over_b{blocks[0]}"] = wide[f"gflops_b{blocks[-1]}"] / wide[f"gflops_b{blocks[0]}"]
+    return wide.reset_index().drop(columns="size").round(3)
+
+
+def float_vs_double_table(df: pd.DataFrame) -> pd.DataFrame:
+    ok = passed(df)
+    ok = ok[ok["dtype"].isin(["float32", "float64"])]
+    if ok.empty or ok["dtype"].nunique() < 2:
+        return pd.DataFrame(columns=["label", "shape", "gflops_float32", "gflops_float64", "float_over_double"])
+    wide = ok.pivot_table(index=["label", "shape", "size"], columns="dtype", values="gflops", aggfunc="first")
+    wide = wide.dropna().sort_index(level=["label", "size"])
+    out = pd.DataFrame({"gflops_float32": wide["float32"], "gflops_float64": wide["float64"],
+                        "float_over_double": wide["float32"] / wide["float64"]})
+    return out.reset_index().drop(columns="size").round(3)
+
+
+SUMMARIES = {
+    "best": best_per_shape,
+    "speedup": speedup_table,
+    "blocks": block_table,
+    "float_vs_double": float_vs_double_table,
+}

@@ -1,0 +1,147 @@
+"""Configuration: schema errors for people, shapes, and the config hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A config value that is not allowed; the message names the key, the value and what is allowed."""
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    return yaml.safe_load(Path(path).read_text())
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _allowed(schema: dict) -> str:
+    """What a schema node allows, in words."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "oneOf" in schema:
+        return " or ".join(_allowed(s) for s in schema["oneOf"])
+    kind = schema.get("type", "value")
+    if kind == "object" and "properties" in schema:
+        return "a mapping with keys " + ", ".join(schema["properties"])
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if "exclusiveMinimum" in schema:
+        lo = f">{schema['exclusiveMinimum']}"
+    if lo is not None and hi is not None:
+        return f"{'an integer' if kind == 'integer' else 'a number'} from {lo} to {hi}"
+    if lo is not None:
+        return f"{'an integer' if kind == 'integer' else 'a number'} {lo if str(lo).startswith('>') else '>= ' + str(lo)}"
+    if "pattern" in schema:
+        return f"a {kind} matching {schema['pattern']}"
+    return f"a {kind}"
+
+
+def describe_validation_error(error, schema: dict | None = None) -> str:
+    """One line for a jsonschema ValidationError: config key, offending value, what is allowed."""
+    key = _key(error.absolute_path)
+    value = json.dumps(error.instance) if not isinstance(error.instance, dict) else repr(error.instance)
+    node = error.schema
+    if error.validator == "additionalProperties":
+        allowed = sorted(node.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        where = f"config key '{key}'" if error.absolute_path else "the config"
+        return (f"{where} has unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"allowed keys: {', '.join(allowed)}.")
+    if error.validator == "required":
+        return f"config key '{key}': {error.message}; allowed: {_allowed(node)}."
+    if error.validator in ("oneOf", "anyOf"):
+        allowed = _allowed(node)
+    elif error.validator in ("minItems",):
+        allowed = f"a list with at least {node['minItems']} item(s)"
+    else:
+        allowed = _allowed(node)
+    line = f"config key '{key}': value {value} is not allowed; allowed: {allowed}."
+    if error.validator == "maximum" and error.absolute_path and error.absolute_path[0] == "block_sizes":
+        line += f" A block of {error.instance}x{error.instance} threads exceeds CUDA's 1024 threads per block."
+    return line
+
+
+def format_workflow_error(exc: Exception) -> str | None:
+    """If `exc` (Snakemake's WorkflowError from validate) wraps a schema error, describe it."""
+    import jsonschema
+
+    for arg in getattr(exc, "args", ()):
+        if isinstance(arg, jsonschema.ValidationError):
+            return "Invalid configuration: " + describe_validation_error(arg)
+    return None
+
+
+def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
+    """Validate and fill defaults outside Snakemake (CLI, tests), with Snakemake's own validator."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate as snakemake_validate
+
+    try:
+        snakemake_validate(config, str(schema_path), set_default=True)
+    except WorkflowError as exc:
+        message = format_workflow_error(exc)
+        raise ConfigError(message or str(exc)) from None
+    check_ranges(config)
+    return config
+
+
+def check_ranges(config: dict) -> None:
+    """Constraints between keys, which the schema cannot express."""
+    m = config.get("measurement", {})
+    if m.get("max_reps", 1) < m.get("min_reps", 1):
+        raise ConfigError(
+            f"config key 'measurement.max_reps': value {m['max_reps']} is below measurement.min_reps "
+            f"({m['min_reps']}); allowed: an integer >= min_reps.")
+    dist = m.get("distribution", {})
+    if dist.get("low", 0) >= dist.get("high", 1):
+        raise ConfigError(
+            f"config key 'measurement.distribution': low {dist['low']} is not below high {dist['high']}; "
+            "allowed: low < high.")
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    m: int
+    k: int
+    n: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.m}x{self.k}x{self.n}"
+
+    @property
+    def multiply_adds(self) -> int:
+        return self.m * self.k * self.n
+
+
+def parse_size(entry) -> Shape:
+    if isinstance(entry, int):
+        return Shape(entry, entry, entry)
+    return Shape(int(entry["m"]), int(entry["k"]), int(entry["n"]))
+
+
+def shapes(config: dict) -> list[Shape]:
+    """Distinct shapes in config order (a size given twice runs once)."""
+    return list(dict.fromkeys(parse_size(s) for s in config["sizes"]))
+
+
+def measurement_hash(config: dict) -> str:
+    """Hash of what determines a job's numbers beyond its own wildcards (stable across key order)."""
+    blob = json.dumps({"measurement": config["measurement"], "threads": config["threads"]}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]

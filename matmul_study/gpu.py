@@ -1,0 +1,247 @@
+"""GPU backend: PyCUDA loads the compiled kernels and times them with CUDA events; CuPy calls cuBLAS on the
+same device buffers (zero-copy through __cuda_array_interface__). Both are imported lazily: nothing here is
+needed for a CPU-only run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import registry
+from .verify import Verification, compare, poison_value, unwritten, verify_on_host
+
+
+class GpuUnavailable(RuntimeError):
+    """No usable CUDA device or PyCUDA; the message says what is missing and how to run without a GPU."""
+
+
+CPU_ONLY_COMMAND = "snakemake --cores 1 --config 'methods=[\"numpy\"]'"
+
+
+def require_pycuda():
+    try:
+        import pycuda.driver as cuda
+    except ImportError as exc:
+        raise GpuUnavailable(
+            f"PyCUDA is not installed ({exc}); GPU methods need it: pip install -e '.[gpu]' on a machine with an "
+            f"NVIDIA driver. Without a GPU, run the CPU baseline only: {CPU_ONLY_COMMAND}") from None
+    try:
+        cuda.init()
+        if cuda.Device.count() == 0:
+            raise GpuUnavailable("no CUDA device found")
+    except Exception as exc:  # pycuda raises its own types (e.g. LogicError) for a missing driver
+        raise GpuUnavailable(
+            f"no usable CUDA device: {exc}. GPU methods need an NVIDIA GPU with its driver. "
+            f"Without a GPU, run the CPU baseline only: {CPU_ONLY_COMMAND}") from None
+    return cuda
+
+
+def device_arch() -> str:
+    cuda = require_pycuda()
+    major, minor = cuda.Device(0).compute_capability()
+    return f"sm_{major}{minor}"
+
+
+def nvml_handle(pci_bus_id: str):
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+    except Exception:
+        return None
+
+
+def gpu_state(handle) -> dict:
+    """SM/memory clocks, temperature and power through NVML (empty when NVML is unavailable)."""
+    if handle is None:
+        return {}
+    import pynvml
+
+    state = {}
+    for key, read in {
+        "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+        "sm_clock_max_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
+        "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+        "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+        "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+    }.items():
+        try:
+            state[key] = read()
+        except Exception:
+            pass
+    return state
+
+
+def device_environment(cuda, device) -> dict:
+    import pycuda
+
+    attrs = cuda.device_attribute
+    major, minor = device.compute_capability()
+    env = {
+        "device_name": device.name(),
+        "device_kind": "gpu",
+        "compute_capability": f"{major}.{minor}",
+        "sm_count": device.get_attribute(attrs.MULTIPROCESSOR_COUNT),
+        "l2_bytes": device.get_attribute(attrs.L2_CACHE_SIZE),
+        "memory_bytes": device.total_memory(),
+        "driver_version": cuda.get_driver_version(),
+        "cuda_version": ".".join(map(str, cuda.get_version())),
+        "pycuda": pycuda.VERSION_TEXT,
+    }
+    try:
+        import cupy
+
+        env["cupy"] = cupy.__version__
+    except ImportError:
+        env["cupy"] = ""
+    return env
+
+
+@dataclass
+class GpuRun:
+    times: list[float] | None
+    verifications: list[Verification]
+    env: dict
+    state: dict = field(default_factory=dict)
+
+
+def _kernel_launcher(cuda, method: registry.Method, dtype: str, block: int, cubin: str, a_gpu, b_gpu, c_gpu,
+                     m: int, k: int, n: int) -> Callable[[], None]:
+    from .kernels import symbol, template_block
+
+    module = cuda.module_from_file(cubin)
+    func = module.get_function(symbol(method.name, dtype, template_block(method.name, block)))
+    func.prepare("PPPiii")
+    launch = method.launch(m, n, block, np.dtype(dtype).itemsize)
+    if launch.shared_bytes > 48 * 1024:
+        func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
+    args = (a_gpu.gpudata, b_gpu.gpudata, c_gpu.gpudata, np.int32(m), np.int32(n), np.int32(k))
+
+    def launch_once():
+        func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)
+
+    return launch_once
+
+
+def _cublas_launcher(dtype: str, a_gpu, b_gpu, c_gpu, m: int, k: int, n: int) -> Callable[[], None]:
+    import cupy
+
+    a, b, c = cupy.asarray(a_gpu), cupy.asarray(b_gpu), cupy.asarray(c_gpu)
+    if dtype in ("float32", "float64"):
+        # SGEMM / DGEMM; CuPy leaves TF32 off unless CUPY_TF32=1, and the fp32 tolerance would catch it.
+        return lambda: cupy.matmul(a, b, out=c)
+    from cupy_backends.cuda.libs import cublas
+
+    handle = cupy.cuda.device.get_cublas_handle()
+    one, zero = np.array(1.0, np.float32), np.array(0.0, np.float32)
+    r16f, r32f = cupy.cuda.runtime.CUDA_R_16F, cupy.cuda.runtime.CUDA_R_32F
+
+    def gemm_ex():
+        # cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so pass B first.
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k, one.ctypes.data,
+                      b.data.ptr, r16f, n, a.data.ptr, r16f, k, zero.ctypes.data,
+                      c.data.ptr, r32f, n, cublas.CUBLAS_COMPUTE_32F, -1)  # -1: CUBLAS_GEMM_DEFAULT
+
+    return gemm_ex
+
+
+def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: str) -> Verification:
+    """Full fp64 reference through cuBLAS DGEMM, compared on the device."""
+    import cupy
+
+    a64 = cupy.asarray(a_gpu).astype(cupy.float64)
+    b64 = cupy.asarray(b_gpu).astype(cupy.float64)
+    ref = a64 @ b64
+    del a64, b64
+    return compare(cupy.asarray(c_gpu), ref, dtype, "full", "cuBLAS DGEMM (CuPy)", xp=cupy)
+
+
+def bytes_needed(m: int, k: int, n: int, dtype: str, device_reference: bool) -> int:
+    item = np.dtype(dtype).itemsize
+    out = np.dtype(registry.output_dtype(dtype)).itemsize
+    need = (m * k + k * n) * item + m * n * out
+    if device_reference:
+        need += (m * k + k * n + 2 * m * n) * 8  # fp64 copies of A and B, the reference and the difference
+    return need
+
+
+def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, policy, measurement: dict,
+        cubin: str | None) -> GpuRun:
+    cuda = require_pycuda()
+    import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy)
+    import pycuda.gpuarray as gpuarray
+
+    from .measure import sample
+
+    m, k = a.shape
+    n = b.shape[1]
+    device = pycuda.autoprimaryctx.device
+    env = device_environment(cuda, device)
+    have_cupy = bool(env["cupy"])
+    # cuBLAS DGEMM would check cuBLAS's own float64 result against itself: use the host reference there.
+    device_reference = have_cupy and not (method.backend == "cupy" and dtype == "float64")
+    need = bytes_needed(m, k, n, dtype, device_reference)
+    free, total = cuda.mem_get_info()
+    if need > 0.95 * free:
+        raise MemoryError(
+            f"{method.name} {dtype} {m}x{k}x{n} needs {need / 2**30:.1f} GiB of GPU memory but only "
+            f"{free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB is free; remove this size from config.yaml 'sizes'.")
+
+    a_gpu, b_gpu = gpuarray.to_gpu(a), gpuarray.to_gpu(b)
+    out_dtype = registry.output_dtype(dtype)
+    c_gpu = gpuarray.empty((m, n), out_dtype)
+    if method.backend == "cupy":
+        launch = _cublas_launcher(dtype, a_gpu, b_gpu, c_gpu, m, k, n)
+    else:
+        launch = _kernel_launcher(cuda, method, dtype, block, cubin, a_gpu, b_gpu, c_gpu, m, k, n)
+
+    full = m * k * n <= measurement["full_verify_max_flops"]
+
+    def verified_run() -> Verification:
+        c_gpu.fill(poison_value(out_dtype))
+        launch()
+        cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
+        if device_reference:
+            return _verify_on_device(a_gpu, b_gpu, c_gpu, dtype)
+        return verify_on_host(a, b, c_gpu.get(), dtype, full, measurement["sample_rows"], measurement["seed"])
+
+    handle = nvml_handle(device.pci_bus_id())
+    state = {"before": gpu_state(handle)}
+    verifications = [verified_run()]
+    times = None
+    if verifications[0].passed:
+        start, end = cuda.Event(), cuda.Event()
+        flush = _l2_flusher(cuda, env["l2_bytes"]) if measurement["mode"] == "cold" else None
+        clocks: list[float] = []
+
+        def time_once() -> float:
+            start.record()
+            launch()
+            end.record()
+            end.synchronize()
+            if handle is not None:
+                clocks.append(gpu_state(handle).get("sm_clock_mhz", math.nan))
+            return start.time_till(end) / 1e3
+
+        times = sample(time_once, policy, before_each=flush)
+        # Warm-up samples also appended a clock reading; keep those of the timed samples only.
+        state["sm_clock_per_sample_mhz"] = clocks[-len(times):] if clocks else []
+        verifications.append(verified_run())  # the kernel must still be right after being timed
+    state["after"] = gpu_state(handle)
+    return GpuRun(times, verifications, env, state)
+
+
+def _l2_flusher(cuda, l2_bytes: int) -> Callable[[], None]:
+    """Cold mode: write a buffer twice the L2 size before each sample, evicting A, B and C from L2."""
+    words = 2 * l2_bytes // 4
+    buf = cuda.mem_alloc(words * 4)
+
+    def flush():
+        cuda.memset_d32(buf, 0, words)
+
+    return flush

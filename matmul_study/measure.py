@@ -1,0 +1,78 @@
+"""Repetition policy and statistics, shared by the CPU and GPU runners."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Policy:
+    warmup: int = 2
+    min_reps: int = 5
+    max_reps: int = 200
+    min_time_s: float = 0.5
+    max_time_s: float = 10.0
+    noise_target: float = 0.01
+
+    @classmethod
+    def from_config(cls, measurement: dict) -> "Policy":
+        return cls(**{k: measurement[k] for k in cls.__dataclass_fields__ if k in measurement})
+
+
+def rsd(times) -> float:
+    """Relative standard deviation (sample std over mean)."""
+    t = np.asarray(times, dtype=float)
+    if t.size < 2 or t.mean() == 0:
+        return float("nan")
+    return float(t.std(ddof=1) / t.mean())
+
+
+def done(times: list[float], policy: Policy) -> bool:
+    """Stop after min_reps once the times add up to min_time_s and are quiet enough, or at a cap."""
+    n, total = len(times), sum(times)
+    if n < policy.min_reps:
+        return False
+    if n >= policy.max_reps or total >= policy.max_time_s:
+        return True
+    return total >= policy.min_time_s and rsd(times) <= policy.noise_target
+
+
+def sample(time_once: Callable[[], float], policy: Policy, before_each: Callable[[], None] | None = None) -> list[float]:
+    """Warm up, then call time_once (returns seconds) until the policy is satisfied."""
+    for _ in range(policy.warmup):
+        if before_each:
+            before_each()
+        time_once()
+    times: list[float] = []
+    while not done(times, policy):
+        if before_each:
+            before_each()
+        times.append(float(time_once()))
+    return times
+
+
+def summarize(times: list[float]) -> dict:
+    t = np.asarray(times, dtype=float)
+    q1, q3 = np.percentile(t, [25, 75])
+    return {
+        "reps": int(t.size),
+        "median_s": float(np.median(t)),
+        "min_s": float(t.min()),
+        "max_s": float(t.max()),
+        "iqr_s": float(q3 - q1),
+        "rsd": rsd(t),
+        "total_s": float(t.sum()),
+        "times_s": [float(x) for x in t],
+    }
+
+
+def flops(m: int, k: int, n: int) -> int:
+    """Useful floating-point operations of C = A·B: one multiply and one add per (i, j, l)."""
+    return 2 * m * k * n
+
+
+def gflops(m: int, k: int, n: int, seconds: float) -> float:
+    return flops(m, k, n) / seconds / 1e9

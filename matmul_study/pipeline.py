@@ -1,0 +1,47 @@
+"""The file-level steps behind the collate, figure and report rules (the rules' scripts only call these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import collate
+
+
+def write_csv(df: pd.DataFrame, path: str | Path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=False)
+
+
+def write_tables(run_files, results_csv, summary_csvs, table_names, pruned_records, pruned_csv) -> pd.DataFrame:
+    df = collate.load(list(run_files))
+    write_csv(df, results_csv)
+    for name, path in zip(table_names, summary_csvs):
+        write_csv(collate.SUMMARIES[name](df), path)
+    write_csv(pd.DataFrame(pruned_records, columns=["method", "dtype", "block", "reason"]), pruned_csv)
+    failed = df[df["status"] != "passed"]
+    print(f"collated {len(df)} jobs, {len(failed)} failed verification")
+    return df
+
+
+def read_results(path) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=True)
+
+
+def write_figure(name: str, results_csv, png, svg) -> None:
+    from .figures import FIGURES, save_figure
+
+    save_figure(FIGURES[name].plot(read_results(results_csv)), png, svg)
+
+
+def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs, figure_names, config,
+                 output) -> None:
+    from .report import render_report
+
+    tables = {name: pd.read_csv(path) for name, path in zip(table_names, summary_csvs)}
+    pruned = pd.read_csv(pruned_csv, dtype=str, keep_default_na=False)
+    figures = {name: Path(p) for name, p in zip(figure_names, figure_pngs)}
+    html = render_report(read_results(results_csv), tables, pruned, figures, dict(config))
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(html, encoding="utf-8")

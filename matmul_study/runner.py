@@ -1,0 +1,67 @@
+"""One benchmark job: generate inputs, run the method, verify, time, write one result file."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import environment, inputs, registry, results
+from .config import config_hash
+from .measure import Policy, gflops, summarize
+
+
+@dataclass(frozen=True)
+class Job:
+    method: str
+    dtype: str
+    block: int
+    m: int
+    k: int
+    n: int
+
+    @classmethod
+    def from_wildcards(cls, wc) -> "Job":
+        return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]))
+
+
+def run_job(job: Job, config: dict, output: str, cubin: str | None = None) -> dict:
+    t_start = time.perf_counter()
+    method = registry.get(job.method)
+    meas = config["measurement"]
+    policy = Policy.from_config(meas)
+    dist = meas["distribution"]
+    a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas["seed"], dist["low"], dist["high"])
+    t_inputs = time.perf_counter()
+
+    env = environment.host_environment(meas["seed"], config_hash(config))
+    state = {}
+    if method.backend == "numpy":
+        from . import cpu
+
+        times, verifications = cpu.run(a, b, job.dtype, policy, meas, config["threads"])
+    else:
+        from . import gpu
+
+        run = gpu.run(method, job.dtype, job.block, a, b, policy, meas, cubin)
+        times, verifications, state = run.times, run.verifications, run.state
+        env.update(run.env)
+    passed = all(v.passed for v in verifications)
+    timing = summarize(times) if times else {"reps": 0}
+    timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
+                   "noise_target": policy.noise_target})
+    record = {
+        "schema_version": results.SCHEMA_VERSION,
+        "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,
+        "threads": config["threads"] if not method.on_gpu else 1,
+        "status": "passed" if passed else "failed",
+        "gflops": gflops(job.m, job.k, job.n, timing["median_s"]) if passed and times else None,
+        "timing": timing,
+        # The worst of the checks (before and after timing) is the one reported.
+        "verification": max((v.as_dict() for v in verifications), key=lambda v: (not v["passed"], v["rel_fro_error"])),
+        "gpu_state": state,
+        "env": env,
+        "overhead": {"inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
+                     "timed_s": timing.get("total_s", 0.0)},
+    }
+    results.write_atomic(output, record)
+    return record

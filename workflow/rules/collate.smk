@@ -1,0 +1,32 @@
+# All result files -> the tidy table and the summary tables.
+
+TABLES = ["best", "speedup", "blocks", "float_vs_double"]
+
+
+rule collate:
+    input:
+        runs=run_files(),
+    output:
+        results=report(
+            "results/tables/results.csv",
+            caption="../report/results.rst",
+            category="Tables",
+        ),
+        summaries=[
+            report(
+                f"results/tables/{name}.csv",
+                caption="../report/summary.rst",
+                category="Tables",
+            )
+            for name in TABLES
+        ],
+        pruned="results/tables/pruned.csv",
+    log:
+        "logs/collate.log",
+    params:
+        pruned=PRUNED.to_dict("records"),
+        tables=TABLES,
+    conda:
+        "../../envs/study.yaml"
+    script:
+        "../scripts/collate.py"

@@ -1,0 +1,79 @@
+# Validation, the job grid and path helpers shared by every rule.
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import Paramspace, validate
+
+from matmul_study import config as study_config
+from matmul_study import grid, registry
+
+REPO = Path(workflow.basedir)
+
+
+def validate_config():
+    try:
+        validate(config, "../schemas/config.schema.yaml")
+        study_config.check_ranges(config)
+    except study_config.ConfigError as exc:
+        raise WorkflowError(f"Invalid configuration: {exc}") from None
+    except WorkflowError as exc:
+        message = study_config.format_workflow_error(exc)
+        if message is None:
+            raise
+        raise WorkflowError(message) from None
+
+
+validate_config()
+
+JOBS, PRUNED = grid.build(config)
+# block~, m~, k~, n~ go in the file name; method and dtype become folders.
+RUNS = Paramspace(JOBS, filename_params=["block", "m", "k", "n"])
+RUN_PATTERN = RUNS.wildcard_pattern
+CPU_METHODS = [name for name, m in registry.METHODS.items() if not m.on_gpu]
+GPU_METHODS = [name for name, m in registry.METHODS.items() if m.on_gpu]
+
+
+wildcard_constraints:
+    method="|".join(registry.METHODS),
+    dtype="|".join(registry.DTYPES),
+    block=r"\d+",
+    m=r"\d+",
+    k=r"\d+",
+    n=r"\d+",
+    figure=r"[a-z_]+",
+
+
+def run_files():
+    return expand(f"results/runs/{{params}}.json", params=RUNS.instance_patterns)
+
+
+def cubin_path(method, dtype, block):
+    from matmul_study.kernels import template_block
+
+    return f"results/kernels/{method}/{dtype}_b{template_block(method, int(block))}.cubin"
+
+
+def cubin_for(wildcards):
+    if registry.get(wildcards.method).backend != "pycuda":
+        return []
+    return cubin_path(wildcards.method, wildcards.dtype, wildcards.block)
+
+
+def get_final_output():
+    return ["report/report.html"]
+
+
+onstart:
+    # Stop within seconds, before any job, when GPU jobs are pending but no GPU or PyCUDA is usable.
+    pending = [
+        f
+        for f, method in zip(run_files(), JOBS["method"])
+        if registry.get(method).on_gpu and not Path(f).exists()
+    ]
+    if pending:
+        from matmul_study import gpu
+
+        try:
+            gpu.require_pycuda()
+        except gpu.GpuUnavailable as exc:
+            raise WorkflowError(f"{len(pending)} GPU job(s) cannot run: {exc}") from None

@@ -1,0 +1,21 @@
+# The self-contained HTML report: configuration, environment, failures, figures, tables, pruned jobs.
+
+
+rule report:
+    input:
+        results="results/tables/results.csv",
+        summaries=expand("results/tables/{name}.csv", name=TABLES),
+        pruned="results/tables/pruned.csv",
+        figures=expand("results/figures/{figure}.png", figure=FIGURES),
+    output:
+        "report/report.html",
+    log:
+        "logs/report.log",
+    params:
+        config=config,
+        tables=TABLES,
+        figures=list(FIGURES),
+    conda:
+        "../../envs/study.yaml"
+    script:
+        "../scripts/report.py"
