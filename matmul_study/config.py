@@ -20,6 +20,10 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
+KIND_WORDS = {"array": "a list", "object": "a mapping", "string": "a string", "integer": "an integer",
+              "number": "a number", "boolean": "true or false"}
+
+
 def _key(path) -> str:
     out = ""
     for part in path:
@@ -36,6 +40,8 @@ def _allowed(schema: dict) -> str:
     kind = schema.get("type", "value")
     if kind == "object" and "properties" in schema:
         return "a mapping with keys " + ", ".join(schema["properties"])
+    if kind in KIND_WORDS and not any(key in schema for key in ("minimum", "maximum", "exclusiveMinimum", "pattern")):
+        return KIND_WORDS[kind]
     lo, hi = schema.get("minimum"), schema.get("maximum")
     if "exclusiveMinimum" in schema:
         lo = f">{schema['exclusiveMinimum']}"
@@ -77,10 +83,38 @@ def format_workflow_error(exc: Exception) -> str | None:
     """If `exc` (Snakemake's WorkflowError from validate) wraps a schema error, describe it."""
     import jsonschema
 
-    for arg in getattr(exc, "args", ()):
-        if isinstance(arg, jsonschema.ValidationError):
-            return "Invalid configuration: " + describe_validation_error(arg)
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, jsonschema.ValidationError):
+        return "Invalid configuration: " + describe_validation_error(cause)
     return None
+
+
+def coerce_numbers(value, schema: dict):
+    """`snakemake --config 'sizes=[256]'` parses list items as strings: turn numeric strings into the
+    numbers the schema asks for, so command-line overrides behave like config.yaml."""
+    if isinstance(value, str) and schema_accepts(schema, "integer"):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if isinstance(value, str) and schema_accepts(schema, "number"):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [coerce_numbers(v, items) for v in value]
+    if isinstance(value, dict):
+        props = {}
+        for branch in [schema, *schema.get("oneOf", [])]:
+            props.update(branch.get("properties", {}))
+        return {k: coerce_numbers(v, props.get(k, {})) for k, v in value.items()}
+    return value
+
+
+def schema_accepts(schema: dict, kind: str) -> bool:
+    return schema.get("type") == kind or any(b.get("type") == kind for b in schema.get("oneOf", []))
 
 
 def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
@@ -88,6 +122,7 @@ def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate as snakemake_validate
 
+    config.update(coerce_numbers(config, load_schema(schema_path)))
     try:
         snakemake_validate(config, str(schema_path), set_default=True)
     except WorkflowError as exc:
@@ -135,12 +170,6 @@ def parse_size(entry) -> Shape:
 def shapes(config: dict) -> list[Shape]:
     """Distinct shapes in config order (a size given twice runs once)."""
     return list(dict.fromkeys(parse_size(s) for s in config["sizes"]))
-
-
-def measurement_hash(config: dict) -> str:
-    """Hash of what determines a job's numbers beyond its own wildcards (stable across key order)."""
-    blob = json.dumps({"measurement": config["measurement"], "threads": config["threads"]}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def config_hash(config: dict) -> str:

@@ -11,6 +11,7 @@ REPO = Path(workflow.basedir)
 
 
 def validate_config():
+    config.update(study_config.coerce_numbers(config, study_config.load_schema()))
     try:
         validate(config, "../schemas/config.schema.yaml")
         study_config.check_ranges(config)

@@ -1,0 +1,102 @@
+"""Config validation: every bad case gives one message naming the key, the value and what is allowed."""
+
+import pytest
+
+from matmul_study import registry
+from matmul_study.config import (ConfigError, coerce_numbers, config_hash, load_schema,
+                                 shapes, validate, Shape)
+
+
+def test_default_config_is_valid_and_complete(default_config):
+    assert default_config["block_sizes"] == [16, 32]
+    assert default_config["measurement"]["distribution"] == {"low": -5, "high": 5}
+    assert default_config["measurement"]["mode"] == "hot"
+
+
+def test_defaults_fill_an_empty_config():
+    cfg = validate({})
+    assert cfg["sizes"] == [512, 1024, 2048, 4096, 8192]
+    assert cfg["measurement"]["warmup"] == 2 and cfg["measurement"]["seed"] == 12345
+
+
+@pytest.mark.parametrize(
+    "override, key, value, allowed",
+    [
+        ({"bogus": 1}, "the config", "'bogus'", "allowed keys: arch, block_sizes"),
+        ({"measurement": {"warmups": 3}}, "measurement", "'warmups'", "allowed keys:"),
+        ({"sizes": [0]}, "sizes[0]", "0", "an integer >= 1 or a mapping with keys m, k, n"),
+        ({"sizes": [-4]}, "sizes[0]", "-4", "an integer >= 1"),
+        ({"sizes": [{"m": 3, "k": 4}]}, "sizes[0]", "'k': 4", "a mapping with keys m, k, n"),
+        ({"sizes": [{"m": 3, "k": 4, "n": 0}]}, "sizes[0]", "'n': 0", "a mapping with keys m, k, n"),
+        ({"sizes": "big"}, "sizes", '"big"', "a list"),
+        ({"sizes": [1.5]}, "sizes[0]", "1.5", "an integer >= 1"),
+        ({"block_sizes": [64]}, "block_sizes[0]", "64", "an integer from 1 to 32"),
+        ({"block_sizes": [0]}, "block_sizes[0]", "0", "an integer from 1 to 32"),
+        ({"dtypes": ["float8"]}, "dtypes[0]", '"float8"', "one of float16, float32, float64, int32"),
+        ({"methods": ["magic"]}, "methods[0]", '"magic"', "one of numpy, naive"),
+        ({"methods": []}, "methods", "[]", "a list with at least 1 item"),
+        ({"measurement": {"min_reps": "x"}}, "measurement.min_reps", '"x"', "an integer >= 1"),
+        ({"measurement": {"mode": "warm"}}, "measurement.mode", '"warm"', "one of hot, cold"),
+        ({"arch": "ampere"}, "arch", '"ampere"', "matching"),
+        ({"threads": 0}, "threads", "0", "an integer >= 1"),
+    ],
+)
+def test_bad_values_name_key_value_and_allowed(override, key, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        validate(override)
+    message = str(err.value)
+    assert key in message and value in message and allowed in message, message
+    assert "\n" not in message.strip()
+
+
+def test_block_limit_explains_threads():
+    with pytest.raises(ConfigError, match="1024 threads"):
+        validate({"block_sizes": [33]})
+
+
+def test_cross_key_constraints():
+    with pytest.raises(ConfigError, match="measurement.max_reps.*min_reps"):
+        validate({"measurement": {"min_reps": 10, "max_reps": 3}})
+    with pytest.raises(ConfigError, match="distribution.*low 5 is not below high 5"):
+        validate({"measurement": {"distribution": {"low": 5, "high": 5}}})
+
+
+def test_command_line_strings_become_numbers():
+    schema = load_schema()
+    cfg = coerce_numbers({"sizes": ["256", {"m": "3", "k": "4", "n": "5"}], "block_sizes": ["8"],
+                          "methods": ["numpy"], "measurement": {"min_time_s": "0.1"}}, schema)
+    assert cfg["sizes"] == [256, {"m": 3, "k": 4, "n": 5}]
+    assert cfg["block_sizes"] == [8] and cfg["methods"] == ["numpy"]
+    assert cfg["measurement"]["min_time_s"] == 0.1
+    assert validate(cfg)["sizes"][0] == 256
+
+
+def test_schema_lists_exactly_the_registered_methods_and_dtypes():
+    schema = load_schema()
+    assert schema["properties"]["methods"]["items"]["enum"] == list(registry.METHODS)
+    assert schema["properties"]["dtypes"]["items"]["enum"] == list(registry.DTYPES)
+
+
+def test_every_schema_key_has_a_description_and_default():
+    def walk(node, path):
+        for key, sub in node.get("properties", {}).items():
+            if path != "sizes[]":
+                assert "description" in sub, f"{path}.{key} has no description"
+            if "properties" in sub:
+                walk(sub, f"{path}.{key}")
+
+    schema = load_schema()
+    for key, sub in schema["properties"].items():
+        assert "description" in sub and "default" in sub, key
+    walk(schema["properties"]["measurement"], "measurement")
+
+
+def test_shapes_parse_square_and_rectangular_and_dedupe():
+    cfg = validate({"sizes": [64, {"m": 17, "k": 33, "n": 65}, 64]})
+    assert shapes(cfg) == [Shape(64, 64, 64), Shape(17, 33, 65)]
+    assert Shape(17, 33, 65).label == "17x33x65"
+
+
+def test_config_hash_is_stable_and_sensitive(make_config):
+    assert config_hash(make_config()) == config_hash(make_config())
+    assert config_hash(make_config()) != config_hash(make_config(measurement={"seed": 1}))

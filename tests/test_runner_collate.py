@@ -1,0 +1,127 @@
+"""A CPU job end to end (result file contents), and collation into the tidy and summary tables."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from matmul_study import collate, results
+from matmul_study.runner import Job, run_job
+
+FAST = {"warmup": 1, "min_reps": 3, "max_reps": 5, "min_time_s": 0.001, "max_time_s": 1}
+
+
+def test_numpy_job_writes_a_complete_verified_result(make_config, tmp_path):
+    cfg = make_config(measurement=FAST)
+    out = tmp_path / "r.json"
+    rec = run_job(Job("numpy", "float32", 0, 17, 33, 65), cfg, str(out))
+    on_disk = json.loads(out.read_text())
+    assert on_disk["status"] == "passed" and rec["status"] == "passed"
+    assert (on_disk["m"], on_disk["k"], on_disk["n"]) == (17, 33, 65)
+    t = on_disk["timing"]
+    assert 3 <= t["reps"] <= 5 and len(t["times_s"]) == t["reps"]
+    assert t["min_s"] <= t["median_s"] <= t["max_s"] and t["iqr_s"] >= 0
+    assert on_disk["gflops"] == pytest.approx(2 * 17 * 33 * 65 / t["median_s"] / 1e9)
+    v = on_disk["verification"]
+    assert v["passed"] and v["scope"] == "full" and v["tolerance"] == 1e-4 and v["rel_fro_error"] < 1e-5
+    env = on_disk["env"]
+    for key in ("cpu_model", "host", "numpy", "git_commit", "config_hash", "seed", "timestamp", "device_name"):
+        assert env[key] not in (None, ""), key
+    assert env["seed"] == cfg["measurement"]["seed"]
+    assert not list(tmp_path.glob("*.tmp"))  # the atomic write left no temp file
+
+
+def test_atomic_write_keeps_the_old_file_when_serialisation_fails(tmp_path):
+    path = tmp_path / "x.json"
+    results.write_atomic(path, {"a": 1})
+    with pytest.raises(TypeError):
+        results.write_atomic(path, {"a": object()})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_non_finite_numbers_are_written_as_valid_json(tmp_path):
+    path = tmp_path / "x.json"
+    results.write_atomic(path, {"err": float("inf"), "nan": float("nan")})
+    assert json.loads(path.read_text()) == {"err": "inf", "nan": None}
+
+
+def record(method, dtype, block, size, gflops, status="passed", device="GPU X"):
+    m = k = n = size
+    seconds = 2 * m * k * n / (gflops * 1e9) if gflops else math.nan
+    return {
+        "method": method, "dtype": dtype, "block": block, "m": m, "k": k, "n": n, "threads": 1,
+        "status": status, "gflops": gflops if status == "passed" else None,
+        "timing": {"reps": 3, "median_s": seconds, "min_s": seconds, "max_s": seconds, "iqr_s": 0, "rsd": 0.0,
+                   "times_s": [seconds] * 3, "warmup": 1, "mode": "hot"},
+        "verification": {"max_abs_error": 0.0, "rel_fro_error": 1e-7 if status == "passed" else 0.5,
+                         "tolerance": 1e-4, "scope": "full", "reference": "numpy float64", "unwritten": 0,
+                         "passed": status == "passed"},
+        "env": {"device_name": device, "device_kind": "gpu", "seed": 1},
+    }
+
+
+@pytest.fixture
+def study():
+    recs = []
+    for size, scale in ((256, 1), (512, 2)):
+        recs += [
+            record("naive", "float32", 16, size, 100 * scale), record("naive", "float32", 32, size, 80 * scale),
+            record("tiled", "float32", 16, size, 400 * scale), record("tiled", "float32", 32, size, 480 * scale),
+            record("cublas", "float32", 0, size, 1000 * scale), record("naive", "float64", 16, size, 50 * scale),
+            record("tiled", "float64", 16, size, 200 * scale), record("tiled", "float64", 32, size, 100 * scale),
+            record("numpy", "float32", 0, size, 20 * scale),
+        ]
+    recs.append(record("tiled_unrolled", "float32", 16, 512, None, status="failed"))
+    return collate.tidy(recs)
+
+
+def test_tidy_has_one_row_per_job_with_flat_columns(study):
+    assert len(study) == 19
+    for col in ("label", "shape", "size", "gflops", "tflops", "timing_median_s", "timing_times_s",
+                "verification_rel_fro_error", "verification_passed", "env_device_name", "pct_of_cublas",
+                "speedup_over_naive"):
+        assert col in study.columns, col
+    row = study[(study.label == "tiled b32") & (study.dtype == "float32") & (study["size"] == 256)].iloc[0]
+    assert row["shape"] == "256x256x256" and row["tflops"] == pytest.approx(0.48)
+    assert row["pct_of_cublas"] == pytest.approx(48.0)
+    assert row["speedup_over_naive"] == pytest.approx(480 / 80)  # naive at the same block
+    np_row = study[(study.method == "numpy") & (study["size"] == 512)].iloc[0]
+    assert np_row["speedup_over_naive"] == pytest.approx(40 / 200)  # best naive block for blockless methods
+    failed = study[study.status == "failed"].iloc[0]
+    assert math.isnan(failed["gflops"]) and math.isnan(failed["pct_of_cublas"])
+
+
+def test_ratios_never_mix_devices():
+    df = collate.tidy([record("tiled", "float32", 16, 256, 400, device="A"),
+                       record("cublas", "float32", 0, 256, 1000, device="B")])
+    assert df.set_index("method").loc["tiled", "pct_of_cublas"] != df.iloc[0]["pct_of_cublas"]
+    assert math.isnan(df.set_index("method").loc["tiled", "pct_of_cublas"])
+    assert df.set_index("method").loc["cublas", "pct_of_cublas"] == pytest.approx(100.0)
+
+
+def test_summary_tables(study):
+    best = collate.best_per_shape(study)
+    assert list(best[best.dtype == "float32"]["best"]) == ["cublas", "cublas"]
+    assert list(best[best.dtype == "float64"]["best"]) == ["tiled b16", "tiled b16"]
+    blocks = collate.block_table(study)
+    tiled32 = blocks[(blocks.method == "tiled") & (blocks.dtype == "float32")]
+    assert list(tiled32["b32_over_b16"]) == [pytest.approx(1.2), pytest.approx(1.2)]
+    fvd = collate.float_vs_double_table(study)
+    row = fvd[(fvd.label == "tiled b16")].iloc[0]
+    assert row["float_over_double"] == pytest.approx(2.0)
+    sp = collate.speedup_table(study)
+    assert "tiled b32" in sp.columns and sp["tiled b32"].max() == pytest.approx(6.0)
+
+
+def test_summary_tables_survive_cpu_only_results():
+    df = collate.tidy([record("numpy", "float32", 0, 64, 10)])
+    for build in collate.SUMMARIES.values():
+        assert isinstance(build(df), pd.DataFrame)
+
+
+def test_collating_nothing_is_an_error():
+    with pytest.raises(ValueError, match="no result files"):
+        collate.tidy([])
