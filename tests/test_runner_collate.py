@@ -97,7 +97,6 @@ def test_tidy_has_one_row_per_job_with_flat_columns(study):
 def test_ratios_never_mix_devices():
     df = collate.tidy([record("tiled", "float32", 16, 256, 400, device="A"),
                        record("cublas", "float32", 0, 256, 1000, device="B")])
-    assert df.set_index("method").loc["tiled", "pct_of_cublas"] != df.iloc[0]["pct_of_cublas"]
     assert math.isnan(df.set_index("method").loc["tiled", "pct_of_cublas"])
     assert df.set_index("method").loc["cublas", "pct_of_cublas"] == pytest.approx(100.0)
 

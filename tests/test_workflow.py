@@ -1,0 +1,156 @@
+"""The Snakemake workflow as a user runs it: lint, dry-run, bad configs, no GPU, and a full CPU-only study."""
+
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from matmul_study import grid
+from matmul_study.config import validate
+
+REPO = Path(__file__).resolve().parent.parent
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
+CPU_STUDY = {
+    "sizes": [32, 48, {"m": 17, "k": 33, "n": 65}],
+    "methods": ["numpy"],
+    "dtypes": ["float32", "float64"],
+    "measurement": {"warmup": 1, "min_reps": 3, "max_reps": 10, "min_time_s": 0.01, "max_time_s": 1},
+}
+
+
+def snakemake(workdir, *args, timeout=600):
+    return subprocess.run([*SNAKEMAKE, "--directory", str(workdir), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def job_counts(output: str) -> dict:
+    """Per-rule job counts from the 'Job stats' table of a (dry) run."""
+    table = output.split("Job stats:")[1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def write_config(workdir: Path, config: dict) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def test_lint_passes():
+    out = snakemake(REPO, "--lint")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "good condition" in out.stdout + out.stderr
+
+
+def test_dry_run_of_the_default_study_lists_one_job_per_combination():
+    t0 = time.perf_counter()
+    out = snakemake(REPO, "-n", "--cores", "1", "--forceall")
+    elapsed = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr
+    counts = job_counts(out.stdout)
+    jobs, _ = grid.build(validate(yaml.safe_load((REPO / "config.yaml").read_text())))
+    gpu = jobs["method"] != "numpy"
+    assert counts["benchmark_cpu"] == (~gpu).sum()
+    assert counts["benchmark_gpu"] == gpu.sum()
+    assert counts["compile_kernel"] == len(grid.compile_units(jobs))
+    assert counts["collate"] == counts["report"] == 1 and counts["figure"] == 5
+    assert elapsed < 10  # includes interpreter start; the DAG itself is built in about 2 s
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("block_sizes=[64]", "config key 'block_sizes[0]': value 64 is not allowed; allowed: an integer from 1 to 32"),
+    ('dtypes=["float8"]', "config key 'dtypes[0]': value \"float8\" is not allowed"),
+    ("sizes=[0]", "config key 'sizes[0]': value 0 is not allowed"),
+    ("colour=1", "unknown key(s) 'colour'"),
+])
+def test_bad_config_fails_before_any_job(tmp_path, override, expected):
+    write_config(tmp_path, CPU_STUDY)
+    out = snakemake(tmp_path, "--cores", "1", "--config", override)
+    assert out.returncode != 0
+    assert expected in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_gpu_methods_without_a_gpu_stop_fast_with_the_cpu_only_command(tmp_path):
+    pytest.importorskip("numpy")
+    try:
+        from matmul_study.gpu import require_pycuda
+
+        require_pycuda()
+        pytest.skip("this machine has a usable GPU")
+    except Exception:
+        pass
+    write_config(tmp_path, {**CPU_STUDY, "methods": ["numpy", "naive"]})
+    t0 = time.perf_counter()
+    out = snakemake(tmp_path, "--cores", "1")
+    assert time.perf_counter() - t0 < 30
+    assert out.returncode != 0
+    assert "GPU job(s) cannot run" in out.stderr
+    assert "snakemake --cores 1 --config 'methods=[\"numpy\"]'" in out.stderr
+    assert not (tmp_path / "results" / "runs").exists()  # no job ran, not even the CPU ones
+
+
+@pytest.fixture(scope="module")
+def cpu_study(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("study")
+    write_config(workdir, CPU_STUDY)
+    out = snakemake(workdir, "--cores", "1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return workdir
+
+
+def test_cpu_study_tables(cpu_study):
+    df = pd.read_csv(cpu_study / "results/tables/results.csv")
+    assert len(df) == 6
+    assert set(df["shape"]) == {"32x32x32", "48x48x48", "17x33x65"}
+    assert set(df["dtype"]) == {"float32", "float64"}
+    assert (df["status"] == "passed").all() and (df["gflops"] > 0).all()
+    assert (df["verification_rel_fro_error"] < df["verification_tolerance"]).all()
+    for name in ("best", "speedup", "blocks", "float_vs_double", "pruned"):
+        assert (cpu_study / f"results/tables/{name}.csv").exists(), name
+    fvd = pd.read_csv(cpu_study / "results/tables/float_vs_double.csv")
+    assert len(fvd) == 3 and (fvd["float_over_double"] > 0).all()
+    pruned = pd.read_csv(cpu_study / "results/tables/pruned.csv")
+    assert "no block-size axis" in " ".join(pruned["reason"])
+
+
+def test_cpu_study_figures_and_report(cpu_study):
+    for name in ("throughput", "speedup", "blocks", "float_vs_double", "verification_error"):
+        for ext in ("png", "svg"):
+            assert (cpu_study / f"results/figures/{name}.{ext}").stat().st_size > 1000, (name, ext)
+    html = (cpu_study / "report/report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 5
+    assert "<script src=" not in html and "<link " not in html  # self-contained: nothing fetched
+    df = pd.read_csv(cpu_study / "results/tables/results.csv")
+    for row in df.itertuples():
+        assert row.label in html and row.shape in html
+    assert "Failed or unverified" in html
+    assert "Pruned" in html or "pruned" in html
+
+
+def test_rerun_with_nothing_changed_runs_no_job(cpu_study):
+    t0 = time.perf_counter()
+    out = snakemake(cpu_study, "--cores", "1")
+    assert out.returncode == 0
+    assert "Nothing to be done" in out.stdout + out.stderr
+    assert time.perf_counter() - t0 < 10  # about 2 s here, interpreter start included
+
+
+def test_adding_a_size_runs_only_that_sizes_jobs(cpu_study):
+    out = snakemake(cpu_study, "-n", "--cores", "1", "--config", "sizes=[32, 48, 24, {m: 17, k: 33, n: 65}]")
+    assert out.returncode == 0, out.stderr
+    counts = job_counts(out.stdout)
+    assert counts["benchmark_cpu"] == 2  # 24x24x24 in float32 and float64, nothing else
+    assert counts.get("benchmark_gpu", 0) == 0
+
+
+def test_snakemake_report_zip(cpu_study, tmp_path):
+    out = snakemake(cpu_study, "--report", str(tmp_path / "report.zip"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    names = zipfile.ZipFile(tmp_path / "report.zip").namelist()
+    assert any(n.endswith("throughput.png") for n in names)
+    assert any(n.endswith("results.csv") for n in names)
