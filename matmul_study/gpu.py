@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from . import registry
-from .verify import Verification, compare, poison_value, unwritten, verify_on_host
+from .verify import Verification, compare, poison_value, verify_on_host
 
 
 class GpuUnavailable(RuntimeError):
@@ -170,6 +170,32 @@ def bytes_needed(m: int, k: int, n: int, dtype: str, device_reference: bool) -> 
     return need
 
 
+def poison_word(out_dtype: str) -> int:
+    """32-bit pattern for memset: all ones is a NaN in fp32 and (as two words) in fp64; ints get the sentinel."""
+    value = poison_value(out_dtype)
+    return int(np.array(value, np.int32).view(np.uint32)) if np.dtype(out_dtype).kind == "i" else 0xFFFFFFFF
+
+
+def uses_device_reference(method: registry.Method, dtype: str, have_cupy: bool) -> bool:
+    # cuBLAS DGEMM would check cuBLAS's own float64 result against itself: use the host reference there.
+    return have_cupy and not (method.backend == "cupy" and dtype == "float64")
+
+
+def ensure_fits(method: registry.Method, dtype: str, m: int, k: int, n: int) -> None:
+    """Refuse, before allocating anything, a job whose buffers cannot fit in free GPU memory."""
+    cuda = require_pycuda()
+    import pycuda.autoprimaryctx  # noqa: F401
+
+    from .grid import available
+
+    need = bytes_needed(m, k, n, dtype, uses_device_reference(method, dtype, available("cupy")))
+    free, total = cuda.mem_get_info()
+    if need > 0.95 * free:
+        raise MemoryError(
+            f"{method.name} {dtype} {m}x{k}x{n} needs {need / 2**30:.1f} GiB of GPU memory but only "
+            f"{free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB is free; remove this size from config.yaml 'sizes'.")
+
+
 def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, policy, measurement: dict,
         cubin: str | None) -> GpuRun:
     cuda = require_pycuda()
@@ -183,15 +209,7 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
     device = pycuda.autoprimaryctx.device
     env = device_environment(cuda, device)
     have_cupy = bool(env["cupy"])
-    # cuBLAS DGEMM would check cuBLAS's own float64 result against itself: use the host reference there.
-    device_reference = have_cupy and not (method.backend == "cupy" and dtype == "float64")
-    need = bytes_needed(m, k, n, dtype, device_reference)
-    free, total = cuda.mem_get_info()
-    if need > 0.95 * free:
-        raise MemoryError(
-            f"{method.name} {dtype} {m}x{k}x{n} needs {need / 2**30:.1f} GiB of GPU memory but only "
-            f"{free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB is free; remove this size from config.yaml 'sizes'.")
-
+    device_reference = uses_device_reference(method, dtype, have_cupy)
     a_gpu, b_gpu = gpuarray.to_gpu(a), gpuarray.to_gpu(b)
     out_dtype = registry.output_dtype(dtype)
     c_gpu = gpuarray.empty((m, n), out_dtype)
@@ -203,7 +221,7 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
     full = m * k * n <= measurement["full_verify_max_flops"]
 
     def verified_run() -> Verification:
-        c_gpu.fill(poison_value(out_dtype))
+        cuda.memset_d32(c_gpu.gpudata, poison_word(out_dtype), c_gpu.size)
         launch()
         cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
         if device_reference:

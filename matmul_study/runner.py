@@ -24,21 +24,27 @@ class Job:
         return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]))
 
 
-def run_job(job: Job, config: dict, output: str, cubin: str | None = None) -> dict:
+def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threads: int | None = None) -> dict:
+    """Run one job and write its result file; `threads` (Snakemake's grant) defaults to config's threads."""
     t_start = time.perf_counter()
     method = registry.get(job.method)
     meas = config["measurement"]
     policy = Policy.from_config(meas)
     dist = meas["distribution"]
+    if method.on_gpu:
+        from .gpu import ensure_fits
+
+        ensure_fits(method, job.dtype, job.m, job.k, job.n)
     a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas["seed"], dist["low"], dist["high"])
     t_inputs = time.perf_counter()
 
+    threads = threads or config["threads"]
     env = environment.host_environment(meas["seed"], config_hash(config))
     state = {}
     if method.backend == "numpy":
         from . import cpu
 
-        times, verifications = cpu.run(a, b, job.dtype, policy, meas, config["threads"])
+        times, verifications = cpu.run(a, b, job.dtype, policy, meas, threads)
     else:
         from . import gpu
 
@@ -52,7 +58,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None) -> di
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,
-        "threads": config["threads"] if not method.on_gpu else 1,
+        "threads": threads if not method.on_gpu else 1,
         "status": "passed" if passed else "failed",
         "gflops": gflops(job.m, job.k, job.n, timing["median_s"]) if passed and times else None,
         "timing": timing,

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (the `device` tool): install the device kit, run the GPU tests, then the study.
+# Usage: bash .ci/gpu-session.sh [tests|study|all] [extra snakemake args...]
+# Everything worth keeping lands in $OUT (logs, and study.tar.gz with tables, figures, report and result files).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-session-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+stage=${1:-all}
+shift || true
+
+source .devkit/install.sh || exit 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
+    || { cat "$OUT/install.log"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
+    | tee "$OUT/gpu-state-before.csv"
+status=0
+
+if [[ $stage == tests || $stage == all ]]; then
+    echo "== pytest -m gpu"
+    python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+fi
+
+if [[ $stage == study || $stage == all ]]; then
+    echo "== snakemake study"
+    start=$(date +%s)
+    python3 -m snakemake --cores 16 --resources gpu=1 --config threads=16 --keep-going "$@" \
+        >"$OUT/snakemake.log" 2>&1
+    rc=$?
+    echo "snakemake exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/snakemake.log"
+    [[ $rc == 0 ]] || { status=1; tail -40 "$OUT/snakemake.log"; }
+    tar czf "$OUT/study.tar.gz" results/tables results/figures results/runs results/benchmarks report logs \
+        .snakemake/log 2>/dev/null
+fi
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu-state-after.csv"
+exit $status

@@ -1,0 +1,101 @@
+"""The GPU runner on a real device: every GPU method through compile_cubin + run_job, on odd shapes, and a wrong
+kernel reported as failed. Skipped without PyCUDA and a CUDA device."""
+
+import shutil
+
+import pytest
+
+from matmul_study import kernels, registry
+from matmul_study.runner import Job, run_job
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(1, 1, 1), (17, 33, 65), (100, 37, 250), (257, 511, 129)]
+FAST = {"warmup": 1, "min_reps": 2, "max_reps": 3, "min_time_s": 0.0001, "max_time_s": 0.5}
+
+
+@pytest.fixture(scope="module")
+def arch():
+    pytest.importorskip("pycuda.driver")
+    from matmul_study.gpu import GpuUnavailable, device_arch
+
+    try:
+        return device_arch()
+    except GpuUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def cubins(arch, tmp_path_factory):
+    cache = {}
+    root = tmp_path_factory.mktemp("cubins")
+
+    def get(method, dtype, block):
+        key = (method, dtype, kernels.template_block(method, block))
+        if key not in cache:
+            path = root / f"{method}_{dtype}_b{key[2]}.cubin"
+            kernels.compile_cubin(method, dtype, block, arch, str(path))
+            cache[key] = str(path)
+        return cache[key]
+
+    return get
+
+
+def gpu_cases():
+    for name, method in registry.METHODS.items():
+        if not method.on_gpu:
+            continue
+        for dtype in method.dtypes:
+            for block in ((16, 32) if method.block_axis else (0,)):
+                yield name, dtype, block
+
+
+@pytest.mark.parametrize("method, dtype, block", list(gpu_cases()))
+def test_every_gpu_method_is_verified_on_odd_shapes(method, dtype, block, cubins, make_config, tmp_path):
+    if method == "cublas":
+        pytest.importorskip("cupy")
+    cfg = make_config(measurement=FAST)
+    cubin = cubins(method, dtype, block) if registry.get(method).backend == "pycuda" else None
+    for m, k, n in SHAPES:
+        rec = run_job(Job(method, dtype, block, m, k, n), cfg, str(tmp_path / f"{m}_{k}_{n}.json"), cubin=cubin)
+        v = rec["verification"]
+        assert rec["status"] == "passed", (m, k, n, v)
+        assert v["unwritten"] == 0 and rec["gflops"] > 0
+        assert rec["env"]["device_kind"] == "gpu" and rec["env"]["compute_capability"]
+
+
+def test_a_wrong_kernel_is_reported_failed_not_fast(arch, make_config, tmp_path, monkeypatch):
+    kernel_dir = tmp_path / "kernels"
+    shutil.copytree(kernels.KERNEL_DIR, kernel_dir)
+    # Skips the last row of C: exactly the bug a missing or off-by-one guard produces.
+    (kernel_dir / "9_broken.cu").write_text(
+        '#include "1_naive.cu"\n'
+        "template <typename T, typename Acc>\n"
+        "__device__ void broken_matmul(const T* A, const T* B, Acc* C, int m, int n, int k) {\n"
+        "    if (blockIdx.y * blockDim.y + threadIdx.y == m - 1) return;\n"
+        "    naive_matmul<T, Acc>(A, B, C, m, n, k);\n}\n")
+    broken = registry.Method("broken", "test only", ("float32",), backend="pycuda", block_axis=True,
+                             source="9_broken.cu", template="broken_matmul<{T}, {Acc}>",
+                             launch=registry.square_thread_blocks)
+    monkeypatch.setitem(registry.METHODS, "broken", broken)
+    monkeypatch.setattr(kernels, "KERNEL_DIR", kernel_dir)
+    cubin = tmp_path / "broken.cubin"
+    kernels.compile_cubin("broken", "float32", 16, arch, str(cubin))
+    rec = run_job(Job("broken", "float32", 16, 40, 24, 40), make_config(measurement=FAST),
+                  str(tmp_path / "r.json"), cubin=str(cubin))
+    assert rec["status"] == "failed" and rec["gflops"] is None
+    assert rec["verification"]["unwritten"] == 40 and rec["timing"]["reps"] == 0
+
+
+def test_cold_mode_flushes_l2_and_still_verifies(cubins, make_config, tmp_path):
+    cfg = make_config(measurement={**FAST, "mode": "cold"})
+    rec = run_job(Job("tiled", "float32", 16, 256, 256, 256), cfg, str(tmp_path / "r.json"),
+                  cubin=cubins("tiled", "float32", 16))
+    assert rec["status"] == "passed" and rec["timing"]["mode"] == "cold"
+
+
+def test_a_size_that_cannot_fit_is_refused_before_allocating(arch, make_config, tmp_path):
+    with pytest.raises(MemoryError, match="GiB of GPU memory.*remove this size"):
+        run_job(Job("cublas", "float32", 0, 400_000, 400_000, 400_000), make_config(measurement=FAST),
+                str(tmp_path / "r.json"))
+    assert not (tmp_path / "r.json").exists()
