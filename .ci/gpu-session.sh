@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (the `device` tool): install the device kit, run the GPU tests, then the study.
-# Usage: bash .ci/gpu-session.sh [tests|study|all] [extra snakemake args...]
+# Usage: bash .ci/gpu-session.sh [tests|study|all] [config items, e.g. 'sizes=[256]' ...]
+# Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS.
 # Everything worth keeping lands in $OUT (logs, and study.tar.gz with tables, figures, report and result files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ fi
 if [[ $stage == study || $stage == all ]]; then
     echo "== snakemake study"
     start=$(date +%s)
-    python3 -m snakemake --cores 16 --resources gpu=1 --config threads=16 --keep-going "$@" \
+    python3 -m snakemake --cores 16 --resources gpu=1 --keep-going ${SNAKEMAKE_FLAGS:-} --config threads=16 "$@" \
         >"$OUT/snakemake.log" 2>&1
     rc=$?
     echo "snakemake exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/snakemake.log"

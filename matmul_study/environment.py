@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import subprocess
 from functools import lru_cache
@@ -24,6 +25,9 @@ def cpu_model() -> str:
 
 @lru_cache(maxsize=1)
 def git_commit() -> str:
+    """The project's commit; MATMUL_STUDY_COMMIT names it where the checkout has no .git (a copied tree)."""
+    if os.environ.get("MATMUL_STUDY_COMMIT"):
+        return os.environ["MATMUL_STUDY_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
                              capture_output=True, text=True, timeout=5)
