@@ -20,14 +20,11 @@ def tidy(records: list[dict]) -> pd.DataFrame:
     """Flatten result records: nested sections become prefixed columns (timing_median_s, env_device_name, ...)."""
     if not records:
         raise ValueError("no result files to collate")
-    flat = []
-    for rec in records:
-        rec = dict(rec)
-        rec["timing"] = dict(rec.get("timing", {}))
-        rec["timing"]["times_s"] = ";".join(f"{t:.9g}" for t in rec["timing"].get("times_s", []))
-        rec.pop("gpu_state", None)
-        flat.append(rec)
-    df = pd.json_normalize(flat, sep="_")
+    df = pd.json_normalize(records, sep="_")
+    # Per-sample lists (times, clocks) stay in the CSV as ';'-joined strings.
+    for col in df.columns:
+        if df[col].map(lambda v: isinstance(v, list)).any():
+            df[col] = df[col].map(lambda v: ";".join(f"{x:.9g}" for x in v) if isinstance(v, list) else v)
     df["label"] = [label(m, b) for m, b in zip(df["method"], df["block"])]
     df["shape"] = [f"{m}x{k}x{n}" for m, k, n in zip(df["m"], df["k"], df["n"])]
     df["size"] = np.cbrt(df["m"].astype(float) * df["k"] * df["n"]).round(3)

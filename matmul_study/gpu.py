@@ -229,29 +229,64 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
         return verify_on_host(a, b, c_gpu.get(), dtype, full, measurement["sample_rows"], measurement["seed"])
 
     handle = nvml_handle(device.pci_bus_id())
-    state = {"before": gpu_state(handle)}
+    before = gpu_state(handle)
     verifications = [verified_run()]
     times = None
     if verifications[0].passed:
         start, end = cuda.Event(), cuda.Event()
-        flush = _l2_flusher(cuda, env["l2_bytes"]) if measurement["mode"] == "cold" else None
+        cold = measurement["mode"] == "cold"
+        flush = _l2_flusher(cuda, env["l2_bytes"]) if cold else None
+        # A kernel shorter than the launch overhead would time the host, not the GPU: time a batch of
+        # back-to-back launches between one pair of events (the queue hides the gaps) and divide. Cold mode
+        # flushes L2 before every launch, so it times one launch at a time.
+        batch = 1 if cold else launches_per_sample(launch, start, end)
         clocks: list[float] = []
 
         def time_once() -> float:
             start.record()
-            launch()
+            for _ in range(batch):
+                launch()
             end.record()
             end.synchronize()
             if handle is not None:
                 clocks.append(gpu_state(handle).get("sm_clock_mhz", math.nan))
-            return start.time_till(end) / 1e3
+            return start.time_till(end) / 1e3 / batch
 
         times = sample(time_once, policy, before_each=flush)
         # Warm-up samples also appended a clock reading; keep those of the timed samples only.
-        state["sm_clock_per_sample_mhz"] = clocks[-len(times):] if clocks else []
+        clocks = clocks[-len(times):] if clocks else []
         verifications.append(verified_run())  # the kernel must still be right after being timed
-    state["after"] = gpu_state(handle)
+    state = summarize_state(before, gpu_state(handle), clocks if times else [],
+                            measurement["throttle_fraction"])
+    state["launches_per_sample"] = batch if times else 0
     return GpuRun(times, verifications, env, state)
+
+
+def summarize_state(before: dict, after: dict, clocks: list[float], throttle_fraction: float) -> dict:
+    """GPU state around a job, flat: clocks, temperature and power before/after, and throttled samples
+    (SM clock below throttle_fraction of its maximum while the sample ran)."""
+    out = {f"{key}_before": value for key, value in before.items() if key != "sm_clock_max_mhz"}
+    out.update({f"{key}_after": value for key, value in after.items() if key != "sm_clock_max_mhz"})
+    top = before.get("sm_clock_max_mhz") or after.get("sm_clock_max_mhz")
+    out["sm_clock_max_mhz"] = top
+    out["sm_clock_per_sample_mhz"] = clocks
+    known = [c for c in clocks if not math.isnan(c)]
+    out["sm_clock_min_sample_mhz"] = min(known) if known else None
+    out["throttled_samples"] = sum(c < throttle_fraction * top for c in known) if top and known else None
+    return out
+
+
+SAMPLE_TARGET_S = 1e-3  # a sample long enough that launch overhead and event resolution (~0.5 us) vanish
+
+
+def launches_per_sample(launch, start, end, max_batch: int = 1000) -> int:
+    """How many back-to-back launches make one sample last SAMPLE_TARGET_S (1 for long kernels)."""
+    start.record()
+    launch()
+    end.record()
+    end.synchronize()
+    one = start.time_till(end) / 1e3
+    return int(min(max_batch, max(1, math.ceil(SAMPLE_TARGET_S / max(one, 1e-7)))))
 
 
 def _l2_flusher(cuda, l2_bytes: int) -> Callable[[], None]:

@@ -54,7 +54,8 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     passed = all(v.passed for v in verifications)
     timing = summarize(times) if times else {"reps": 0}
     timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
-                   "noise_target": policy.noise_target})
+                   "noise_target": policy.noise_target,
+                   "launches_per_sample": state.pop("launches_per_sample", 1)})
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,
@@ -64,7 +65,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
         "timing": timing,
         # The worst of the checks (before and after timing) is the one reported.
         "verification": max((v.as_dict() for v in verifications), key=lambda v: (not v["passed"], v["rel_fro_error"])),
-        "gpu_state": state,
+        "gpu": state,
         "env": env,
         "overhead": {"inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
                      "timed_s": timing.get("total_s", 0.0)},

@@ -29,8 +29,9 @@ def test_every_job_is_supported_by_its_method(default_config):
 
 def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_cupy=True)
-    # 5 sizes x (numpy 2 dtypes + 3 SIMT kernels x 2 dtypes x 2 blocks + wmma + cublas 3 dtypes)
-    assert len(jobs) == 5 * (2 + 12 + 1 + 3)
+    # 5 sizes x (numpy 2 dtypes + 3 SIMT kernels x 2 dtypes x 2 blocks + wmma + register_tiled 2 dtypes
+    # + wmma_tiled + cublas 3 dtypes)
+    assert len(jobs) == 5 * (2 + 12 + 1 + 2 + 1 + 3)
 
 
 def test_without_cupy_cublas_is_pruned_with_a_note(make_config):

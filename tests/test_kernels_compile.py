@@ -1,0 +1,69 @@
+"""Every CUDA method's module compiles with plain nvcc (no GPU or driver needed), for each dtype and block."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from matmul_study import kernels, registry
+
+BLOCKS = [1, 8, 16, 24, 32]
+ARCHS = ["sm_80", "sm_90"]
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def blocks_for(method: str) -> list[int]:
+    m = registry.get(method)
+    if not m.block_axis:
+        return [0]
+    return BLOCKS if m.blocks is None else sorted(m.blocks)
+
+
+def instances(method: str) -> list[tuple[str, int]]:
+    return [(dtype, block) for dtype in registry.get(method).dtypes for block in blocks_for(method)]
+
+
+def expected_symbols(method: str) -> set[str]:
+    return {kernels.symbol(method, d, kernels.template_block(method, b)) for d, b in instances(method)}
+
+
+def test_there_are_cuda_methods():
+    assert registry.CUDA_METHODS
+
+
+@pytest.mark.parametrize("method", registry.CUDA_METHODS)
+def test_source_file_exists(method):
+    assert (kernels.KERNEL_DIR / registry.get(method).source).is_file()
+
+
+@pytest.mark.parametrize("method", registry.CUDA_METHODS)
+def test_module_defines_expected_symbols(method):
+    source = kernels.module_source(method, instances(method))
+    defined = set(re.findall(r'extern "C" __global__ void (\w+)\(', source))
+    assert defined == expected_symbols(method)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("method", registry.CUDA_METHODS)
+def test_module_compiles(method, arch, tmp_path):
+    source = kernels.module_source(method, instances(method))
+    result = kernels.compile_with_nvcc(source, arch, tmp_path)
+    assert result.returncode == 0, f"nvcc failed for {method} on {arch}:\n{result.stderr}"
+    # extern "C" names go into the cubin's symbol table unmangled; PyCUDA looks them up by these names.
+    cubin = (tmp_path / "module.cubin").read_bytes()
+    for name in expected_symbols(method):
+        assert name.encode() in cubin, f"{name} missing from the {method} cubin"
+
+
+@needs_nvcc
+def test_broken_source_fails_to_compile(tmp_path):
+    # Guards the test above against a compile helper that always reports success.
+    method = registry.CUDA_METHODS[0]
+    source = kernels.module_source(method, instances(method)) + "\nthis is not valid CUDA;\n"
+    result = kernels.compile_with_nvcc(source, ARCHS[0], tmp_path)
+    assert result.returncode != 0
+    assert result.stderr
