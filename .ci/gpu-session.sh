@@ -27,7 +27,7 @@ fi
 if [[ $stage == study || $stage == all ]]; then
     echo "== snakemake study"
     start=$(date +%s)
-    python3 -m snakemake --cores 16 --resources gpu=1 --keep-going ${SNAKEMAKE_FLAGS:-} --config threads=16 "$@" \
+    timeout "${STUDY_TIMEOUT:-86400}" python3 -m snakemake --cores 16 --resources gpu=1 --keep-going ${SNAKEMAKE_FLAGS:-} --config threads=16 "$@" \
         >"$OUT/snakemake.log" 2>&1
     rc=$?
     echo "snakemake exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/snakemake.log"
