@@ -72,6 +72,10 @@ class Method:
     # Block sizes the kernel supports beyond the config's 1..32 (None: all of them).
     blocks: tuple[int, ...] | None = None
     reference_line: bool = False
+    # The traffic model's unit of work, as a function of the block size: (tile_m, tile_n, tile_k). A unit reads
+    # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
+    # padding included. None: a library call, modelled as ideal (each input read once, no padding).
+    tile: Callable[[int], tuple[int, int, int]] | None = None
     notes: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -105,6 +109,7 @@ METHODS: dict[str, Method] = {
             source="1_naive.cu",
             template="naive_matmul<{T}, {Acc}>",
             launch=square_thread_blocks,
+            tile=lambda block: (1, 1, 1),  # each thread reads its own row of A and column of B
         ),
         Method(
             "tiled",
@@ -115,6 +120,7 @@ METHODS: dict[str, Method] = {
             source="2_tiled.cu",
             template="tiled_matmul<{T}, {Acc}>",
             launch=square_thread_blocks_dynamic_tiles,
+            tile=lambda block: (block, block, block),
         ),
         Method(
             "tiled_unrolled",
@@ -125,6 +131,7 @@ METHODS: dict[str, Method] = {
             source="3_tiled_unrolled.cu",
             template="tiled_unrolled_matmul<{T}, {Acc}, {BLOCK}>",
             launch=square_thread_blocks,
+            tile=lambda block: (block, block, block),
         ),
         Method(
             "wmma",
@@ -134,6 +141,7 @@ METHODS: dict[str, Method] = {
             source="4_wmma.cu",
             template="wmma_matmul",
             launch=fixed_tiles(32, 32, 128),
+            tile=lambda block: (16, 16, 16),  # one warp per 16x16 tile of C, loading its own strips
             notes="needs compute capability 7.0 or newer",
         ),
         Method(
@@ -144,6 +152,7 @@ METHODS: dict[str, Method] = {
             source="5_register_tiled.cu",
             template="register_tiled_matmul<{T}, {Acc}>",
             launch=fixed_tiles(128, 128, 256),
+            tile=lambda block: (128, 128, 8),
         ),
         Method(
             "wmma_tiled",
@@ -153,6 +162,7 @@ METHODS: dict[str, Method] = {
             source="6_wmma_tiled.cu",
             template="wmma_tiled_matmul",
             launch=fixed_tiles(128, 128, 256),
+            tile=lambda block: (128, 128, 32),
             notes="needs compute capability 7.0 or newer",
         ),
         Method(

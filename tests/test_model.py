@@ -1,0 +1,75 @@
+"""The analytic work and traffic model, on small cases worked out by hand."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from matmul_study.model import model
+
+
+def test_naive_reads_a_row_and_a_column_per_output():
+    r = model("naive", 2, 3, 4, 16, "float32")
+    # 8 outputs, each reading 3 of A and 3 of B: 48 elements of 4 bytes; writes 8 floats.
+    assert r["flops_useful"] == r["flops_issued"] == 48
+    assert r["bytes_read"] == 48 * 4 and r["bytes_written"] == 32
+    assert r["intensity"] == pytest.approx(48 / 224)
+
+
+def test_tiled_reads_a_once_per_block_column_and_b_once_per_block_row():
+    r = model("tiled", 64, 64, 64, 16, "float32")
+    # 4x4 blocks: each A element is read by 4 block columns, each B element by 4 block rows.
+    assert r["bytes_read"] == 2 * 64 * 64 * 4 * 4
+    assert r["bytes_written"] == 64 * 64 * 4
+    assert r["flops_issued"] == r["flops_useful"] == 2 * 64**3
+
+
+def test_padding_threads_are_counted_in_issued_flops_but_not_in_traffic():
+    r = model("tiled_unrolled", 17, 17, 17, 16, "float64")
+    # 2x2 blocks over a 32x32 padded C, k padded to 32: the zero tiles are multiplied too.
+    assert r["flops_useful"] == 2 * 17**3
+    assert r["flops_issued"] == 2 * 32**3
+    assert r["bytes_read"] == (17 * 17 * 2 + 17 * 17 * 2) * 8
+
+
+def test_wmma_one_warp_tile_and_fp32_output():
+    r = model("wmma", 16, 16, 16, 0, "float16")
+    assert r["bytes_read"] == (256 + 256) * 2 and r["bytes_written"] == 256 * 4
+    assert r["intensity"] == pytest.approx(2 * 16**3 / 2048)
+
+
+def test_library_calls_are_modelled_as_ideal():
+    r = model("cublas", 100, 200, 300, 0, "float32")
+    assert r["bytes_read"] == (100 * 200 + 200 * 300) * 4
+    assert r["flops_issued"] == r["flops_useful"] == 2 * 100 * 200 * 300
+
+
+def test_larger_tiles_mean_higher_intensity():
+    big = model("register_tiled", 4096, 4096, 4096, 0, "float32")["intensity"]
+    small = model("tiled", 4096, 4096, 4096, 16, "float32")["intensity"]
+    naive = model("naive", 4096, 4096, 4096, 16, "float32")["intensity"]
+    assert naive < small < big
+    assert naive == pytest.approx(0.25, rel=1e-3)  # 2 flops per 8 bytes
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "matmul_study", "model", *args], capture_output=True, text=True)
+
+
+def test_cli_prints_the_model_as_json():
+    out = run_cli("--method", "tiled", "--m", "64", "--k", "64", "--n", "64", "--block", "16", "--dtype", "float32")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert {"flops_useful", "flops_issued", "bytes_read", "bytes_written", "intensity"} <= set(data)
+    assert data["bytes_read"] == 131072
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "wmma", "--dtype", "float32"], "wmma supports float16"),
+    (["--method", "tiled", "--dtype", "float32", "--block", "64"], "block size from 1 to 32"),
+    (["--method", "magic", "--dtype", "float32"], "invalid choice: 'magic'"),
+])
+def test_cli_rejects_bad_input_clearly(args, message):
+    out = run_cli("--m", "8", "--k", "8", "--n", "8", *args)
+    assert out.returncode != 0 and message in out.stderr
