@@ -1,4 +1,7 @@
-"""Command line: `python -m matmul_study model --method tiled --m 512 --k 512 --n 512 --block 16 --dtype float32`."""
+"""Command line:
+    python -m matmul_study model --method tiled --m 512 --k 512 --n 512 --block 16 --dtype float32
+    python -m matmul_study compare run1/results.csv run2/results.csv
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--block", type=int, default=0, help="block size for methods with a block axis")
     p.add_argument("--dtype", required=True, choices=list(registry.DTYPES))
+    c = sub.add_parser("compare", help="compare the median times of two runs' results.csv (reproducibility)")
+    c.add_argument("first")
+    c.add_argument("second")
+    c.add_argument("--tolerance", type=float, default=0.03, help="relative change counted as reproduced")
     args = parser.parse_args(argv)
+
+    if args.command == "compare":
+        import pandas as pd
+
+        from .reproduce import compare
+
+        json.dump(compare(pd.read_csv(args.first), pd.read_csv(args.second), args.tolerance), sys.stdout,
+                  indent=1)
+        print()
+        return 0
 
     from .model import model
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from . import registry, results
+from .model import model
 
 JOB_KEYS = ["method", "dtype", "block", "m", "k", "n"]
 
@@ -16,8 +17,9 @@ def label(method: str, block: int) -> str:
     return f"{method} b{block}" if registry.METHODS.get(method) and registry.get(method).block_axis else method
 
 
-def tidy(records: list[dict]) -> pd.DataFrame:
-    """Flatten result records: nested sections become prefixed columns (timing_median_s, env_device_name, ...)."""
+def tidy(records: list[dict], calibration: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Flatten result records: nested sections become prefixed columns (timing_median_s, env_device_name, ...),
+    plus the analytic model's columns and % of the device's calibrated ceiling."""
     if not records:
         raise ValueError("no result files to collate")
     df = pd.json_normalize(records, sep="_")
@@ -31,8 +33,10 @@ def tidy(records: list[dict]) -> pd.DataFrame:
     df["tflops"] = df["gflops"] / 1e3
     df["verification_passed"] = df["verification_passed"].astype(bool)
     df = add_ratios(df)
+    df = add_model(df)
+    df["pct_of_peak"] = pct_of_peak(df, calibration)
     front = ["method", "label", "dtype", "block", "m", "k", "n", "shape", "size", "status", "gflops", "tflops",
-             "pct_of_cublas", "speedup_over_naive"]
+             "pct_of_cublas", "pct_of_peak", "speedup_over_naive"]
     return df[front + [c for c in df.columns if c not in front]].sort_values(
         ["dtype", "method", "block", "size"], ignore_index=True)
 
@@ -58,8 +62,34 @@ def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns="_device")
 
 
-def load(paths: list[str | Path]) -> pd.DataFrame:
-    return tidy([results.read(p) for p in paths])
+def add_model(df: pd.DataFrame) -> pd.DataFrame:
+    rows = [model(r.method, r.m, r.k, r.n, r.block, r.dtype) if r.method in registry.METHODS else {}
+            for r in df.itertuples()]
+    modelled = pd.DataFrame(rows, index=df.index)
+    for key in ("flops_issued", "bytes_read", "bytes_written", "intensity"):
+        df[f"model_{key}"] = modelled.get(key)
+    return df
+
+
+def pct_of_peak(df: pd.DataFrame, calibration: pd.DataFrame | None) -> np.ndarray:
+    """GFLOP/s over the calibrated ceiling of the same device and dtype (NaN without one)."""
+    if calibration is None or calibration.empty:
+        return np.full(len(df), np.nan)
+    peaks = calibration[calibration["unit"] == "GFLOP/s"].set_index(["device_name", "ceiling"])["value"]
+    peaks = peaks[~peaks.index.duplicated(keep="last")]
+    idx = pd.MultiIndex.from_arrays([df["env_device_name"], df["dtype"]])
+    return 100 * df["gflops"].to_numpy() / peaks.reindex(idx).to_numpy()
+
+
+def load(paths: list[str | Path], calibration_paths: list[str | Path] = ()) -> pd.DataFrame:
+    return tidy([results.read(p) for p in paths], load_calibration(calibration_paths))
+
+
+def load_calibration(paths) -> pd.DataFrame:
+    from .calibrate import COLUMNS
+
+    frames = [pd.read_csv(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
 def passed(df: pd.DataFrame) -> pd.DataFrame:

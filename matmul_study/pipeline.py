@@ -14,8 +14,9 @@ def write_csv(df: pd.DataFrame, path: str | Path) -> None:
     df.to_csv(path, index=False)
 
 
-def write_tables(run_files, results_csv, summary_csvs, table_names, pruned_records, pruned_csv) -> pd.DataFrame:
-    df = collate.load(list(run_files))
+def write_tables(run_files, calibration_csvs, results_csv, summary_csvs, table_names, pruned_records,
+                 pruned_csv) -> pd.DataFrame:
+    df = collate.load(list(run_files), list(calibration_csvs))
     write_csv(df, results_csv)
     for name, path in zip(table_names, summary_csvs):
         write_csv(collate.SUMMARIES[name](df), path)
@@ -29,19 +30,29 @@ def read_results(path) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=True)
 
 
-def write_figure(name: str, results_csv, png, svg) -> None:
+def write_figure(name: str, results_csv, calibration_csvs, png, svg) -> None:
     from .figures import FIGURES, save_figure
 
-    save_figure(FIGURES[name].plot(read_results(results_csv)), png, svg)
+    calibration = collate.load_calibration(list(calibration_csvs))
+    save_figure(FIGURES[name].plot(read_results(results_csv), calibration), png, svg)
 
 
-def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs, figure_names, config,
-                 output) -> None:
+def write_calibration(config, output) -> None:
+    from .calibrate import calibrate
+
+    table = calibrate(config)
+    print(table.to_string())
+    write_csv(table, output)
+
+
+def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs, figure_names, calibration_csvs,
+                 config, output) -> None:
     from .report import render_report
 
     tables = {name: pd.read_csv(path) for name, path in zip(table_names, summary_csvs)}
     pruned = pd.read_csv(pruned_csv, dtype=str, keep_default_na=False)
     figures = {name: Path(p) for name, p in zip(figure_names, figure_pngs)}
-    html = render_report(read_results(results_csv), tables, pruned, figures, dict(config))
+    calibration = collate.load_calibration(list(calibration_csvs))
+    html = render_report(read_results(results_csv), tables, pruned, figures, dict(config), calibration=calibration)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text(html, encoding="utf-8")

@@ -73,3 +73,21 @@ def test_cli_prints_the_model_as_json():
 def test_cli_rejects_bad_input_clearly(args, message):
     out = run_cli("--m", "8", "--k", "8", "--n", "8", *args)
     assert out.returncode != 0 and message in out.stderr
+
+
+def test_compare_reports_the_worst_change_between_two_runs(tmp_path):
+    import pandas as pd
+
+    rows = [{"env_device_name": "G", "method": "tiled", "dtype": "float32", "block": b, "m": 64, "k": 64, "n": 64,
+             "status": "passed", "timing_median_s": 1.0} for b in (16, 32)]
+    first = pd.DataFrame(rows)
+    second = first.assign(timing_median_s=[1.01, 1.05])
+    first.to_csv(tmp_path / "a.csv", index=False)
+    second.to_csv(tmp_path / "b.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "matmul_study", "compare", str(tmp_path / "a.csv"),
+                          str(tmp_path / "b.csv")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["jobs_compared"] == 2 and data["within_tolerance"] == 1
+    assert data["worst_abs_change"] == pytest.approx(0.05)
+    assert data["worst"][0]["label"] == "tiled float32 b32 64x64x64"

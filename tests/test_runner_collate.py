@@ -124,3 +124,16 @@ def test_summary_tables_survive_cpu_only_results():
 def test_collating_nothing_is_an_error():
     with pytest.raises(ValueError, match="no result files"):
         collate.tidy([])
+
+
+def test_model_columns_and_percent_of_calibrated_peak():
+    calibration = pd.DataFrame([("GPU X", "float32", 2000.0, "GFLOP/s", "x"), ("GPU X", "memory", 4000.0, "GB/s", "y")],
+                               columns=["device_name", "ceiling", "value", "unit", "detail"])
+    df = collate.tidy([record("tiled", "float32", 16, 256, 400), record("numpy", "float32", 0, 256, 20,
+                                                                         device="CPU Y")], calibration)
+    tiled = df[df.method == "tiled"].iloc[0]
+    assert tiled["pct_of_peak"] == pytest.approx(20.0)
+    assert tiled["model_bytes_read"] == 2 * 256 * 256 * 16 * 4  # each input read by 16 block rows/columns
+    assert tiled["model_intensity"] == pytest.approx(2 * 256**3 / (tiled["model_bytes_read"] + 256 * 256 * 4))
+    assert math.isnan(df[df.method == "numpy"].iloc[0]["pct_of_peak"])  # no ceiling for the CPU
+    assert collate.tidy([record("tiled", "float32", 16, 256, 400)])["pct_of_peak"].isna().all()

@@ -154,3 +154,24 @@ def test_snakemake_report_zip(cpu_study, tmp_path):
     names = zipfile.ZipFile(tmp_path / "report.zip").namelist()
     assert any(n.endswith("throughput.png") for n in names)
     assert any(n.endswith("results.csv") for n in names)
+
+
+def test_imported_results_from_another_device_are_merged_side_by_side(cpu_study, tmp_path):
+    import shutil
+
+    workdir = tmp_path / "merged"
+    shutil.copytree(cpu_study, workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    reference = REPO / "results/reference/NVIDIA_H200"
+    imported = workdir / "results/imported/h200"
+    shutil.copytree(reference / "runs", imported / "runs")
+    (imported / "tables").mkdir()
+    if (reference / "tables/calibration.csv").exists():
+        shutil.copy(reference / "tables/calibration.csv", imported / "tables/calibration.csv")
+    out = snakemake(workdir, "--cores", "1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    df = pd.read_csv(workdir / "results/tables/results.csv")
+    assert "NVIDIA H200" in set(df["env_device_name"])
+    assert len(set(df["env_device_name"])) == 2  # this machine's CPU and the imported GPU
+    assert len(df) == 6 + len(list((reference / "runs").rglob("*.json")))
+    html = (workdir / "report/report.html").read_text()
+    assert "NVIDIA H200" in html

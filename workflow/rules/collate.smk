@@ -1,11 +1,32 @@
-# All result files -> the tidy table and the summary tables.
+# All result files (this machine's and imported ones) -> the tidy table and the summary tables.
+
+
+rule calibrate:
+    output:
+        report(
+            "results/tables/calibration.csv",
+            caption="../report/calibration.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/calibrate.log",
+    params:
+        measurement=config["measurement"],
+    resources:
+        gpu=1,
+    conda:
+        "../../envs/gpu.yaml"
+    script:
+        "../scripts/calibrate.py"
+
 
 TABLES = ["best", "speedup", "blocks", "float_vs_double"]
 
 
 rule collate:
     input:
-        runs=run_files(),
+        runs=run_files() + IMPORTED_RUNS,
+        calibration=calibration_files(),
     output:
         results=report(
             "results/tables/results.csv",

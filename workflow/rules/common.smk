@@ -48,6 +48,18 @@ def run_files():
     return expand(f"results/runs/{{params}}.json", params=RUNS.instance_patterns)
 
 
+# Result sets from other machines: copy their results/runs and results/tables/calibration.csv into
+# results/imported/<name>/ and they are collated into the same report, side by side.
+IMPORTED_RUNS = sorted(str(p) for p in Path("results/imported").glob("*/runs/**/*.json"))
+IMPORTED_CALIBRATIONS = sorted(str(p) for p in Path("results/imported").glob("*/tables/calibration.csv"))
+
+
+def calibration_files():
+    """This run's ceilings (only when it has GPU jobs) plus imported ones."""
+    local = ["results/tables/calibration.csv"] if grid.gpu_methods(JOBS) else []
+    return local + IMPORTED_CALIBRATIONS
+
+
 def cubin_path(method, dtype, block):
     from matmul_study.kernels import template_block
 

@@ -5,6 +5,7 @@ from matmul_study.figures import FIGURES
 rule figure:
     input:
         results="results/tables/results.csv",
+        calibration=calibration_files(),
     output:
         png=report(
             "results/figures/{figure}.png",

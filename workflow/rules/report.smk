@@ -7,6 +7,7 @@ rule report:
         summaries=expand("results/tables/{name}.csv", name=TABLES),
         pruned="results/tables/pruned.csv",
         figures=expand("results/figures/{figure}.png", figure=FIGURES),
+        calibration=calibration_files(),
     output:
         "report/report.html",
     log:

@@ -4,4 +4,4 @@ from matmul_study.scripting import logged
 with logged(snakemake.log[0]):
     write_report(snakemake.input.results, snakemake.input.summaries, snakemake.params.tables,
                  snakemake.input.pruned, snakemake.input.figures, snakemake.params.figures,
-                 snakemake.params.config, snakemake.output[0])
+                 snakemake.input.calibration, snakemake.params.config, snakemake.output[0])
