@@ -137,3 +137,11 @@ def test_model_columns_and_percent_of_calibrated_peak():
     assert tiled["model_intensity"] == pytest.approx(2 * 256**3 / (tiled["model_bytes_read"] + 256 * 256 * 4))
     assert math.isnan(df[df.method == "numpy"].iloc[0]["pct_of_peak"])  # no ceiling for the CPU
     assert collate.tidy([record("tiled", "float32", 16, 256, 400)])["pct_of_peak"].isna().all()
+
+
+def test_unrolling_effect_pairs_same_dtype_block_and_shape():
+    df = collate.tidy([record("tiled", "float32", 16, 256, 400), record("tiled_unrolled", "float32", 16, 256, 560),
+                       record("tiled_unrolled", "float32", 32, 256, 600)])
+    eff = collate.unrolling_effect(df)
+    assert len(eff) == 1 and eff.iloc[0]["unrolled_over_tiled"] == pytest.approx(1.4)
+    assert collate.unrolling_effect(collate.tidy([record("numpy", "float32", 0, 64, 10)])).empty
