@@ -1,12 +1,16 @@
 """Figures of the study, drawn from the tidy results table (one row per benchmark job).
 
 `FIGURES` maps a figure name to its caption and plot function; the report takes the captions from here, so a
-figure and the words that explain it live side by side. Every plot function takes the whole results table and
-picks the rows it needs itself: throughput figures only ever use jobs that passed verification.
+figure and the words that explain it live side by side. Every plot function is `plot(results, calibration)`: it
+takes the whole results table and picks the rows it needs itself (throughput figures only ever use jobs that passed
+verification), and the calibration table of device ceilings (columns device_name, ceiling, value, unit, detail;
+possibly empty or None), which only the roofline uses. When the results hold more than one GPU device, no line
+ever joins jobs of two devices: the figures over size get a row of panels per device.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,11 +27,17 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from matmul_study.claims import device_kind, device_name, devices_long, gpu_devices, with_device  # noqa: E402
+
 SIZE_LABEL = "matrix size (∛(m·k·n), log2 scale)"
 GFLOPS_LABEL = "throughput (GFLOP/s, log scale)"
 SPEEDUP_LABEL = "speedup over naive (×, log scale)"
 ERROR_LABEL = "relative Frobenius error (log scale)"
+INTENSITY_LABEL = "arithmetic intensity (FLOP/byte, model, log2 scale)"
+KERNEL_LABEL = "kernel (method and block size)"
 NO_DATA = "no data for this figure in this run"
+ONE_DEVICE = "one device in this result set; copy another device's results into results/imported/ to compare"
+CALIBRATION_COLUMNS = ["device_name", "ceiling", "value", "unit", "detail"]
 
 DTYPE_ORDER = ("float16", "float32", "float64", "int32")
 # The registry's order (simple to fast) reads best in legends; methods it does not know go last.
@@ -52,7 +62,7 @@ class FigureSpec:
     name: str
     title: str
     caption: str
-    plot: Callable[[pd.DataFrame], Figure]
+    plot: Callable[[pd.DataFrame, pd.DataFrame], Figure]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -154,17 +164,22 @@ def _finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plai
     return grid.figure
 
 
-def _empty_figure(title: str, xlabel: str, ylabel: str) -> Figure:
+def _empty_figure(title: str, xlabel: str, ylabel: str, message: str = NO_DATA, log2_x: bool = True) -> Figure:
     """A labelled, empty axes saying there is nothing to show, so the pipeline and the report still work."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    _log2_x(ax)
-    ax.set_xlim(1, 2**14)
+    if log2_x:
+        _log2_x(ax)
+        ax.set_xlim(1, 2**14)
+    else:
+        ax.set_xscale("log")
+        ax.set_xlim(1, 1e6)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_yticks([])  # no data, no scale to read
     ax.set_title(title, fontweight="bold")
-    ax.text(0.5, 0.5, NO_DATA, transform=ax.transAxes, ha="center", va="center", fontsize=12, color="dimgrey")
-    ax.legend(handles=[], title="no data", loc="upper left")
+    ax.text(0.5, 0.5, textwrap.fill(message, 48), transform=ax.transAxes, ha="center", va="center", fontsize=12,
+            color="dimgrey")
+    ax.legend(handles=[], title="no data" if message == NO_DATA else "nothing to compare", loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -173,21 +188,47 @@ def _col_wrap(n_cols: int) -> int | None:
     return 2 if n_cols > 3 else None
 
 
-def _themed(plot: Callable[[pd.DataFrame], Figure]) -> Callable[[pd.DataFrame], Figure]:
-    """Draw under one seaborn theme without changing the caller's global matplotlib settings."""
+def _calibration(calibration: pd.DataFrame | None) -> pd.DataFrame:
+    """The calibration table with usable rows only (a finite, positive value); empty when there is none."""
+    if calibration is None or calibration.empty or not {"device_name", "ceiling", "value"} <= set(calibration):
+        return pd.DataFrame(columns=CALIBRATION_COLUMNS)
+    value = pd.to_numeric(calibration["value"], errors="coerce")
+    keep = np.isfinite(value) & (value > 0)
+    return calibration[keep].assign(value=value[keep], device_name=calibration["device_name"].astype(str).str.strip())
 
-    def wrapped(results: pd.DataFrame) -> Figure:
+
+def _themed(plot: Callable[[pd.DataFrame, pd.DataFrame], Figure]) -> Callable[..., Figure]:
+    """Draw under one seaborn theme without changing the caller's global matplotlib settings; `calibration` may
+    be left out or None (read as empty)."""
+
+    def wrapped(results: pd.DataFrame, calibration: pd.DataFrame | None = None) -> Figure:
         with sns.axes_style("ticks"), sns.plotting_context("notebook", font_scale=0.9):
-            return plot(results)
+            # merged result sets may repeat index labels; the plots align columns on the index
+            return plot(results.reset_index(drop=True), _calibration(calibration))
 
     wrapped.__name__ = plot.__name__
     wrapped.__doc__ = plot.__doc__
     return wrapped
 
 
+def _device_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, list | None]:
+    """With more than one GPU device: `df` with a 'device' column (CPU jobs go with the GPU of their host) and
+    the row order, GPU devices first. With one device or none: `df` unchanged and None."""
+    gpus = gpu_devices(df)
+    if len(gpus) < 2:
+        return df, None
+    df = with_device(df)
+    return df, gpus + [d for d in dict.fromkeys(df["device"]) if d not in gpus]
+
+
 def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -> Figure:
-    """Shared body of the throughput and speedup figures: hue=method, style=block, one panel per `col`."""
+    """Shared body of the throughput and speedup figures: hue=method, style=block, one panel per `col`, and a row
+    of panels per GPU device when there are several."""
+    df, rows = _device_rows(df)
     df = _with_style_column(df)
+    # a job run twice (merged result sets) is one point, the median; distinct shapes of one size stay apart
+    keys = (["device"] if rows else []) + [col, "method", "block", "shape", "size"]
+    df = df.groupby(keys, as_index=False, sort=False)[y].median()
     methods = _ordered(df["method"], METHOD_ORDER)
     cols = _ordered(df[col], DTYPE_ORDER)
     style_order, markers, dashes = _style_maps(set(df["block"]))
@@ -198,7 +239,9 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
         y=y,
         col=col,
         col_order=cols,
-        col_wrap=_col_wrap(len(cols)),
+        col_wrap=_col_wrap(len(cols)) if rows is None else None,
+        row="device" if rows else None,
+        row_order=rows,
         hue="method",
         hue_order=methods,
         palette=_method_palette(methods),
@@ -213,7 +256,10 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
         aspect=1.25,
         facet_kws={"sharey": True},
     )
-    grid.set_titles(col_template="{col_name}")
+    if rows:
+        grid.set_titles(template="{row_name} · {col_name}")
+    else:
+        grid.set_titles(col_template="{col_name}")
     return _finish_grid(grid, title, SIZE_LABEL, ylabel)
 
 
@@ -222,7 +268,7 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
 
 
 @_themed
-def plot_throughput(results: pd.DataFrame) -> Figure:
+def plot_throughput(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """GFLOP/s against size, one panel per dtype; hue = method, marker = block size."""
     title = "Throughput of each method"
     df = _passed(results, "gflops")
@@ -232,7 +278,7 @@ def plot_throughput(results: pd.DataFrame) -> Figure:
 
 
 @_themed
-def plot_speedup(results: pd.DataFrame) -> Figure:
+def plot_speedup(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """speedup_over_naive against size, one panel per dtype; hue = method, marker = block size."""
     title = "Speedup over the naive kernel"
     df = _passed(results, "speedup_over_naive")
@@ -245,7 +291,7 @@ def plot_speedup(results: pd.DataFrame) -> Figure:
 
 
 @_themed
-def plot_blocks(results: pd.DataFrame) -> Figure:
+def plot_blocks(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """GFLOP/s against size for each block size, one panel per (dtype, method with a block axis)."""
     title = "Effect of the thread-block size"
     df = _passed(results, "gflops")
@@ -258,13 +304,18 @@ def plot_blocks(results: pd.DataFrame) -> Figure:
     hue_order = [str(b) for b in blocks]
     dtypes = _ordered(df["dtype"], DTYPE_ORDER)
     methods = _ordered(df["method"], METHOD_ORDER)
+    df, devices = _device_rows(df)
+    row, row_order = ("dtype", dtypes) if len(dtypes) > 1 else (None, None)
+    if devices:  # a row of panels per (device, dtype): devices never share a line
+        df = df.assign(panel=df["device"] + " · " + df["dtype"])
+        row, row_order = "panel", [f"{d} · {t}" for d in devices for t in dtypes if f"{d} · {t}" in set(df["panel"])]
     grid = sns.relplot(
         data=df,
         kind="line",
         x="size",
         y="gflops",
-        row="dtype" if len(dtypes) > 1 else None,
-        row_order=dtypes if len(dtypes) > 1 else None,
+        row=row,
+        row_order=row_order,
         col="method",
         col_order=methods,
         hue="block",
@@ -278,13 +329,13 @@ def plot_blocks(results: pd.DataFrame) -> Figure:
         facet_kws={"sharey": "row"},
     )
     grid.set_titles(row_template="{row_name}", col_template="{col_name}")
-    if len(dtypes) == 1:
+    if len(dtypes) == 1 and not devices:
         grid.set_titles(col_template=f"{{col_name}}, {dtypes[0]}")
     return _finish_grid(grid, title, SIZE_LABEL, GFLOPS_LABEL)
 
 
 @_themed
-def plot_float_vs_double(results: pd.DataFrame) -> Figure:
+def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """Best GFLOP/s over block sizes, float32 against float64, one panel per method that ran both."""
     title = "float32 against float64"
     df = _passed(results, "gflops")
@@ -294,8 +345,10 @@ def plot_float_vs_double(results: pd.DataFrame) -> Figure:
         df = df[df["method"].isin(both[both == 2].index)]
     if df.empty:
         return _empty_figure(title, SIZE_LABEL, GFLOPS_LABEL)
-    # one line per precision: the best block size of each job shape
-    best = df.groupby(["method", "dtype", "shape", "size"], as_index=False)["gflops"].max()
+    df, devices = _device_rows(df)
+    # one line per precision (and device): the best block size of each job shape
+    keys = (["device"] if devices else []) + ["method", "dtype", "shape", "size"]
+    best = df.groupby(keys, as_index=False)["gflops"].max()
     methods = _ordered(best["method"], METHOD_ORDER)
     grid = sns.relplot(
         data=best,
@@ -304,7 +357,9 @@ def plot_float_vs_double(results: pd.DataFrame) -> Figure:
         y="gflops",
         col="method",
         col_order=methods,
-        col_wrap=3 if len(methods) > 3 else None,
+        col_wrap=3 if len(methods) > 3 and not devices else None,
+        row="device" if devices else None,
+        row_order=[d for d in devices if d in set(best["device"])] if devices else None,
         hue="dtype",
         hue_order=["float32", "float64"],
         palette={"float32": sns.color_palette("colorblind")[0], "float64": sns.color_palette("colorblind")[3]},
@@ -316,12 +371,15 @@ def plot_float_vs_double(results: pd.DataFrame) -> Figure:
         aspect=1.2,
         facet_kws={"sharey": True},
     )
-    grid.set_titles(col_template="{col_name}")
+    if devices:
+        grid.set_titles(template="{row_name} · {col_name}")
+    else:
+        grid.set_titles(col_template="{col_name}")
     return _finish_grid(grid, title, SIZE_LABEL, GFLOPS_LABEL)
 
 
 @_themed
-def plot_verification_error(results: pd.DataFrame) -> Figure:
+def plot_verification_error(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """Relative error against size for every job (failed ones too), one panel per dtype, tolerance dashed."""
     title = "Verification error against the fp64 reference"
     need = {"verification_rel_fro_error", "status", "dtype", "size", "method"}
@@ -404,6 +462,191 @@ def plot_verification_error(results: pd.DataFrame) -> Figure:
     return fig
 
 
+def _si(value: float, unit: str) -> str:
+    """4300 GB/s -> '4.3 TB/s', 51000 GFLOP/s -> '51.0 TFLOP/s' (value in G<unit>)."""
+    base = unit.removeprefix("G")
+    if value >= 1000:
+        return f"{value / 1000:.3g} T{base}"
+    return f"{value:.3g} G{base}"
+
+
+def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: float, x_hi: float) -> list:
+    """Draw min(memory × I, peak) over [x_lo, x_hi] with its labels; returns the y values drawn."""
+    xs = np.geomspace(x_lo, x_hi, 400)
+    if memory and peak:
+        ys = np.minimum(memory * xs, peak)
+    elif memory:
+        ys = memory * xs
+    elif peak:
+        ys = np.full_like(xs, peak)
+    else:
+        return []
+    ax.plot(xs, ys, color="black", linewidth=1.6, zorder=1, label="_roof")
+    if peak:
+        ax.annotate(
+            f"{dtype} peak {_si(peak, 'GFLOP/s')}",
+            xy=(x_hi, peak),
+            xytext=(-4, 4),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+        )
+    if memory:
+        ridge = peak / memory if peak else x_hi
+        if peak and x_lo < ridge < x_hi:
+            ax.axvline(ridge, color="grey", linestyle=":", linewidth=0.8, zorder=0)
+    return [ys.min(), ys.max()]
+
+
+def _label_slope(ax, memory: float, x_lo: float, x_hi: float, peak: float | None) -> None:
+    """Write the bandwidth along the roof's slope, above it, once the axes have their final size and limits."""
+    ridge = min(peak / memory, x_hi) if peak else x_hi
+    x0 = x_lo * 2 ** (0.35 * np.log2(ridge / x_lo))  # a third of the way up the slope
+    x1 = x0 * 1.5
+    if x1 >= ridge:
+        return
+    (px0, py0), (px1, py1) = ax.transData.transform([(x0, memory * x0), (x1, memory * x1)])
+    angle = np.degrees(np.arctan2(py1 - py0, px1 - px0))
+    ax.annotate(f"memory {_si(memory, 'GB/s')}", xy=(x0, memory * x0), xytext=(-4, 4), textcoords="offset points",
+                rotation=angle, rotation_mode="anchor", ha="left", va="bottom", fontsize=8)
+
+
+@_themed
+def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
+    """Roofline per GPU device and dtype: modelled intensity against measured GFLOP/s, under the calibrated roof."""
+    title = "Roofline: throughput against arithmetic intensity"
+    df = _passed(results, "gflops")
+    if df.empty or calibration.empty or "model_intensity" not in df:
+        return _empty_figure(title, INTENSITY_LABEL, GFLOPS_LABEL)
+    intensity = pd.to_numeric(df["model_intensity"], errors="coerce")
+    df = df[(device_kind(df) == "gpu") & np.isfinite(intensity) & (intensity > 0)]
+    df = df.assign(model_intensity=intensity[df.index], device=device_name(df))
+    if df.empty:
+        return _empty_figure(title, INTENSITY_LABEL, GFLOPS_LABEL)
+    # the largest size each (device, method, dtype, block) ran, where the kernel is furthest from launch overheads
+    df = df.assign(block=df["block"].fillna(0).astype(int))
+    keys = ["device", "method", "dtype", "block"]
+    df = df[df["size"] == df.groupby(keys)["size"].transform("max")]
+    df = df.groupby(keys, as_index=False).agg(model_intensity=("model_intensity", "median"),
+                                              gflops=("gflops", "median"))
+    devices = [d for d in gpu_devices(results) if d in set(df["device"])]
+    dtypes = _ordered(df["dtype"], DTYPE_ORDER)
+    methods = _ordered(df["method"], METHOD_ORDER)
+    palette = _method_palette(methods)
+    styled = _with_style_column(df)
+    style_order, markers, _ = _style_maps(set(styled["block"]))
+    ceilings = {(d, c): v for d, c, v in calibration[["device_name", "ceiling", "value"]].itertuples(index=False)}
+
+    x_lo = 2.0 ** np.floor(np.log2(df["model_intensity"].min() / 1.5))
+    x_hi = 2.0 ** np.ceil(np.log2(df["model_intensity"].max() * 1.5))
+    fig, axes = plt.subplots(len(devices), len(dtypes), figsize=(4.4 * len(dtypes) + 2.4, 3.8 * len(devices)),
+                             squeeze=False, sharex=True, sharey=True)
+    y_seen = list(df["gflops"])
+    for i, device in enumerate(devices):
+        for j, dtype in enumerate(dtypes):
+            ax = axes[i, j]
+            memory, peak = ceilings.get((device, "memory")), ceilings.get((device, dtype))
+            y_seen += _roof_panel(ax, memory, peak, dtype, x_lo, x_hi)
+            if memory is None and peak is None:
+                ax.text(0.5, 0.04, "no calibrated ceiling", transform=ax.transAxes, ha="center", fontsize=8,
+                        color="dimgrey")
+            panel = styled[(styled["device"] == device) & (styled["dtype"] == dtype)]
+            for (method, style), g in panel.groupby(["method", "block"]):
+                ax.scatter(g["model_intensity"], g["gflops"], color=palette[method], marker=markers[style], s=55,
+                           edgecolor="white", linewidth=0.6, zorder=3)
+            ax.set_title(f"{device} · {dtype}" if len(devices) > 1 or device else dtype)
+    for ax in axes.flat:
+        _log2_x(ax)
+        _log_y(ax, plain=True)
+        ax.grid(True, which="major", alpha=0.4)
+        ax.set_xlabel(INTENSITY_LABEL)
+        ax.set_ylabel(GFLOPS_LABEL)
+        ax.tick_params(labelbottom=True, labelleft=True)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(min(y_seen) / 2, max(y_seen) * 2.5)
+
+    handles = [Line2D([], [], color="none", label="method")]
+    handles += [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in methods]
+    handles.append(Line2D([], [], color="none", label="block"))
+    handles += [Line2D([], [], color="dimgrey", marker=markers[lv], linestyle="", label=lv) for lv in style_order]
+    handles.append(Line2D([], [], color="none", label="ceiling"))
+    handles.append(Line2D([], [], color="black", linewidth=1.6, label="calibrated roof"))
+    if any(ln.get_linestyle() == ":" for a in axes.flat for ln in a.get_lines()):
+        handles.append(Line2D([], [], color="grey", linestyle=":", label="ridge point"))
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout()
+    legend = fig.legend(handles=handles, loc="center right", frameon=False)
+    for text, handle in zip(legend.get_texts(), handles):
+        if handle.get_color() == "none":
+            text.set_fontweight("bold")
+    fig.canvas.draw()
+    width = legend.get_window_extent().width / fig.dpi
+    fig.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig.get_figwidth()))
+    for i, device in enumerate(devices):
+        for j, dtype in enumerate(dtypes):
+            memory = ceilings.get((device, "memory"))
+            if memory:
+                _label_slope(axes[i, j], memory, x_lo, x_hi, ceilings.get((device, dtype)))
+    return fig
+
+
+@_themed
+def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
+    """GFLOP/s of each kernel on each GPU device at the largest shape all devices ran, one panel per dtype."""
+    title = "Devices compared at the largest common shape"
+    gpus = gpu_devices(results[results["status"] == "passed"]) if "status" in results else []
+    if len(gpus) < 2:
+        return _empty_figure(title, GFLOPS_LABEL, KERNEL_LABEL, ONE_DEVICE if gpus else NO_DATA, log2_x=False)
+    long = devices_long(results)
+    if long.empty:
+        return _empty_figure(title, GFLOPS_LABEL, KERNEL_LABEL, log2_x=False)
+    dtypes = _ordered(long["dtype"], DTYPE_ORDER)
+    devices = [d for d in gpus if d in set(long["device"])]
+    colours = dict(zip(devices, [sns.color_palette("colorblind")[i % 10] for i in (0, 3, 2, 4, 1, 9, 5, 6)]))
+    labels_of = {}
+    for dtype in dtypes:
+        sub = long[long["dtype"] == dtype]
+        order = sub.assign(_m=sub["method"].map(lambda m: METHOD_ORDER.index(m) if m in METHOD_ORDER else 99))
+        labels_of[dtype] = list(dict.fromkeys(order.sort_values(["_m", "method", "block"])["label"]))
+    heights = [len(labels_of[d]) * (0.2 * len(devices) + 0.12) + 0.9 for d in dtypes]
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(9.5, sum(heights) + 0.8), squeeze=False,
+                             gridspec_kw={"height_ratios": heights}, sharex=True)
+    bar = 0.8 / len(devices)
+    for ax, dtype in zip(axes[:, 0], dtypes):
+        sub = long[long["dtype"] == dtype]
+        labels = labels_of[dtype]
+        for k, device in enumerate(devices):
+            values = sub[sub["device"] == device].set_index("label")["gflops"].reindex(labels)
+            # the first device on top within each group
+            ys = np.arange(len(labels)) - 0.4 + bar * (k + 0.5)
+            ax.barh(ys, values.to_numpy(), height=bar * 0.92, color=colours[device], label=device)
+            for y, v in zip(ys, values):
+                if np.isfinite(v):
+                    ax.annotate(f"{v:,.0f}", xy=(v, y), xytext=(3, 0), textcoords="offset points", va="center",
+                                fontsize=7, color="#333333")
+        ax.set_yticks(np.arange(len(labels)), labels)
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.set_title(f"{dtype}, {sub['shape'].iloc[0]}")
+    lo, hi = long["gflops"].min(), long["gflops"].max()
+    for ax in axes[:, 0]:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(_PlainLogFormatter())
+        ax.set_xlim(10 ** np.floor(np.log10(lo)), hi * 4)  # room for the value labels
+        ax.grid(True, axis="x", which="major", alpha=0.4)
+        ax.set_xlabel(GFLOPS_LABEL)
+        ax.set_ylabel(KERNEL_LABEL)
+        ax.tick_params(labelbottom=True)
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout(h_pad=1.5)
+    legend = fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[d]) for d in devices], labels=devices,
+                        title="device", loc="center right", frameon=False)
+    fig.canvas.draw()
+    width = legend.get_window_extent().width / fig.dpi
+    fig.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig.get_figwidth()))
+    return fig
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in [
@@ -448,6 +691,25 @@ FIGURES: dict[str, FigureSpec] = {
             "when its error lies above the dashed tolerance line, and exact results (error 0) sit on the "
             "dotted floor.",
             plot_verification_error,
+        ),
+        FigureSpec(
+            "roofline",
+            "Roofline",
+            "Measured throughput (GFLOP/s, verified GPU jobs at the largest size each kernel ran) against the "
+            "kernel's arithmetic intensity, one panel per device and element type; the intensity is the analytic "
+            "model's FLOP per byte of global memory the kernel touches as written, caches ignored. The black roof "
+            "is min(calibrated copy bandwidth × intensity, calibrated cuBLAS rate for that type): a point near "
+            "the flat part is compute-bound, one near the slope memory-bound, and a point above the slope gets "
+            "reuse from the caches that the model does not count.",
+            plot_roofline,
+        ),
+        FigureSpec(
+            "devices",
+            "Devices compared",
+            "Throughput (GFLOP/s, verified jobs only) of each kernel on each GPU device, at the largest shape that "
+            "every device ran for that element type (named in each panel's title), one panel per element type; "
+            "bars of one kernel sit together, one colour per device, with the value at the end of each bar.",
+            plot_devices,
         ),
     ]
 }

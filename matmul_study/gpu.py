@@ -56,6 +56,17 @@ def nvml_handle(pci_bus_id: str):
         return None
 
 
+def nvidia_driver_version() -> str:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:
+        return ""
+
+
 def gpu_state(handle) -> dict:
     """SM/memory clocks, temperature and power through NVML (empty when NVML is unavailable)."""
     if handle is None:
@@ -89,7 +100,9 @@ def device_environment(cuda, device) -> dict:
         "sm_count": device.get_attribute(attrs.MULTIPROCESSOR_COUNT),
         "l2_bytes": device.get_attribute(attrs.L2_CACHE_SIZE),
         "memory_bytes": device.total_memory(),
-        "driver_version": cuda.get_driver_version(),
+        "driver_version": nvidia_driver_version(),
+        # CUDA version the driver supports (e.g. 13000 -> "13.0") and the one PyCUDA was built against.
+        "cuda_driver_api": f"{cuda.get_driver_version() // 1000}.{cuda.get_driver_version() % 1000 // 10}",
         "cuda_version": ".".join(map(str, cuda.get_version())),
         "pycuda": pycuda.VERSION_TEXT,
     }

@@ -3,6 +3,11 @@
 Everything that comes from the config or the results is escaped by jinja2's autoescape or by
 `DataFrame.to_html(escape=True)`; only those already-escaped tables, the base64 figure URIs and the caller's
 `extra_sections` fragments are marked safe.
+
+Besides the configuration, environment, failures, figures and tables, the report checks the measurement itself
+(throttled GPU clocks, repetition noise against its target), checks the source study's claims
+(`matmul_study.claims`), lists the calibrated device ceilings, compares GPU devices when the results hold more
+than one, and gives the provenance (commits, config hashes, library versions) of every device's results.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import pandas as pd
 import yaml
 from markupsafe import Markup
 
-from matmul_study.figures import DTYPE_ORDER, FIGURES, METHOD_ORDER
+from matmul_study.claims import check_claims, device_kind, devices_table, gpu_devices
+from matmul_study.figures import DTYPE_ORDER, FIGURES, METHOD_ORDER, ONE_DEVICE
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "report.html.j2"
@@ -70,9 +76,31 @@ JOB_COLUMNS = [
     "timing_rsd",
     "timing_reps",
     "pct_of_cublas",
+    "pct_of_peak",
+    "model_intensity",
     "verification_rel_fro_error",
 ]
 PRUNED_COLUMNS = ["method", "dtype", "block", "reason"]
+
+# The Provenance section: what produced each device's results.
+PROVENANCE_FIELDS = {
+    "env_git_commit": "Git commit",
+    "env_config_hash": "Config hash",
+    "env_python": "Python",
+    "env_numpy": "NumPy",
+    "env_pycuda": "PyCUDA",
+    "env_cupy": "CuPy",
+    "env_driver_version": "NVIDIA driver",
+    "env_cuda_version": "CUDA",
+}
+
+TIMING_MODES = {
+    "hot": "hot: repetitions back to back on the same buffers (caches warm)",
+    "cold": "cold: the GPU's L2 cache flushed before each timed sample",
+}
+
+# Figures shown in their own section rather than among the others.
+SECTION_FIGURES = ("devices",)
 
 TABLE_TITLES = {
     "best": "Best throughput",
@@ -206,6 +234,175 @@ def _figures(figures: dict[str, Path]) -> list[dict]:
     return out
 
 
+def _num(results: pd.DataFrame, column: str) -> pd.Series:
+    if column not in results:
+        return pd.Series(np.nan, index=results.index, dtype=float)
+    return pd.to_numeric(results[column], errors="coerce")
+
+
+def _several_gpus(results: pd.DataFrame) -> bool:
+    return len(gpu_devices(results)) > 1
+
+
+def _job_keys(results: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+    """label, dtype, shape (and the device when the results hold several) of the rows of `df`."""
+    keys = [c for c in ("label", "dtype", "shape") if c in df]
+    if _several_gpus(results) and "env_device_name" in df:
+        keys.append("env_device_name")
+    return df[keys].rename(columns={"env_device_name": "device"})
+
+
+def _throttling(results: pd.DataFrame, config: dict) -> dict | None:
+    """Jobs whose SM clock fell below the throttle fraction in some samples; None without the column."""
+    if "gpu_throttled_samples" not in results:
+        return None
+    samples = _num(results, "gpu_throttled_samples")
+    hit = results[samples > 0]
+    fraction = ((config or {}).get("measurement") or {}).get("throttle_fraction")
+    out = {"n": len(hit), "fraction": f"{float(fraction):.0%}" if fraction is not None else None, "table": None}
+    if hit.empty:
+        return out
+    lo, top = _num(hit, "gpu_sm_clock_min_sample_mhz"), _num(hit, "gpu_sm_clock_max_mhz")
+    table = _job_keys(results, hit).assign(**{
+        "throttled samples": samples[hit.index].astype(int).astype(str)
+        + (" of " + _num(hit, "timing_reps").astype("Int64").astype(str)).where(_num(hit, "timing_reps").notna(), ""),
+        "min SM clock / max (MHz)": [
+            f"{a:.0f} / {b:.0f} ({a / b:.0%})" if np.isfinite(a) and np.isfinite(b) and b > 0
+            else (f"{a:.0f} / ?" if np.isfinite(a) else "")
+            for a, b in zip(lo, top)
+        ],
+        "temperature before → after (°C)": [
+            f"{a:.0f} → {b:.0f}" if np.isfinite(a) and np.isfinite(b) else ""
+            for a, b in zip(_num(hit, "gpu_temperature_c_before"), _num(hit, "gpu_temperature_c_after"))
+        ],
+        "power before → after (W)": [
+            f"{a:.0f} → {b:.0f}" if np.isfinite(a) and np.isfinite(b) else ""
+            for a, b in zip(_num(hit, "gpu_power_w_before"), _num(hit, "gpu_power_w_after"))
+        ],
+    })
+    out["table"] = _html_table(table)
+    return out
+
+
+def _measurement(results: pd.DataFrame, config: dict) -> dict | None:
+    """Timing modes, the noise target and the repetition noise achieved, and the jobs that missed the target."""
+    if results.empty or not {"timing_mode", "timing_rsd", "timing_noise_target"} & set(results.columns):
+        return None
+    meas = (config or {}).get("measurement") or {}
+    modes = _distinct(results["timing_mode"]) if "timing_mode" in results else []
+    rsd, target = _num(results, "timing_rsd"), _num(results, "timing_noise_target")
+    targets = _distinct(target)
+    finite = rsd[np.isfinite(rsd)]
+    out = {
+        "modes": [TIMING_MODES.get(m, m) for m in modes],
+        "targets": [f"{float(t):.1%}" for t in targets],
+        "median": f"{finite.median():.2%}" if not finite.empty else None,
+        "worst": None,
+        "n": len(results),
+        "n_missed": 0,
+        "missed": None,
+        "caps": None,
+    }
+    if not finite.empty:
+        worst = results.loc[finite.idxmax()]
+        where = ", ".join(str(worst.get(c, "")) for c in ("label", "dtype", "shape"))
+        out["worst"] = f"{finite.max():.2%} ({where})"
+    kind = device_kind(results)
+    out["by_kind"] = [
+        f"{k.upper()} jobs: median {finite[kind[finite.index] == k].median():.2%}, "
+        f"worst {finite[kind[finite.index] == k].max():.2%}"
+        for k in ("gpu", "cpu")
+        if (kind[finite.index] == k).any()
+    ] if kind[finite.index].nunique() > 1 else []
+    if "max_reps" in meas or "max_time_s" in meas:
+        out["caps"] = f"{meas.get('max_reps', '?')} repetitions or {meas.get('max_time_s', '?')} s of timing"
+    missed = results[np.isfinite(rsd) & np.isfinite(target) & (rsd > target)]
+    out["n_missed"] = len(missed)
+    if not missed.empty:
+        missed = missed.assign(_rsd=rsd[missed.index]).sort_values("_rsd", ascending=False)
+        reps, total = _num(missed, "timing_reps"), _num(missed, "timing_total_s")
+        table = _job_keys(results, missed).assign(
+            rsd=[f"{x:.2%}" for x in rsd[missed.index]],
+            target=[f"{x:.1%}" for x in target[missed.index]],
+            repetitions=reps.astype("Int64"),
+            **{"timed (s)": total},
+        )
+        if "max_reps" in meas or "max_time_s" in meas:
+            max_reps, max_time = meas.get("max_reps", np.inf), meas.get("max_time_s", np.inf)
+            table["cap hit"] = [
+                "repetitions" if r >= max_reps else "time" if t >= max_time else ""
+                for r, t in zip(reps.fillna(0), total.fillna(0))
+            ]
+        out["missed"] = _html_table(table)
+    return out
+
+
+VERDICT_CLASSES = {"holds": "holds", "partly holds": "partly", "does not hold": "fails", "not measured": "unmeasured"}
+
+
+def _claims(results: pd.DataFrame) -> Markup | None:
+    if results.empty or "method" not in results:
+        return None
+    table = check_claims(results)
+    if not _several_gpus(results):
+        table = table.drop(columns="device")
+    text = str(_html_table(table))
+    for verdict, css in VERDICT_CLASSES.items():
+        # cell text is escaped already, so an exact match can only hit a verdict cell
+        text = text.replace(f"<td>{verdict}</td>", f'<td class="verdict {css}">{verdict}</td>')
+    return Markup(text)
+
+
+def _ceilings(calibration: pd.DataFrame | None) -> Markup | None:
+    if calibration is None or calibration.empty:
+        return None
+    cols = ["device_name", "ceiling", "value", "unit", "detail"]
+    return _html_table(calibration.rename(columns={"device_name": "device"}), ["device"] + cols[1:])
+
+
+def _devices(results: pd.DataFrame, figures: list[dict]) -> dict | None:
+    if not _several_gpus(results):
+        return None
+    table = devices_table(results, DTYPE_ORDER, METHOD_ORDER)
+    return {
+        "names": gpu_devices(results),
+        "figures": figures,
+        "table": _html_table(table) if not table.empty else None,
+    }
+
+
+def _provenance(results: pd.DataFrame) -> Markup | None:
+    """Distinct commits, config hashes and library versions, per device."""
+    fields = [c for c in PROVENANCE_FIELDS if c in results]
+    if not fields or results.empty:
+        return None
+    device = results["env_device_name"].fillna("").astype(str) if "env_device_name" in results else \
+        pd.Series("", index=results.index)
+    kind = device_kind(results)
+    rows = []
+    for name in dict.fromkeys(device):
+        sub = results[device == name]
+        what = kind[(device == name).to_numpy()].iloc[0]
+        row = {"device": f"{name} ({what})" if name else what}
+        for column in fields:
+            row[PROVENANCE_FIELDS[column]] = ", ".join(_distinct(sub[column]))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table = table.loc[:, (table != "").any(axis=0)]
+    return _html_table(table)
+
+
+def _provenance_notes(results: pd.DataFrame) -> list[str]:
+    notes = []
+    for column, what in (("env_git_commit", "commits"), ("env_config_hash", "config hashes")):
+        if column in results:
+            values = _distinct(results[column])
+            if len(values) > 1:
+                notes.append(f"These results come from {len(values)} different {what} ({', '.join(values)}): "
+                             "compare across them with care.")
+    return notes
+
+
 def render_report(
     results: pd.DataFrame,
     tables: dict[str, pd.DataFrame],
@@ -213,13 +410,16 @@ def render_report(
     figures: dict[str, Path],
     config: dict,
     extra_sections: list | None = None,
+    calibration: pd.DataFrame | None = None,
 ) -> str:
     """The whole report as one HTML document.
 
     `figures` maps a figure name (a key of `figures.FIGURES`, whose caption is used) to its PNG file; `tables`
     maps a key ("best", "speedup", ... or a free title) to a DataFrame; `pruned` lists the (method, dtype, block)
     combinations the config asked for but the study skipped, with a reason; `extra_sections` holds
-    (title, html) pairs whose html is already safe and is shown as is after the tables.
+    (title, html) pairs whose html is already safe and is shown as is after the tables; `calibration` is the
+    table of device ceilings (device_name, ceiling, value, unit, detail), shown when not empty. Columns the
+    results lack (older files) leave out the parts that need them.
     """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
@@ -229,11 +429,13 @@ def render_report(
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    results = results.reset_index(drop=True)  # merged result sets may repeat index labels
     failed = results[results["status"] != "passed"] if "status" in results else results.iloc[0:0]
     extra = [
         {"id": f"extra-{i}", "title": str(title), "html": Markup(fragment)}
         for i, (title, fragment) in enumerate(extra_sections or [], start=1)
     ]
+    all_figures = _figures(figures or {})
     return env.get_template(TEMPLATE).render(
         title=TITLE,
         summary=_summary(results),
@@ -241,12 +443,20 @@ def render_report(
         environment=_environment(results),
         failed=_html_table(failed, FAILED_COLUMNS) if not failed.empty else None,
         n_failed=len(failed),
-        figures=_figures(figures or {}),
+        figures=[f for f in all_figures if f["name"] not in SECTION_FIGURES],
+        one_device=ONE_DEVICE if len(gpu_devices(results)) == 1 and "devices" in (figures or {}) else None,
+        provenance=_provenance(results),
+        provenance_notes=_provenance_notes(results),
+        throttling=_throttling(results, config),
+        measurement=_measurement(results, config),
+        claims=_claims(results),
+        ceilings=_ceilings(calibration),
+        devices=_devices(results, [f for f in all_figures if f["name"] in SECTION_FIGURES]),
         tables=[
             {"title": TABLE_TITLES.get(key, str(key).replace("_", " ").capitalize()), "html": _html_table(df)}
             for key, df in (tables or {}).items()
         ],
         extra_sections=extra,
         pruned=_html_table(pruned, PRUNED_COLUMNS) if pruned is not None and not pruned.empty else None,
-        jobs=_html_table(results, JOB_COLUMNS),
+        jobs=_html_table(results, JOB_COLUMNS + (["env_device_name"] if _several_gpus(results) else [])),
     )

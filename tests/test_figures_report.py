@@ -18,12 +18,18 @@ from matmul_study.figures import FIGURES, save_figure
 XSS = "<script>alert(1)</script>"
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 512, 2048)]  # the last is non-square, size 1024
 TOLERANCE = {"float32": 1e-4, "float64": 1e-10}
+ITEMSIZE = {"float32": 4, "float64": 8}
+GPU, GPU2 = "NVIDIA H200", "NVIDIA H100"
+CEILINGS = {"memory": 4000.0, "float32": 50000.0, "float64": 25000.0}
 
 
 def _row(method, dtype, block, shape, gflops, error, status="passed"):
     m, k, n = shape
     label = method if block == 0 else f"{method} b{block}"
     seconds = 2 * m * k * n / (gflops * 1e9)
+    cpu = method == "numpy"
+    # a stand-in for the analytic model: one element per thread, a block's tile, or each input read once
+    reuse = {"naive": 1, "tiled": block, "cublas": (m * k * n) ** (1 / 3)}.get(method, np.nan)
     return {
         "method": method,
         "dtype": dtype,
@@ -45,6 +51,8 @@ def _row(method, dtype, block, shape, gflops, error, status="passed"):
         "timing_max_s": seconds * 1.05,
         "timing_iqr_s": seconds * 0.01,
         "timing_rsd": 0.004,
+        "timing_noise_target": 0.01,
+        "timing_total_s": 0.5,
         "timing_mode": "hot",
         "timing_times_s": ";".join(str(seconds) for _ in range(3)),
         "verification_max_abs_error": error * 10,
@@ -54,8 +62,8 @@ def _row(method, dtype, block, shape, gflops, error, status="passed"):
         "verification_reference": "numpy float64",
         "verification_passed": status == "passed",
         "verification_unwritten": 0,
-        "env_device_name": "cpu" if method == "numpy" else "NVIDIA H200",
-        "env_device_kind": "cpu" if method == "numpy" else "gpu",
+        "env_device_name": "Test CPU 9000" if cpu else GPU,
+        "env_device_kind": "cpu" if cpu else "gpu",
         "env_cpu_model": "Test CPU 9000",
         "env_host": "node-01",
         "env_git_commit": "abc1234",
@@ -70,6 +78,18 @@ def _row(method, dtype, block, shape, gflops, error, status="passed"):
         "env_cuda_version": "12.8",
         "env_compute_capability": "9.0",
         "env_sm_count": 132,
+        "model_flops_issued": 2 * m * k * n,
+        "model_bytes_read": np.nan if cpu else 2 * m * k * n / (2 * reuse / ITEMSIZE[dtype]),
+        "model_bytes_written": m * n * ITEMSIZE[dtype],
+        "model_intensity": np.nan if cpu else reuse / ITEMSIZE[dtype],
+        "pct_of_peak": np.nan if cpu else 100 * gflops / CEILINGS[dtype],
+        "gpu_throttled_samples": np.nan if cpu else 0,
+        "gpu_sm_clock_min_sample_mhz": np.nan if cpu else 1980.0,
+        "gpu_sm_clock_max_mhz": np.nan if cpu else 1980.0,
+        "gpu_temperature_c_before": np.nan if cpu else 40.0,
+        "gpu_temperature_c_after": np.nan if cpu else 45.0,
+        "gpu_power_w_before": np.nan if cpu else 120.0,
+        "gpu_power_w_after": np.nan if cpu else 300.0,
     }
 
 
@@ -107,18 +127,47 @@ def make_results() -> pd.DataFrame:
     return df
 
 
+def make_two_devices(results: pd.DataFrame) -> pd.DataFrame:
+    """The GPU jobs again on a second device at half the throughput, CPU jobs shared (same host)."""
+    second = results[results["env_device_kind"] == "gpu"].copy()
+    second["env_device_name"] = GPU2
+    second[["gflops", "tflops"]] *= 0.5
+    return pd.concat([results, second], ignore_index=True)
+
+
+def make_calibration(devices=(GPU,)) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"device_name": d, "ceiling": c, "value": v, "unit": "GB/s" if c == "memory" else "GFLOP/s",
+             "detail": "synthetic"}
+            for d in devices
+            for c, v in CEILINGS.items()
+        ]
+    )
+
+
 @pytest.fixture(scope="module")
 def results() -> pd.DataFrame:
     return make_results()
 
 
 @pytest.fixture(scope="module")
-def rendered(results, tmp_path_factory):
+def calibration() -> pd.DataFrame:
+    return make_calibration()
+
+
+@pytest.fixture(scope="module")
+def two_devices(results) -> pd.DataFrame:
+    return make_two_devices(results)
+
+
+@pytest.fixture(scope="module")
+def rendered(results, calibration, tmp_path_factory):
     out = tmp_path_factory.mktemp("figs")
     paths = {}
     for name, spec in FIGURES.items():
         paths[name] = out / f"{name}.png"
-        save_figure(spec.plot(results), paths[name], out / f"{name}.svg")
+        save_figure(spec.plot(results, calibration), paths[name], out / f"{name}.svg")
     passed = results[results["status"] == "passed"]
     tables = {
         "best": passed.loc[passed.groupby(["method", "dtype"])["gflops"].idxmax(), ["method", "dtype", "gflops"]],
@@ -139,14 +188,14 @@ def rendered(results, tmp_path_factory):
         "measurement": {"warmup": 2, "mode": "hot", "seed": 12345},
     }
     extra = [("Throttling", "<p class='extra-marker'>no throttled jobs</p>")]
-    doc = report.render_report(results, tables, pruned, paths, config, extra_sections=extra)
+    doc = report.render_report(results, tables, pruned, paths, config, extra_sections=extra, calibration=calibration)
     return doc, paths
 
 
 # ---------------------------------------------------------------------------------------------------- figures
 
 
-def _check_figure(fig: Figure) -> None:
+def _check_figure(fig: Figure, name: str = "") -> None:
     assert isinstance(fig, Figure)
     assert fig.legends or any(ax.get_legend() is not None for ax in fig.axes), "figure has no legend"
     axes = [ax for ax in fig.axes if ax.get_visible()]
@@ -155,7 +204,8 @@ def _check_figure(fig: Figure) -> None:
         assert re.search(r"\(.+\)", ax.get_xlabel()), f"x label without units: {ax.get_xlabel()!r}"
         assert re.search(r"\(.+\)", ax.get_ylabel()), f"y label without units: {ax.get_ylabel()!r}"
         assert ax.get_xscale() == "log"
-        assert ax.xaxis.get_transform().base == 2
+        if name != "devices":  # the devices figure's x axis is GFLOP/s (bars), not a size or an intensity
+            assert ax.xaxis.get_transform().base == 2
     assert fig._suptitle is not None or any(ax.get_title() for ax in axes), "figure has no title"
 
 
@@ -168,20 +218,39 @@ def _drawn_points(fig: Figure) -> int:
     return n
 
 
+def _texts(fig: Figure) -> list[str]:
+    return [" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts]
+
+
 @pytest.mark.parametrize("name", list(figures.FIGURES))
-def test_figure_has_legend_units_and_log2_axis(results, name):
-    fig = FIGURES[name].plot(results)
+def test_figure_has_legend_units_and_log2_axis(results, two_devices, calibration, name):
+    # the devices figure needs two devices to have anything to draw
+    data = two_devices if name == "devices" else results
+    fig = FIGURES[name].plot(data, calibration)
     try:
-        _check_figure(fig)
-        assert not any(figures.NO_DATA in t.get_text() for ax in fig.axes for t in ax.texts), "real data drawn as empty"
+        _check_figure(fig, name)
+        placeholders = {figures.NO_DATA, figures.ONE_DEVICE}
+        assert not placeholders & set(_texts(fig)), "real data drawn as empty"
+        assert _drawn_points(fig) > 0 or name == "devices"
     finally:
         matplotlib.pyplot.close(fig)
 
 
 def test_figure_keys_and_captions():
-    assert list(FIGURES) == ["throughput", "speedup", "blocks", "float_vs_double", "verification_error"]
+    assert list(FIGURES) == [
+        "throughput", "speedup", "blocks", "float_vs_double", "verification_error", "roofline", "devices"
+    ]
     for spec in FIGURES.values():
         assert len(spec.caption) > 40 and callable(spec.plot)
+
+
+def test_calibration_may_be_left_out(results):
+    # callers that have no calibration table may pass None or nothing at all
+    for fig in (FIGURES["throughput"].plot(results), FIGURES["roofline"].plot(results, None)):
+        try:
+            _check_figure(fig)
+        finally:
+            matplotlib.pyplot.close(fig)
 
 
 @pytest.mark.parametrize("name", ["throughput", "blocks", "float_vs_double"])
@@ -189,7 +258,7 @@ def test_throughput_figures_show_only_passed_jobs(results, name):
     # a failed job whose throughput was (wrongly) filled in must still be left out
     tainted = results.copy()
     tainted.loc[tainted["status"] == "failed", "gflops"] = 1e9
-    fig = FIGURES[name].plot(tainted)
+    fig = FIGURES[name].plot(tainted, pd.DataFrame())
     try:
         ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines()])
         ys = ys[np.isfinite(ys)]
@@ -201,7 +270,7 @@ def test_throughput_figures_show_only_passed_jobs(results, name):
 
 
 def test_throughput_has_a_panel_per_dtype(results):
-    fig = FIGURES["throughput"].plot(results)
+    fig = FIGURES["throughput"].plot(results, pd.DataFrame())
     try:
         panels = [ax.get_title() for ax in fig.axes]
         assert "float32" in panels and "float64" in panels
@@ -210,7 +279,7 @@ def test_throughput_has_a_panel_per_dtype(results):
 
 
 def test_reference_lines_are_dashed_and_grey(results):
-    fig = FIGURES["throughput"].plot(results)
+    fig = FIGURES["throughput"].plot(results, pd.DataFrame())
     try:
         lines = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) >= 2]
         colours = {matplotlib.colors.to_hex(ln.get_color()) for ln in lines if ln.get_linestyle() == "--"}
@@ -222,7 +291,7 @@ def test_reference_lines_are_dashed_and_grey(results):
 
 
 def test_verification_error_includes_failed_job_and_tolerance(results):
-    fig = FIGURES["verification_error"].plot(results)
+    fig = FIGURES["verification_error"].plot(results, pd.DataFrame())
     try:
         ys = np.concatenate([c.get_offsets()[:, 1] for ax in fig.axes for c in ax.collections])
         assert 0.25 in ys  # the failed job's error
@@ -234,7 +303,7 @@ def test_verification_error_includes_failed_job_and_tolerance(results):
 
 
 def test_save_figure_writes_png_and_svg(results, tmp_path):
-    fig = FIGURES["throughput"].plot(results)
+    fig = FIGURES["throughput"].plot(results, pd.DataFrame())
     png, svg = tmp_path / "a" / "t.png", tmp_path / "b" / "t.svg"
     save_figure(fig, png, svg)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
@@ -253,10 +322,22 @@ def test_save_figure_writes_png_and_svg(results, tmp_path):
     ],
 )
 @pytest.mark.parametrize("name", list(figures.FIGURES))
-def test_figures_survive_sparse_data(results, subset, name):
-    fig = FIGURES[name].plot(subset(results).reset_index(drop=True))
+def test_figures_survive_sparse_data(two_devices, calibration, subset, name):
+    for cal in (calibration, pd.DataFrame(columns=calibration.columns)):
+        fig = FIGURES[name].plot(subset(two_devices).reset_index(drop=True), cal)
+        try:
+            _check_figure(fig, name)
+        finally:
+            matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_figures_survive_older_results(results, calibration, name):
+    # a results file from before the model, peak, throttling and device columns
+    new = [c for c in results if c.startswith(("model_", "gpu_", "env_device", "pct_of_peak", "timing_noise"))]
+    fig = FIGURES[name].plot(results.drop(columns=new), calibration)
     try:
-        _check_figure(fig)
+        _check_figure(fig, name)
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -264,17 +345,121 @@ def test_figures_survive_sparse_data(results, subset, name):
 def test_empty_figure_says_so(results):
     # numpy has no block axis, and a run of numpy alone has no naive kernel to compare with
     only_numpy = results[results["method"] == "numpy"].assign(speedup_over_naive=np.nan)
-    for name in ("blocks", "speedup"):
-        fig = FIGURES[name].plot(only_numpy)
+    for name in ("blocks", "speedup", "roofline", "devices"):
+        fig = FIGURES[name].plot(only_numpy, make_calibration())
         try:
             assert any(t.get_text() == figures.NO_DATA for ax in fig.axes for t in ax.texts)
             assert _drawn_points(fig) == 0
         finally:
             matplotlib.pyplot.close(fig)
-    fig = FIGURES["throughput"].plot(only_numpy)
+    fig = FIGURES["throughput"].plot(only_numpy, pd.DataFrame())
     try:
         assert not any(t.get_text() == figures.NO_DATA for ax in fig.axes for t in ax.texts)
         assert _drawn_points(fig) > 0
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def _panel(fig: Figure, title: str):
+    hits = [ax for ax in fig.axes if ax.get_title() == title]
+    assert len(hits) == 1, f"panel {title!r}: {[ax.get_title() for ax in fig.axes]}"
+    return hits[0]
+
+
+def test_roofline_points_and_roof(results, calibration):
+    fig = FIGURES["roofline"].plot(results, calibration)
+    try:
+        _check_figure(fig, "roofline")
+        passed = results[(results["status"] == "passed") & (results["env_device_kind"] == "gpu")]
+        for dtype in ("float32", "float64"):
+            ax = _panel(fig, f"{GPU} · {dtype}")
+            # points: the largest size of each (method, block), at (model intensity, GFLOP/s)
+            sub = passed[passed["dtype"] == dtype]
+            largest = sub[sub["size"] == sub.groupby(["method", "block"])["size"].transform("max")]
+            drawn = np.concatenate([c.get_offsets() for c in ax.collections])
+            expected = largest[["model_intensity", "gflops"]].to_numpy()
+            assert sorted(map(tuple, drawn.round(6))) == sorted(map(tuple, expected.round(6)))
+            assert "numpy" not in set(largest["method"])  # CPU jobs have no place under a GPU roof
+            # the roof: min(bandwidth x intensity, peak)
+            roofs = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 10]
+            assert len(roofs) == 1
+            x, y = np.asarray(roofs[0].get_xdata()), np.asarray(roofs[0].get_ydata())
+            np.testing.assert_allclose(y, np.minimum(CEILINGS["memory"] * x, CEILINGS[dtype]))
+            assert y.max() == pytest.approx(CEILINGS[dtype]) and y.min() < CEILINGS[dtype] / 10
+            labels = " ".join(_texts(fig))
+            assert f"{dtype} peak" in labels and "memory 4 TB/s" in labels
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda df, cal: (df, cal.iloc[0:0]), id="empty-calibration"),
+        pytest.param(lambda df, cal: (df, None), id="no-calibration"),
+        pytest.param(lambda df, cal: (df.drop(columns=[c for c in df if c.startswith("model_")]), cal), id="no-model"),
+    ],
+)
+def test_roofline_placeholder(results, calibration, change):
+    fig = FIGURES["roofline"].plot(*change(results, calibration))
+    try:
+        assert figures.NO_DATA in _texts(fig) and _drawn_points(fig) == 0
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_devices_figure_placeholder_for_one_device(results, calibration):
+    fig = FIGURES["devices"].plot(results, calibration)
+    try:
+        assert figures.ONE_DEVICE in _texts(fig)
+        assert not [p for ax in fig.axes for p in ax.patches if p.get_width() > 0]
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_devices_figure_compares_two_devices(two_devices, calibration):
+    fig = FIGURES["devices"].plot(two_devices, calibration)
+    try:
+        legend = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+        assert {GPU, GPU2} <= legend
+        passed = two_devices[(two_devices["status"] == "passed") & (two_devices["env_device_kind"] == "gpu")]
+        for dtype in ("float32", "float64"):
+            # the largest shape both devices ran in this dtype: 1024x512x2048
+            ax = _panel(fig, f"{dtype}, 1024x512x2048")
+            at = passed[(passed["dtype"] == dtype) & (passed["shape"] == "1024x512x2048")]
+            widths = sorted(p.get_width() for p in ax.patches)
+            np.testing.assert_allclose(widths, sorted(at["gflops"]))
+            assert len(widths) == 2 * at["label"].nunique()
+            assert {t.get_text() for t in ax.get_yticklabels()} == set(at["label"])
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("name", ["throughput", "speedup"])
+def test_throughput_and_speedup_get_a_row_per_device(two_devices, name):
+    data = two_devices.copy()
+    if name == "speedup":  # per device, as the collation step makes it
+        naive = data[data["method"] == "naive"].groupby(["env_device_name", "dtype", "shape"])["gflops"].max()
+        data["speedup_over_naive"] = data["gflops"] / data.set_index(
+            ["env_device_name", "dtype", "shape"]).index.map(naive).to_numpy()
+        cpu = data["env_device_kind"] == "cpu"
+        data.loc[cpu, "speedup_over_naive"] = np.nan
+    fig = FIGURES[name].plot(data, pd.DataFrame())
+    try:
+        titles = [ax.get_title() for ax in fig.axes]
+        assert sorted(titles) == sorted(f"{d} · {t}" for d in (GPU, GPU2) for t in ("float32", "float64"))
+        if name == "throughput":
+            for device in (GPU, GPU2):
+                own = data[(data["env_device_name"] == device) & (data["status"] == "passed")]["gflops"]
+                cpu = data[(data["env_device_kind"] == "cpu") & (data["status"] == "passed")]["gflops"]
+                allowed = set(np.round(pd.concat([own, cpu]), 6))
+                for dtype in ("float32", "float64"):
+                    ax = _panel(fig, f"{device} · {dtype}")
+                    ys = np.concatenate([ln.get_ydata() for ln in ax.get_lines() if len(ln.get_xdata()) >= 2])
+                    ys = set(np.round(ys[np.isfinite(ys)], 6))
+                    assert ys and ys <= allowed, f"another device's jobs drawn in the {device} panel"
+                    # the CPU reference line is drawn in every device's row
+                    assert set(np.round(cpu, 6)) & ys
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -293,6 +478,11 @@ def test_report_embeds_every_figure_and_caption(rendered):
     figs = _section(doc, "figures")
     for name, path in paths.items():
         uri = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+        if name in report.SECTION_FIGURES:
+            # with one device the comparison has nothing to show: a sentence instead of the figure
+            assert uri not in doc
+            assert str(escape(figures.ONE_DEVICE)) in figs
+            continue
         assert uri in figs, f"figure {name} not embedded"
         assert str(escape(FIGURES[name].caption)) in figs
     # self-contained: nothing fetched from elsewhere
@@ -330,8 +520,10 @@ def test_report_failed_section_says_none(results):
 def test_report_sections_in_order(rendered):
     doc, _ = rendered
     ids = re.findall(r'<section id="([^"]+)"', doc)
-    expected = ["summary", "configuration", "environment", "failed", "figures", "tables"]
+    expected = ["summary", "configuration", "environment", "provenance", "failed", "throttling", "measurement",
+                "figures", "claims", "ceilings", "tables"]
     assert ids[: len(expected)] == expected
+    assert "devices" not in ids  # one GPU device
     assert ids[-2:] == ["pruned", "all-jobs"]
     assert doc.index("extra-marker") < doc.index('id="pruned"')
     assert doc.index("extra-marker") > doc.index('id="tables"')
@@ -382,3 +574,100 @@ def test_report_floats_are_formatted(rendered, results):
 def test_format_float():
     cases = {12345.678: "12346", 0.00123: "0.001230", 1.5e-7: "1.5e-07", 1e-4: "0.0001", 0.0: "0", np.nan: ""}
     assert {x: report.format_float(x) for x in cases} == cases
+
+
+def _render(results, calibration=None, config=None):
+    return report.render_report(results, {}, pd.DataFrame(columns=report.PRUNED_COLUMNS), {}, config or {},
+                                calibration=calibration)
+
+
+def test_report_throttled_jobs(results):
+    quiet = _section(_render(results), "throttling")
+    assert "No job saw its SM clock below the throttle fraction" in quiet
+    assert "warning" not in quiet and "<table" not in quiet
+    hot = results.copy()
+    bad = hot.index[(hot["label"] == "tiled b16") & (hot["dtype"] == "float64") & (hot["shape"] == "512x512x512")]
+    hot.loc[bad, ["gpu_throttled_samples", "gpu_sm_clock_min_sample_mhz"]] = [3, 1485.0]
+    section = _section(_render(hot, config={"measurement": {"throttle_fraction": 0.9}}), "throttling")
+    assert 'class="warning"' in section and "Throttled jobs" in section and "90%" in section
+    assert section.count("<tr") == 2  # header + the one throttled job
+    for text in ("tiled b16", "float64", "512x512x512", "3 of 20", "1485 / 1980 (75%)"):
+        assert text in section
+    assert "No job saw" not in section
+
+
+def test_report_throttling_needs_the_column(results):
+    doc = _render(results.drop(columns=["gpu_throttled_samples"]))
+    assert 'id="throttling"' not in doc and "throttle fraction" not in doc
+
+
+def test_report_measurement_and_missed_noise_target(results):
+    meas = _section(_render(results), "measurement")
+    assert "hot" in meas and "same buffers" in meas and "1.0%" in meas
+    assert "median 0.40%" in meas and "Every job reached the noise target" in meas
+    noisy = results.copy()
+    bad = noisy.index[
+        (noisy["label"] == "naive b32") & (noisy["dtype"] == "float32") & (noisy["shape"] == "256x256x256")
+    ]
+    noisy.loc[bad, ["timing_rsd", "timing_reps"]] = [0.05, 200]
+    noisy.loc[noisy.index[0], "timing_mode"] = "cold"
+    meas = _section(_render(noisy, config={"measurement": {"max_reps": 200, "max_time_s": 3}}), "measurement")
+    assert "cold" in meas and "L2" in meas
+    assert "1 job missed the noise target" in meas and "worst 5.00%" in meas
+    table = meas[meas.index("<table"):]
+    assert table.count("<tr") == 2  # header + the one noisy job
+    for text in ("naive b32", "float32", "256x256x256", "5.00%", "repetitions"):
+        assert text in table
+
+
+def test_report_claims_section(rendered):
+    doc, _ = rendered
+    section = _section(doc, "claims")
+    assert "Tiled is 5–10× faster than naive" in section and "The GPU is 10–50× faster than the CPU" in section
+    assert re.search(r'<td class="verdict \w+">(holds|partly holds|does not hold|not measured)</td>', section)
+    # naive 100 vs tiled 400 GFLOP/s (x1.2 for b32 on both): 4x, below the claimed 5-10x
+    row = re.search(r"<tr>\s*<td>Tiled is 5–10× faster than naive</td>.*?</tr>", section, re.S).group(0)
+    assert '<td class="verdict fails">does not hold</td>' in row and "<td>4.000</td>" in row
+
+
+def test_report_ceilings(rendered, results):
+    doc, _ = rendered
+    section = _section(doc, "ceilings")
+    assert "GB/s" in section and "<td>50000</td>" in section and "synthetic" in section
+    assert 'id="ceilings"' not in _render(results) and 'id="ceilings"' not in _render(results, pd.DataFrame())
+
+
+def test_report_devices_compared(two_devices, tmp_path):
+    cal = make_calibration((GPU, GPU2))
+    paths = {}
+    for name in ("throughput", "devices"):
+        paths[name] = tmp_path / f"{name}.png"
+        save_figure(FIGURES[name].plot(two_devices, cal), paths[name], tmp_path / f"{name}.svg")
+    doc = report.render_report(two_devices, {}, pd.DataFrame(), paths, {}, calibration=cal)
+    section = _section(doc, "devices")
+    assert "Devices compared" in section and GPU in section and GPU2 in section
+    uri = "data:image/png;base64," + base64.b64encode(paths["devices"].read_bytes()).decode()
+    assert uri in section and uri not in _section(doc, "figures")
+    assert f"<th>{GPU} GFLOP/s</th>" in section and f"<th>{GPU2} GFLOP/s</th>" in section
+    assert f"<th>{GPU2} / {GPU}</th>" in section and "<td>0.5000</td>" in section
+    assert "1024x512x2048" in section
+    # the claims are checked per device
+    claims = _section(doc, "claims")
+    assert claims.count(f"<td>{GPU2}</td>") == claims.count(f"<td>{GPU}</td>") > 0
+
+
+def test_report_provenance(results):
+    section = _section(_render(results), "provenance")
+    for value in ("abc1234", "cafe0001", "3.11.9", "2.4.6", "2025.1", "13.6.0", "570.00", "12.8", GPU, "Test CPU 9000"):
+        assert value in section
+    assert "different commits" not in section
+    mixed = results.copy()
+    mixed.loc[mixed.index[:3], "env_git_commit"] = "def5678"
+    section = _section(_render(mixed), "provenance")
+    assert "2 different commits" in section and "def5678" in section
+
+
+def test_report_survives_older_results(results):
+    new = [c for c in results if c.startswith(("model_", "gpu_", "pct_of_peak", "timing_noise"))]
+    doc = _render(results.drop(columns=new))
+    assert 'id="claims"' in doc and 'id="throttling"' not in doc and "missed the noise target" not in doc
