@@ -256,11 +256,16 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
         aspect=1.25,
         facet_kws={"sharey": True},
     )
-    if rows:
+    _set_titles(grid, bool(rows))
+    return _finish_grid(grid, title, SIZE_LABEL, ylabel)
+
+
+def _set_titles(grid, per_device_rows: bool) -> None:
+    """Panels read "device · dtype" when devices are faceted into rows, else just the column's name."""
+    if per_device_rows:
         grid.set_titles(template="{row_name} · {col_name}")
     else:
         grid.set_titles(col_template="{col_name}")
-    return _finish_grid(grid, title, SIZE_LABEL, ylabel)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -371,10 +376,7 @@ def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Fi
         aspect=1.2,
         facet_kws={"sharey": True},
     )
-    if devices:
-        grid.set_titles(template="{row_name} · {col_name}")
-    else:
-        grid.set_titles(col_template="{col_name}")
+    _set_titles(grid, bool(devices))
     return _finish_grid(grid, title, SIZE_LABEL, GFLOPS_LABEL)
 
 
