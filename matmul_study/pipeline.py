@@ -26,8 +26,13 @@ def write_tables(run_files, calibration_csvs, results_csv, summary_csvs, table_n
     return df
 
 
+# Version-like fields must stay text: "9.0" is a compute capability, not the number 9.
+TEXT_COLUMNS = ["env_compute_capability", "env_cuda_driver_api", "env_cuda_version", "env_driver_version",
+                "env_git_commit", "env_config_hash", "env_pycuda", "env_cupy", "env_numpy", "env_python"]
+
+
 def read_results(path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True)
+    return pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
 
 
 def write_figure(name: str, results_csv, calibration_csvs, png, svg) -> None:

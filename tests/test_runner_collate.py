@@ -145,3 +145,14 @@ def test_unrolling_effect_pairs_same_dtype_block_and_shape():
     eff = collate.unrolling_effect(df)
     assert len(eff) == 1 and eff.iloc[0]["unrolled_over_tiled"] == pytest.approx(1.4)
     assert collate.unrolling_effect(collate.tidy([record("numpy", "float32", 0, 64, 10)])).empty
+
+
+def test_version_fields_survive_the_csv_round_trip(tmp_path):
+    from matmul_study.pipeline import read_results
+
+    rec = record("tiled", "float32", 16, 64, 100)
+    rec["env"].update({"compute_capability": "9.0", "cuda_driver_api": "13.0", "git_commit": "0123456789"})
+    collate.tidy([rec]).to_csv(tmp_path / "r.csv", index=False)
+    back = read_results(tmp_path / "r.csv").iloc[0]
+    assert back["env_compute_capability"] == "9.0" and back["env_cuda_driver_api"] == "13.0"
+    assert back["env_git_commit"] == "0123456789"
