@@ -95,6 +95,14 @@ def test_gpu_methods_without_a_gpu_stop_fast_with_the_cpu_only_command(tmp_path)
     assert not (tmp_path / "results" / "runs").exists()  # no job ran, not even the CPU ones
 
 
+def test_parallel_gpu_runs_need_the_gpu_resource(tmp_path):
+    write_config(tmp_path, {**CPU_STUDY, "methods": ["naive"]})
+    out = snakemake(tmp_path, "--cores", "2")
+    assert out.returncode != 0
+    assert "add --resources gpu=1" in out.stderr
+    assert not (tmp_path / "results" / "runs").exists()
+
+
 @pytest.fixture(scope="module")
 def cpu_study(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("study")

@@ -86,12 +86,12 @@ onstart:
     if pending:
         from matmul_study import gpu
 
-        try:
-            gpu.require_pycuda()
-        except gpu.GpuUnavailable as exc:
-            raise WorkflowError(f"{len(pending)} GPU job(s) cannot run: {exc}") from None
         # Two GPU jobs at once would time each other: with several cores, the GPU must be a counted resource.
         if workflow.cores > 1 and "gpu" not in workflow.global_resources:
             raise WorkflowError(
                 f"--cores {workflow.cores} could run GPU benchmark jobs side by side; add --resources gpu=1 "
                 "(or use --cores 1).")
+        try:
+            gpu.require_pycuda()
+        except gpu.GpuUnavailable as exc:
+            raise WorkflowError(f"{len(pending)} GPU job(s) cannot run: {exc}") from None
