@@ -7,7 +7,7 @@ so PyCUDA can find the kernel by a plain name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 # Element types the config may name: numpy name -> C++ input type, C++ accumulator/output type.
@@ -76,8 +76,6 @@ class Method:
     # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
     # padding included. None: a library call, modelled as ideal (each input read once, no padding).
     tile: Callable[[int], tuple[int, int, int]] | None = None
-    notes: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def on_gpu(self) -> bool:
@@ -142,7 +140,6 @@ METHODS: dict[str, Method] = {
             template="wmma_matmul",
             launch=fixed_tiles(32, 32, 128),
             tile=lambda block: (16, 16, 16),  # one warp per 16x16 tile of C, loading its own strips
-            notes="needs compute capability 7.0 or newer",
         ),
         Method(
             "register_tiled",
@@ -163,7 +160,6 @@ METHODS: dict[str, Method] = {
             template="wmma_tiled_matmul",
             launch=fixed_tiles(128, 128, 256),
             tile=lambda block: (128, 128, 32),
-            notes="needs compute capability 7.0 or newer",
         ),
         Method(
             "cublas",
