@@ -142,6 +142,7 @@ def _kernel_launcher(cuda, method: registry.Method, dtype: str, block: int, cubi
 
 
 def _cublas_launcher(dtype: str, a_gpu, b_gpu, c_gpu, m: int, k: int, n: int) -> Callable[[], None]:
+    """cuBLAS on CuPy's current stream (the legacy stream, or the one a CUDA graph is captured from)."""
     import cupy
 
     a, b, c = cupy.asarray(a_gpu), cupy.asarray(b_gpu), cupy.asarray(c_gpu)
@@ -155,12 +156,45 @@ def _cublas_launcher(dtype: str, a_gpu, b_gpu, c_gpu, m: int, k: int, n: int) ->
     r16f, r32f = cupy.cuda.runtime.CUDA_R_16F, cupy.cuda.runtime.CUDA_R_32F
 
     def gemm_ex():
+        cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
         # cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so pass B first.
         cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k, one.ctypes.data,
                       b.data.ptr, r16f, n, a.data.ptr, r16f, k, zero.ctypes.data,
                       c.data.ptr, r32f, n, cublas.CUBLAS_COMPUTE_32F, -1)  # -1: CUBLAS_GEMM_DEFAULT
 
     return gemm_ex
+
+
+def _host_loop(launch: Callable[[], None], batch: int) -> Callable[[], None]:
+    """`batch` launches queued from Python; fine where one launch costs the host less than the kernel takes."""
+
+    def launch_batch():
+        for _ in range(batch):
+            launch()
+
+    return launch_batch
+
+
+def _graph_replay(launch: Callable[[], None], batch: int) -> Callable[[], None]:
+    """`batch` launches captured once in a CUDA graph (CuPy stream capture) and replayed as one launch.
+
+    A cuBLAS call through Python costs the host more than a small GEMM takes on the GPU, so queuing calls from
+    Python times the host; a graph replay queues them all at once. The capture stream is a blocking one, so the
+    graph runs after, and before, whatever PyCUDA queues on the legacy stream (the timing events included).
+    """
+    import cupy
+
+    stream = cupy.cuda.Stream()
+    with stream:
+        launch()  # a first call on this stream binds cuBLAS and CuPy's memory pool to it outside the capture
+        stream.synchronize()
+        stream.begin_capture()
+        try:
+            for _ in range(batch):
+                launch()
+        finally:
+            graph = stream.end_capture()
+    return lambda: graph.launch(stream)
 
 
 def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: str) -> Verification:
@@ -233,9 +267,9 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
 
     full = m * k * n <= measurement["full_verify_max_flops"]
 
-    def verified_run() -> Verification:
+    def verified_run(run_once: Callable[[], None]) -> Verification:
         cuda.memset_d32(c_gpu.gpudata, poison_word(out_dtype), c_gpu.size)
-        launch()
+        run_once()
         cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
         if device_reference:
             return _verify_on_device(a_gpu, b_gpu, c_gpu, dtype)
@@ -243,35 +277,44 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
 
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)
-    verifications = [verified_run()]
+    verifications = [verified_run(launch)]
     times = None
     if verifications[0].passed:
         start, end = cuda.Event(), cuda.Event()
         cold = measurement["mode"] == "cold"
         flush = _l2_flusher(cuda, env["l2_bytes"]) if cold else None
-        # A kernel shorter than the launch overhead would time the host, not the GPU: time a batch of
-        # back-to-back launches between one pair of events (the queue hides the gaps) and divide. Cold mode
-        # flushes L2 before every launch, so it times one launch at a time.
-        batch = 1 if cold else launches_per_sample(launch, start, end)
+        # A kernel shorter than the launch overhead would time the host, not the GPU: one sample is a batch of
+        # back-to-back launches between one pair of events, divided by the batch. Cold mode flushes L2 before
+        # every launch, so it times one launch at a time.
+        batched = _graph_replay if method.backend == "cupy" else _host_loop
+
+        def elapsed(run_batch: Callable[[], None]) -> float:
+            start.record()
+            run_batch()
+            end.record()
+            end.synchronize()
+            return start.time_till(end) / 1e3
+
+        one = batched(launch, 1)
+        elapsed(one)  # the first replay of a graph also uploads it
+        batch = 1 if cold else launches_per_sample(elapsed(one))
+        run_batch = batched(launch, batch)
         clocks: list[float] = []
 
         def time_once() -> float:
-            start.record()
-            for _ in range(batch):
-                launch()
-            end.record()
-            end.synchronize()
+            seconds = elapsed(run_batch) / batch
             if handle is not None:
                 clocks.append(gpu_state(handle).get("sm_clock_mhz", math.nan))
-            return start.time_till(end) / 1e3 / batch
+            return seconds
 
         times = sample(time_once, policy, before_each=flush)
         # Warm-up samples also appended a clock reading; keep those of the timed samples only.
         clocks = clocks[-len(times):] if clocks else []
-        verifications.append(verified_run())  # the kernel must still be right after being timed
+        verifications.append(verified_run(run_batch))  # what was timed must be right, too
     state = summarize_state(before, gpu_state(handle), clocks if times else [],
                             measurement["throttle_fraction"])
     state["launches_per_sample"] = batch if times else 0
+    state["launched_from"] = ("cuda_graph" if method.backend == "cupy" else "host_loop") if times else None
     return GpuRun(times, verifications, env, state)
 
 
@@ -292,14 +335,9 @@ def summarize_state(before: dict, after: dict, clocks: list[float], throttle_fra
 SAMPLE_TARGET_S = 1e-3  # a sample long enough that launch overhead and event resolution (~0.5 us) vanish
 
 
-def launches_per_sample(launch, start, end, max_batch: int = 1000) -> int:
+def launches_per_sample(one_launch_s: float, max_batch: int = 1000) -> int:
     """How many back-to-back launches make one sample last SAMPLE_TARGET_S (1 for long kernels)."""
-    start.record()
-    launch()
-    end.record()
-    end.synchronize()
-    one = start.time_till(end) / 1e3
-    return int(min(max_batch, max(1, math.ceil(SAMPLE_TARGET_S / max(one, 1e-7)))))
+    return int(min(max_batch, max(1, math.ceil(SAMPLE_TARGET_S / max(one_launch_s, 1e-7)))))
 
 
 def _l2_flusher(cuda, l2_bytes: int) -> Callable[[], None]:

@@ -14,7 +14,7 @@ class Policy:
     min_reps: int = 5
     max_reps: int = 200
     min_time_s: float = 0.5
-    max_time_s: float = 10.0
+    max_time_s: float = 1.0
     noise_target: float = 0.01
 
     @classmethod

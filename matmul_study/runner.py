@@ -38,7 +38,8 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas["seed"], dist["low"], dist["high"])
     t_inputs = time.perf_counter()
 
-    threads = threads or config["threads"]
+    # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
+    threads = min(threads, config["threads"]) if threads else config["threads"]
     env = environment.host_environment(meas["seed"], config_hash(config))
     state = {}
     if method.backend == "numpy":
@@ -55,7 +56,8 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     timing = summarize(times) if times else {"reps": 0}
     timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
                    "noise_target": policy.noise_target,
-                   "launches_per_sample": state.pop("launches_per_sample", 1)})
+                   "launches_per_sample": state.pop("launches_per_sample", 1),
+                   "launched_from": state.pop("launched_from", "host_loop")})
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,

@@ -99,3 +99,23 @@ def test_a_size_that_cannot_fit_is_refused_before_allocating(arch, make_config, 
         run_job(Job("cublas", "float32", 0, 400_000, 400_000, 400_000), make_config(measurement=FAST),
                 str(tmp_path / "r.json"))
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_graph_replay_runs_every_captured_launch_on_the_device(arch):
+    cupy = pytest.importorskip("cupy")
+    from matmul_study.gpu import _graph_replay
+
+    counter = cupy.zeros(1, cupy.int32)
+    replay = _graph_replay(lambda: cupy.add(counter, 1, out=counter), batch=5)
+    replay()
+    replay()
+    cupy.cuda.Device().synchronize()
+    assert int(counter[0]) == 1 + 2 * 5  # one call outside the capture, then two replays of five
+
+
+def test_cublas_is_timed_from_a_cuda_graph_and_the_timed_result_is_verified(arch, make_config, tmp_path):
+    pytest.importorskip("cupy")
+    rec = run_job(Job("cublas", "float16", 0, 128, 96, 160), make_config(measurement=FAST),
+                  str(tmp_path / "r.json"))
+    assert rec["status"] == "passed"
+    assert rec["timing"]["launched_from"] == "cuda_graph" and rec["timing"]["launches_per_sample"] > 1

@@ -36,6 +36,15 @@ def test_sample_warms_up_then_repeats_until_done():
     assert len(times) == 4 and len(calls) == 6
 
 
+def test_short_launches_are_batched_into_one_millisecond_samples():
+    from matmul_study.gpu import launches_per_sample
+
+    assert launches_per_sample(10e-6) == 100
+    assert launches_per_sample(3e-4) == 4  # rounded up: a sample is never shorter than the target
+    assert launches_per_sample(5e-3) == 1
+    assert launches_per_sample(0.0) == 1000  # capped
+
+
 def test_summarize():
     s = summarize([1.0, 2.0, 3.0, 4.0])
     assert s["median_s"] == 2.5 and s["min_s"] == 1.0 and s["max_s"] == 4.0

@@ -33,6 +33,13 @@ def test_numpy_job_writes_a_complete_verified_result(make_config, tmp_path):
     assert not list(tmp_path.glob("*.tmp"))  # the atomic write left no temp file
 
 
+def test_numpy_job_granted_every_core_uses_the_configured_blas_threads(make_config, tmp_path):
+    cfg = make_config(measurement=FAST, threads=1)
+    rec = run_job(Job("numpy", "float64", 0, 64, 64, 64), cfg, str(tmp_path / "r.json"), threads=8)
+    assert rec["threads"] == 1 and rec["status"] == "passed"
+    assert rec["timing"]["launched_from"] == "host_loop"
+
+
 def test_atomic_write_keeps_the_old_file_when_serialisation_fails(tmp_path):
     path = tmp_path / "x.json"
     results.write_atomic(path, {"a": 1})

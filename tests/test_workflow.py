@@ -62,6 +62,14 @@ def test_dry_run_of_the_default_study_lists_one_job_per_combination():
     assert elapsed < 10  # includes interpreter start; the DAG itself is built in about 2 s
 
 
+def test_the_numpy_job_holds_every_core_so_it_runs_alone(tmp_path):
+    write_config(tmp_path, {**CPU_STUDY, "threads": 2})
+    out = snakemake(tmp_path, "-n", "--cores", "3")
+    assert out.returncode == 0, out.stderr
+    granted = re.findall(r"^rule benchmark_cpu:\n(?:    .*\n)*?    threads: (\d+)$", out.stdout + out.stderr, re.M)
+    assert granted == ["3"] * 6
+
+
 @pytest.mark.parametrize("override, expected", [
     ("block_sizes=[64]", "config key 'block_sizes[0]': value 64 is not allowed; allowed: an integer from 1 to 32"),
     ('dtypes=["float8"]', "config key 'dtypes[0]': value \"float8\" is not allowed"),

@@ -12,7 +12,9 @@ rule benchmark_cpu:
         method="|".join(CPU_METHODS),
     params:
         measurement=config["measurement"],
-    threads: config["threads"]
+    # Every core, so that the job runs alone: the host threads of other jobs would slow BLAS down by a
+    # different amount in every run. BLAS itself uses config["threads"] of them.
+    threads: lambda wildcards: workflow.cores
     conda:
         "../../envs/study.yaml"
     script:
