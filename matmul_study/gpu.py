@@ -156,7 +156,6 @@ def _cublas_launcher(dtype: str, a_gpu, b_gpu, c_gpu, m: int, k: int, n: int) ->
     r16f, r32f = cupy.cuda.runtime.CUDA_R_16F, cupy.cuda.runtime.CUDA_R_32F
 
     def gemm_ex():
-        cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
         # cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so pass B first.
         cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k, one.ctypes.data,
                       b.data.ptr, r16f, n, a.data.ptr, r16f, k, zero.ctypes.data,
@@ -165,36 +164,38 @@ def _cublas_launcher(dtype: str, a_gpu, b_gpu, c_gpu, m: int, k: int, n: int) ->
     return gemm_ex
 
 
-def _host_loop(launch: Callable[[], None], batch: int) -> Callable[[], None]:
-    """`batch` launches queued from Python; fine where one launch costs the host less than the kernel takes."""
+class StreamHold:
+    """Holds the legacy stream while a batch is queued, then lets it run back to back (nvbench's blocking kernel).
 
-    def launch_batch():
-        for _ in range(batch):
-            launch()
-
-    return launch_batch
-
-
-def _graph_replay(launch: Callable[[], None], batch: int) -> Callable[[], None]:
-    """`batch` launches captured once in a CUDA graph (CuPy stream capture) and replayed as one launch.
-
-    A cuBLAS call through Python costs the host more than a small GEMM takes on the GPU, so queuing calls from
-    Python times the host; a graph replay queues them all at once. The capture stream is a blocking one, so the
-    graph runs after, and before, whatever PyCUDA queues on the legacy stream (the timing events included).
+    Queuing a launch costs the host microseconds (a cuBLAS call through Python more than a small GEMM takes on
+    the GPU): timed as queued, a batch of short launches measures the host. Queued behind this kernel and
+    released at once, it measures the GPU.
     """
-    import cupy
 
-    stream = cupy.cuda.Stream()
-    with stream:
-        launch()  # a first call on this stream binds cuBLAS and CuPy's memory pool to it outside the capture
-        stream.synchronize()
-        stream.begin_capture()
-        try:
-            for _ in range(batch):
-                launch()
-        finally:
-            graph = stream.end_capture()
-    return lambda: graph.launch(stream)
+    def __init__(self, cuda, arch: str, timeout_s: float = 2.0):
+        from .kernels import HOLD_STREAM_SOURCE, compile_with_pycuda
+
+        self._cuda = cuda
+        self._kernel = cuda.module_from_buffer(compile_with_pycuda(HOLD_STREAM_SOURCE, arch)).get_function(
+            "hold_stream")
+        self._kernel.prepare("PPQ")
+        # [release, timed_out], read and written by the kernel through mapped page-locked memory.
+        self._flags = cuda.pagelocked_zeros(2, np.int32, mem_flags=cuda.host_alloc_flags.DEVICEMAP)
+        device_flags = self._flags.base.get_device_pointer()
+        self._args = (device_flags, device_flags + 4, np.uint64(timeout_s * 1e9))
+        self.timeout_s = timeout_s
+
+    def hold(self) -> None:
+        self._flags[:] = 0
+        self._kernel.prepared_call((1, 1), (1, 1, 1), *self._args)
+
+    def release(self) -> None:
+        self._flags[0] = 1
+        self._cuda.Context.synchronize()
+        if self._flags[1]:
+            raise RuntimeError(
+                f"the stream was held {self.timeout_s} s, longer than queuing the batch should take: the launch "
+                "queue is probably full; time fewer launches per sample (gpu.MAX_LAUNCHES_PER_SAMPLE)")
 
 
 def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: str) -> Verification:
@@ -267,9 +268,9 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
 
     full = m * k * n <= measurement["full_verify_max_flops"]
 
-    def verified_run(run_once: Callable[[], None]) -> Verification:
+    def verified_run() -> Verification:
         cuda.memset_d32(c_gpu.gpudata, poison_word(out_dtype), c_gpu.size)
-        run_once()
+        launch()
         cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
         if device_reference:
             return _verify_on_device(a_gpu, b_gpu, c_gpu, dtype)
@@ -277,32 +278,31 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
 
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)
-    verifications = [verified_run(launch)]
+    verifications = [verified_run()]
     times = None
     if verifications[0].passed:
         start, end = cuda.Event(), cuda.Event()
         cold = measurement["mode"] == "cold"
         flush = _l2_flusher(cuda, env["l2_bytes"]) if cold else None
-        # A kernel shorter than the launch overhead would time the host, not the GPU: one sample is a batch of
-        # back-to-back launches between one pair of events, divided by the batch. Cold mode flushes L2 before
-        # every launch, so it times one launch at a time.
-        batched = _graph_replay if method.backend == "cupy" else _host_loop
+        stream_hold = StreamHold(cuda, "sm_{}{}".format(*device.compute_capability()))
 
-        def elapsed(run_batch: Callable[[], None]) -> float:
+        def elapsed(launches: int) -> float:
+            """Seconds for `launches` back-to-back launches, queued behind the hold and timed by events."""
+            stream_hold.hold()
             start.record()
-            run_batch()
+            for _ in range(launches):
+                launch()
             end.record()
-            end.synchronize()
+            stream_hold.release()
             return start.time_till(end) / 1e3
 
-        one = batched(launch, 1)
-        elapsed(one)  # the first replay of a graph also uploads it
-        batch = 1 if cold else launches_per_sample(elapsed(one))
-        run_batch = batched(launch, batch)
+        # A sample is a batch of launches long enough for the events' resolution, divided by its size. Cold
+        # mode flushes L2 before every sample, so it times one launch at a time.
+        batch = 1 if cold else launches_per_sample(elapsed(1))
         clocks: list[float] = []
 
         def time_once() -> float:
-            seconds = elapsed(run_batch) / batch
+            seconds = elapsed(batch) / batch
             if handle is not None:
                 clocks.append(gpu_state(handle).get("sm_clock_mhz", math.nan))
             return seconds
@@ -310,11 +310,10 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
         times = sample(time_once, policy, before_each=flush)
         # Warm-up samples also appended a clock reading; keep those of the timed samples only.
         clocks = clocks[-len(times):] if clocks else []
-        verifications.append(verified_run(run_batch))  # what was timed must be right, too
+        verifications.append(verified_run())  # the kernel must still be right after being timed
     state = summarize_state(before, gpu_state(handle), clocks if times else [],
                             measurement["throttle_fraction"])
     state["launches_per_sample"] = batch if times else 0
-    state["launched_from"] = ("cuda_graph" if method.backend == "cupy" else "host_loop") if times else None
     return GpuRun(times, verifications, env, state)
 
 
@@ -332,12 +331,13 @@ def summarize_state(before: dict, after: dict, clocks: list[float], throttle_fra
     return out
 
 
-SAMPLE_TARGET_S = 1e-3  # a sample long enough that launch overhead and event resolution (~0.5 us) vanish
+SAMPLE_TARGET_S = 1e-3  # a sample long enough that event resolution (~0.5 us) and launch gaps vanish
+MAX_LAUNCHES_PER_SAMPLE = 256  # well inside the launch queue, which must hold a whole batch behind the hold
 
 
-def launches_per_sample(one_launch_s: float, max_batch: int = 1000) -> int:
+def launches_per_sample(one_launch_s: float) -> int:
     """How many back-to-back launches make one sample last SAMPLE_TARGET_S (1 for long kernels)."""
-    return int(min(max_batch, max(1, math.ceil(SAMPLE_TARGET_S / max(one_launch_s, 1e-7)))))
+    return int(min(MAX_LAUNCHES_PER_SAMPLE, max(1, math.ceil(SAMPLE_TARGET_S / max(one_launch_s, 1e-9)))))
 
 
 def _l2_flusher(cuda, l2_bytes: int) -> Callable[[], None]:

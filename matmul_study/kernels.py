@@ -1,7 +1,8 @@
 """CUDA source generation and compilation.
 
-Each `kernels/*.cu` file defines a `__device__` template; here we append `extern "C"` wrappers, one per
-(dtype, block) instance, so the compiled module exposes plain names. The same source and flags compile with
+Each method's `kernels/*.cu` file defines a `__device__` template; here we append `extern "C"` wrappers, one
+per (dtype, block) instance, so the compiled module exposes plain names. `kernels/hold_stream.cu` is not a
+method but a measurement helper (see gpu.StreamHold). The same source and flags compile with
 PyCUDA (on a GPU machine) and with plain nvcc (in CI, no driver needed).
 """
 
@@ -15,6 +16,8 @@ from . import registry
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
 COMPILE_OPTIONS = ["-std=c++17", "-O3", "-lineinfo"]
+# The measurement helper that holds a stream while a batch is queued (not a method; see gpu.StreamHold).
+HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
 
 
 def symbol(method: str, dtype: str, block: int) -> str:

@@ -99,11 +99,6 @@ TIMING_MODES = {
     "cold": "cold: the GPU's L2 cache flushed before each timed sample",
 }
 
-LAUNCHED_FROM = {
-    "cuda_graph": "replayed from a captured CUDA graph",
-    "host_loop": "queued from a Python loop",
-}
-
 # Figures shown in their own section rather than among the others.
 SECTION_FIGURES = ("devices",)
 
@@ -319,12 +314,9 @@ def _measurement(results: pd.DataFrame, config: dict) -> dict | None:
         for k in ("gpu", "cpu")
         if (kind[finite.index] == k).any()
     ] if kind[finite.index].nunique() > 1 else []
-    per_sample = _num(results, "timing_launches_per_sample")
-    out["launches"] = [
-        f"{len(group)} job{'s' if len(group) != 1 else ''} {LAUNCHED_FROM.get(source, source)} "
-        f"({per_sample[group.index].min():.0f}–{per_sample[group.index].max():.0f} launches per sample)"
-        for source, group in results.groupby("timing_launched_from")
-    ] if "timing_launched_from" in results else []
+    per_sample = _num(results, "timing_launches_per_sample")[device_kind(results) == "gpu"].dropna()
+    per_sample = per_sample[per_sample > 0]
+    out["launches"] = f"{per_sample.min():.0f}–{per_sample.max():.0f}" if not per_sample.empty else None
     if "max_reps" in meas or "max_time_s" in meas:
         out["caps"] = f"{meas.get('max_reps', '?')} repetitions or {meas.get('max_time_s', '?')} s of timing"
     missed = results[np.isfinite(rsd) & np.isfinite(target) & (rsd > target)]

@@ -56,8 +56,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     timing = summarize(times) if times else {"reps": 0}
     timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
                    "noise_target": policy.noise_target,
-                   "launches_per_sample": state.pop("launches_per_sample", 1),
-                   "launched_from": state.pop("launched_from", "host_loop")})
+                   "launches_per_sample": state.pop("launches_per_sample", 1)})
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,

@@ -54,7 +54,6 @@ def _row(method, dtype, block, shape, gflops, error, status="passed"):
         "timing_noise_target": 0.01,
         "timing_total_s": 0.5,
         "timing_mode": "hot",
-        "timing_launched_from": "cuda_graph" if method == "cublas" else "host_loop",
         "timing_launches_per_sample": 1 if cpu else max(1, int(np.ceil(1e-3 / seconds))),
         "timing_times_s": ";".join(str(seconds) for _ in range(3)),
         "verification_max_abs_error": error * 10,
@@ -607,13 +606,11 @@ def test_report_measurement_and_missed_noise_target(results):
     meas = _section(_render(results), "measurement")
     assert "hot" in meas and "same buffers" in meas and "1.0%" in meas
     assert "median 0.40%" in meas and "Every job reached the noise target" in meas
-    launched = results["timing_launched_from"]
-    graphs = re.search(r"(\d+) jobs? replayed from a captured CUDA graph \((\d+)–(\d+) launches", meas)
-    assert graphs and int(graphs[1]) == (launched == "cuda_graph").sum()
-    batches = results.loc[launched == "cuda_graph", "timing_launches_per_sample"]
-    assert (int(graphs[2]), int(graphs[3])) == (batches.min(), batches.max())
-    assert f"{(launched == 'host_loop').sum()} jobs queued from a Python loop" in meas
-    assert "launches" not in _section(_render(results.drop(columns=["timing_launched_from"])), "measurement")
+    gpu_batches = results.loc[results["env_device_kind"] == "gpu", "timing_launches_per_sample"]
+    assert f"batch of {gpu_batches.min()}–{gpu_batches.max()} back-to-back launches" in meas
+    assert "holds the stream" in meas
+    cpu_only = results[results["env_device_kind"] == "cpu"]
+    assert "back-to-back" not in _section(_render(cpu_only), "measurement")
     noisy = results.copy()
     bad = noisy.index[
         (noisy["label"] == "naive b32") & (noisy["dtype"] == "float32") & (noisy["shape"] == "256x256x256")

@@ -70,3 +70,11 @@ def test_broken_source_fails_to_compile(tmp_path):
     result = kernels.compile_with_nvcc(source, ARCHS[0], tmp_path)
     assert result.returncode != 0
     assert result.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_stream_hold_helper_compiles(arch, tmp_path):
+    result = kernels.compile_with_nvcc(kernels.HOLD_STREAM_SOURCE, arch, tmp_path)
+    assert result.returncode == 0, f"nvcc failed for hold_stream.cu on {arch}:\n{result.stderr}"
+    assert b"hold_stream" in (tmp_path / "module.cubin").read_bytes()

@@ -42,7 +42,7 @@ def test_short_launches_are_batched_into_one_millisecond_samples():
     assert launches_per_sample(10e-6) == 100
     assert launches_per_sample(3e-4) == 4  # rounded up: a sample is never shorter than the target
     assert launches_per_sample(5e-3) == 1
-    assert launches_per_sample(0.0) == 1000  # capped
+    assert launches_per_sample(0.0) == 256  # capped: the launch queue must hold a whole batch
 
 
 def test_summarize():

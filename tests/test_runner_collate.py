@@ -37,7 +37,6 @@ def test_numpy_job_granted_every_core_uses_the_configured_blas_threads(make_conf
     cfg = make_config(measurement=FAST, threads=1)
     rec = run_job(Job("numpy", "float64", 0, 64, 64, 64), cfg, str(tmp_path / "r.json"), threads=8)
     assert rec["threads"] == 1 and rec["status"] == "passed"
-    assert rec["timing"]["launched_from"] == "host_loop"
 
 
 def test_atomic_write_keeps_the_old_file_when_serialisation_fails(tmp_path):
