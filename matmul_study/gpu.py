@@ -40,9 +40,9 @@ def require_pycuda():
     return cuda
 
 
-def device_arch() -> str:
-    cuda = require_pycuda()
-    major, minor = cuda.Device(0).compute_capability()
+def device_arch(device=None) -> str:
+    """The device's architecture as nvcc names it (sm_90 for an H200); device 0 by default."""
+    major, minor = (device if device is not None else require_pycuda().Device(0)).compute_capability()
     return f"sm_{major}{minor}"
 
 
@@ -142,7 +142,6 @@ def _kernel_launcher(cuda, method: registry.Method, dtype: str, block: int, cubi
 
 
 def _cublas_launcher(dtype: str, a_gpu, b_gpu, c_gpu, m: int, k: int, n: int) -> Callable[[], None]:
-    """cuBLAS on CuPy's current stream (the legacy stream, or the one a CUDA graph is captured from)."""
     import cupy
 
     a, b, c = cupy.asarray(a_gpu), cupy.asarray(b_gpu), cupy.asarray(c_gpu)
@@ -284,7 +283,7 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
         start, end = cuda.Event(), cuda.Event()
         cold = measurement["mode"] == "cold"
         flush = _l2_flusher(cuda, env["l2_bytes"]) if cold else None
-        stream_hold = StreamHold(cuda, "sm_{}{}".format(*device.compute_capability()))
+        stream_hold = StreamHold(cuda, device_arch(device))
 
         def elapsed(launches: int) -> float:
             """Seconds for `launches` back-to-back launches, queued behind the hold and timed by events."""
