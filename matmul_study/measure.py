@@ -16,6 +16,7 @@ class Policy:
     min_time_s: float = 0.5
     max_time_s: float = 1.0
     noise_target: float = 0.01
+    min_launches_per_sample: int = 5  # GPU, hot mode: launches averaged into one sample (see the schema)
 
     @classmethod
     def from_config(cls, measurement: dict) -> "Policy":
@@ -30,9 +31,10 @@ def rsd(times) -> float:
     return float(t.std(ddof=1) / t.mean())
 
 
-def done(times: list[float], policy: Policy) -> bool:
-    """Stop after min_reps once the times add up to min_time_s and are quiet enough, or at a cap."""
-    n, total = len(times), sum(times)
+def done(times: list[float], policy: Policy, launches: int = 1) -> bool:
+    """Stop after min_reps once the timed launches add up to min_time_s and are quiet enough, or at a cap.
+    Each time is one sample's mean over `launches` launches, so the time spent is their sum times `launches`."""
+    n, total = len(times), sum(times) * launches
     if n < policy.min_reps:
         return False
     if n >= policy.max_reps or total >= policy.max_time_s:
@@ -40,21 +42,24 @@ def done(times: list[float], policy: Policy) -> bool:
     return total >= policy.min_time_s and rsd(times) <= policy.noise_target
 
 
-def sample(time_once: Callable[[], float], policy: Policy, before_each: Callable[[], None] | None = None) -> list[float]:
-    """Warm up, then call time_once (returns seconds) until the policy is satisfied."""
+def sample(time_once: Callable[[], float], policy: Policy, before_each: Callable[[], None] | None = None,
+           launches: int = 1) -> list[float]:
+    """Warm up, then call time_once (seconds per launch of a `launches`-launch sample) until the policy is
+    satisfied."""
     for _ in range(policy.warmup):
         if before_each:
             before_each()
         time_once()
     times: list[float] = []
-    while not done(times, policy):
+    while not done(times, policy, launches):
         if before_each:
             before_each()
         times.append(float(time_once()))
     return times
 
 
-def summarize(times: list[float]) -> dict:
+def summarize(times: list[float], launches: int = 1) -> dict:
+    """Statistics of per-launch sample times; total_s is the time spent timing (`launches` per sample)."""
     t = np.asarray(times, dtype=float)
     q1, q3 = np.percentile(t, [25, 75])
     return {
@@ -64,7 +69,7 @@ def summarize(times: list[float]) -> dict:
         "max_s": float(t.max()),
         "iqr_s": float(q3 - q1),
         "rsd": rsd(t),
-        "total_s": float(t.sum()),
+        "total_s": float(t.sum() * launches),
         "times_s": [float(x) for x in t],
     }
 

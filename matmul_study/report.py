@@ -317,6 +317,7 @@ def _measurement(results: pd.DataFrame, config: dict) -> dict | None:
     per_sample = _num(results, "timing_launches_per_sample")[device_kind(results) == "gpu"].dropna()
     per_sample = per_sample[per_sample > 0]
     out["launches"] = f"{per_sample.min():.0f}–{per_sample.max():.0f}" if not per_sample.empty else None
+    out["min_launches"] = meas.get("min_launches_per_sample") if out["launches"] else None
     if "max_reps" in meas or "max_time_s" in meas:
         out["caps"] = f"{meas.get('max_reps', '?')} repetitions or {meas.get('max_time_s', '?')} s of timing"
     missed = results[np.isfinite(rsd) & np.isfinite(target) & (rsd > target)]

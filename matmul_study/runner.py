@@ -53,10 +53,10 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
         times, verifications, state = run.times, run.verifications, run.state
         env.update(run.env)
     passed = all(v.passed for v in verifications)
-    timing = summarize(times) if times else {"reps": 0}
+    launches = state.pop("launches_per_sample", 1)
+    timing = summarize(times, launches) if times else {"reps": 0}
     timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
-                   "noise_target": policy.noise_target,
-                   "launches_per_sample": state.pop("launches_per_sample", 1)})
+                   "noise_target": policy.noise_target, "launches_per_sample": launches})
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,

@@ -137,3 +137,13 @@ def test_small_cublas_calls_are_batched_and_verified(arch, make_config, tmp_path
     rec = run_job(Job("cublas", "float16", 0, 128, 96, 160), make_config(measurement=FAST),
                   str(tmp_path / "r.json"))
     assert rec["status"] == "passed" and rec["timing"]["launches_per_sample"] > 1
+
+
+def test_long_launches_are_still_averaged_over_the_minimum_per_sample(cubins, make_config, tmp_path):
+    # naive fp64 at 2048^3 takes about 5 ms, above the 1 ms sample target: only the minimum batches it.
+    meas = {**FAST, "min_launches_per_sample": 3}
+    rec = run_job(Job("naive", "float64", 16, 2048, 2048, 2048), make_config(measurement=meas),
+                  str(tmp_path / "r.json"), cubin=cubins("naive", "float64", 16))
+    timing = rec["timing"]
+    assert rec["status"] == "passed" and timing["launches_per_sample"] == 3
+    assert timing["total_s"] == pytest.approx(3 * sum(timing["times_s"]))

@@ -45,6 +45,26 @@ def test_short_launches_are_batched_into_one_millisecond_samples():
     assert launches_per_sample(0.0) == 256  # capped: the launch queue must hold a whole batch
 
 
+def test_every_sample_averages_at_least_the_minimum_launches():
+    from matmul_study.gpu import launches_per_sample
+
+    assert launches_per_sample(0.29, minimum=5) == 5  # a long kernel still averages 5 launches
+    assert launches_per_sample(10e-6, minimum=5) == 100  # a short one is batched by time as before
+    assert launches_per_sample(1.0, minimum=1000) == 256
+    assert Policy().min_launches_per_sample == 5
+
+
+def test_time_caps_count_every_launch_of_a_sample():
+    p = Policy(min_reps=2, max_reps=100, min_time_s=0.1, max_time_s=1.0, noise_target=1e-9)
+    assert not done([0.3, 0.31], p)          # 0.61 s of single launches: under the cap
+    assert done([0.3, 0.31], p, launches=2)  # 1.22 s when each sample averaged two launches
+    assert summarize([0.3, 0.31], launches=2)["total_s"] == pytest.approx(1.22)
+    calls = []
+    times = sample(lambda: calls.append(1) or 0.25, Policy(warmup=0, min_reps=1, max_time_s=1.0, noise_target=1e-9),
+                   launches=2)
+    assert len(times) == 2  # 2 samples x 2 launches x 0.25 s reach the 1 s cap
+
+
 def test_summarize():
     s = summarize([1.0, 2.0, 3.0, 4.0])
     assert s["median_s"] == 2.5 and s["min_s"] == 1.0 and s["max_s"] == 4.0
