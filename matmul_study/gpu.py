@@ -67,20 +67,24 @@ def nvidia_driver_version() -> str:
         return ""
 
 
-def gpu_state(handle) -> dict:
-    """SM/memory clocks, temperature and power through NVML (empty when NVML is unavailable)."""
+def gpu_state(handle, keys: tuple[str, ...] | None = None) -> dict:
+    """SM/memory clocks, temperature and power through NVML, or only `keys` of them (empty when NVML is
+    unavailable)."""
     if handle is None:
         return {}
     import pynvml
 
-    state = {}
-    for key, read in {
+    readers = {
         "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM),
         "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
         "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
         "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-    }.items():
+    }
+    state = {}
+    for key, read in readers.items():
+        if keys is not None and key not in keys:
+            continue
         try:
             state[key] = read()
         except Exception:
@@ -121,6 +125,7 @@ class GpuRun:
     verifications: list[Verification]
     env: dict
     state: dict = field(default_factory=dict)
+    launches_per_sample: int = 0  # back-to-back launches averaged into each timed sample (0: not timed)
 
 
 def _kernel_launcher(cuda, method: registry.Method, dtype: str, block: int, cubin: str, a_gpu, b_gpu, c_gpu,
@@ -303,7 +308,7 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
         def time_once() -> float:
             seconds = elapsed(batch) / batch
             if handle is not None:
-                clocks.append(gpu_state(handle).get("sm_clock_mhz", math.nan))
+                clocks.append(gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan))
             return seconds
 
         times = sample(time_once, policy, before_each=flush, launches=batch)
@@ -312,8 +317,7 @@ def run(method: registry.Method, dtype: str, block: int, a: np.ndarray, b: np.nd
         verifications.append(verified_run())  # the kernel must still be right after being timed
     state = summarize_state(before, gpu_state(handle), clocks if times else [],
                             measurement["throttle_fraction"])
-    state["launches_per_sample"] = batch if times else 0
-    return GpuRun(times, verifications, env, state)
+    return GpuRun(times, verifications, env, state, batch if times else 0)
 
 
 def summarize_state(before: dict, after: dict, clocks: list[float], throttle_fraction: float) -> dict:

@@ -41,7 +41,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
     threads = min(threads, config["threads"]) if threads else config["threads"]
     env = environment.host_environment(meas["seed"], config_hash(config))
-    state = {}
+    state, launches = {}, 1  # the CPU times one call per sample
     if method.backend == "numpy":
         from . import cpu
 
@@ -50,10 +50,9 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
         from . import gpu
 
         run = gpu.run(method, job.dtype, job.block, a, b, policy, meas, cubin)
-        times, verifications, state = run.times, run.verifications, run.state
+        times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
         env.update(run.env)
     passed = all(v.passed for v in verifications)
-    launches = state.pop("launches_per_sample", 1)
     timing = summarize(times, launches) if times else {"reps": 0}
     timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
                    "noise_target": policy.noise_target, "launches_per_sample": launches})
