@@ -1,32 +1,29 @@
-// Kernel 2: BLOCK x BLOCK tiles of A and B staged in shared memory. The tile size is blockDim.x, read at
-// run time, and the inner loop is kept rolled: compare with kernel 3, which fixes BLOCK at compile time.
+// Kernel 2: the source study's tiled kernel. BLOCK x BLOCK tiles of A and B are staged in shared memory,
+// declared As[BLOCK][BLOCK] with BLOCK a compile-time constant, as in all four sources; the inner loop is left
+// to the compiler (which may unroll it: its trip count is a constant). Kernel 3 adds an explicit #pragma unroll.
 #pragma once
 
-template <typename T, typename Acc>
+template <typename T, typename Acc, int BLOCK>
 __device__ void tiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
 {
-    // Dynamic shared memory is one untyped buffer per kernel: declaring it as T[] would clash between
-    // instances with different T, so take raw bytes and cast. The launch passes 2 * BLOCK^2 * sizeof(T).
-    extern __shared__ __align__(16) unsigned char smem[];
-    const int bs = blockDim.x;
-    T* As = reinterpret_cast<T*>(smem);
-    T* Bs = As + bs * bs;
+    static_assert(BLOCK >= 1 && BLOCK <= 32, "BLOCK x BLOCK threads must fit in one block (<= 1024)");
+    __shared__ T As[BLOCK][BLOCK];
+    __shared__ T Bs[BLOCK][BLOCK];
 
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int row = blockIdx.y * bs + ty;
-    const int col = blockIdx.x * bs + tx;
+    const int row = blockIdx.y * BLOCK + ty;
+    const int col = blockIdx.x * BLOCK + tx;
 
     Acc sum = 0;
-    for (int t = 0; t < k; t += bs) {
-        // Out-of-range elements are loaded as zero so they add nothing; no thread returns early because
-        // every thread must reach __syncthreads() and help load the tiles.
-        As[ty * bs + tx] = (row < m && t + tx < k) ? A[static_cast<size_t>(row) * k + t + tx] : T(0);
-        Bs[ty * bs + tx] = (t + ty < k && col < n) ? B[static_cast<size_t>(t + ty) * n + col] : T(0);
+    for (int t = 0; t < k; t += BLOCK) {
+        // Out-of-range elements are loaded as zero so they add nothing (the sources' boundary handling); no
+        // thread returns early because every thread must reach __syncthreads() and help load the tiles.
+        As[ty][tx] = (row < m && t + tx < k) ? A[static_cast<size_t>(row) * k + t + tx] : T(0);
+        Bs[ty][tx] = (t + ty < k && col < n) ? B[static_cast<size_t>(t + ty) * n + col] : T(0);
         __syncthreads();
 
-#pragma unroll 1
-        for (int i = 0; i < bs; ++i)
-            sum += static_cast<Acc>(As[ty * bs + i]) * static_cast<Acc>(Bs[i * bs + tx]);
+        for (int i = 0; i < BLOCK; ++i)
+            sum += static_cast<Acc>(As[ty][i]) * static_cast<Acc>(Bs[i][tx]);
         // Nobody may overwrite the tiles for the next step while others still read them.
         __syncthreads();
     }

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from . import registry
+from . import dtypes, registry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--block", type=int, default=0, help="block size for methods with a block axis")
-    p.add_argument("--dtype", required=True, choices=list(registry.DTYPES))
+    p.add_argument("--dtype", required=True, choices=list(dtypes.NAMES))
     c = sub.add_parser("compare", help="compare the median times of two runs' results.csv (reproducibility)")
     c.add_argument("first")
     c.add_argument("second")

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from . import inputs, registry
-from .grid import available
-from .measure import Policy, gflops
+from .backends import CUBLAS, module_available
+from .measure import Measurement, Policy, gflops
 
 COLUMNS = ["device_name", "ceiling", "value", "unit", "detail"]
 COPY_BYTES = 4 << 30
@@ -42,21 +42,21 @@ def copy_bandwidth(cuda, policy: Policy, nbytes: int = COPY_BYTES) -> tuple[floa
 
 def calibrate(config: dict, size: int = 8192) -> pd.DataFrame:
     from . import gpu
+    from .device import require_pycuda
 
-    cuda = gpu.require_pycuda()
+    cuda = require_pycuda()
     import pycuda.autoprimaryctx
 
     device = pycuda.autoprimaryctx.device.name()
-    meas = config["measurement"]
-    policy = Policy.from_config(meas)
+    meas = Measurement.from_config(config["measurement"])
     rows = []
-    bandwidth, detail = copy_bandwidth(cuda, policy)
+    bandwidth, detail = copy_bandwidth(cuda, meas.stopping)
     rows.append((device, "memory", bandwidth, "GB/s", detail))
     cublas = registry.get("cublas")
-    if available("cupy"):
+    if module_available(CUBLAS.module):
         for dtype in cublas.dtypes:
-            a, b = inputs.generate(size, size, size, dtype, meas["seed"], **meas["distribution"])
-            run = gpu.run(cublas, dtype, 0, a, b, policy, meas, None)
+            a, b = inputs.generate(size, size, size, dtype, meas.seed, meas.low, meas.high)
+            run = gpu.run(cublas, dtype, 0, a, b, meas, None)
             if run.times and all(v.passed for v in run.verifications):
                 median = float(np.median(run.times))
                 rows.append((device, dtype, gflops(size, size, size, median), "GFLOP/s",

@@ -1,4 +1,4 @@
-"""The source study's claims, checked against the measured results, and the per-device helpers they share.
+"""The source study's claims, checked against the measured results.
 
 `check_claims` pairs verified jobs that differ in one thing only (the method, the element type or the block
 size) on the same GPU device and the same shape, and says whether the ratio of their GFLOP/s lies where the
@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from .devices import device_kind, gpu_devices, passed_with_device
 
 CLAIM_COLUMNS = ["device", "claim", "comparison", "pairs", "median", "min", "max", "verdict"]
 VERDICTS = ("holds", "partly holds", "does not hold", "not measured")
@@ -36,130 +38,6 @@ class Ratios:
     ratios: np.ndarray
     range: tuple[float, float] | None = None
     verdict: str | None = None  # set directly where the verdict is not a range test
-
-
-# --------------------------------------------------------------------------------------------------------------
-# devices
-
-
-def device_kind(results: pd.DataFrame) -> pd.Series:
-    """'cpu' or 'gpu' per row: env_device_kind where recorded, else numpy runs on the CPU and the rest on a GPU."""
-    guess = pd.Series(np.where(results.get("method", pd.Series("", index=results.index)) == "numpy", "cpu", "gpu"),
-                      index=results.index)
-    if "env_device_kind" not in results:
-        return guess
-    kind = results["env_device_kind"].astype("string").str.strip().str.lower()
-    return kind.where(kind.isin(["cpu", "gpu"]), guess).astype(object)
-
-
-def device_name(results: pd.DataFrame) -> pd.Series:
-    if "env_device_name" not in results:
-        return pd.Series("", index=results.index, dtype=object)
-    return results["env_device_name"].fillna("").astype(str).str.strip()
-
-
-def gpu_devices(results: pd.DataFrame) -> list[str]:
-    """Distinct GPU device names in order of first appearance ('' when the results name none)."""
-    if results.empty:
-        return []
-    names = device_name(results)[device_kind(results) == "gpu"]
-    return list(dict.fromkeys(names))
-
-
-def with_device(results: pd.DataFrame) -> pd.DataFrame:
-    """`results` with a 'device' column: the GPU device of each row. A GPU row is its own device; a CPU row goes
-    with each GPU device that ran on the same host (so it may appear more than once), with the only GPU device
-    when there is one, and otherwise stands alone under its own (CPU) name."""
-    if results.empty:
-        return results.assign(device=pd.Series(dtype=object))
-    kind, name = device_kind(results), device_name(results)
-    gpus = gpu_devices(results)
-    gpu_rows = results[kind == "gpu"].assign(device=name[kind == "gpu"])
-    cpu_rows = results[kind != "gpu"]
-    if cpu_rows.empty:
-        return gpu_rows
-    if len(gpus) == 1:
-        return pd.concat([gpu_rows, cpu_rows.assign(device=gpus[0])])
-    own = name[kind != "gpu"]
-    if "env_host" in results:
-        hosts = results["env_host"].fillna("").astype(str).str.strip()
-        on_host: dict[str, list[str]] = {}
-        for host, gpu in zip(hosts[kind == "gpu"], name[kind == "gpu"]):
-            if host and gpu not in on_host.setdefault(host, []):
-                on_host[host].append(gpu)
-        targets = [on_host.get(h) or [o] for h, o in zip(hosts[kind != "gpu"], own)]
-    else:
-        targets = [[o] for o in own]
-    counts = [len(t) for t in targets]
-    expanded = results.iloc[np.repeat(np.flatnonzero((kind != "gpu").to_numpy()), counts)]
-    expanded = expanded.assign(device=[d for t in targets for d in t])
-    parts = [gpu_rows, expanded]
-    return pd.concat(parts)
-
-
-def _passed(results: pd.DataFrame) -> pd.DataFrame:
-    if results.empty or not {"status", "gflops", "method", "dtype", "shape"} <= set(results.columns):
-        return pd.DataFrame(columns=["method", "label", "dtype", "block", "shape", "size", "gflops", "device"])
-    gf = pd.to_numeric(results["gflops"], errors="coerce")
-    ok = results[(results["status"] == "passed") & np.isfinite(gf) & (gf > 0)].assign(gflops=gf)
-    ok = ok.assign(block=pd.to_numeric(ok["block"], errors="coerce").fillna(0).astype(int) if "block" in ok else 0)
-    if "size" not in ok:
-        ok = ok.assign(size=(ok["m"] * ok["k"] * ok["n"]) ** (1 / 3) if {"m", "k", "n"} <= set(ok.columns) else 0.0)
-    return with_device(ok)
-
-
-def largest_common_shapes(results: pd.DataFrame) -> dict[str, str]:
-    """Per dtype, the largest shape (by m·k·n) at which every GPU device has a verified job."""
-    ok = _passed(results)
-    gpus = gpu_devices(results)
-    ok = ok[device_kind(ok) == "gpu"] if not ok.empty else ok
-    out = {}
-    for dtype, g in ok.groupby("dtype", sort=False):
-        per_shape = g.groupby("shape")["device"].nunique()
-        common = per_shape[per_shape == len(gpus)].index
-        if len(common):
-            sizes = g[g["shape"].isin(common)].groupby("shape")["size"].max()
-            out[dtype] = sizes.idxmax()
-    return out
-
-
-def devices_long(results: pd.DataFrame) -> pd.DataFrame:
-    """GFLOP/s of each GPU device per (dtype, label) at the dtype's largest common shape (long form: dtype,
-    shape, label, method, block, device, gflops; the median where a job ran more than once)."""
-    columns = ["dtype", "shape", "label", "method", "block", "device", "gflops"]
-    ok = _passed(results)
-    shapes = largest_common_shapes(results)
-    if ok.empty or not shapes:
-        return pd.DataFrame(columns=columns)
-    ok = ok[device_kind(ok) == "gpu"]
-    ok = ok[ok["shape"] == ok["dtype"].map(shapes)]
-    if "label" not in ok:
-        ok = ok.assign(label=np.where(ok["block"] > 0, ok["method"] + " b" + ok["block"].astype(str), ok["method"]))
-    return ok.groupby(columns[:-1], as_index=False, sort=False)["gflops"].median()[columns]
-
-
-def devices_table(results: pd.DataFrame, dtype_order=(), method_order=()) -> pd.DataFrame:
-    """Wide form of `devices_long`: one row per (dtype, label), one GFLOP/s column per device, and each other
-    device's ratio to the first."""
-    long = devices_long(results)
-    if long.empty:
-        return pd.DataFrame(columns=["dtype", "label", "shape"])
-    devices = list(dict.fromkeys(long["device"]))
-    wide = long.pivot_table(index=["dtype", "shape", "label", "method", "block"], columns="device", values="gflops",
-                            aggfunc="median").reset_index()
-    wide.columns.name = None
-    rank_d = {d: i for i, d in enumerate(dtype_order)}
-    rank_m = {m: i for i, m in enumerate(method_order)}
-    wide = wide.assign(
-        _d=wide["dtype"].map(lambda v: rank_d.get(v, len(rank_d))),
-        _m=wide["method"].map(lambda v: rank_m.get(v, len(rank_m))),
-    ).sort_values(["_d", "dtype", "_m", "method", "block"])
-    out = wide[["dtype", "label", "shape"]].copy()
-    for d in devices:
-        out[f"{d} GFLOP/s"] = wide[d]
-    for d in devices[1:]:
-        out[f"{d} / {devices[0]}"] = wide[d] / wide[devices[0]]
-    return out.reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -274,7 +152,7 @@ def _row(device: str, r: Ratios) -> dict:
 
 def check_claims(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (GPU device, claim): the measured ratios' count, median, min and max, and the verdict."""
-    ok = _passed(results)
+    ok = passed_with_device(results)
     devices = gpu_devices(results) or [""]
     rows = []
     for device in devices:

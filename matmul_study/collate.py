@@ -143,16 +143,16 @@ def float_vs_double_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().drop(columns="size").round(3)
 
 
-def unrolling_effect(df: pd.DataFrame) -> pd.DataFrame:
-    """tiled_unrolled over tiled, same device, dtype, block and shape (verified rows only)."""
+def method_ratio(df: pd.DataFrame, numerator: str, denominator: str) -> pd.DataFrame:
+    """GFLOP/s of `numerator` over `denominator`, same device, dtype, block and shape (verified rows only)."""
     ok = passed(df)
     keys = ["env_device_name", "dtype", "block", "shape", "size"]
-    tiled = ok[ok["method"] == "tiled"].set_index(keys)["gflops"]
-    unrolled = ok[ok["method"] == "tiled_unrolled"].set_index(keys)["gflops"]
-    both = pd.concat({"tiled_gflops": tiled, "unrolled_gflops": unrolled}, axis=1, join="inner")
+    top = ok[ok["method"] == numerator].set_index(keys)["gflops"]
+    bottom = ok[ok["method"] == denominator].set_index(keys)["gflops"]
+    both = pd.concat({f"{denominator} GFLOP/s": bottom, f"{numerator} GFLOP/s": top}, axis=1, join="inner")
     if both.empty:
         return pd.DataFrame()
-    both["unrolled_over_tiled"] = both["unrolled_gflops"] / both["tiled_gflops"]
+    both[f"{numerator} / {denominator}"] = both[f"{numerator} GFLOP/s"] / both[f"{denominator} GFLOP/s"]
     out = both.reset_index().sort_values(["env_device_name", "dtype", "block", "size"]).drop(columns="size")
     return out.rename(columns={"env_device_name": "device"})
 

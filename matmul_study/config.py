@@ -132,8 +132,20 @@ def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     return config
 
 
+def check_names(config: dict) -> None:
+    """Method and dtype names come from the registry and the dtype records, not from a list in the schema."""
+    from . import dtypes, registry
+
+    for key, known in (("methods", registry.METHODS), ("dtypes", dtypes.DTYPES)):
+        for i, name in enumerate(config.get(key, [])):
+            if name not in known:
+                raise ConfigError(f"config key '{key}[{i}]': value {json.dumps(name)} is not allowed; allowed: one of "
+                                  f"{', '.join(known)}.")
+
+
 def check_ranges(config: dict) -> None:
     """Constraints between keys, which the schema cannot express."""
+    check_names(config)
     m = config.get("measurement", {})
     if m.get("max_reps", 1) < m.get("min_reps", 1):
         raise ConfigError(

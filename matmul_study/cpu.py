@@ -10,18 +10,18 @@ from .measure import sample
 from .verify import poison_value, verify_on_host
 
 
-def run(a: np.ndarray, b: np.ndarray, dtype: str, policy, measurement: dict, threads: int):
+def run(a: np.ndarray, b: np.ndarray, dtype: str, measurement, threads: int):
     """Return (times or None, [verifications]). Timing runs only after a passed verification."""
     from threadpoolctl import threadpool_limits
 
     m, k = a.shape
     out = np.empty((m, b.shape[1]), dtype=a.dtype)
-    full = m * k * b.shape[1] <= measurement["full_verify_max_flops"]
+    full = m * k * b.shape[1] <= measurement.full_verify_max_flops
 
     def verified_run():
         out.fill(poison_value(out.dtype))
         np.matmul(a, b, out=out)
-        return verify_on_host(a, b, out, dtype, full, measurement["sample_rows"], measurement["seed"])
+        return verify_on_host(a, b, out, dtype, full, measurement.sample_rows, measurement.seed)
 
     def time_once() -> float:
         t0 = time.perf_counter()
@@ -32,6 +32,6 @@ def run(a: np.ndarray, b: np.ndarray, dtype: str, policy, measurement: dict, thr
         verifications = [verified_run()]
         if not verifications[0].passed:
             return None, verifications
-        times = sample(time_once, policy)
+        times = sample(time_once, measurement.stopping)
         verifications.append(verified_run())
     return times, verifications

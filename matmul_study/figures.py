@@ -27,7 +27,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from matmul_study.claims import device_kind, device_name, devices_long, gpu_devices, with_device  # noqa: E402
+from matmul_study import dtypes, registry  # noqa: E402
+from matmul_study.devices import device_kind, device_name, devices_long, gpu_devices, with_device  # noqa: E402
 
 SIZE_LABEL = "matrix size (∛(m·k·n), log2 scale)"
 GFLOPS_LABEL = "throughput (GFLOP/s, log scale)"
@@ -39,17 +40,17 @@ NO_DATA = "no data for this figure in this run"
 ONE_DEVICE = "one device in this result set; copy another device's results into results/imported/ to compare"
 CALIBRATION_COLUMNS = ["device_name", "ceiling", "value", "unit", "detail"]
 
-DTYPE_ORDER = ("float16", "float32", "float64", "int32")
-# The registry's order (simple to fast) reads best in legends; methods it does not know go last.
-METHOD_ORDER = ("numpy", "naive", "tiled", "tiled_unrolled", "register_tiled", "wmma", "wmma_tiled", "cublas")
 REFERENCE_COLORS = {"numpy": "black", "cublas": "dimgrey"}
+REFERENCE_METHODS = frozenset(n for n, m in registry.METHODS.items() if m.reference_line) | frozenset(REFERENCE_COLORS)
 
-try:  # the registry knows which methods are reference lines; fall back to the two we know of
-    from matmul_study.registry import METHODS as _REGISTRY
 
-    REFERENCE_METHODS = frozenset(n for n, m in _REGISTRY.items() if m.reference_line) | frozenset(REFERENCE_COLORS)
-except Exception:  # pragma: no cover - the registry is optional for plotting
-    REFERENCE_METHODS = frozenset(REFERENCE_COLORS)
+def method_order() -> tuple[str, ...]:
+    """The registry's order (simple to fast) reads best in legends; methods it does not know go last."""
+    return tuple(registry.METHODS)
+
+
+def dtype_order() -> tuple[str, ...]:
+    return dtypes.NAMES
 
 # Style levels of the throughput-like figures: reference lines are the only dashed ones.
 REFERENCE_STYLE = "reference line"
@@ -229,8 +230,8 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
     # a job run twice (merged result sets) is one point, the median; distinct shapes of one size stay apart
     keys = (["device"] if rows else []) + [col, "method", "block", "shape", "size"]
     df = df.groupby(keys, as_index=False, sort=False)[y].median()
-    methods = _ordered(df["method"], METHOD_ORDER)
-    cols = _ordered(df[col], DTYPE_ORDER)
+    methods = _ordered(df["method"], method_order())
+    cols = _ordered(df[col], dtype_order())
     style_order, markers, dashes = _style_maps(set(df["block"]))
     grid = sns.relplot(
         data=df,
@@ -307,8 +308,8 @@ def plot_blocks(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     blocks = sorted(df["block"].astype(int).unique())
     df = df.assign(block=df["block"].astype(int).astype(str))
     hue_order = [str(b) for b in blocks]
-    dtypes = _ordered(df["dtype"], DTYPE_ORDER)
-    methods = _ordered(df["method"], METHOD_ORDER)
+    dtypes = _ordered(df["dtype"], dtype_order())
+    methods = _ordered(df["method"], method_order())
     df, devices = _device_rows(df)
     row, row_order = ("dtype", dtypes) if len(dtypes) > 1 else (None, None)
     if devices:  # a row of panels per (device, dtype): devices never share a line
@@ -354,7 +355,7 @@ def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Fi
     # one line per precision (and device): the best block size of each job shape
     keys = (["device"] if devices else []) + ["method", "dtype", "shape", "size"]
     best = df.groupby(keys, as_index=False)["gflops"].max()
-    methods = _ordered(best["method"], METHOD_ORDER)
+    methods = _ordered(best["method"], method_order())
     grid = sns.relplot(
         data=best,
         kind="line",
@@ -400,8 +401,8 @@ def plot_verification_error(results: pd.DataFrame, calibration: pd.DataFrame) ->
         verification_rel_fro_error=df["verification_rel_fro_error"].clip(lower=floor),
         status=np.where(df["status"] == "passed", "passed", "failed"),
     )
-    methods = _ordered(df["method"], METHOD_ORDER)
-    dtypes = _ordered(df["dtype"], DTYPE_ORDER)
+    methods = _ordered(df["method"], method_order())
+    dtypes = _ordered(df["dtype"], dtype_order())
     grid = sns.relplot(
         data=df,
         kind="scatter",
@@ -533,8 +534,8 @@ def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     df = df.groupby(keys, as_index=False).agg(model_intensity=("model_intensity", "median"),
                                               gflops=("gflops", "median"))
     devices = [d for d in gpu_devices(results) if d in set(df["device"])]
-    dtypes = _ordered(df["dtype"], DTYPE_ORDER)
-    methods = _ordered(df["method"], METHOD_ORDER)
+    dtypes = _ordered(df["dtype"], dtype_order())
+    methods = _ordered(df["method"], method_order())
     palette = _method_palette(methods)
     styled = _with_style_column(df)
     style_order, markers, _ = _style_maps(set(styled["block"]))
@@ -603,13 +604,13 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     long = devices_long(results)
     if long.empty:
         return _empty_figure(title, GFLOPS_LABEL, KERNEL_LABEL, log2_x=False)
-    dtypes = _ordered(long["dtype"], DTYPE_ORDER)
+    dtypes = _ordered(long["dtype"], dtype_order())
     devices = [d for d in gpus if d in set(long["device"])]
     colours = dict(zip(devices, [sns.color_palette("colorblind")[i % 10] for i in (0, 3, 2, 4, 1, 9, 5, 6)]))
     labels_of = {}
     for dtype in dtypes:
         sub = long[long["dtype"] == dtype]
-        order = sub.assign(_m=sub["method"].map(lambda m: METHOD_ORDER.index(m) if m in METHOD_ORDER else 99))
+        order = sub.assign(_m=sub["method"].map(lambda m: method_order().index(m) if m in method_order() else 99))
         labels_of[dtype] = list(dict.fromkeys(order.sort_values(["_m", "method", "block"])["label"]))
     heights = [len(labels_of[d]) * (0.2 * len(devices) + 0.12) + 0.9 for d in dtypes]
     fig, axes = plt.subplots(len(dtypes), 1, figsize=(9.5, sum(heights) + 0.8), squeeze=False,

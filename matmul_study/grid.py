@@ -1,34 +1,32 @@
-"""The job grid: one job per valid (method, dtype, block, shape); axes that do not apply collapse."""
+"""The job grid: one job per valid (method, dtype, block, shape); axes that do not apply collapse, and what is
+left out is listed with its reason."""
 
 from __future__ import annotations
 
-import importlib.util
+from typing import Callable
 
 import pandas as pd
 
 from . import registry
-from .config import shapes
+from .backends import module_available
+from .config import ConfigError, shapes
 
 GRID_COLUMNS = ["method", "dtype", "block", "m", "k", "n"]
 NO_BLOCK = 0  # the block value of methods without a block axis
 
 
-def available(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+def build(config: dict, compute_capability: tuple[int, int] | None = None,
+          have_module: Callable[[str], bool] = module_available) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return (jobs, pruned). jobs has GRID_COLUMNS; pruned has method, dtype, block, reason.
 
-
-def build(config: dict, have_cupy: bool | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Return (jobs, pruned). jobs has GRID_COLUMNS; pruned has method, dtype, block, reason."""
-    if have_cupy is None:
-        have_cupy = available("cupy")
+    `compute_capability` is the target GPU's, where known: methods that cannot run on it are pruned with the
+    reason. A config that leaves no job at all is an error that says what each method supports."""
     jobs, pruned = [], []
     for name in config["methods"]:
         method = registry.get(name)
-        if method.backend == "cupy" and not have_cupy:
-            pruned.append((name, "*", "*", "CuPy is not installed (pip install -e '.[cublas]'), so cuBLAS is not run"))
+        unmet = method.unmet_requirement(compute_capability, have_module)
+        if unmet:
+            pruned.append((name, "*", "*", unmet))
             continue
         blocks = config["block_sizes"] if method.block_axis else [NO_BLOCK]
         if not method.block_axis and len(config["block_sizes"]) > 1:
@@ -45,15 +43,23 @@ def build(config: dict, have_cupy: bool | None = None) -> tuple[pd.DataFrame, pd
                     jobs.append((name, dtype, int(block), s.m, s.k, s.n))
     jobs_df = pd.DataFrame(jobs, columns=GRID_COLUMNS).drop_duplicates(ignore_index=True)
     pruned_df = pd.DataFrame(pruned, columns=["method", "dtype", "block", "reason"]).astype(str)
+    if jobs_df.empty:
+        raise ConfigError(no_jobs_message(config, pruned_df))
     return jobs_df, pruned_df
+
+
+def no_jobs_message(config: dict, pruned: pd.DataFrame) -> str:
+    reasons = "; ".join(dict.fromkeys(pruned["reason"])) or "nothing to run"
+    return (f"config keys 'methods' {config['methods']} and 'dtypes' {config['dtypes']} select no job: {reasons}. "
+            "Add a dtype one of these methods supports, or a method that supports these dtypes.")
 
 
 def compile_units(jobs: pd.DataFrame) -> pd.DataFrame:
     """One compile per (method, dtype, template block): blocks that are only launch parameters share a cubin."""
     from .kernels import template_block
 
-    gpu = jobs[jobs["method"].isin(registry.CUDA_METHODS)]
-    units = {(r.method, r.dtype, template_block(r.method, r.block)) for r in gpu.itertuples()}
+    compiled = jobs[jobs["method"].isin(registry.compiled_methods())]
+    units = {(r.method, r.dtype, template_block(r.method, r.block)) for r in compiled.itertuples()}
     return pd.DataFrame(sorted(units), columns=["method", "dtype", "block"])
 
 

@@ -2,8 +2,8 @@
 
 Each method's `kernels/*.cu` file defines a `__device__` template; here we append `extern "C"` wrappers, one
 per (dtype, block) instance, so the compiled module exposes plain names. `kernels/hold_stream.cu` is not a
-method but a measurement helper (see gpu.StreamHold). The same source and flags compile with
-PyCUDA (on a GPU machine) and with plain nvcc (in CI, no driver needed).
+method but a measurement helper (see timing.StreamHold). The same source and flags compile with PyCUDA (on a
+GPU machine) and with plain nvcc (in CI, no driver needed).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import registry
+from . import dtypes, registry
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
-COMPILE_OPTIONS = ["-std=c++17", "-O3", "-lineinfo"]
-# The measurement helper that holds a stream while a batch is queued (not a method; see gpu.StreamHold).
+COMPILE_OPTIONS = ("-std=c++17", "-O3", "-lineinfo")
+# The measurement helper that holds a stream while a batch is queued (not a method; see timing.StreamHold).
 HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
 
 
@@ -30,14 +30,32 @@ def template_block(method: str, block: int) -> int:
     return block if registry.get(method).block_in_template else 0
 
 
+def target(method: str, arch: str) -> str:
+    """The nvcc target of a method on `arch`: wgmma and setmaxnreg need the arch-specific sm_90a."""
+    base = arch.removesuffix("a")
+    return base + "a" if registry.get(method).requires.arch_specific else base
+
+
+def compile_options(method: str) -> list[str]:
+    return [*COMPILE_OPTIONS, *registry.get(method).compile_options]
+
+
 def wrapper(method: str, dtype: str, block: int) -> str:
     m = registry.get(method)
-    tin, tacc = registry.CTYPES[dtype]
-    call = m.template.format(T=tin, Acc=tacc, BLOCK=block)
+    d = dtypes.get(dtype)
+    call = m.template.format(T=d.c_input, Acc=d.c_accumulator, BLOCK=block)
+    bounds = f"__launch_bounds__({m.launch_bounds[0]}, {m.launch_bounds[1]}) " if m.launch_bounds else ""
+    if m.tensor_maps:
+        # TMA reads A and B through tensor maps passed by value; the kernel gets their parameter-space address.
+        params = "const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b"
+        operands = "&tmap_a, &tmap_b"
+    else:
+        params = f"const {d.c_input}* __restrict__ A, const {d.c_input}* __restrict__ B"
+        operands = "A, B"
     return (
-        f'extern "C" __global__ void {symbol(method, dtype, block)}('
-        f"const {tin}* __restrict__ A, const {tin}* __restrict__ B, {tacc}* __restrict__ C, "
-        f"int m, int n, int k)\n{{\n    {call}(A, B, C, m, n, k);\n}}\n"
+        f'extern "C" __global__ void {bounds}{symbol(method, dtype, block)}('
+        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k)\n{{\n"
+        f"    {call}({operands}, C, m, n, k);\n}}\n"
     )
 
 
@@ -51,42 +69,41 @@ def module_source(method: str, instances: list[tuple[str, int]]) -> str:
     return f'#include "{m.source}"\n\n{body}'
 
 
-def compile_with_pycuda(source: str, arch: str) -> bytes:
-    """Compile to a cubin through PyCUDA (needs PyCUDA, not a GPU)."""
+def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, ...] = COMPILE_OPTIONS) -> bytes:
+    """Compile to a cubin through PyCUDA (needs PyCUDA, not a GPU). `arch` may be arch-specific (sm_90a)."""
     from pycuda.compiler import compile as pycuda_compile
 
-    return pycuda_compile(
-        source,
-        no_extern_c=True,
-        arch=arch,
-        options=list(COMPILE_OPTIONS),
-        include_dirs=[str(KERNEL_DIR)],
-    )
+    return pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options), include_dirs=[str(KERNEL_DIR)])
 
 
-def nvcc_command(source_file: Path, cubin: Path, arch: str) -> list[str]:
+def nvcc_command(source_file: Path, cubin: Path, arch: str, options=COMPILE_OPTIONS) -> list[str]:
     nvcc = shutil.which("nvcc") or "nvcc"
-    return [nvcc, "--cubin", f"-arch={arch}", *COMPILE_OPTIONS, f"-I{KERNEL_DIR}", "-o", str(cubin), str(source_file)]
+    # -gencode with an explicit code= keeps nvcc from adding a plain sm_90 pass that rejects wgmma.
+    compute = "compute_" + arch.removeprefix("sm_")
+    return [nvcc, "--cubin", f"-gencode=arch={compute},code={arch}", *options, f"-I{KERNEL_DIR}", "-o", str(cubin),
+            str(source_file)]
 
 
-def compile_with_nvcc(source: str, arch: str, workdir: Path) -> subprocess.CompletedProcess:
+def compile_with_nvcc(source: str, arch: str, workdir: Path, options=COMPILE_OPTIONS) -> subprocess.CompletedProcess:
     """Compile with plain nvcc, as CI does; returns the finished process (check returncode/stderr)."""
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "module.cu"
     src.write_text(source)
-    return subprocess.run(nvcc_command(src, workdir / "module.cubin", arch), capture_output=True, text=True)
+    return subprocess.run(nvcc_command(src, workdir / "module.cubin", arch, options), capture_output=True, text=True)
 
 
 def compile_cubin(method: str, dtype: str, block: int, arch: str, output: str) -> None:
-    """Compile one (method, dtype, block) instance to `output`, detecting the arch from the device if "auto"."""
+    """Compile one (method, dtype, block) instance to `output`, for the device's arch if "auto"."""
     if arch == "auto":
-        from .gpu import device_arch
+        from .device import device_arch
 
         arch = device_arch()
+    arch = target(method, arch)
+    options = compile_options(method)
     source = module_source(method, [(dtype, block)])
-    print(f"compiling {method} {dtype} block {block} for {arch} with options {COMPILE_OPTIONS}")
+    print(f"compiling {method} {dtype} block {block} for {arch} with options {options}")
     print(source)
-    cubin = compile_with_pycuda(source, arch)
+    cubin = compile_with_pycuda(source, arch, options)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_bytes(cubin)
     print(f"wrote {output} ({len(cubin)} bytes)")

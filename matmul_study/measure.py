@@ -23,6 +23,30 @@ class Policy:
         return cls(**{k: measurement[k] for k in cls.__dataclass_fields__ if k in measurement})
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """The config's measurement section, as one object: the stopping criterion and everything else a job reads
+    (inputs, verification scope, cold or hot, the throttle threshold)."""
+    stopping: Policy
+    mode: str = "hot"
+    seed: int = 12345
+    low: float = -5
+    high: float = 5
+    full_verify_max_flops: int = 1 << 30
+    sample_rows: int = 64
+    throttle_fraction: float = 0.9
+
+    @classmethod
+    def from_config(cls, section: dict) -> "Measurement":
+        dist = section.get("distribution", {})
+        plain = {k: section[k] for k in cls.__dataclass_fields__ if k in section}
+        return cls(stopping=Policy.from_config(section), low=dist.get("low", -5), high=dist.get("high", 5), **plain)
+
+    @property
+    def cold(self) -> bool:
+        return self.mode == "cold"
+
+
 def rsd(times) -> float:
     """Relative standard deviation (sample std over mean)."""
     t = np.asarray(times, dtype=float)

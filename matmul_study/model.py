@@ -9,9 +9,7 @@ kernel asks of memory as written, an upper bound on DRAM traffic.
 
 from __future__ import annotations
 
-import numpy as np
-
-from . import registry
+from . import dtypes, registry
 from .registry import cdiv
 from .measure import flops
 
@@ -22,8 +20,8 @@ def padded(x: int, tile: int) -> int:
 
 def model(method: str, m: int, k: int, n: int, block: int, dtype: str) -> dict:
     meth = registry.get(method)
-    item = np.dtype(dtype).itemsize
-    out_item = np.dtype(registry.output_dtype(dtype)).itemsize
+    record = dtypes.get(dtype)
+    item, out_item = record.itemsize, record.output.itemsize
     useful = flops(m, k, n)
     if meth.tile is None:
         issued = useful

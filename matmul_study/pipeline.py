@@ -50,27 +50,6 @@ def write_calibration(config, output) -> None:
     write_csv(table, output)
 
 
-def methods_section(results: pd.DataFrame) -> str:
-    """The registry's description of each method run, and the measured effect of unrolling the tiled kernel."""
-    from . import registry
-
-    ran = [name for name in registry.METHODS if name in set(results["method"])]
-    methods = pd.DataFrame([{
-        "method": name, "what it does": registry.get(name).description,
-        "kernel": f"kernels/{registry.get(name).source}" if registry.get(name).source else "(library)",
-        "dtypes": ", ".join(registry.get(name).dtypes),
-        "block axis": "yes" if registry.get(name).block_axis else "no"} for name in ran])
-    html = methods.to_html(escape=True, index=False)
-    unrolled = collate.unrolling_effect(results)
-    if not unrolled.empty:
-        html += ("<p>tiled and tiled_unrolled run the same algorithm. tiled reads the tile size at run time "
-                 "(dynamic shared memory, inner loop not unrolled); tiled_unrolled has it as a template parameter, "
-                 "so the compiler unrolls the inner loop and keeps the shared-memory indexing in immediates. "
-                 "Measured effect (tiled_unrolled GFLOP/s over tiled at the same dtype, block and shape):</p>")
-        html += unrolled.to_html(escape=True, index=False, float_format=lambda x: f"{x:.2f}")
-    return html
-
-
 def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs, figure_names, calibration_csvs,
                  config, output) -> None:
     from .report import render_report
@@ -80,7 +59,6 @@ def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs
     figures = {name: Path(p) for name, p in zip(figure_names, figure_pngs)}
     calibration = collate.load_calibration(list(calibration_csvs))
     results = read_results(results_csv)
-    html = render_report(results, tables, pruned, figures, dict(config), calibration=calibration,
-                         extra_sections=[("About the methods", methods_section(results))])
+    html = render_report(results, tables, pruned, figures, dict(config), calibration=calibration)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text(html, encoding="utf-8")

@@ -1,29 +1,18 @@
 """The methods the study can run: one entry per method, the single place a new kernel is registered.
 
-A CUDA method names its `kernels/*.cu` file, the C++ template call that instantiates it, and its launch
-geometry. `matmul_study.kernels` turns (method, dtype, block) into an `extern "C"` wrapper around that call,
-so PyCUDA can find the kernel by a plain name.
+A CUDA method names its `kernels/*.cu` file, the C++ template call that instantiates it, its launch geometry
+and what it needs of the GPU. `matmul_study.kernels` turns (method, dtype, block) into an `extern "C"` wrapper
+around that call, so the driver can find the kernel by a plain name. The order of METHODS is the ladder's order:
+tables, legends and the schema's list of names all come from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-# Element types the config may name: numpy name -> C++ input type, C++ accumulator/output type.
-# float16 means fp16 inputs with fp32 accumulation and fp32 output (the tensor-core contract).
-CTYPES = {
-    "float16": ("__half", "float"),
-    "float32": ("float", "float"),
-    "float64": ("double", "double"),
-    "int32": ("int", "int"),
-}
-DTYPES = tuple(CTYPES)
-
-
-def output_dtype(dtype: str) -> str:
-    """numpy name of the output matrix C for inputs of `dtype`."""
-    return "float32" if dtype == "float16" else dtype
+from . import dtypes as dt
+from .backends import CUBLAS, NUMPY, PYCUDA, Backend
 
 
 def cdiv(a: int, b: int) -> int:
@@ -31,27 +20,83 @@ def cdiv(a: int, b: int) -> int:
 
 
 @dataclass(frozen=True)
+class Problem:
+    """What a launch geometry depends on: the shape, the block axis, the dtype and the device."""
+    m: int
+    n: int
+    k: int
+    block: int
+    dtype: dt.DType
+    sm_count: int = 132
+
+
+@dataclass(frozen=True)
 class Launch:
     grid: tuple[int, int, int]
     threads: tuple[int, int, int]
-    shared_bytes: int = 0
+    shared_bytes: int = 0  # dynamic shared memory; over 48 KB the launcher raises the kernel's limit
+    cluster: tuple[int, int, int] = (1, 1, 1)  # thread-block cluster (cuLaunchKernelEx); (1, 1, 1): none
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster != (1, 1, 1)
 
 
-def square_thread_blocks(m: int, n: int, block: int, itemsize: int) -> Launch:
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA tensor map over one row-major operand, built on the host and passed to the kernel by value.
+
+    A is m x k and B is k x n; the box is the tile one copy brings into shared memory, and `swizzle` (0, 32,
+    64 or 128 bytes) must match how the kernel's shared-memory descriptors read it. Elements past the matrix
+    come back zero."""
+    operand: str
+    box_rows: int
+    box_cols: int
+    swizzle: int = 128
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a method needs of the GPU and the host, so that it is pruned with a reason instead of trapping."""
+    min_compute_capability: tuple[int, int] = (0, 0)
+    # Compiled for the arch-specific target (sm_90a: wgmma, setmaxnreg), whose code runs on that exact
+    # compute capability only.
+    arch_specific: bool = False
+    # Python modules the launch needs beyond the backend's (cuda.bindings for tensor maps and clusters).
+    modules: tuple[str, ...] = ()
+
+
+def square_thread_blocks(p: Problem) -> Launch:
     """BLOCK x BLOCK threads, one per element of C; x walks columns so B reads and C writes coalesce."""
-    return Launch((cdiv(n, block), cdiv(m, block), 1), (block, block, 1))
+    return Launch((cdiv(p.n, p.block), cdiv(p.m, p.block), 1), (p.block, p.block, 1))
 
 
-def square_thread_blocks_dynamic_tiles(m: int, n: int, block: int, itemsize: int) -> Launch:
+def square_thread_blocks_dynamic_tiles(p: Problem) -> Launch:
     """As above, plus two BLOCK x BLOCK tiles (A and B) in dynamic shared memory."""
-    return Launch((cdiv(n, block), cdiv(m, block), 1), (block, block, 1), 2 * block * block * itemsize)
+    return Launch((cdiv(p.n, p.block), cdiv(p.m, p.block), 1), (p.block, p.block, 1),
+                  2 * p.block * p.block * p.dtype.itemsize)
 
 
-def fixed_tiles(tile_m: int, tile_n: int, threads: int) -> Callable[[int, int, int, int], Launch]:
+def fixed_tiles(tile_m: int, tile_n: int, threads: int,
+                shared_bytes: Callable[[dt.DType], int] | int = 0) -> Callable[[Problem], Launch]:
     """Kernels whose block computes a fixed tile_m x tile_n tile of C with a fixed thread count."""
 
-    def launch(m: int, n: int, block: int, itemsize: int) -> Launch:
-        return Launch((cdiv(n, tile_n), cdiv(m, tile_m), 1), (threads, 1, 1))
+    def launch(p: Problem) -> Launch:
+        smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
+        return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
+
+    return launch
+
+
+def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[dt.DType], int] | int,
+               cluster: int = 1) -> Callable[[Problem], Launch]:
+    """One block per SM (rounded down to whole clusters), each walking tiles of C until none are left."""
+
+    def launch(p: Problem) -> Launch:
+        smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
+        tiles = cdiv(p.m, tile_m) * cdiv(p.n, tile_n)
+        blocks = max(cluster, min(p.sm_count // cluster, cdiv(tiles, cluster)) * cluster)
+        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1))
 
     return launch
 
@@ -61,14 +106,13 @@ class Method:
     name: str
     description: str
     dtypes: tuple[str, ...]
-    # "numpy" runs on the CPU, "pycuda" launches a kernel from `source`, "cupy" calls cuBLAS.
-    backend: str
+    backend: Backend
     # Whether the config's block sizes apply; methods without the axis run once per (dtype, shape).
     block_axis: bool = False
     source: str | None = None
     # C++ call with {T} (input), {Acc} (accumulator and output) and {BLOCK} placeholders.
     template: str | None = None
-    launch: Callable[[int, int, int, int], Launch] | None = None
+    launch: Callable[[Problem], Launch] | None = None
     # Block sizes the kernel supports beyond the config's 1..32 (None: all of them).
     blocks: tuple[int, ...] | None = None
     reference_line: bool = False
@@ -76,17 +120,55 @@ class Method:
     # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
     # padding included. None: a library call, modelled as ideal (each input read once, no padding).
     tile: Callable[[int], tuple[int, int, int]] | None = None
+    # Kernels fed by TMA take tensor maps of A and B instead of their pointers.
+    tensor_maps: tuple[TensorMap, ...] = ()
+    # __launch_bounds__(threads, min blocks per SM) on the generated kernel; setmaxnreg needs it.
+    launch_bounds: tuple[int, int] | None = None
+    compile_options: tuple[str, ...] = ()
+    requires: Requirements = field(default_factory=Requirements)
 
     @property
     def on_gpu(self) -> bool:
-        return self.backend != "numpy"
+        return self.backend.on_gpu
+
+    @property
+    def compiled(self) -> bool:
+        """A kernel of ours, compiled from kernels/ (as opposed to a library call)."""
+        return self.source is not None
 
     @property
     def block_in_template(self) -> bool:
         return bool(self.template and "{BLOCK}" in self.template)
 
+    def unmet_requirement(self, compute_capability: tuple[int, int] | None,
+                          have_module: Callable[[str], bool]) -> str | None:
+        """Why this method cannot run here, or None. An unknown compute capability (no GPU visible at
+        planning time) prunes nothing: the GPU check before the first job says what is missing."""
+        # A missing PyCUDA is not pruned: the check before the first GPU job stops the run and says so.
+        if self.backend is not PYCUDA and not have_module(self.backend.module):
+            return f"{self.backend.module} is not installed ({self.backend.install}), so {self.name} is not run"
+        for module in self.requires.modules:
+            if not have_module(module):
+                return f"{module} is not installed (pip install -e '.[hopper]'), so {self.name} is not run"
+        if compute_capability is None:
+            return None
+        need = self.requires.min_compute_capability
+        if compute_capability < need:
+            return (f"{self.name} needs compute capability {need[0]}.{need[1]} or newer; this GPU has "
+                    f"{compute_capability[0]}.{compute_capability[1]}")
+        if self.requires.arch_specific and compute_capability != need:
+            return (f"{self.name} is built for sm_{need[0]}{need[1]}a, which runs on compute capability "
+                    f"{need[0]}.{need[1]} only; this GPU has {compute_capability[0]}.{compute_capability[1]}")
+        return None
+
 
 SIMT_DTYPES = ("float32", "float64", "int32")
+HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules=("cuda.bindings",))
+
+
+def _tiled(block: int) -> tuple[int, int, int]:
+    return block, block, block
+
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -95,14 +177,14 @@ METHODS: dict[str, Method] = {
             "numpy",
             "numpy matmul on the CPU (BLAS), the CPU reference line",
             ("float32", "float64"),
-            backend="numpy",
+            backend=NUMPY,
             reference_line=True,
         ),
         Method(
             "naive",
             "one thread per element of C, global memory only",
             SIMT_DTYPES,
-            backend="pycuda",
+            backend=PYCUDA,
             block_axis=True,
             source="1_naive.cu",
             template="naive_matmul<{T}, {Acc}>",
@@ -110,32 +192,43 @@ METHODS: dict[str, Method] = {
             tile=lambda block: (1, 1, 1),  # each thread reads its own row of A and column of B
         ),
         Method(
-            "tiled",
-            "BLOCK x BLOCK shared-memory tiles; tile size read at run time, inner loop not unrolled",
+            "tiled_runtime_block",
+            "the tiled kernel with the tile size read at run time (dynamic shared memory), inner loop kept rolled",
             SIMT_DTYPES,
-            backend="pycuda",
+            backend=PYCUDA,
+            block_axis=True,
+            source="2_tiled_runtime_block.cu",
+            template="tiled_runtime_block_matmul<{T}, {Acc}>",
+            launch=square_thread_blocks_dynamic_tiles,
+            tile=_tiled,
+        ),
+        Method(
+            "tiled",
+            "the source study's kernel: BLOCK x BLOCK shared-memory tiles, BLOCK fixed at compile time",
+            SIMT_DTYPES,
+            backend=PYCUDA,
             block_axis=True,
             source="2_tiled.cu",
-            template="tiled_matmul<{T}, {Acc}>",
-            launch=square_thread_blocks_dynamic_tiles,
-            tile=lambda block: (block, block, block),
+            template="tiled_matmul<{T}, {Acc}, {BLOCK}>",
+            launch=square_thread_blocks,
+            tile=_tiled,
         ),
         Method(
             "tiled_unrolled",
-            "the tiled kernel with the tile size a template parameter and the inner loop fully unrolled",
+            "the tiled kernel with an explicit #pragma unroll on the inner loop (the A100 post's step)",
             SIMT_DTYPES,
-            backend="pycuda",
+            backend=PYCUDA,
             block_axis=True,
             source="3_tiled_unrolled.cu",
             template="tiled_unrolled_matmul<{T}, {Acc}, {BLOCK}>",
             launch=square_thread_blocks,
-            tile=lambda block: (block, block, block),
+            tile=_tiled,
         ),
         Method(
             "wmma",
             "tensor cores through nvcuda::wmma, fp16 in, fp32 accumulate; one warp per 16x16 tile of C",
             ("float16",),
-            backend="pycuda",
+            backend=PYCUDA,
             source="4_wmma.cu",
             template="wmma_matmul",
             launch=fixed_tiles(32, 32, 128),
@@ -145,7 +238,7 @@ METHODS: dict[str, Method] = {
             "register_tiled",
             "128x128 block tiles, BK=8, each of 256 threads computing an 8x8 sub-tile of C in registers",
             ("float32", "float64"),
-            backend="pycuda",
+            backend=PYCUDA,
             source="5_register_tiled.cu",
             template="register_tiled_matmul<{T}, {Acc}>",
             launch=fixed_tiles(128, 128, 256),
@@ -155,23 +248,40 @@ METHODS: dict[str, Method] = {
             "wmma_tiled",
             "tensor cores, 8 warps per 128x128 tile of C, each warp 64x32 from shared-memory tiles (BK=32)",
             ("float16",),
-            backend="pycuda",
+            backend=PYCUDA,
             source="6_wmma_tiled.cu",
             template="wmma_tiled_matmul",
             launch=fixed_tiles(128, 128, 256),
             tile=lambda block: (128, 128, 32),
         ),
         Method(
+            "wgmma_tma",
+            "Hopper's first rung: one warpgroup per 64x128 tile of C, wgmma fed by TMA tiles on one mbarrier, "
+            "one stage (no overlap of copy and math)",
+            ("float16", "bfloat16"),
+            backend=PYCUDA,
+            source="7_wgmma_tma.cu",
+            template="wgmma_tma_matmul<{T}>",
+            launch=fixed_tiles(64, 128, 128, shared_bytes=25_616),
+            tile=lambda block: (64, 128, 64),
+            tensor_maps=(TensorMap("A", 64, 64), TensorMap("B", 64, 64)),
+            launch_bounds=(128, 1),
+            requires=HOPPER,
+        ),
+        Method(
             "cublas",
-            "cuBLAS through CuPy: SGEMM (TF32 off), DGEMM, and fp16-in/fp32-out GemmEx; the vendor line",
-            ("float32", "float64", "float16"),
-            backend="cupy",
+            "cuBLAS GEMM through CuPy (gemmEx with the dtype's data and compute types); the vendor line",
+            ("float16", "bfloat16", "tf32", "float32", "float64"),
+            backend=CUBLAS,
             reference_line=True,
         ),
     ]
 }
 
-CUDA_METHODS = tuple(name for name, m in METHODS.items() if m.backend == "pycuda")
+
+def register(method: Method) -> None:
+    """Add a method (a kernel of one's own, or a test's throwaway one) after the built-in ones."""
+    METHODS[method.name] = method
 
 
 def get(name: str) -> Method:
@@ -179,3 +289,13 @@ def get(name: str) -> Method:
         return METHODS[name]
     except KeyError:
         raise KeyError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}") from None
+
+
+def compiled_methods() -> tuple[str, ...]:
+    return tuple(name for name, m in METHODS.items() if m.compiled)
+
+
+def order(names) -> list[str]:
+    """Method names in ladder order (the registry's), unknown ones last in their given order."""
+    known = list(METHODS)
+    return sorted(dict.fromkeys(names), key=lambda n: (known.index(n) if n in known else len(known)))

@@ -22,10 +22,12 @@ import jinja2
 import numpy as np
 import pandas as pd
 import yaml
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from matmul_study.claims import check_claims, device_kind, devices_table, gpu_devices
-from matmul_study.figures import DTYPE_ORDER, FIGURES, METHOD_ORDER, ONE_DEVICE
+from matmul_study import collate, registry
+from matmul_study.claims import check_claims
+from matmul_study.devices import device_kind, devices_table, gpu_devices
+from matmul_study.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "report.html.j2"
@@ -197,8 +199,8 @@ def _summary(results: pd.DataFrame) -> dict:
         "n_failed": int((status != "passed").sum()),
         "devices": devices,
         "dates": _run_dates(results),
-        "methods": _in_order(_distinct(results["method"]), METHOD_ORDER) if "method" in results else [],
-        "dtypes": _in_order(_distinct(results["dtype"]), DTYPE_ORDER) if "dtype" in results else [],
+        "methods": _in_order(_distinct(results["method"]), method_order()) if "method" in results else [],
+        "dtypes": _in_order(_distinct(results["dtype"]), dtype_order()) if "dtype" in results else [],
     }
 
 
@@ -367,7 +369,7 @@ def _ceilings(calibration: pd.DataFrame | None) -> Markup | None:
 def _devices(results: pd.DataFrame, figures: list[dict]) -> dict | None:
     if not _several_gpus(results):
         return None
-    table = devices_table(results, DTYPE_ORDER, METHOD_ORDER)
+    table = devices_table(results, dtype_order(), method_order())
     return {
         "names": gpu_devices(results),
         "figures": figures,
@@ -407,6 +409,35 @@ def _provenance_notes(results: pd.DataFrame) -> list[str]:
     return notes
 
 
+# Steps of the classic ladder that change one thing, with what the report says that thing is.
+LADDER_STEPS = [
+    ("tiled", "tiled_runtime_block",
+     "tiled (the source study's kernel) fixes BLOCK at compile time; tiled_runtime_block reads it from blockDim at "
+     "run time and keeps the inner loop rolled, so it pays for loop overhead and computed shared-memory offsets."),
+    ("tiled_unrolled", "tiled",
+     "tiled_unrolled is tiled with an explicit #pragma unroll on the inner loop (the A100 post's step). With BLOCK a "
+     "compile-time constant the compiler may unroll tiled already, so the two can run alike."),
+]
+
+
+def _methods(results: pd.DataFrame) -> Markup:
+    """The registry's description of each method run, and the measured effect of each one-change ladder step."""
+    ran = [name for name in registry.METHODS if "method" in results and name in set(results["method"])]
+    rows = []
+    for name in ran:
+        method = registry.get(name)
+        rows.append({"method": name, "what it does": method.description,
+                     "kernel": f"kernels/{method.source}" if method.source else "(library)",
+                     "dtypes": ", ".join(method.dtypes), "block axis": "yes" if method.block_axis else "no"})
+    html = pd.DataFrame(rows).to_html(escape=True, index=False) if rows else ""
+    for numerator, denominator, text in LADDER_STEPS:
+        effect = collate.method_ratio(results, numerator, denominator)
+        if not effect.empty:
+            html += f"<p>{escape(text)} Measured ({escape(numerator)} over {escape(denominator)}):</p>"
+            html += effect.to_html(escape=True, index=False, float_format=lambda x: f"{x:.2f}")
+    return Markup(html)
+
+
 def render_report(
     results: pd.DataFrame,
     tables: dict[str, pd.DataFrame],
@@ -435,9 +466,10 @@ def render_report(
     )
     results = results.reset_index(drop=True)  # merged result sets may repeat index labels
     failed = results[results["status"] != "passed"] if "status" in results else results.iloc[0:0]
+    sections = [("About the methods", _methods(results)), *(extra_sections or [])]
     extra = [
         {"id": f"extra-{i}", "title": str(title), "html": Markup(fragment)}
-        for i, (title, fragment) in enumerate(extra_sections or [], start=1)
+        for i, (title, fragment) in enumerate(sections, start=1)
     ]
     all_figures = _figures(figures or {})
     return env.get_template(TEMPLATE).render(

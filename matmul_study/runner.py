@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from . import environment, inputs, registry, results
 from .config import config_hash
-from .measure import Policy, gflops, summarize
+from .measure import Measurement, gflops, summarize
 
 
 @dataclass(frozen=True)
@@ -28,34 +28,32 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     """Run one job and write its result file; `threads` (Snakemake's grant) defaults to config's threads."""
     t_start = time.perf_counter()
     method = registry.get(job.method)
-    meas = config["measurement"]
-    policy = Policy.from_config(meas)
-    dist = meas["distribution"]
+    meas = Measurement.from_config(config["measurement"])
     if method.on_gpu:
         from .gpu import ensure_fits
 
         ensure_fits(method, job.dtype, job.m, job.k, job.n)
-    a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas["seed"], dist["low"], dist["high"])
+    a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas.seed, meas.low, meas.high)
     t_inputs = time.perf_counter()
 
     # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
     threads = min(threads, config["threads"]) if threads else config["threads"]
-    env = environment.host_environment(meas["seed"], config_hash(config))
+    env = environment.host_environment(meas.seed, config_hash(config))
     state, launches = {}, 1  # the CPU times one call per sample
-    if method.backend == "numpy":
+    if not method.on_gpu:
         from . import cpu
 
-        times, verifications = cpu.run(a, b, job.dtype, policy, meas, threads)
+        times, verifications = cpu.run(a, b, job.dtype, meas, threads)
     else:
         from . import gpu
 
-        run = gpu.run(method, job.dtype, job.block, a, b, policy, meas, cubin)
+        run = gpu.run(method, job.dtype, job.block, a, b, meas, cubin)
         times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
         env.update(run.env)
     passed = all(v.passed for v in verifications)
     timing = summarize(times, launches) if times else {"reps": 0}
-    timing.update({"warmup": policy.warmup, "mode": meas["mode"] if method.on_gpu else "hot",
-                   "noise_target": policy.noise_target, "launches_per_sample": launches})
+    timing.update({"warmup": meas.stopping.warmup, "mode": meas.mode if method.on_gpu else "hot",
+                   "noise_target": meas.stopping.noise_target, "launches_per_sample": launches})
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,

@@ -10,9 +10,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-# Relative Frobenius error allowed per input dtype. float32 at 1e-4 fails TF32 (about 3e-4), as it should:
-# the study's fp32 numbers are for true fp32 arithmetic. float16 accumulates in fp32 over exact products.
-TOLERANCES = {"float64": 1e-11, "float32": 1e-4, "float16": 1e-3, "int32": 0.0}
+from . import dtypes
 INT_SENTINEL = np.iinfo(np.int32).min  # no product of inputs in [-5, 5] can reach it
 
 
@@ -43,7 +41,7 @@ class Verification:
 
 def compare(c, ref, dtype: str, scope: str, reference: str, xp=np) -> Verification:
     """Compare output (or sampled part of it) with an fp64 reference of the same shape, on host or device."""
-    tol = TOLERANCES[dtype]
+    tol = dtypes.get(dtype).tolerance
     missing = unwritten(c, xp)
     diff = c.astype(xp.float64) - ref
     ref_norm = float(xp.linalg.norm(ref))
@@ -70,7 +68,8 @@ def sample_indices(size: int, count: int, rng: np.random.Generator) -> np.ndarra
 def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str, full: bool, samples: int,
                    seed: int) -> Verification:
     """numpy fp64 reference: the whole product when `full`, else sampled rows and columns of it."""
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    record = dtypes.get(dtype)
+    a64, b64 = dtypes.to_float64(a, record), dtypes.to_float64(b, record)
     if full:
         return compare(c, a64 @ b64, dtype, "full", "numpy float64")
     rng = np.random.default_rng(seed)

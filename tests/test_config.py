@@ -2,7 +2,7 @@
 
 import pytest
 
-from matmul_study import registry
+from matmul_study import dtypes, registry
 from matmul_study.config import (ConfigError, coerce_numbers, config_hash, load_schema,
                                  shapes, validate, Shape)
 
@@ -32,7 +32,7 @@ def test_defaults_fill_an_empty_config():
         ({"sizes": [1.5]}, "sizes[0]", "1.5", "an integer >= 1"),
         ({"block_sizes": [64]}, "block_sizes[0]", "64", "an integer from 1 to 32"),
         ({"block_sizes": [0]}, "block_sizes[0]", "0", "an integer from 1 to 32"),
-        ({"dtypes": ["float8"]}, "dtypes[0]", '"float8"', "one of float16, float32, float64, int32"),
+        ({"dtypes": ["float8"]}, "dtypes[0]", '"float8"', "one of float16, bfloat16, tf32, float32, float64, int32"),
         ({"methods": ["magic"]}, "methods[0]", '"magic"', "one of numpy, naive"),
         ({"methods": []}, "methods", "[]", "a list with at least 1 item"),
         ({"measurement": {"min_reps": "x"}}, "measurement.min_reps", '"x"', "an integer >= 1"),
@@ -71,10 +71,18 @@ def test_command_line_strings_become_numbers():
     assert validate(cfg)["sizes"][0] == 256
 
 
-def test_schema_lists_exactly_the_registered_methods_and_dtypes():
-    schema = load_schema()
-    assert schema["properties"]["methods"]["items"]["enum"] == list(registry.METHODS)
-    assert schema["properties"]["dtypes"]["items"]["enum"] == list(registry.DTYPES)
+@pytest.mark.parametrize("key, value", [("methods", "tiled_turbo"), ("dtypes", "float8")])
+def test_names_outside_the_registry_and_dtype_records_are_refused_with_the_allowed_ones(make_config, key, value):
+    known = list(registry.METHODS) if key == "methods" else list(dtypes.NAMES)
+    with pytest.raises(ConfigError) as err:
+        make_config(**{key: [known[0], value]})
+    message = str(err.value)
+    assert f"'{key}[1]'" in message and f'"{value}"' in message and ", ".join(known) in message
+
+
+def test_every_registered_method_and_dtype_is_accepted(make_config):
+    cfg = make_config(methods=list(registry.METHODS), dtypes=list(dtypes.NAMES))
+    assert cfg["methods"] == list(registry.METHODS) and cfg["dtypes"] == list(dtypes.NAMES)
 
 
 def test_every_schema_key_has_a_description_and_default():

@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from matmul_study import kernels, registry
+from matmul_study import device, kernels, registry
+from matmul_study.backends import PYCUDA, module_available
 from matmul_study.runner import Job, run_job
 
 pytestmark = pytest.mark.gpu
@@ -17,7 +18,7 @@ FAST = {"warmup": 1, "min_reps": 2, "max_reps": 3, "min_time_s": 0.0001, "max_ti
 @pytest.fixture(scope="module")
 def arch():
     pytest.importorskip("pycuda.driver")
-    from matmul_study.gpu import GpuUnavailable, device_arch
+    from matmul_study.device import GpuUnavailable, device_arch
 
     try:
         return device_arch()
@@ -51,11 +52,12 @@ def gpu_cases():
 
 
 @pytest.mark.parametrize("method, dtype, block", list(gpu_cases()))
-def test_every_gpu_method_is_verified_on_odd_shapes(method, dtype, block, cubins, make_config, tmp_path):
-    if method == "cublas":
-        pytest.importorskip("cupy")
+def test_every_gpu_method_is_verified_on_odd_shapes(method, dtype, block, arch, cubins, make_config, tmp_path):
+    unmet = registry.get(method).unmet_requirement(device.compute_capability(arch), module_available)
+    if unmet:
+        pytest.skip(unmet)
     cfg = make_config(measurement=FAST)
-    cubin = cubins(method, dtype, block) if registry.get(method).backend == "pycuda" else None
+    cubin = cubins(method, dtype, block) if registry.get(method).compiled else None
     for m, k, n in SHAPES:
         rec = run_job(Job(method, dtype, block, m, k, n), cfg, str(tmp_path / f"{m}_{k}_{n}.json"), cubin=cubin)
         v = rec["verification"]
@@ -74,7 +76,7 @@ def test_a_wrong_kernel_is_reported_failed_not_fast(arch, make_config, tmp_path,
         "__device__ void broken_matmul(const T* A, const T* B, Acc* C, int m, int n, int k) {\n"
         "    if (blockIdx.y * blockDim.y + threadIdx.y == m - 1) return;\n"
         "    naive_matmul<T, Acc>(A, B, C, m, n, k);\n}\n")
-    broken = registry.Method("broken", "test only", ("float32",), backend="pycuda", block_axis=True,
+    broken = registry.Method("broken", "test only", ("float32",), backend=PYCUDA, block_axis=True,
                              source="9_broken.cu", template="broken_matmul<{T}, {Acc}>",
                              launch=registry.square_thread_blocks)
     monkeypatch.setitem(registry.METHODS, "broken", broken)
@@ -107,7 +109,7 @@ def test_the_stream_hold_keeps_queued_work_waiting_until_released(arch):
     import pycuda.autoprimaryctx  # noqa: F401
     import pycuda.driver as cuda
 
-    from matmul_study.gpu import StreamHold
+    from matmul_study.timing import StreamHold
 
     hold = StreamHold(cuda, arch)
     hold.hold()
@@ -123,7 +125,7 @@ def test_a_hold_that_is_never_released_times_out_with_an_error(arch):
     import pycuda.autoprimaryctx  # noqa: F401
     import pycuda.driver as cuda
 
-    from matmul_study.gpu import StreamHold
+    from matmul_study.timing import StreamHold
 
     hold = StreamHold(cuda, arch, timeout_s=0.01)
     hold.hold()

@@ -1,17 +1,20 @@
-"""Every CUDA method's module compiles with plain nvcc (no GPU or driver needed), for each dtype and block."""
+"""Every CUDA method's module compiles with plain nvcc (no GPU or driver needed), for each dtype and block, for
+sm_80, sm_90 and sm_90a; the Hopper rungs' arch-specific build holds the instructions they are about."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
 from matmul_study import kernels, registry
 
 BLOCKS = [1, 8, 16, 24, 32]
-ARCHS = ["sm_80", "sm_90"]
+ARCHS = ["sm_80", "sm_90", "sm_90a"]
+COMPILED = registry.compiled_methods()
 
 # CI sets MATMUL_STUDY_REQUIRE_NVCC=1: there a missing nvcc is a failure, not a skip.
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
@@ -34,24 +37,25 @@ def expected_symbols(method: str) -> set[str]:
 
 
 def test_there_are_cuda_methods():
-    assert registry.CUDA_METHODS
+    assert COMPILED
+    assert any(registry.get(m).requires.arch_specific for m in COMPILED), "no Hopper (sm_90a) rung registered"
 
 
-@pytest.mark.parametrize("method", registry.CUDA_METHODS)
+@pytest.mark.parametrize("method", COMPILED)
 def test_source_file_exists(method):
     assert (kernels.KERNEL_DIR / registry.get(method).source).is_file()
 
 
-@pytest.mark.parametrize("method", registry.CUDA_METHODS)
+@pytest.mark.parametrize("method", COMPILED)
 def test_module_defines_expected_symbols(method):
     source = kernels.module_source(method, instances(method))
-    defined = set(re.findall(r'extern "C" __global__ void (\w+)\(', source))
+    defined = set(re.findall(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(', source))
     assert defined == expected_symbols(method)
 
 
 @needs_nvcc
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("method", registry.CUDA_METHODS)
+@pytest.mark.parametrize("method", COMPILED)
 def test_module_compiles(method, arch, tmp_path):
     source = kernels.module_source(method, instances(method))
     result = kernels.compile_with_nvcc(source, arch, tmp_path)
@@ -65,7 +69,7 @@ def test_module_compiles(method, arch, tmp_path):
 @needs_nvcc
 def test_broken_source_fails_to_compile(tmp_path):
     # Guards the test above against a compile helper that always reports success.
-    method = registry.CUDA_METHODS[0]
+    method = COMPILED[0]
     source = kernels.module_source(method, instances(method)) + "\nthis is not valid CUDA;\n"
     result = kernels.compile_with_nvcc(source, ARCHS[0], tmp_path)
     assert result.returncode != 0
@@ -78,3 +82,26 @@ def test_the_stream_hold_helper_compiles(arch, tmp_path):
     result = kernels.compile_with_nvcc(kernels.HOLD_STREAM_SOURCE, arch, tmp_path)
     assert result.returncode == 0, f"nvcc failed for hold_stream.cu on {arch}:\n{result.stderr}"
     assert b"hold_stream" in (tmp_path / "module.cubin").read_bytes()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method", [m for m in COMPILED if registry.get(m).requires.arch_specific])
+def test_hopper_rungs_issue_wgmma_in_their_arch_specific_build(method, tmp_path):
+    # A guard that compiled the body away on sm_90a too would leave a kernel that writes nothing.
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(method, instances(method)))
+    command = kernels.nvcc_command(source, tmp_path / "module.ptx", kernels.target(method, "sm_90"),
+                                   kernels.compile_options(method))
+    command[command.index("--cubin")] = "--ptx"
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    ptx = (tmp_path / "module.ptx").read_text()
+    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
+
+
+def test_arch_specific_methods_target_sm_90a_and_others_the_plain_arch():
+    hopper = [m for m in COMPILED if registry.get(m).requires.arch_specific]
+    plain = [m for m in COMPILED if not registry.get(m).requires.arch_specific]
+    assert {kernels.target(m, "sm_90") for m in hopper} == {"sm_90a"}
+    assert {kernels.target(m, "sm_90") for m in plain} == {"sm_90"}
+    assert {kernels.target(m, "sm_90a") for m in plain} == {"sm_90"}

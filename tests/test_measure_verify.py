@@ -5,7 +5,8 @@ import pytest
 
 from matmul_study import inputs
 from matmul_study.measure import Policy, done, flops, gflops, rsd, sample, summarize
-from matmul_study.verify import INT_SENTINEL, TOLERANCES, compare, sample_indices, unwritten, verify_on_host
+from matmul_study import dtypes
+from matmul_study.verify import INT_SENTINEL, compare, sample_indices, unwritten, verify_on_host
 
 
 def test_flops_counts_one_multiply_and_one_add_per_term():
@@ -37,7 +38,7 @@ def test_sample_warms_up_then_repeats_until_done():
 
 
 def test_short_launches_are_batched_into_one_millisecond_samples():
-    from matmul_study.gpu import launches_per_sample
+    from matmul_study.timing import launches_per_sample
 
     assert launches_per_sample(10e-6) == 100
     assert launches_per_sample(3e-4) == 4  # rounded up: a sample is never shorter than the target
@@ -46,7 +47,7 @@ def test_short_launches_are_batched_into_one_millisecond_samples():
 
 
 def test_every_sample_averages_at_least_the_minimum_launches():
-    from matmul_study.gpu import launches_per_sample
+    from matmul_study.timing import launches_per_sample
 
     assert launches_per_sample(0.29, minimum=5) == 5  # a long kernel still averages 5 launches
     assert launches_per_sample(10e-6, minimum=5) == 100  # a short one is batched by time as before
@@ -93,7 +94,7 @@ def test_correct_product_passes_in_its_precision(dtype):
     if dtype == "float64":
         c = a @ b
     v = verify_on_host(a, b, c, dtype, full=True, samples=8, seed=0)
-    assert v.passed and v.unwritten == 0 and v.rel_fro_error < TOLERANCES[dtype]
+    assert v.passed and v.unwritten == 0 and v.rel_fro_error < dtypes.get(dtype).tolerance
 
 
 def test_int32_must_be_exact():

@@ -145,12 +145,12 @@ def test_model_columns_and_percent_of_calibrated_peak():
     assert collate.tidy([record("tiled", "float32", 16, 256, 400)])["pct_of_peak"].isna().all()
 
 
-def test_unrolling_effect_pairs_same_dtype_block_and_shape():
+def test_method_ratio_pairs_same_dtype_block_and_shape():
     df = collate.tidy([record("tiled", "float32", 16, 256, 400), record("tiled_unrolled", "float32", 16, 256, 560),
                        record("tiled_unrolled", "float32", 32, 256, 600)])
-    eff = collate.unrolling_effect(df)
-    assert len(eff) == 1 and eff.iloc[0]["unrolled_over_tiled"] == pytest.approx(1.4)
-    assert collate.unrolling_effect(collate.tidy([record("numpy", "float32", 0, 64, 10)])).empty
+    eff = collate.method_ratio(df, "tiled_unrolled", "tiled")
+    assert len(eff) == 1 and eff.iloc[0]["tiled_unrolled / tiled"] == pytest.approx(1.4)
+    assert collate.method_ratio(collate.tidy([record("numpy", "float32", 0, 64, 10)]), "tiled_unrolled", "tiled").empty
 
 
 def test_version_fields_survive_the_csv_round_trip(tmp_path):

@@ -1,5 +1,6 @@
 """The Snakemake workflow as a user runs it: lint, dry-run, bad configs, no GPU, and a full CPU-only study."""
 
+import json
 import re
 import subprocess
 import sys
@@ -84,10 +85,53 @@ def test_bad_config_fails_before_any_job(tmp_path, override, expected):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("methods, dtypes, supported", [
+    (["numpy"], ["float16"], "numpy supports float32, float64 only"),
+    (["wmma"], ["float32"], "wmma supports float16 only"),
+])
+def test_a_config_that_selects_no_job_stops_before_any_job_and_says_what_is_supported(tmp_path, methods, dtypes,
+                                                                                     supported):
+    write_config(tmp_path, {**CPU_STUDY, "methods": methods, "dtypes": dtypes})
+    out = snakemake(tmp_path, "--cores", "1")
+    assert out.returncode != 0
+    assert "select no job" in out.stderr and supported in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
+THROWAWAY = """
+import sys
+from matmul_study import registry
+from matmul_study.backends import PYCUDA
+registry.register(registry.Method("throwaway", "a test's kernel", ("float32",), backend=PYCUDA,
+                                  source=sys.argv[1], template="naive_matmul<{T}, {Acc}>",
+                                  launch=registry.square_thread_blocks, block_axis=True))
+from snakemake.cli import main
+sys.argv = ["snakemake", *sys.argv[2:]]
+main()
+"""
+
+
+def test_a_new_kernel_is_one_cu_file_and_one_registry_entry(tmp_path):
+    # The method is known to nothing but the registry: the schema, the grid, the compile rule and the
+    # benchmark rule must all take it from there.
+    source = tmp_path / "throwaway.cu"
+    source.write_text('#include "1_naive.cu"\n')
+    write_config(tmp_path, {**CPU_STUDY, "methods": ["numpy", "throwaway"], "dtypes": ["float32"]})
+    out = subprocess.run([sys.executable, "-c", THROWAWAY, str(source), "-s", str(REPO / "Snakefile"),
+                          "--directory", str(tmp_path), "-n", "--cores", "1"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = job_counts(out.stdout)
+    assert counts["benchmark_gpu"] == 3 * 2  # 3 sizes x 2 blocks, float32
+    assert counts["compile_kernel"] == 1  # the block is only a launch parameter: one cubin
+    assert "results/runs/method~throwaway/dtype~float32/" in out.stdout
+    assert "/throwaway/float32_b0.cubin" in out.stdout
+
+
 def test_gpu_methods_without_a_gpu_stop_fast_with_the_cpu_only_command(tmp_path):
     pytest.importorskip("numpy")
     try:
-        from matmul_study.gpu import require_pycuda
+        from matmul_study.device import require_pycuda
 
         require_pycuda()
         pytest.skip("this machine has a usable GPU")
@@ -187,8 +231,11 @@ def test_imported_results_from_another_device_are_merged_side_by_side(cpu_study,
     out = snakemake(workdir, "--cores", "1")
     assert out.returncode == 0, out.stderr[-3000:]
     df = pd.read_csv(workdir / "results/tables/results.csv")
-    assert "NVIDIA H200" in set(df["env_device_name"])
-    assert len(set(df["env_device_name"])) == 2  # this machine's CPU and the imported GPU
+    local = set(pd.read_csv(cpu_study / "results/tables/results.csv")["env_device_name"])
+    imported_names = {json.loads(p.read_text())["env"]["device_name"] for p in (reference / "runs").rglob("*.json")}
+    # This machine's CPU, and the imported GPU with its host's CPU (which may or may not be this CPU model).
+    assert "NVIDIA H200" in imported_names
+    assert set(df["env_device_name"]) == local | imported_names
     assert len(df) == 6 + len(list((reference / "runs").rglob("*.json")))
     html = (workdir / "report/report.html").read_text()
     assert "NVIDIA H200" in html

@@ -5,7 +5,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import Paramspace, validate
 
 from matmul_study import config as study_config
-from matmul_study import grid, registry
+from matmul_study import device, dtypes, grid, registry
 
 REPO = Path(workflow.basedir)
 
@@ -26,17 +26,24 @@ def validate_config():
 
 validate_config()
 
-JOBS, PRUNED = grid.build(config)
+# "auto" becomes GPU 0's arch where one is usable, so cubins built for one GPU are never reused on another.
+ARCH = device.resolve_arch(config["arch"])
+try:
+    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH))
+except study_config.ConfigError as exc:
+    raise WorkflowError(f"Invalid configuration: {exc}") from None
 # block~, m~, k~, n~ go in the file name; method and dtype become folders.
 RUNS = Paramspace(JOBS, filename_params=["block", "m", "k", "n"])
 RUN_PATTERN = RUNS.wildcard_pattern
 CPU_METHODS = [name for name, m in registry.METHODS.items() if not m.on_gpu]
 GPU_METHODS = [name for name, m in registry.METHODS.items() if m.on_gpu]
+COMPILED_METHODS = list(registry.compiled_methods())
 
 
 wildcard_constraints:
     method="|".join(registry.METHODS),
-    dtype="|".join(registry.DTYPES),
+    dtype="|".join(dtypes.NAMES),
+    arch=r"auto|sm_\d+a?",
     block=r"\d+",
     m=r"\d+",
     k=r"\d+",
@@ -63,11 +70,11 @@ def calibration_files():
 def cubin_path(method, dtype, block):
     from matmul_study.kernels import template_block
 
-    return f"results/kernels/{method}/{dtype}_b{template_block(method, int(block))}.cubin"
+    return f"results/kernels/{ARCH}/{method}/{dtype}_b{template_block(method, int(block))}.cubin"
 
 
 def cubin_for(wildcards):
-    if registry.get(wildcards.method).backend != "pycuda":
+    if not registry.get(wildcards.method).compiled:
         return []
     return cubin_path(wildcards.method, wildcards.dtype, wildcards.block)
 
@@ -84,14 +91,12 @@ onstart:
         if registry.get(method).on_gpu and not Path(f).exists()
     ]
     if pending:
-        from matmul_study import gpu
-
         # Two GPU jobs at once would time each other: with several cores, the GPU must be a counted resource.
         if workflow.cores > 1 and "gpu" not in workflow.global_resources:
             raise WorkflowError(
                 f"--cores {workflow.cores} could run GPU benchmark jobs side by side; add --resources gpu=1 "
                 "(or use --cores 1).")
         try:
-            gpu.require_pycuda()
-        except gpu.GpuUnavailable as exc:
+            device.require_pycuda()
+        except device.GpuUnavailable as exc:
             raise WorkflowError(f"{len(pending)} GPU job(s) cannot run: {exc}") from None

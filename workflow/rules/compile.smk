@@ -5,11 +5,13 @@ rule compile_kernel:
     input:
         source=lambda wc: REPO / "kernels" / registry.get(wc.method).source,
     output:
-        cubin="results/kernels/{method}/{dtype}_b{block}.cubin",
+        cubin="results/kernels/{arch}/{method}/{dtype}_b{block}.cubin",
     log:
-        "logs/compile/{method}_{dtype}_b{block}.log",
+        "logs/compile/{arch}/{method}_{dtype}_b{block}.log",
+    wildcard_constraints:
+        method="|".join(COMPILED_METHODS),
     params:
-        arch=config["arch"],
+        arch=lambda wc: wc.arch,
     conda:
         "../../envs/gpu.yaml"
     script:

@@ -1,0 +1,99 @@
+"""Element types: one record per config name, the single place that says what a dtype means.
+
+A record says how the inputs are stored (numpy, with ml_dtypes for bfloat16), which C++ types a kernel is
+instantiated with, what the output is, how the arithmetic is done (IEEE, tf32 tensor-core math, or exact
+integers), how close to the fp64 reference a result must be, how cuBLAS is asked for it, and where the dtype
+sorts in tables and figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    # numpy storage of the inputs; bfloat16 comes from ml_dtypes, numpy has none.
+    storage: str
+    # C++ types: the kernel's input, its accumulator and its output.
+    c_input: str
+    c_accumulator: str
+    c_output: str
+    # "ieee": the storage type's own arithmetic; "tf32": fp32 storage, tensor cores round to 10 mantissa bits;
+    # "exact": integers, which must match the reference bit for bit.
+    math: str
+    # Relative Frobenius error allowed against the fp64 reference of the same (already rounded) inputs.
+    tolerance: float
+    description: str
+    # cuBLAS names (cudaDataType of A/B, of C, and cublasComputeType_t); None: cuBLAS has no such GEMM.
+    cublas_types: tuple[str, str, str] | None = None
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The inputs' numpy dtype (ml_dtypes' bfloat16 for bfloat16)."""
+        if self.storage == "bfloat16":
+            import ml_dtypes
+
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.storage)
+
+    @property
+    def output(self) -> np.dtype:
+        return np.dtype(OUTPUT_STORAGE[self.c_output])
+
+    @property
+    def itemsize(self) -> int:
+        return self.numpy.itemsize
+
+    @property
+    def device_view(self) -> np.dtype:
+        """How the inputs travel to the GPU: bfloat16 as its raw 16 bits, which PyCUDA and CuPy both accept."""
+        return np.dtype(np.uint16) if self.storage == "bfloat16" else self.numpy
+
+    @property
+    def exact(self) -> bool:
+        return self.math == "exact"
+
+
+OUTPUT_STORAGE = {"float": "float32", "double": "float64", "int": "int32"}
+
+# Display order is the order of this list: tensor-core types first, then the IEEE types, then integers.
+DTYPE_LIST = [
+    DType("float16", "float16", "__half", "float", "float", "ieee", 1e-3,
+          "fp16 inputs, fp32 accumulation and output",
+          ("CUDA_R_16F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F")),
+    DType("bfloat16", "bfloat16", "__nv_bfloat16", "float", "float", "ieee", 1e-3,
+          "bf16 inputs, fp32 accumulation and output",
+          ("CUDA_R_16BF", "CUDA_R_32F", "CUBLAS_COMPUTE_32F")),
+    # tf32 rounds the fp32 inputs inside the tensor core (about 3e-4 relative error at these sizes): it is
+    # compared with the reference of the fp32 inputs, so its tolerance is far above float32's.
+    DType("tf32", "float32", "float", "float", "float", "tf32", 2e-3,
+          "fp32 storage, tensor-core tf32 math, fp32 output",
+          ("CUDA_R_32F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F_FAST_TF32")),
+    # 1e-4 keeps a tf32 result from ever passing as float32 (cuBLAS's COMPUTE_32F uses no tf32 unless asked).
+    DType("float32", "float32", "float", "float", "float", "ieee", 1e-4, "IEEE fp32",
+          ("CUDA_R_32F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F")),
+    DType("float64", "float64", "double", "double", "double", "ieee", 1e-11, "IEEE fp64",
+          ("CUDA_R_64F", "CUDA_R_64F", "CUBLAS_COMPUTE_64F")),
+    DType("int32", "int32", "int", "int", "int", "exact", 0.0, "32-bit integers, exact"),
+]
+DTYPES: dict[str, DType] = {d.name: d for d in DTYPE_LIST}
+NAMES = tuple(DTYPES)
+
+
+def get(name: str) -> DType:
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise KeyError(f"unknown dtype {name!r}; known dtypes: {', '.join(NAMES)}") from None
+
+
+def to_float64(x, dtype: DType, xp=np):
+    """fp64 copy of inputs as stored on the device or host (bfloat16 may arrive as its raw uint16 bits)."""
+    if dtype.storage == "bfloat16" and x.dtype == np.uint16:
+        # bf16 is the top half of an fp32: shift the bits up and reinterpret.
+        return (x.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+    return x.astype(xp.float64)

@@ -1,0 +1,202 @@
+"""Launchers: a zero-argument callable that runs one method once over the job's device buffers.
+
+- `kernel`: our compiled kernels. Pointer kernels go through PyCUDA's prepared call; kernels fed by TMA take
+  tensor maps by value (64-byte aligned, which PyCUDA's packed arguments do not deliver intact) and may run in
+  thread-block clusters, so they go through cuda-bindings' cuLaunchKernelEx, in PyCUDA's primary context.
+- `cublas`: cuBLAS gemmEx through CuPy's handle, with the dtype record's data and compute types.
+
+Every launch is queued on the legacy default stream, the one the timing events and the stream hold use.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .registry import Method, Problem
+
+TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
+
+# cudaDataType_t and cublasComputeType_t values, for CuPy builds that do not export every name.
+CUDA_DATA_TYPES = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14}
+CUBLAS_COMPUTE_TYPES = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_64F": 70,
+                        "CUBLAS_COMPUTE_32F_FAST_TF32": 77}
+TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+                  "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+
+
+@dataclass
+class DeviceBuffers:
+    """The job's PyCUDA arrays: A (m x k), B (k x n) and C (m x n), row-major."""
+    a: object
+    b: object
+    c: object
+
+
+def kernel(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None) -> Callable[[], None]:
+    """The PyCUDA backend's launcher: a kernel of ours, fed by pointers or by tensor maps."""
+    if method.tensor_maps:
+        return tensor_map_kernel(method, problem, buffers, cubin)
+    return pointer_kernel(method, problem, buffers, cubin)
+
+
+def _symbol(method: Method, problem: Problem) -> str:
+    from .kernels import symbol, template_block
+
+    return symbol(method.name, problem.dtype.name, template_block(method.name, problem.block))
+
+
+def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str) -> Callable[[], None]:
+    import pycuda.driver as cuda
+
+    func = cuda.module_from_file(cubin).get_function(_symbol(method, p))
+    func.prepare("PPPiii")
+    launch = method.launch(p)
+    if launch.shared_bytes > 48 * 1024:
+        func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
+    args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k))
+
+    def launch_once():
+        func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)
+
+    return launch_once
+
+
+def checked(result):
+    """cuda-bindings returns (CUresult, value...): raise on an error, return the value(s)."""
+    from cuda.bindings import driver as cu
+
+    err, *values = result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _, text = cu.cuGetErrorString(err)
+        raise RuntimeError(f"CUDA driver error {err.name}: {text.decode() if text else ''}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def pitch_elements(cols: int, itemsize: int) -> int:
+    """Row pitch in elements that TMA accepts: cols rounded up to a multiple of 16 bytes."""
+    per = TMA_ALIGNMENT // itemsize
+    return -(-cols // per) * per
+
+
+class PitchedOperand:
+    """An operand as TMA reads it. A row pitch that is not a multiple of 16 bytes (k = 65 in fp16, say) cannot
+    be described by a tensor map, so such an operand is copied into a padded buffer on every launch, and that
+    copy is part of the timed launch. The tensor map keeps the logical width, so the padding reads as zeros."""
+
+    def __init__(self, source, rows: int, cols: int, itemsize: int):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = rows, cols, itemsize
+        self.pitch = pitch_elements(cols, itemsize)
+        self.copy = None
+        self.pointer = int(source.gpudata)
+        if self.pitch != cols:
+            self._padded = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
+            self.pointer = int(self._padded)
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(source.gpudata)
+            copy.set_dst_device(self._padded)
+            copy.src_pitch, copy.dst_pitch = cols * itemsize, self.pitch * itemsize
+            copy.width_in_bytes, copy.height = cols * itemsize, rows
+            self.copy = copy
+
+    def refresh(self) -> None:
+        if self.copy is not None:
+            self.copy(aligned=False)
+
+
+def encode_tensor_map(spec, operand: PitchedOperand, storage: str):
+    from cuda.bindings import driver as cu
+
+    swizzles = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
+    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    return checked(cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, TMA_DATA_TYPES[storage]), 2, operand.pointer,
+        [u64(operand.cols), u64(operand.rows)],  # innermost dimension first
+        [u64(operand.pitch * operand.itemsize)],
+        [u32(spec.box_cols), u32(spec.box_rows)],
+        [u32(1), u32(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzles[spec.swizzle]}"),
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        # NONE fills out-of-bounds elements with zeros (the NaN request is the other choice).
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+
+
+def launch_config(launch, stream: int = 0):
+    """cuLaunchKernelEx's configuration: grid, block, dynamic shared memory and the cluster, if any."""
+    from cuda.bindings import driver as cu
+
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = launch.grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = launch.threads
+    config.sharedMemBytes = launch.shared_bytes
+    config.hStream = cu.CUstream(stream)
+    if launch.clustered:
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = launch.cluster
+        config.attrs = [attr]
+        config.numAttrs = 1
+    else:
+        config.numAttrs = 0
+    return config
+
+
+def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str) -> Callable[[], None]:
+    from pathlib import Path
+
+    from cuda.bindings import driver as cu
+
+    checked(cu.cuInit(0))
+    module = checked(cu.cuModuleLoadData(Path(cubin).read_bytes()))  # into the current (primary) context
+    func = checked(cu.cuModuleGetFunction(module, _symbol(method, p).encode()))
+    launch = method.launch(p)
+    if launch.shared_bytes > 48 * 1024:
+        checked(cu.cuFuncSetAttribute(
+            func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    item = p.dtype.itemsize
+    operands = {"A": PitchedOperand(buffers.a, p.m, p.k, item), "B": PitchedOperand(buffers.b, p.k, p.n, item)}
+    maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.storage)
+            for spec in method.tensor_maps}
+    config = launch_config(launch)
+    args = ((maps["A"], maps["B"], int(buffers.c.gpudata), p.m, p.n, p.k),
+            (None, None, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int))
+
+    def launch_once():
+        for operand in operands.values():
+            operand.refresh()
+        checked(cu.cuLaunchKernelEx(config, func, args, 0))
+
+    launch_once.keep_alive = (module, operands, maps)  # the module and buffers live as long as the launcher
+    return launch_once
+
+
+def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None = None) -> Callable[[], None]:
+    """The CuPy backend's launcher: cuBLAS gemmEx on the job's buffers (no copies)."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas as lib
+
+    if p.dtype.cublas_types is None:
+        raise ValueError(f"cuBLAS has no GEMM for {p.dtype.name}")
+    in_name, out_name, compute_name = p.dtype.cublas_types
+    in_type = getattr(cupy.cuda.runtime, in_name, CUDA_DATA_TYPES[in_name])
+    out_type = getattr(cupy.cuda.runtime, out_name, CUDA_DATA_TYPES[out_name])
+    compute = getattr(lib, compute_name, CUBLAS_COMPUTE_TYPES[compute_name])
+    # alpha and beta have the compute type's precision.
+    scalar = np.float64 if compute_name == "CUBLAS_COMPUTE_64F" else np.float32
+    one, zero = np.array(1.0, scalar), np.array(0.0, scalar)
+    handle = cupy.cuda.device.get_cublas_handle()
+    a, b, c = int(buffers.a.gpudata), int(buffers.b.gpudata), int(buffers.c.gpudata)
+    m, n, k = p.m, p.n, p.k
+
+    def gemm_ex():
+        # cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so pass B first.
+        lib.gemmEx(handle, lib.CUBLAS_OP_N, lib.CUBLAS_OP_N, n, m, k, one.ctypes.data, b, in_type, n, a, in_type,
+                   k, zero.ctypes.data, c, out_type, n, compute, -1)  # -1: CUBLAS_GEMM_DEFAULT
+
+    return gemm_ex
