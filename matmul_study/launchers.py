@@ -153,26 +153,35 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     from cuda.bindings import driver as cu
 
     checked(cu.cuInit(0))
-    module = checked(cu.cuModuleLoadData(Path(cubin).read_bytes()))  # into the current (primary) context
+    image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
+    module = checked(cu.cuModuleLoadData(image.ctypes.data))  # into the current (primary) context
     func = checked(cu.cuModuleGetFunction(module, _symbol(method, p).encode()))
     launch = method.launch(p)
     if launch.shared_bytes > 48 * 1024:
         checked(cu.cuFuncSetAttribute(
             func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    if launch.clustered and launch.persistent:
+        # Not every SM can host a cluster at once (clusters stay inside a GPC): a persistent grid is only as
+        # large as the clusters that fit together.
+        fits = checked(cu.cuOccupancyMaxActiveClusters(func, launch_config(launch)))
+        launch = launch.resized(min(launch.grid[0], max(1, int(fits)) * launch.cluster[0]))
     item = p.dtype.itemsize
     operands = {"A": PitchedOperand(buffers.a, p.m, p.k, item), "B": PitchedOperand(buffers.b, p.k, p.n, item)}
     maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.storage)
             for spec in method.tensor_maps}
     config = launch_config(launch)
-    args = ((maps["A"], maps["B"], int(buffers.c.gpudata), p.m, p.n, p.k),
-            (None, None, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int))
+    # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
+    # copied by value from its own 64-byte-aligned storage).
+    scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
+    params = (ctypes.c_void_p * 6)(maps["A"].getPtr(), maps["B"].getPtr(), *(ctypes.addressof(s) for s in scalars))
 
     def launch_once():
         for operand in operands.values():
             operand.refresh()
-        checked(cu.cuLaunchKernelEx(config, func, args, 0))
+        checked(cu.cuLaunchKernelEx(config, func, ctypes.addressof(params), 0))
 
-    launch_once.keep_alive = (module, operands, maps)  # the module and buffers live as long as the launcher
+    # The module, the padded buffers, the maps and the argument storage live as long as the launcher.
+    launch_once.keep_alive = (module, image, operands, maps, scalars, params)
     return launch_once
 
 

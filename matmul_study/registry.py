@@ -36,10 +36,15 @@ class Launch:
     threads: tuple[int, int, int]
     shared_bytes: int = 0  # dynamic shared memory; over 48 KB the launcher raises the kernel's limit
     cluster: tuple[int, int, int] = (1, 1, 1)  # thread-block cluster (cuLaunchKernelEx); (1, 1, 1): none
+    # A persistent grid's blocks loop over the tiles, so the grid may shrink to what fits on the GPU at once.
+    persistent: bool = False
 
     @property
     def clustered(self) -> bool:
         return self.cluster != (1, 1, 1)
+
+    def resized(self, blocks: int) -> "Launch":
+        return Launch((blocks, 1, 1), self.threads, self.shared_bytes, self.cluster, self.persistent)
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[d
         smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
         tiles = cdiv(p.m, tile_m) * cdiv(p.n, tile_n)
         blocks = max(cluster, min(p.sm_count // cluster, cdiv(tiles, cluster)) * cluster)
-        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1))
+        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1), persistent=True)
 
     return launch
 
@@ -266,6 +271,20 @@ METHODS: dict[str, Method] = {
             tile=lambda block: (64, 128, 64),
             tensor_maps=(TensorMap("A", 64, 64), TensorMap("B", 64, 64)),
             launch_bounds=(128, 1),
+            requires=HOPPER,
+        ),
+        Method(
+            "wgmma_warp_specialized",
+            "Hopper, fast: a TMA producer warpgroup and two wgmma consumer warpgroups (setmaxnreg), 128x256 "
+            "tiles, 4 stages, persistent grid in grouped order, 2-CTA clusters sharing B by TMA multicast",
+            ("float16", "bfloat16"),
+            backend=PYCUDA,
+            source="8_wgmma_warp_specialized.cu",
+            template="wgmma_ws_matmul<{T}>",
+            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2),
+            tile=lambda block: (128, 256, 64),
+            tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
+            launch_bounds=(384, 1),
             requires=HOPPER,
         ),
         Method(
