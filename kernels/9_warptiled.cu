@@ -1,0 +1,303 @@
+// Kernel 9: warp-tiled SIMT GEMM with a multi-stage cp.async pipeline (float32, float64; plain FMA, no
+// tensor cores).
+//
+// Hierarchy (default float32 config: 128 x 256 block tile, BK = 8, 8 warps of 64 x 64, 4 stages):
+//   block  BM x BN of C, stepping through k in slices of BK; STAGES slices are in flight in shared memory,
+//          filled by cp.async (global -> shared without passing through registers), so the loads for slice
+//          t + STAGES - 1 are issued while slice t is multiplied.
+//   warp   WM x WN of the block tile. Its 32 lanes form an 8 x 4 grid; each lane owns MI x NI chunks of
+//          4 x 4 elements: rows  i*32 + lane_r*4 + (0..3), i < MI = WM/32,
+//                          cols  j*16 + lane_c*4 + (0..3), j < NI = WN/16.
+//          Float32 64 x 64: 8 x 16 accumulators per thread, and per k step 2 + 4 LDS.128 feed 128 FFMAs.
+//   thread register fragments of A and B are double-buffered: step kk+1's are read from shared memory
+//          while step kk's outer product is computed.
+// A is stored transposed in shared memory (k-major, As[kk][row]) so that a thread's 4 consecutive rows are
+// one 16-byte load, like B's 4 consecutive columns. cp.async cannot transpose 16-byte chunks, so each A
+// element is copied on its own (4 or 8 bytes); consecutive lanes take consecutive k of one row, so a warp
+// still reads whole 32-byte sectors, and the row padding (one 16-byte vector) keeps these scattered
+// shared-memory writes free of bank conflicts. B is copied in 16-byte chunks when n and the pointer allow,
+// element by element otherwise. Out-of-range elements are zero-filled by cp.async (source size 0), so any
+// m, n, k works; stores of C are guarded.
+// Blocks are visited in groups of 8 block-rows (a swizzle computed from blockIdx) so that concurrently
+// running blocks share A and B panels in L2. Grid: (ceil(n / BN), ceil(m / BM)).
+#pragma once
+
+#include <stdint.h>
+
+namespace warptiled {
+
+// ---- tile configuration -------------------------------------------------------------------------------
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_ = 1, int LANES_M_ = 8>
+struct Config {
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
+    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+    static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    // A warp's lanes form LANES_M x LANES_N; each lane owns MI x NI chunks of 4 x 4 elements.
+    static constexpr int LANES_M = LANES_M_, LANES_N = 32 / LANES_M_;
+    static constexpr int MI = WM / (4 * LANES_M), NI = WN / (4 * LANES_N);
+    static_assert(BM % WM == 0 && BN % WN == 0, "warps tile the block");
+    static_assert(LANES_M * LANES_N == 32 && WM % (4 * LANES_M) == 0 && WN % (4 * LANES_N) == 0, "lane tiling");
+    static_assert(BK % 8 == 0, "the A loader walks k in groups of 8");
+    static_assert(STAGES >= 2, "");
+
+    // Row strides in elements. A's rows (one per k) are padded by one 16-byte vector: with float the
+    // stride is 4 mod 32 words, with double 2 mod 16 doubles, which spreads the transposed writes of
+    // a warp (8 k x 4 rows) over distinct banks.
+    template <typename T> __host__ __device__ static constexpr int a_ld() { return BM + 16 / static_cast<int>(sizeof(T)); }
+    template <typename T> __host__ __device__ static constexpr int b_ld() { return BN; }
+    template <typename T> __host__ __device__ static constexpr int stage_elems() { return BK * a_ld<T>() + BK * b_ld<T>(); }
+    template <typename T> __host__ __device__ static constexpr int smem_bytes() { return STAGES * stage_elems<T>() * static_cast<int>(sizeof(T)); }
+};
+
+// Defaults used by warptiled_matmul<T, Acc> (the pipeline's entry point).
+template <typename T> struct Default;
+template <> struct Default<float> { using type = Config<128, 256, 16, 64, 64, 3, 1>; };  // 256 threads
+template <> struct Default<double> { using type = Config<128, 128, 8, 64, 32, 4, 1>; };  // 256 threads
+
+// ---- small helpers -------------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copy BYTES (4, 8 or 16) from global to shared; only the first src_bytes are read, the rest is zero-filled.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes)
+{
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
+                     : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(BYTES),
+                     "r"(src_bytes)
+                     : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// 16-byte vector of T.
+template <typename T> struct Vec;
+template <> struct Vec<float> {
+    using type = float4;
+    __device__ static void get(const type& v, float* d) { d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w; }
+    __device__ static type make(const float* s) { return make_float4(s[0], s[1], s[2], s[3]); }
+};
+template <> struct Vec<double> {
+    using type = double2;
+    __device__ static void get(const type& v, double* d) { d[0] = v.x; d[1] = v.y; }
+    __device__ static type make(const double* s) { return make_double2(s[0], s[1]); }
+};
+
+// Visit blocks in groups of GROUP block-rows: consecutive block ids walk down a group's rows first, so the
+// blocks resident at one time cover a compact patch of C and reuse each other's A and B panels from L2.
+__device__ __forceinline__ void block_tile(int& tm, int& tn)
+{
+    constexpr int GROUP = 8;
+    const int gn = gridDim.x, gm = gridDim.y;
+    const int pid = blockIdx.y * gn + blockIdx.x;
+    const int per_group = GROUP * gn;
+    const int group = pid / per_group;
+    const int first = group * GROUP;
+    const int rows = min(gm - first, GROUP);
+    const int in = pid - group * per_group;
+    tm = first + in % rows;
+    tn = in / rows;
+}
+
+// ---- the kernel body -----------------------------------------------------------------------------------
+template <class Cfg, typename T, typename Acc>
+__device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, Acc* __restrict__ C, int m, int n,
+                                     int k)
+{
+    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN, S = Cfg::STAGES;
+    constexpr int THREADS = Cfg::THREADS, MI = Cfg::MI, NI = Cfg::NI;
+    constexpr int V = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte vector
+    constexpr int A_LD = Cfg::template a_ld<T>(), B_LD = Cfg::template b_ld<T>();
+    constexpr int STAGE = Cfg::template stage_elems<T>();
+    constexpr int A_PER = BM * BK / THREADS;        // A elements each thread copies per slice
+    constexpr int B_PER = BK * BN / V / THREADS;    // B 16-byte chunks each thread copies per slice
+    static_assert(BM * BK % THREADS == 0 && (BK * BN / V) % THREADS == 0, "loads divide evenly");
+    using VecT = typename Vec<T>::type;
+
+    extern __shared__ __align__(16) unsigned char warptiled_smem[];
+    T* smem = reinterpret_cast<T*>(warptiled_smem);
+
+    const int tid = threadIdx.x;
+    int tm, tn;
+    block_tile(tm, tn);
+    const int bm = tm * BM, bn = tn * BN;
+
+    // ---- loader mapping ----
+    // A: a pass of all threads covers A_RPP rows x 8 k (lane % 8 -> k, so 8 lanes read one row's 32 bytes);
+    //    element i is row a_r0 + (i % A_RP) * A_RPP, k a_c0 + 8 * (i / A_RP).
+    // B: a pass covers B_RPP rows of BN / V 16-byte chunks; chunk i is row b_r0 + i * B_RPP.
+    constexpr int A_RPP = THREADS / 8, A_RP = BM / A_RPP;
+    constexpr int B_CPR = BN / V, B_RPP = THREADS / B_CPR;
+    static_assert(BM % A_RPP == 0 && A_PER == A_RP * (BK / 8), "A loader covers the slice");
+    static_assert(THREADS % B_CPR == 0 && B_PER * B_RPP == BK, "B loader covers the slice");
+    const int a_r0 = tid / 8, a_c0 = tid % 8;
+    const int b_r0 = tid / B_CPR, b_c0 = (tid % B_CPR) * V;
+    const int a_soff0 = a_c0 * A_LD + a_r0;          // + (i / A_RP) * 8 * A_LD + (i % A_RP) * A_RPP
+    const int b_soff0 = BK * A_LD + b_r0 * B_LD + b_c0;  // + i * B_RPP * B_LD
+    const bool b_vec = (n % V == 0) && aligned16(B);
+    // Fast path: the whole block tile is inside C and B rows allow 16-byte chunks; then only whole slices
+    // of k need no guard. Row offsets inside the block (< BM * k) fit an int.
+    const bool interior = (bm + BM <= m) && (bn + BN <= n) && b_vec;
+    const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0;  // advanced by BK per slice
+    const T* b_cur = B + static_cast<size_t>(interior ? b_r0 : 0) * n + bn + b_c0;  // advanced by BK * n
+    const int a_rstep = A_RPP * k, b_rstep = B_RPP * n;
+
+    // All of one slice's copies; `fast` (uniform) selects the unguarded path for whole interior slices.
+    auto load_slice = [&](int stage, int kt) {
+        T* st = smem + stage * STAGE;
+        const int k0 = kt * BK;
+        if (interior && k0 + BK <= k) {
+#pragma unroll
+            for (int i = 0; i < A_PER; ++i)
+                cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * 8 * A_LD + (i % A_RP) * A_RPP,
+                                    a_cur + (i % A_RP) * a_rstep + 8 * (i / A_RP), sizeof(T));
+#pragma unroll
+            for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * B_LD, b_cur + i * b_rstep, 16);
+        } else {
+            // Edge tile or ragged k: every element checked, out-of-range ones zero-filled.
+#pragma unroll
+            for (int i = 0; i < A_PER; ++i) {
+                const int r = bm + a_r0 + (i % A_RP) * A_RPP, c = k0 + a_c0 + 8 * (i / A_RP);
+                const bool ok = r < m && c < k;
+                cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * 8 * A_LD + (i % A_RP) * A_RPP,
+                                    ok ? A + static_cast<size_t>(r) * k + c : A, ok ? static_cast<int>(sizeof(T)) : 0);
+            }
+#pragma unroll
+            for (int i = 0; i < B_PER; ++i) {
+                const int r = k0 + b_r0 + i * B_RPP, c = bn + b_c0;
+                const int left = r < k ? n - c : 0;  // valid columns from c on
+                const T* src = B + static_cast<size_t>(r) * n + c;
+                T* dst = st + b_soff0 + i * B_RPP * B_LD;
+                if (b_vec) {
+                    const int valid = max(0, min(V, left));
+                    cp_async<16>(dst, valid > 0 ? src : B, valid * static_cast<int>(sizeof(T)));
+                } else {
+#pragma unroll
+                    for (int v = 0; v < V; ++v) {
+                        const bool ok = v < left;
+                        cp_async<sizeof(T)>(dst + v, ok ? src + v : B, ok ? static_cast<int>(sizeof(T)) : 0);
+                    }
+                }
+            }
+        }
+        a_cur += BK;
+        b_cur += static_cast<size_t>(BK) * n;
+    };
+
+    // ---- compute mapping ----
+    const int warp = tid / 32, lane = tid % 32;
+    const int warp_m = warp % Cfg::WARPS_M, warp_n = warp / Cfg::WARPS_M;
+    constexpr int RSTEP = 4 * Cfg::LANES_M, CSTEP = 4 * Cfg::LANES_N;  // row / column distance of a lane's chunks
+    const int lane_r = lane / Cfg::LANES_N, lane_c = lane % Cfg::LANES_N;
+    const int a_frag_off = warp_m * WM + lane_r * 4;              // + i*RSTEP, within an As row
+    const int b_frag_off = BK * A_LD + warp_n * WN + lane_c * 4;  // + j*CSTEP, within a Bs row
+
+    T fa[2][MI * 4], fb[2][NI * 4];
+    Acc acc[MI * 4][NI * 4];
+#pragma unroll
+    for (int i = 0; i < MI * 4; ++i)
+#pragma unroll
+        for (int j = 0; j < NI * 4; ++j) acc[i][j] = Acc(0);
+
+    auto load_frags = [&](int buf, const T* st, int kk) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int v = 0; v < 4; v += V)
+                Vec<T>::get(*reinterpret_cast<const VecT*>(st + kk * A_LD + a_frag_off + i * RSTEP + v), &fa[buf][i * 4 + v]);
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int v = 0; v < 4; v += V)
+                Vec<T>::get(*reinterpret_cast<const VecT*>(st + b_frag_off + kk * B_LD + j * CSTEP + v), &fb[buf][j * 4 + v]);
+    };
+
+    const int KT = (k + BK - 1) / BK;
+
+    // Prologue: slices 0 .. S-2 in flight; one commit group per slice (empty past the end) keeps the
+    // group count, and with it the wait_group arithmetic, the same on every path.
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+        if (s < KT) load_slice(s, s);
+        cp_async_commit();
+    }
+    cp_async_wait<S - 2>();
+    __syncthreads();
+
+    int read_stage = 0, write_stage = S - 1;
+    load_frags(0, smem, 0);
+
+    for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            if (kk == 0) {
+                // Refill the stage read during slice kt-1: every thread finished reading it before the
+                // barrier at the end of slice kt-1. One commit group per slice, empty past the end.
+                if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
+                cp_async_commit();
+                write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
+            }
+            if (kk == BK - 1) {
+                // Slice kt+1 must have landed (for every thread's copies) before its fragments are read.
+                cp_async_wait<S - 2>();
+                __syncthreads();
+                read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
+            }
+            // Fragments for the next step (the next slice's first step when kk is the last).
+            load_frags((kk + 1) % 2, smem + read_stage * STAGE, (kk + 1) % BK);
+
+            const int cur = kk % 2;
+#pragma unroll
+            for (int i = 0; i < MI * 4; ++i)
+#pragma unroll
+                for (int j = 0; j < NI * 4; ++j)
+                    acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+        }
+    }
+    cp_async_wait<0>();
+
+    // ---- epilogue: guarded stores, 16-byte vectors where the row allows ----
+    constexpr int VC = 16 / static_cast<int>(sizeof(Acc));
+    using VecC = typename Vec<Acc>::type;
+    const bool c_vec = (n % VC == 0) && aligned16(C);
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int row = bm + warp_m * WM + i * RSTEP + lane_r * 4 + r;
+            if (row >= m) continue;
+            Acc* c_row = C + static_cast<size_t>(row) * n;
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                const int col = bn + warp_n * WN + j * CSTEP + lane_c * 4;
+                if (c_vec && col + 4 <= n) {
+#pragma unroll
+                    for (int v = 0; v < 4; v += VC)
+                        *reinterpret_cast<VecC*>(c_row + col + v) = Vec<Acc>::make(&acc[i * 4 + r][j * 4 + v]);
+                } else {
+#pragma unroll
+                    for (int v = 0; v < 4; ++v)
+                        if (col + v < n) c_row[col + v] = acc[i * 4 + r][j * 4 + v];
+                }
+            }
+        }
+}
+
+}  // namespace warptiled
+
+// Pipeline entry point: the default configuration for T (THREADS = 256, MIN_BLOCKS = 1 for both dtypes;
+// dynamic shared memory warptiled::Default<T>::type::smem_bytes<T>(): 49664 B for float, 67584 B for double).
+template <typename T, typename Acc>
+__device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
+{
+    warptiled::gemm<typename warptiled::Default<T>::type, T, Acc>(A, B, C, m, n, k);
+}
