@@ -49,9 +49,15 @@ def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(_device=device)
     ok = ok.assign(_device=device[ok.index])
     keys = ["_device", "dtype", "m", "k", "n"]
-    cublas = ok[ok["method"] == "cublas"].set_index(keys)["gflops"]
     idx = pd.MultiIndex.from_frame(df[keys])
-    df["pct_of_cublas"] = 100 * df["gflops"].to_numpy() / cublas.reindex(idx).to_numpy()
+    # Burst over burst and sustained over sustained: a ratio never mixes the two protocols.
+    for rate, column in (("gflops", "pct_of_cublas"), ("sustained_gflops", "pct_of_cublas_sustained")):
+        if rate not in df:
+            df[column] = np.nan
+            continue
+        cublas = ok[ok["method"] == "cublas"].set_index(keys)[rate]
+        values = pd.to_numeric(df[rate], errors="coerce").to_numpy(dtype=float)
+        df[column] = 100 * values / pd.to_numeric(cublas.reindex(idx), errors="coerce").to_numpy(dtype=float)
     naive = ok[ok["method"] == "naive"]
     same_block = naive.set_index(keys + ["block"])["gflops"]
     best_block = naive.groupby(keys)["gflops"].max()

@@ -89,6 +89,9 @@ def gpu_state(handle, keys: tuple[str, ...] | None = None) -> dict:
         "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
         "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
         "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+        "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
+        # Millijoules since the driver loaded; differences over a window give its energy.
+        "energy_mj": lambda: float(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
     }
     state = {}
     for key, read in readers.items():

@@ -17,7 +17,11 @@ from .backends import CUBLAS, module_available
 from .device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
 from .measure import Measurement, sample
 from .registry import Method, Problem
-from .timing import StreamHold, l2_flusher, launches_per_sample, summarize_state
+from .timing import (Batch, StreamHold, at_full_clock, idle, l2_flusher, launches_per_sample, modes, select_burst,
+                     summarize_state, summarize_sustained, wait_until)
+
+SUSTAINED_BATCH_S = 0.05  # readings every ~50 ms of continuous load
+RECOVERY_BUDGET = 10  # at most this many full recovery waits per job
 from .verify import Verification, compare, poison_value, verify_on_host
 
 
@@ -28,6 +32,7 @@ class GpuRun:
     env: dict
     state: dict = field(default_factory=dict)
     launches_per_sample: int = 0  # back-to-back launches averaged into each timed sample (0: not timed)
+    rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
 
 
 def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType) -> Verification:
@@ -106,8 +111,10 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
     before = gpu_state(handle)
     verifications = [verified_run()]
     times = None
-    clocks: list[float] = []
+    clocks_before: list[float] = []
+    clocks_after: list[float] = []
     batch = 0
+    rates: dict = {}
     if verifications[0].passed:
         start, end = cuda.Event(), cuda.Event()
         flush = l2_flusher(cuda, env["l2_bytes"]) if measurement.cold else None
@@ -123,20 +130,73 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
             stream_hold.release()
             return start.time_till(end) / 1e3
 
+        def sm_clock() -> float:
+            return gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan) if handle else math.nan
+
+        top = before.get("sm_clock_max_mhz")
+        threshold = measurement.throttle_fraction * top if top else None
+        # Burst: start from an idle card, and after a throttled sample wait (bounded) for the clock to return.
+        settled = wait_until(lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), before.get("power_limit_w"),
+                                          measurement.settle_power_fraction), measurement.settle_max_s)
+        recovery = {"waited_s": 0.0}
+
+        def recover() -> None:
+            # Bounded per wait and per job (RECOVERY_BUDGET waits' worth), so a card that never recovers costs
+            # seconds, not minutes; the burst selection then says how few samples ran at full clock.
+            if recovery["waited_s"] >= RECOVERY_BUDGET * measurement.recovery_max_s:
+                return
+            if clocks_after and not at_full_clock(clocks_after[-1], threshold):
+                waited = wait_until(lambda: at_full_clock(sm_clock(), threshold), measurement.recovery_max_s, 0.01)
+                recovery["waited_s"] += waited.waited_s
+
         # A sample is a batch of launches long enough for the events' resolution, divided by its size. Cold
         # mode flushes L2 before every sample, so it times one launch at a time.
         policy = measurement.stopping
         batch = 1 if measurement.cold else launches_per_sample(elapsed(1), policy.min_launches_per_sample)
 
         def time_once() -> float:
+            recover()
+            clocks_before.append(sm_clock())
             seconds = elapsed(batch) / batch
-            if handle is not None:
-                clocks.append(gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan))
+            clocks_after.append(sm_clock())
             return seconds
 
-        times = sample(time_once, policy, before_each=flush, launches=batch)
-        # Warm-up samples also appended a clock reading; keep those of the timed samples only.
-        clocks = clocks[-len(times):] if clocks else []
+        def before_each() -> None:
+            if flush:
+                flush()
+
+        times = sample(time_once, policy, before_each=before_each, launches=batch)
+        # Warm-up samples also read the clock; keep the readings of the timed samples only.
+        clocks_before, clocks_after = clocks_before[-len(times):], clocks_after[-len(times):]
+        burst = select_burst(times, clocks_before if handle else [], clocks_after, threshold, policy.min_reps)
+        rates["burst"] = {**burst.as_dict(), "settle_s": settled.waited_s, "settled": settled.reached,
+                          "recovery_s": recovery["waited_s"]}
+        found = modes(times)
+        rates["burst"]["modes_s"] = [mode["median_s"] for mode in found]
+        rates["burst"]["mode_shares"] = [mode["share"] for mode in found]
+        if m * k * n >= measurement.sustained_min_size ** 3:
+            rates["sustained"] = sustained(launch, elapsed(1), 2 * m * k * n, measurement.sustained_s, handle,
+                                           cuda, start, end)
         verifications.append(verified_run())  # the kernel must still be right after being timed
-    state = summarize_state(before, gpu_state(handle), clocks, measurement.throttle_fraction)
-    return GpuRun(times, verifications, env, state, batch)
+    state = summarize_state(before, gpu_state(handle), clocks_after, measurement.throttle_fraction)
+    return GpuRun(times, verifications, env, state, batch, rates)
+
+
+def sustained(launch, one_launch_s: float, flops_per_launch: int, window_s: float, handle, cuda, start, end) -> dict:
+    """Back-to-back launches for window_s seconds, in batches of about 50 ms with readings after each; the rate,
+    clock, power and energy of the second half are the sustained state at the power limit."""
+    per_batch = max(1, min(4096, math.ceil(SUSTAINED_BATCH_S / max(one_launch_s, 1e-9))))
+    energy_before = gpu_state(handle, ("energy_mj",)).get("energy_mj")
+    batches, total = [], 0.0
+    while total < window_s:
+        start.record()
+        for _ in range(per_batch):
+            launch()
+        end.record()
+        end.synchronize()
+        seconds = start.time_till(end) / 1e3
+        total += seconds
+        reading = gpu_state(handle, ("sm_clock_mhz", "power_w", "energy_mj"))
+        batches.append(Batch(per_batch, seconds, reading.get("sm_clock_mhz", math.nan),
+                             reading.get("power_w", math.nan), reading.get("energy_mj", math.nan)))
+    return summarize_sustained(batches, flops_per_launch, window_s, energy_before)

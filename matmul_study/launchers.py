@@ -109,6 +109,26 @@ class PitchedOperand:
             self.copy(aligned=False)
 
 
+class TransposedOperand(PitchedOperand):
+    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored; rebuilt by CuPy on every launch, so
+    the transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
+
+    def __init__(self, source, rows: int, cols: int, itemsize: int, storage: str):
+        import cupy
+
+        self.rows, self.cols, self.itemsize = cols, rows, itemsize
+        self.pitch = pitch_elements(rows, itemsize)
+        self.copy = None
+        self._source = cupy.asarray(source).view(storage).reshape(rows, cols)
+        self._buffer = cupy.zeros((cols, self.pitch), dtype=storage)
+        self.pointer = int(self._buffer.data.ptr)
+
+    def refresh(self) -> None:
+        import cupy
+
+        cupy.copyto(self._buffer[:, : self.rows], self._source.T)
+
+
 def encode_tensor_map(spec, operand: PitchedOperand, storage: str):
     from cuda.bindings import driver as cu
 
@@ -166,14 +186,20 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
         fits = checked(cu.cuOccupancyMaxActiveClusters(func, launch_config(launch)))
         launch = launch.resized(min(launch.grid[0], max(1, int(fits)) * launch.cluster[0]))
     item = p.dtype.itemsize
-    operands = {"A": PitchedOperand(buffers.a, p.m, p.k, item), "B": PitchedOperand(buffers.b, p.k, p.n, item)}
+    needed = {spec.operand for spec in method.tensor_maps}
+    operands = {"A": PitchedOperand(buffers.a, p.m, p.k, item)}
+    if "B" in needed:
+        operands["B"] = PitchedOperand(buffers.b, p.k, p.n, item)
+    if "BT" in needed:
+        operands["BT"] = TransposedOperand(buffers.b, p.k, p.n, item, p.dtype.storage)
     maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.storage)
             for spec in method.tensor_maps}
+    first, second = (spec.operand for spec in method.tensor_maps)
     config = launch_config(launch)
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
-    params = (ctypes.c_void_p * 6)(maps["A"].getPtr(), maps["B"].getPtr(), *(ctypes.addressof(s) for s in scalars))
+    params = (ctypes.c_void_p * 6)(maps[first].getPtr(), maps[second].getPtr(), *(ctypes.addressof(s) for s in scalars))
 
     def launch_once():
         for operand in operands.values():

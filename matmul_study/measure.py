@@ -35,6 +35,14 @@ class Measurement:
     full_verify_max_flops: int = 1 << 30
     sample_rows: int = 64
     throttle_fraction: float = 0.9
+    # Burst: before a GPU job wait (at most settle_max_s) until the card draws at most this fraction of its
+    # power limit; after a throttled sample wait (at most recovery_max_s) for the clock to come back.
+    settle_power_fraction: float = 0.3
+    settle_max_s: float = 5.0
+    recovery_max_s: float = 0.5
+    # Sustained: a continuous window of this many seconds, for jobs of at least sustained_min_size^3 multiply-adds.
+    sustained_s: float = 2.0
+    sustained_min_size: int = 2048
 
     @classmethod
     def from_config(cls, section: dict) -> "Measurement":

@@ -51,9 +51,11 @@ class Launch:
 class TensorMap:
     """A TMA tensor map over one row-major operand, built on the host and passed to the kernel by value.
 
-    A is m x k and B is k x n; the box is the tile one copy brings into shared memory, and `swizzle` (0, 32,
-    64 or 128 bytes) must match how the kernel's shared-memory descriptors read it. Elements past the matrix
-    come back zero."""
+    A is m x k and B is k x n; "BT" is B transposed (n x k), for kernels whose tensor-core instruction needs
+    both operands K-major (wgmma in tf32): the launcher transposes B into it on every launch, inside the
+    timed region. The box is the tile one copy brings into shared memory, and `swizzle` (0, 32, 64 or 128
+    bytes) must match how the kernel's shared-memory descriptors read it. Elements past the matrix come back
+    zero."""
     operand: str
     box_rows: int
     box_cols: int

@@ -438,6 +438,58 @@ def _methods(results: pd.DataFrame) -> Markup:
     return Markup(html)
 
 
+def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
+    """How the headline (burst) rate, the sustained rate and the energy were measured, what the waits cost, and
+    the jobs the burst rule or a bimodal kernel leaves without a plain median."""
+    if "burst_samples_total" not in results:
+        return None
+    meas = (config or {}).get("measurement") or {}
+    gpu = results[device_kind(results) == "gpu"]
+    settle_s, recovery_s = _num(gpu, "burst_settle_s").sum(), _num(gpu, "burst_recovery_s").sum()
+    job_s = _num(results, "overhead_job_s").sum()
+    html = (
+        "<p>Every GPU job's headline rate (the GFLOP/s, % of cuBLAS and % of peak in the tables and figures) is its "
+        "<b>burst</b> rate: the job starts once the card draws at most "
+        f"{escape(str(meas.get('settle_power_fraction', '?')))} of its power limit (a wait of at most "
+        f"{escape(str(meas.get('settle_max_s', '?')))} s), and only samples whose SM clock, read before and after, "
+        f"stayed at or above {escape(str(meas.get('throttle_fraction', '?')))} of its maximum count; after a "
+        f"throttled sample the job waits up to {escape(str(meas.get('recovery_max_s', '?')))} s for the clock to "
+        "return. The <b>sustained</b> rate is the second half of a continuous window of "
+        f"{escape(str(meas.get('sustained_s', '?')))} s of back-to-back launches (jobs of at least "
+        f"{escape(str(meas.get('sustained_min_size', '?')))}³ multiply-adds), where the power limiter has settled; "
+        "its clock, power and <b>energy</b> (NVML's total-energy counter, as GFLOP per joule) are recorded. "
+        "Ratios compare burst with burst and sustained with sustained, never one with the other. Clocks and power "
+        "limits are never changed: the study only waits.</p>")
+    if job_s > 0:
+        html += (f"<p>Waiting cost {settle_s:.0f} s of settling and {recovery_s:.0f} s of clock recovery, "
+                 f"{(settle_s + recovery_s) / job_s:.0%} of the {job_s:.0f} s the jobs took.</p>")
+    no_burst = gpu[(gpu["status"] == "passed") & _num(gpu, "gflops").isna()] if "status" in gpu else gpu.iloc[0:0]
+    if not no_burst.empty:
+        table = _job_keys(results, no_burst).assign(why=no_burst.get("burst_note", ""))
+        html += "<p>Verified jobs without a burst rate:</p>" + _html_table(table)
+    sustained = gpu[_num(gpu, "sustained_gflops").notna()]
+    if not sustained.empty:
+        burst, sus = _num(sustained, "gflops"), _num(sustained, "sustained_gflops")
+        table = _job_keys(results, sustained).assign(**{
+            "burst GFLOP/s": burst, "sustained GFLOP/s": sus, "sustained / burst": sus / burst,
+            "% of cuBLAS (burst)": _num(sustained, "pct_of_cublas"),
+            "% of cuBLAS (sustained)": _num(sustained, "pct_of_cublas_sustained"),
+            "settled SM clock (MHz)": _num(sustained, "sustained_sm_clock_mhz"),
+            "power (W)": _num(sustained, "sustained_power_w"),
+            "GFLOP/J": _num(sustained, "sustained_gflop_per_j")})
+        html += "<p>Sustained rate, clock, power and energy per job:</p>" + _html_table(table)
+    if "burst_modes_s" in gpu:
+        bimodal = gpu[gpu["burst_modes_s"].astype(str).str.contains(";")]
+        if not bimodal.empty:
+            table = _job_keys(results, bimodal).assign(**{
+                "modes (ms per launch)": [" and ".join(f"{float(x) * 1e3:.4g}" for x in str(v).split(";"))
+                                          for v in bimodal["burst_modes_s"]],
+                "shares": [" / ".join(f"{float(x):.0%}" for x in str(v).split(";")) for v in bimodal["burst_mode_shares"]]})
+            html += "<p>Jobs whose samples fall into two modes (both are reported; the median may sit on either):</p>"
+            html += _html_table(table)
+    return Markup(html)
+
+
 def render_report(
     results: pd.DataFrame,
     tables: dict[str, pd.DataFrame],
@@ -466,7 +518,11 @@ def render_report(
     )
     results = results.reset_index(drop=True)  # merged result sets may repeat index labels
     failed = results[results["status"] != "passed"] if "status" in results else results.iloc[0:0]
-    sections = [("About the methods", _methods(results)), *(extra_sections or [])]
+    sections = [("About the methods", _methods(results))]
+    rates = _rates(results, config)
+    if rates is not None:
+        sections.append(("Burst, sustained and energy", rates))
+    sections += list(extra_sections or [])
     extra = [
         {"id": f"extra-{i}", "title": str(title), "html": Markup(fragment)}
         for i, (title, fragment) in enumerate(sections, start=1)

@@ -1,9 +1,12 @@
 """Timing helpers for GPU jobs: the stream hold that queues a batch before it runs, the batch size, the L2 flush
-of cold mode, and the per-sample clock summary."""
+of cold mode, the per-sample clock summary, and the logic of burst and sustained rates (settle before the job,
+keep full-clock samples, summarize a continuous window, energy from NVML's counter)."""
 
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -78,3 +81,129 @@ def l2_flusher(cuda, l2_bytes: int) -> Callable[[], None]:
         cuda.memset_d32(buf, 0, words)
 
     return flush
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Burst and sustained rates (pure logic; the GPU side feeds it readings)
+
+
+@dataclass(frozen=True)
+class Wait:
+    waited_s: float
+    reached: bool  # False: the bounded wait ran out first
+
+
+def wait_until(ready: Callable[[], bool], max_wait_s: float, poll_s: float = 0.05,
+               sleep: Callable[[float], None] = time.sleep, now: Callable[[], float] = time.perf_counter) -> Wait:
+    """Poll `ready` until it holds or max_wait_s has passed. Nothing is changed on the card; this only waits."""
+    start = now()
+    while not ready():
+        if now() - start >= max_wait_s:
+            return Wait(now() - start, False)
+        sleep(poll_s)
+    return Wait(now() - start, True)
+
+
+def idle(power_w: float | None, power_limit_w: float | None, fraction: float) -> bool:
+    """The settle rule: the card draws at most `fraction` of its power limit, so the power limiter has no load
+    to remember and the SM clock is back at its top. Without readings (no NVML) there is nothing to wait for."""
+    return power_w is None or power_limit_w is None or power_w <= fraction * power_limit_w
+
+
+def at_full_clock(clock_mhz: float | None, threshold_mhz: float | None) -> bool:
+    return clock_mhz is None or threshold_mhz is None or math.isnan(clock_mhz) or clock_mhz >= threshold_mhz
+
+
+@dataclass(frozen=True)
+class Burst:
+    """The rate at full clock: only samples whose SM clock was at or above the threshold before and after."""
+    median_s: float | None
+    kept: int
+    total: int
+    threshold_mhz: float | None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {"median_s": self.median_s, "samples_kept": self.kept, "samples_total": self.total,
+                "threshold_mhz": self.threshold_mhz, "note": self.note}
+
+
+def select_burst(times: list[float], clocks_before: list[float], clocks_after: list[float],
+                 threshold_mhz: float | None, min_kept: int) -> Burst:
+    """Keep the samples that ran at full clock (nvbench skips those below its throttle threshold). Without clock
+    readings every sample counts, and the note says the clock was not read."""
+    if threshold_mhz is None or not clocks_before:
+        med = float(np.median(times)) if times else None
+        return Burst(med, len(times), len(times), None, "SM clock not readable (no NVML): every sample kept")
+    kept = [t for t, b, a in zip(times, clocks_before, clocks_after)
+            if not math.isnan(b) and not math.isnan(a) and min(b, a) >= threshold_mhz]
+    if len(kept) < min_kept:
+        return Burst(None, len(kept), len(times), threshold_mhz,
+                     f"only {len(kept)} of {len(times)} samples ran at or above {threshold_mhz:.0f} MHz "
+                     f"(fewer than {min_kept}): no burst rate")
+    return Burst(float(np.median(kept)), len(kept), len(times), threshold_mhz)
+
+
+def modes(times: list[float], min_gap: float = 0.03, min_share: float = 0.2) -> list[dict]:
+    """One mode, or two where the sorted times split at a gap wider than min_gap (relative) with at least
+    min_share of the samples on each side: a bimodal kernel reports both instead of a median that jumps."""
+    t = np.sort(np.asarray(times, dtype=float))
+    if t.size < 4:
+        return [{"median_s": float(np.median(t)), "share": 1.0}] if t.size else []
+    gaps = np.diff(t) / t[:-1]
+    cut = int(np.argmax(gaps))
+    low, high = t[: cut + 1], t[cut + 1:]
+    if gaps[cut] > min_gap and min(low.size, high.size) >= min_share * t.size:
+        return [{"median_s": float(np.median(part)), "share": part.size / t.size} for part in (low, high)]
+    return [{"median_s": float(np.median(t)), "share": 1.0}]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of a sustained window: its launches, their seconds, and the readings taken right after it."""
+    launches: int
+    seconds: float
+    sm_clock_mhz: float
+    power_w: float
+    energy_mj: float  # NVML's total-energy counter after the batch (millijoules since the driver loaded)
+
+
+def summarize_sustained(batches: list[Batch], flops_per_launch: int, window_s: float,
+                        energy_before_mj: float | None) -> dict:
+    """Rate, clock, power and energy over the second half of a continuous window (the first half is the climb
+    to the power limit). Energy is the counter's rise over those batches."""
+    elapsed, settled = 0.0, []
+    previous_energy = energy_before_mj
+    first_energy = None
+    for batch in batches:
+        if elapsed >= window_s / 2:
+            if first_energy is None:
+                first_energy = previous_energy
+            settled.append(batch)
+        elapsed += batch.seconds
+        previous_energy = batch.energy_mj
+    if not settled:
+        settled, first_energy = batches[-1:], (batches[-2].energy_mj if len(batches) > 1 else energy_before_mj)
+    launches = sum(b.launches for b in settled)
+    seconds = sum(b.seconds for b in settled)
+    out = {"window_s": elapsed, "measured_s": seconds, "launches": launches,
+           "gflops": flops_per_launch * launches / seconds / 1e9 if seconds > 0 else None,
+           "sm_clock_mhz": _median([b.sm_clock_mhz for b in settled]),
+           "power_w": _median([b.power_w for b in settled])}
+    out.update(energy(first_energy, settled[-1].energy_mj, launches, flops_per_launch))
+    return out
+
+
+def energy(before_mj: float | None, after_mj: float | None, launches: int, flops_per_launch: int) -> dict:
+    """Joules per launch and GFLOP per joule from two readings of NVML's total-energy counter (millijoules)."""
+    if before_mj is None or after_mj is None or math.isnan(before_mj) or math.isnan(after_mj) or launches <= 0:
+        return {"energy_j_per_launch": None, "gflop_per_j": None}
+    joules = (after_mj - before_mj) / 1e3
+    if joules <= 0:  # the counter did not tick over the window: too short to say
+        return {"energy_j_per_launch": None, "gflop_per_j": None}
+    return {"energy_j_per_launch": joules / launches, "gflop_per_j": flops_per_launch * launches / joules / 1e9}
+
+
+def _median(values: list[float]) -> float | None:
+    known = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.median(known)) if known else None

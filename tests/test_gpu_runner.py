@@ -149,3 +149,23 @@ def test_long_launches_are_still_averaged_over_the_minimum_per_sample(cubins, ma
     timing = rec["timing"]
     assert rec["status"] == "passed" and timing["launches_per_sample"] == 3
     assert timing["total_s"] == pytest.approx(3 * sum(timing["times_s"]))
+
+
+def test_a_large_job_records_burst_sustained_and_energy(arch, make_config, tmp_path):
+    pytest.importorskip("cupy")
+    meas = {**FAST, "sustained_s": 1.0, "sustained_min_size": 2048}
+    rec = run_job(Job("cublas", "float32", 0, 2048, 2048, 2048), make_config(measurement=meas),
+                  str(tmp_path / "r.json"))
+    burst, sustained = rec["burst"], rec["sustained"]
+    assert rec["status"] == "passed" and rec["rate"] == "burst"
+    assert burst["samples_kept"] <= burst["samples_total"] and burst["settle_s"] >= 0
+    if burst["gflops"] is not None:
+        assert rec["gflops"] == burst["gflops"] and burst["samples_kept"] >= FAST["min_reps"]
+    else:
+        assert rec["gflops"] is None and "no burst rate" in burst["note"]
+    assert sustained["window_s"] >= 1.0 and sustained["measured_s"] > 0 and sustained["gflops"] > 0
+    assert sustained["sm_clock_mhz"] > 0 and sustained["power_w"] > 0
+    assert sustained["gflop_per_j"] is None or sustained["gflop_per_j"] > 0
+    small = run_job(Job("cublas", "float32", 0, 256, 256, 256), make_config(measurement=meas),
+                    str(tmp_path / "s.json"))
+    assert small["sustained"] == {}  # below sustained_min_size: no window

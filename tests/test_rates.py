@@ -1,0 +1,124 @@
+"""Burst and sustained rates without a GPU: sample selection, settle and recovery waits, modes, energy."""
+
+import math
+
+import pytest
+
+from matmul_study.timing import (Batch, at_full_clock, energy, idle, modes, select_burst, summarize_sustained,
+                                 wait_until)
+
+
+class FakeClock:
+    """A clock that only moves when the code under test sleeps."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def now(self):
+        return self.t
+
+    def sleep(self, seconds):
+        self.t += seconds
+
+
+def test_burst_keeps_only_samples_at_full_clock_before_and_after():
+    times = [1.0, 2.0, 1.1, 1.2, 5.0, 1.05]
+    before = [1980, 1980, 1980, 1500, 1980, 1980]
+    after = [1980, 1400, 1980, 1980, 1980, 1980]
+    burst = select_burst(times, before, after, threshold_mhz=1782, min_kept=3)
+    # Samples 2 (slow end) and 4 (slow start) are dropped; the median of 1.0, 1.1, 5.0, 1.05.
+    assert (burst.kept, burst.total) == (4, 6)
+    assert burst.median_s == pytest.approx((1.05 + 1.1) / 2)
+    assert burst.note == ""
+
+
+def test_too_few_full_clock_samples_give_no_burst_rate_and_say_so():
+    burst = select_burst([1.0, 1.0, 1.0], [1980, 1200, 1200], [1980, 1200, 1200], 1782, min_kept=2)
+    assert burst.median_s is None and burst.kept == 1
+    assert "only 1 of 3 samples" in burst.note and "1782 MHz" in burst.note
+
+
+def test_unreadable_clocks_keep_every_sample_and_say_so():
+    burst = select_burst([3.0, 1.0, 2.0], [], [], None, min_kept=2)
+    assert burst.median_s == 2.0 and burst.kept == 3 and "not readable" in burst.note
+
+
+def test_an_unreadable_clock_reading_disqualifies_its_sample():
+    burst = select_burst([1.0, 9.0], [1980, math.nan], [1980, 1980], 1782, min_kept=1)
+    assert burst.median_s == 1.0 and burst.kept == 1
+
+
+def test_settle_waits_until_idle_and_reports_the_wait():
+    fake = FakeClock()
+    powers = iter([650.0, 400.0, 150.0, 90.0])
+    wait = wait_until(lambda: idle(next(powers), 700.0, 0.3), max_wait_s=5, poll_s=0.1, sleep=fake.sleep, now=fake.now)
+    assert wait.reached and wait.waited_s == pytest.approx(0.2)  # two polls above 210 W, then 150 W
+
+
+def test_settle_gives_up_at_its_bound():
+    fake = FakeClock()
+    wait = wait_until(lambda: idle(690.0, 700.0, 0.3), max_wait_s=1.0, poll_s=0.25, sleep=fake.sleep, now=fake.now)
+    assert not wait.reached and wait.waited_s == pytest.approx(1.0)
+
+
+def test_without_readings_there_is_nothing_to_wait_for():
+    assert idle(None, 700.0, 0.3) and idle(500.0, None, 0.3)
+    assert at_full_clock(None, 1782) and at_full_clock(1500, None) and not at_full_clock(1500, 1782)
+
+
+def test_a_bimodal_kernel_reports_both_modes():
+    times = [281.0] * 6 + [298.0] * 4
+    found = modes(times)
+    assert [round(m["median_s"]) for m in found] == [281, 298]
+    assert [m["share"] for m in found] == [0.6, 0.4]
+
+
+def test_noise_is_one_mode():
+    assert len(modes([1.00, 1.01, 0.99, 1.02, 1.00, 0.995])) == 1
+    # A lone outlier is not a mode: fewer than a fifth of the samples on one side.
+    assert len(modes([1.0] * 9 + [1.5])) == 1
+
+
+def test_energy_arithmetic():
+    # 4 launches of 1e12 FLOP over a counter rise of 8000 mJ: 2 J per launch, 500 GFLOP/J.
+    out = energy(10_000.0, 18_000.0, 4, 10**12)
+    assert out == {"energy_j_per_launch": pytest.approx(2.0), "gflop_per_j": pytest.approx(500.0)}
+    assert energy(5.0, 5.0, 4, 10**12)["gflop_per_j"] is None  # counter did not tick
+    assert energy(None, 5.0, 4, 10**12)["gflop_per_j"] is None
+
+
+def test_sustained_uses_the_second_half_of_the_window():
+    # Four 0.5 s batches of 10 launches; the clock falls as the card reaches its power limit.
+    batches = [Batch(10, 0.5, 1980, 600, 1000 + 300_000 * (i + 1)) for i in range(2)]
+    batches += [Batch(10, 0.5, 1500, 700, 1000 + 600_000 + 350_000 * (i + 1)) for i in range(2)]
+    out = summarize_sustained(batches, flops_per_launch=10**12, window_s=2.0, energy_before_mj=1000)
+    assert out["launches"] == 20 and out["measured_s"] == pytest.approx(1.0)
+    assert out["gflops"] == pytest.approx(20 * 1e12 / 1.0 / 1e9)
+    assert out["sm_clock_mhz"] == 1500 and out["power_w"] == 700
+    assert out["energy_j_per_launch"] == pytest.approx(700.0 / 20)  # 700 J over the last two batches
+
+
+def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_out():
+    import pandas as pd
+
+    from matmul_study.report import _rates
+
+    results = pd.DataFrame({
+        "label": ["cublas", "wgmma_warp_specialized", "naive b16"], "dtype": ["float16", "float16", "float64"],
+        "shape": ["4096x4096x4096"] * 2 + ["8192x8192x8192"], "status": ["passed"] * 3,
+        "env_device_kind": ["gpu"] * 3, "env_device_name": ["NVIDIA H200"] * 3,
+        "gflops": [700e3, 710e3, float("nan")], "burst_samples_total": [20, 20, 12],
+        "burst_note": ["", "", "only 1 of 12 samples ran at or above 1782 MHz (fewer than 5): no burst rate"],
+        "burst_settle_s": [1.0, 0.5, 0.0], "burst_recovery_s": [0.2, 0.0, 5.0], "overhead_job_s": [20, 20, 60],
+        "sustained_gflops": [640e3, 650e3, float("nan")], "pct_of_cublas": [100, 101.4, float("nan")],
+        "pct_of_cublas_sustained": [100, 101.6, float("nan")], "sustained_sm_clock_mhz": [1500, 1510, None],
+        "sustained_power_w": [690, 695, None], "sustained_gflop_per_j": [930, 940, None],
+        "burst_modes_s": ["0.0002", "0.0002", "0.281;0.298"], "burst_mode_shares": ["1", "1", "0.6;0.4"],
+    })
+    html = str(_rates(results, {"measurement": {"settle_power_fraction": 0.3, "throttle_fraction": 0.9,
+                                                "sustained_s": 2}}))
+    assert "burst" in html and "sustained" in html and "GFLOP per joule" in html
+    assert "0.3 of its power limit" in html and "0.9 of its maximum" in html
+    assert "no burst rate" in html  # the naive job is listed with its reason
+    assert "281 and 298" in html and "60% / 40%" in html  # its two modes
+    assert "2 s of settling and 5 s of clock recovery, 7% of the 100 s" in html
