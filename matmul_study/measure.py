@@ -43,6 +43,8 @@ class Measurement:
     # Sustained: a continuous window of this many seconds, for jobs of at least sustained_min_size^3 multiply-adds.
     sustained_s: float = 2.0
     sustained_min_size: int = 2048
+    # CPU jobs time in this many fresh processes (BLAS rates move from process to process on a shared host).
+    cpu_processes: int = 3
 
     @classmethod
     def from_config(cls, section: dict) -> "Measurement":

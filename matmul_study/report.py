@@ -442,7 +442,7 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
     """How the headline (burst) rate, the sustained rate and the energy were measured, what the waits cost, and
     the jobs the burst rule or a bimodal kernel leaves without a plain median."""
     if "burst_samples_total" not in results:
-        return None
+        return _cpu_processes(results)
     meas = (config or {}).get("measurement") or {}
     gpu = results[device_kind(results) == "gpu"]
     settle_s, recovery_s = _num(gpu, "burst_settle_s").sum(), _num(gpu, "burst_recovery_s").sum()
@@ -487,7 +487,19 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
                 "shares": [" / ".join(f"{float(x):.0%}" for x in str(v).split(";")) for v in bimodal["burst_mode_shares"]]})
             html += "<p>Jobs whose samples fall into two modes (both are reported; the median may sit on either):</p>"
             html += _html_table(table)
-    return Markup(html)
+    return Markup(html + (_cpu_processes(results) or ""))
+
+
+def _cpu_processes(results: pd.DataFrame) -> Markup | None:
+    """The CPU line's reproducibility within the run: how far apart its fresh processes landed."""
+    spread = _num(results, "cpu_spread").dropna()
+    if spread.empty:
+        return None
+    processes = _num(results, "cpu_processes").dropna()
+    return Markup(
+        f"<p>CPU (numpy) jobs time in {processes.max():.0f} fresh processes each and report the median of their "
+        f"medians. The spread between a job's processes was {spread.median():.1%} at the median and "
+        f"{spread.max():.1%} at worst: the CPU line reproduces to about that, not to the GPU's few percent.</p>")
 
 
 def render_report(

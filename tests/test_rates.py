@@ -122,3 +122,14 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
     assert "no burst rate" in html  # the naive job is listed with its reason
     assert "281 and 298" in html and "60% / 40%" in html  # its two modes
     assert "2 s of settling and 5 s of clock recovery, 7% of the 100 s" in html
+
+
+def test_the_report_states_how_far_apart_the_cpu_processes_landed():
+    import pandas as pd
+
+    from matmul_study.report import _rates
+
+    results = pd.DataFrame({"label": ["numpy"] * 2, "dtype": ["float32", "float64"], "shape": ["64x64x64"] * 2,
+                            "cpu_processes": [3, 3], "cpu_spread": [0.10, 0.90]})
+    html = str(_rates(results, {}))
+    assert "3 fresh processes" in html and "50.0% at the median" in html and "90.0% at worst" in html

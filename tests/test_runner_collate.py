@@ -20,10 +20,13 @@ def test_numpy_job_writes_a_complete_verified_result(make_config, tmp_path):
     on_disk = json.loads(out.read_text())
     assert on_disk["status"] == "passed" and rec["status"] == "passed"
     assert (on_disk["m"], on_disk["k"], on_disk["n"]) == (17, 33, 65)
-    t = on_disk["timing"]
-    assert 3 <= t["reps"] <= 5 and len(t["times_s"]) == t["reps"]
+    t, cpu = on_disk["timing"], on_disk["cpu"]
+    # Timed in 3 fresh processes (the default), each stopping between min_reps and max_reps.
+    assert cpu["processes"] == 3 and len(cpu["medians_s"]) == 3
+    assert 3 * 3 <= t["reps"] <= 3 * 5 and len(t["times_s"]) == t["reps"]
     assert t["min_s"] <= t["median_s"] <= t["max_s"] and t["iqr_s"] >= 0
-    assert on_disk["gflops"] == pytest.approx(2 * 17 * 33 * 65 / t["median_s"] / 1e9)
+    assert on_disk["gflops"] == pytest.approx(2 * 17 * 33 * 65 / np.median(cpu["medians_s"]) / 1e9)
+    assert cpu["spread"] == pytest.approx((max(cpu["medians_s"]) - min(cpu["medians_s"])) / np.median(cpu["medians_s"]))
     v = on_disk["verification"]
     assert v["passed"] and v["scope"] == "full" and v["tolerance"] == 1e-4 and v["rel_fro_error"] < 1e-5
     env = on_disk["env"]
