@@ -4,7 +4,7 @@
 // m16n8k4 / m16n8k8 / m16n8k16 .f64 on sm_90 (MMA_K = 4, 8, 16), and on sm_80 the same tile computed as
 // m8n8k4 pairs (the only f64 shape there), so the file compiles and runs on both.
 //
-// Hierarchy (default: 128 x 128 block tile, BK = 16, 8 warps of 64 x 32, 4 stages, m16n8k8):
+// Hierarchy (default: 128 x 128 block tile, BK = 16, 8 warps of 64 x 32, 4 stages, m16n8k4):
 //   block  BM x BN of C; STAGES slices of BK are in flight in shared memory, filled by cp.async in 16-byte
 //          chunks (two doubles), so the slice kt + STAGES - 1 is fetched while slice kt is multiplied.
 //   warp   WM x WN: MT = WM/16 by NT = WN/8 mma tiles, 64 x 32 -> 16 accumulator tiles of 16 x 8, 64

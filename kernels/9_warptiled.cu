@@ -1,21 +1,22 @@
 // Kernel 9: warp-tiled SIMT GEMM with a multi-stage cp.async pipeline (float32, float64; plain FMA, no
 // tensor cores).
 //
-// Hierarchy (default float32 config: 128 x 256 block tile, BK = 8, 8 warps of 64 x 64, 4 stages):
+// Hierarchy (default float32 config: 128 x 256 block tile, BK = 16, 3 stages, 8 warps of 64 x 64, lanes 4 x 8):
 //   block  BM x BN of C, stepping through k in slices of BK; STAGES slices are in flight in shared memory,
 //          filled by cp.async (global -> shared without passing through registers), so the loads for slice
 //          t + STAGES - 1 are issued while slice t is multiplied.
-//   warp   WM x WN of the block tile. Its 32 lanes form an 8 x 4 grid; each lane owns MI x NI chunks of
-//          4 x 4 elements: rows  i*32 + lane_r*4 + (0..3), i < MI = WM/32,
-//                          cols  j*16 + lane_c*4 + (0..3), j < NI = WN/16.
-//          Float32 64 x 64: 8 x 16 accumulators per thread, and per k step 2 + 4 LDS.128 feed 128 FFMAs.
+//   warp   WM x WN of the block tile. Its 32 lanes form a LANES_M x LANES_N grid; each lane owns MI x NI
+//          chunks of 4 x 4 elements: rows  i*4*LANES_M + lane_r*4 + (0..3), i < MI = WM / (4*LANES_M),
+//                                    cols  j*4*LANES_N + lane_c*4 + (0..3), j < NI = WN / (4*LANES_N).
+//          Float32 default, 64 x 64 with 4 x 8 lanes: 16 x 8 accumulators per thread, and per k step
+//          4 + 2 LDS.128 feed 128 FFMAs. (8 x 4 lanes, 8 x 16 per thread, ran 3 % slower on the H200.)
 //   thread register fragments of A and B are double-buffered: step kk+1's are read from shared memory
 //          while step kk's outer product is computed.
 // A is stored transposed in shared memory (k-major, As[kk][row]) so that a thread's 4 consecutive rows are
 // one 16-byte load, like B's 4 consecutive columns. cp.async cannot transpose 16-byte chunks, so each A
 // element is copied on its own (4 or 8 bytes); consecutive lanes take consecutive k of one row, so a warp
-// still reads whole 32-byte sectors, and the row padding (one 16-byte vector) keeps these scattered
-// shared-memory writes free of bank conflicts. B is copied in 16-byte chunks when n and the pointer allow,
+// still reads whole 32-byte sectors, and the row padding (one 16-byte vector) spreads a warp's scattered
+// shared-memory writes (8 k x 4 rows) over distinct banks. B is copied in 16-byte chunks when n and the pointer allow,
 // element by element otherwise. Out-of-range elements are zero-filled by cp.async (source size 0), so any
 // m, n, k works; stores of C are guarded.
 // Blocks are visited in groups of 8 block-rows (a swizzle computed from blockIdx) so that concurrently
@@ -27,7 +28,8 @@
 namespace warptiled {
 
 // ---- tile configuration -------------------------------------------------------------------------------
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_ = 1, int LANES_M_ = 8>
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_ = 1, int LANES_M_ = 8,
+          int ORDER_ = 0>
 struct Config {
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
@@ -36,6 +38,9 @@ struct Config {
     // A warp's lanes form LANES_M x LANES_N; each lane owns MI x NI chunks of 4 x 4 elements.
     static constexpr int LANES_M = LANES_M_, LANES_N = 32 / LANES_M_;
     static constexpr int MI = WM / (4 * LANES_M), NI = WN / (4 * LANES_N);
+    // Order of a k step's outer product in the source: 0 row by row; 1 column by column with the rows
+    // walked alternately up and down (serpentine), so consecutive FMAs share an operand register.
+    static constexpr int ORDER = ORDER_;
     static_assert(BM % WM == 0 && BN % WN == 0, "warps tile the block");
     static_assert(LANES_M * LANES_N == 32 && WM % (4 * LANES_M) == 0 && WN % (4 * LANES_N) == 0, "lane tiling");
     static_assert(BK % 8 == 0, "the A loader walks k in groups of 8");
@@ -52,7 +57,7 @@ struct Config {
 
 // Defaults used by warptiled_matmul<T, Acc> (the pipeline's entry point).
 template <typename T> struct Default;
-template <> struct Default<float> { using type = Config<128, 256, 16, 64, 64, 3, 1>; };  // 256 threads
+template <> struct Default<float> { using type = Config<128, 256, 16, 64, 64, 3, 1, 4>; };  // 256 threads
 template <> struct Default<double> { using type = Config<128, 128, 8, 64, 32, 4, 1>; };  // 256 threads
 
 // ---- small helpers -------------------------------------------------------------------------------------
@@ -256,11 +261,21 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
             load_frags((kk + 1) % 2, smem + read_stage * STAGE, (kk + 1) % BK);
 
             const int cur = kk % 2;
+            if constexpr (Cfg::ORDER == 0) {
 #pragma unroll
-            for (int i = 0; i < MI * 4; ++i)
+                for (int i = 0; i < MI * 4; ++i)
+#pragma unroll
+                    for (int j = 0; j < NI * 4; ++j)
+                        acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+            } else {
 #pragma unroll
                 for (int j = 0; j < NI * 4; ++j)
-                    acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+#pragma unroll
+                    for (int ii = 0; ii < MI * 4; ++ii) {
+                        const int i = (j % 2) ? MI * 4 - 1 - ii : ii;
+                        acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+                    }
+            }
         }
     }
     cp_async_wait<0>();
@@ -295,7 +310,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 }  // namespace warptiled
 
 // Pipeline entry point: the default configuration for T (THREADS = 256, MIN_BLOCKS = 1 for both dtypes;
-// dynamic shared memory warptiled::Default<T>::type::smem_bytes<T>(): 49664 B for float, 67584 B for double).
+// dynamic shared memory warptiled::Default<T>::type::smem_bytes<T>(): 74496 B for float (128 x 256 x 16,
+// 3 stages), 66048 B for double (128 x 128 x 8, 4 stages); grid (ceil(n / BN), ceil(m / BM))).
 template <typename T, typename Acc>
 __device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
 {
