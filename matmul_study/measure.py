@@ -42,7 +42,7 @@ class Measurement:
     recovery_max_s: float = 0.5
     # Sustained: a continuous window of this many seconds, for jobs of at least sustained_min_size^3 multiply-adds.
     sustained_s: float = 2.0
-    sustained_min_size: int = 2048
+    sustained_min_size: int = 4096
     # CPU jobs time in this many fresh processes (BLAS rates move from process to process on a shared host).
     cpu_processes: int = 3
 

@@ -27,7 +27,7 @@ def model(method: str, m: int, k: int, n: int, block: int, dtype: str) -> dict:
         issued = useful
         reads = (m * k + k * n) * item
     else:
-        tm, tn, tk = meth.tile(block)
+        tm, tn, tk = meth.tile(block, dtype)
         # Zero-filled padding is multiplied too: whole tiles are computed.
         issued = flops(padded(m, tm), padded(k, tk), padded(n, tn))
         reads = (m * k * cdiv(n, tn) + k * n * cdiv(m, tm)) * item

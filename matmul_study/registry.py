@@ -123,10 +123,10 @@ class Method:
     # Block sizes the kernel supports beyond the config's 1..32 (None: all of them).
     blocks: tuple[int, ...] | None = None
     reference_line: bool = False
-    # The traffic model's unit of work, as a function of the block size: (tile_m, tile_n, tile_k). A unit reads
+    # The traffic model's unit of work, as a function of the block size and dtype: (tile_m, tile_n, tile_k). A unit reads
     # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
     # padding included. None: a library call, modelled as ideal (each input read once, no padding).
-    tile: Callable[[int], tuple[int, int, int]] | None = None
+    tile: Callable[[int, str], tuple[int, int, int]] | None = None
     # Kernels fed by TMA take tensor maps of A and B instead of their pointers.
     tensor_maps: tuple[TensorMap, ...] = ()
     # __launch_bounds__(threads, min blocks per SM) on the generated kernel; setmaxnreg needs it.
@@ -173,8 +173,26 @@ SIMT_DTYPES = ("float32", "float64", "int32")
 HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules=("cuda.bindings",))
 
 
-def _tiled(block: int) -> tuple[int, int, int]:
+def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
     return block, block, block
+
+
+def tiles_by_dtype(geometry: dict[str, tuple[int, int, int, int, int]]) -> tuple[Callable, Callable]:
+    """(launch, tile) for kernels whose tile depends on the dtype: {dtype: (tile_m, tile_n, tile_k, threads,
+    shared bytes)}."""
+
+    def launch(p: Problem) -> Launch:
+        tile_m, tile_n, _, threads, smem = geometry[p.dtype.name]
+        return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
+
+    def tile(block: int, dtype: str) -> tuple[int, int, int]:
+        return geometry[dtype][:3]
+
+    return launch, tile
+
+
+WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": (128, 256, 16, 256, 74_496),
+                                                   "float64": (128, 128, 8, 256, 66_048)})
 
 
 METHODS: dict[str, Method] = {
@@ -196,7 +214,7 @@ METHODS: dict[str, Method] = {
             source="1_naive.cu",
             template="naive_matmul<{T}, {Acc}>",
             launch=square_thread_blocks,
-            tile=lambda block: (1, 1, 1),  # each thread reads its own row of A and column of B
+            tile=lambda block, dtype: (1, 1, 1),  # each thread reads its own row of A and column of B
         ),
         Method(
             "tiled_runtime_block",
@@ -239,7 +257,7 @@ METHODS: dict[str, Method] = {
             source="4_wmma.cu",
             template="wmma_matmul",
             launch=fixed_tiles(32, 32, 128),
-            tile=lambda block: (16, 16, 16),  # one warp per 16x16 tile of C, loading its own strips
+            tile=lambda block, dtype: (16, 16, 16),  # one warp per 16x16 tile of C, loading its own strips
         ),
         Method(
             "register_tiled",
@@ -249,7 +267,31 @@ METHODS: dict[str, Method] = {
             source="5_register_tiled.cu",
             template="register_tiled_matmul<{T}, {Acc}>",
             launch=fixed_tiles(128, 128, 256),
-            tile=lambda block: (128, 128, 8),
+            tile=lambda block, dtype: (128, 128, 8),
+        ),
+        Method(
+            "warptiled",
+            "SIMT: 8 warps of 64x64 (fp32) or 64x32 (fp64) warp tiles, register double buffering, A transposed "
+            "in shared memory for LDS.128, a 3-4 stage cp.async pipeline, grouped block order",
+            ("float32", "float64"),
+            backend=PYCUDA,
+            source="9_warptiled.cu",
+            template="warptiled_matmul<{T}, {Acc}>",
+            launch=WARPTILED_LAUNCH,
+            tile=WARPTILED_TILE,
+            launch_bounds=(256, 1),
+        ),
+        Method(
+            "dmma",
+            "fp64 on the tensor cores: mma.sync m16n8k4 (DMMA), 128x128x16 block tiles of 8 warps, a 4-stage "
+            "cp.async pipeline, grouped block order",
+            ("float64",),
+            backend=PYCUDA,
+            source="10_dmma.cu",
+            template="dmma_matmul<{T}, {Acc}>",
+            launch=fixed_tiles(128, 128, 256, shared_bytes=149_504),
+            tile=lambda block, dtype: (128, 128, 16),
+            launch_bounds=(256, 1),
         ),
         Method(
             "wmma_tiled",
@@ -259,7 +301,7 @@ METHODS: dict[str, Method] = {
             source="6_wmma_tiled.cu",
             template="wmma_tiled_matmul",
             launch=fixed_tiles(128, 128, 256),
-            tile=lambda block: (128, 128, 32),
+            tile=lambda block, dtype: (128, 128, 32),
         ),
         Method(
             "wgmma_tma",
@@ -270,7 +312,7 @@ METHODS: dict[str, Method] = {
             source="7_wgmma_tma.cu",
             template="wgmma_tma_matmul<{T}>",
             launch=fixed_tiles(64, 128, 128, shared_bytes=25_616),
-            tile=lambda block: (64, 128, 64),
+            tile=lambda block, dtype: (64, 128, 64),
             tensor_maps=(TensorMap("A", 64, 64), TensorMap("B", 64, 64)),
             launch_bounds=(128, 1),
             requires=HOPPER,
@@ -284,7 +326,7 @@ METHODS: dict[str, Method] = {
             source="8_wgmma_warp_specialized.cu",
             template="wgmma_ws_matmul<{T}>",
             launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2),
-            tile=lambda block: (128, 256, 64),
+            tile=lambda block, dtype: (128, 256, 64),
             tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
             launch_bounds=(384, 1),
             requires=HOPPER,

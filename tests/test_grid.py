@@ -40,9 +40,9 @@ def test_every_job_is_supported_by_its_method(default_config):
 
 def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_module=everything)
-    # 5 sizes x (numpy 2 dtypes + 3 SIMT kernels x 2 dtypes x 2 blocks + wmma + register_tiled 2 dtypes
-    # + wmma_tiled + cublas 3 dtypes)
-    assert len(jobs) == 5 * (2 + 12 + 1 + 2 + 1 + 3)
+    # Per size: numpy 2 dtypes; naive, tiled_runtime_block, tiled, tiled_unrolled 2 dtypes x 2 blocks; wmma 1;
+    # register_tiled 2; warptiled 2; dmma 1; wmma_tiled 1; wgmma_tma 2; wgmma_warp_specialized 2; cublas 5.
+    assert len(jobs) == 5 * (2 + 4 * 4 + 1 + 2 + 2 + 1 + 1 + 2 + 2 + 5)
 
 
 def test_without_cupy_cublas_is_pruned_with_a_note(make_config):
@@ -66,3 +66,31 @@ def test_compile_units_share_cubins_where_block_is_only_a_launch_parameter(make_
     units = grid.compile_units(jobs)
     assert set(map(tuple, units.values.tolist())) == {
         ("naive", "float32", 0), ("tiled_unrolled", "float32", 16), ("tiled_unrolled", "float32", 32)}
+
+
+def test_hopper_rungs_are_pruned_with_a_reason_on_other_gpus(make_config):
+    cfg = make_config(methods=["naive", "wgmma_tma"], dtypes=["float32", "float16"])
+    jobs, pruned = grid.build(cfg, compute_capability=(8, 0), have_module=everything)
+    assert set(jobs.method) == {"naive"}
+    reason = pruned[pruned.method == "wgmma_tma"]["reason"].iloc[0]
+    assert "compute capability 9.0" in reason and "8.0" in reason
+    # sm_90a code runs on 9.0 only: a newer GPU prunes it too, with the reason.
+    _, newer = grid.build(cfg, compute_capability=(10, 0), have_module=everything)
+    assert "sm_90a" in newer[newer.method == "wgmma_tma"]["reason"].iloc[0]
+    hopper, _ = grid.build(cfg, compute_capability=(9, 0), have_module=everything)
+    assert {"naive", "wgmma_tma"} == set(hopper.method)
+
+
+def test_tensor_map_rungs_need_cuda_bindings(make_config):
+    cfg = make_config(methods=["naive", "wgmma_tma"], dtypes=["float32", "float16"])
+    jobs, pruned = grid.build(cfg, compute_capability=(9, 0), have_module=lambda m: m != "cuda.bindings")
+    assert set(jobs.method) == {"naive"}
+    assert "cuda.bindings is not installed" in pruned[pruned.method == "wgmma_tma"]["reason"].iloc[0]
+
+
+def test_a_config_that_selects_no_job_is_refused_with_what_each_method_supports(make_config):
+    with pytest.raises(ConfigError) as err:
+        grid.build(make_config(methods=["numpy", "wmma"], dtypes=["int32"]), have_module=everything)
+    message = str(err.value)
+    assert "select no job" in message
+    assert "numpy supports float32, float64 only" in message and "wmma supports float16 only" in message
