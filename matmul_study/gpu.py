@@ -167,8 +167,19 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
 
         times = sample(time_once, policy, before_each=before_each, launches=batch)
         # Warm-up samples also read the clock; keep the readings of the timed samples only.
-        clocks_before, clocks_after = clocks_before[-len(times):], clocks_after[-len(times):]
-        burst = select_burst(times, clocks_before if handle else [], clocks_after, threshold, policy.min_reps)
+        del clocks_before[:-len(times)], clocks_after[:-len(times)]
+
+        def burst_now():
+            return select_burst(times, clocks_before if handle else [], clocks_after, threshold, policy.min_reps)
+
+        # Throttled samples count toward the caps but not toward the burst rate: top up (within one more
+        # max_time_s of timed launches and max_reps samples) until min_reps samples ran at full clock.
+        burst, extra_s = burst_now(), 0.0
+        while burst.median_s is None and len(times) < policy.max_reps and extra_s < policy.max_time_s:
+            before_each()
+            times.append(time_once())
+            extra_s += times[-1] * batch
+            burst = burst_now()
         rates["burst"] = {**burst.as_dict(), "settle_s": settled.waited_s, "settled": settled.reached,
                           "recovery_s": recovery["waited_s"]}
         found = modes(times)
