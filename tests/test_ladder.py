@@ -1,0 +1,41 @@
+"""The ladder table and figure: each rung at the largest shape, against cuBLAS of the same run and the datasheet."""
+
+import pandas as pd
+import pytest
+
+from matmul_study.ladder import datasheet_tflops, ladder_table, plot_ladder
+
+
+def rows():
+    def row(method, dtype, size, gflops, status="passed"):
+        return {"method": method, "dtype": dtype, "m": size, "k": size, "n": size, "shape": f"{size}x{size}x{size}",
+                "gflops": gflops, "status": status, "env_device_kind": "gpu", "env_device_name": "NVIDIA H200"}
+
+    return pd.DataFrame([
+        row("cublas", "float16", 8192, 700e3), row("wgmma_warp_specialized", "float16", 8192, 714e3),
+        row("wgmma_tma", "float16", 8192, 400e3), row("wmma_tiled", "float16", 8192, 900e3, status="failed"),
+        row("wgmma_warp_specialized", "float16", 4096, 1e9),  # a smaller shape never enters the ladder
+        row("cublas", "float64", 8192, 60e3), row("dmma", "float64", 8192, 54e3),
+    ])
+
+
+def test_the_ladder_takes_the_largest_shape_in_ladder_order_with_same_run_ratios():
+    table = ladder_table(rows())
+    f16 = table[table.dtype == "float16"]
+    assert list(f16.method) == ["wgmma_tma", "wgmma_warp_specialized", "cublas"]  # registry order; failed left out
+    assert set(f16["shape"]) == {"8192x8192x8192"}
+    assert f16.set_index("method")["vs_cublas"]["wgmma_warp_specialized"] == pytest.approx(1.02)
+    assert table[table.method == "dmma"]["vs_cublas"].iloc[0] == pytest.approx(0.9)
+    assert table[table.method == "dmma"]["datasheet_tflops"].iloc[0] == pytest.approx(66.9)
+
+
+def test_an_unknown_device_has_no_datasheet_line():
+    assert datasheet_tflops("NVIDIA H200", "bfloat16") == pytest.approx(989.4)
+    assert datasheet_tflops("Some Future GPU", "float16") is None
+
+
+def test_the_figure_draws_one_panel_per_dtype(tmp_path):
+    fig = plot_ladder(rows(), None)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert any("float16" in t for t in titles) and any("float64" in t for t in titles)
+    assert len(titles) == 2
