@@ -94,7 +94,12 @@ def load(paths: list[str | Path], calibration_paths: list[str | Path] = ()) -> p
 def load_calibration(paths) -> pd.DataFrame:
     from .calibrate import COLUMNS
 
-    frames = [pd.read_csv(p) for p in paths]
+    frames = []
+    for path in paths:
+        try:
+            frames.append(pd.read_csv(path))
+        except (ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-file errors are ValueErrors
+            raise ValueError(f"{path}: not a readable calibration table ({exc}).") from None
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 

@@ -30,6 +30,7 @@ def write_atomic(path: str | Path, record: dict) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(_clean(record), f, indent=1, sort_keys=False)
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~UMASK)  # mkstemp makes 0600; a result is as readable as any file
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -37,5 +38,31 @@ def write_atomic(path: str | Path, record: dict) -> None:
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()  # read once, at import: os.umask can only be read by setting it
+
+
+REQUIRED = ("method", "dtype", "block", "m", "k", "n", "status")
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be read; the message names the file and says how to measure it again."""
+
+
 def read(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text())
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultFileError(f"{path}: not a valid result file ({exc}). Delete it and rerun to measure that job "
+                              "again.") from None
+    missing = [key for key in REQUIRED if key not in record] if isinstance(record, dict) else list(REQUIRED)
+    if missing:
+        raise ResultFileError(f"{path}: not a valid result file (no {', '.join(missing)}). Delete it and rerun to "
+                              "measure that job again.")
+    return record

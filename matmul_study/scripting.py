@@ -1,20 +1,307 @@
-"""Glue for Snakemake's script directive: send a job's output and errors to its log file."""
+"""Glue between Snakemake and the package: job logs, jobs that stop with Snakemake, what a result was measured
+with, and the checks and clean-up that run when the workflow is parsed, before any job."""
 
 from __future__ import annotations
 
+import _thread
 import contextlib
+import json
+import os
+import signal
 import sys
+import threading
 import traceback
+from pathlib import Path
 
+WATCH_INTERVAL_S = 0.5
+GRACE_S = 30  # after asking the job to stop, how long it may take to clean up before it is killed
+
+
+# --- Jobs -------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def logged(log_path: str):
-    """Redirect stdout/stderr to the job's log; on failure, write the traceback there and to stderr."""
+def logged(log_path: str, watch: bool = True):
+    """Redirect stdout/stderr to the job's log; on failure, write the traceback there and to stderr.
+
+    With `watch`, the job also stops when the Snakemake process that started it is gone (killed with -9, or
+    interrupted while this job ran on): a job left running on its own would time itself against the rerun that
+    recovers, and write a result that Snakemake has flagged incomplete."""
     real_stderr = sys.stderr
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        previous = _stop_on_sigterm()
+        watcher = _watch_snakemake(log) if watch else None
         try:
             yield
         except BaseException as exc:
             traceback.print_exc()
             print(f"error: {exc} (full log: {log_path})", file=real_stderr)
             raise
+        finally:
+            if watcher is not None:
+                watcher.set()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+class JobStopped(KeyboardInterrupt):
+    """The job was told to stop (SIGTERM, or its Snakemake is gone): unwinds like Ctrl-C, so that nothing half
+    written is left behind (results.write_atomic removes its temporary file)."""
+
+
+def _stop_on_sigterm():
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum, frame):
+        raise JobStopped(f"stopped by signal {signum}")
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def _proc_start_time(pid: int) -> str | None:
+    """The process's start time (in clock ticks since boot) from /proc, or None where there is no /proc entry:
+    a pid alone can be reused by a new process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _proc_parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _proc_cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def is_snakemake(cmdline: list[str]) -> bool:
+    """A Snakemake process (`snakemake ...`, `python -m snakemake ...`), not a job's script under .snakemake/."""
+    args = [a for a in cmdline if a]
+    for i, arg in enumerate(args[:3]):
+        if Path(arg).name == "snakemake" or (arg == "-m" and i + 1 < len(args) and args[i + 1] == "snakemake"):
+            return True
+    return False
+
+
+def snakemake_ancestor(pid: int | None = None, levels: int = 4) -> int | None:
+    """The nearest ancestor of `pid` (default: this process) that is a Snakemake process, within `levels`
+    generations (a conda job runs under a shell under Snakemake); None when there is none or no /proc."""
+    current = os.getpid() if pid is None else pid
+    for _ in range(levels):
+        parent = _proc_parent(current)
+        if parent is None or parent <= 1:
+            return None
+        if is_snakemake(_proc_cmdline(parent)):
+            return parent
+        current = parent
+    return None
+
+
+def _watch_snakemake(log) -> threading.Event | None:
+    """Stop this job once its Snakemake ancestor (or, without /proc, its parent) is gone. Returns the event that
+    ends the watch."""
+    parent = os.getppid()
+    ancestor = snakemake_ancestor()
+    started = _proc_start_time(ancestor) if ancestor else None
+    done = threading.Event()
+
+    def gone() -> bool:
+        if os.getppid() != parent:  # the parent died and this process was handed to init (or a subreaper)
+            return True
+        return ancestor is not None and _proc_start_time(ancestor) != started
+
+    def watch():
+        while not done.wait(WATCH_INTERVAL_S):
+            if gone():
+                print(f"Snakemake (pid {ancestor or parent}) is gone: stopping this job. Recover with the same "
+                      "command plus --rerun-incomplete (README: Recovering from a crash).", file=log, flush=True)
+                _thread.interrupt_main(signal.SIGTERM)  # raises JobStopped in the job, after its current call
+                if not done.wait(GRACE_S):
+                    os._exit(1)
+                return
+
+    threading.Thread(target=watch, name="snakemake-watch", daemon=True).start()
+    return done
+
+
+def blas_threads(config: dict, workflow) -> int:
+    """The BLAS threads a numpy job uses: config `threads`, at most --cores (run_job takes the same minimum)."""
+    try:
+        cores = workflow.cores
+    except Exception:  # Snakemake's WorkflowError: --report and other modes that run nothing have no --cores
+        cores = None
+    return min(config["threads"], cores) if cores else config["threads"]
+
+
+def record_measured_config(result_path: str | Path, measured: dict) -> dict:
+    """Add the measured config to a result file (atomically), so that every result says what it was measured
+    with, whatever config a later report is rendered with."""
+    from . import results
+
+    record = results.read(result_path)
+    record["measured_config"] = measured
+    results.write_atomic(result_path, record)
+    return record
+
+
+# --- Before any job ---------------------------------------------------------------------------------------------
+
+def _running_here(workdir: Path) -> list[int]:
+    """Pids of other Snakemake processes working in `workdir`, and of jobs of a run there (Linux /proc)."""
+    skip = {os.getpid()}
+    pid = os.getpid()
+    while pid and pid > 1:  # this process's own ancestors (a wrapper that runs Snakemake) do not count
+        pid = _proc_parent(pid)
+        if pid:
+            skip.add(pid)
+    scripts = f"{workdir}/.snakemake/scripts/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in skip:
+            continue
+        cmdline = _proc_cmdline(int(entry.name))
+        if any(a.startswith(scripts) for a in cmdline):  # a job's script, wherever it runs
+            found.append(int(entry.name))
+            continue
+        try:
+            here = Path(os.readlink(entry / "cwd")).resolve() == workdir
+        except OSError:
+            continue
+        if here and is_snakemake(cmdline):
+            found.append(int(entry.name))
+    return found
+
+
+def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs") -> list[str]:
+    """After a crash (Snakemake killed), remove what it left that would stop the next run: its directory locks
+    and half-written temporary result files. Only where /proc shows no Snakemake process and no Snakemake job
+    working in this directory on this machine; returns what was removed (nothing where that cannot be checked).
+
+    Snakemake's own locks record no owner, so a run on another host sharing this directory cannot be seen: run
+    recovery from one machine at a time."""
+    workdir = Path(workdir).resolve()
+    locks = sorted((workdir / ".snakemake" / "locks").glob("*.lock"))
+    temps = sorted((workdir / runs_dir).rglob(".*.json.*.tmp")) if (workdir / runs_dir).is_dir() else []
+    if not (locks or temps) or not Path("/proc/self").exists() or _running_here(workdir):
+        return []
+    removed = []
+    for path in locks + temps:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(str(path.relative_to(workdir)))
+    return removed
+
+
+def host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def host_bytes_needed(m: int, k: int, n: int, dtype: str, on_gpu: bool) -> int:
+    """A lower bound on the host memory one job needs: its inputs A and B, float64 copies of them for the
+    reference, and for a CPU job its output C twice (the verified run's and the timed run's)."""
+    from . import dtypes
+
+    record = dtypes.get(dtype)
+    need = (m * k + k * n) * (record.itemsize + 8)
+    if not on_gpu:
+        need += 2 * m * n * record.output.itemsize
+    return need
+
+
+def _size_key(config: dict, m: int, k: int, n: int) -> tuple[str, object]:
+    from .config import parse_size
+
+    for i, entry in enumerate(config["sizes"]):
+        shape = parse_size(entry)
+        if (shape.m, shape.k, shape.n) == (m, k, n):
+            return f"sizes[{i}]", entry
+    return "sizes", f"{m}x{k}x{n}"
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:,.1f} GiB" if x < 2**40 else f"{x / 2**40:,.2f} TiB"
+
+
+def check_host_memory(config: dict, jobs, memory: int | None = None) -> None:
+    """Stop before any job when a job cannot fit in this machine's memory: names the size's config key, its
+    value, what the job needs and the limit."""
+    from . import registry
+    from .config import ConfigError
+
+    memory = host_memory_bytes() if memory is None else memory
+    if not memory:
+        return
+    worst = None
+    for job in jobs.itertuples():
+        need = host_bytes_needed(job.m, job.k, job.n, job.dtype, registry.get(job.method).on_gpu)
+        if need > memory and (worst is None or need > worst[0]):
+            worst = (need, job)
+    if worst is None:
+        return
+    need, job = worst
+    key, value = _size_key(config, job.m, job.k, job.n)
+    raise ConfigError(
+        f"config key '{key}': value {json.dumps(value)} is too large for this machine: the {job.method} "
+        f"{job.dtype} job at {job.m}x{job.k}x{job.n} needs at least {_gib(need)} of host memory (inputs, their "
+        f"float64 copies for verification and the output), and this machine has {_gib(memory)}; allowed: sizes "
+        f"whose jobs fit in {_gib(memory)}.")
+
+
+def report_mode(argv: list[str] | None = None) -> bool:
+    """Whether this Snakemake process builds Snakemake's own report (`--report FILE`), not a run."""
+    argv = sys.argv if argv is None else argv
+    return any(a == "--report" or a.startswith("--report=") for a in argv) and "--report-after-run" not in argv
+
+
+# --- The report ---------------------------------------------------------------------------------------------------
+
+ASKED_KEY = "config asks for (not what the results were measured with)"
+# matmul_study.report computes with these (caps hit, throttled clocks): where results differ, it gets the largest.
+REPORT_NUMBERS = ("max_reps", "max_time_s", "throttle_fraction")
+
+
+def _one_or_all(values: list, key: str = ""):
+    if len(values) == 1:
+        return values[0]
+    return max(values) if key in REPORT_NUMBERS else values
+
+
+def config_as_measured(config: dict, records: list[dict]) -> dict:
+    """The config as the report states it: `threads` and `measurement` replaced by the values this run's results
+    were measured with (from each result's measured_config), wherever they differ from the config. The values
+    the config asked for but no result was measured with are kept under ASKED_KEY, so that the report says both.
+    Results without measured_config (older files) leave the config's values as they are."""
+    from . import registry
+
+    shown = json.loads(json.dumps(config, default=str))
+    asked = {}
+    measured = [r["measured_config"] for r in records if isinstance(r.get("measured_config"), dict)]
+    cpu = [r for r in records if r.get("method") in registry.METHODS and not registry.get(r["method"]).on_gpu]
+    threads = sorted({int(r["threads"]) for r in cpu if r.get("threads") is not None})
+    if threads and threads != [shown.get("threads")]:
+        asked["threads"] = shown.get("threads")
+        shown["threads"] = _one_or_all(threads)
+    if measured and isinstance(shown.get("measurement"), dict):
+        for key, value in list(shown["measurement"].items()):
+            values = []
+            for m in measured:
+                got = (m.get("measurement") or {}).get(key, value)
+                if got not in values:
+                    values.append(got)
+            if values != [value]:
+                asked.setdefault("measurement", {})[key] = value
+                shown["measurement"][key] = _one_or_all(values, key)
+    if asked:
+        shown[ASKED_KEY] = asked
+    return shown

@@ -1,4 +1,20 @@
 # One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
+import sys
+
+from matmul_study import scripting
+
+# After a crash (Snakemake killed), remove the locks and temporary result files it left, where no Snakemake
+# process or job of a run in this directory is still alive: the rerun then needs only --rerun-incomplete.
+for _left in scripting.clear_stale_locks():
+    print(f"Removed {_left}, left by a run that is no longer running.", file=sys.stderr)
+
+# Stop before any job when a pending job cannot fit in this machine's memory.
+try:
+    scripting.check_host_memory(
+        config, JOBS[[not Path(f).exists() for f in run_files()]].reset_index(drop=True)
+    )
+except study_config.ConfigError as exc:
+    raise WorkflowError(f"Invalid configuration: {exc}") from None
 
 
 rule benchmark_cpu:
@@ -12,6 +28,9 @@ rule benchmark_cpu:
         method="|".join(CPU_METHODS),
     params:
         measurement=config["measurement"],
+        # numpy's BLAS threads (config threads, at most --cores): a param, so that changing either reruns the
+        # CPU jobs (Snakemake's default rerun triggers include params).
+        threads=lambda wildcards: scripting.blas_threads(config, workflow),
     # Every core, so that the job runs alone: the host threads of other jobs would slow BLAS down by a
     # different amount in every run. BLAS itself uses config["threads"] of them.
     threads: lambda wildcards: workflow.cores

@@ -8,6 +8,8 @@ rule report:
         pruned="results/tables/pruned.csv",
         figures=expand("results/figures/{figure}.png", figure=FIGURES),
         calibration=calibration_files(),
+        # This run's own results (not imported ones): the report states the config they were measured with.
+        runs=run_files(),
     output:
         "report/report.html",
     log:

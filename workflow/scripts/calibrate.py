@@ -1,5 +1,9 @@
+import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
+
 from matmul_study.pipeline import write_calibration
 from matmul_study.scripting import logged
 
-with logged(snakemake.log[0]):
-    write_calibration(snakemake.config, snakemake.output[0])
+# Guarded: a process the job spawns imports this file as __mp_main__.
+if __name__ == "__main__":
+    with logged(snakemake.log[0]):
+        write_calibration(snakemake.config, snakemake.output[0])

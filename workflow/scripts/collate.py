@@ -1,6 +1,10 @@
+import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
+
 from matmul_study.pipeline import write_tables
 from matmul_study.scripting import logged
 
-with logged(snakemake.log[0]):
-    write_tables(snakemake.input.runs, snakemake.input.calibration, snakemake.output.results, snakemake.output.summaries,
-                 snakemake.params.tables, snakemake.params.pruned, snakemake.output.pruned)
+# Guarded: a process the job spawns imports this file as __mp_main__.
+if __name__ == "__main__":
+    with logged(snakemake.log[0]):
+        write_tables(snakemake.input.runs, snakemake.input.calibration, snakemake.output.results, snakemake.output.summaries,
+                     snakemake.params.tables, snakemake.params.pruned, snakemake.output.pruned)

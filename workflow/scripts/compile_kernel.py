@@ -1,6 +1,10 @@
+import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
+
 from matmul_study.kernels import compile_cubin
 from matmul_study.scripting import logged
 
-with logged(snakemake.log[0]):
-    w = snakemake.wildcards
-    compile_cubin(w.method, w.dtype, int(w.block), snakemake.params.arch, snakemake.output.cubin)
+# Guarded: a process the job spawns imports this file as __mp_main__.
+if __name__ == "__main__":
+    with logged(snakemake.log[0]):
+        w = snakemake.wildcards
+        compile_cubin(w.method, w.dtype, int(w.block), snakemake.params.arch, snakemake.output.cubin)
