@@ -2,6 +2,8 @@
 # One call on the GPU machine (the `device` tool): install the device kit, run the GPU tests, then the study.
 # Usage: bash .ci/gpu-session.sh [tests|study|all] [config items, e.g. 'sizes=[256]' ...]
 # Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS.
+# A study longer than one call resumes from the last call's study.tar.gz: copy it into an ignored folder that
+# travels (carry), and set RESUME_FROM to it; finished jobs are kept, only the missing ones run.
 # Everything worth keeping lands in $OUT (logs, and study.tar.gz with tables, figures, report and result files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,16 +26,21 @@ if [[ $stage == tests || $stage == all ]]; then
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
 fi
 
+if [[ -n ${RESUME_FROM:-} ]]; then
+    echo "== resuming from $RESUME_FROM"
+    tar xzf "$RESUME_FROM" || exit 1
+fi
+
 if [[ $stage == study || $stage == all ]]; then
     echo "== snakemake study"
     start=$(date +%s)
-    timeout "${STUDY_TIMEOUT:-86400}" python3 -m snakemake --cores 16 --resources gpu=1 --keep-going ${SNAKEMAKE_FLAGS:-} --config threads=16 "$@" \
+    timeout "${STUDY_TIMEOUT:-86400}" python3 -m snakemake --cores 16 --resources gpu=1 --keep-going --rerun-incomplete ${SNAKEMAKE_FLAGS:-} --config threads=16 "$@" \
         >"$OUT/snakemake.log" 2>&1
     rc=$?
     echo "snakemake exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/snakemake.log"
     [[ $rc == 0 ]] || { status=1; tail -40 "$OUT/snakemake.log"; }
-    tar czf "$OUT/study.tar.gz" results/tables results/figures results/runs results/benchmarks report logs \
-        .snakemake/log 2>/dev/null
+    tar czf "$OUT/study.tar.gz" results/tables results/figures results/runs results/benchmarks results/kernels \
+        report logs .snakemake/log 2>/dev/null
 fi
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu-state-after.csv"
 exit $status

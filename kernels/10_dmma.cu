@@ -25,6 +25,8 @@
 
 #include <stdint.h>
 
+#include "simt_common.cuh"
+
 namespace dmma {
 
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MMA_K_, int MIN_BLOCKS_ = 1>
@@ -48,25 +50,11 @@ struct Config {
 // Default used by dmma_matmul<double, double>: THREADS = 256, MIN_BLOCKS = 1, 149504 bytes of shared memory.
 using DefaultConfig = Config<128, 128, 16, 64, 32, 4, 4, 1>;
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p)
-{
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes)
-{
-    if constexpr (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
-                     : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(BYTES),
-                     "r"(src_bytes)
-                     : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-__device__ __forceinline__ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+using simt_common::aligned16;
+using simt_common::cp_async;
+using simt_common::cp_async_commit;
+using simt_common::cp_async_wait;
+using simt_common::smem_addr;
 
 // d (16 x 8) += a (16 x 4*KV) * b (4*KV x 8), fragments as in the header comment.
 template <int KV>
@@ -101,20 +89,8 @@ __device__ __forceinline__ void mma(double (&d)[4], const double (&a)[2 * KV], c
 #endif
 }
 
-// Grouped block order: GROUP block-rows at a time (see kernel 9).
-__device__ __forceinline__ void block_tile(int& tm, int& tn)
-{
-    constexpr int GROUP = 8;
-    const int gn = gridDim.x, gm = gridDim.y;
-    const int pid = blockIdx.y * gn + blockIdx.x;
-    const int per_group = GROUP * gn;
-    const int group = pid / per_group;
-    const int first = group * GROUP;
-    const int rows = min(gm - first, GROUP);
-    const int in = pid - group * per_group;
-    tm = first + in % rows;
-    tn = in / rows;
-}
+// Grouped block order for L2 reuse (simt_common.cuh).
+__device__ __forceinline__ void block_tile(int& tm, int& tn) { simt_common::grouped_block_tile<8>(tm, tn); }
 
 template <class Cfg>
 __device__ __forceinline__ void gemm(const double* __restrict__ A, const double* __restrict__ B, double* __restrict__ C,

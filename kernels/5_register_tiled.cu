@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "simt_common.cuh"
+
 namespace register_tiled {
 
 constexpr int BM = 128, BN = 128, BK = 8;  // block tile of C, and k slice
@@ -19,25 +21,8 @@ constexpr int A_PAD = 4;                   // keeps the transposed stores into A
 static_assert(THREADS == 256, "launch geometry in the registry assumes 256 threads");
 static_assert(BM * BK == THREADS * 4 && BK * BN == THREADS * 4, "each thread loads 4 elements of A and of B");
 
-// 16-byte vector of T and how to spill it into / gather it from an array.
-template <typename T> struct Vec;
-template <> struct Vec<float> {
-    using type = float4;
-    __device__ static void get(const type& v, float* d) { d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w; }
-    __device__ static type make(const float* s) { return make_float4(s[0], s[1], s[2], s[3]); }
-};
-template <> struct Vec<double> {
-    using type = double2;
-    __device__ static void get(const type& v, double* d) { d[0] = v.x; d[1] = v.y; }
-    __device__ static type make(const double* s) { return make_double2(s[0], s[1]); }
-};
-template <> struct Vec<int> {
-    using type = int4;
-    __device__ static void get(const type& v, int* d) { d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w; }
-    __device__ static type make(const int* s) { return make_int4(s[0], s[1], s[2], s[3]); }
-};
-
-__device__ __forceinline__ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+using simt_common::aligned16;
+using simt_common::Vec;  // 16-byte vectors of float, double and int
 
 // Load 4 consecutive elements of which the first `valid` are in bounds (valid <= 0: none), zeros elsewhere.
 // vec_ok says the row length and base pointer allow 16-byte loads, so src is aligned whenever valid >= 4.

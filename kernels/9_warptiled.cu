@@ -25,6 +25,8 @@
 
 #include <stdint.h>
 
+#include "simt_common.cuh"
+
 namespace warptiled {
 
 // ---- tile configuration -------------------------------------------------------------------------------
@@ -60,58 +62,15 @@ template <typename T> struct Default;
 template <> struct Default<float> { using type = Config<128, 256, 16, 64, 64, 3, 1, 4>; };  // 256 threads
 template <> struct Default<double> { using type = Config<128, 128, 8, 64, 32, 4, 1>; };  // 256 threads
 
-// ---- small helpers -------------------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_addr(const void* p)
-{
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+// ---- shared helpers (simt_common.cuh): 16-byte vectors, cp.async with zero fill, grouped block order ---
+using simt_common::aligned16;
+using simt_common::cp_async;
+using simt_common::cp_async_commit;
+using simt_common::cp_async_wait;
+using simt_common::smem_addr;
+using simt_common::Vec;
 
-// Copy BYTES (4, 8 or 16) from global to shared; only the first src_bytes are read, the rest is zero-filled.
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes)
-{
-    if constexpr (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
-                     : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)), "l"(src), "n"(BYTES),
-                     "r"(src_bytes)
-                     : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-__device__ __forceinline__ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// 16-byte vector of T.
-template <typename T> struct Vec;
-template <> struct Vec<float> {
-    using type = float4;
-    __device__ static void get(const type& v, float* d) { d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w; }
-    __device__ static type make(const float* s) { return make_float4(s[0], s[1], s[2], s[3]); }
-};
-template <> struct Vec<double> {
-    using type = double2;
-    __device__ static void get(const type& v, double* d) { d[0] = v.x; d[1] = v.y; }
-    __device__ static type make(const double* s) { return make_double2(s[0], s[1]); }
-};
-
-// Visit blocks in groups of GROUP block-rows: consecutive block ids walk down a group's rows first, so the
-// blocks resident at one time cover a compact patch of C and reuse each other's A and B panels from L2.
-__device__ __forceinline__ void block_tile(int& tm, int& tn)
-{
-    constexpr int GROUP = 8;
-    const int gn = gridDim.x, gm = gridDim.y;
-    const int pid = blockIdx.y * gn + blockIdx.x;
-    const int per_group = GROUP * gn;
-    const int group = pid / per_group;
-    const int first = group * GROUP;
-    const int rows = min(gm - first, GROUP);
-    const int in = pid - group * per_group;
-    tm = first + in % rows;
-    tn = in / rows;
-}
+__device__ __forceinline__ void block_tile(int& tm, int& tn) { simt_common::grouped_block_tile<8>(tm, tn); }
 
 // ---- the kernel body -----------------------------------------------------------------------------------
 template <class Cfg, typename T, typename Acc>
