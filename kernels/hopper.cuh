@@ -1,0 +1,255 @@
+// Shared Hopper (sm_90a) device helpers for the tensor-core rungs (kernels 7, 8, 11, 12): shared-memory
+// addresses, mbarriers, TMA (bulk tensor) loads with and without cluster multicast, cluster rank / sync,
+// wgmma descriptors, fences and the wgmma instructions the rungs use, and the guarded accumulator stores.
+//
+// Everything lives in namespace `hopper` and is compiled only for the arch-specific sm_90a target
+// (HOPPER_SM90A == 1); for sm_80 / sm_90 and the host pass the header defines nothing but the macro, so the
+// kernel files that include it still build there (their bodies are guarded the same way).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HOPPER_SM90A 1
+#else
+#define HOPPER_SM90A 0
+#endif
+
+#if HOPPER_SM90A
+namespace hopper {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ------------------------------------------------------------------------------------------- mbarriers
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Make the initialised barriers visible to the copy engine and to the other CTAs of the cluster.
+__device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+// Arrive once and announce `bytes` of copy-engine traffic for the current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_LOOP:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_LOOP;\n"
+        "}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_local(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+// Arrive on the barrier at the same shared offset in CTA `rank` of this cluster (possibly this CTA).
+// Default (.release.cta) semantics on purpose: ".release.cluster" compiles to MEMBAR.ALL.GPU before every
+// arrive, which waits for this thread's outstanding global stores (an epilogue) and cost kernel 8 ~40 % of
+// its throughput (413 vs 711 TF/s). The ordering needed is "this warpgroup's wgmma reads of the stage have
+// retired" (wgmma.wait_group) before the peer's copy engine overwrites it.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
+{
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+        "}\n" ::"r"(bar),
+        "r"(rank)
+        : "memory");
+}
+
+// ------------------------------------------------------------------------------------------- TMA, clusters
+// 2-D tiled bulk copy global -> shared, completing on `bar`. c0 is the innermost (column) coordinate.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+        : "memory");
+}
+
+// Same copy, written to the same shared offsets (and signalling the same barrier offset) in every CTA of
+// the cluster named in `mask`.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0,
+                                                      int c1, uint16_t mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+        "[%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask)
+        : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// Named barrier `id` (1..15) over `threads` threads (a multiple of 32).
+__device__ __forceinline__ void named_barrier(uint32_t id, uint32_t threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
+// ------------------------------------------------------------------------------------------- wgmma
+// Shared-memory matrix descriptor, 128-byte swizzle (mode 1 in bits 62-63); offsets in bytes.
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
+           (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+#define HOPPER_D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define HOPPER_D64_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define HOPPER_D128_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define HOPPER_D128_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+// D(64xN, fp32) += A(64x16, K-major, smem) * B(16xN, N-major, smem), fp16 or bf16 operands: scale-d = 1,
+// scale-a = scale-b = 1, trans-a = 0 (K-major), trans-b = 1 (N-major B, i.e. row-major k x n).
+// scale_d = false: D = A * B (the accumulators' old values are ignored; no zeroing needed).
+#define HOPPER_WGMMA(INSTR, REGS, OPS, NA, NB, NS, TAIL)                                                  \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned." INSTR " " REGS ", %" NA ", %" NB ", p, " TAIL ";\n}\n" \
+                 : OPS                                                                                     \
+                 : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
+
+// N = 128 (64 accumulators per thread) or 256 (128).
+template <int N, typename T>
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+{
+    static_assert(sizeof(T) == 2 && (N == 128 || N == 256), "fp16 or bf16; N = 128 or 256");
+    constexpr bool f16 = __is_same(T, __half);
+    if constexpr (N == 128 && f16)
+        HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1, 0, 1");
+    else if constexpr (N == 128)
+        HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1, 0, 1");
+    else if constexpr (f16)
+        HOPPER_WGMMA("m64n256k16.f32.f16.f16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
+    else
+        HOPPER_WGMMA("m64n256k16.f32.bf16.bf16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
+}
+
+// D(64x256, fp32) (+)= A(64x8, K-major, smem) * B(8x256, K-major, smem) in tf32 (fp32 data in shared memory;
+// the tensor cores use its top 19 bits). tf32 has no transpose immediates: both operands must be K-major.
+__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+{
+    HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
+}
+
+#undef HOPPER_WGMMA
+
+// ------------------------------------------------------------------------------------------- accumulators
+// Accumulator layout of m64nNk*: warp w of the warpgroup holds rows 16w..16w+15; lane l holds rows l/4 and
+// l/4 + 8, columns 8j + 2(l%4) + {0, 1} in d[4j + {0,1}] (row l/4) and d[4j + {2,3}] (row l/4 + 8).
+// (row0, col0) = this thread's first element in C.
+
+// Visit this thread's accumulator pairs that lie inside C (rows < m, columns < n): pair(dst, v0, v1) where
+// both columns are inside and dst is 8-byte aligned (n even), else one(dst, v) per element inside.
+template <int NJ, class Pair, class One>  // NJ = N / 8 column groups
+__device__ __forceinline__ void for_acc_guarded(const float* d, float* C, int m, int n, int row0, int col0, Pair pair,
+                                                One one)
+{
+    const bool pairs = (n % 2) == 0;
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) {
+        const int col = col0 + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 8 * h;
+            if (row >= m) continue;
+            float* dst = C + static_cast<size_t>(row) * n + col;
+            const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+            if (pairs && col + 1 < n) {
+                pair(dst, v0, v1);
+            } else {
+                if (col < n) one(dst, v0);
+                if (col + 1 < n) one(dst + 1, v1);
+            }
+        }
+    }
+}
+
+// C = d, guarded (float2 stores where aligned).
+template <int NJ>
+__device__ __forceinline__ void store_acc_guarded(const float* d, float* C, int m, int n, int row0, int col0)
+{
+    for_acc_guarded<NJ>(
+        d, C, m, n, row0, col0, [](float* p, float v0, float v1) { *reinterpret_cast<float2*>(p) = make_float2(v0, v1); },
+        [](float* p, float v) { *p = v; });
+}
+
+// C += d, guarded, with reductions performed at L2 (red.global.add, float2 where aligned): C must already
+// hold a value (another CTA's partial sum) that is visible at GPU scope.
+template <int NJ>
+__device__ __forceinline__ void red_add_acc_guarded(const float* d, float* C, int m, int n, int row0, int col0)
+{
+    for_acc_guarded<NJ>(
+        d, C, m, n, row0, col0,
+        [](float* p, float v0, float v1) {
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v0), "f"(v1) : "memory");
+        },
+        [](float* p, float v) { atomicAdd(p, v); });
+}
+
+}  // namespace hopper
+#endif  // HOPPER_SM90A
+
+#if HOPPER_SM90A
+namespace hopper {
+
+// ------------------------------------------------------------------------------------------- flags in global memory
+// Spin (one thread) until the 32-bit flag is at least `value`, with acquire semantics at GPU scope.
+__device__ __forceinline__ void flag_wait_ge(const unsigned int* flag, unsigned int value)
+{
+    unsigned int v;
+    do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    } while (v < value);
+}
+
+}  // namespace hopper
+#endif  // HOPPER_SM90A
