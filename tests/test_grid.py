@@ -41,8 +41,9 @@ def test_every_job_is_supported_by_its_method(default_config):
 def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_module=everything)
     # Per size: numpy 2 dtypes; naive, tiled_runtime_block, tiled, tiled_unrolled 2 dtypes x 2 blocks; wmma 1;
-    # register_tiled 2; warptiled 2; dmma 1; wmma_tiled 1; wgmma_tma 2; wgmma_warp_specialized 2; cublas 5.
-    assert len(jobs) == 5 * (2 + 4 * 4 + 1 + 2 + 2 + 1 + 1 + 2 + 2 + 5)
+    # register_tiled 2; warptiled 2; dmma 1; wmma_tiled 1; wgmma_tma 2; wgmma_warp_specialized 2; wgmma_tf32 1;
+    # cublas 5.
+    assert len(jobs) == 5 * (2 + 4 * 4 + 1 + 2 + 2 + 1 + 1 + 2 + 2 + 1 + 5)
 
 
 def test_without_cupy_cublas_is_pruned_with_a_note(make_config):
