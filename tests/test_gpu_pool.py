@@ -1,0 +1,192 @@
+"""The host's GPU lock pool (matmul_study.gpu_pool), without a GPU: processes holding devices, crashing, waiting,
+and a scheduler's CUDA_VISIBLE_DEVICES taking precedence."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from matmul_study import gpu_pool
+
+HOLDER = """
+import os, sys
+from matmul_study.gpu_pool import acquire_gpu
+with acquire_gpu(int(sys.argv[1]), lock_dir=sys.argv[2], timeout_s=float(sys.argv[3])) as index:
+    print(index, os.environ["CUDA_VISIBLE_DEVICES"], flush=True)
+    if sys.argv[4] == "crash":
+        os.kill(os.getpid(), 9)  # dies holding the lock: no finally block, no atexit
+    sys.stdin.readline()  # hold until the test says so
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_scheduler(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+
+
+def child_env():
+    """A job started by Snakemake on a host without a scheduler: no CUDA_VISIBLE_DEVICES."""
+    return {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+
+
+class Holder:
+    """A separate process that takes a GPU from the pool and keeps it until released (or crashes holding it)."""
+
+    def __init__(self, count, lock_dir, timeout_s=5.0, mode="hold", inherit=False):
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(count), str(lock_dir), str(timeout_s), mode],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=None if inherit else child_env())
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=10)
+            raise RuntimeError(f"holder exited with {self.proc.returncode}: {self.proc.stderr.read()}")
+        index, visible = line.split()
+        self.index, self.visible = int(index), visible
+
+    def release(self):
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        assert self.proc.wait(timeout=10) == 0, self.proc.stderr.read()
+
+
+def test_processes_never_share_a_gpu_and_a_third_waits_until_one_is_free(tmp_path):
+    first, second = Holder(2, tmp_path), Holder(2, tmp_path)
+    try:
+        assert {first.index, second.index} == {0, 1}
+        # Each job's CUDA sees only its own device.
+        assert first.visible == str(first.index) and second.visible == str(second.index)
+        with pytest.raises(TimeoutError, match="all 2 GPU"):
+            with gpu_pool.acquire_gpu(2, lock_dir=tmp_path, timeout_s=0.5):
+                pass
+        first.release()
+        with gpu_pool.acquire_gpu(2, lock_dir=tmp_path, timeout_s=5) as index:
+            assert index == first.index
+    finally:
+        for holder in (first, second):
+            if holder.proc.poll() is None:
+                holder.release()
+
+
+def test_a_waiting_job_gets_the_gpu_as_soon_as_its_holder_ends(tmp_path):
+    holder = Holder(1, tmp_path)
+    waiter = subprocess.Popen([sys.executable, "-c", HOLDER, "1", str(tmp_path), "30", "hold"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        ready, _, _ = select.select([waiter.stdout], [], [], 1.0)
+        assert not ready and waiter.poll() is None  # still waiting: the only GPU is held
+        t0 = time.monotonic()
+        holder.release()
+        assert waiter.stdout.readline().split() == ["0", "0"]
+        assert time.monotonic() - t0 < 5
+    finally:
+        waiter.communicate("\n", timeout=10)
+        if holder.proc.poll() is None:
+            holder.release()
+
+
+def test_a_crashed_holder_frees_its_gpu(tmp_path):
+    # SIGKILL while holding: nothing in the process runs, the kernel drops the flock with the process.
+    crashed = subprocess.run([sys.executable, "-c", HOLDER, "1", str(tmp_path), "5", "crash"], capture_output=True,
+                             text=True, env=child_env(), timeout=30)
+    assert crashed.returncode == -signal.SIGKILL
+    assert crashed.stdout.split() == ["0", "0"]
+    assert gpu_pool.holder(0, tmp_path).startswith("pid ")  # the file it left still names it
+    with gpu_pool.acquire_gpu(1, lock_dir=tmp_path, timeout_s=1) as index:
+        assert index == 0
+
+
+def test_a_live_holder_is_not_taken_over(tmp_path):
+    # The contrast to the crash: the same lock, held by a live process, is not free.
+    holder = Holder(1, tmp_path)
+    try:
+        with pytest.raises(TimeoutError, match=f"pid {holder.proc.pid}"):
+            with gpu_pool.acquire_gpu(1, lock_dir=tmp_path, timeout_s=0.5):
+                pass
+    finally:
+        holder.release()
+
+
+def test_the_lock_is_released_when_the_job_raises(tmp_path):
+    with pytest.raises(ValueError):
+        with gpu_pool.acquire_gpu(1, lock_dir=tmp_path):
+            raise ValueError("the job failed")
+    holder = Holder(1, tmp_path, timeout_s=1)
+    assert holder.index == 0
+    holder.release()
+
+
+def test_code_inside_a_held_block_keeps_the_jobs_device(tmp_path):
+    # Inside the block CUDA_VISIBLE_DEVICES names the job's device, so a second acquire (in the job itself or in a
+    # child process it starts) takes it as given instead of locking another GPU.
+    with gpu_pool.acquire_gpu(3, lock_dir=tmp_path) as outer:
+        with gpu_pool.acquire_gpu(3, lock_dir=tmp_path, timeout_s=0.1) as inner:
+            assert inner == outer == 0
+        child = Holder(3, tmp_path, timeout_s=0.1, inherit=True)
+        child.release()
+        assert child.index == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu0.lock"]
+
+
+def test_cuda_sees_only_the_chosen_device_inside_the_block_and_children_inherit_it(tmp_path):
+    holder = Holder(2, tmp_path)  # takes device 0
+    try:
+        with gpu_pool.acquire_gpu(2, lock_dir=tmp_path) as index:
+            assert index == 1
+            assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+            assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # CUDA numbers devices as NVML does
+            child = subprocess.run([sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"],
+                                   capture_output=True, text=True, check=True)
+            assert child.stdout.strip() == "1"
+        assert "CUDA_VISIBLE_DEVICES" not in os.environ and "CUDA_DEVICE_ORDER" not in os.environ
+    finally:
+        holder.release()
+
+
+@pytest.mark.parametrize("visible, expected", [("3", 3), ("2,0", 2), ("GPU-8f1c2a", "GPU-8f1c2a")])
+def test_a_schedulers_choice_is_used_and_no_lock_is_taken(tmp_path, monkeypatch, visible, expected):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert gpu_pool.visible_device() == expected
+    holder = Holder(1, tmp_path)  # the pool's only device is held: the pool would have to wait
+    try:
+        with gpu_pool.acquire_gpu(1, lock_dir=tmp_path, timeout_s=0.1) as index:
+            assert index == expected
+            assert os.environ["CUDA_VISIBLE_DEVICES"] == str(expected)  # narrowed to the one this job uses
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == visible
+    finally:
+        holder.release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu0.lock"]  # the holder's; none added
+
+
+@pytest.mark.parametrize("visible", ["", " ", "-1"])
+def test_a_scheduler_that_gave_no_gpu_is_an_error_not_a_silent_fallback(monkeypatch, tmp_path, visible):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    with pytest.raises(gpu_pool.GpuPoolError, match="names no GPU"):
+        with gpu_pool.acquire_gpu(4, lock_dir=tmp_path):
+            pass
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_scheduler_means_no_visible_device():
+    assert gpu_pool.visible_device() is None
+
+
+def test_the_lock_folder_comes_from_the_environment_and_is_created(tmp_path, monkeypatch):
+    folder = tmp_path / "locks" / "here"
+    monkeypatch.setenv(gpu_pool.LOCK_DIR_ENV, str(folder))
+    with gpu_pool.acquire_gpu(1) as index:
+        assert index == 0
+        assert (folder / "gpu0.lock").is_file()
+        assert gpu_pool.holder(0) == gpu_pool.holder(0, folder)
+        assert gpu_pool.holder(0).startswith(f"pid {os.getpid()} on ")
+    assert folder.stat().st_mode & 0o1777 == 0o1777  # every user's jobs can take the host's GPUs
+
+
+def test_a_pool_of_no_gpus_is_an_error(tmp_path):
+    with pytest.raises(gpu_pool.GpuPoolError):
+        with gpu_pool.acquire_gpu(0, lock_dir=tmp_path):
+            pass
