@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -20,27 +21,18 @@ GRACE_S = 30  # after asking the job to stop, how long it may take to clean up b
 # --- Jobs -------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def logged(log_path: str, watch: bool = True):
-    """Redirect stdout/stderr to the job's log; on failure, write the traceback there and to stderr.
-
-    With `watch`, the job also stops when the Snakemake process that started it is gone (killed with -9, or
-    interrupted while this job ran on): a job left running on its own would time itself against the rerun that
-    recovers, and write a result that Snakemake has flagged incomplete."""
+def logged(log_path: str):
+    """Redirect stdout/stderr to the job's log; on failure, write the traceback there and to stderr. The job also
+    stops when its Snakemake is gone (stop_with_snakemake)."""
     real_stderr = sys.stderr
+    stop_with_snakemake()
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        previous = _stop_on_sigterm()
-        watcher = _watch_snakemake(log) if watch else None
         try:
             yield
         except BaseException as exc:
             traceback.print_exc()
             print(f"error: {exc} (full log: {log_path})", file=real_stderr)
             raise
-        finally:
-            if watcher is not None:
-                watcher.set()
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
 
 
 class JobStopped(KeyboardInterrupt):
@@ -48,14 +40,43 @@ class JobStopped(KeyboardInterrupt):
     written is left behind (results.write_atomic removes its temporary file)."""
 
 
-def _stop_on_sigterm():
-    if threading.current_thread() is not threading.main_thread():
-        return None
+_WATCHING = []
+
+
+def stop_with_snakemake() -> None:
+    """Make this job process stop when the Snakemake process that started it is gone (killed with -9, or
+    interrupted while this job ran on): a job left running on its own would time itself against the rerun that
+    recovers, and write a result that Snakemake has flagged incomplete. Called first thing in every rule script
+    (workflow/scripts/_study.py); idempotent. SIGTERM raises JobStopped, so the job unwinds cleanly."""
+    if _WATCHING or threading.current_thread() is not threading.main_thread():
+        return
 
     def stop(signum, frame):
         raise JobStopped(f"stopped by signal {signum}")
 
-    return signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, stop)
+    parent = os.getppid()
+    ancestor = snakemake_ancestor()
+    started = _proc_start_time(ancestor) if ancestor else None
+
+    def gone() -> bool:
+        if os.getppid() != parent:  # the parent died and this process was handed to init (or a subreaper)
+            return True
+        return ancestor is not None and _proc_start_time(ancestor) != started
+
+    def watch():
+        while True:
+            time.sleep(WATCH_INTERVAL_S)
+            if gone():
+                print(f"Snakemake (pid {ancestor or parent}) is gone: stopping this job. Recover with the same "
+                      "command plus --rerun-incomplete (README: Recovering from a crash).", file=sys.stderr,
+                      flush=True)
+                _thread.interrupt_main(signal.SIGTERM)  # raises JobStopped in the job, after its current call
+                time.sleep(GRACE_S)
+                os._exit(1)
+
+    threading.Thread(target=watch, name="stop-with-snakemake", daemon=True).start()
+    _WATCHING.append(True)
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -103,33 +124,6 @@ def snakemake_ancestor(pid: int | None = None, levels: int = 4) -> int | None:
             return parent
         current = parent
     return None
-
-
-def _watch_snakemake(log) -> threading.Event | None:
-    """Stop this job once its Snakemake ancestor (or, without /proc, its parent) is gone. Returns the event that
-    ends the watch."""
-    parent = os.getppid()
-    ancestor = snakemake_ancestor()
-    started = _proc_start_time(ancestor) if ancestor else None
-    done = threading.Event()
-
-    def gone() -> bool:
-        if os.getppid() != parent:  # the parent died and this process was handed to init (or a subreaper)
-            return True
-        return ancestor is not None and _proc_start_time(ancestor) != started
-
-    def watch():
-        while not done.wait(WATCH_INTERVAL_S):
-            if gone():
-                print(f"Snakemake (pid {ancestor or parent}) is gone: stopping this job. Recover with the same "
-                      "command plus --rerun-incomplete (README: Recovering from a crash).", file=log, flush=True)
-                _thread.interrupt_main(signal.SIGTERM)  # raises JobStopped in the job, after its current call
-                if not done.wait(GRACE_S):
-                    os._exit(1)
-                return
-
-    threading.Thread(target=watch, name="snakemake-watch", daemon=True).start()
-    return done
 
 
 def blas_threads(config: dict, workflow) -> int:
