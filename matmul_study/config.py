@@ -16,6 +16,25 @@ class ConfigError(ValueError):
     """A config value that is not allowed; the message names the key, the value and what is allowed."""
 
 
+def check_yaml_syntax(path: str | Path) -> None:
+    """Raise ConfigError naming the file, line and column of a YAML syntax error in a config file (Snakemake's
+    own message names neither); a file that does not exist is left to Snakemake."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        what = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        if exc.context_mark and mark and exc.context_mark.line != mark.line:
+            what += f" (the construct opened on line {exc.context_mark.line + 1})"
+        raise ConfigError(f"{where}: YAML syntax error: {what}.") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}.") from None
+
+
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
     return yaml.safe_load(Path(path).read_text())
 

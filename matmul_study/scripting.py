@@ -299,3 +299,23 @@ def config_as_measured(config: dict, records: list[dict]) -> dict:
     if asked:
         shown[ASKED_KEY] = asked
     return shown
+
+
+def report_needs_a_finished_run(config: dict, run_files: list[str], argv: list[str] | None = None) -> str | None:
+    """For `snakemake --report`: None when every result this config selects exists; else what to do, in words.
+    Snakemake's report describes a finished run of the same config: after a run with --config, the report needs
+    the same --config (it would otherwise fail on the first missing file, with no hint)."""
+    argv = sys.argv if argv is None else argv
+    missing = [f for f in run_files if not Path(f).exists()]
+    if not missing:
+        return None
+    target = next((a.split("=", 1)[1] if "=" in a else argv[i + 1] for i, a in enumerate(argv)
+                   if (a == "--report" and i + 1 < len(argv)) or a.startswith("--report=")), "report.zip")
+    have = sorted({Path(f).parts[2].removeprefix("method~") for f in run_files if Path(f).exists()},
+                  key=config["methods"].index)
+    advice = (f"If the run used --config, give --report the same, e.g. (the methods that have results here): "
+              f"snakemake --report {target} --config 'methods={json.dumps(have)}'" if have else
+              "No result of this config exists yet: run the study first, e.g. snakemake --cores 1 --config "
+              "'methods=[\"numpy\"]'")
+    return (f"snakemake --report describes a finished run, but {len(missing)} of the {len(run_files)} results this "
+            f"config selects are missing (e.g. {missing[0]}). {advice}.")

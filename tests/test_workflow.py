@@ -239,3 +239,86 @@ def test_imported_results_from_another_device_are_merged_side_by_side(cpu_study,
     assert len(df) == 6 + len(list((reference / "runs").rglob("*.json")))
     html = (workdir / "report/report.html").read_text()
     assert "NVIDIA H200" in html
+
+
+def copy_study(cpu_study, tmp_path) -> Path:
+    """A copy of the finished CPU-only study (results, metadata and all) that a test may change."""
+    import shutil
+
+    workdir = tmp_path / "study"
+    shutil.copytree(cpu_study, workdir, symlinks=True)
+    return workdir
+
+
+def test_a_config_key_that_changes_a_measurement_reruns_its_jobs_and_the_report_states_what_was_measured(
+        cpu_study, tmp_path):
+    workdir = copy_study(cpu_study, tmp_path)
+    # threads=2 with 2 cores: numpy's BLAS gets 2 threads, so every numpy job is measured again.
+    out = snakemake(workdir, "-n", "--cores", "2", "--config", "threads=2")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert job_counts(out.stdout)["benchmark_cpu"] == 6
+    out = snakemake(workdir, "-n", "--cores", "1", "--config", "measurement={min_reps: 4}")
+    assert job_counts(out.stdout)["benchmark_cpu"] == 6
+    # threads=2 with 1 core still measures with 1 thread: no job reruns, and the report says 1, not 2.
+    out = snakemake(workdir, "--cores", "1", "--config", "threads=2")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "benchmark_cpu" not in job_counts(out.stdout + out.stderr)
+    for path in (workdir / "results/runs").rglob("*.json"):
+        assert json.loads(path.read_text())["measured_config"]["threads"] == 1
+    html = (workdir / "report/report.html").read_text()
+    shown = html.split("config asks for (not what the results were measured with)")
+    assert len(shown) == 2, "the report must say that the config asks for what was not measured"
+    assert re.search(r"(?:^|<pre>)threads: 1$", shown[0], re.M)
+    assert not re.search(r"(?:^|<pre>)threads: 2$", shown[0], re.M)
+    assert re.search(r"^\s+threads: 2(?:$|</pre>)", shown[1], re.M)
+
+
+def test_snakemake_report_after_a_run_with_config_says_what_to_type(cpu_study, tmp_path):
+    workdir = copy_study(cpu_study, tmp_path)
+    # As in the README: the run used --config 'methods=["numpy"]' over a config.yaml with GPU methods.
+    write_config(workdir, {**CPU_STUDY, "methods": ["numpy", "naive"]})
+    out = snakemake(workdir, "--report", str(tmp_path / "report.zip"))
+    assert out.returncode != 0
+    command = f"snakemake --report {tmp_path / 'report.zip'} --config 'methods=[\"numpy\"]'"
+    assert command in out.stderr, out.stderr[-2000:]
+    out = snakemake(workdir, "--report", str(tmp_path / "report.zip"), "--config", 'methods=["numpy"]')
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert any(n.endswith("results.csv") for n in zipfile.ZipFile(tmp_path / "report.zip").namelist())
+
+
+def test_a_size_too_large_for_host_memory_stops_before_any_job(tmp_path):
+    write_config(tmp_path, {**CPU_STUDY, "sizes": [32, 1_000_000]})
+    out = snakemake(tmp_path, "--cores", "1")
+    assert out.returncode != 0
+    assert "config key 'sizes[1]': value 1000000 is too large for this machine" in out.stderr
+    assert re.search(r"needs at least [\d.,]+ TiB of host memory .* this machine has [\d.,]+ [GT]iB", out.stderr)
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_corrupt_result_file_is_named_by_collate(cpu_study, tmp_path):
+    workdir = copy_study(cpu_study, tmp_path)
+    corrupt = sorted((workdir / "results/runs").rglob("*.json"))[0]
+    corrupt.write_text(corrupt.read_text()[:100])  # cut short, as a full disk would leave it
+    out = snakemake(workdir, "--cores", "1")
+    assert out.returncode != 0
+    assert f"{corrupt.relative_to(workdir)}: not a valid result file" in out.stderr
+    assert "Delete it and rerun" in out.stderr
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
+    from matmul_study.config import ConfigError, check_yaml_syntax
+
+    bad = tmp_path / "config.yaml"
+    bad.write_text("sizes: [32, 48]\nmethods: [numpy]\n  dtypes: [float32]\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(bad))}, line 3, column 3: YAML syntax error"):
+        check_yaml_syntax(bad)
+    bad.write_text("sizes: [32\nmethods: [numpy]\n")
+    with pytest.raises(ConfigError, match=r"line 2, column \d+: YAML syntax error.*opened on line 1"):
+        check_yaml_syntax(bad)
+    bad.write_text(yaml.safe_dump(CPU_STUDY))
+    check_yaml_syntax(bad)  # a valid file passes
+
+
+def test_result_files_are_readable_by_everyone_like_other_outputs(cpu_study):
+    for path in (cpu_study / "results/runs").rglob("*.json"):
+        assert path.stat().st_mode & 0o044 == 0o044, oct(path.stat().st_mode)

@@ -22,3 +22,10 @@ rule report:
         "../../envs/study.yaml"
     script:
         "../scripts/report.py"
+
+
+# Snakemake's own report (--report FILE) needs a finished run of the same config: say so, and what to type.
+if scripting.report_mode():
+    _hint = scripting.report_needs_a_finished_run(config, run_files())
+    if _hint:
+        raise WorkflowError(_hint)
