@@ -730,3 +730,44 @@ def save_figure(fig: Figure, png_path: str | Path, svg_path: str | Path) -> None
                 fig.savefig(path, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
     finally:
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Figures a run cannot have data for: left out of the run (and the report), with one sentence each saying why.
+
+def _block_methods() -> list[str]:
+    from . import registry
+
+    return [name for name, method in registry.METHODS.items() if method.block_axis]
+
+
+def _on_gpu(method: str) -> bool:
+    from . import registry
+
+    return method in registry.METHODS and registry.get(method).on_gpu
+
+
+def left_out(jobs: pd.DataFrame, gpu_sources: int | None = None) -> dict[str, str]:
+    """The figures that `jobs` (columns method and dtype: this run's grid plus any imported results) cannot
+    have data for, each with the sentence the report shows instead. `gpu_sources` counts the result sets with
+    GPU jobs (this machine's and each imported one); the device comparison needs two."""
+    methods = set(jobs["method"])
+    gpu = any(_on_gpu(m) for m in methods)
+    both = jobs[jobs["dtype"].isin(["float32", "float64"])].groupby("method")["dtype"].nunique()
+    out = {}
+    if "naive" not in methods:
+        out["speedup"] = ("Speedup over naive is not drawn: it divides by the naive GPU kernel, and this run has "
+                          "no naive jobs.")
+    if not methods & set(_block_methods()):
+        out["blocks"] = ("Thread-block size is not drawn: no method in this run has a thread-block axis ("
+                         + ", ".join(_block_methods()) + " have one).")
+    if not (both >= 2).any():
+        out["float_vs_double"] = ("float32 against float64 is not drawn: no method in this run ran both float32 "
+                                  "and float64.")
+    if not gpu:
+        out["roofline"] = ("Roofline is not drawn: it places GPU kernels under the GPU's calibrated ceilings, and "
+                           "this run has no GPU jobs.")
+    if (gpu_sources if gpu_sources is not None else int(gpu)) < 2:
+        out["devices"] = ("Devices compared is not drawn: it needs GPU results from two devices (import another "
+                          "machine's results into results/imported/<name>/).")
+    return {name: out[name] for name in FIGURES if name in out}

@@ -319,3 +319,25 @@ def report_needs_a_finished_run(config: dict, run_files: list[str], argv: list[s
               "'methods=[\"numpy\"]'")
     return (f"snakemake --report describes a finished run, but {len(missing)} of the {len(run_files)} results this "
             f"config selects are missing (e.g. {missing[0]}). {advice}.")
+
+
+def run_keys(local_jobs, imported_paths: list[str]):
+    """method, dtype and source of every job of a run: this run's grid (source "") and the imported result files
+    (source: their folder under results/imported/, read from the path)."""
+    import pandas as pd
+
+    rows = [(m, d, "") for m, d in zip(local_jobs["method"], local_jobs["dtype"])]
+    for path in imported_paths:
+        parts = Path(path).parts
+        keys = {p.split("~", 1)[0]: p.split("~", 1)[1] for p in parts if "~" in p}
+        if "method" in keys and "dtype" in keys:
+            rows.append((keys["method"], keys["dtype"], parts[2] if len(parts) > 2 else path))
+    return pd.DataFrame(rows, columns=["method", "dtype", "source"])
+
+
+def gpu_sources(keys) -> int:
+    """How many result sets (this run, each imported folder) hold GPU jobs."""
+    from . import registry
+
+    on_gpu = keys["method"].map(lambda m: m in registry.METHODS and registry.get(m).on_gpu)
+    return keys.loc[on_gpu, "source"].nunique()

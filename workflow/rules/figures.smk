@@ -1,5 +1,12 @@
 # One seaborn figure per entry of matmul_study.figures.FIGURES, as PNG (embedded in the report) and SVG.
 from matmul_study.figures import FIGURES
+from matmul_study.figures import left_out as figures_left_out
+
+# Figures this run cannot have data for (a CPU-only run has no naive kernel, no block axis, no GPU) are not
+# drawn; the report says in one sentence each why.
+_RUN_KEYS = scripting.run_keys(JOBS, IMPORTED_RUNS)
+FIGURES_LEFT_OUT = figures_left_out(_RUN_KEYS, scripting.gpu_sources(_RUN_KEYS))
+DRAWN_FIGURES = [name for name in FIGURES if name not in FIGURES_LEFT_OUT]
 
 
 rule figure:

@@ -6,7 +6,7 @@ rule report:
         results="results/tables/results.csv",
         summaries=expand("results/tables/{name}.csv", name=TABLES),
         pruned="results/tables/pruned.csv",
-        figures=expand("results/figures/{figure}.png", figure=FIGURES),
+        figures=expand("results/figures/{figure}.png", figure=DRAWN_FIGURES),
         calibration=calibration_files(),
         # This run's own results (not imported ones): the report states the config they were measured with.
         runs=run_files(),
@@ -17,7 +17,8 @@ rule report:
     params:
         config=config,
         tables=TABLES,
-        figures=list(FIGURES),
+        figures=DRAWN_FIGURES,
+        figures_left_out=FIGURES_LEFT_OUT,
     conda:
         "../../envs/study.yaml"
     script:
