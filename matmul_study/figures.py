@@ -28,6 +28,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from matmul_study import dtypes, registry  # noqa: E402
+from matmul_study.ladder import ladder_table  # noqa: E402
 from matmul_study.devices import device_kind, device_name, devices_long, gpu_devices, with_device  # noqa: E402
 
 SIZE_LABEL = "matrix size (∛(m·k·n), log2 scale)"
@@ -650,6 +651,52 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     return fig
 
 
+def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
+    """TF/s per rung at the largest shape, one panel per dtype: bars in ladder order, cuBLAS as a dashed line and
+    the datasheet peak as a dotted one."""
+    title = "The ladder: each rung at the largest shape"
+    table = ladder_table(results)
+    if table.empty:
+        fig = _empty_figure(title, "throughput (TF/s, burst)", "rung (method, in ladder order)", log2_x=False)
+        fig.axes[0].set_xscale("linear")  # as the drawn ladder: TF/s on a linear axis
+        fig.axes[0].set_xlim(0, 1)
+        return fig
+    rank = {name: i for i, name in enumerate(dtypes.NAMES)}
+    panels = sorted(table.groupby(["device", "dtype"], sort=False), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99)))
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    palette = _method_palette(list(dict.fromkeys(table["method"])))
+    several = table["device"].nunique() > 1
+    for ax, ((device, dtype), part) in zip(axes.flat, panels):
+        rungs = part[part["method"] != "cublas"]
+        ax.barh(rungs["method"], rungs["tflops"], color=[palette[m] for m in rungs["method"]])
+        for y, (rate, ratio) in enumerate(zip(rungs["tflops"], rungs["vs_cublas"])):
+            label = f"{rate:.3g}" + (f"  ({ratio:.3f}×)" if np.isfinite(ratio) else "")
+            ax.text(rate, y, " " + label, va="center", fontsize=8)
+        cublas = part[part["method"] == "cublas"]["tflops"]
+        if not cublas.empty:
+            ax.axvline(cublas.iloc[0], color="dimgrey", linestyle="--", label=f"cuBLAS {cublas.iloc[0]:.3g}")
+        peak = part["datasheet_tflops"].iloc[0]
+        if peak is not None and np.isfinite(peak):
+            ax.axvline(peak, color="black", linestyle=":", label=f"datasheet {peak:.4g}")
+        if rungs.empty:
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, "no kernel of ours for this dtype", transform=ax.transAxes, ha="center",
+                    color="dimgrey")
+        ax.invert_yaxis()  # ladder order reads top to bottom
+        ax.set_xlabel("throughput (TF/s, burst, verified)")
+        ax.set_ylabel("rung (method, in ladder order)")
+        ax.set_title(f"{dtype}, {part['shape'].iloc[0]}" + (f"\n{device}" if several else ""), fontsize=10)
+        ax.set_xlim(0, max(part["tflops"].max(), peak or 0) * 1.35)
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES: dict[str, FigureSpec] = {
     spec.name: spec
     for spec in [
@@ -714,6 +761,14 @@ FIGURES: dict[str, FigureSpec] = {
             "bars of one kernel sit together, one colour per device, with the value at the end of each bar.",
             plot_devices,
         ),
+        FigureSpec(
+            "ladder",
+            "The ladder",
+            "Each rung's burst rate (TF/s, verified jobs only) at the largest shape of each element type, in the "
+            "ladder's order, with its ratio to cuBLAS measured in the same run; the dashed line is cuBLAS and the "
+            "dotted one the datasheet's dense peak for this GPU (H100/H200 SXM; none for other devices).",
+            _themed(plot_ladder),
+        ),
     ]
 }
 
@@ -765,6 +820,8 @@ def left_out(jobs: pd.DataFrame, gpu_sources: int | None = None) -> dict[str, st
         out["float_vs_double"] = ("float32 against float64 is not drawn: no method in this run ran both float32 "
                                   "and float64.")
     if not gpu:
+        out["ladder"] = ("The ladder is not drawn: it compares GPU kernels with cuBLAS, and this run has no GPU "
+                         "jobs.")
         out["roofline"] = ("Roofline is not drawn: it places GPU kernels under the GPU's calibrated ceilings, and "
                            "this run has no GPU jobs.")
     if (gpu_sources if gpu_sources is not None else int(gpu)) < 2:

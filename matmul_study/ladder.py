@@ -1,4 +1,5 @@
-"""The ladder: each rung's rate at the largest shape, against cuBLAS measured in the same run and the datasheet.
+"""The ladder: each rung's rate at the largest shape, against cuBLAS measured in the same run and the datasheet
+(the table; figures.plot_ladder draws it).
 
 The datasheet peaks are the vendor's dense rates for the SXM boards, leads only (the measured cuBLAS line is the
 one a ratio divides by). A device the table does not know simply has no datasheet line.
@@ -50,51 +51,3 @@ def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
             rows.append((dev, dtype, top["shape"].iloc[0], method, best[method] / 1e3,
                          best[method] / cublas if cublas else np.nan, datasheet_tflops(dev, dtype)))
     return pd.DataFrame(rows, columns=columns)
-
-
-def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
-    """TF/s per rung at the largest shape, one panel per dtype: bars in ladder order, cuBLAS as a dashed line and
-    the datasheet peak as a dotted one."""
-    import matplotlib.pyplot as plt
-
-    from .figures import _empty_figure, _method_palette
-
-    title = "The ladder: each rung at the largest shape"
-    table = ladder_table(results)
-    if table.empty:
-        return _empty_figure(title, "method", "TF/s", log2_x=False)
-    from . import dtypes
-
-    rank = {name: i for i, name in enumerate(dtypes.NAMES)}
-    panels = sorted(table.groupby(["device", "dtype"], sort=False), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99)))
-    cols = min(3, len(panels))
-    rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
-    palette = _method_palette(list(dict.fromkeys(table["method"])))
-    several = table["device"].nunique() > 1
-    for ax, ((device, dtype), part) in zip(axes.flat, panels):
-        rungs = part[part["method"] != "cublas"]
-        ax.barh(rungs["method"], rungs["tflops"], color=[palette[m] for m in rungs["method"]])
-        for y, (rate, ratio) in enumerate(zip(rungs["tflops"], rungs["vs_cublas"])):
-            label = f"{rate:.3g}" + (f"  ({ratio:.3f}×)" if np.isfinite(ratio) else "")
-            ax.text(rate, y, " " + label, va="center", fontsize=8)
-        cublas = part[part["method"] == "cublas"]["tflops"]
-        if not cublas.empty:
-            ax.axvline(cublas.iloc[0], color="dimgrey", linestyle="--", label=f"cuBLAS {cublas.iloc[0]:.3g}")
-        peak = part["datasheet_tflops"].iloc[0]
-        if peak is not None and np.isfinite(peak):
-            ax.axvline(peak, color="black", linestyle=":", label=f"datasheet {peak:.4g}")
-        if rungs.empty:
-            ax.set_yticks([])
-            ax.text(0.5, 0.5, "no kernel of ours for this dtype", transform=ax.transAxes, ha="center",
-                    color="dimgrey")
-        ax.invert_yaxis()  # ladder order reads top to bottom
-        ax.set_xlabel("TF/s (burst, verified)")
-        ax.set_title(f"{dtype}, {part['shape'].iloc[0]}" + (f"\n{device}" if several else ""), fontsize=10)
-        ax.set_xlim(0, max(part["tflops"].max(), peak or 0) * 1.35)
-        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontweight="bold")
-    fig.tight_layout()
-    return fig

@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from matmul_study.ladder import datasheet_tflops, ladder_table, plot_ladder
+from matmul_study.figures import plot_ladder
+from matmul_study.ladder import datasheet_tflops, ladder_table
 
 
 def rows():
