@@ -174,13 +174,17 @@ def _running_here(workdir: Path) -> list[int]:
     return found
 
 
-def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs") -> list[str]:
+def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
+                      argv: list[str] | None = None) -> list[str]:
     """After a crash (Snakemake killed), remove what it left that would stop the next run: its directory locks
     and half-written temporary result files. Only where /proc shows no Snakemake process and no Snakemake job
     working in this directory on this machine; returns what was removed (nothing where that cannot be checked).
 
     Snakemake's own locks record no owner, so a run on another host sharing this directory cannot be seen: run
     recovery from one machine at a time."""
+    argv = sys.argv if argv is None else argv
+    if "--target-jobs" in argv or "--mode" in argv:  # a job that an executor spawned: the run's own Snakemake
+        return []                                     # (maybe on another host) holds these locks
     workdir = Path(workdir).resolve()
     locks = sorted((workdir / ".snakemake" / "locks").glob("*.lock"))
     temps = sorted((workdir / runs_dir).rglob(".*.json.*.tmp")) if (workdir / runs_dir).is_dir() else []

@@ -132,6 +132,8 @@ def test_a_live_run_keeps_its_locks(tmp_path):
         run.wait(timeout=60)
     # Once that run is dead (kill -9 of its whole group: no job of it is left), its locks are stale.
     assert wait_until(lambda: not job_pids(tmp_path), 20)
+    # A job that an executor spawned (on a cluster node, say) never clears locks: its run's Snakemake holds them.
+    assert clear_stale_locks(tmp_path, argv=["snakemake", "--target-jobs", "benchmark_cpu:"]) == []
     removed = clear_stale_locks(tmp_path)
     assert any(r.startswith(".snakemake/locks/") for r in removed)
     assert not list((tmp_path / ".snakemake/locks").glob("*.lock"))
