@@ -339,3 +339,23 @@ def test_a_cpu_only_report_leaves_out_what_it_cannot_show_and_says_why_once(cpu_
     # Tables with no rows are left out, not shown as headers only.
     assert "<h3>Speedup over naive</h3>" not in html and "<h3>Thread-block sizes</h3>" not in html
     assert "<h3>float32 against float64</h3>" in html and "<h3>Best throughput</h3>" in html
+
+
+def test_the_stated_config_is_the_measured_one_where_results_differ_from_it():
+    from matmul_study.scripting import ASKED_KEY, config_as_measured
+
+    config = {"threads": 4, "measurement": {"min_reps": 5, "max_reps": 50, "mode": "hot"}}
+    records = [
+        {"method": "numpy", "threads": 2, "measured_config": {"threads": 2, "measurement": {
+            "min_reps": 5, "max_reps": 20, "mode": "hot"}}},
+        {"method": "numpy", "threads": 2, "measured_config": {"threads": 2, "measurement": {
+            "min_reps": 5, "max_reps": 30, "mode": "cold"}}},
+    ]
+    shown = config_as_measured(config, records)
+    assert shown["threads"] == 2 and shown["measurement"]["min_reps"] == 5
+    assert shown["measurement"]["mode"] == ["hot", "cold"]  # results measured two ways: both are stated
+    assert shown["measurement"]["max_reps"] == 30  # the report computes with it: the largest cap it ran under
+    assert shown[ASKED_KEY] == {"threads": 4, "measurement": {"max_reps": 50, "mode": "hot"}}
+    assert config["threads"] == 4  # the caller's config is not changed
+    assert config_as_measured(config, [{"method": "numpy", "threads": 4, "measured_config": {
+        "threads": 4, "measurement": dict(config["measurement"])}}]) == config  # as measured: stated as is
