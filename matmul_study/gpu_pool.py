@@ -1,10 +1,11 @@
 """Which GPU a job uses: the one a scheduler gave it, or the first free one of a small lock pool on the host.
 
-A scheduler (Slurm with `--gpus`, or any that sets CUDA_VISIBLE_DEVICES) has already chosen: the job uses the
-first device it names, and no lock is taken. Otherwise several jobs of one host (Snakemake with
+A scheduler (Slurm with `--gpus`, or any that sets CUDA_VISIBLE_DEVICES to the job's device) has already chosen:
+the job uses that device, and no lock is taken. Otherwise several jobs of one host (Snakemake with
 `--resources gpu=N`) share the host's GPUs through one lock file per device in a lock folder: a job holds an
 exclusive `flock` on the file of its device for as long as it runs. The kernel releases the lock when the process
-ends in any way (a crash, SIGKILL, the OOM killer), so a dead job never keeps a GPU.
+ends in any way (a crash, SIGKILL, the OOM killer), so a dead job never keeps a GPU. Where the user limited the
+run to some GPUs (CUDA_VISIBLE_DEVICES=2,3 snakemake ...), the pool chooses among those.
 
 Call `acquire_gpu` before anything initialises CUDA in the process (pycuda's `cuda.init()`, a CuPy array): inside
 it CUDA_VISIBLE_DEVICES names only the chosen device, so that device is CUDA device 0 of the process and of its
@@ -46,24 +47,45 @@ def scheduler_devices() -> list[str] | None:
 
 
 def visible_device() -> int | str | None:
-    """The device the scheduler chose for this job: the first entry of CUDA_VISIBLE_DEVICES, as an int when it is
-    an index (Slurm's form) or as the string when it is a UUID (GPU-..., MIG-...). None when CUDA_VISIBLE_DEVICES
-    is unset (no scheduler chose: use the lock pool). Raises GpuPoolError when it is set but names no device."""
+    """The device chosen for this job before it started, or None when the lock pool must choose.
+
+    Chosen: CUDA_VISIBLE_DEVICES names one device (what Slurm sets for a job that asked for one GPU), or names
+    several inside a Slurm job (SLURM_JOB_ID set: the job owns all of them; the first is used). The device is
+    returned as an int when it is an index, as the string when it is a UUID (GPU-..., MIG-...). None when
+    CUDA_VISIBLE_DEVICES is unset, or names several devices outside a scheduler (a user limiting the run to some
+    GPUs: the pool chooses among those). Raises GpuPoolError when it is set but names no device."""
     devices = scheduler_devices()
     if devices is None:
         return None
     if not devices or devices[0] == "-1":
         raise GpuPoolError(f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r} names no GPU: the scheduler "
                            "gave this job none (ask for one, e.g. the gpu resource)")
-    first = devices[0]
-    return int(first) if first.isdigit() else first
+    if len(devices) > 1 and not os.environ.get("SLURM_JOB_ID"):
+        return None
+    return _as_device(devices[0])
 
 
-def lock_path(index: int, directory: str | os.PathLike | None = None) -> Path:
+def _as_device(entry: str) -> int | str:
+    return int(entry) if entry.isdigit() else entry
+
+
+def host_gpu_count() -> int:
+    """The GPUs of this host, from NVML, which (unlike cuInit) neither reads nor fixes CUDA_VISIBLE_DEVICES: call it
+    before `acquire_gpu`. 0 where NVML (nvidia-ml-py, the driver) is unavailable."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:
+        return 0
+
+
+def lock_path(index: int | str, directory: str | os.PathLike | None = None) -> Path:
     return pool_dir(directory) / f"gpu{index}.lock"
 
 
-def holder(index: int, directory: str | os.PathLike | None = None) -> str | None:
+def holder(index: int | str, directory: str | os.PathLike | None = None) -> str | None:
     """What the lock file of device `index` says about its last holder ("pid 123 on host"), or None; for messages.
     The file outlives its holder: only a failed flock shows that the device is taken."""
     try:
@@ -117,33 +139,36 @@ def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeou
                 poll_s: float = 0.2) -> Iterator[int | str]:
     """Hold one GPU of this host for the block; yields its index on the host.
 
-    Where a scheduler set CUDA_VISIBLE_DEVICES, yields `visible_device()` and takes no lock (CUDA_VISIBLE_DEVICES
-    is narrowed to that one device for the block). Otherwise locks the first free of devices 0 .. count-1 (count:
-    the GPUs of this host, e.g. NVML's device count) and sets CUDA_VISIBLE_DEVICES to it for the block, waiting
-    while all are held (by jobs of another run on this host) until one is free or `timeout_s` has passed
+    Where the device was chosen before the job started (`visible_device()`: Slurm), yields it and takes no lock;
+    CUDA_VISIBLE_DEVICES is narrowed to it for the block. Otherwise locks the first free of devices 0 .. count-1
+    (count: the GPUs of this host, `host_gpu_count()`), or of the devices CUDA_VISIBLE_DEVICES lists where it
+    lists several (count is then not used), and sets CUDA_VISIBLE_DEVICES to it for the block. While all are held
+    (by jobs of another run on this host) it waits until one is free, or until `timeout_s` has passed
     (TimeoutError). The lock is released when the block ends or the process dies."""
     chosen = visible_device()
     if chosen is not None:
-        with _visible(scheduler_devices()[0]):
+        with _visible(str(chosen)):
             yield chosen
         return
-    if count < 1:
+    listed = scheduler_devices()
+    candidates = [_as_device(d) for d in listed] if listed else list(range(count))
+    if not candidates:
         raise GpuPoolError(f"no GPU to choose from (count={count})")
     directory = pool_dir(lock_dir)
     _prepare(directory)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
-        for index in range(count):
-            fd = _try_lock(lock_path(index, directory))
+        for device in candidates:
+            fd = _try_lock(lock_path(device, directory))
             if fd is not None:
                 try:
-                    with _visible(str(index)):
-                        yield index
+                    with _visible(str(device)):
+                        yield device
                 finally:
                     os.close(fd)  # releases the flock
                 return
         if deadline is not None and time.monotonic() >= deadline:
-            held = "; ".join(f"GPU {i}: {holder(i, directory) or 'held'}" for i in range(count))
-            raise TimeoutError(f"all {count} GPU(s) of this host stayed held for {timeout_s} s ({held}); "
+            held = "; ".join(f"GPU {d}: {holder(d, directory) or 'held'}" for d in candidates)
+            raise TimeoutError(f"all {len(candidates)} GPU(s) of this host stayed held for {timeout_s} s ({held}); "
                                f"lock folder {directory}")
         time.sleep(poll_s)

@@ -23,30 +23,33 @@ with acquire_gpu(int(sys.argv[1]), lock_dir=sys.argv[2], timeout_s=float(sys.arg
 """
 
 
+SCHEDULER_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SLURM_JOB_ID")
+
+
 @pytest.fixture(autouse=True)
 def no_scheduler(monkeypatch):
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    for name in SCHEDULER_VARS:
+        monkeypatch.delenv(name, raising=False)
 
 
-def child_env():
+def child_env(**extra):
     """A job started by Snakemake on a host without a scheduler: no CUDA_VISIBLE_DEVICES."""
-    return {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+    return {**{k: v for k, v in os.environ.items() if k not in SCHEDULER_VARS}, **extra}
 
 
 class Holder:
     """A separate process that takes a GPU from the pool and keeps it until released (or crashes holding it)."""
 
-    def __init__(self, count, lock_dir, timeout_s=5.0, mode="hold", inherit=False):
+    def __init__(self, count, lock_dir, timeout_s=5.0, mode="hold", inherit=False, env=None):
         self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(count), str(lock_dir), str(timeout_s), mode],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=None if inherit else child_env())
+                                     text=True, env=None if inherit else env or child_env())
         line = self.proc.stdout.readline()
         if not line:
             self.proc.wait(timeout=10)
             raise RuntimeError(f"holder exited with {self.proc.returncode}: {self.proc.stderr.read()}")
         index, visible = line.split()
-        self.index, self.visible = int(index), visible
+        self.index, self.visible = int(index) if index.isdigit() else index, visible
 
     def release(self):
         self.proc.stdin.write("\n")
@@ -147,9 +150,15 @@ def test_cuda_sees_only_the_chosen_device_inside_the_block_and_children_inherit_
         holder.release()
 
 
-@pytest.mark.parametrize("visible, expected", [("3", 3), ("2,0", 2), ("GPU-8f1c2a", "GPU-8f1c2a")])
-def test_a_schedulers_choice_is_used_and_no_lock_is_taken(tmp_path, monkeypatch, visible, expected):
+@pytest.mark.parametrize("visible, slurm_job, expected", [
+    ("3", None, 3),
+    ("GPU-8f1c2a", None, "GPU-8f1c2a"),
+    ("2,0", "1234", 2),  # a Slurm job given two GPUs owns both: the first, no lock
+])
+def test_a_schedulers_choice_is_used_and_no_lock_is_taken(tmp_path, monkeypatch, visible, slurm_job, expected):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    if slurm_job:
+        monkeypatch.setenv("SLURM_JOB_ID", slurm_job)
     assert gpu_pool.visible_device() == expected
     holder = Holder(1, tmp_path)  # the pool's only device is held: the pool would have to wait
     try:
@@ -160,6 +169,40 @@ def test_a_schedulers_choice_is_used_and_no_lock_is_taken(tmp_path, monkeypatch,
     finally:
         holder.release()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu0.lock"]  # the holder's; none added
+
+
+def test_gpus_the_user_listed_outside_a_scheduler_are_shared_through_the_pool(tmp_path):
+    # CUDA_VISIBLE_DEVICES=2,GPU-x snakemake --resources gpu=2 ...: every job inherits both; taking the first would
+    # put two jobs on one GPU.
+    env = child_env(CUDA_VISIBLE_DEVICES="2,GPU-x")
+    first, second = Holder(8, tmp_path, env=env), Holder(8, tmp_path, env=env)
+    try:
+        assert {first.index, second.index} == {2, "GPU-x"}
+        assert {first.visible, second.visible} == {"2", "GPU-x"}
+        third = subprocess.run([sys.executable, "-c", HOLDER, "8", str(tmp_path), "0.5", "hold"], input="\n",
+                               capture_output=True, text=True, env=env, timeout=30)
+        assert third.returncode != 0 and "TimeoutError: all 2 GPU" in third.stderr
+    finally:
+        first.release()
+        second.release()
+
+
+class FakeNvml:
+    def __init__(self, count=None):
+        self.count = count
+
+    def nvmlInit(self):
+        if self.count is None:
+            raise RuntimeError("NVML Shared Library Not Found")
+
+    def nvmlDeviceGetCount(self):
+        return self.count
+
+
+@pytest.mark.parametrize("count, expected", [(4, 4), (None, 0)])
+def test_the_host_gpu_count_comes_from_nvml(monkeypatch, count, expected):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(count))
+    assert gpu_pool.host_gpu_count() == expected
 
 
 @pytest.mark.parametrize("visible", ["", " ", "-1"])
