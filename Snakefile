@@ -3,6 +3,16 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+from snakemake.exceptions import WorkflowError
+
+from matmul_study.config import ConfigError, check_yaml_syntax
+
+# Snakemake's own message for a YAML syntax error names neither the file nor the line.
+try:
+    check_yaml_syntax("config.yaml")
+except ConfigError as exc:
+    raise WorkflowError(f"Invalid configuration: {exc}") from None
+
 
 configfile: "config.yaml"
 

@@ -131,6 +131,14 @@ def test_a_new_kernel_is_one_cu_file_and_one_registry_entry(tmp_path):
     assert "/throwaway/float32_b0.cubin" in out.stdout
 
 
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
+    (tmp_path / "config.yaml").write_text("sizes: [32, 48\nmethods: [numpy]\n")
+    out = snakemake(tmp_path, "--cores", "1")
+    assert out.returncode != 0
+    assert "config.yaml, line 2" in out.stderr and "YAML syntax error" in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_gpu_methods_without_a_gpu_stop_fast_with_the_cpu_only_command(tmp_path):
     pytest.importorskip("numpy")
     try:
