@@ -350,6 +350,11 @@ def _claims(results: pd.DataFrame) -> Markup | None:
     if results.empty or "method" not in results:
         return None
     table = check_claims(results)
+    if not table.empty and (table["verdict"] == "not measured").all():
+        # Rows of "not measured" say nothing one sentence cannot (a CPU-only run, say).
+        return Markup("<p>None of the source study's claims could be checked: each compares GPU kernels (or a "
+                      "GPU kernel with the CPU), and this run has no verified job on one side of every "
+                      "comparison.</p>")
     if not _several_gpus(results):
         table = table.drop(columns="device")
     text = str(_html_table(table))

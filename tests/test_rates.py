@@ -133,3 +133,17 @@ def test_the_report_states_how_far_apart_the_cpu_processes_landed():
                             "cpu_processes": [3, 3], "cpu_spread": [0.10, 0.90]})
     html = str(_rates(results, {}))
     assert "3 fresh processes" in html and "50.0% at the median" in html and "90.0% at worst" in html
+
+
+def test_a_run_where_no_claim_can_be_checked_says_so_once():
+    import pandas as pd
+
+    from matmul_study.report import _claims
+
+    results = pd.DataFrame({"method": ["numpy"] * 2, "label": ["numpy"] * 2, "dtype": ["float32", "float64"],
+                            "block": [0, 0], "m": [64] * 2, "k": [64] * 2, "n": [64] * 2,
+                            "shape": ["64x64x64"] * 2, "size": [64.0] * 2, "status": ["passed"] * 2,
+                            "gflops": [10.0, 5.0], "env_device_kind": ["cpu"] * 2, "env_device_name": ["CPU"] * 2})
+    html = str(_claims(results))
+    assert "None of the source study's claims could be checked" in html
+    assert "<table" not in html and "not measured" not in html
