@@ -104,6 +104,20 @@ def gpu_state(handle, keys: tuple[str, ...] | None = None) -> dict:
     return state
 
 
+def _uuid(device) -> str:
+    """The GPU's UUID through NVML (stable across reboots and CUDA_VISIBLE_DEVICES), '' without NVML."""
+    handle = nvml_handle(device.pci_bus_id())
+    if handle is None:
+        return ""
+    import pynvml
+
+    try:
+        uuid = pynvml.nvmlDeviceGetUUID(handle)
+    except Exception:
+        return ""
+    return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+
+
 def device_environment(cuda, device) -> dict:
     import pycuda
 
@@ -124,6 +138,7 @@ def device_environment(cuda, device) -> dict:
         "cuda_version": ".".join(map(str, cuda.get_version())),
         "pycuda": pycuda.VERSION_TEXT,
         "cupy": "",
+        "device_uuid": _uuid(device),
     }
     if module_available(CUBLAS.module):
         import cupy

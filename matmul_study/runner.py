@@ -26,8 +26,31 @@ class Job:
         return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]))
 
 
+def gpu_slot(on_gpu: bool):
+    """The GPU this job holds for its lifetime (gpu_pool): the scheduler's, or the first free one of the host's
+    lock pool, so that `--resources gpu=N` on an N-GPU host never puts two jobs on one GPU. CPU jobs hold none;
+    where NVML cannot count the GPUs and no scheduler chose, CUDA's device 0 is used as it always was."""
+    import contextlib
+
+    if not on_gpu:
+        return contextlib.nullcontext(None)
+    from . import gpu_pool
+
+    count = gpu_pool.host_gpu_count()
+    if count == 0 and gpu_pool.scheduler_devices() is None:
+        return contextlib.nullcontext(None)
+    return gpu_pool.acquire_gpu(count)
+
+
 def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threads: int | None = None) -> dict:
-    """Run one job and write its result file; `threads` (Snakemake's grant) defaults to config's threads."""
+    """Run one job on the GPU it holds (see gpu_slot) and write its result file; `threads` (Snakemake's grant)
+    defaults to config's threads."""
+    with gpu_slot(registry.get(job.method).on_gpu) as gpu_index:
+        record = _run_job(job, config, output, cubin, threads, gpu_index)
+    return record
+
+
+def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index) -> dict:
     t_start = time.perf_counter()
     method = registry.get(job.method)
     meas = Measurement.from_config(config["measurement"])
@@ -57,6 +80,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
         times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
         rates = run.rates
         env.update(run.env)
+        env["device_index"] = gpu_index  # the host's index (NVML order) of the GPU the job held; None: device 0
     passed = all(v.passed for v in verifications)
     timing = summarize(times, launches) if times else {"reps": 0}
     all_samples = gflops(job.m, job.k, job.n, timing["median_s"]) if passed and times else None

@@ -233,3 +233,22 @@ def test_a_pool_of_no_gpus_is_an_error(tmp_path):
     with pytest.raises(gpu_pool.GpuPoolError):
         with gpu_pool.acquire_gpu(0, lock_dir=tmp_path):
             pass
+
+
+def test_the_runner_holds_a_gpu_only_for_gpu_jobs(monkeypatch, tmp_path):
+    from matmul_study import runner
+
+    monkeypatch.setenv("MATMUL_STUDY_GPU_LOCK_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with runner.gpu_slot(False) as index:
+        assert index is None and "CUDA_VISIBLE_DEVICES" not in os.environ
+    # Two GPUs on this host (as NVML would say): a GPU job holds the first free one, GPU 0, for its lifetime.
+    monkeypatch.setattr(gpu_pool, "host_gpu_count", lambda: 2)
+    with runner.gpu_slot(True) as first:
+        assert first == 0 and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+        assert gpu_pool.holder(0, tmp_path) is not None
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ  # restored when the job ends
+    # No NVML and no scheduler: CUDA's device 0, as before, with no lock taken.
+    monkeypatch.setattr(gpu_pool, "host_gpu_count", lambda: 0)
+    with runner.gpu_slot(True) as index:
+        assert index is None and "CUDA_VISIBLE_DEVICES" not in os.environ
