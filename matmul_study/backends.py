@@ -28,7 +28,8 @@ class Backend:
     install: str
     # Distribution names whose versions go into every result of this backend.
     packages: tuple[str, ...] = ()
-    # The function of matmul_study.launchers that builds a launcher over a GPU job's buffers (None: CPU).
+    # The function of matmul_study.launchers that builds a launcher over a GPU job's buffers (None: CPU);
+    # launchers.make looks it up, so this module imports nothing of the package.
     launcher: str | None = None
 
     def available(self) -> tuple[bool, str]:
@@ -36,11 +37,6 @@ class Backend:
         if module_available(self.module):
             return True, ""
         return False, f"{self.module} is not installed ({self.install})"
-
-    def make_launcher(self, method, problem, buffers, cubin: str | None):
-        from . import launchers
-
-        return getattr(launchers, self.launcher)(method, problem, buffers, cubin)
 
     def versions(self) -> dict[str, str]:
         from .environment import version

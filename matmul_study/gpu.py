@@ -84,6 +84,7 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
     import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
     import pycuda.gpuarray as gpuarray
 
+    from . import launchers
     from .launchers import DeviceBuffers
 
     record = dt.get(dtype)
@@ -95,7 +96,7 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
     a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
     c_gpu = gpuarray.empty((m, n), record.output)
     problem = Problem(m, n, k, block, record, env["sm_count"])
-    launch = method.backend.make_launcher(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin)
+    launch = launchers.make(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin)
 
     full = m * k * n <= measurement.full_verify_max_flops
 

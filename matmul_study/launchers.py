@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .registry import Method, Problem
+if TYPE_CHECKING:  # annotations only: the registry imports the backends, which name these launchers
+    from .registry import Method, Problem
 
 TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
 
@@ -34,6 +35,11 @@ class DeviceBuffers:
     a: object
     b: object
     c: object
+
+
+def make(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None) -> Callable[[], None]:
+    """The launcher the method's backend names (Backend.launcher), over the job's buffers."""
+    return globals()[method.backend.launcher](method, problem, buffers, cubin)
 
 
 def kernel(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None) -> Callable[[], None]:

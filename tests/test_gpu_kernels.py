@@ -24,6 +24,7 @@ except Exception as exc:  # no driver, no device, or a PyCUDA too old to have au
 
 import pycuda.gpuarray as gpuarray  # noqa: E402
 
+from matmul_study import launchers  # noqa: E402
 from matmul_study.launchers import DeviceBuffers  # noqa: E402
 
 DEVICE = cuda.Context.get_device()
@@ -84,8 +85,7 @@ def test_kernel_matches_reference(cubin_for, method, dtype, block, shape):
     c_and_guard = gpuarray.to_gpu(np.full(m * n + GUARD, sentinel, dtype=record.output))
     buffers = DeviceBuffers(gpuarray.to_gpu(a.view(record.device_view)), gpuarray.to_gpu(b.view(record.device_view)),
                             c_and_guard[: m * n])
-    launch = meth.backend.make_launcher(meth, Problem(m, n, k, block, record, SM_COUNT), buffers,
-                                        cubin_for(method, dtype, block))
+    launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT), buffers, cubin_for(method, dtype, block))
     launch()
     cuda.Context.synchronize()
     out = c_and_guard.get()
