@@ -103,6 +103,8 @@ TIMING_MODES = {
 
 # Figures shown in their own section rather than among the others.
 SECTION_FIGURES = ("devices",)
+# Shown first, with the headline table: the answer before the details.
+HEADLINE_FIGURES = ("ladder", "throughput")
 
 TABLE_TITLES = {
     "best": "Best throughput",
@@ -443,6 +445,41 @@ def _methods(results: pd.DataFrame) -> Markup:
     return Markup(html)
 
 
+def _headline(results: pd.DataFrame) -> Markup | None:
+    """The answer first: per device, dtype and shape, the fastest verified kernel of ours, its TF/s, its ratio to
+    cuBLAS and its share of the calibrated peak, beside cuBLAS itself."""
+    needed = {"method", "dtype", "shape", "status", "gflops"}
+    if results.empty or not needed <= set(results.columns):
+        return None
+    gf = _num(results, "gflops")
+    ok = results[(results["status"] == "passed") & gf.notna() & (gf > 0)].assign(gflops=gf)
+    if ok.empty:
+        return None
+    reference = {name for name, m in registry.METHODS.items() if m.reference_line}
+    ok = ok.assign(device=ok["env_device_name"] if "env_device_name" in ok else "",
+                   size3=_num(ok, "m") * _num(ok, "k") * _num(ok, "n"))
+    rows = []
+    for (device, dtype, shape), group in ok.groupby(["device", "dtype", "shape"], sort=False):
+        ours = group[~group["method"].isin(reference)]
+        cublas = group[group["method"] == "cublas"]["gflops"]
+        if ours.empty:
+            continue
+        best = ours.loc[ours["gflops"].idxmax()]
+        rows.append({"device": device, "dtype": dtype, "shape": shape, "_size": best["size3"],
+                     "fastest of ours": best.get("label", best["method"]), "TF/s": best["gflops"] / 1e3,
+                     "× cuBLAS": best["gflops"] / cublas.iloc[0] if not cublas.empty else np.nan,
+                     "% of peak": _num(pd.DataFrame([best]), "pct_of_peak").iloc[0],
+                     "cuBLAS TF/s": cublas.iloc[0] / 1e3 if not cublas.empty else np.nan})
+    if not rows:
+        return None
+    rank = {name: i for i, name in enumerate(dtype_order())}
+    table = pd.DataFrame(rows).sort_values(["device", "dtype", "_size"], key=lambda c: c.map(rank) if c.name == "dtype"
+                                           else c).drop(columns="_size")
+    if not _several_gpus(results):
+        table = table.drop(columns="device")
+    return _html_table(table.reset_index(drop=True))
+
+
 def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
     """How the headline (burst) rate, the sustained rate and the energy were measured, what the waits cost, and
     the jobs the burst rule or a bimodal kernel leaves without a plain median."""
@@ -552,7 +589,9 @@ def render_report(
         environment=_environment(results),
         failed=_html_table(failed, FAILED_COLUMNS) if not failed.empty else None,
         n_failed=len(failed),
-        figures=[f for f in all_figures if f["name"] not in SECTION_FIGURES],
+        headline=_headline(results),
+        headline_figures=[f for name in HEADLINE_FIGURES for f in all_figures if f["name"] == name],
+        figures=[f for f in all_figures if f["name"] not in SECTION_FIGURES + HEADLINE_FIGURES],
         one_device=ONE_DEVICE if len(gpu_devices(results)) == 1 and "devices" in (figures or {}) else None,
         provenance=_provenance(results),
         provenance_notes=_provenance_notes(results),

@@ -491,8 +491,10 @@ def test_report_embeds_every_figure_and_caption(rendered):
             assert uri not in doc
             assert str(escape(figures.ONE_DEVICE)) in figs
             continue
-        assert uri in figs, f"figure {name} not embedded"
-        assert str(escape(FIGURES[name].caption)) in figs
+        # The headline figures open the report, beside the answer table; the rest are under Figures.
+        where = _section(doc, "answer") if name in report.HEADLINE_FIGURES else figs
+        assert uri in where, f"figure {name} not embedded"
+        assert str(escape(FIGURES[name].caption)) in where
     # self-contained: nothing fetched from elsewhere
     assert not re.search(r'(src|href)="(https?:)?//', doc)
     assert "<link" not in doc and "<script" not in doc
@@ -528,11 +530,12 @@ def test_report_failed_section_says_none(results):
 def test_report_sections_in_order(rendered):
     doc, _ = rendered
     ids = re.findall(r'<section id="([^"]+)"', doc)
-    expected = ["summary", "configuration", "environment", "provenance", "failed", "throttling", "measurement",
-                "figures", "claims", "ceilings", "tables"]
+    # The answer first (headline table, throughput and ladder figures, claims), the details next, and the
+    # configuration, environment and provenance as an appendix.
+    expected = ["summary", "answer", "claims", "failed", "throttling", "measurement", "figures", "ceilings", "tables"]
     assert ids[: len(expected)] == expected
     assert "devices" not in ids  # one GPU device
-    assert ids[-2:] == ["pruned", "all-jobs"]
+    assert ids[-5:] == ["pruned", "configuration", "environment", "provenance", "all-jobs"]
     assert doc.index("extra-marker") < doc.index('id="pruned"')
     assert doc.index("extra-marker") > doc.index('id="tables"')
 
@@ -686,3 +689,12 @@ def test_report_survives_older_results(results):
     new = [c for c in results if c.startswith(("model_", "gpu_", "pct_of_peak", "timing_noise"))]
     doc = _render(results.drop(columns=new))
     assert 'id="claims"' in doc and 'id="throttling"' not in doc and "missed the noise target" not in doc
+
+
+def test_the_report_opens_with_the_answer_and_keeps_configuration_for_the_appendix(rendered):
+    doc, _ = rendered
+    answer = _section(doc, "answer")
+    assert "fastest of ours" in answer and "× cuBLAS" in answer and "TF/s" in answer
+    order = [doc.index(f'<section id="{name}">') for name in ("summary", "answer", "claims", "figures", "tables",
+                                                                "configuration", "environment", "all-jobs")]
+    assert order == sorted(order)
