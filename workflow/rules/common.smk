@@ -90,7 +90,9 @@ onstart:
         for f, method in zip(run_files(), JOBS["method"])
         if registry.get(method).on_gpu and not Path(f).exists()
     ]
-    if pending:
+    # Under a cluster executor the jobs run elsewhere: the submitting host (a login node) needs no GPU, and the
+    # scheduler gives each job a GPU of its own.
+    if pending and workflow.local_exec:
         # Two GPU jobs at once would time each other: with several cores, the GPU must be a counted resource.
         if workflow.cores > 1 and "gpu" not in workflow.global_resources:
             raise WorkflowError(
