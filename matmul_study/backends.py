@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from typing import Callable
 
 CPU_ONLY_COMMAND = "snakemake --cores 1 --config 'methods=[\"numpy\"]'"
 
@@ -26,27 +27,18 @@ class Backend:
     # The import it needs, and how a user gets it.
     module: str
     install: str
-    # Distribution names whose versions go into every result of this backend.
-    packages: tuple[str, ...] = ()
     # The function of matmul_study.launchers that builds a launcher over a GPU job's buffers (None: CPU);
     # launchers.make looks it up, so this module imports nothing of the package.
     launcher: str | None = None
 
-    def available(self) -> tuple[bool, str]:
-        """(True, "") or (False, why not, with the command that installs it)."""
-        if module_available(self.module):
+    def available(self, have_module: Callable[[str], bool] = module_available) -> tuple[bool, str]:
+        """(True, "") or (False, why not, with the command that installs it). The versions a job records come
+        from the device and host environments (device.device_environment, environment.host_environment)."""
+        if have_module(self.module):
             return True, ""
         return False, f"{self.module} is not installed ({self.install})"
 
-    def versions(self) -> dict[str, str]:
-        from .environment import version
 
-        return {package: version(package) for package in self.packages}
-
-
-NUMPY = Backend("numpy", on_gpu=False, module="numpy", install="pip install numpy", packages=("numpy",))
-PYCUDA = Backend("pycuda", on_gpu=True, module="pycuda", install="pip install -e '.[gpu]'", packages=("pycuda",),
-                 launcher="kernel")
-CUBLAS = Backend("cupy", on_gpu=True, module="cupy", install="pip install -e '.[cublas]'",
-                 packages=("cupy-cuda13x",), launcher="cublas")
-BACKENDS = {b.name: b for b in (NUMPY, PYCUDA, CUBLAS)}
+NUMPY = Backend("numpy", on_gpu=False, module="numpy", install="pip install numpy")
+PYCUDA = Backend("pycuda", on_gpu=True, module="pycuda", install="pip install -e '.[gpu]'", launcher="kernel")
+CUBLAS = Backend("cupy", on_gpu=True, module="cupy", install="pip install -e '.[cublas]'", launcher="cublas")

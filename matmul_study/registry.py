@@ -152,8 +152,9 @@ class Method:
         """Why this method cannot run here, or None. An unknown compute capability (no GPU visible at
         planning time) prunes nothing: the GPU check before the first job says what is missing."""
         # A missing PyCUDA is not pruned: the check before the first GPU job stops the run and says so.
-        if self.backend is not PYCUDA and not have_module(self.backend.module):
-            return f"{self.backend.module} is not installed ({self.backend.install}), so {self.name} is not run"
+        ok, why = self.backend.available(have_module)
+        if not ok and self.backend is not PYCUDA:
+            return f"{why}, so {self.name} is not run"
         for module in self.requires.modules:
             if not have_module(module):
                 return f"{module} is not installed (pip install -e '.[hopper]'), so {self.name} is not run"
@@ -371,8 +372,3 @@ def get(name: str) -> Method:
 def compiled_methods() -> tuple[str, ...]:
     return tuple(name for name, m in METHODS.items() if m.compiled)
 
-
-def order(names) -> list[str]:
-    """Method names in ladder order (the registry's), unknown ones last in their given order."""
-    known = list(METHODS)
-    return sorted(dict.fromkeys(names), key=lambda n: (known.index(n) if n in known else len(known)))
