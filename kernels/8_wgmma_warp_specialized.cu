@@ -62,6 +62,7 @@
 #pragma once
 
 #include "hopper.cuh"
+#include "simt_common.cuh"
 
 #ifndef WGMMA_WS_CLUSTER
 #define WGMMA_WS_CLUSTER 2
@@ -143,13 +144,7 @@ struct Op16 {
 // column by column, so consecutive indices (CTAs running at the same time) reuse A rows and B columns.
 __device__ __forceinline__ void tile_coords(int t, int rows, int cols, int& tm, int& tn)
 {
-    const int per_group = GROUP_M * cols;
-    const int g = t / per_group;
-    const int first = g * GROUP_M;
-    const int size = min(rows - first, GROUP_M);
-    const int r = t - g * per_group;
-    tm = first + r % size;
-    tn = r / size;
+    simt_common::grouped_tile<GROUP_M>(t, rows, cols, tm, tn);
 }
 
 // The work of one cluster: first whole tiles (cluster_id, + nclusters, ...) of the tiles that divide evenly,

@@ -1,5 +1,6 @@
 // Helpers shared by the CUDA-core and mma.sync kernels (5, 9, 10): 16-byte vectors, alignment, cp.async
-// (sm_80+) and the grouped block order. Hopper's TMA and wgmma helpers are in hopper.cuh.
+// (sm_80+), and the grouped tile order (which kernel 8's persistent loop uses too). Hopper's TMA and wgmma
+// helpers are in hopper.cuh.
 #pragma once
 
 #include <stdint.h>
@@ -48,20 +49,27 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-// Visit blocks in groups of GROUP block-rows: consecutive block ids walk down a group's rows first, so the
-// blocks resident at one time cover a compact patch of C and reuse each other's A and B panels from L2.
+// Tile t of a rows x cols grid of tiles, in groups of GROUP tile-rows: consecutive t walk down a group's rows
+// first, so the tiles in flight at one time cover a compact patch of C and reuse each other's A and B panels
+// from L2.
+template <int GROUP>
+__device__ __forceinline__ void grouped_tile(int t, int rows, int cols, int& tm, int& tn)
+{
+    const int per_group = GROUP * cols;
+    const int group = t / per_group;
+    const int first = group * GROUP;
+    const int size = min(rows - first, GROUP);
+    const int in = t - group * per_group;
+    tm = first + in % size;
+    tn = in / size;
+}
+
+// The same order over the blocks of a 2-D grid, one tile per block.
 template <int GROUP = 8>
 __device__ __forceinline__ void grouped_block_tile(int& tm, int& tn)
 {
     const int gn = gridDim.x, gm = gridDim.y;
-    const int pid = blockIdx.y * gn + blockIdx.x;
-    const int per_group = GROUP * gn;
-    const int group = pid / per_group;
-    const int first = group * GROUP;
-    const int rows = min(gm - first, GROUP);
-    const int in = pid - group * per_group;
-    tm = first + in % rows;
-    tn = in / rows;
+    grouped_tile<GROUP>(blockIdx.y * gn + blockIdx.x, gm, gn, tm, tn);
 }
 
 }  // namespace simt_common
