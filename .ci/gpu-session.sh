@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (the `device` tool): install the device kit, run the GPU tests, then the study.
-# Usage: bash .ci/gpu-session.sh [tests|study|all] [config items, e.g. 'sizes=[256]' ...]
-# Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS.
+# Usage: bash .ci/gpu-session.sh [STAGES] [config items for the study, e.g. 'sizes=[256]' ...]
+# STAGES: one word or several in quotes, of tests, sweep, study; all = "tests study".
+# sweep: a small study in a scratch copy of the repo (the main results stay as they are), with the config items in
+# $SWEEP_CONFIG (default: every dtype, int32 included, every method, at 1000x1200x800 and 17x65x33); its results
+# come back as $OUT/sweep.tar.gz.
+# Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS. The study uses every GPU of the
+# host (--resources gpu=N, N from nvidia-smi) unless $GPUS says how many.
 # A study longer than one call resumes from the last call's study.tar.gz: copy it into an ignored folder that
 # travels (carry), and set RESUME_FROM to it; finished jobs are kept, only the missing ones run. Keep
 # STUDY_TIMEOUT a minute or more inside the call's limit: snakemake gets SIGTERM, then SIGKILL 20 s later.
@@ -11,8 +16,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-session-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-stage=${1:-all}
+stage=" ${1:-all} "
+[[ $stage == " all " ]] && stage=" tests study "
 shift || true
+has() { [[ $stage == *" $1 "* ]]; }
 
 source .devkit/install.sh || exit 1
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
@@ -21,7 +28,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
     | tee "$OUT/gpu-state-before.csv"
 status=0
 
-if [[ $stage == tests || $stage == all ]]; then
+if has tests; then
     echo "== pytest -m gpu"
     python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
@@ -38,20 +45,51 @@ archive() {
     mv -f "$OUT/study.tar.gz.part" "$OUT/study.tar.gz"
 }
 
-if [[ $stage == study || $stage == all ]]; then
+if has sweep; then
+    echo "== sweep study in a scratch copy"
+    sweep=/tmp/sweep-study
+    rm -rf "$sweep" && mkdir -p "$sweep"
+    tar --exclude=./results/reference --exclude=./.snakemake --exclude=./results/runs --exclude=./results/tables \
+        -cf - . | tar -xf - -C "$sweep"
+    if [[ -n ${SWEEP_CONFIG:-} ]]; then read -r -a items <<<"$SWEEP_CONFIG"; else
+        items=('dtypes=[float16,bfloat16,tf32,float32,float64,int32]' 'sizes=[{m: 1000, k: 1200, n: 800},{m: 17, k: 65, n: 33}]')
+    fi
+    (cd "$sweep" && timeout -k 20 "${SWEEP_TIMEOUT:-300}" python3 -m snakemake --cores "$(nproc)" \
+        --resources gpu="${GPUS:-1}" --keep-going --config threads="$(nproc)" "${items[@]}" \
+        >"$OUT/sweep-snakemake.log" 2>&1)
+    echo "sweep exit $?" | tee -a "$OUT/sweep-snakemake.log"
+    tar czf "$OUT/sweep.tar.gz" -C "$sweep" results/tables results/runs report logs 2>/dev/null
+    [[ -f $sweep/results/tables/results.csv ]] && python3 - "$sweep/results/tables/results.csv" <<'PY'
+import sys, pandas as pd
+d = pd.read_csv(sys.argv[1])
+print(d.groupby(["dtype", "status"]).size().unstack(fill_value=0).to_string())
+print("methods:", sorted(d["method"].unique()))
+PY
+fi
+
+if has study; then
     # A call cut off at its time limit still returns what is under $OUT: archive the finished jobs every minute,
     # so that they come back even then (2026-11-22: a cut-off call returned nothing but its logs).
     (while sleep 60; do archive; done) &
     archiver=$!
-    echo "== snakemake study"
+    gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
+    cores=$(nproc)
+    echo "== snakemake study on $gpus GPU(s), $cores cores"
     start=$(date +%s)
-    timeout -k 20 "${STUDY_TIMEOUT:-86400}" python3 -m snakemake --cores 16 --resources gpu=1 --keep-going --rerun-incomplete ${SNAKEMAKE_FLAGS:-} --config threads=16 "$@" \
-        >"$OUT/snakemake.log" 2>&1
+    timeout -k 20 "${STUDY_TIMEOUT:-86400}" python3 -m snakemake --cores "$cores" --resources gpu="$gpus" --keep-going \
+        --rerun-incomplete ${SNAKEMAKE_FLAGS:-} --config threads="$cores" "$@" >"$OUT/snakemake.log" 2>&1
     rc=$?
     echo "snakemake exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/snakemake.log"
     [[ $rc == 0 ]] || { status=1; tail -40 "$OUT/snakemake.log"; }
     kill "$archiver" 2>/dev/null
     archive
+    if [[ -f results/tables/results.csv ]]; then
+        # which GPU each job held, and whether two jobs ever shared one (exit 1 if so)
+        python3 -m matmul_study gpus results/tables/results.csv 2>&1 | tee "$OUT/gpus.txt" | tail -3
+        # the pipeline's cuBLAS rows against CuPy's own gemmEx, measured now on the same card
+        python3 bench/cublas_check.py results/tables/results.csv >"$OUT/cublas-check.txt" 2>&1
+        tail -12 "$OUT/cublas-check.txt"
+    fi
 fi
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu-state-after.csv"
 exit $status

@@ -1,6 +1,7 @@
 """Command line:
     python -m matmul_study model --method tiled --m 512 --k 512 --n 512 --block 16 --dtype float32
-    python -m matmul_study compare run1/results.csv run2/results.csv
+    python -m matmul_study compare run1/results.csv run2/results.csv [--markdown comparison.md]
+    python -m matmul_study gpus results/tables/results.csv
 """
 
 from __future__ import annotations
@@ -22,20 +23,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--block", type=int, default=0, help="block size for methods with a block axis")
     p.add_argument("--dtype", required=True, choices=list(dtypes.NAMES))
-    c = sub.add_parser("compare", help="compare the median times of two runs' results.csv (reproducibility)")
+    c = sub.add_parser("compare", help="compare the rates of two runs' results.csv (reproducibility): JSON on stdout")
     c.add_argument("first")
     c.add_argument("second")
     c.add_argument("--tolerance", type=float, default=0.03, help="relative change counted as reproduced")
+    c.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    g = sub.add_parser("gpus", help="which GPU each job of a results.csv held, and whether two jobs shared one "
+                                    "(exit status 1 if so)")
+    g.add_argument("results")
     args = parser.parse_args(argv)
+
+    if args.command == "gpus":
+        import pandas as pd
+
+        from .gpu_pool import gpu_usage, shared_gpus
+
+        table = pd.read_csv(args.results)
+        print(gpu_usage(table).to_string(index=False))
+        shared = shared_gpus(table)
+        print(f"jobs that shared a GPU: {len(shared)}")
+        if len(shared):
+            print(shared.to_string(index=False))
+        return 1 if len(shared) else 0
 
     if args.command == "compare":
         import pandas as pd
 
-        from .reproduce import compare
+        from .reproduce import compare, markdown
 
-        json.dump(compare(pd.read_csv(args.first), pd.read_csv(args.second), args.tolerance), sys.stdout,
-                  indent=1)
+        result = compare(pd.read_csv(args.first), pd.read_csv(args.second), args.tolerance)
+        json.dump(result, sys.stdout, indent=1)
         print()
+        if args.markdown:
+            with open(args.markdown, "w") as out:
+                out.write(markdown(result, args.first, args.second))
         return 0
 
     from .model import model

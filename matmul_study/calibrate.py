@@ -1,7 +1,10 @@
-"""Device ceilings, measured once per run: device-to-device copy bandwidth and cuBLAS's rate per precision.
+"""Device ceilings, measured once per run and per GPU: device-to-device copy bandwidth and cuBLAS's rate per
+precision.
 
-These are the roofline's roof and the "% of peak" denominators. The cuBLAS rates come from ordinary verified
-cuBLAS jobs (same runner, same verification), so a ceiling is never an unverified number.
+These are the roofline's roof and the "% of peak" denominators; a job is divided by the ceilings of the GPU it ran
+on (its UUID), so that on a host of several GPUs each job uses its own card's. The cuBLAS rates come from ordinary
+verified cuBLAS jobs (same runner, same verification), so a ceiling is never an unverified number. Each GPU is
+held through the host's lock pool while it is calibrated, never beside a benchmark job.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from . import inputs, registry
 from .backends import CUBLAS, module_available
 from .measure import Measurement, Policy, gflops
 
-COLUMNS = ["device_name", "ceiling", "value", "unit", "detail"]
+COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]
 COPY_BYTES = 4 << 30
 
 
@@ -41,17 +44,52 @@ def copy_bandwidth(cuda, policy: Policy, nbytes: int = COPY_BYTES) -> tuple[floa
 
 
 def calibrate(config: dict, size: int = 8192) -> pd.DataFrame:
+    """The ceilings of every GPU this run may use. A scheduler's GPU (CUDA_VISIBLE_DEVICES naming one), or the
+    only GPU, is calibrated in this process; several GPUs of the host are calibrated at once, each in a fresh
+    process that holds that GPU's lock (CUDA_VISIBLE_DEVICES must be set before CUDA starts)."""
+    from . import gpu_pool
+
+    count = gpu_pool.host_gpu_count()
+    listed = gpu_pool.scheduler_devices()
+    if gpu_pool.visible_device() is not None or (listed is None and count <= 1):
+        with gpu_pool.job_slot(True) as index:
+            return calibrate_device(config, size, index)
+    indices = [gpu_pool._as_device(d) for d in listed] if listed else list(range(count))
+    frames = in_fresh_processes(_calibrate_held, [(config, size, count, index) for index in indices])
+    return pd.concat(frames, ignore_index=True)
+
+
+def in_fresh_processes(function, argument_tuples: list[tuple]) -> list:
+    """function(*args) for each tuple, all at once, each in a fresh (spawned) process; results in order."""
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(len(argument_tuples),
+                                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(function, *zip(*argument_tuples)))
+
+
+def _calibrate_held(config: dict, size: int, count: int, index) -> pd.DataFrame:
+    from . import gpu_pool
+
+    with gpu_pool.acquire_gpu(count, devices=[index]) as held:
+        return calibrate_device(config, size, held)
+
+
+def calibrate_device(config: dict, size: int, index) -> pd.DataFrame:
+    """The ceilings of CUDA device 0 of this process (the GPU the caller holds, `index` on the host)."""
     from . import gpu
-    from .device import require_pycuda
+    from .device import device_environment, require_pycuda
 
     cuda = require_pycuda()
     import pycuda.autoprimaryctx
 
-    device = pycuda.autoprimaryctx.device.name()
+    device = pycuda.autoprimaryctx.device
+    ids = (device.name(), device_environment(cuda, device)["device_uuid"], index)
     meas = Measurement.from_config(config["measurement"])
     rows = []
     bandwidth, detail = copy_bandwidth(cuda, meas.stopping)
-    rows.append((device, "memory", bandwidth, "GB/s", detail))
+    rows.append((*ids, "memory", bandwidth, "GB/s", detail))
     cublas = registry.get("cublas")
     if module_available(CUBLAS.module):
         for dtype in cublas.dtypes:
@@ -59,8 +97,25 @@ def calibrate(config: dict, size: int = 8192) -> pd.DataFrame:
             run = gpu.run(cublas, dtype, 0, a, b, meas, None)
             if run.times and all(v.passed for v in run.verifications):
                 median = float(np.median(run.times))
-                rows.append((device, dtype, gflops(size, size, size, median), "GFLOP/s",
+                rows.append((*ids, dtype, gflops(size, size, size, median), "GFLOP/s",
                              f"cuBLAS {size}^3 through CuPy, median of {len(run.times)} verified runs"))
             else:
-                rows.append((device, dtype, np.nan, "GFLOP/s", "cuBLAS failed verification: no ceiling"))
+                rows.append((*ids, dtype, np.nan, "GFLOP/s", "cuBLAS failed verification: no ceiling"))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def spread(calibration: pd.DataFrame) -> pd.DataFrame:
+    """Per device model and ceiling with two or more GPUs: the lowest and highest value and their spread
+    (highest / lowest - 1). Empty when no model has two calibrated GPUs."""
+    cols = ["device_name", "ceiling", "unit", "gpus", "lowest", "highest", "spread"]
+    if calibration.empty or "device_uuid" not in calibration:
+        return pd.DataFrame(columns=cols)
+    df = calibration.dropna(subset=["value"])
+    df = df[df["device_uuid"].fillna("").astype(str) != ""]
+    rows = []
+    for (name, ceiling, unit), group in df.groupby(["device_name", "ceiling", "unit"], sort=False):
+        if group["device_uuid"].nunique() < 2:
+            continue
+        low, high = float(group["value"].min()), float(group["value"].max())
+        rows.append((name, ceiling, unit, group["device_uuid"].nunique(), low, high, high / low - 1))
+    return pd.DataFrame(rows, columns=cols)

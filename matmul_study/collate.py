@@ -78,13 +78,21 @@ def add_model(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pct_of_peak(df: pd.DataFrame, calibration: pd.DataFrame | None) -> np.ndarray:
-    """GFLOP/s over the calibrated ceiling of the same device and dtype (NaN without one)."""
+    """GFLOP/s over the calibrated ceiling of the same GPU (by UUID) and dtype; where the job or the table has no
+    UUID (older files), of the same device model. NaN without one."""
     if calibration is None or calibration.empty:
         return np.full(len(df), np.nan)
-    peaks = calibration[calibration["unit"] == "GFLOP/s"].set_index(["device_name", "ceiling"])["value"]
-    peaks = peaks[~peaks.index.duplicated(keep="last")]
-    idx = pd.MultiIndex.from_arrays([df["env_device_name"], df["dtype"]])
-    return 100 * df["gflops"].to_numpy() / peaks.reindex(idx).to_numpy()
+    rates = calibration[calibration["unit"] == "GFLOP/s"].assign(
+        value=lambda c: pd.to_numeric(c["value"], errors="coerce"))
+    by_name = rates.groupby(["device_name", "ceiling"])["value"].median()  # the model's GPUs' median
+    peak = by_name.reindex(pd.MultiIndex.from_arrays([df["env_device_name"], df["dtype"]])).to_numpy(float)
+    if "device_uuid" in rates and "env_device_uuid" in df:
+        with_uuid = rates[rates["device_uuid"].fillna("").astype(str) != ""]
+        by_uuid = with_uuid.set_index(["device_uuid", "ceiling"])["value"]
+        by_uuid = by_uuid[~by_uuid.index.duplicated(keep="last")]
+        own = by_uuid.reindex(pd.MultiIndex.from_arrays([df["env_device_uuid"], df["dtype"]])).to_numpy(float)
+        peak = np.where(np.isnan(own), peak, own)
+    return 100 * df["gflops"].to_numpy() / peak
 
 
 def load(paths: list[str | Path], calibration_paths: list[str | Path] = ()) -> pd.DataFrame:
@@ -100,7 +108,8 @@ def load_calibration(paths) -> pd.DataFrame:
             frames.append(pd.read_csv(path))
         except (ValueError, UnicodeDecodeError) as exc:  # pandas' parser and empty-file errors are ValueErrors
             raise ValueError(f"{path}: not a readable calibration table ({exc}).") from None
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    # Tables written before per-GPU calibration have no UUID or index: their rows stand for the device model.
+    return pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS) if frames else pd.DataFrame(columns=COLUMNS)
 
 
 def passed(df: pd.DataFrame) -> pd.DataFrame:

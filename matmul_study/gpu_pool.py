@@ -136,7 +136,7 @@ def _visible(device: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeout_s: float | None = None,
-                poll_s: float = 0.2) -> Iterator[int | str]:
+                poll_s: float = 0.2, devices: list[int | str] | None = None) -> Iterator[int | str]:
     """Hold one GPU of this host for the block; yields its index on the host.
 
     Where the device was chosen before the job started (`visible_device()`: Slurm), yields it and takes no lock;
@@ -144,7 +144,8 @@ def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeou
     (count: the GPUs of this host, `host_gpu_count()`), or of the devices CUDA_VISIBLE_DEVICES lists where it
     lists several (count is then not used), and sets CUDA_VISIBLE_DEVICES to it for the block. While all are held
     (by jobs of another run on this host) it waits until one is free, or until `timeout_s` has passed
-    (TimeoutError). The lock is released when the block ends or the process dies."""
+    (TimeoutError). `devices` narrows the choice to those host indices (the calibration holds each GPU in turn).
+    The lock is released when the block ends or the process dies."""
     chosen = visible_device()
     if chosen is not None:
         with _visible(str(chosen)):
@@ -152,6 +153,8 @@ def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeou
         return
     listed = scheduler_devices()
     candidates = [_as_device(d) for d in listed] if listed else list(range(count))
+    if devices is not None:
+        candidates = [d for d in candidates if d in devices]
     if not candidates:
         raise GpuPoolError(f"no GPU to choose from (count={count})")
     directory = pool_dir(lock_dir)
@@ -172,3 +175,63 @@ def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeou
             raise TimeoutError(f"all {len(candidates)} GPU(s) of this host stayed held for {timeout_s} s ({held}); "
                                f"lock folder {directory}")
         time.sleep(poll_s)
+
+
+def job_slot(on_gpu: bool):
+    """The GPU a job holds for its lifetime: the scheduler's, or the first free one of the host's lock pool, so
+    that `--resources gpu=N` on an N-GPU host never puts two jobs on one GPU. CPU jobs hold none; where NVML
+    cannot count the GPUs and no scheduler chose, CUDA's device 0 is used as it always was."""
+    if not on_gpu:
+        return contextlib.nullcontext(None)
+    count = host_gpu_count()
+    if count == 0 and scheduler_devices() is None:
+        return contextlib.nullcontext(None)
+    return acquire_gpu(count)
+
+
+def shared_gpus(results) -> "pd.DataFrame":
+    """Pairs of GPU jobs that ran on the same GPU (device UUID) at overlapping times, from a results table with
+    env_device_uuid and overhead_started_utc / overhead_finished_utc (the span in which the job held its GPU).
+    Empty when no two jobs shared a GPU; jobs without those columns are left out."""
+    import pandas as pd
+
+    cols = ["device_uuid", "first", "second", "overlap_s"]
+    need = {"env_device_uuid", "overhead_started_utc", "overhead_finished_utc"}
+    if not need <= set(results):
+        return pd.DataFrame(columns=cols)
+    df = results.dropna(subset=sorted(need))
+    df = df[df["env_device_uuid"].astype(str) != ""]
+    start = pd.to_datetime(df["overhead_started_utc"], utc=True, format="ISO8601")
+    end = pd.to_datetime(df["overhead_finished_utc"], utc=True, format="ISO8601")
+    label = df["method"].astype(str) + " " + df["dtype"].astype(str) + " b" + df["block"].astype(str) + " " + \
+        df["m"].astype(str) + "x" + df["k"].astype(str) + "x" + df["n"].astype(str)
+    jobs = pd.DataFrame({"uuid": df["env_device_uuid"], "start": start, "end": end, "label": label})
+    rows = []
+    for uuid, group in jobs.groupby("uuid"):
+        group = group.sort_values("start")
+        latest_end, latest_label = None, None
+        for job in group.itertuples():
+            if latest_end is not None and job.start < latest_end:
+                rows.append((uuid, latest_label, job.label, (min(job.end, latest_end) - job.start).total_seconds()))
+            if latest_end is None or job.end > latest_end:
+                latest_end, latest_label = job.end, job.label
+    return pd.DataFrame(rows, columns=cols)
+
+
+def gpu_usage(results) -> "pd.DataFrame":
+    """Per GPU (UUID): its host index, the jobs it ran, the seconds it was held, and the first and last start."""
+    import pandas as pd
+
+    need = {"env_device_uuid", "overhead_started_utc", "overhead_finished_utc"}
+    if not need <= set(results):
+        return pd.DataFrame(columns=["device_uuid", "device_index", "jobs", "held_s", "first_start", "last_end"])
+    df = results.dropna(subset=sorted(need))
+    df = df[df["env_device_uuid"].astype(str) != ""].assign(
+        start=lambda d: pd.to_datetime(d["overhead_started_utc"], utc=True, format="ISO8601"),
+        end=lambda d: pd.to_datetime(d["overhead_finished_utc"], utc=True, format="ISO8601"))
+    index = df["env_device_index"] if "env_device_index" in df else pd.Series(None, index=df.index)
+    df = df.assign(device_index=index, held_s=(df["end"] - df["start"]).dt.total_seconds())
+    return (df.groupby("env_device_uuid")
+            .agg(device_index=("device_index", "first"), jobs=("method", "size"), held_s=("held_s", "sum"),
+                 first_start=("start", "min"), last_end=("end", "max"))
+            .reset_index().rename(columns={"env_device_uuid": "device_uuid"}))

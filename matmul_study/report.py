@@ -367,10 +367,23 @@ def _claims(results: pd.DataFrame) -> Markup | None:
 
 
 def _ceilings(calibration: pd.DataFrame | None) -> Markup | None:
+    """The ceilings of each calibrated GPU; where a model has several GPUs, their spread first: how far apart the
+    same card's ceilings are on this host (each job is divided by its own GPU's)."""
     if calibration is None or calibration.empty:
         return None
-    cols = ["device_name", "ceiling", "value", "unit", "detail"]
-    return _html_table(calibration.rename(columns={"device_name": "device"}), ["device"] + cols[1:])
+    from .calibrate import spread
+
+    cols = ["device", "device_index", "device_uuid", "ceiling", "value", "unit", "detail"]
+    table = calibration.rename(columns={"device_name": "device"})
+    if table.get("device_uuid", pd.Series(dtype=object)).fillna("").astype(str).str.len().max() in (0, None):
+        cols = [c for c in cols if c not in ("device_index", "device_uuid")]  # older tables: one row per model
+    per_gpu = _html_table(table, cols)
+    apart = spread(calibration)
+    if apart.empty:
+        return per_gpu
+    apart = apart.rename(columns={"device_name": "device"}).assign(spread=lambda d: d["spread"].map("{:.1%}".format))
+    return Markup("<p>Spread between GPUs of one model (highest / lowest &minus; 1):</p>") + _html_table(apart) + \
+        Markup("<p>Each GPU's ceilings:</p>") + per_gpu
 
 
 def _devices(results: pd.DataFrame, figures: list[dict]) -> dict | None:

@@ -1,28 +1,95 @@
-"""Do two runs of the same study agree? Per job, the ratio of median times, and the worst case."""
+"""Do two runs of the same study agree? Per job, the change of the headline rate (a GPU job's burst rate, the
+CPU's median), counted separately for GPU and CPU jobs; and the sustained rates with their settled clock and
+power, shown side by side (they depend on the card's power and thermal state, which differ between machines)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 KEYS = ["env_device_name", "method", "dtype", "block", "m", "k", "n"]
+SUSTAINED = ["sustained_gflops", "sustained_sm_clock_mhz", "sustained_power_w", "sustained_gflop_per_j"]
+
+
+def _label(df: pd.DataFrame) -> pd.Series:
+    return (df["method"] + " " + df["dtype"] + " b" + df["block"].astype(str) + " " + df["m"].astype(str) + "x"
+            + df["k"].astype(str) + "x" + df["n"].astype(str))
+
+
+def _rates(df: pd.DataFrame) -> pd.DataFrame:
+    """Passed jobs indexed by KEYS: the headline rate, whether it ran on a GPU, and the sustained columns."""
+    df = df[df["status"] == "passed"].copy()
+    if "gflops" not in df:  # older tables: only the median time
+        df["gflops"] = 2 * df["m"] * df["k"] * df["n"] / df["timing_median_s"] / 1e9
+    kind = df["env_device_kind"] if "env_device_kind" in df else pd.Series("gpu", index=df.index)
+    df["on_gpu"] = (kind.fillna("gpu") == "gpu") & (df["method"] != "numpy")
+    for col in SUSTAINED:
+        df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else float("nan")
+    return df.set_index(KEYS)[["gflops", "on_gpu", *SUSTAINED]]
+
+
+def _summary(both: pd.DataFrame, tolerance: float) -> dict:
+    change = both["change"].abs()
+    worst = both.reindex(change.sort_values(ascending=False).index).head(10).reset_index()
+    return {
+        "jobs_compared": len(both),
+        "within_tolerance": int((change <= tolerance).sum()),
+        "fraction_within": float((change <= tolerance).mean()) if len(both) else None,
+        "median_abs_change": float(change.median()) if len(both) else None,
+        "worst_abs_change": float(change.max()) if len(both) else None,
+        "worst": worst.assign(label=_label(worst))[["label", "first_gflops", "second_gflops", "change"]]
+        .to_dict("records"),
+    }
 
 
 def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) -> dict:
     """Jobs passed in both runs, joined on device, method, dtype, block and shape."""
-    a = first[first["status"] == "passed"].set_index(KEYS)["timing_median_s"]
-    b = second[second["status"] == "passed"].set_index(KEYS)["timing_median_s"]
-    both = pd.concat({"first_s": a, "second_s": b}, axis=1, join="inner")
-    both["change"] = both["second_s"] / both["first_s"] - 1
-    both = both.reindex(both["change"].abs().sort_values(ascending=False).index)
-    worst = both.head(10).reset_index()
+    a, b = _rates(first), _rates(second)
+    both = a.join(b, how="inner", lsuffix="_a", rsuffix="_b")
+    both = both.rename(columns={"gflops_a": "first_gflops", "gflops_b": "second_gflops"})
+    both["change"] = both["second_gflops"] / both["first_gflops"] - 1
+    gpu = both[both["on_gpu_a"]]
+    sustained = gpu.dropna(subset=["sustained_gflops_a", "sustained_gflops_b"]).reset_index()
+    cublas = gpu.reset_index()
+    cublas = cublas[(cublas["method"] == "cublas") & (cublas["m"] == cublas["k"]) & (cublas["k"] == cublas["n"])
+                    & cublas["m"].isin([4096, 8192])]
     return {
-        "jobs_compared": len(both),
         "tolerance": tolerance,
-        "within_tolerance": int((both["change"].abs() <= tolerance).sum()),
-        "median_abs_change": float(both["change"].abs().median()) if len(both) else None,
-        "worst_abs_change": float(both["change"].abs().max()) if len(both) else None,
-        "worst": worst.assign(label=worst["method"] + " " + worst["dtype"] + " b" + worst["block"].astype(str)
-                              + " " + worst["m"].astype(str) + "x" + worst["k"].astype(str) + "x"
-                              + worst["n"].astype(str))[["label", "first_s", "second_s", "change"]]
+        "rate": "burst for GPU jobs, median for CPU jobs (the results' gflops column)",
+        **_summary(both, tolerance),  # all jobs, as before
+        "gpu": _summary(gpu, tolerance),
+        "cpu": _summary(both[~both["on_gpu_a"]], tolerance),
+        "cublas_4096_8192": cublas.assign(label=_label(cublas))[["label", "first_gflops", "second_gflops", "change"]]
         .to_dict("records"),
+        "sustained": [
+            {"label": label, **{f"{side}_{col}": row[f"{col}_{s}"] for side, s in (("first", "a"), ("second", "b"))
+                                for col in SUSTAINED},
+             "change": row["sustained_gflops_b"] / row["sustained_gflops_a"] - 1}
+            for label, (_, row) in zip(_label(sustained), sustained.iterrows())],
     }
+
+
+def markdown(result: dict, first: str, second: str) -> str:
+    """The comparison as a short Markdown page (for committing beside the two runs)."""
+    lines = [f"# {first} vs {second}", "",
+             f"Rate: {result['rate']}; a job reproduces when its rate changed by at most {result['tolerance']:.0%}.", ""]
+    for part in ("gpu", "cpu"):
+        s = result[part]
+        if s["jobs_compared"]:
+            lines.append(f"- **{part.upper()} jobs**: {s['within_tolerance']} of {s['jobs_compared']} within "
+                         f"({s['fraction_within']:.1%}); median |change| {s['median_abs_change']:.2%}, worst "
+                         f"{s['worst_abs_change']:.2%}.")
+    lines += ["", "## cuBLAS at 4096³ and 8192³ (burst GFLOP/s)", "", "| job | first | second | change |",
+              "| --- | --- | --- | --- |"]
+    lines += [f"| {r['label']} | {r['first_gflops']:.0f} | {r['second_gflops']:.0f} | {r['change']:+.2%} |"
+              for r in result["cublas_4096_8192"]]
+    lines += ["", "## Largest changes (GPU jobs)", "", "| job | first | second | change |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r['label']} | {r['first_gflops']:.4g} | {r['second_gflops']:.4g} | {r['change']:+.2%} |"
+              for r in result["gpu"]["worst"]]
+    lines += ["", "## Sustained rates (GFLOP/s at the settled SM clock and power)", "",
+              "| job | first | clock, power | second | clock, power | change |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['label']} | {r['first_sustained_gflops']:.4g} | {r['first_sustained_sm_clock_mhz']:.0f} MHz, "
+              f"{r['first_sustained_power_w']:.0f} W | {r['second_sustained_gflops']:.4g} | "
+              f"{r['second_sustained_sm_clock_mhz']:.0f} MHz, {r['second_sustained_power_w']:.0f} W | "
+              f"{r['change']:+.2%} |" for r in result["sustained"]]
+    return "\n".join(lines) + "\n"

@@ -26,32 +26,25 @@ class Job:
         return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]))
 
 
-def gpu_slot(on_gpu: bool):
-    """The GPU this job holds for its lifetime (gpu_pool): the scheduler's, or the first free one of the host's
-    lock pool, so that `--resources gpu=N` on an N-GPU host never puts two jobs on one GPU. CPU jobs hold none;
-    where NVML cannot count the GPUs and no scheduler chose, CUDA's device 0 is used as it always was."""
-    import contextlib
+def _utc_now() -> str:
+    import datetime as dt
 
-    if not on_gpu:
-        return contextlib.nullcontext(None)
-    from . import gpu_pool
-
-    count = gpu_pool.host_gpu_count()
-    if count == 0 and gpu_pool.scheduler_devices() is None:
-        return contextlib.nullcontext(None)
-    return gpu_pool.acquire_gpu(count)
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threads: int | None = None) -> dict:
-    """Run one job on the GPU it holds (see gpu_slot) and write its result file; `threads` (Snakemake's grant)
+    """Run one job on the GPU it holds (gpu_pool.job_slot) and write its result file; `threads` (Snakemake's grant)
     defaults to config's threads."""
-    with gpu_slot(registry.get(job.method).on_gpu) as gpu_index:
+    from .gpu_pool import job_slot
+
+    with job_slot(registry.get(job.method).on_gpu) as gpu_index:
         record = _run_job(job, config, output, cubin, threads, gpu_index)
     return record
 
 
 def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index) -> dict:
     t_start = time.perf_counter()
+    started = _utc_now()  # inside the GPU slot: the GPU is this job's from here to `finished`
     method = registry.get(job.method)
     meas = Measurement.from_config(config["measurement"])
     if method.on_gpu:
@@ -109,7 +102,7 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
         "gpu": state,
         "env": env,
         "overhead": {"inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
-                     "timed_s": timing.get("total_s", 0.0)},
+                     "timed_s": timing.get("total_s", 0.0), "started_utc": started, "finished_utc": _utc_now()},
     }
     results.write_atomic(output, record)
     return record

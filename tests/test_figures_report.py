@@ -698,3 +698,15 @@ def test_the_report_opens_with_the_answer_and_keeps_configuration_for_the_append
     order = [doc.index(f'<section id="{name}">') for name in ("summary", "answer", "claims", "figures", "tables",
                                                                 "configuration", "environment", "all-jobs")]
     assert order == sorted(order)
+
+
+def test_report_shows_the_spread_between_gpus_of_one_model():
+    from matmul_study.calibrate import COLUMNS
+
+    cal = pd.DataFrame([("GPU X", "GPU-aaaa", 0, "float32", 100.0, "GFLOP/s", ""),
+                        ("GPU X", "GPU-bbbb", 1, "float32", 104.0, "GFLOP/s", ""),
+                        ("GPU X", "GPU-aaaa", 0, "memory", 4000.0, "GB/s", "")], columns=COLUMNS)
+    html = str(report._ceilings(cal))
+    assert "Spread between GPUs of one model" in html and "4.0%" in html and "GPU-bbbb" in html
+    one_gpu = str(report._ceilings(cal[cal["device_uuid"] == "GPU-aaaa"]))
+    assert "Spread" not in one_gpu and "GPU-aaaa" in one_gpu

@@ -235,20 +235,92 @@ def test_a_pool_of_no_gpus_is_an_error(tmp_path):
             pass
 
 
-def test_the_runner_holds_a_gpu_only_for_gpu_jobs(monkeypatch, tmp_path):
-    from matmul_study import runner
-
+def test_a_job_holds_a_gpu_only_when_it_runs_on_one(monkeypatch, tmp_path):
     monkeypatch.setenv("MATMUL_STUDY_GPU_LOCK_DIR", str(tmp_path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    with runner.gpu_slot(False) as index:
+    with gpu_pool.job_slot(False) as index:
         assert index is None and "CUDA_VISIBLE_DEVICES" not in os.environ
     # Two GPUs on this host (as NVML would say): a GPU job holds the first free one, GPU 0, for its lifetime.
     monkeypatch.setattr(gpu_pool, "host_gpu_count", lambda: 2)
-    with runner.gpu_slot(True) as first:
+    with gpu_pool.job_slot(True) as first:
         assert first == 0 and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
         assert gpu_pool.holder(0, tmp_path) is not None
     assert "CUDA_VISIBLE_DEVICES" not in os.environ  # restored when the job ends
     # No NVML and no scheduler: CUDA's device 0, as before, with no lock taken.
     monkeypatch.setattr(gpu_pool, "host_gpu_count", lambda: 0)
-    with runner.gpu_slot(True) as index:
+    with gpu_pool.job_slot(True) as index:
         assert index is None and "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def _fake_ceilings(config, size, index):
+    from matmul_study.calibrate import COLUMNS
+
+    import pandas as pd
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return pd.DataFrame([("GPU X", f"uuid-{gpu}", index, "float32", 100.0 + int(gpu), "GFLOP/s", "fake")],
+                        columns=COLUMNS)
+
+
+def test_calibration_holds_each_gpu_of_the_host_in_turn(monkeypatch, tmp_path):
+    from matmul_study import calibrate
+
+    monkeypatch.setenv("MATMUL_STUDY_GPU_LOCK_DIR", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(gpu_pool, "host_gpu_count", lambda: 3)
+    monkeypatch.setattr(calibrate, "calibrate_device", _fake_ceilings)
+    monkeypatch.setattr(calibrate, "in_fresh_processes", lambda f, args: [f(*a) for a in args])
+    table = calibrate.calibrate({}, size=64)
+    # one row set per GPU, each measured while CUDA_VISIBLE_DEVICES named that GPU alone
+    assert table["device_uuid"].tolist() == ["uuid-0", "uuid-1", "uuid-2"]
+    assert table["device_index"].tolist() == [0, 1, 2]
+    spread = calibrate.spread(table)
+    assert len(spread) == 1 and spread.iloc[0]["gpus"] == 3
+    assert spread.iloc[0]["spread"] == pytest.approx(102 / 100 - 1)
+
+
+def test_calibration_of_a_scheduler_gpu_or_a_single_gpu_takes_that_one(monkeypatch, tmp_path):
+    from matmul_study import calibrate
+
+    monkeypatch.setenv("MATMUL_STUDY_GPU_LOCK_DIR", str(tmp_path))
+    monkeypatch.setattr(calibrate, "calibrate_device", _fake_ceilings)
+    monkeypatch.setattr(calibrate, "in_fresh_processes", lambda f, args: pytest.fail("one GPU needs no processes"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # Slurm gave this job GPU 5
+    assert calibrate.calibrate({}, size=64)["device_uuid"].tolist() == ["uuid-5"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(gpu_pool, "host_gpu_count", lambda: 1)
+    assert calibrate.calibrate({}, size=64)["device_index"].tolist() == [0]
+
+
+def test_a_spread_needs_two_gpus_of_one_model():
+    from matmul_study.calibrate import COLUMNS, spread
+
+    import pandas as pd
+    one_each = pd.DataFrame([("GPU X", "u0", 0, "float32", 100.0, "GFLOP/s", ""),
+                             ("GPU Y", "u1", 1, "float32", 90.0, "GFLOP/s", "")], columns=COLUMNS)
+    assert spread(one_each).empty
+    older = one_each.drop(columns=["device_uuid", "device_index"])  # tables from before per-GPU calibration
+    assert spread(older).empty
+
+
+def _job(uuid, start, end, block=16):
+    return {"method": "tiled", "dtype": "float32", "block": block, "m": 64, "k": 64, "n": 64, "env_device_uuid": uuid,
+            "env_device_index": int(uuid[-1]), "overhead_started_utc": f"2026-11-22T10:00:{start:06.3f}+00:00",
+            "overhead_finished_utc": f"2026-11-22T10:00:{end:06.3f}+00:00"}
+
+
+def test_jobs_that_shared_a_gpu_are_found_from_their_timestamps(tmp_path):
+    import pandas as pd
+
+    # GPU 0 runs three jobs back to back; GPU 1 runs one at the same time as GPU 0's second
+    apart = pd.DataFrame([_job("GPU-0", 0, 5), _job("GPU-0", 5.5, 9), _job("GPU-0", 9, 12), _job("GPU-1", 6, 8)])
+    assert gpu_pool.shared_gpus(apart).empty
+    usage = gpu_pool.gpu_usage(apart).set_index("device_uuid")
+    assert usage.loc["GPU-0", "jobs"] == 3 and usage.loc["GPU-0", "held_s"] == pytest.approx(11.5)
+    assert usage.loc["GPU-1", "device_index"] == 1
+    shared = pd.concat([apart, pd.DataFrame([_job("GPU-1", 7.25, 10, block=32)])])
+    (row,) = gpu_pool.shared_gpus(shared).itertuples()
+    assert row.device_uuid == "GPU-1" and row.overlap_s == pytest.approx(0.75)
+    shared.to_csv(tmp_path / "results.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "matmul_study", "gpus", str(tmp_path / "results.csv")],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "jobs that shared a GPU: 1" in out.stdout

@@ -78,16 +78,29 @@ def test_cli_rejects_bad_input_clearly(args, message):
 def test_compare_reports_the_worst_change_between_two_runs(tmp_path):
     import pandas as pd
 
-    rows = [{"env_device_name": "G", "method": "tiled", "dtype": "float32", "block": b, "m": 64, "k": 64, "n": 64,
-             "status": "passed", "timing_median_s": 1.0} for b in (16, 32)]
+    rows = [{"env_device_name": "G", "env_device_kind": "gpu", "method": "tiled", "dtype": "float32", "block": b,
+             "m": 64, "k": 64, "n": 64, "status": "passed", "gflops": 100.0} for b in (16, 32)]
+    rows.append({**rows[0], "method": "cublas", "block": 0, "m": 4096, "k": 4096, "n": 4096, "gflops": 50000.0,
+                 "sustained_gflops": 48000.0, "sustained_sm_clock_mhz": 1700, "sustained_power_w": 690})
+    rows.append({**rows[0], "env_device_name": "CPU", "env_device_kind": "cpu", "method": "numpy", "block": 0,
+                 "gflops": 10.0})
     first = pd.DataFrame(rows)
-    second = first.assign(timing_median_s=[1.01, 1.05])
+    # the burst rates change by +1 %, -5 % and -2 %; the CPU by +20 %; the sustained cuBLAS rate by -10 %
+    second = first.assign(gflops=[101.0, 95.0, 49000.0, 12.0], sustained_gflops=[None, None, 43200.0, None],
+                          sustained_sm_clock_mhz=[None, None, 1500, None])
     first.to_csv(tmp_path / "a.csv", index=False)
     second.to_csv(tmp_path / "b.csv", index=False)
     out = subprocess.run([sys.executable, "-m", "matmul_study", "compare", str(tmp_path / "a.csv"),
-                          str(tmp_path / "b.csv")], capture_output=True, text=True)
+                          str(tmp_path / "b.csv"), "--markdown", str(tmp_path / "c.md")], capture_output=True,
+                         text=True)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["jobs_compared"] == 2 and data["within_tolerance"] == 1
-    assert data["worst_abs_change"] == pytest.approx(0.05)
-    assert data["worst"][0]["label"] == "tiled float32 b32 64x64x64"
+    assert data["gpu"]["jobs_compared"] == 3 and data["gpu"]["within_tolerance"] == 2
+    assert data["gpu"]["worst_abs_change"] == pytest.approx(0.05)
+    assert data["gpu"]["worst"][0]["label"] == "tiled float32 b32 64x64x64"
+    assert data["cpu"]["jobs_compared"] == 1 and data["cpu"]["within_tolerance"] == 0
+    assert [r["change"] for r in data["cublas_4096_8192"]] == [pytest.approx(-0.02)]
+    (sustained,) = data["sustained"]
+    assert sustained["change"] == pytest.approx(-0.10) and sustained["second_sustained_sm_clock_mhz"] == 1500
+    page = (tmp_path / "c.md").read_text()
+    assert "2 of 3 within" in page and "1500 MHz" in page

@@ -165,3 +165,18 @@ def test_version_fields_survive_the_csv_round_trip(tmp_path):
     back = read_results(tmp_path / "r.csv").iloc[0]
     assert back["env_compute_capability"] == "9.0" and back["env_cuda_driver_api"] == "13.0"
     assert back["env_git_commit"] == "0123456789"
+
+
+def test_percent_of_peak_uses_the_ceilings_of_the_jobs_own_gpu():
+    from matmul_study.calibrate import COLUMNS
+
+    calibration = pd.DataFrame([("GPU X", "uuid-a", 0, "float32", 2000.0, "GFLOP/s", ""),
+                                ("GPU X", "uuid-b", 1, "float32", 1000.0, "GFLOP/s", "")], columns=COLUMNS)
+    on_a, on_b, older = (record("tiled", "float32", 16, 256, 400) for _ in range(3))
+    on_a["env"]["device_uuid"], on_b["env"]["device_uuid"] = "uuid-a", "uuid-b"
+    on_b["block"] = 32
+    older["block"], older["m"] = 16, 128
+    df = collate.tidy([on_a, on_b, older], calibration).set_index(["block", "m"])["pct_of_peak"]
+    assert df[(16, 256)] == pytest.approx(20.0) and df[(32, 256)] == pytest.approx(40.0)
+    # a result without a UUID (an older file) is divided by the model's median ceiling
+    assert df[(16, 128)] == pytest.approx(100 * 400 / 1500)
