@@ -16,6 +16,9 @@ prints one table at the end.
 
   python3 bench/tc_bench.py --out DIR [--variants 7 8 8nosk 12] [--quick] [--sass]
 
+Kernel-8 variants with the TMA-store epilogue (8tma, 8tma4, 8tmap) take a third tensor map, over C (fp32,
+box 64 rows x 32 cols, 128B swizzle), passed after tmap_b; it is built only when n % 4 == 0.
+
 tf32 (variant 12): fp32 inputs, the kernel gets a tensor map over Bt = B^T (K-major B), refreshed from B by a
 transpose before every launch and timed with it; cuBLAS gets B as is (gemmEx CUDA_R_32F, compute type 77 =
 CUBLAS_COMPUTE_32F_FAST_TF32).
