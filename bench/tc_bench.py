@@ -16,6 +16,9 @@ prints one table at the end.
 
   python3 bench/tc_bench.py --out DIR [--variants 7 8 8nosk 12] [--quick] [--sass]
 
+Kernel-8 variants with the TMA-store epilogue (8tma, 8tma4, 8tmap) take a third tensor map, over C (fp32,
+box 64 rows x 32 cols, 128B swizzle), passed after tmap_b; it is built only when n % 4 == 0.
+
 tf32 (variant 12): fp32 inputs, the kernel gets a tensor map over Bt = B^T (K-major B), refreshed from B by a
 transpose before every launch and timed with it; cuBLAS gets B as is (gemmEx CUDA_R_32F, compute type 77 =
 CUBLAS_COMPUTE_32F_FAST_TF32).
@@ -48,6 +51,16 @@ VARIANTS = {
     "8nosk": dict(_K8, defines=["-DWGMMA_WS_STREAMK=0"]),  # no stream-K tail (the previous default)
     "8noepi": dict(_K8, defines=["-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
     "8g16": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=16"]),
+    # Asynchronous TMA-store epilogue (WGMMA_WS_TMA_STORE): extra kernel parameter tmap_c (after tmap_b) over C,
+    # fp32, box (64 rows, 32 cols), 128B swizzle; built only where n % 4 == 0 (else a placeholder is passed).
+    # 8tma: 3 stages + a ring of 5 staging boxes (40 KiB) per consumer warpgroup; 8tma4: 4 stages + 2 boxes.
+    "8tma": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32), defines=["-DWGMMA_WS_TMA_STORE=1"]),
+    "8tma4": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(64, 32),
+                  defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_STAGES=4"]),
+    # 8tmap: as 8tma, but boxes 5..7 wait in registers (48 per thread) and go out 4 k steps into the next item.
+    "8tmap": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
+                  defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TMA_PARK=1"]),
+    "8s3": dict(_K8, smem=181296, defines=["-DWGMMA_WS_STAGES=3"]),  # diagnostic: 3 stages, default epilogue
     "12": _K12,
     "12nosk": dict(_K12, defines=["-DWGMMA_WS_STREAMK=0"]),
     "12c1": dict(_K12, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1"]),
@@ -72,6 +85,11 @@ WRAPPER = """extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}
     {func}<{ctype}>(&tmap_a, &tmap_b, C, m, n, k);
 }}
 """
+WRAPPER_C = """extern "C" __global__ void __launch_bounds__({threads}, 1) {symbol}(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b, const __grid_constant__ CUtensorMap tmap_c, float* __restrict__ C, int m, int n, int k)
+{{
+    {func}<{ctype}>(&tmap_a, &tmap_b, &tmap_c, C, m, n, k);
+}}
+"""
 CTYPES = {"f16": "__half", "bf16": "__nv_bfloat16", "tf32": "float"}
 
 
@@ -79,7 +97,7 @@ CTYPES = {"f16": "__half", "bf16": "__nv_bfloat16", "tf32": "float"}
 def build(name, v, workdir):
     src = f'#include "{v["file"]}"\n'
     for dt in v.get("dtypes", DTYPES):
-        src += WRAPPER.format(threads=v["threads"], symbol=f"k{name}_{dt}", func=v["func"], ctype=CTYPES[dt])
+        src += (WRAPPER_C if "box_c" in v else WRAPPER).format(threads=v["threads"], symbol=f"k{name}_{dt}", func=v["func"], ctype=CTYPES[dt])
     # Keep the harness's launch numbers honest against the kernel's own constants.
     src += f'static_assert({v["ns"]}::THREADS == {v["threads"]}, "THREADS");\n'
     src += f'static_assert({v["ns"]}::SMEM_BYTES == {v["smem"]}, "SMEM_BYTES");\n'
@@ -112,7 +130,8 @@ def build(name, v, workdir):
         s = subprocess.run(["cuobjdump", "--dump-sass", cubin], capture_output=True, text=True).stdout
         sass = dict(hgmma=len(re.findall(r"\bHGMMA\.", s)), hgmma_kinds=sorted(set(re.findall(r"\bHGMMA\.[0-9x]+\.[A-Z0-9.]+", s))), hmma=len(re.findall(r"\bHMMA\.", s)),
                     ldl=len(re.findall(r"\bLDL\b", s)), stl=len(re.findall(r"\bSTL\b", s)),
-                    utmaldg=len(re.findall(r"\bUTMALDG\b", s)), setmaxnreg=len(re.findall(r"USETMAXREG", s)))
+                    utmaldg=len(re.findall(r"\bUTMALDG\b", s)), utmastg=len(re.findall(r"\bUTMASTG\b", s)),
+                    setmaxnreg=len(re.findall(r"USETMAXREG", s)))
         sass["text"] = s
     except FileNotFoundError:
         sass = dict(error="no cuobjdump")
@@ -199,7 +218,8 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
 
     tdt = {"f16": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
            "bf16": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-           "tf32": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
+           "tf32": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+           "f32": drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
     cudt = {"f16": 2, "bf16": 14, "tf32": 0}  # CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
     compute = {"f16": 68, "bf16": 68, "tf32": 77}  # CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32
 
@@ -257,8 +277,12 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
             self.Cb = cp.empty((m, n), dtype=cp.float32)
             self._c = ctypes.c_uint64(self.C.data.ptr)
             self._ints = [ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
-            self.params = (ctypes.c_void_p * 6)(self.ta.getPtr(), self.tb.getPtr(), ctypes.addressof(self._c),
-                                                *[ctypes.addressof(i) for i in self._ints])
+            maps = [self.ta.getPtr(), self.tb.getPtr()]
+            if "box_c" in v:  # TMA-store epilogue: a map over C where its row pitch allows one (n % 4 == 0)
+                self.tc = tensor_map(self.C, m, n, n, v["box_c"], "f32") if n % 4 == 0 else self.ta
+                maps.append(self.tc.getPtr())
+            self.params = (ctypes.c_void_p * (len(maps) + 4))(*maps, ctypes.addressof(self._c),
+                                                              *[ctypes.addressof(i) for i in self._ints])
             if v["grid"] == "tiles":
                 self.grid = ((n + v["bn"] - 1) // v["bn"], (m + v["bm"] - 1) // v["bm"])
             else:
@@ -418,7 +442,7 @@ def main():
                 print(f"[{nm}] BUILD FAILED: {e}", flush=True)
     for nm, (cubin, regs, warns, sass) in built.items():
         text = sass.pop("text", "")
-        if a.sass and text and nm in ("7", "8", "12"):
+        if a.sass and text:
             with open(os.path.join(a.out, f"k{nm}.sass"), "w") as f:
                 f.write(text)
         print(f"[{nm}] ptxas: {regs}", flush=True)

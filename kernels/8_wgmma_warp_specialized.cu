@@ -42,6 +42,13 @@
 // Timing diagnostic: WGMMA_WS_DIAG_NO_EPILOGUE skips the stores of whole tiles (wrong results).
 // (Earlier experiments, removed after measuring no gain: parking half of the block in spare registers and
 // storing it during the next tile's first k steps; storing whole tiles straight from the accumulators.)
+// Variant WGMMA_WS_TMA_STORE=1 (not the default; entry wgmma_ws_matmul_tmastore, one more tensor map): whole
+// tiles leave through TMA stores from a ring of 64x32 fp32 staging boxes (8 KiB), one thread per consumer
+// warpgroup issuing them, so the warpgroup goes on to its next tile while the copy engine drains. The ring
+// takes the smem of a pipeline stage: WGMMA_WS_STAGES defaults to 3 there (5 boxes per warpgroup); with 4
+// stages 2 boxes fit. WGMMA_WS_TMA_PARK=1 also parks the boxes that do not fit the ring (3 with 3 stages, 48
+// registers) and stores them WGMMA_WS_PARK_AT (4) k steps into the next item. Stream-K pieces, and every tile
+// when n % 4 != 0, use direct guarded stores. Host contract of that variant: see wgmma_ws_matmul_tmastore.
 //
 // Operands are pluggable (template parameter Op): the fp16/bf16 operands here (A K-major, B N-major); the
 // tf32 rung 12_wgmma_tf32.cu reuses this pipeline with both operands K-major.
@@ -73,13 +80,32 @@
 #ifndef WGMMA_WS_STREAMK
 #define WGMMA_WS_STREAMK 1
 #endif
+#ifndef WGMMA_WS_TMA_STORE  // 1: asynchronous TMA-store epilogue (variant; needs a C tensor map, see below)
+#define WGMMA_WS_TMA_STORE 0
+#endif
+#ifndef WGMMA_WS_STAGES
+#if WGMMA_WS_TMA_STORE
+#define WGMMA_WS_STAGES 3
+#else
+#define WGMMA_WS_STAGES 4
+#endif
+#endif
+#ifndef WGMMA_WS_EPI_BOXES  // TMA-store staging boxes (8 KiB) per consumer warpgroup; 0 = as many as fit
+#define WGMMA_WS_EPI_BOXES 0
+#endif
+#ifndef WGMMA_WS_TMA_PARK  // with TMA_STORE: park the boxes that do not fit the ring in registers (see below)
+#define WGMMA_WS_TMA_PARK 0
+#endif
+#ifndef WGMMA_WS_PARK_AT  // ... and store them after this many k steps of the next item
+#define WGMMA_WS_PARK_AT 4
+#endif
 
 namespace wgmma_ws {
 
 constexpr int BM = 128, BN = 256;
 constexpr int CONSUMERS = 2;                   // consumer warpgroups, 64 rows each
 constexpr int THREADS = 128 * (CONSUMERS + 1);  // + one producer warpgroup
-constexpr int STAGES = 4;
+constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;  // CTAs per cluster along M (1 or 2)
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows of tiles per group in the tile order
 constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
@@ -88,7 +114,19 @@ constexpr int A_BYTES = BM * 128;
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), used to turn the accumulator layout
 // (8 rows x 32 bytes per store instruction) into whole-row 256-byte stores.
 constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
-constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
+// TMA-store epilogue (WGMMA_WS_TMA_STORE): C leaves through boxes of 64 rows x 32 fp32 columns (128-byte
+// rows, 128B swizzle, 8 KiB), a ring of EPI_BOXES boxes per consumer warpgroup in the staging area.
+constexpr bool TMA_STORE = WGMMA_WS_TMA_STORE != 0;
+constexpr int C_BOX_ROWS = 64, C_BOX_COLS = 32, C_BOX_BYTES = C_BOX_ROWS * C_BOX_COLS * 4;
+constexpr int EPI_BOXES_FIT = (227 * 1024 - 1024 - STAGES * STAGE_BYTES - 2 * STAGES * 8) / (CONSUMERS * C_BOX_BYTES);
+constexpr int EPI_BOXES = WGMMA_WS_EPI_BOXES > 0 ? WGMMA_WS_EPI_BOXES : (EPI_BOXES_FIT < 8 ? EPI_BOXES_FIT : 8);
+constexpr int EPI_BYTES = TMA_STORE ? CONSUMERS * EPI_BOXES * C_BOX_BYTES : CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
+static_assert(!TMA_STORE || (EPI_BOXES >= 2 && EPI_BYTES >= CONSUMERS * 4 * EPI_CHUNK_BYTES), "TMA-store staging");
+// Parking (WGMMA_WS_TMA_PARK): the last PARK boxes of a warpgroup's block (16 accumulators per thread each)
+// wait in registers instead of in the ring, and go out during the next item's k steps.
+constexpr int PARK = (TMA_STORE && WGMMA_WS_TMA_PARK) ? BN / C_BOX_COLS - EPI_BOXES : 0;
+constexpr int PARK_AT = WGMMA_WS_PARK_AT;
+static_assert(PARK >= 0 && PARK * 16 <= 48, "parked accumulators fit the consumers' spare registers");
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;  // 230,464
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int MAX_SK_FLAGS = 1024;  // stream-K flags: (tail tile, CTA rank in the cluster)
@@ -215,7 +253,7 @@ struct Schedule {
 
 template <class Op>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, float* C, int m, int n,
-                                        int k)
+                                        int k, const CUtensorMap* tmap_c = nullptr)
 {
 #if HOPPER_SM90A
     using namespace hopper;
@@ -286,6 +324,46 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         const int warp = ltid / 32, lane = ltid % 32;
         float d[128];
         int it = 0;
+#if WGMMA_WS_TMA_STORE  // (preprocessor, not only if constexpr: the default build's PTX stays as it was)
+        int ebuf = 0;  // TMA-store epilogue: next staging box of this warpgroup's ring
+        // One box (64 rows x 32 columns of this warpgroup's block, at C column col, row row; v = its 16
+        // accumulators per thread in the accumulator layout) out through the next ring slot.
+        auto box_out = [&](const float* v, int col, int row) {
+            const uint32_t buf = epi + c * (EPI_BOXES * C_BOX_BYTES) + ebuf * C_BOX_BYTES;
+            unsigned char* bp = smem_raw + (buf - raw);
+            // The issuing thread waits until the engine has read this ring slot's previous box (at most
+            // EPI_BOXES - 1 of its stores pending), then releases the others.
+            if (ltid == 0) bulk_wait_read<EPI_BOXES - 1>();
+            named_barrier(2 + c, 128);
+#pragma unroll
+            for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = warp * 16 + lane / 4 + 8 * h;
+                    const int uu = 2 * jj + (lane % 4) / 2;
+                    *reinterpret_cast<float2*>(bp + r * 128 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
+                        make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
+                }
+            }
+            fence_proxy_async_smem();
+            named_barrier(2 + c, 128);  // the whole box is in shared memory
+            if (ltid == 0) {
+                tma_store_2d(tmap_c, buf, col, row);
+                bulk_commit();
+            }
+            ebuf = (ebuf + 1 == EPI_BOXES) ? 0 : ebuf + 1;
+        };
+        float park[PARK > 0 ? 16 * PARK : 1];
+        int park_n0 = 0, park_row = 0;
+        bool parked = false;
+        auto unpark = [&]() {
+#pragma unroll
+            for (int pb = 0; pb < PARK; ++pb)
+                if (park_n0 + C_BOX_COLS * (EPI_BOXES + pb) < n)
+                    box_out(park + 16 * pb, park_n0 + C_BOX_COLS * (EPI_BOXES + pb), park_row);
+            parked = false;
+        };
+#endif
 
         auto release = [&](int stage) {
             if (lane == 0) {
@@ -315,6 +393,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     wgmma_wait<1>();
                     release((it - 1) % STAGES);
                 }
+#if WGMMA_WS_TMA_STORE
+                if constexpr (PARK > 0) {  // the previous item's parked boxes, PARK_AT k steps into this one
+                    if (parked && (kt == k0 + PARK_AT || kt + 1 == k1)) unpark();
+                }
+#endif
                 ++it;
             }
             wgmma_wait<0>();
@@ -334,12 +417,45 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 #ifdef WGMMA_WS_DIAG_NO_EPILOGUE  // timing diagnostic only (results are wrong): what the stores cost
             if (piece < 0 && d[0] != 12345.f) continue;
 #endif
+#if WGMMA_WS_TMA_STORE
+            {
+                // Asynchronous epilogue for whole (unsplit) tiles, edge tiles included (the copy engine clips
+                // at m and n; needs the C tensor map, i.e. n % 4 == 0). The warpgroup writes its 64x256 block
+                // box by box (64 rows x 32 columns) into a ring of EPI_BOXES staging boxes in the TMA's 128B
+                // swizzle (16-byte unit u of row r at u ^ (r % 8): the float2 writes are conflict-free), one
+                // thread issues a TMA store per box and the warpgroup goes on to the next tile's k steps while
+                // the copy engine drains (no wait at the end of a tile: a slot is waited for only when it is
+                // about to be rewritten).
+                // With PARK, boxes EPI_BOXES.. are copied to registers and stored PARK_AT k steps into the next
+                // item (or after the last one), when the ring's slots have long been read.
+                if (piece < 0 && (n % 4) == 0) {
+                    if (m0 + c * 64 < m) {
+#pragma unroll
+                        for (int jb = 0; jb < BN / C_BOX_COLS; ++jb) {
+                            if (jb >= BN / C_BOX_COLS - PARK) {
+#pragma unroll
+                                for (int q = 0; q < 16; ++q)
+                                    park[16 * (jb - (BN / C_BOX_COLS - PARK)) + q] = d[16 * jb + q];
+                            } else if (n0 + C_BOX_COLS * jb < n) {
+                                box_out(d + 16 * jb, n0 + C_BOX_COLS * jb, m0 + c * 64);  // d[16 jb..]: columns 32 jb..
+                            }
+                        }
+                        if constexpr (PARK > 0) {
+                            park_n0 = n0;
+                            park_row = m0 + c * 64;
+                            parked = true;
+                        }
+                    }
+                    continue;
+                }
+            }
+#endif
             // Epilogue. Fast path (whole tile inside C, rows 16-byte aligned): each warp passes its 16x256
             // block through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. Writes follow
             // the accumulator layout (row l/4 (+8), columns 8j + 2(l%4)); 16-byte units are XOR-swizzled by
             // (row % 8) so both the float2 writes and the float4 row reads are free of bank conflicts. Each
             // read/store instruction then covers 2 rows x 256 contiguous bytes of C.
-            if (m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
+            if (!TMA_STORE && m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
                 unsigned char* chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
                 float* crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
 #pragma unroll
@@ -374,6 +490,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
             }
         }
+#if WGMMA_WS_TMA_STORE
+        if constexpr (PARK > 0)
+            if (parked) unpark();
+        if (ltid == 0) bulk_wait<0>();  // the staging buffers stay valid until the stores are done
+#endif
     }
 
     // No CTA of a cluster may exit while its peer can still multicast into it or arrive on its barriers.
@@ -395,3 +516,20 @@ __device__ __forceinline__ void wgmma_ws_matmul(const CUtensorMap* tmap_a, const
     wgmma_ws::ws_gemm<wgmma_ws::Op16<T>>(tmap_a, tmap_b, C, m, n, k);
 #endif
 }
+
+#if WGMMA_WS_TMA_STORE
+// Variant entry point with the TMA-store epilogue: tmap_c over C (fp32, dims (n, m), row pitch 4n bytes, box
+// (rows 64, cols 32), 128B swizzle). Valid only if n % 4 == 0 (TMA needs 16-byte row pitches; C 16-byte
+// aligned); for other n the kernel never touches it (direct stores), and the host may pass any map there.
+// Launch as the default kernel (384 threads, cluster (CLUSTER, 1, 1), persistent grid) with dynamic smem
+// SMEM_BYTES of that build: 230,448 with 3 stages, 230,464 with 4.
+template <typename T>
+__device__ __forceinline__ void wgmma_ws_matmul_tmastore(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b,
+                                                         const CUtensorMap* tmap_c, float* C, int m, int n, int k)
+{
+    static_assert(sizeof(T) == 2, "fp16 or bf16 operands");
+#if HOPPER_SM90A
+    wgmma_ws::ws_gemm<wgmma_ws::Op16<T>>(tmap_a, tmap_b, C, m, n, k, tmap_c);
+#endif
+}
+#endif

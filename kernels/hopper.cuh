@@ -253,3 +253,35 @@ __device__ __forceinline__ void flag_wait_ge(const unsigned int* flag, unsigned 
 
 }  // namespace hopper
 #endif  // HOPPER_SM90A
+
+#if HOPPER_SM90A
+namespace hopper {
+
+// ------------------------------------------------------------------------------------------- TMA stores (bulk groups)
+// 2-D tiled bulk copy shared -> global (C tile out of a staging buffer laid out as the tensor map's box, with
+// its swizzle). The copy engine clips what lies outside the tensor's dims. Completion is tracked per issuing
+// thread in bulk async-groups: commit after issuing, then wait (.read: until the engine has read the source,
+// so the buffer may be rewritten; without .read: until the writes are done).
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(src), "r"(c0), "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait()
+{
+    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
+// Order this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads of them.
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+}  // namespace hopper
+#endif  // HOPPER_SM90A
