@@ -13,7 +13,8 @@ Independent of the matmul_study package. It
   4. times every variant and cuBLAS at 4096^3 and 8192^3 in round-robin rounds (CUDA events, warm-up,
      median), verifies each timed output, and prints a table with TF/s and the ratio to cuBLAS of the same run.
 
-usage: python3 bench/simt_bench.py [--out DIR] [--only SUBSTR ...] [--sizes 4096 8192] [--compile-only]
+usage: python3 bench/simt_bench.py [--out DIR] [--only SUBSTR ...] [--skip SUBSTR ...] [--sizes 4096 8192]
+       [--rounds N] [--reps N] [--no-sm80] [--compile-only]
 """
 from __future__ import annotations
 
@@ -50,6 +51,30 @@ VARIANTS = [
     dict(name="wt_f32_128x256x16_s3_serp", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 8, 1)),
     dict(name="wt_f32_128x256x16_s3_l4_serp", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 1)),
     dict(name="wt_f32_128x256x16_s4_serp", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 8, 1)),
+    # 2026-11-22 sweep (wt cfg continued: ORDER, KU = k steps per rolled loop body (0 = BK, fully unrolled),
+    # SYNC = 0 barrier / 1 mbarrier full+empty ring, GROUP = block-rows per swizzle group). Select with
+    # --only wt_f32_default wt_f32_x_
+    dict(name="wt_f32_x_ku2", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 2)),
+    dict(name="wt_f32_x_ku4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 4)),
+    dict(name="wt_f32_x_ku8", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 8)),
+    dict(name="wt_f32_x_s4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 4)),
+    dict(name="wt_f32_x_bk32_s3", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4)),
+    dict(name="wt_f32_x_bk32_s3_ku4", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 4)),
+    dict(name="wt_f32_x_bk32_s3_ku8", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 8)),
+    dict(name="wt_f32_x_bk32_s3_ku2", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 2)),
+    dict(name="wt_f32_x_bk32_s2", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 2, 1, 4)),
+    dict(name="wt_f32_x_mbar_s3", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 0, 1)),
+    dict(name="wt_f32_x_mbar_s4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 4, 0, 0, 1)),
+    dict(name="wt_f32_x_mbar_s4_ku2", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 4, 0, 2, 1)),
+    dict(name="wt_f32_x_mbar_s4_ku4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 4, 0, 4, 1)),
+    dict(name="wt_f32_x_mbar_bk8_s6", kind="wt", dtype="float32", cfg=(128, 256, 8, 64, 64, 6, 1, 4, 0, 0, 1)),
+    dict(name="wt_f32_x_mbar_bk32_s3", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 0, 1)),
+    dict(name="wt_f32_x_w128x32", kind="wt", dtype="float32", cfg=(128, 256, 16, 128, 32, 3, 1, 8)),
+    dict(name="wt_f32_x_w32x128", kind="wt", dtype="float32", cfg=(128, 256, 16, 32, 128, 3, 1, 4)),
+    dict(name="wt_f32_x_256x128_l4", kind="wt", dtype="float32", cfg=(256, 128, 16, 64, 64, 3, 1, 4)),
+    dict(name="wt_f32_x_128x128_2b_ku2", kind="wt", dtype="float32", cfg=(128, 128, 16, 64, 32, 3, 2, 8, 0, 2)),
+    dict(name="wt_f32_x_128x128_2b_mbar", kind="wt", dtype="float32", cfg=(128, 128, 16, 64, 32, 3, 2, 8, 0, 0, 1)),
+    dict(name="wt_f32_x_g16", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 0, 0, 16)),
     # fp64 SIMT
     dict(name="wt_f64_default", kind="wt", dtype="float64", cfg=(128, 128, 8, 64, 32, 4, 1, 8), default=True),
     # fp64 DMMA (cfg: BM, BN, BK, WM, WN, STAGES, MMA_K, MIN_BLOCKS)
@@ -64,7 +89,8 @@ VARIANTS = [
 CTYPE = {"float32": "float", "float64": "double"}
 ITEMSIZE = {"float32": 4, "float64": 8}
 TOL = {"float32": 1e-4, "float64": 1e-12}
-ODD_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 800, 1200), (129, 260, 36), (256, 512, 64)]
+ODD_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 800, 1200), (129, 260, 36), (256, 512, 64),
+              (300, 1030, 530), (512, 512, 1024)]  # n % 4 = 2 with 34 / 17 slices; interior tiles, 64 / 32 slices
 
 
 def launch_params(v):
@@ -82,7 +108,9 @@ def launch_params(v):
 
 def cfg_type(v):
     if v["kind"] == "wt":
-        return "warptiled::Config<%d, %d, %d, %d, %d, %d, %d, %d, %d>" % (tuple(v["cfg"]) + (0,) * (9 - len(v["cfg"])))
+        # defaults of the trailing parameters: MIN_BLOCKS 1, LANES_M 8, ORDER 0, KU 0 (= BK), SYNC 0, GROUP 8
+        full = tuple(v["cfg"]) + (1, 8, 0, 0, 0, 8)[len(v["cfg"]) - 6:]
+        return "warptiled::Config<%s>" % ", ".join(str(x) for x in full)
     return "dmma::Config<%d, %d, %d, %d, %d, %d, %d, %d>" % v["cfg"]
 
 
@@ -171,7 +199,58 @@ def sass_counts(cubin: Path) -> tuple[dict, str]:
                 key = "LDS(other)"
             if key:
                 counts[cur][key] = counts[cur].get(key, 0) + 1
+    for name, st in ffma_stats(text).items():
+        counts.setdefault(name, {}).update(st)
     return counts, text
+
+
+def ffma_stats(text: str) -> dict:
+    """Static FFMA operand statistics per function (a hint, not a measurement):
+    reuse  FFMAs with at least one source served by the operand reuse cache (the previous instruction set
+           .reuse on that slot with the same register);
+    bc2    FFMAs whose register-file reads (sources not from the reuse cache, RZ excluded) include two in the
+           same bank, with bank = register % 2 (the two-bank model published for Volta and later);
+    bc3    ... three in the same bank;
+    loopB  bytes spanned by the longest backward branch (the main loop's code size); BRA branches in all."""
+    stats, cur, prev_reuse = {}, None, {}
+    ins_re = re.compile(r"\s+/\*([0-9a-f]{4,6})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
+    for line in text.splitlines():
+        m = re.match(r"\s+Function : (\w+)", line)
+        if m:
+            cur = m.group(1)
+            stats[cur] = dict(reuse=0, bc2=0, bc3=0, loopB=0, BRA=0)
+            prev_reuse = {}
+            continue
+        m = ins_re.match(line)
+        if not (m and cur):
+            continue
+        addr, op, ops = int(m.group(1), 16), m.group(3), [o.strip() for o in m.group(4).split(",")]
+        st = stats[cur]
+        if op == "BRA" or op.startswith("BRA."):
+            st["BRA"] += 1
+            t = re.search(r"0x([0-9a-f]+)", m.group(4))
+            if t and int(t.group(1), 16) <= addr:
+                st["loopB"] = max(st["loopB"], addr + 16 - int(t.group(1), 16))
+        reuse_now = {}
+        if op == "FFMA" and len(ops) == 4:
+            banks, cached = [], False
+            for slot, o in enumerate(ops[1:]):
+                r = re.match(r"-?\|?R(\d+)(\.reuse)?", o)
+                if not r:
+                    continue
+                reg = int(r.group(1))
+                if r.group(2):
+                    reuse_now[slot] = reg
+                if prev_reuse.get(slot) == reg:
+                    cached = True
+                    continue
+                banks.append(reg % 2)
+            st["reuse"] += cached
+            worst = max((banks.count(b) for b in (0, 1)), default=0)
+            st["bc2"] += worst >= 2
+            st["bc3"] += worst >= 3
+        prev_reuse = reuse_now
+    return stats
 
 
 # ---- GPU part ------------------------------------------------------------------------------------------
@@ -196,6 +275,11 @@ def run_gpu(variants, cubin: Path, sizes, args, log):
         fn = mod.get_function(v["name"])
         threads, minb, smem, bm, bn = launch_params(v)
         fn.max_dynamic_shared_size_bytes = smem
+        if minb > 1:  # ask for the largest shared-memory carveout so that MIN_BLOCKS blocks fit on an SM
+            try:
+                fn.preferred_shared_memory_carveout = 100
+            except Exception as e:  # noqa: BLE001
+                log(f"{v['name']}: carveout not set ({e})")
         fns[v["name"]] = fn
 
     def launch(v, A, B, C, m, n, k):
@@ -306,6 +390,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/simt_bench"))
     ap.add_argument("--only", nargs="*", default=None, help="variant name substrings")
+    ap.add_argument("--skip", nargs="*", default=None, help="leave out variants whose name contains one of these")
     ap.add_argument("--sizes", nargs="*", type=int, default=[4096, 8192])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
@@ -325,6 +410,7 @@ def main():
         logf.flush()
 
     variants = [v for v in VARIANTS if not args.only or any(s in v["name"] for s in args.only)]
+    variants = [v for v in variants if not args.skip or not any(s in v["name"] for s in args.skip)]
     if args.profile:
         variants = [v for v in VARIANTS if v["name"] == args.profile]
     build = Path("/tmp/simt_bench_build")
@@ -375,6 +461,21 @@ def main():
                     c["ok"] for c in results["correctness"] if c["name"] == name)
                 log(f"{name:26s} {dt:8s} {str(st.get('regs', '')):>4s} {str(st.get('spill_st', '')):>5s} {cells}  "
                     f"{'yes' if good else 'NO'}")
+        # ranking by the worse of the two sizes (the goal: >= 0.95 of cuBLAS at every size)
+        ranked = []
+        for name in names[1:]:
+            rows = [r for r in results["timing"] if r["name"] == name]
+            if rows and all(r["ok"] for r in rows):
+                ranked.append((min(r["ratio"] for r in rows), name, rows[0]["dtype"]))
+        log("\n=== ranking: min over sizes of ratio to cuBLAS (verified variants); speed over the default ===")
+        for worst, name, dt in sorted(ranked, reverse=True):
+            rel = []
+            for s in args.sizes:
+                mine = [r for r in results["timing"] if r["name"] == name and r["size"] == s]
+                dflt = [r for r in results["timing"]
+                        if r["name"] == ("wt_f32_default" if dt == "float32" else "wt_f64_default") and r["size"] == s]
+                rel.append(f"{s}: {mine[0]['ratio'] / dflt[0]['ratio']:6.3f}" if mine and dflt else f"{s}: -")
+            log(f"{worst:6.3f}  {name:26s} {dt}   x default  " + "  ".join(rel))
         log("ALL VERIFIED" if ok else "SOME CHECKS FAILED")
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     return 0 if ok else 1

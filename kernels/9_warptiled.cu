@@ -31,10 +31,22 @@ namespace warptiled {
 
 // ---- tile configuration -------------------------------------------------------------------------------
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_ = 1, int LANES_M_ = 8,
-          int ORDER_ = 0>
+          int ORDER_ = 0, int KU_ = 0, int SYNC_ = 0, int GROUP_ = 8>
 struct Config {
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+    // Experimental knobs (2026-11-22 sweep; the defaults reproduce the measured kernel exactly):
+    //   KU    k steps per body of the inner k loop; 0 = BK, the whole slice unrolled (the default). With
+    //         KU < BK the slice is a rolled loop of KU-step bodies plus a peeled last body (smaller code).
+    //   SYNC  0: one __syncthreads per slice, refill distance STAGES - 1 (the default).
+    //         1: no __syncthreads in the loop: per stage a "full" mbarrier (cp.async.mbarrier.arrive.noinc
+    //         by every thread) and an "empty" mbarrier (every thread arrives after its last fragment read);
+    //         refill distance STAGES - 2, so warps may drift apart by one slice.
+    //   GROUP block-rows per group of the block order.
+    static constexpr int KU = KU_ == 0 ? BK_ : KU_;
+    static constexpr int SYNC = SYNC_, GROUP = GROUP_;
+    static_assert(KU % 2 == 0 && BK_ % KU == 0, "k loop body: an even number of steps dividing BK");
+    static_assert(SYNC == 0 || STAGES_ >= 3, "mbarrier ring refills STAGES - 2 slices ahead");
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     // A warp's lanes form LANES_M x LANES_N; each lane owns MI x NI chunks of 4 x 4 elements.
@@ -70,7 +82,35 @@ using simt_common::cp_async_wait;
 using simt_common::smem_addr;
 using simt_common::Vec;
 
-__device__ __forceinline__ void block_tile(int& tm, int& tn) { simt_common::grouped_block_tile<8>(tm, tn); }
+template <int GROUP = 8>
+__device__ __forceinline__ void block_tile(int& tm, int& tn) { simt_common::grouped_block_tile<GROUP>(tm, tn); }
+
+// mbarrier helpers for SYNC = 1 (sm_80+; try_wait on sm_90, a test_wait spin before).
+__device__ __forceinline__ void mbar_init(uint64_t* bar, int count)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar)
+{
+    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// Arrives on bar once every cp.async this thread issued so far has landed (pending count not incremented:
+// the barrier's expected count includes this arrival).
+__device__ __forceinline__ void mbar_cp_async_arrive(uint64_t* bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity)
+{
+    const uint32_t a = smem_addr(bar);
+#if __CUDA_ARCH__ >= 900
+    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n"
+                 " @!p bra WAIT_%=;\n}\n" ::"r"(a), "r"(parity) : "memory");
+#else
+    asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.test_wait.parity.shared.b64 p, [%0], %1;\n"
+                 " @!p bra WAIT_%=;\n}\n" ::"r"(a), "r"(parity) : "memory");
+#endif
+}
 
 // ---- the kernel body -----------------------------------------------------------------------------------
 template <class Cfg, typename T, typename Acc>
@@ -92,7 +132,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 
     const int tid = threadIdx.x;
     int tm, tn;
-    block_tile(tm, tn);
+    block_tile<Cfg::GROUP>(tm, tn);
     const int bm = tm * BM, bn = tn * BN;
 
     // ---- loader mapping ----
@@ -187,39 +227,62 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 
     const int KT = (k + BK - 1) / BK;
 
-    // Prologue: slices 0 .. S-2 in flight; one commit group per slice (empty past the end) keeps the
-    // group count, and with it the wait_group arithmetic, the same on every path.
+    if constexpr (Cfg::KU == BK && Cfg::SYNC == 0) {
+        // Prologue: slices 0 .. S-2 in flight; one commit group per slice (empty past the end) keeps the
+        // group count, and with it the wait_group arithmetic, the same on every path.
 #pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        if (s < KT) load_slice(s, s);
-        cp_async_commit();
-    }
-    cp_async_wait<S - 2>();
-    __syncthreads();
+        for (int s = 0; s < S - 1; ++s) {
+            if (s < KT) load_slice(s, s);
+            cp_async_commit();
+        }
+        cp_async_wait<S - 2>();
+        __syncthreads();
 
-    int read_stage = 0, write_stage = S - 1;
-    load_frags(0, smem, 0);
+        int read_stage = 0, write_stage = S - 1;
+        load_frags(0, smem, 0);
 
-    for (int kt = 0; kt < KT; ++kt) {
+        for (int kt = 0; kt < KT; ++kt) {
 #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            if (kk == 0) {
-                // Refill the stage read during slice kt-1: every thread finished reading it before the
-                // barrier at the end of slice kt-1. One commit group per slice, empty past the end.
-                if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
-                cp_async_commit();
-                write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
-            }
-            if (kk == BK - 1) {
-                // Slice kt+1 must have landed (for every thread's copies) before its fragments are read.
-                cp_async_wait<S - 2>();
-                __syncthreads();
-                read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
-            }
-            // Fragments for the next step (the next slice's first step when kk is the last).
-            load_frags((kk + 1) % 2, smem + read_stage * STAGE, (kk + 1) % BK);
+            for (int kk = 0; kk < BK; ++kk) {
+                if (kk == 0) {
+                    // Refill the stage read during slice kt-1: every thread finished reading it before the
+                    // barrier at the end of slice kt-1. One commit group per slice, empty past the end.
+                    if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
+                    cp_async_commit();
+                    write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
+                }
+                if (kk == BK - 1) {
+                    // Slice kt+1 must have landed (for every thread's copies) before its fragments are read.
+                    cp_async_wait<S - 2>();
+                    __syncthreads();
+                    read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
+                }
+                // Fragments for the next step (the next slice's first step when kk is the last).
+                load_frags((kk + 1) % 2, smem + read_stage * STAGE, (kk + 1) % BK);
 
-            const int cur = kk % 2;
+                const int cur = kk % 2;
+                if constexpr (Cfg::ORDER == 0) {
+#pragma unroll
+                    for (int i = 0; i < MI * 4; ++i)
+#pragma unroll
+                        for (int j = 0; j < NI * 4; ++j)
+                            acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < NI * 4; ++j)
+#pragma unroll
+                        for (int ii = 0; ii < MI * 4; ++ii) {
+                            const int i = (j % 2) ? MI * 4 - 1 - ii : ii;
+                            acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+                        }
+                }
+            }
+        }
+        cp_async_wait<0>();
+    } else {
+        // ---- experimental main loop: KU-step bodies (rolled over the slice) and/or mbarrier sync ----
+        constexpr int KU = Cfg::KU;
+        auto outer = [&](int cur) {
             if constexpr (Cfg::ORDER == 0) {
 #pragma unroll
                 for (int i = 0; i < MI * 4; ++i)
@@ -235,9 +298,85 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                         acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
                     }
             }
+        };
+        // SYNC 1: full[s] completes when every thread's copies into stage s have landed; empty[s] when every
+        // thread has issued its last fragment read of stage s. Use j of stage s (slice j*S + s) is phase j.
+        __shared__ __align__(8) uint64_t full_bar[S], empty_bar[S];
+        constexpr int PD = Cfg::SYNC ? S - 2 : S - 1;  // slices in flight ahead of the one being read
+        if constexpr (Cfg::SYNC) {
+            if (tid == 0) {
+#pragma unroll
+                for (int s = 0; s < S; ++s) {
+                    mbar_init(&full_bar[s], THREADS);
+                    mbar_init(&empty_bar[s], THREADS);
+                }
+            }
+            __syncthreads();
         }
+        // Issue slice t (if it exists) into stage t % S.
+        auto produce = [&](int t) {
+            const int stage = t % S;
+            if constexpr (Cfg::SYNC) {
+                if (t < KT) {
+                    if (t >= S) mbar_wait(&empty_bar[stage], ((t / S) - 1) & 1);  // slice t-S fully read
+                    load_slice(stage, t);
+                    mbar_cp_async_arrive(&full_bar[stage]);
+                }
+            } else {
+                if (t < KT) load_slice(stage, t);
+                cp_async_commit();
+            }
+        };
+#pragma unroll
+        for (int s = 0; s < PD; ++s) produce(s);
+        if constexpr (Cfg::SYNC) {
+            if (KT > 0) mbar_wait(&full_bar[0], 0);  // k = 0: nothing was issued, nothing to wait for
+        } else {
+            cp_async_wait<S - 2>();
+            __syncthreads();
+        }
+        load_frags(0, smem, 0);
+        // Keeps NVVM from merging this load with the loop's last one into a loop-header load with per-element
+        // address phis, which it then scalarizes (24 LDS.32 per slice instead of 6 LDS.128; seen with KU < BK).
+        asm volatile("" ::: "memory");
+
+        int rs = 0;  // stage of slice kt (= kt % S)
+        for (int kt = 0; kt < KT; ++kt) {
+            // Refill: SYNC 0, the stage read during slice kt-1 (everyone passed the barrier at its end);
+            // SYNC 1, the stage of slice kt-2 once everyone has arrived on its empty barrier.
+            produce(kt + PD);
+            const T* st = smem + rs * STAGE;
+#pragma unroll 1
+            for (int kk = 0; kk < BK - KU; kk += KU) {
+#pragma unroll
+                for (int u = 0; u < KU; ++u) {
+                    load_frags((u + 1) % 2, st, kk + u + 1);
+                    outer(u % 2);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < KU; ++u) {
+                const int kk = BK - KU + u;
+                if (u == KU - 1) {
+                    // Next slice's first fragments: it must have landed (all threads' copies).
+                    const int ns = rs + 1 == S ? 0 : rs + 1;
+                    if constexpr (Cfg::SYNC) {
+                        mbar_arrive(&empty_bar[rs]);
+                        if (kt + 1 < KT) mbar_wait(&full_bar[ns], ((kt + 1) / S) & 1);
+                    } else {
+                        cp_async_wait<S - 2>();
+                        __syncthreads();
+                    }
+                    st = smem + ns * STAGE;
+                    rs = ns;
+                }
+                load_frags((u + 1) % 2, st, (kk + 1) % BK);
+                outer(u % 2);
+            }
+        }
+        if constexpr (Cfg::SYNC) asm volatile("cp.async.wait_all;\n" ::: "memory");
+        else cp_async_wait<0>();
     }
-    cp_async_wait<0>();
 
     // ---- epilogue: guarded stores, 16-byte vectors where the row allows ----
     constexpr int VC = 16 / static_cast<int>(sizeof(Acc));
