@@ -42,7 +42,7 @@ KERNELS = ROOT / "kernels"
 VARIANTS = [
     # fp32 SIMT (wt cfg: BM, BN, BK, WM, WN, STAGES, MIN_BLOCKS, LANES_M)
     # (run 3, H200: default = the former ..._s3_l4 variant, 0.950 / 0.948 of cuBLAS at 4096 / 8192)
-    dict(name="wt_f32_default", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4), default=True),
+    dict(name="wt_f32_default", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4), default=True),
     dict(name="wt_f32_128x256x16_s3_l8", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 8)),
     dict(name="wt_f32_128x256x16_s4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 8)),
     dict(name="wt_f32_256x128x16_s3", kind="wt", dtype="float32", cfg=(256, 128, 16, 64, 64, 3, 1, 8)),
@@ -58,7 +58,7 @@ VARIANTS = [
     dict(name="wt_f32_x_ku4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 4)),
     dict(name="wt_f32_x_ku8", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 8)),
     dict(name="wt_f32_x_s4", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 4, 1, 4)),
-    dict(name="wt_f32_x_bk32_s3", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4)),
+    dict(name="wt_f32_x_bk16_s3", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4)),  # the default until 2026-11-22
     dict(name="wt_f32_x_bk32_s3_ku4", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 4)),
     dict(name="wt_f32_x_bk32_s3_ku8", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 8)),
     dict(name="wt_f32_x_bk32_s3_ku2", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 2)),

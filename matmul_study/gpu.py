@@ -95,7 +95,8 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
     device_reference = uses_device_reference(method, record, bool(env["cupy"]))
     a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
     c_gpu = gpuarray.empty((m, n), record.output)
-    problem = Problem(m, n, k, block, record, env["sm_count"])
+    problem = Problem(m, n, k, block, record, env["sm_count"],
+                      device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
     launch = launchers.make(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin)
 
     full = m * k * n <= measurement.full_verify_max_flops

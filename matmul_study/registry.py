@@ -28,6 +28,7 @@ class Problem:
     block: int
     dtype: dt.DType
     sm_count: int = 132
+    max_shared_bytes: int = 232_448  # the most dynamic shared memory a block may opt in to (H100/H200)
 
 
 @dataclass(frozen=True)
@@ -178,21 +179,29 @@ def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
     return block, block, block
 
 
-def tiles_by_dtype(geometry: dict[str, tuple[int, int, int, int, int]]) -> tuple[Callable, Callable]:
-    """(launch, tile) for kernels whose tile depends on the dtype: {dtype: (tile_m, tile_n, tile_k, threads,
-    shared bytes)}."""
+Geometry = tuple[int, int, int, int, int]  # tile_m, tile_n, tile_k, threads, shared bytes
+
+
+def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Callable, Callable]:
+    """(launch, tile) for kernels whose tile depends on the dtype: {dtype: geometry, or a list of them in order of
+    preference}. A launch takes the first whose shared memory the device allows a block (the kernel runs the
+    configuration that fits the dynamic shared memory it was given); the tile is the first's."""
+    options = {dtype: g if isinstance(g, list) else [g] for dtype, g in geometry.items()}
 
     def launch(p: Problem) -> Launch:
-        tile_m, tile_n, _, threads, smem = geometry[p.dtype.name]
+        fitting = [g for g in options[p.dtype.name] if g[4] <= p.max_shared_bytes] or options[p.dtype.name][-1:]
+        tile_m, tile_n, _, threads, smem = fitting[0]
         return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
 
     def tile(block: int, dtype: str) -> tuple[int, int, int]:
-        return geometry[dtype][:3]
+        return options[dtype][0][:3]
 
     return launch, tile
 
 
-WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": (128, 256, 16, 256, 74_496),
+# fp32: BK 32 where a block may have 149 KB of shared memory (sm_80, sm_90), else BK 16 (99 KB GPUs: sm_86/89/120)
+WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 148_992),
+                                                               (128, 256, 16, 256, 74_496)],
                                                    "float64": (128, 128, 8, 256, 66_048)})
 
 

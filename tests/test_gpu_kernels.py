@@ -75,6 +75,20 @@ def cubin_for(tmp_path_factory):
 
 @pytest.mark.parametrize("method,dtype,block,shape", CASES)
 def test_kernel_matches_reference(cubin_for, method, dtype, block, shape):
+    check_kernel(cubin_for, method, dtype, block, shape)
+
+
+@pytest.mark.parametrize("shape", [(17, 33, 65), (257, 511, 129), (1000, 1200, 800)])
+def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(cubin_for, shape):
+    # A 99 KB GPU (sm_86/89) gets the BK-16 configuration: the launch asks for less shared memory, and the kernel
+    # runs the configuration that fits what it was given.
+    m, k, n = shape
+    assert registry.get("warptiled").launch(Problem(m, n, k, 0, dtypes.get("float32"), SM_COUNT, 101_376)) \
+        .shared_bytes == 74_496
+    check_kernel(cubin_for, "warptiled", "float32", 0, shape, max_shared_bytes=101_376)
+
+
+def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None):
     meth, record = registry.get(method), dtypes.get(dtype)
     unmet = meth.unmet_requirement(CC, module_available)
     if unmet:
@@ -85,7 +99,9 @@ def test_kernel_matches_reference(cubin_for, method, dtype, block, shape):
     c_and_guard = gpuarray.to_gpu(np.full(m * n + GUARD, sentinel, dtype=record.output))
     buffers = DeviceBuffers(gpuarray.to_gpu(a.view(record.device_view)), gpuarray.to_gpu(b.view(record.device_view)),
                             c_and_guard[: m * n])
-    launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT), buffers, cubin_for(method, dtype, block))
+    shared = max_shared_bytes or DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared), buffers,
+                            cubin_for(method, dtype, block))
     launch()
     cuda.Context.synchronize()
     out = c_and_guard.get()

@@ -95,3 +95,16 @@ def test_a_config_that_selects_no_job_is_refused_with_what_each_method_supports(
     message = str(err.value)
     assert "select no job" in message
     assert "numpy supports float32, float64 only" in message and "wmma supports float16 only" in message
+
+
+def test_a_kernel_with_several_geometries_launches_the_one_the_gpu_can_hold():
+    from matmul_study import dtypes, registry
+    from matmul_study.registry import Problem
+
+    warptiled, fp32 = registry.get("warptiled"), dtypes.get("float32")
+    h200 = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 132, 232_448))
+    rtx = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 24, 101_376))  # sm_89: 99 KB per block
+    assert (h200.shared_bytes, rtx.shared_bytes) == (148_992, 74_496)
+    assert h200.grid == rtx.grid == (16, 32, 1)  # the same 128 x 256 tile, only BK differs
+    assert warptiled.launch(Problem(64, 64, 64, 0, dtypes.get("float64"), 24, 101_376)).shared_bytes == 66_048
+    assert warptiled.tile(0, "float32") == (128, 256, 32)
