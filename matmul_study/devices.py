@@ -34,35 +34,57 @@ def gpu_devices(results: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def host_name(results: pd.DataFrame) -> pd.Series:
+    """The host each row ran on ('' where the results do not say)."""
+    if "env_host" not in results:
+        return pd.Series("", index=results.index, dtype=object)
+    return results["env_host"].fillna("").astype(str).str.strip()
+
+
+def cpu_device(name: str, host: str) -> str:
+    """A CPU device is its model on its host: two hosts with the same CPU model are two devices."""
+    return f"{name} on {host}" if host else name
+
+
+def device_labels(results: pd.DataFrame) -> pd.Series:
+    """Per row, the name to list its device under: a GPU's model; a CPU's model, with its host where the same CPU
+    model ran on more than one host (so that two machines are never listed as one)."""
+    kind, name, host = device_kind(results), device_name(results), host_name(results)
+    cpu = kind != "gpu"
+    hosts_per_model = host[cpu & (host != "")].groupby(name[cpu & (host != "")]).nunique()
+    shared = name.map(hosts_per_model).fillna(0) > 1
+    qualified = [cpu_device(n, h) for n, h in zip(name, host)]
+    return name.where(~(cpu & shared), pd.Series(qualified, index=results.index))
+
+
 def with_device(results: pd.DataFrame) -> pd.DataFrame:
-    """`results` with a 'device' column: the GPU device of each row. A GPU row is its own device; a CPU row goes
-    with each GPU device that ran on the same host (so it may appear more than once), with the only GPU device
-    when there is one, and otherwise stands alone under its own (CPU) name."""
+    """`results` with a 'device' column: the GPU device of each row. A GPU row is its own device (its model
+    name); a CPU row goes with each GPU device that ran on the same host (so it may appear more than once). A CPU
+    row from a host without GPU rows stands alone under its CPU model and host ("AMD EPYC on node-01"), so two
+    hosts with the same CPU model never merge. Where the results record no host, CPU rows go with the only GPU
+    device when there is one, and otherwise stand alone under their CPU model."""
     if results.empty:
         return results.assign(device=pd.Series(dtype=object))
-    kind, name = device_kind(results), device_name(results)
+    kind, name, host = device_kind(results), device_name(results), host_name(results)
+    gpu, cpu = (kind == "gpu").to_numpy(), (kind != "gpu").to_numpy()
     gpus = gpu_devices(results)
-    gpu_rows = results[kind == "gpu"].assign(device=name[kind == "gpu"])
-    cpu_rows = results[kind != "gpu"]
-    if cpu_rows.empty:
+    gpu_rows = results[gpu].assign(device=name[gpu])
+    if not cpu.any():
         return gpu_rows
-    if len(gpus) == 1:
-        return pd.concat([gpu_rows, cpu_rows.assign(device=gpus[0])])
-    own = name[kind != "gpu"]
-    if "env_host" in results:
-        hosts = results["env_host"].fillna("").astype(str).str.strip()
-        on_host: dict[str, list[str]] = {}
-        for host, gpu in zip(hosts[kind == "gpu"], name[kind == "gpu"]):
-            if host and gpu not in on_host.setdefault(host, []):
-                on_host[host].append(gpu)
-        targets = [on_host.get(h) or [o] for h, o in zip(hosts[kind != "gpu"], own)]
-    else:
-        targets = [[o] for o in own]
+    on_host: dict[str, list[str]] = {}
+    for h, g in zip(host[gpu], name[gpu]):
+        if h and g not in on_host.setdefault(h, []):
+            on_host[h].append(g)
+    targets = []
+    for h, own in zip(host[cpu], name[cpu]):
+        if h:
+            targets.append(on_host.get(h) or [cpu_device(own, h)])
+        else:
+            targets.append(gpus[:1] if len(gpus) == 1 else [own])
     counts = [len(t) for t in targets]
-    expanded = results.iloc[np.repeat(np.flatnonzero((kind != "gpu").to_numpy()), counts)]
+    expanded = results.iloc[np.repeat(np.flatnonzero(cpu), counts)]
     expanded = expanded.assign(device=[d for t in targets for d in t])
-    parts = [gpu_rows, expanded]
-    return pd.concat(parts)
+    return pd.concat([gpu_rows, expanded])
 
 
 def passed_with_device(results: pd.DataFrame) -> pd.DataFrame:

@@ -10,7 +10,6 @@ ever joins jobs of two devices: the figures over size get a row of panels per de
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -28,16 +27,18 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from matmul_study import dtypes, registry  # noqa: E402
-from matmul_study.ladder import ladder_table  # noqa: E402
+from matmul_study.ladder import datasheet_tflops, ladder_table  # noqa: E402
 from matmul_study.devices import device_kind, device_name, devices_long, gpu_devices, with_device  # noqa: E402
 
 SIZE_LABEL = "matrix size (∛(m·k·n), log2 scale)"
-GFLOPS_LABEL = "throughput (GFLOP/s, log scale)"
+TFLOPS_LABEL = "throughput (TF/s, log scale)"
 SPEEDUP_LABEL = "speedup over naive (×, log scale)"
 ERROR_LABEL = "relative Frobenius error (log scale)"
 INTENSITY_LABEL = "arithmetic intensity (FLOP/byte, model, log2 scale)"
 KERNEL_LABEL = "kernel (method and block size)"
 NO_DATA = "no data for this figure in this run"
+PLACEHOLDER = "placeholder"  # the label (Figure.get_label) of a figure that only says why it has nothing to show
+SPREAD_LABEL = "spread of the samples"
 ONE_DEVICE = "one device in this result set; copy another device's results into results/imported/ to compare"
 CALIBRATION_COLUMNS = ["device_name", "ceiling", "value", "unit", "detail"]
 
@@ -99,6 +100,72 @@ def _passed(results: pd.DataFrame, column: str = "gflops") -> pd.DataFrame:
     return results[keep].assign(**{column: values[keep]})
 
 
+def _floats(values) -> np.ndarray:
+    """A list of numbers given as a list or a ';'-joined string (as the results table keeps them); empty if
+    neither."""
+    if isinstance(values, str):
+        try:
+            return np.asarray([float(x) for x in values.split(";") if x.strip()], dtype=float)
+        except ValueError:
+            return np.empty(0)
+    if isinstance(values, (list, tuple, np.ndarray)):
+        return np.asarray(values, dtype=float)
+    return np.empty(0)
+
+
+def _spread(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the factors (low, high) by which the rate's spread reaches below and above the rate: the
+    interquartile range of the job's timed samples around their median (timing_times_s, else timing_iqr_s), and
+    for a CPU job timed in several fresh processes also the range of the processes' medians (cpu_medians_s).
+    1 where the results do not say."""
+    lo, hi = np.ones(len(df)), np.ones(len(df))
+    nan = pd.Series(np.nan, index=df.index)
+    median = pd.to_numeric(df.get("timing_median_s", nan), errors="coerce").to_numpy()
+    iqr = pd.to_numeric(df.get("timing_iqr_s", nan), errors="coerce").to_numpy()
+    times = df["timing_times_s"].to_numpy() if "timing_times_s" in df else [None] * len(df)
+    processes = df["cpu_medians_s"].to_numpy() if "cpu_medians_s" in df else [None] * len(df)
+    for i in range(len(df)):
+        t = _floats(times[i])
+        t = t[np.isfinite(t) & (t > 0)]
+        if t.size >= 2:
+            q1, med, q3 = np.percentile(t, [25, 50, 75])
+        elif np.isfinite(median[i]) and median[i] > 0 and np.isfinite(iqr[i]) and 0 < iqr[i] < median[i]:
+            q1, med, q3 = median[i] - iqr[i] / 2, median[i], median[i] + iqr[i] / 2
+        else:
+            q1 = med = q3 = np.nan
+        if np.isfinite(med):  # a longer time is a lower rate
+            lo[i], hi[i] = med / q3, med / q1
+        p = _floats(processes[i])
+        p = p[np.isfinite(p) & (p > 0)]
+        if p.size >= 2:
+            mid = np.median(p)
+            lo[i], hi[i] = min(lo[i], mid / p.max()), max(hi[i], mid / p.min())
+    return lo, hi
+
+
+def _rates(results: pd.DataFrame) -> pd.DataFrame:
+    """Verified jobs with a positive rate, with 'tflops' (the headline rate in TF/s) and its spread
+    'tflops_lo' and 'tflops_hi' (see _spread)."""
+    df = _passed(results, "gflops")
+    if df.empty:
+        return df.assign(tflops=pd.Series(dtype=float), tflops_lo=pd.Series(dtype=float),
+                         tflops_hi=pd.Series(dtype=float))
+    tf = df["gflops"].to_numpy() / 1e3
+    lo, hi = _spread(df)
+    return df.assign(tflops=tf, tflops_lo=tf * lo, tflops_hi=tf * hi)
+
+
+def _draw_spread(ax, df: pd.DataFrame, colours: dict, x: str = "size") -> None:
+    """The spread of each point as a thick translucent bar in its method's colour, behind the markers."""
+    if df.empty or "tflops_lo" not in df:
+        return
+    for method, g in df.groupby("method", sort=False):
+        wide = g[g["tflops_hi"] > g["tflops_lo"]]
+        if not wide.empty:
+            ax.vlines(wide[x], wide["tflops_lo"], wide["tflops_hi"], colors=[colours.get(method, "grey")],
+                      linewidth=3.5, alpha=0.3, zorder=1, label="_spread")
+
+
 def _with_style_column(df: pd.DataFrame) -> pd.DataFrame:
     """Add 'block': the line style level (reference line / no block axis / the block size as text)."""
     blocks = df["block"].fillna(0).astype(int)
@@ -145,7 +212,8 @@ def _log_y(ax, plain: bool) -> None:
         ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
 
 
-def _finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plain_y: bool = True) -> Figure:
+def _finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plain_y: bool = True,
+                 handles: list | None = None) -> Figure:
     for ax in grid.axes.flat:
         _log2_x(ax)
         _log_y(ax, plain_y)
@@ -154,35 +222,30 @@ def _finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plai
     for ax in grid.axes.flat:
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.tick_params(labelbottom=True, labelleft=True)
+        ax.tick_params(which="both", labelbottom=True, labelleft=True)
     grid.figure.suptitle(title, fontweight="bold")
-    grid.figure.tight_layout()
-    if grid.legend is not None:
+    grid.figure.tight_layout(w_pad=2.0)
+    legend = grid.legend
+    if handles:
+        legend = grid.figure.legend(handles=handles, loc="center right", frameon=False)
+        for text, handle in zip(legend.get_texts(), handles):
+            if handle.get_color() == "none":  # a section title
+                text.set_fontweight("bold")
+    if legend is not None:
         # tight_layout ignores the figure legend; leave room for it on the right
         grid.figure.canvas.draw()
-        width = grid.legend.get_window_extent().width / grid.figure.dpi
+        width = legend.get_window_extent().width / grid.figure.dpi
         fig_w = grid.figure.get_figwidth()
         grid.figure.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig_w))
     return grid.figure
 
 
-def _empty_figure(title: str, xlabel: str, ylabel: str, message: str = NO_DATA, log2_x: bool = True) -> Figure:
-    """A labelled, empty axes saying there is nothing to show, so the pipeline and the report still work."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    if log2_x:
-        _log2_x(ax)
-        ax.set_xlim(1, 2**14)
-    else:
-        ax.set_xscale("log")
-        ax.set_xlim(1, 1e6)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_yticks([])  # no data, no scale to read
-    ax.set_title(title, fontweight="bold")
-    ax.text(0.5, 0.5, textwrap.fill(message, 48), transform=ax.transAxes, ha="center", va="center", fontsize=12,
-            color="dimgrey")
-    ax.legend(handles=[], title="no data" if message == NO_DATA else "nothing to compare", loc="upper left")
-    fig.tight_layout()
+def _empty_figure(title: str, message: str = NO_DATA) -> Figure:
+    """No axes to misread: the figure's title and one line saying why there is nothing to show, so the pipeline
+    and the report still work. Its label is PLACEHOLDER."""
+    fig = plt.figure(figsize=(9, 1.1), label=PLACEHOLDER)
+    fig.suptitle(title, fontweight="bold", y=0.9)
+    fig.text(0.5, 0.35, message, ha="center", va="center", fontsize=11, color="dimgrey")
     return fig
 
 
@@ -214,26 +277,33 @@ def _themed(plot: Callable[[pd.DataFrame, pd.DataFrame], Figure]) -> Callable[..
 
 
 def _device_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, list | None]:
-    """With more than one GPU device: `df` with a 'device' column (CPU jobs go with the GPU of their host) and
-    the row order, GPU devices first. With one device or none: `df` unchanged and None."""
-    gpus = gpu_devices(df)
-    if len(gpus) < 2:
+    """With more than one device (GPU models, and CPUs of hosts without a GPU, keyed by model and host): `df`
+    with a 'device' column (CPU jobs go with the GPU of their host) and the row order, GPU devices first. With
+    one device or none: `df` unchanged and None."""
+    if df.empty:
         return df, None
-    df = with_device(df)
-    return df, gpus + [d for d in dict.fromkeys(df["device"]) if d not in gpus]
+    with_dev = with_device(df)
+    devices = list(dict.fromkeys(with_dev["device"]))
+    if len(devices) < 2:
+        return df, None
+    gpus = gpu_devices(df)
+    return with_dev, gpus + [d for d in devices if d not in gpus]
 
 
-def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -> Figure:
+def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str, spread: bool = False) -> Figure:
     """Shared body of the throughput and speedup figures: hue=method, style=block, one panel per `col`, and a row
-    of panels per GPU device when there are several."""
+    of panels per device when there are several. With `spread`, each point's spread (columns y_lo and y_hi) is
+    drawn as a bar behind it."""
     df, rows = _device_rows(df)
     df = _with_style_column(df)
     # a job run twice (merged result sets) is one point, the median; distinct shapes of one size stay apart
     keys = (["device"] if rows else []) + [col, "method", "block", "shape", "size"]
-    df = df.groupby(keys, as_index=False, sort=False)[y].median()
+    extra = [c for c in (f"{y}_lo", f"{y}_hi") if spread and c in df]
+    df = df.groupby(keys, as_index=False, sort=False)[[y] + extra].median()
     methods = _ordered(df["method"], method_order())
     cols = _ordered(df[col], dtype_order())
     style_order, markers, dashes = _style_maps(set(df["block"]))
+    palette = _method_palette(methods)
     grid = sns.relplot(
         data=df,
         kind="line",
@@ -246,7 +316,7 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
         row_order=rows,
         hue="method",
         hue_order=methods,
-        palette=_method_palette(methods),
+        palette=palette,
         style="block",
         style_order=style_order,
         markers=markers,
@@ -257,9 +327,37 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str) -
         height=3.6,
         aspect=1.25,
         facet_kws={"sharey": True},
+        legend=False,
     )
     _set_titles(grid, bool(rows))
-    return _finish_grid(grid, title, SIZE_LABEL, ylabel)
+    if extra:
+        for key, ax in grid.axes_dict.items():
+            row_key, col_key = key if rows else (None, key)
+            panel = df[df[col] == col_key] if not rows else df[(df["device"] == row_key) & (df[col] == col_key)]
+            _draw_spread(ax, panel.rename(columns={y: "tflops", f"{y}_lo": "tflops_lo", f"{y}_hi": "tflops_hi"}),
+                         palette)
+    return _finish_grid(grid, title, SIZE_LABEL, ylabel, handles=_method_legend(df, methods, palette, markers,
+                                                                                  spread=bool(extra)))
+
+
+def _method_legend(df: pd.DataFrame, methods: list, palette: dict, markers: dict, spread: bool) -> list:
+    """Legend handles drawn as the lines are: each method in its colour and its own line style (the reference
+    lines dashed), then the block sizes by marker (only real block sizes), then the spread bar."""
+    handles = [Line2D([], [], color="none", label="method")]
+    for m in methods:
+        levels = set(df.loc[df["method"] == m, "block"])
+        reference = m in REFERENCE_METHODS
+        single = next(iter(levels)) if len(levels) == 1 and not levels - {REFERENCE_STYLE, NO_BLOCK_STYLE} else None
+        handles.append(Line2D([], [], color=palette[m], linestyle=(0, (5, 2)) if reference else "-",
+                              marker=markers[single] if single else None, markersize=6,
+                              label=f"{m} (reference)" if reference else m))
+    blocks = [lv for lv in markers if lv not in (REFERENCE_STYLE, NO_BLOCK_STYLE)]
+    if blocks:
+        handles.append(Line2D([], [], color="none", label="block"))
+        handles += [Line2D([], [], color="dimgrey", marker=markers[b], linestyle="", label=b) for b in blocks]
+    if spread:
+        handles.append(Line2D([], [], color="grey", linewidth=3.5, alpha=0.3, label=SPREAD_LABEL))
+    return handles
 
 
 def _set_titles(grid, per_device_rows: bool) -> None:
@@ -276,12 +374,12 @@ def _set_titles(grid, per_device_rows: bool) -> None:
 
 @_themed
 def plot_throughput(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
-    """GFLOP/s against size, one panel per dtype; hue = method, marker = block size."""
+    """TF/s against size, one panel per dtype; hue = method, marker = block size, a bar for each point's spread."""
     title = "Throughput of each method"
-    df = _passed(results, "gflops")
+    df = _rates(results)
     if df.empty:
-        return _empty_figure(title, SIZE_LABEL, GFLOPS_LABEL)
-    return _method_lines(df, "gflops", "dtype", title, GFLOPS_LABEL)
+        return _empty_figure(title, "Throughput is not drawn: no job in these results passed verification.")
+    return _method_lines(df, "tflops", "dtype", title, TFLOPS_LABEL, spread=True)
 
 
 @_themed
@@ -290,7 +388,8 @@ def plot_speedup(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     title = "Speedup over the naive kernel"
     df = _passed(results, "speedup_over_naive")
     if df.empty:
-        return _empty_figure(title, SIZE_LABEL, SPEEDUP_LABEL)
+        return _empty_figure(title, "Speedup over naive is not drawn: no verified job has a verified naive job "
+                                    "to compare with.")
     fig = _method_lines(df, "speedup_over_naive", "dtype", title, SPEEDUP_LABEL)
     for ax in fig.axes:
         ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":", zorder=0)  # the naive kernel itself
@@ -299,13 +398,14 @@ def plot_speedup(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
 
 @_themed
 def plot_blocks(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
-    """GFLOP/s against size for each block size, one panel per (dtype, method with a block axis)."""
+    """TF/s against size for each block size, one panel per (dtype, method with a block axis)."""
     title = "Effect of the thread-block size"
-    df = _passed(results, "gflops")
+    df = _rates(results)
     if not df.empty:
         df = df[df["block"].fillna(0).astype(int) > 0]
     if df.empty:
-        return _empty_figure(title, SIZE_LABEL, GFLOPS_LABEL)
+        return _empty_figure(title, "Thread-block size is not drawn: no verified job of a method with a "
+                                    "thread-block axis.")
     blocks = sorted(df["block"].astype(int).unique())
     df = df.assign(block=df["block"].astype(int).astype(str))
     hue_order = [str(b) for b in blocks]
@@ -320,7 +420,7 @@ def plot_blocks(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
         data=df,
         kind="line",
         x="size",
-        y="gflops",
+        y="tflops",
         row=row,
         row_order=row_order,
         col="method",
@@ -338,30 +438,31 @@ def plot_blocks(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     grid.set_titles(row_template="{row_name}", col_template="{col_name}")
     if len(dtypes) == 1 and not devices:
         grid.set_titles(col_template=f"{{col_name}}, {dtypes[0]}")
-    return _finish_grid(grid, title, SIZE_LABEL, GFLOPS_LABEL)
+    return _finish_grid(grid, title, SIZE_LABEL, TFLOPS_LABEL)
 
 
 @_themed
 def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
-    """Best GFLOP/s over block sizes, float32 against float64, one panel per method that ran both."""
+    """Best TF/s over block sizes, float32 against float64, one panel per method that ran both."""
     title = "float32 against float64"
-    df = _passed(results, "gflops")
+    df = _rates(results)
     if not df.empty:
         df = df[df["dtype"].isin(["float32", "float64"])]
         both = df.groupby("method")["dtype"].nunique()
         df = df[df["method"].isin(both[both == 2].index)]
     if df.empty:
-        return _empty_figure(title, SIZE_LABEL, GFLOPS_LABEL)
+        return _empty_figure(title, "float32 against float64 is not drawn: no method ran both float32 and "
+                                    "float64 with verified jobs.")
     df, devices = _device_rows(df)
     # one line per precision (and device): the best block size of each job shape
     keys = (["device"] if devices else []) + ["method", "dtype", "shape", "size"]
-    best = df.groupby(keys, as_index=False)["gflops"].max()
+    best = df.groupby(keys, as_index=False)["tflops"].max()
     methods = _ordered(best["method"], method_order())
     grid = sns.relplot(
         data=best,
         kind="line",
         x="size",
-        y="gflops",
+        y="tflops",
         col="method",
         col_order=methods,
         col_wrap=3 if len(methods) > 3 and not devices else None,
@@ -379,7 +480,7 @@ def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Fi
         facet_kws={"sharey": True},
     )
     _set_titles(grid, bool(devices))
-    return _finish_grid(grid, title, SIZE_LABEL, GFLOPS_LABEL)
+    return _finish_grid(grid, title, SIZE_LABEL, TFLOPS_LABEL)
 
 
 @_themed
@@ -388,11 +489,11 @@ def plot_verification_error(results: pd.DataFrame, calibration: pd.DataFrame) ->
     title = "Verification error against the fp64 reference"
     need = {"verification_rel_fro_error", "status", "dtype", "size", "method"}
     if results.empty or not need <= set(results.columns):
-        return _empty_figure(title, SIZE_LABEL, ERROR_LABEL)
+        return _empty_figure(title, "Verification error is not drawn: no job in these results recorded its error.")
     err = pd.to_numeric(results["verification_rel_fro_error"], errors="coerce")
     df = results[np.isfinite(err)].assign(verification_rel_fro_error=err[np.isfinite(err)])
     if df.empty:
-        return _empty_figure(title, SIZE_LABEL, ERROR_LABEL)
+        return _empty_figure(title, "Verification error is not drawn: no job in these results recorded its error.")
     tol = pd.to_numeric(df.get("verification_tolerance"), errors="coerce") if "verification_tolerance" in df else None
     # an exact result (error 0, e.g. int32) has no place on a log axis: draw it on a floor below everything else
     positive = pd.concat([df["verification_rel_fro_error"], tol if tol is not None else pd.Series(dtype=float)])
@@ -466,14 +567,6 @@ def plot_verification_error(results: pd.DataFrame, calibration: pd.DataFrame) ->
     return fig
 
 
-def _si(value: float, unit: str) -> str:
-    """4300 GB/s -> '4.3 TB/s', 51000 GFLOP/s -> '51.0 TFLOP/s' (value in G<unit>)."""
-    base = unit.removeprefix("G")
-    if value >= 1000:
-        return f"{value / 1000:.3g} T{base}"
-    return f"{value:.3g} G{base}"
-
-
 def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: float, x_hi: float) -> list:
     """Draw min(memory × I, peak) over [x_lo, x_hi] with its labels; returns the y values drawn."""
     xs = np.geomspace(x_lo, x_hi, 400)
@@ -488,7 +581,7 @@ def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: 
     ax.plot(xs, ys, color="black", linewidth=1.6, zorder=1, label="_roof")
     if peak:
         ax.annotate(
-            f"{dtype} peak {_si(peak, 'GFLOP/s')}",
+            f"{dtype} calibrated {peak:.3g} TF/s",
             xy=(x_hi, peak),
             xytext=(-4, 4),
             textcoords="offset points",
@@ -512,52 +605,63 @@ def _label_slope(ax, memory: float, x_lo: float, x_hi: float, peak: float | None
         return
     (px0, py0), (px1, py1) = ax.transData.transform([(x0, memory * x0), (x1, memory * x1)])
     angle = np.degrees(np.arctan2(py1 - py0, px1 - px0))
-    ax.annotate(f"memory {_si(memory, 'GB/s')}", xy=(x0, memory * x0), xytext=(-4, 4), textcoords="offset points",
+    ax.annotate(f"memory {memory:.3g} TB/s", xy=(x0, memory * x0), xytext=(-4, 4), textcoords="offset points",
                 rotation=angle, rotation_mode="anchor", ha="left", va="bottom", fontsize=8)
 
 
 @_themed
 def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
-    """Roofline per GPU device and dtype: modelled intensity against measured GFLOP/s, under the calibrated roof."""
+    """Roofline per GPU device and dtype: modelled intensity against measured TF/s, under the calibrated roof and
+    beside the datasheet peak."""
     title = "Roofline: throughput against arithmetic intensity"
     df = _passed(results, "gflops")
     if df.empty or calibration.empty or "model_intensity" not in df:
-        return _empty_figure(title, INTENSITY_LABEL, GFLOPS_LABEL)
+        why = ("no verified job" if df.empty else "no calibrated ceiling in these results" if calibration.empty
+               else "these results have no modelled intensity")
+        return _empty_figure(title, f"Roofline is not drawn: {why}.")
     intensity = pd.to_numeric(df["model_intensity"], errors="coerce")
     df = df[(device_kind(df) == "gpu") & np.isfinite(intensity) & (intensity > 0)]
     df = df.assign(model_intensity=intensity[df.index], device=device_name(df))
     if df.empty:
-        return _empty_figure(title, INTENSITY_LABEL, GFLOPS_LABEL)
+        return _empty_figure(title, "Roofline is not drawn: no verified GPU job with a modelled intensity.")
     # the largest size each (device, method, dtype, block) ran, where the kernel is furthest from launch overheads
     df = df.assign(block=df["block"].fillna(0).astype(int))
     keys = ["device", "method", "dtype", "block"]
     df = df[df["size"] == df.groupby(keys)["size"].transform("max")]
     df = df.groupby(keys, as_index=False).agg(model_intensity=("model_intensity", "median"),
                                               gflops=("gflops", "median"))
+    df = df.assign(tflops=df["gflops"] / 1e3)
     devices = [d for d in gpu_devices(results) if d in set(df["device"])]
     dtypes = _ordered(df["dtype"], dtype_order())
     methods = _ordered(df["method"], method_order())
     palette = _method_palette(methods)
     styled = _with_style_column(df)
     style_order, markers, _ = _style_maps(set(styled["block"]))
-    ceilings = {(d, c): v for d, c, v in calibration[["device_name", "ceiling", "value"]].itertuples(index=False)}
+    # in TF/s (a memory ceiling in TB/s: TB/s × FLOP/byte = TF/s)
+    ceilings = {(d, c): v / 1e3 for d, c, v in calibration[["device_name", "ceiling", "value"]].itertuples(index=False)}
 
     x_lo = 2.0 ** np.floor(np.log2(df["model_intensity"].min() / 1.5))
     x_hi = 2.0 ** np.ceil(np.log2(df["model_intensity"].max() * 1.5))
     fig, axes = plt.subplots(len(devices), len(dtypes), figsize=(4.4 * len(dtypes) + 2.4, 3.8 * len(devices)),
                              squeeze=False, sharex=True, sharey=True)
-    y_seen = list(df["gflops"])
+    y_seen = list(df["tflops"])
     for i, device in enumerate(devices):
         for j, dtype in enumerate(dtypes):
             ax = axes[i, j]
             memory, peak = ceilings.get((device, "memory")), ceilings.get((device, dtype))
             y_seen += _roof_panel(ax, memory, peak, dtype, x_lo, x_hi)
+            sheet = datasheet_tflops(device, dtype)
+            if sheet:
+                ax.axhline(sheet, color="black", linestyle=(0, (1, 1.5)), linewidth=1.2, zorder=1)
+                ax.annotate(f"datasheet {sheet:.3g} TF/s", xy=(0.02, sheet), xycoords=("axes fraction", "data"),
+                            xytext=(0, 3), textcoords="offset points", fontsize=8)
+                y_seen.append(sheet)
             if memory is None and peak is None:
                 ax.text(0.5, 0.04, "no calibrated ceiling", transform=ax.transAxes, ha="center", fontsize=8,
                         color="dimgrey")
             panel = styled[(styled["device"] == device) & (styled["dtype"] == dtype)]
             for (method, style), g in panel.groupby(["method", "block"]):
-                ax.scatter(g["model_intensity"], g["gflops"], color=palette[method], marker=markers[style], s=55,
+                ax.scatter(g["model_intensity"], g["tflops"], color=palette[method], marker=markers[style], s=55,
                            edgecolor="white", linewidth=0.6, zorder=3)
             ax.set_title(f"{device} · {dtype}" if len(devices) > 1 or device else dtype)
     for ax in axes.flat:
@@ -565,17 +669,26 @@ def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
         _log_y(ax, plain=True)
         ax.grid(True, which="major", alpha=0.4)
         ax.set_xlabel(INTENSITY_LABEL)
-        ax.set_ylabel(GFLOPS_LABEL)
-        ax.tick_params(labelbottom=True, labelleft=True)
+        ax.set_ylabel(TFLOPS_LABEL)
+        ax.tick_params(which="both", labelbottom=True, labelleft=True)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(min(y_seen) / 2, max(y_seen) * 2.5)
 
+    # as in the throughput figure: a method without a block axis in its own marker, block sizes by marker
     handles = [Line2D([], [], color="none", label="method")]
-    handles += [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in methods]
-    handles.append(Line2D([], [], color="none", label="block"))
-    handles += [Line2D([], [], color="dimgrey", marker=markers[lv], linestyle="", label=lv) for lv in style_order]
+    for m in methods:
+        levels = set(styled.loc[styled["method"] == m, "block"])
+        single = next(iter(levels)) if len(levels) == 1 and not levels - {REFERENCE_STYLE, NO_BLOCK_STYLE} else None
+        handles.append(Line2D([], [], color=palette[m], marker=markers[single] if single else "o", linestyle="",
+                              label=m))
+    blocks = [lv for lv in style_order if lv not in (REFERENCE_STYLE, NO_BLOCK_STYLE)]
+    if blocks:
+        handles.append(Line2D([], [], color="none", label="block"))
+        handles += [Line2D([], [], color="dimgrey", marker=markers[lv], linestyle="", label=lv) for lv in blocks]
     handles.append(Line2D([], [], color="none", label="ceiling"))
     handles.append(Line2D([], [], color="black", linewidth=1.6, label="calibrated roof"))
+    if any(datasheet_tflops(d, t) for d in devices for t in dtypes):
+        handles.append(Line2D([], [], color="black", linestyle=(0, (1, 1.5)), linewidth=1.2, label="datasheet peak"))
     if any(ln.get_linestyle() == ":" for a in axes.flat for ln in a.get_lines()):
         handles.append(Line2D([], [], color="grey", linestyle=":", label="ridge point"))
     fig.suptitle(title, fontweight="bold")
@@ -597,14 +710,16 @@ def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
 
 @_themed
 def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
-    """GFLOP/s of each kernel on each GPU device at the largest shape all devices ran, one panel per dtype."""
+    """TF/s of each kernel on each GPU device at the largest shape all devices ran, one panel per dtype."""
     title = "Devices compared at the largest common shape"
     gpus = gpu_devices(results[results["status"] == "passed"]) if "status" in results else []
     if len(gpus) < 2:
-        return _empty_figure(title, GFLOPS_LABEL, KERNEL_LABEL, ONE_DEVICE if gpus else NO_DATA, log2_x=False)
+        return _empty_figure(title, ONE_DEVICE if gpus else
+                             "Devices compared is not drawn: no verified GPU job in these results.")
     long = devices_long(results)
+    long = long.assign(tflops=long["gflops"] / 1e3)
     if long.empty:
-        return _empty_figure(title, GFLOPS_LABEL, KERNEL_LABEL, log2_x=False)
+        return _empty_figure(title, "Devices compared is not drawn: the devices share no shape with verified jobs.")
     dtypes = _ordered(long["dtype"], dtype_order())
     devices = [d for d in gpus if d in set(long["device"])]
     colours = dict(zip(devices, [sns.color_palette("colorblind")[i % 10] for i in (0, 3, 2, 4, 1, 9, 5, 6)]))
@@ -621,24 +736,24 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
         sub = long[long["dtype"] == dtype]
         labels = labels_of[dtype]
         for k, device in enumerate(devices):
-            values = sub[sub["device"] == device].set_index("label")["gflops"].reindex(labels)
+            values = sub[sub["device"] == device].set_index("label")["tflops"].reindex(labels)
             # the first device on top within each group
             ys = np.arange(len(labels)) - 0.4 + bar * (k + 0.5)
             ax.barh(ys, values.to_numpy(), height=bar * 0.92, color=colours[device], label=device)
             for y, v in zip(ys, values):
                 if np.isfinite(v):
-                    ax.annotate(f"{v:,.0f}", xy=(v, y), xytext=(3, 0), textcoords="offset points", va="center",
+                    ax.annotate(f"{v:.3g}", xy=(v, y), xytext=(3, 0), textcoords="offset points", va="center",
                                 fontsize=7, color="#333333")
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_title(f"{dtype}, {sub['shape'].iloc[0]}")
-    lo, hi = long["gflops"].min(), long["gflops"].max()
+    lo, hi = long["tflops"].min(), long["tflops"].max()
     for ax in axes[:, 0]:
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(_PlainLogFormatter())
         ax.set_xlim(10 ** np.floor(np.log10(lo)), hi * 4)  # room for the value labels
         ax.grid(True, axis="x", which="major", alpha=0.4)
-        ax.set_xlabel(GFLOPS_LABEL)
+        ax.set_xlabel(TFLOPS_LABEL)
         ax.set_ylabel(KERNEL_LABEL)
         ax.tick_params(labelbottom=True)
     fig.suptitle(title, fontweight="bold")
@@ -657,10 +772,7 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
     title = "The ladder: each rung at the largest shape"
     table = ladder_table(results)
     if table.empty:
-        fig = _empty_figure(title, "throughput (TF/s, burst)", "rung (method, in ladder order)", log2_x=False)
-        fig.axes[0].set_xscale("linear")  # as the drawn ladder: TF/s on a linear axis
-        fig.axes[0].set_xlim(0, 1)
-        return fig
+        return _empty_figure(title, "The ladder is not drawn: no verified GPU job in these results.")
     rank = {name: i for i, name in enumerate(dtypes.NAMES)}
     panels = sorted(table.groupby(["device", "dtype"], sort=False), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99)))
     cols = min(3, len(panels))
@@ -703,15 +815,18 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "throughput",
             "Throughput",
-            "Measured throughput (GFLOP/s, 2·m·k·n per second, verified jobs only) against matrix size, one panel "
+            "Measured throughput (TF/s, 2·m·k·n per second, verified jobs only) against matrix size, one panel "
             "per element type; colour is the method and the marker its thread-block size. The dashed black/grey "
-            "lines are the reference lines (numpy on the CPU, cuBLAS on the GPU): higher is better.",
+            "lines are the reference lines (numpy on the CPU, cuBLAS on the GPU): higher is better. The pale bar "
+            "behind each point is its spread: the interquartile range of the job's timed samples (for numpy also "
+            "the range of its fresh processes' medians); a dip or step no wider than the bars is noise, not an "
+            "effect.",
             plot_throughput,
         ),
         FigureSpec(
             "speedup",
             "Speedup over naive",
-            "Speedup of each method over the naive kernel (ratio of GFLOP/s, verified jobs only) against matrix "
+            "Speedup of each method over the naive kernel (ratio of throughputs, verified jobs only) against matrix "
             "size, one panel per element type; the dotted line at 1× is the naive kernel itself, and the dashed "
             "black/grey lines are the numpy and cuBLAS reference lines.",
             plot_speedup,
@@ -719,7 +834,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "blocks",
             "Thread-block size",
-            "Throughput (GFLOP/s, verified jobs only) of each method that has a thread-block axis, one line per "
+            "Throughput (TF/s, verified jobs only) of each method that has a thread-block axis, one line per "
             "block edge length (a block is BLOCK×BLOCK threads), one panel per method and element type; "
             "lines that lie apart show how much the block size matters.",
             plot_blocks,
@@ -727,7 +842,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "float_vs_double",
             "float32 against float64",
-            "Throughput (GFLOP/s, verified jobs only) in single and double precision for each method that ran "
+            "Throughput (TF/s, verified jobs only) in single and double precision for each method that ran "
             "both, taking the best block size at each shape; the gap between the two lines is the cost of "
             "double precision on this device.",
             plot_float_vs_double,
@@ -745,10 +860,11 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "roofline",
             "Roofline",
-            "Measured throughput (GFLOP/s, verified GPU jobs at the largest size each kernel ran) against the "
+            "Measured throughput (TF/s, verified GPU jobs at the largest size each kernel ran) against the "
             "kernel's arithmetic intensity, one panel per device and element type; the intensity is the analytic "
             "model's FLOP per byte of global memory the kernel touches as written, caches ignored. The black roof "
-            "is min(calibrated copy bandwidth × intensity, calibrated cuBLAS rate for that type): a point near "
+            "is min(calibrated copy bandwidth × intensity, calibrated cuBLAS rate for that type), and the dotted "
+            "line the datasheet's dense peak for the device where it is known (H100/H200 SXM): a point near "
             "the flat part is compute-bound, one near the slope memory-bound, and a point above the slope gets "
             "reuse from the caches that the model does not count.",
             plot_roofline,
@@ -756,7 +872,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec(
             "devices",
             "Devices compared",
-            "Throughput (GFLOP/s, verified jobs only) of each kernel on each GPU device, at the largest shape that "
+            "Throughput (TF/s, verified jobs only) of each kernel on each GPU device, at the largest shape that "
             "every device ran for that element type (named in each panel's title), one panel per element type; "
             "bars of one kernel sit together, one colour per device, with the value at the end of each bar.",
             plot_devices,

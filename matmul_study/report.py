@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 
 from matmul_study import collate, registry
 from matmul_study.claims import check_claims
-from matmul_study.devices import device_kind, devices_table, gpu_devices
+from matmul_study.devices import device_kind, device_labels, devices_table, gpu_devices
 from matmul_study.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -191,7 +191,7 @@ def _summary(results: pd.DataFrame) -> dict:
     devices = []
     if "env_device_name" in results:
         kinds = results["env_device_kind"] if "env_device_kind" in results else pd.Series("", index=results.index)
-        for name, kind in dict.fromkeys(zip(results["env_device_name"].fillna(""), kinds.fillna(""))):
+        for name, kind in dict.fromkeys(zip(device_labels(results), kinds.fillna(""))):
             name, kind = str(name).strip(), str(kind).strip()
             if name:
                 devices.append(f"{name} ({kind})" if kind and kind.lower() != name.lower() else name)
@@ -354,8 +354,8 @@ def _claims(results: pd.DataFrame) -> Markup | None:
     table = check_claims(results)
     if not table.empty and (table["verdict"] == "not measured").all():
         # Rows of "not measured" say nothing one sentence cannot (a CPU-only run, say).
-        return Markup("<p>None of the source study's claims could be checked: each compares GPU kernels (or a "
-                      "GPU kernel with the CPU), and this run has no verified job on one side of every "
+        return Markup('<p class="none">None of the source study\'s claims could be checked: each compares GPU '
+                      "kernels (or a GPU kernel with the CPU), and this run has no verified job on one side of every "
                       "comparison.</p>")
     if not _several_gpus(results):
         table = table.drop(columns="device")
@@ -402,8 +402,7 @@ def _provenance(results: pd.DataFrame) -> Markup | None:
     fields = [c for c in PROVENANCE_FIELDS if c in results]
     if not fields or results.empty:
         return None
-    device = results["env_device_name"].fillna("").astype(str) if "env_device_name" in results else \
-        pd.Series("", index=results.index)
+    device = device_labels(results)
     kind = device_kind(results)
     rows = []
     for name in dict.fromkeys(device):
@@ -449,18 +448,20 @@ def _methods(results: pd.DataFrame) -> Markup:
         rows.append({"method": name, "what it does": method.description,
                      "kernel": f"kernels/{method.source}" if method.source else "(library)",
                      "dtypes": ", ".join(method.dtypes), "block axis": "yes" if method.block_axis else "no"})
-    html = pd.DataFrame(rows).to_html(escape=True, index=False) if rows else ""
+    html = str(_html_table(pd.DataFrame(rows))) if rows else ""
     for numerator, denominator, text in LADDER_STEPS:
         effect = collate.method_ratio(results, numerator, denominator)
         if not effect.empty:
             html += f"<p>{escape(text)} Measured ({escape(numerator)} over {escape(denominator)}):</p>"
-            html += effect.to_html(escape=True, index=False, float_format=lambda x: f"{x:.2f}")
+            html += effect.to_html(escape=True, index=False, float_format=lambda x: f"{x:.2f}", border=0,
+                                   classes="data", justify="left")
     return Markup(html)
 
 
-def _headline(results: pd.DataFrame) -> Markup | None:
+def _headline(results: pd.DataFrame) -> dict | None:
     """The answer first: per device, dtype and shape, the fastest verified kernel of ours, its TF/s, its ratio to
-    cuBLAS and its share of the calibrated peak, beside cuBLAS itself."""
+    cuBLAS and its share of the calibrated peak, beside cuBLAS itself. A run with no kernel of ours (CPU only)
+    ranks the reference lines instead, and says why the ratios are blank. None without a verified job."""
     needed = {"method", "dtype", "shape", "status", "gflops"}
     if results.empty or not needed <= set(results.columns):
         return None
@@ -469,17 +470,19 @@ def _headline(results: pd.DataFrame) -> Markup | None:
     if ok.empty:
         return None
     reference = {name for name, m in registry.METHODS.items() if m.reference_line}
+    has_ours = not ok["method"].isin(reference).all()
+    column = "fastest of ours" if has_ours else "fastest method"
     ok = ok.assign(device=ok["env_device_name"] if "env_device_name" in ok else "",
                    size3=_num(ok, "m") * _num(ok, "k") * _num(ok, "n"))
     rows = []
     for (device, dtype, shape), group in ok.groupby(["device", "dtype", "shape"], sort=False):
-        ours = group[~group["method"].isin(reference)]
+        ours = group[~group["method"].isin(reference)] if has_ours else group
         cublas = group[group["method"] == "cublas"]["gflops"]
         if ours.empty:
             continue
         best = ours.loc[ours["gflops"].idxmax()]
         rows.append({"device": device, "dtype": dtype, "shape": shape, "_size": best["size3"],
-                     "fastest of ours": best.get("label", best["method"]), "TF/s": best["gflops"] / 1e3,
+                     column: best.get("label", best["method"]), "TF/s": best["gflops"] / 1e3,
                      "× cuBLAS": best["gflops"] / cublas.iloc[0] if not cublas.empty else np.nan,
                      "% of peak": _num(pd.DataFrame([best]), "pct_of_peak").iloc[0],
                      "cuBLAS TF/s": cublas.iloc[0] / 1e3 if not cublas.empty else np.nan})
@@ -490,7 +493,21 @@ def _headline(results: pd.DataFrame) -> Markup | None:
                                            else c).drop(columns="_size")
     if not _several_gpus(results):
         table = table.drop(columns="device")
-    return _html_table(table.reset_index(drop=True))
+    if table["cuBLAS TF/s"].isna().all():
+        table = table.drop(columns="cuBLAS TF/s")
+    blank = [c for c in ("× cuBLAS", "% of peak") if table[c].isna().all()]
+    for c in blank:  # a dash, not an empty cell that reads as a bug; the note says why
+        table[c] = "—"
+    notes = []
+    if not has_ours:
+        lines = _in_order(_distinct(ok["method"]), method_order())
+        notes.append(f"This run has no GPU kernel of ours, only the reference line{'s' if len(lines) > 1 else ''} "
+                     f"({', '.join(lines)}): the table gives the fastest verified method at each element type and "
+                     "shape.")
+    why = {"× cuBLAS": "cuBLAS was not run", "% of peak": "there is no calibrated GPU peak to divide by"}
+    if blank:
+        notes.append(f"The — under {' and '.join(blank)}: {', and '.join(why[c] for c in blank)}.")
+    return {"table": _html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None}
 
 
 def _rates(results: pd.DataFrame, config: dict) -> Markup | None:

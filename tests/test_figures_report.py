@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from markupsafe import escape
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from matmul_study import figures, report
 from matmul_study.figures import FIGURES, save_figure
@@ -196,8 +197,27 @@ def rendered(results, calibration, tmp_path_factory):
 # ---------------------------------------------------------------------------------------------------- figures
 
 
+def _is_placeholder(fig: Figure) -> bool:
+    return fig.get_label() == figures.PLACEHOLDER
+
+
+def _check_placeholder(fig: Figure, message: str | None = None) -> None:
+    """A figure with nothing to show: no axes to misread, its title and one line saying why."""
+    assert isinstance(fig, Figure) and _is_placeholder(fig)
+    assert not [ax for ax in fig.axes if ax.get_visible()], "a placeholder draws no axes"
+    assert fig._suptitle is not None and fig._suptitle.get_text()
+    lines = [t.get_text() for t in fig.texts if t is not fig._suptitle]
+    assert len(lines) == 1 and "\n" not in lines[0] and len(lines[0]) > 20, lines
+    if message is not None:
+        assert lines[0] == message
+
+
 def _check_figure(fig: Figure, name: str = "") -> None:
+    """A figure that shows data: never the placeholder that says there is none."""
     assert isinstance(fig, Figure)
+    assert not _is_placeholder(fig), f"placeholder instead of a figure: {_texts(fig)}"
+    assert not {figures.NO_DATA, figures.ONE_DEVICE} & set(_texts(fig)), "placeholder text in a figure"
+    assert _drawn_points(fig) > 0, "nothing drawn"
     assert fig.legends or any(ax.get_legend() is not None for ax in fig.axes), "figure has no legend"
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert axes
@@ -217,14 +237,16 @@ def _drawn_points(fig: Figure) -> int:
     """Data points drawn by lines and scatters (zero for an empty figure)."""
     n = 0
     for ax in fig.axes:
-        n += sum(len(line.get_xdata()) for line in ax.get_lines() if line.get_label() and len(line.get_xdata()) > 2)
+        n += sum(len(line.get_xdata()) for line in ax.get_lines()
+                 if len(line.get_xdata()) > 2 or line.get_marker() not in (None, "", "None", " "))
         n += sum(len(c.get_offsets()) for c in ax.collections)
         n += sum(1 for p in ax.patches if p.get_width() > 0 and p.get_height() > 0)  # bars
     return n
 
 
 def _texts(fig: Figure) -> list[str]:
-    return [" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts]
+    texts = [t for ax in fig.axes for t in ax.texts] + [t for t in fig.texts if t is not fig._suptitle]
+    return [" ".join(t.get_text().split()) for t in texts]
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
@@ -234,9 +256,6 @@ def test_figure_has_legend_units_and_log2_axis(results, two_devices, calibration
     fig = FIGURES[name].plot(data, calibration)
     try:
         _check_figure(fig, name)
-        placeholders = {figures.NO_DATA, figures.ONE_DEVICE}
-        assert not placeholders & set(_texts(fig)), "real data drawn as empty"
-        assert _drawn_points(fig) > 0 or name == "devices"
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -251,11 +270,16 @@ def test_figure_keys_and_captions():
 
 def test_calibration_may_be_left_out(results):
     # callers that have no calibration table may pass None or nothing at all
-    for fig in (FIGURES["throughput"].plot(results), FIGURES["roofline"].plot(results, None)):
-        try:
-            _check_figure(fig)
-        finally:
-            matplotlib.pyplot.close(fig)
+    fig = FIGURES["throughput"].plot(results)
+    try:
+        _check_figure(fig)
+    finally:
+        matplotlib.pyplot.close(fig)
+    fig = FIGURES["roofline"].plot(results, None)  # the roofline needs the ceilings: it says so
+    try:
+        _check_placeholder(fig, "Roofline is not drawn: no calibrated ceiling in these results.")
+    finally:
+        matplotlib.pyplot.close(fig)
 
 
 @pytest.mark.parametrize("name", ["throughput", "blocks", "float_vs_double"])
@@ -267,7 +291,7 @@ def test_throughput_figures_show_only_passed_jobs(results, name):
     try:
         ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines()])
         ys = ys[np.isfinite(ys)]
-        passed = results.loc[results["status"] == "passed", "gflops"]
+        passed = results.loc[results["status"] == "passed", "gflops"] / 1e3  # drawn in TF/s
         assert ys.size > 0
         assert ys.max() <= passed.max() + 1e-9 and ys.min() >= passed.min() - 1e-9
     finally:
@@ -331,7 +355,11 @@ def test_figures_survive_sparse_data(two_devices, calibration, subset, name):
     for cal in (calibration, pd.DataFrame(columns=calibration.columns)):
         fig = FIGURES[name].plot(subset(two_devices).reset_index(drop=True), cal)
         try:
-            _check_figure(fig, name)
+            # either the data, or one line saying why there is none: never empty axes
+            if _is_placeholder(fig):
+                _check_placeholder(fig)
+            else:
+                _check_figure(fig, name)
         finally:
             matplotlib.pyplot.close(fig)
 
@@ -342,10 +370,11 @@ def test_figures_survive_older_results(results, calibration, name):
     new = [c for c in results if c.startswith(("model_", "gpu_", "env_device", "pct_of_peak", "timing_noise"))]
     fig = FIGURES[name].plot(results.drop(columns=new), calibration)
     try:
-        _check_figure(fig, name)
-        # Figures whose inputs older results still carry must draw them, not a "no data" placeholder.
-        if name not in ("roofline", "devices"):
-            assert figures.NO_DATA not in _texts(fig) and _drawn_points(fig) > 0
+        # Figures whose inputs older results still carry must draw them, not a placeholder.
+        if name in ("roofline", "devices"):  # need the model and a second device
+            _check_placeholder(fig)
+        else:
+            _check_figure(fig, name)
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -353,17 +382,17 @@ def test_figures_survive_older_results(results, calibration, name):
 def test_empty_figure_says_so(results):
     # numpy has no block axis, and a run of numpy alone has no naive kernel to compare with
     only_numpy = results[results["method"] == "numpy"].assign(speedup_over_naive=np.nan)
-    for name in ("blocks", "speedup", "roofline", "devices"):
+    for name in ("blocks", "speedup", "roofline", "devices", "ladder"):
         fig = FIGURES[name].plot(only_numpy, make_calibration())
         try:
-            assert any(t.get_text() == figures.NO_DATA for ax in fig.axes for t in ax.texts)
+            _check_placeholder(fig)
+            assert FIGURES[name].title.split()[0] in _texts(fig)[0]  # it names the figure it stands for
             assert _drawn_points(fig) == 0
         finally:
             matplotlib.pyplot.close(fig)
     fig = FIGURES["throughput"].plot(only_numpy, pd.DataFrame())
     try:
-        assert not any(t.get_text() == figures.NO_DATA for ax in fig.axes for t in ax.texts)
-        assert _drawn_points(fig) > 0
+        _check_figure(fig)
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -385,17 +414,17 @@ def test_roofline_points_and_roof(results, calibration):
             sub = passed[passed["dtype"] == dtype]
             largest = sub[sub["size"] == sub.groupby(["method", "block"])["size"].transform("max")]
             drawn = np.concatenate([c.get_offsets() for c in ax.collections])
-            expected = largest[["model_intensity", "gflops"]].to_numpy()
+            expected = largest[["model_intensity", "gflops"]].to_numpy() / [1, 1e3]  # TF/s
             assert sorted(map(tuple, drawn.round(6))) == sorted(map(tuple, expected.round(6)))
             assert "numpy" not in set(largest["method"])  # CPU jobs have no place under a GPU roof
             # the roof: min(bandwidth x intensity, peak)
             roofs = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 10]
             assert len(roofs) == 1
             x, y = np.asarray(roofs[0].get_xdata()), np.asarray(roofs[0].get_ydata())
-            np.testing.assert_allclose(y, np.minimum(CEILINGS["memory"] * x, CEILINGS[dtype]))
-            assert y.max() == pytest.approx(CEILINGS[dtype]) and y.min() < CEILINGS[dtype] / 10
+            np.testing.assert_allclose(y, np.minimum(CEILINGS["memory"] * x, CEILINGS[dtype]) / 1e3)
+            assert y.max() == pytest.approx(CEILINGS[dtype] / 1e3) and y.min() < CEILINGS[dtype] / 1e4
             labels = " ".join(_texts(fig))
-            assert f"{dtype} peak" in labels and "memory 4 TB/s" in labels
+            assert f"{dtype} calibrated {CEILINGS[dtype] / 1e3:.3g} TF/s" in labels and "memory 4 TB/s" in labels
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -411,7 +440,8 @@ def test_roofline_points_and_roof(results, calibration):
 def test_roofline_placeholder(results, calibration, change):
     fig = FIGURES["roofline"].plot(*change(results, calibration))
     try:
-        assert figures.NO_DATA in _texts(fig) and _drawn_points(fig) == 0
+        _check_placeholder(fig)
+        assert _texts(fig)[0].startswith("Roofline is not drawn: ") and _drawn_points(fig) == 0
     finally:
         matplotlib.pyplot.close(fig)
 
@@ -419,7 +449,7 @@ def test_roofline_placeholder(results, calibration, change):
 def test_devices_figure_placeholder_for_one_device(results, calibration):
     fig = FIGURES["devices"].plot(results, calibration)
     try:
-        assert figures.ONE_DEVICE in _texts(fig)
+        _check_placeholder(fig, figures.ONE_DEVICE)
         assert not [p for ax in fig.axes for p in ax.patches if p.get_width() > 0]
     finally:
         matplotlib.pyplot.close(fig)
@@ -436,7 +466,7 @@ def test_devices_figure_compares_two_devices(two_devices, calibration):
             ax = _panel(fig, f"{dtype}, 1024x512x2048")
             at = passed[(passed["dtype"] == dtype) & (passed["shape"] == "1024x512x2048")]
             widths = sorted(p.get_width() for p in ax.patches)
-            np.testing.assert_allclose(widths, sorted(at["gflops"]))
+            np.testing.assert_allclose(widths, sorted(at["gflops"] / 1e3))  # TF/s
             assert len(widths) == 2 * at["label"].nunique()
             assert {t.get_text() for t in ax.get_yticklabels()} == set(at["label"])
     finally:
@@ -458,8 +488,8 @@ def test_throughput_and_speedup_get_a_row_per_device(two_devices, name):
         assert sorted(titles) == sorted(f"{d} · {t}" for d in (GPU, GPU2) for t in ("float32", "float64"))
         if name == "throughput":
             for device in (GPU, GPU2):
-                own = data[(data["env_device_name"] == device) & (data["status"] == "passed")]["gflops"]
-                cpu = data[(data["env_device_kind"] == "cpu") & (data["status"] == "passed")]["gflops"]
+                own = data[(data["env_device_name"] == device) & (data["status"] == "passed")]["gflops"] / 1e3
+                cpu = data[(data["env_device_kind"] == "cpu") & (data["status"] == "passed")]["gflops"] / 1e3
                 allowed = set(np.round(pd.concat([own, cpu]), 6))
                 for dtype in ("float32", "float64"):
                     ax = _panel(fig, f"{device} · {dtype}")
@@ -710,3 +740,191 @@ def test_report_shows_the_spread_between_gpus_of_one_model():
     assert "Spread between GPUs of one model" in html and "4.0%" in html and "GPU-bbbb" in html
     one_gpu = str(report._ceilings(cal[cal["device_uuid"] == "GPU-aaaa"]))
     assert "Spread" not in one_gpu and "GPU-aaaa" in one_gpu
+
+
+# ------------------------------------------------------------------ issue 13: legend, spread, units, datasheet
+
+
+def test_check_figure_rejects_a_placeholder(results):
+    # A figure test must not pass on the figure that says there is no data.
+    fig = FIGURES["blocks"].plot(results[results["method"] == "numpy"], None)
+    try:
+        with pytest.raises(AssertionError):
+            _check_figure(fig, "blocks")
+        _check_placeholder(fig)
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def _legend_entries(fig: Figure) -> list[tuple[str, Line2D]]:
+    legend = fig.legends[0]
+    return [(t.get_text(), h) for t, h in zip(legend.get_texts(), legend.legend_handles)]
+
+
+def test_throughput_legend_draws_each_method_as_its_line(results):
+    fig = FIGURES["throughput"].plot(results, None)
+    try:
+        entries = dict(_legend_entries(fig))
+        drawn = {ln.get_label(): ln for ax in fig.axes for ln in ax.get_lines()}
+        # numpy and cuBLAS are drawn dashed, and so is their legend entry; the kernels are solid in both
+        for method in ("numpy", "cublas"):
+            handle = entries[f"{method} (reference)"]
+            assert handle.get_linestyle() == "--"
+            assert matplotlib.colors.to_hex(handle.get_color()) in {"#000000", matplotlib.colors.to_hex("dimgrey")}
+        for method in ("naive", "tiled"):
+            assert entries[method].get_linestyle() == "-"
+        # "reference line" is not a block size: the block section lists block sizes only
+        labels = [text for text, _ in _legend_entries(fig)]
+        assert "reference line" not in labels and "no block axis" not in labels
+        block = labels.index("block")
+        assert labels[block + 1: block + 3] == ["16", "32"]
+        assert drawn  # the lines themselves are there
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def _noisy(results: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """naive b16 float32 at 512³ with samples spread ±20 % around its median, numpy float64 at 256³ timed in
+    three processes whose medians lie 30 % apart."""
+    df = results.copy()
+    naive = df.index[(df["label"] == "naive b16") & (df["dtype"] == "float32") & (df["shape"] == "512x512x512")][0]
+    t = df.at[naive, "timing_median_s"]
+    df.at[naive, "timing_times_s"] = ";".join(str(x) for x in (0.8 * t, 0.9 * t, t, 1.1 * t, 1.2 * t))
+    numpy = df.index[(df["method"] == "numpy") & (df["dtype"] == "float64") & (df["shape"] == "256x256x256")][0]
+    t = df.at[numpy, "timing_median_s"]
+    df["cpu_medians_s"] = ""
+    df.at[numpy, "cpu_medians_s"] = f"{0.85 * t};{t};{1.15 * t}"
+    return df, df.loc[[naive, numpy]]
+
+
+def test_throughput_draws_the_spread_of_each_point(results):
+    df, noisy = _noisy(results)
+    fig = FIGURES["throughput"].plot(df, None)
+    try:
+        assert figures.SPREAD_LABEL in [text for text, _ in _legend_entries(fig)]
+        bars = {}
+        for ax in fig.axes:
+            for coll in ax.collections:
+                if coll.get_label() == "_spread":
+                    for (x0, y0), (_, y1) in coll.get_segments():
+                        bars[(ax.get_title(), round(x0, 6))] = (min(y0, y1), max(y0, y1))
+        # the IQR of the five samples: 0.9t and 1.1t, so the rate from r/1.1 to r/0.9
+        naive = noisy.iloc[0]
+        lo, hi = bars[("float32", round(naive["size"], 6))]
+        rate = naive["gflops"] / 1e3
+        assert lo == pytest.approx(rate / 1.1) and hi == pytest.approx(rate / 0.9)
+        # numpy: the range of its processes' medians
+        numpy = noisy.iloc[1]
+        lo, hi = bars[("float64", round(numpy["size"], 6))]
+        rate = numpy["gflops"] / 1e3
+        assert lo == pytest.approx(rate / 1.15) and hi == pytest.approx(rate / 0.85)
+        # points whose samples are all equal have no spread to draw
+        assert ("float32", 256.0) not in bars
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("name", ["throughput", "blocks", "float_vs_double", "roofline", "devices"])
+def test_throughput_figures_are_in_tf_per_s(results, two_devices, calibration, name):
+    data = two_devices if name == "devices" else results
+    fig = FIGURES[name].plot(data, calibration)
+    try:
+        _check_figure(fig, name)
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        for ax in axes:
+            label = ax.get_xlabel() if name == "devices" else ax.get_ylabel()
+            assert "TF/s" in label and "GFLOP" not in label
+        top = data.loc[data["status"] == "passed", "gflops"].max() / 1e3
+        if name == "devices":
+            drawn = max(p.get_width() for ax in axes for p in ax.patches)
+        elif name == "roofline":
+            drawn = max(np.max(c.get_offsets()[:, 1]) for ax in axes for c in ax.collections)
+        else:
+            drawn = max(np.nanmax(ln.get_ydata()) for ax in axes for ln in ax.get_lines() if len(ln.get_ydata()))
+        assert drawn <= top * (1 + 1e-9) and drawn > top / 100  # TF/s, not GFLOP/s
+        fig.canvas.draw()
+        ticks = [t.get_text() for ax in axes for t in (ax.get_xticklabels() if name == "devices"
+                                                        else ax.get_yticklabels())]
+        # no tick labels like 100000 (GFLOP/s): no rate reaches 10 000 TF/s
+        assert not [t for t in ticks if t.replace(",", "").isdigit() and int(t.replace(",", "")) >= 10000]
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_roofline_draws_the_datasheet_peak_beside_the_calibrated_roof(results, calibration):
+    from matmul_study.ladder import DATASHEET_TFLOPS
+
+    fig = FIGURES["roofline"].plot(results, calibration)  # GPU is an NVIDIA H200: the datasheet knows it
+    try:
+        assert "datasheet peak" in {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+        for dtype in ("float32", "float64"):
+            ax = _panel(fig, f"{GPU} · {dtype}")
+            peak = DATASHEET_TFLOPS["H200"][dtype]
+            flat = [ln for ln in ax.get_lines() if len(set(np.round(ln.get_ydata(), 9))) == 1
+                    and np.round(ln.get_ydata()[0], 9) == peak]
+            assert len(flat) == 1, "no datasheet line"
+            assert f"datasheet {peak:.3g} TF/s" in " ".join(t.get_text() for t in ax.texts)
+            roof = max((ln for ln in ax.get_lines() if len(ln.get_xdata()) > 10), key=lambda ln: len(ln.get_xdata()))
+            assert max(roof.get_ydata()) == pytest.approx(CEILINGS[dtype] / 1e3)  # the calibrated one stays
+            assert ax.get_ylim()[1] > peak
+    finally:
+        matplotlib.pyplot.close(fig)
+    # a device the datasheet table does not know gets no datasheet line
+    other = results.assign(env_device_name=results["env_device_name"].replace(GPU, "Some GPU"))
+    fig = FIGURES["roofline"].plot(other, make_calibration(("Some GPU",)))
+    try:
+        assert "datasheet peak" not in {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+        assert not [t for ax in fig.axes for t in ax.texts if "datasheet" in t.get_text()]
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_roofline_legend_lists_block_sizes_only_under_block(results, calibration):
+    fig = FIGURES["roofline"].plot(results, calibration)
+    try:
+        labels = [text for text, _ in _legend_entries(fig)]
+        assert "reference line" not in labels and "no block axis" not in labels
+        block = labels.index("block")
+        assert labels[block + 1: block + 3] == ["16", "32"] and labels[block + 3] == "ceiling"
+        assert dict(_legend_entries(fig))["cublas"].get_marker() == "s"  # drawn as its points are
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_screenshot_script(rendered, tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "report/screenshot.sh"
+    assert script.stat().st_mode & 0o111, "report/screenshot.sh is not executable"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    missing = subprocess.run([str(script), str(tmp_path / "none.html"), str(tmp_path / "x.png")],
+                             capture_output=True, text=True)
+    assert missing.returncode != 0 and "screenshot.sh:" in missing.stderr
+    if not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
+        pytest.skip("no Chromium here")
+    html = tmp_path / "report.html"
+    html.write_text(rendered[0])
+    out = subprocess.run([str(script), str(html), str(tmp_path / "shot.png")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "shot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_cpu_only_report_still_opens_with_the_answer(results):
+    cpu_only = results[results["method"] == "numpy"]
+    doc = _render(cpu_only)
+    answer = _section(doc, "answer")
+    # the headline table ranks what ran (numpy) in TF/s; the ratios it cannot have are dashes, said why once
+    table = answer[answer.index("<table"):]
+    assert "<th>fastest method</th>" in table and "<th>TF/s</th>" in table
+    assert "<th>× cuBLAS</th>" in table and "<th>% of peak</th>" in table
+    assert table.count("<td>numpy</td>") == cpu_only["shape"].nunique() * 2
+    top = cpu_only.loc[cpu_only["gflops"].idxmax()]
+    assert f"<td>{report.format_float(top['gflops'] / 1e3)}</td>" in table
+    assert "<td>—</td>" in table and "cuBLAS was not run" in answer and "no calibrated GPU peak" in answer
+    assert "No verified kernel of ours" not in answer
+    # a section with nothing to show says why in one paragraph, without the intro of a table that is not there
+    claims = _section(doc, "claims")
+    assert claims.count("<p") == 1 and "None of the source study's claims could be checked" in claims
