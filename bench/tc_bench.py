@@ -19,6 +19,9 @@ prints one table at the end.
 Kernel-8 variants with the TMA-store epilogue (8tma, 8tma4, 8tmap) take a third tensor map, over C (fp32,
 box 64 rows x 32 cols, 128B swizzle), passed after tmap_b; it is built only when n % 4 == 0.
 
+Ping-pong variants (8pp: 4 stages, 8pp6: 6 stages, 8ppc1: no cluster): same parameters and tensor-map boxes as 8,
+128x128 tiles (grid sized with bn=128), dynamic smem 164,928 (4 stages) or 230,496 (6).
+
 tf32 (variant 12): fp32 inputs, the kernel gets a tensor map over Bt = B^T (K-major B), refreshed from B by a
 transpose before every launch and timed with it; cuBLAS gets B as is (gemmEx CUDA_R_32F, compute type 77 =
 CUBLAS_COMPUTE_32F_FAST_TF32).
@@ -61,6 +64,13 @@ VARIANTS = {
     "8tmap": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
                   defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TMA_PARK=1"]),
     "8s3": dict(_K8, smem=181296, defines=["-DWGMMA_WS_STAGES=3"]),  # diagnostic: 3 stages, default epilogue
+    # Ping-pong consumers (WGMMA_WS_PINGPONG): each consumer warpgroup owns a 128x128 tile (2 x m64n128k16 per 16 k),
+    # mainloops alternate under named barriers, one's epilogue under the other's wgmmas. Stages of 32 KiB (A 128x64
+    # + B 64x128): same tensor-map boxes, same 384 threads / cluster 2 / persistent grid; tiles are 128x128 (bn=128
+    # for the grid), no stream-K. Dynamic smem 164,928 (4 stages) / 230,496 (6 stages).
+    "8pp": dict(_K8, smem=164928, bn=128, defines=["-DWGMMA_WS_PINGPONG=1"]),
+    "8pp6": dict(_K8, smem=230496, bn=128, defines=["-DWGMMA_WS_PINGPONG=1", "-DWGMMA_WS_STAGES=6"]),
+    "8ppc1": dict(_K8, smem=164928, bn=128, cluster=1, defines=["-DWGMMA_WS_PINGPONG=1", "-DWGMMA_WS_CLUSTER=1"]),
     "12": _K12,
     "12nosk": dict(_K12, defines=["-DWGMMA_WS_STREAMK=0"]),
     "12c1": dict(_K12, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1"]),

@@ -50,6 +50,14 @@
 // registers) and stores them WGMMA_WS_PARK_AT (4) k steps into the next item. Stream-K pieces, and every tile
 // when n % 4 != 0, use direct guarded stores. Host contract of that variant: see wgmma_ws_matmul_tmastore.
 //
+// Variant WGMMA_WS_PINGPONG=1 (not the default; same entry, tensor maps, 384 threads and cluster): ping-pong
+// consumers. Each consumer warpgroup owns a whole 128x128 tile (BN = 128; 2 x m64n128k16 per 16 k into two
+// 64-register halves), warpgroup c takes the CTA's items c, c+2, ...; the producer loads the items' k steps in
+// item order into 32 KiB stages (A 128x64 + B 64x128; B half multicast with CLUSTER 2), and named barriers 4/5
+// make the mainloops take turns, so one warpgroup's epilogue runs under the other's wgmmas. The turn-taking is
+// also what keeps a warpgroup from waiting on a full barrier two phases ahead. No stream-K (forced off), no TMA
+// store. Dynamic smem 164,928 with 4 stages (WGMMA_WS_STAGES=6: 230,496).
+//
 // Operands are pluggable (template parameter Op): the fp16/bf16 operands here (A K-major, B N-major); the
 // tf32 rung 12_wgmma_tf32.cu reuses this pipeline with both operands K-major.
 //
@@ -77,8 +85,15 @@
 #ifndef WGMMA_WS_GROUP_M
 #define WGMMA_WS_GROUP_M 8
 #endif
+#ifndef WGMMA_WS_PINGPONG  // 1: ping-pong consumers, one 128x128 tile each (variant, see below)
+#define WGMMA_WS_PINGPONG 0
+#endif
 #ifndef WGMMA_WS_STREAMK
+#if WGMMA_WS_PINGPONG
+#define WGMMA_WS_STREAMK 0
+#else
 #define WGMMA_WS_STREAMK 1
+#endif
 #endif
 #ifndef WGMMA_WS_TMA_STORE  // 1: asynchronous TMA-store epilogue (variant; needs a C tensor map, see below)
 #define WGMMA_WS_TMA_STORE 0
@@ -102,14 +117,15 @@
 
 namespace wgmma_ws {
 
-constexpr int BM = 128, BN = 256;
-constexpr int CONSUMERS = 2;                   // consumer warpgroups, 64 rows each
+constexpr bool PINGPONG = WGMMA_WS_PINGPONG != 0;
+constexpr int BM = 128, BN = PINGPONG ? 128 : 256;  // ping-pong: the tile of ONE consumer warpgroup
+constexpr int CONSUMERS = 2;                   // consumer warpgroups, 64 rows each (ping-pong: a tile each)
 constexpr int THREADS = 128 * (CONSUMERS + 1);  // + one producer warpgroup
 constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;  // CTAs per cluster along M (1 or 2)
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows of tiles per group in the tile order
 constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
-constexpr int STAGE_BYTES = 48 * 1024;     // A 128 x 128 bytes (16 KiB) + B 256 x 128 bytes (32 KiB)
+constexpr int STAGE_BYTES = BM * 128 + BN * 128;  // A 128 x 128 bytes (16 KiB) + B 256 x 128 bytes (32 KiB); pp: 32 KiB
 constexpr int A_BYTES = BM * 128;
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), used to turn the accumulator layout
 // (8 rows x 32 bytes per store instruction) into whole-row 256-byte stores.
@@ -139,6 +155,11 @@ constexpr int BOX_B_ROWS = BK, BOX_B_COLS = 64;
 constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB
 
 static_assert(CLUSTER == 1 || CLUSTER == 2, "cluster of 1 or 2 CTAs");
+static_assert(!PINGPONG || (!STREAMK && !TMA_STORE), "ping-pong: no stream-K, no TMA-store epilogue");
+// Arrivals that free a stage: every consumer warp of every CTA in the cluster (ping-pong: only the warpgroup
+// whose tile the stage belongs to).
+constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER;
+constexpr int PP_BAR = 4;  // ping-pong order barriers: named barriers PP_BAR + c (c = consumer warpgroup)
 static_assert(SMEM_BYTES <= 227 * 1024, "fits the opt-in shared memory of one SM");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 
@@ -176,6 +197,21 @@ struct Op16 {
             hopper::wgmma_m64k16<BN, T>(d, hopper::make_desc(sa + kk * 32, 16, 1024),
                                         hopper::make_desc(sb + kk * 2048, B_STRIP_BYTES, 1024), kk > 0 || accumulate);
     }
+#if WGMMA_WS_PINGPONG
+    // Ping-pong: one stage for one warpgroup's whole 128x128 tile: rows 0-63 into d0, rows 64-127 into d1
+    // (two m64n128k16 per 16 k, same B: two 64-column strips, LBO = strip distance).
+    static __device__ __forceinline__ void mma_pp(float (&d0)[64], float (&d1)[64], uint32_t sa, uint32_t sb,
+                                                  bool accumulate)
+    {
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            const uint64_t db = hopper::make_desc(sb + kk * 2048, B_STRIP_BYTES, 1024);
+            hopper::wgmma_m64k16<BN, T>(d0, hopper::make_desc(sa + kk * 32, 16, 1024), db, kk > 0 || accumulate);
+            hopper::wgmma_m64k16<BN, T>(d1, hopper::make_desc(sa + 64 * 128 + kk * 32, 16, 1024), db,
+                                        kk > 0 || accumulate);
+        }
+    }
+#endif
 };
 
 // Grouped tile order over "cluster tiles" of (CLUSTER*BM) x BN: GROUP_M cluster-rows are walked
@@ -280,7 +316,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
-            mbar_init(empty_bar + 8 * s, CONSUMERS * 4 * CLUSTER);
+            mbar_init(empty_bar + 8 * s, EMPTY_ARRIVALS);
         }
         fence_mbar_init();
     }
@@ -322,6 +358,83 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         const int c = wg - 1;
         const int ltid = tid % 128;
         const int warp = ltid / 32, lane = ltid % 32;
+#if WGMMA_WS_PINGPONG
+        // Ping-pong: consumer warpgroup c takes this CTA's items c, c + 2, ... (whole 128x128 tiles; no stream-K),
+        // the producer loads every item's k steps in item order, so item i's stages are ring positions
+        // i*ktiles .. (i+1)*ktiles - 1. The two warpgroups' mainloops take turns (order barriers PP_BAR + c:
+        // item i's mainloop is issued only after item i-1's was): one warpgroup's epilogue runs while the other's
+        // wgmmas keep the tensor cores busy. A warpgroup never waits on a full barrier more than one phase ahead:
+        // the position it waits for was last used by an item whose mainloop it has already seen issued.
+        float d0[64], d1[64];  // rows 0-63 and 64-127 of the warpgroup's tile
+        auto release = [&](int stage) {
+            if (lane == 0) {
+                if constexpr (CLUSTER == 1) mbar_arrive_local(empty_bar + 8 * stage);
+                else
+                    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * stage, r);
+            }
+        };
+        for (int i = c; i < sched.n_items; i += CONSUMERS) {
+            int t, k0, k1, piece, pieces, u, tm, tn;
+            sched.item(i, t, k0, k1, piece, pieces, u);  // whole tiles: k0 = 0, k1 = ktiles
+            tile_coords(t, rows_c, cols, tm, tn);
+            const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
+            const int n0 = tn * BN;
+            if (i > 0) named_barrier(PP_BAR + c, 256);  // the other warpgroup has issued item i-1's mainloop
+            int it = i * ktiles;
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(full_bar + 8 * s, static_cast<uint32_t>(it / STAGES) & 1u);
+                const uint32_t sa = tiles + s * STAGE_BYTES;
+                wgmma_fence();
+                Op::mma_pp(d0, d1, sa, sa + A_BYTES, kt > 0);
+                wgmma_commit();
+                if (kt > 0) {
+                    wgmma_wait<1>();
+                    release((it - 1) % STAGES);
+                }
+            }
+            if (i + 1 < sched.n_items) named_barrier_arrive(PP_BAR + (c ^ 1), 256);  // item i+1 may start
+            wgmma_wait<0>();
+            release((it - 1) % STAGES);
+
+            // Epilogue, per 64-row half: as the default's (per-warp 16x64 staging chunks, 256-byte row
+            // segments) where the half lies inside C, else guarded stores from the accumulators.
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float* dh = h ? d1 : d0;
+                const int rw = m0 + 64 * h + warp * 16;  // this warp's first row
+                if (m0 + 64 * h + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
+                    unsigned char* chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
+                    float* crow = C + static_cast<size_t>(rw) * n + n0;
+#pragma unroll
+                    for (int ch = 0; ch < BN / 64; ++ch) {
+#pragma unroll
+                        for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+                            for (int hh = 0; hh < 2; ++hh) {
+                                const int r = lane / 4 + 8 * hh;
+                                const int uu = 2 * jj + (lane % 4) / 2;
+                                const int j = 8 * ch + jj;
+                                *reinterpret_cast<float2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
+                                    make_float2(dh[4 * j + 2 * hh], dh[4 * j + 2 * hh + 1]);
+                            }
+                        }
+                        __syncwarp();
+#pragma unroll
+                        for (int q = 0; q < 8; ++q) {
+                            const int r = 2 * q + lane / 16;
+                            const int uu = lane % 16;
+                            const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
+                            *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu) = v;
+                        }
+                        __syncwarp();
+                    }
+                } else if (m0 + 64 * h < m) {
+                    store_acc_guarded<BN / 8>(dh, C, m, n, rw + lane / 4, n0 + 2 * (lane % 4));
+                }
+            }
+        }
+#else
         float d[128];
         int it = 0;
 #if WGMMA_WS_TMA_STORE  // (preprocessor, not only if constexpr: the default build's PTX stays as it was)
@@ -495,6 +608,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             if (parked) unpark();
         if (ltid == 0) bulk_wait<0>();  // the staging buffers stay valid until the stores are done
 #endif
+#endif  // WGMMA_WS_PINGPONG
     }
 
     // No CTA of a cluster may exit while its peer can still multicast into it or arrive on its barriers.

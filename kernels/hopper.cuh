@@ -285,3 +285,17 @@ __device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.p
 
 }  // namespace hopper
 #endif  // HOPPER_SM90A
+
+#if HOPPER_SM90A
+namespace hopper {
+
+// ------------------------------------------------------------------------------------------- named barrier, arrive only
+// Arrive on named barrier `id` without waiting (pairs with named_barrier(id, threads) in the waiting threads;
+// `threads` counts both sides): an ordered hand-off between warpgroups.
+__device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace hopper
+#endif  // HOPPER_SM90A
