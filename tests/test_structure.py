@@ -42,3 +42,13 @@ def test_no_import_circles():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+def test_no_test_module_defines_a_test_twice():
+    # A second `def test_x` silently replaces the first, which then never runs.
+    twice = []
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        names = [node.name for node in ast.parse(path.read_text()).body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_")]
+        twice += [f"{path.name}: {name}" for name in sorted(set(names)) if names.count(name) > 1]
+    assert not twice, twice

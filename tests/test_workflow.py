@@ -317,7 +317,7 @@ def test_a_corrupt_result_file_is_named_by_collate(cpu_study, tmp_path):
     assert "Delete it and rerun" in out.stderr
 
 
-def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
+def test_the_yaml_check_names_the_line_and_column_and_passes_a_valid_file(tmp_path):
     from matmul_study.config import ConfigError, check_yaml_syntax
 
     bad = tmp_path / "config.yaml"
