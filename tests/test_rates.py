@@ -147,3 +147,25 @@ def test_a_run_where_no_claim_can_be_checked_says_so_once():
     html = str(_claims(results))
     assert "None of the source study's claims could be checked" in html
     assert "<table" not in html and "not measured" not in html
+
+
+def test_the_clock_band_check_keeps_only_samples_in_the_band(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("burst_band", Path(__file__).parents[1] / "bench/burst_band.py")
+    band = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(band)
+    # 6 samples: four of 1 ms at the maximum clock, two of 2 ms at 1500 MHz
+    row = {"method": "cublas", "dtype": "float16", "block": 0, "m": 1000, "k": 1000, "n": 1000, "status": "passed",
+           "env_device_kind": "gpu", "gpu_sm_clock_max_mhz": 1980,
+           "timing_times_s": "0.001;0.001;0.002;0.001;0.002;0.001",
+           "gpu_sm_clock_per_sample_mhz": "1980;1980;1500;1980;1500;1980"}
+    pd.DataFrame([row]).to_csv(tmp_path / "r.csv", index=False)
+    key = ("cublas", "float16", 0, 1000, 1000, 1000)
+    assert band.band_rates(str(tmp_path / "r.csv"), 0.0)[key] == pytest.approx(2e9 / 0.001 / 1e9)  # median 1 ms
+    assert band.band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=4)[key] == pytest.approx(2000.0)
+    assert np.isnan(band.band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=5)[key])  # only 4 in the band
