@@ -75,6 +75,11 @@ VARIANTS = [
     dict(name="wt_f32_x_128x128_2b_ku2", kind="wt", dtype="float32", cfg=(128, 128, 16, 64, 32, 3, 2, 8, 0, 2)),
     dict(name="wt_f32_x_128x128_2b_mbar", kind="wt", dtype="float32", cfg=(128, 128, 16, 64, 32, 3, 2, 8, 0, 0, 1)),
     dict(name="wt_f32_x_g16", kind="wt", dtype="float32", cfg=(128, 256, 16, 64, 64, 3, 1, 4, 0, 0, 0, 16)),
+    # 2026-11-22 evening: the BK-32 default without the pipeline entry's fallback branch, and BK-32/64 neighbours
+    dict(name="wt_f32_y_bk32_s3_nofb", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4)),
+    dict(name="wt_f32_y_bk32_s4", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 4, 1, 4)),
+    dict(name="wt_f32_y_mbar_bk32_s4", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 4, 1, 4, 0, 0, 1)),
+    dict(name="wt_f32_y_bk32_s3_g16", kind="wt", dtype="float32", cfg=(128, 256, 32, 64, 64, 3, 1, 4, 0, 0, 0, 16)),
     # fp64 SIMT
     dict(name="wt_f64_default", kind="wt", dtype="float64", cfg=(128, 128, 8, 64, 32, 4, 1, 8), default=True),
     # fp64 DMMA (cfg: BM, BN, BK, WM, WN, STAGES, MMA_K, MIN_BLOCKS)
