@@ -270,7 +270,6 @@ def run_gpu(variants, cubin: Path, sizes, args, log):
     except Exception:  # noqa: BLE001
         sm_clock = lambda: -1
 
-    dev = cp.cuda.Device(0)
     props = cp.cuda.runtime.getDeviceProperties(0)
     log(f"device: {props['name'].decode()}  SMs {props['multiProcessorCount']}  cc {props['major']}.{props['minor']}"
         f"  cupy {cp.__version__}  CUPY_TF32={os.environ.get('CUPY_TF32')}")

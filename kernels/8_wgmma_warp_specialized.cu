@@ -221,6 +221,39 @@ __device__ __forceinline__ void tile_coords(int t, int rows, int cols, int& tm, 
     simt_common::grouped_tile<GROUP_M>(t, rows, cols, tm, tn);
 }
 
+// A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
+// row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
+// XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
+// read/store instruction then covers 2 rows x 256 contiguous bytes of C.
+template <int COLS>
+__device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned char* chunk, float* crow, int n,
+                                                       int lane)
+{
+#pragma unroll
+    for (int ch = 0; ch < COLS / 64; ++ch) {
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = lane / 4 + 8 * h;
+                const int uu = 2 * jj + (lane % 4) / 2;  // 16-byte unit within the 256-byte row
+                const int j = 8 * ch + jj;
+                *reinterpret_cast<float2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
+                    make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+            const int r = 2 * q + lane / 16;
+            const int uu = lane % 16;
+            const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
+            *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu) = v;
+        }
+        __syncwarp();
+    }
+}
+
 // The work of one cluster: first whole tiles (cluster_id, + nclusters, ...) of the tiles that divide evenly,
 // then (stream-K) its contiguous share of the tail's k steps, at most two pieces since the tail has fewer
 // tiles than there are clusters: the start of the later tile first, then the end of the earlier one.
@@ -404,31 +437,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 const float* dh = h ? d1 : d0;
                 const int rw = m0 + 64 * h + warp * 16;  // this warp's first row
                 if (m0 + 64 * h + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
-                    unsigned char* chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
-                    float* crow = C + static_cast<size_t>(rw) * n + n0;
-#pragma unroll
-                    for (int ch = 0; ch < BN / 64; ++ch) {
-#pragma unroll
-                        for (int jj = 0; jj < 8; ++jj) {
-#pragma unroll
-                            for (int hh = 0; hh < 2; ++hh) {
-                                const int r = lane / 4 + 8 * hh;
-                                const int uu = 2 * jj + (lane % 4) / 2;
-                                const int j = 8 * ch + jj;
-                                *reinterpret_cast<float2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
-                                    make_float2(dh[4 * j + 2 * hh], dh[4 * j + 2 * hh + 1]);
-                            }
-                        }
-                        __syncwarp();
-#pragma unroll
-                        for (int q = 0; q < 8; ++q) {
-                            const int r = 2 * q + lane / 16;
-                            const int uu = lane % 16;
-                            const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
-                            *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu) = v;
-                        }
-                        __syncwarp();
-                    }
+                    store_warp_rows_staged<BN>(dh, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
+                                               C + static_cast<size_t>(rw) * n + n0, n, lane);
                 } else if (m0 + 64 * h < m) {
                     store_acc_guarded<BN / 8>(dh, C, m, n, rw + lane / 4, n0 + 2 * (lane % 4));
                 }
@@ -563,37 +573,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 }
             }
 #endif
-            // Epilogue. Fast path (whole tile inside C, rows 16-byte aligned): each warp passes its 16x256
-            // block through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. Writes follow
-            // the accumulator layout (row l/4 (+8), columns 8j + 2(l%4)); 16-byte units are XOR-swizzled by
-            // (row % 8) so both the float2 writes and the float4 row reads are free of bank conflicts. Each
-            // read/store instruction then covers 2 rows x 256 contiguous bytes of C.
+            // Epilogue. Fast path (whole tile inside C, rows 16-byte aligned): each warp stores its 16x256
+            // block through its staging chunk (store_warp_rows_staged); else guarded stores.
             if (!TMA_STORE && m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
-                unsigned char* chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
-                float* crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
-#pragma unroll
-                for (int ch = 0; ch < BN / 64; ++ch) {
-#pragma unroll
-                    for (int jj = 0; jj < 8; ++jj) {
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const int r = lane / 4 + 8 * h;
-                            const int uu = 2 * jj + (lane % 4) / 2;  // 16-byte unit within the 256-byte row
-                            const int j = 8 * ch + jj;
-                            *reinterpret_cast<float2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
-                                make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-                        }
-                    }
-                    __syncwarp();
-#pragma unroll
-                    for (int q = 0; q < 8; ++q) {
-                        const int r = 2 * q + lane / 16;
-                        const int uu = lane % 16;
-                        const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
-                        *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu) = v;
-                    }
-                    __syncwarp();
-                }
+                store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
+                                           C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
             } else {
                 store_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
             }

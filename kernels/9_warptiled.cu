@@ -228,6 +228,25 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                 Vec<T>::get(*reinterpret_cast<const VecT*>(st + b_frag_off + kk * B_LD + j * CSTEP + v), &fb[buf][j * 4 + v]);
     };
 
+    // acc += fa[cur] x fb[cur]: ORDER 1 walks the rows in a serpentine (alternate direction per column).
+    auto outer = [&](int cur) {
+        if constexpr (Cfg::ORDER == 0) {
+#pragma unroll
+            for (int i = 0; i < MI * 4; ++i)
+#pragma unroll
+                for (int j = 0; j < NI * 4; ++j)
+                    acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < NI * 4; ++j)
+#pragma unroll
+                for (int ii = 0; ii < MI * 4; ++ii) {
+                    const int i = (j % 2) ? MI * 4 - 1 - ii : ii;
+                    acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
+                }
+        }
+    };
+
     const int KT = (k + BK - 1) / BK;
 
     if constexpr (Cfg::KU == BK && Cfg::SYNC == 0) {
@@ -263,45 +282,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                 // Fragments for the next step (the next slice's first step when kk is the last).
                 load_frags((kk + 1) % 2, smem + read_stage * STAGE, (kk + 1) % BK);
 
-                const int cur = kk % 2;
-                if constexpr (Cfg::ORDER == 0) {
-#pragma unroll
-                    for (int i = 0; i < MI * 4; ++i)
-#pragma unroll
-                        for (int j = 0; j < NI * 4; ++j)
-                            acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < NI * 4; ++j)
-#pragma unroll
-                        for (int ii = 0; ii < MI * 4; ++ii) {
-                            const int i = (j % 2) ? MI * 4 - 1 - ii : ii;
-                            acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
-                        }
-                }
+                outer(kk % 2);
             }
         }
         cp_async_wait<0>();
     } else {
         // ---- experimental main loop: KU-step bodies (rolled over the slice) and/or mbarrier sync ----
         constexpr int KU = Cfg::KU;
-        auto outer = [&](int cur) {
-            if constexpr (Cfg::ORDER == 0) {
-#pragma unroll
-                for (int i = 0; i < MI * 4; ++i)
-#pragma unroll
-                    for (int j = 0; j < NI * 4; ++j)
-                        acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
-            } else {
-#pragma unroll
-                for (int j = 0; j < NI * 4; ++j)
-#pragma unroll
-                    for (int ii = 0; ii < MI * 4; ++ii) {
-                        const int i = (j % 2) ? MI * 4 - 1 - ii : ii;
-                        acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
-                    }
-            }
-        };
         // SYNC 1: full[s] completes when every thread's copies into stage s have landed; empty[s] when every
         // thread has issued its last fragment read of stage s. Use j of stage s (slice j*S + s) is phase j.
         __shared__ __align__(8) uint64_t full_bar[S], empty_bar[S];

@@ -54,7 +54,7 @@ def calibrate(config: dict, size: int = 8192) -> pd.DataFrame:
     if gpu_pool.visible_device() is not None or (listed is None and count <= 1):
         with gpu_pool.job_slot(True) as index:
             return calibrate_device(config, size, index)
-    indices = [gpu_pool._as_device(d) for d in listed] if listed else list(range(count))
+    indices = [gpu_pool.as_device(d) for d in listed] if listed else list(range(count))
     frames = in_fresh_processes(_calibrate_held, [(config, size, count, index) for index in indices])
     return pd.concat(frames, ignore_index=True)
 
@@ -79,13 +79,13 @@ def _calibrate_held(config: dict, size: int, count: int, index) -> pd.DataFrame:
 def calibrate_device(config: dict, size: int, index) -> pd.DataFrame:
     """The ceilings of CUDA device 0 of this process (the GPU the caller holds, `index` on the host)."""
     from . import gpu
-    from .device import device_environment, require_pycuda
+    from .device import gpu_uuid, require_pycuda
 
     cuda = require_pycuda()
     import pycuda.autoprimaryctx
 
     device = pycuda.autoprimaryctx.device
-    ids = (device.name(), device_environment(cuda, device)["device_uuid"], index)
+    ids = (device.name(), gpu_uuid(device), index)
     meas = Measurement.from_config(config["measurement"])
     rows = []
     bandwidth, detail = copy_bandwidth(cuda, meas.stopping)

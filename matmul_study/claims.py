@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .devices import device_kind, gpu_devices, passed_with_device
+from .devices import gpu_devices, passed_with_device
 
 CLAIM_COLUMNS = ["device", "claim", "comparison", "pairs", "median", "min", "max", "verdict"]
 VERDICTS = ("holds", "partly holds", "does not hold", "not measured")

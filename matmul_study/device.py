@@ -104,7 +104,7 @@ def gpu_state(handle, keys: tuple[str, ...] | None = None) -> dict:
     return state
 
 
-def _uuid(device) -> str:
+def gpu_uuid(device) -> str:
     """The GPU's UUID through NVML (stable across reboots and CUDA_VISIBLE_DEVICES), '' without NVML."""
     handle = nvml_handle(device.pci_bus_id())
     if handle is None:
@@ -138,7 +138,7 @@ def device_environment(cuda, device) -> dict:
         "cuda_version": ".".join(map(str, cuda.get_version())),
         "pycuda": pycuda.VERSION_TEXT,
         "cupy": "",
-        "device_uuid": _uuid(device),
+        "device_uuid": gpu_uuid(device),
     }
     if module_available(CUBLAS.module):
         import cupy

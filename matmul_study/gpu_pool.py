@@ -21,6 +21,10 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LOCK_DIR_ENV = "MATMUL_STUDY_GPU_LOCK_DIR"
 DEFAULT_LOCK_DIR = Path("/tmp/matmul_study_gpus")
@@ -62,10 +66,10 @@ def visible_device() -> int | str | None:
                            "gave this job none (ask for one, e.g. the gpu resource)")
     if len(devices) > 1 and not os.environ.get("SLURM_JOB_ID"):
         return None
-    return _as_device(devices[0])
+    return as_device(devices[0])
 
 
-def _as_device(entry: str) -> int | str:
+def as_device(entry: str) -> int | str:
     return int(entry) if entry.isdigit() else entry
 
 
@@ -152,7 +156,7 @@ def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeou
             yield chosen
         return
     listed = scheduler_devices()
-    candidates = [_as_device(d) for d in listed] if listed else list(range(count))
+    candidates = [as_device(d) for d in listed] if listed else list(range(count))
     if devices is not None:
         candidates = [d for d in candidates if d in devices]
     if not candidates:
@@ -203,9 +207,9 @@ def shared_gpus(results) -> "pd.DataFrame":
     df = df[df["env_device_uuid"].astype(str) != ""]
     start = pd.to_datetime(df["overhead_started_utc"], utc=True, format="ISO8601")
     end = pd.to_datetime(df["overhead_finished_utc"], utc=True, format="ISO8601")
-    label = df["method"].astype(str) + " " + df["dtype"].astype(str) + " b" + df["block"].astype(str) + " " + \
-        df["m"].astype(str) + "x" + df["k"].astype(str) + "x" + df["n"].astype(str)
-    jobs = pd.DataFrame({"uuid": df["env_device_uuid"], "start": start, "end": end, "label": label})
+    from .results import job_names
+
+    jobs = pd.DataFrame({"uuid": df["env_device_uuid"], "start": start, "end": end, "label": job_names(df)})
     rows = []
     for uuid, group in jobs.groupby("uuid"):
         group = group.sort_values("start")

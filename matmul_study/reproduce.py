@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-KEYS = ["env_device_name", "method", "dtype", "block", "m", "k", "n"]
+from .collate import JOB_KEYS
+from .results import job_names
+
+KEYS = ["env_device_name", *JOB_KEYS]
 SUSTAINED = ["sustained_gflops", "sustained_sm_clock_mhz", "sustained_power_w", "sustained_gflop_per_j"]
-
-
-def _label(df: pd.DataFrame) -> pd.Series:
-    return (df["method"] + " " + df["dtype"] + " b" + df["block"].astype(str) + " " + df["m"].astype(str) + "x"
-            + df["k"].astype(str) + "x" + df["n"].astype(str))
 
 
 def _rates(df: pd.DataFrame) -> pd.DataFrame:
@@ -36,7 +34,7 @@ def _summary(both: pd.DataFrame, tolerance: float) -> dict:
         "fraction_within": float((change <= tolerance).mean()) if len(both) else None,
         "median_abs_change": float(change.median()) if len(both) else None,
         "worst_abs_change": float(change.max()) if len(both) else None,
-        "worst": worst.assign(label=_label(worst))[["label", "first_gflops", "second_gflops", "change"]]
+        "worst": worst.assign(label=job_names(worst))[["label", "first_gflops", "second_gflops", "change"]]
         .to_dict("records"),
     }
 
@@ -58,13 +56,13 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) 
         **_summary(both, tolerance),  # all jobs, as before
         "gpu": _summary(gpu, tolerance),
         "cpu": _summary(both[~both["on_gpu_a"]], tolerance),
-        "cublas_4096_8192": cublas.assign(label=_label(cublas))[["label", "first_gflops", "second_gflops", "change"]]
+        "cublas_4096_8192": cublas.assign(label=job_names(cublas))[["label", "first_gflops", "second_gflops", "change"]]
         .to_dict("records"),
         "sustained": [
             {"label": label, **{f"{side}_{col}": row[f"{col}_{s}"] for side, s in (("first", "a"), ("second", "b"))
                                 for col in SUSTAINED},
              "change": row["sustained_gflops_b"] / row["sustained_gflops_a"] - 1}
-            for label, (_, row) in zip(_label(sustained), sustained.iterrows())],
+            for label, (_, row) in zip(job_names(sustained), sustained.iterrows())],
     }
 
 

@@ -7,6 +7,10 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 
@@ -66,3 +70,9 @@ def read(path: str | Path) -> dict:
         raise ResultFileError(f"{path}: not a valid result file (no {', '.join(missing)}). Delete it and rerun to "
                               "measure that job again.")
     return record
+
+
+def job_names(df) -> "pd.Series":
+    """One readable name per row of a results table: "method dtype bBLOCK MxKxN"."""
+    return (df["method"].astype(str) + " " + df["dtype"].astype(str) + " b" + df["block"].astype(str) + " "
+            + df["m"].astype(str) + "x" + df["k"].astype(str) + "x" + df["n"].astype(str))

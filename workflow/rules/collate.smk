@@ -12,6 +12,8 @@ rule calibrate:
         "logs/calibrate.log",
     params:
         measurement=config["measurement"],
+    # Counts one GPU, but measures every GPU of the host, each while holding its lock (matmul_study.gpu_pool): it
+    # only ever waits for a GPU a benchmark job holds, never shares one.
     resources:
         gpu=1,
     conda:
