@@ -172,7 +172,8 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
         del clocks_before[:-len(times)], clocks_after[:-len(times)]
 
         def burst_now():
-            return select_burst(times, clocks_before if handle else [], clocks_after, threshold, policy.min_reps)
+            return select_burst(times, clocks_before if handle else [], clocks_after, threshold, policy.min_reps,
+                                measurement.burst_quantile, measurement.burst_band)
 
         # Throttled samples count toward the caps but not toward the burst rate: top up (within one more
         # max_time_s of timed launches and max_reps samples) until min_reps samples ran at full clock.

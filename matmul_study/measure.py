@@ -40,6 +40,9 @@ class Measurement:
     settle_power_fraction: float = 0.3
     settle_max_s: float = 5.0
     recovery_max_s: float = 0.5
+    # ... and of the full-clock samples keep those within burst_band of the fastest burst_quantile of them.
+    burst_quantile: float = 0.2
+    burst_band: float = 0.02
     # Sustained: a continuous window of this many seconds, for jobs of at least sustained_min_size^3 multiply-adds.
     sustained_s: float = 2.0
     sustained_min_size: int = 4096

@@ -510,6 +510,10 @@ def _headline(results: pd.DataFrame) -> dict | None:
     return {"table": _html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None}
 
 
+def _percent(fraction) -> str:
+    return f"{float(fraction):.0%}" if isinstance(fraction, (int, float)) else "?"
+
+
 def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
     """How the headline (burst) rate, the sustained rate and the energy were measured, what the waits cost, and
     the jobs the burst rule or a bimodal kernel leaves without a plain median."""
@@ -526,7 +530,11 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
         f"{escape(str(meas.get('settle_max_s', '?')))} s), and only samples whose SM clock, read before and after, "
         f"stayed at or above {escape(str(meas.get('throttle_fraction', '?')))} of its maximum count; after a "
         f"throttled sample the job waits up to {escape(str(meas.get('recovery_max_s', '?')))} s for the clock to "
-        "return. The <b>sustained</b> rate is the second half of a continuous window of "
+        "return. NVML's clock readings lag the power limiter, which slows a millisecond sample inside itself, so "
+        "the samples' own times are the finer signal: of the full-clock samples, the burst rate is the median of "
+        f"those within {_percent(meas.get('burst_band'))} of the time the fastest "
+        f"{_percent(meas.get('burst_quantile'))} beat (the fastest plateau; a steady kernel keeps every sample). "
+        "The median of all samples is kept too (<code>gflops_all_samples</code>). The <b>sustained</b> rate is the second half of a continuous window of "
         f"{escape(str(meas.get('sustained_s', '?')))} s of back-to-back launches (jobs of at least "
         f"{escape(str(meas.get('sustained_min_size', '?')))}³ multiply-adds), where the power limiter has settled; "
         "its clock, power and <b>energy</b> (NVML's total-energy counter, as GFLOP per joule) are recorded. "

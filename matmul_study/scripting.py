@@ -126,13 +126,26 @@ def snakemake_ancestor(pid: int | None = None, levels: int = 4) -> int | None:
     return None
 
 
-def blas_threads(config: dict, workflow) -> int:
-    """The BLAS threads a numpy job uses: config `threads`, at most --cores (run_job takes the same minimum)."""
+def cpu_job_cores(workflow) -> int:
+    """The cores a numpy job holds: every core but one per GPU slot (--resources gpu=N). The N GPU jobs, one core
+    each, run beside it on cores BLAS does not use, and nothing else does; with no GPU slots, every core."""
     try:
         cores = workflow.cores
     except Exception:  # Snakemake's WorkflowError: --report and other modes that run nothing have no --cores
-        cores = None
-    return min(config["threads"], cores) if cores else config["threads"]
+        return 1
+    gpu_slots = workflow.global_resources.get("gpu")
+    gpu_slots = int(getattr(gpu_slots, "value", gpu_slots) or 0)  # Snakemake 9 wraps it in a Resource
+    return max(1, cores - gpu_slots)
+
+
+def blas_threads(config: dict, workflow) -> int:
+    """The BLAS threads a numpy job uses: config `threads`, at most the cores it holds (run_job takes the same
+    minimum)."""
+    try:
+        workflow.cores
+    except Exception:  # no --cores: nothing runs, the config's number stands
+        return config["threads"]
+    return min(config["threads"], cpu_job_cores(workflow))
 
 
 def record_measured_config(result_path: str | Path, measured: dict) -> dict:

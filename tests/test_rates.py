@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from matmul_study.timing import (Batch, at_full_clock, energy, idle, modes, select_burst, summarize_sustained,
-                                 wait_until)
+from matmul_study.timing import (Batch, at_full_clock, energy, fastest_plateau, idle, modes, select_burst,
+                                 summarize_sustained, wait_until)
 
 
 class FakeClock:
@@ -22,14 +22,38 @@ class FakeClock:
 
 
 def test_burst_keeps_only_samples_at_full_clock_before_and_after():
-    times = [1.0, 2.0, 1.1, 1.2, 5.0, 1.05]
+    times = [1.0, 2.0, 1.01, 1.2, 1.005, 1.02]
     before = [1980, 1980, 1980, 1500, 1980, 1980]
     after = [1980, 1400, 1980, 1980, 1980, 1980]
     burst = select_burst(times, before, after, threshold_mhz=1782, min_kept=3)
-    # Samples 2 (slow end) and 4 (slow start) are dropped; the median of 1.0, 1.1, 5.0, 1.05.
-    assert (burst.kept, burst.total) == (4, 6)
-    assert burst.median_s == pytest.approx((1.05 + 1.1) / 2)
+    # Samples 1 (slow end) and 3 (slow start) are dropped; the rest form one plateau: the median of 1.0 .. 1.02.
+    assert (burst.kept, burst.total, burst.off_plateau) == (4, 6, 0)
+    assert burst.median_s == pytest.approx((1.005 + 1.01) / 2)
     assert burst.note == ""
+
+
+def test_samples_throttled_inside_a_full_clock_reading_fall_off_the_plateau():
+    # What the H200 does under cuBLAS fp16: NVML reads 1980 MHz around every sample, yet after the first ones
+    # the power limiter slows them by 10 %. Only the full-clock plateau counts.
+    fast, slow = [1.000, 1.002, 1.004, 1.001, 1.003, 1.005], [1.10, 1.11, 1.12, 1.10, 1.09, 1.11, 1.10, 1.12, 1.10]
+    times = fast + slow
+    burst = select_burst(times, [1980] * len(times), [1980] * len(times), 1782, min_kept=3)
+    assert (burst.kept, burst.off_plateau) == (6, 9)
+    assert burst.median_s == pytest.approx(1.0025)
+
+
+def test_a_steady_kernel_keeps_every_sample():
+    times = [1.0 + 0.004 * ((7 * i) % 5) for i in range(40)]  # within 1.6 %: noise, not throttling
+    burst = select_burst(times, [1980] * 40, [1980] * 40, 1782, min_kept=5)
+    assert (burst.kept, burst.off_plateau) == (40, 0)
+
+
+def test_the_band_and_quantile_set_the_plateau():
+    assert fastest_plateau([1.0, 1.0, 1.04, 1.04, 1.04], quantile=0.2, band=0.02) == [1.0, 1.0]
+    assert fastest_plateau([1.0, 1.0, 1.04, 1.04, 1.04], quantile=0.2, band=0.05) == [1.0, 1.0, 1.04, 1.04, 1.04]
+    # With most samples throttled, the quantile moves onto the slow plateau, and the burst rate with it.
+    assert fastest_plateau([1.0, 1.04, 1.04, 1.04, 1.04, 1.04], quantile=0.5, band=0.02) == [1.0] + [1.04] * 5
+    assert fastest_plateau([], 0.2, 0.02) == []
 
 
 def test_too_few_full_clock_samples_give_no_burst_rate_and_say_so():
@@ -38,9 +62,10 @@ def test_too_few_full_clock_samples_give_no_burst_rate_and_say_so():
     assert "only 1 of 3 samples" in burst.note and "1782 MHz" in burst.note
 
 
-def test_unreadable_clocks_keep_every_sample_and_say_so():
-    burst = select_burst([3.0, 1.0, 2.0], [], [], None, min_kept=2)
-    assert burst.median_s == 2.0 and burst.kept == 3 and "not readable" in burst.note
+def test_unreadable_clocks_leave_the_plateau_rule_alone_and_say_so():
+    burst = select_burst([1.0, 1.01, 1.5, 1.005, 1.0], [], [], None, min_kept=2)
+    assert burst.kept == 4 and burst.off_plateau == 1 and burst.median_s == pytest.approx(1.0025)
+    assert "not readable" in burst.note
 
 
 def test_an_unreadable_clock_reading_disqualifies_its_sample():
@@ -116,9 +141,11 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
         "burst_modes_s": ["0.0002", "0.0002", "0.281;0.298"], "burst_mode_shares": ["1", "1", "0.6;0.4"],
     })
     html = str(_rates(results, {"measurement": {"settle_power_fraction": 0.3, "throttle_fraction": 0.9,
-                                                "sustained_s": 2}}))
+                                                "sustained_s": 2, "burst_band": 0.02,
+                                                "burst_quantile": 0.2}}))
     assert "burst" in html and "sustained" in html and "GFLOP per joule" in html
     assert "0.3 of its power limit" in html and "0.9 of its maximum" in html
+    assert "within 2% of the time the fastest 20% beat" in html  # the plateau rule, with its numbers
     assert "no burst rate" in html  # the naive job is listed with its reason
     assert "281 and 298" in html and "60% / 40%" in html  # its two modes
     assert "2 s of settling and 5 s of clock recovery, 7% of the 100 s" in html
@@ -166,6 +193,15 @@ def test_the_clock_band_check_keeps_only_samples_in_the_band(tmp_path):
            "gpu_sm_clock_per_sample_mhz": "1980;1980;1500;1980;1500;1980"}
     pd.DataFrame([row]).to_csv(tmp_path / "r.csv", index=False)
     key = ("cublas", "float16", 0, 1000, 1000, 1000)
-    assert band.band_rates(str(tmp_path / "r.csv"), 0.0)[key] == pytest.approx(2e9 / 0.001 / 1e9)  # median 1 ms
-    assert band.band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=4)[key] == pytest.approx(2000.0)
-    assert np.isnan(band.band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=5)[key])  # only 4 in the band
+    assert band.clock_band_rates(str(tmp_path / "r.csv"), 0.0)[key] == pytest.approx(2e9 / 0.001 / 1e9)  # median 1 ms
+    assert band.clock_band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=4)[key] == pytest.approx(2000.0)
+    assert np.isnan(band.clock_band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=5)[key])  # only 4 in the band
+
+    # The plateau rule: two runs of one job, the second throttled inside samples NVML read at full clock.
+    steady = dict(row, timing_times_s=";".join(["0.001"] * 8), gpu_sm_clock_per_sample_mhz=";".join(["1980"] * 8))
+    throttled = dict(steady, timing_times_s=";".join(["0.001"] * 3 + ["0.0011"] * 5))
+    pd.DataFrame([steady]).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame([throttled]).to_csv(tmp_path / "b.csv", index=False)
+    a, b = band.plateau_rates(str(tmp_path / "a.csv"), 0.2, 0.02), band.plateau_rates(str(tmp_path / "b.csv"), 0.2, 0.02)
+    assert a[key] == pytest.approx(b[key]) == pytest.approx(2000.0)
+    assert band.clock_band_rates(str(tmp_path / "b.csv"), 0.9)[key] == pytest.approx(2e9 / 0.0011 / 1e9)

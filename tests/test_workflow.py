@@ -66,12 +66,16 @@ def test_dry_run_of_the_default_study_lists_one_job_per_combination():
     assert elapsed < 10  # includes interpreter start; the DAG itself is built in about 2 s
 
 
-def test_the_numpy_job_holds_every_core_so_it_runs_alone(tmp_path):
+@pytest.mark.parametrize("gpu_slots, granted_cores", [(None, "4"), ("1", "3"), ("2", "2"), ("5", None)])
+def test_the_numpy_job_holds_every_core_but_one_per_gpu_slot(tmp_path, gpu_slots, granted_cores):
+    # No CPU step runs beside it; with --resources gpu=N, N GPU jobs (one core each) still can.
     write_config(tmp_path, {**CPU_STUDY, "threads": 2})
-    out = snakemake(tmp_path, "-n", "--cores", "3")
+    out = snakemake(tmp_path, "-n", "--cores", "4", *(["--resources", f"gpu={gpu_slots}"] if gpu_slots else []))
     assert out.returncode == 0, out.stderr
     granted = re.findall(r"^rule benchmark_cpu:\n(?:    .*\n)*?    threads: (\d+)$", out.stdout + out.stderr, re.M)
-    assert granted == ["3"] * 6
+    # Snakemake prints no "threads:" line for one thread: more GPU slots than cores still leave the job one.
+    assert granted == ([granted_cores] * 6 if granted_cores else [])
+    assert len(re.findall(r"^rule benchmark_cpu:", out.stdout + out.stderr, re.M)) == 6
 
 
 @pytest.mark.parametrize("override, expected", [

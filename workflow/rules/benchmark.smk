@@ -31,9 +31,9 @@ rule benchmark_cpu:
         # numpy's BLAS threads (config threads, at most --cores): a param, so that changing either reruns the
         # CPU jobs (Snakemake's default rerun triggers include params).
         threads=lambda wildcards: scripting.blas_threads(config, workflow),
-    # Every core, so that the job runs alone: the host threads of other jobs would slow BLAS down by a
-    # different amount in every run. BLAS itself uses config["threads"] of them.
-    threads: lambda wildcards: workflow.cores
+    # Every core but one per GPU slot: CPU steps would slow BLAS down by a different amount in every run, so
+    # none runs beside it; the GPU jobs (one core each) do, so that the GPUs do not idle while numpy runs.
+    threads: lambda wildcards: scripting.cpu_job_cores(workflow)
     conda:
         "../../envs/study.yaml"
     script:
