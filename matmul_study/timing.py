@@ -133,8 +133,8 @@ class Burst:
 def fastest_plateau(times: list[float], quantile: float, band: float) -> list[float]:
     """The samples within `band` of the fastest `quantile` of them (the time at that quantile, plus band).
 
-    The power limiter slows a sample inside itself, between NVML's clock readings (these lag it by tens of
-    milliseconds: H200 samples read 1980 MHz before and after while running 13 % slow). Each sample's own time is
+    The power limiter slows a sample inside itself, between NVML's clock readings (they lag it: on the H200,
+    samples after which NVML read its maximum clock ran up to 15 % slower than the fastest fifth). Each sample's own time is
     the finer signal: throttled samples fall off the plateau the full-clock samples form. A band wider than the
     run-to-run noise (about 1 %) keeps every sample of a steady kernel."""
     if not times:
