@@ -127,12 +127,15 @@ def snakemake_ancestor(pid: int | None = None, levels: int = 4) -> int | None:
 
 
 def cpu_job_cores(workflow) -> int:
-    """The cores a numpy job holds: every core but one per GPU slot (--resources gpu=N). The N GPU jobs, one core
-    each, run beside it on cores BLAS does not use, and nothing else does; with no GPU slots, every core."""
+    """The cores a numpy job holds on this host: every core but one per GPU slot (--resources gpu=N). The N GPU
+    jobs, one core each, run beside it on cores BLAS does not use, and nothing else does; with no GPU slots, or
+    under a cluster executor, every core."""
     try:
         cores = workflow.cores
     except Exception:  # Snakemake's WorkflowError: --report and other modes that run nothing have no --cores
         return 1
+    if not workflow.local_exec or workflow.remote_exec:
+        return cores  # a cluster executor: the job has a node of its own (see the Slurm profile), GPU jobs others
     gpu_slots = workflow.global_resources.get("gpu")
     gpu_slots = int(getattr(gpu_slots, "value", gpu_slots) or 0)  # Snakemake 9 wraps it in a Resource
     return max(1, cores - gpu_slots)
