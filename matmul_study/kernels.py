@@ -69,18 +69,22 @@ def module_source(method: str, instances: list[tuple[str, int]]) -> str:
     return f'#include "{m.source}"\n\n{body}'
 
 
-def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, ...] = COMPILE_OPTIONS) -> bytes:
-    """Compile to a cubin through PyCUDA (needs PyCUDA, not a GPU). `arch` may be arch-specific (sm_90a)."""
+def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, ...] = COMPILE_OPTIONS,
+                        target: str = "cubin") -> bytes:
+    """Compile to a cubin through PyCUDA (needs PyCUDA, not a GPU). `arch` may be arch-specific (sm_90a); target
+    "ptx" with a virtual arch (compute_86) gives PTX, which the driver compiles for the GPU it is loaded on."""
     from pycuda.compiler import compile as pycuda_compile
 
-    return pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options), include_dirs=[str(KERNEL_DIR)])
+    return pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options), include_dirs=[str(KERNEL_DIR)],
+                          target=target)
 
 
-def nvcc_command(source_file: Path, cubin: Path, arch: str, options=COMPILE_OPTIONS) -> list[str]:
+def nvcc_command(source_file: Path, output: Path, arch: str, options=COMPILE_OPTIONS, target="cubin") -> list[str]:
+    """nvcc writing `output` as a cubin, or as PTX with target "ptx"."""
     nvcc = shutil.which("nvcc") or "nvcc"
     # -gencode with an explicit code= keeps nvcc from adding a plain sm_90 pass that rejects wgmma.
     compute = "compute_" + arch.removeprefix("sm_")
-    return [nvcc, "--cubin", f"-gencode=arch={compute},code={arch}", *options, f"-I{KERNEL_DIR}", "-o", str(cubin),
+    return [nvcc, f"--{target}", f"-gencode=arch={compute},code={arch}", *options, f"-I{KERNEL_DIR}", "-o", str(output),
             str(source_file)]
 
 

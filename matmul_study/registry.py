@@ -184,8 +184,8 @@ Geometry = tuple[int, int, int, int, int]  # tile_m, tile_n, tile_k, threads, sh
 
 def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Callable, Callable]:
     """(launch, tile) for kernels whose tile depends on the dtype: {dtype: geometry, or a list of them in order of
-    preference}. A launch takes the first whose shared memory the device allows a block (the kernel runs the
-    configuration that fits the dynamic shared memory it was given); the tile is the first's."""
+    preference}. A launch takes the first whose shared memory the device allows a block (the configuration compiled
+    for the device's arch must fit in it); the tile is the first's."""
     options = {dtype: g if isinstance(g, list) else [g] for dtype, g in geometry.items()}
 
     def launch(p: Problem) -> Launch:
@@ -199,7 +199,10 @@ def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Call
     return launch, tile
 
 
-# fp32: BK 32 where a block may have 149 KB of shared memory (sm_80, sm_90), else BK 16 (99 KB GPUs: sm_86/89/120)
+# fp32: BK 32 where a block may have 149 KB of shared memory, else BK 16. The kernel compiles BK 32 for exactly the
+# targets whose GPUs allow a block 163 or 227 KB (sm_80/87/90/100/103; 99 KB on sm_86/89/120/121), so this choice
+# matches the cubin compiled for the device's own arch. A target the kernel does not list gets BK 16 and, should its
+# GPU allow 149 KB, the BK-32 size: half unused, harmless. The reverse (an sm_80 cubin on an sm_86 GPU) traps.
 WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 148_992),
                                                                (128, 256, 16, 256, 74_496)],
                                                    "float64": (128, 128, 8, 256, 66_048)})

@@ -7,6 +7,11 @@ cannot run (a Hopper rung elsewhere) is skipped with its reason.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -78,14 +83,72 @@ def test_kernel_matches_reference(cubin_for, method, dtype, block, shape):
     check_kernel(cubin_for, method, dtype, block, shape)
 
 
+@pytest.fixture(scope="module")
+def warptiled_fp32_ptx(tmp_path_factory):
+    """warptiled float32 as PTX for a virtual arch, which the driver compiles for this GPU when it is loaded:
+    compute_86 (a 99 KB target) holds the BK-16 configuration, compute_80 the BK-32 one (the compile tests check)."""
+    root = tmp_path_factory.mktemp("ptx")
+
+    def get(arch):
+        path = root / f"warptiled_float32_{arch}.ptx"
+        if not path.exists():
+            source = kernels.module_source("warptiled", [("float32", 0)])
+            options = kernels.compile_options("warptiled")
+            path.write_bytes(kernels.compile_with_pycuda(source, arch, options, target="ptx"))
+        return str(path)
+
+    return get
+
+
 @pytest.mark.parametrize("shape", [(17, 33, 65), (257, 511, 129), (1000, 1200, 800)])
-def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(cubin_for, shape):
-    # A 99 KB GPU (sm_86/89) gets the BK-16 configuration: the launch asks for less shared memory, and the kernel
-    # runs the configuration that fits what it was given.
+def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(warptiled_fp32_ptx, shape):
+    # A 99 KB GPU (sm_86/89/120) runs the BK-16 build with the launch its opt-in limit gets: the same here.
     m, k, n = shape
     assert registry.get("warptiled").launch(Problem(m, n, k, 0, dtypes.get("float32"), SM_COUNT, 101_376)) \
         .shared_bytes == 74_496
-    check_kernel(cubin_for, "warptiled", "float32", 0, shape, max_shared_bytes=101_376)
+    fallback = warptiled_fp32_ptx("compute_86")
+    check_kernel(lambda *_: fallback, "warptiled", "float32", 0, shape, max_shared_bytes=101_376)
+
+
+# Launches warptiled float32 from the module file argv[1] as on a device whose blocks may opt in to argv[2] bytes;
+# exit status 3 if the launch fails.
+LAUNCH_WARPTILED = """
+import os, sys
+import numpy as np
+import pycuda.autoprimaryctx
+import pycuda.driver as cuda
+import pycuda.gpuarray as gpuarray
+from matmul_study import dtypes, launchers, registry
+from matmul_study.registry import Problem
+
+buffers = launchers.DeviceBuffers(*(gpuarray.zeros(64 * 64, np.float32) for _ in range(3)))
+problem = Problem(64, 64, 64, 0, dtypes.get("float32"), 1, int(sys.argv[2]))
+try:
+    launchers.make(registry.get("warptiled"), problem, buffers, sys.argv[1])()
+    cuda.Context.synchronize()
+except cuda.Error as exc:
+    print(type(exc).__name__, exc, flush=True)
+    os._exit(3)  # the context is unusable now; skip its teardown
+"""
+
+
+def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_compiled_for(warptiled_fp32_ptx):
+    # The BK-32 build (compute_80) given a 99 KB GPU's launch must fail, not compute garbage. In subprocesses: a
+    # trap leaves the CUDA context unusable.
+    opt_in = DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    if opt_in < 148_992:
+        pytest.skip("this GPU cannot give the BK-32 build the shared memory it needs")
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+
+    def launch(max_shared_bytes: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", LAUNCH_WARPTILED, warptiled_fp32_ptx("compute_80"),
+                               str(max_shared_bytes)], capture_output=True, text=True, env=env, cwd=repo)
+
+    runs = launch(opt_in)  # the control: with this GPU's own limit the launch gives 148,992 B and succeeds
+    assert runs.returncode == 0, runs.stdout + runs.stderr
+    traps = launch(101_376)  # 74,496 B
+    assert traps.returncode == 3, traps.stdout + traps.stderr
 
 
 def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None):

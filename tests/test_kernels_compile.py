@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from matmul_study import kernels, registry
+from matmul_study import dtypes, kernels, registry
+from matmul_study.registry import Problem
 
 BLOCKS = [1, 8, 16, 24, 32]
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
@@ -34,6 +35,15 @@ def instances(method: str) -> list[tuple[str, int]]:
 
 def expected_symbols(method: str) -> set[str]:
     return {kernels.symbol(method, d, kernels.template_block(method, b)) for d, b in instances(method)}
+
+
+def compile_ptx(method: str, module_instances: list[tuple[str, int]], arch: str, tmp_path) -> str:
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(method, module_instances))
+    command = kernels.nvcc_command(source, tmp_path / "module.ptx", arch, kernels.compile_options(method), "ptx")
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return (tmp_path / "module.ptx").read_text()
 
 
 def test_there_are_cuda_methods():
@@ -88,15 +98,26 @@ def test_the_stream_hold_helper_compiles(arch, tmp_path):
 @pytest.mark.parametrize("method", [m for m in COMPILED if registry.get(m).requires.arch_specific])
 def test_hopper_rungs_issue_wgmma_in_their_arch_specific_build(method, tmp_path):
     # A guard that compiled the body away on sm_90a too would leave a kernel that writes nothing.
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source(method, instances(method)))
-    command = kernels.nvcc_command(source, tmp_path / "module.ptx", kernels.target(method, "sm_90"),
-                                   kernels.compile_options(method))
-    command[command.index("--cubin")] = "--ptx"
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    ptx = (tmp_path / "module.ptx").read_text()
+    ptx = compile_ptx(method, instances(method), kernels.target(method, "sm_90"), tmp_path)
     assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
+
+
+# The most shared memory a block may opt in to, by target (CUDA C++ Programming Guide, technical specifications
+# per compute capability): 163 KB, 99 KB or 227 KB.
+OPT_IN_SHARED_BYTES = {"sm_80": 166_912, "sm_86": 101_376, "sm_87": 166_912, "sm_89": 101_376, "sm_90": 232_448,
+                       "sm_100": 232_448, "sm_103": 232_448, "sm_120": 101_376, "sm_121": 101_376}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", OPT_IN_SHARED_BYTES)
+def test_warptiled_fp32_compiles_one_configuration_the_one_its_launch_gives_shared_memory_for(arch, tmp_path):
+    # The main loop is BK fully unrolled k steps of a thread's 16 x 8 FMAs, so the FMA count tells which BK was
+    # compiled (both, behind a run-time branch, would give 6144). A launch with less shared memory than it needs traps.
+    ptx = compile_ptx("warptiled", [("float32", 0)], arch, tmp_path)
+    launch = registry.get("warptiled").launch(Problem(4096, 4096, 4096, 0, dtypes.get("float32"), 1,
+                                                      OPT_IN_SHARED_BYTES[arch]))
+    bk = {148_992: 32, 74_496: 16}[launch.shared_bytes]
+    assert ptx.count("fma.rn.f32") == 16 * 8 * bk
 
 
 def test_arch_specific_methods_target_sm_90a_and_others_the_plain_arch():
