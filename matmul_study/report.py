@@ -128,6 +128,11 @@ def format_float(x: float) -> str:
     return f"{x:.4g}"
 
 
+def _table_text(df: pd.DataFrame) -> str:
+    """_html_table as a plain str, for pages built as strings: str + Markup would escape the str's tags."""
+    return str(_html_table(df))
+
+
 def _html_table(df: pd.DataFrame, columns: Iterable[str] | None = None) -> Markup:
     """An escaped HTML table; failed statuses get a class so they stand out."""
     if columns is not None:
@@ -359,7 +364,7 @@ def _claims(results: pd.DataFrame) -> Markup | None:
                       "comparison.</p>")
     if not _several_gpus(results):
         table = table.drop(columns="device")
-    text = str(_html_table(table))
+    text = _table_text(table)
     for verdict, css in VERDICT_CLASSES.items():
         # cell text is escaped already, so an exact match can only hit a verdict cell
         text = text.replace(f"<td>{verdict}</td>", f'<td class="verdict {css}">{verdict}</td>')
@@ -448,7 +453,7 @@ def _methods(results: pd.DataFrame) -> Markup:
         rows.append({"method": name, "what it does": method.description,
                      "kernel": f"kernels/{method.source}" if method.source else "(library)",
                      "dtypes": ", ".join(method.dtypes), "block axis": "yes" if method.block_axis else "no"})
-    html = str(_html_table(pd.DataFrame(rows))) if rows else ""
+    html = _table_text(pd.DataFrame(rows)) if rows else ""
     for numerator, denominator, text in LADDER_STEPS:
         effect = collate.method_ratio(results, numerator, denominator)
         if not effect.empty:
@@ -546,7 +551,7 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
     no_burst = gpu[(gpu["status"] == "passed") & _num(gpu, "gflops").isna()] if "status" in gpu else gpu.iloc[0:0]
     if not no_burst.empty:
         table = _job_keys(results, no_burst).assign(why=no_burst.get("burst_note", ""))
-        html += "<p>Verified jobs without a burst rate:</p>" + _html_table(table)
+        html += "<p>Verified jobs without a burst rate:</p>" + _table_text(table)
     sustained = gpu[_num(gpu, "sustained_gflops").notna()]
     if not sustained.empty:
         burst, sus = _num(sustained, "gflops"), _num(sustained, "sustained_gflops")
@@ -557,7 +562,7 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
             "settled SM clock (MHz)": _num(sustained, "sustained_sm_clock_mhz"),
             "power (W)": _num(sustained, "sustained_power_w"),
             "GFLOP/J": _num(sustained, "sustained_gflop_per_j")})
-        html += "<p>Sustained rate, clock, power and energy per job:</p>" + _html_table(table)
+        html += "<p>Sustained rate, clock, power and energy per job:</p>" + _table_text(table)
     if "burst_modes_s" in gpu:
         bimodal = gpu[gpu["burst_modes_s"].astype(str).str.contains(";")]
         if not bimodal.empty:
@@ -566,8 +571,8 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
                                           for v in bimodal["burst_modes_s"]],
                 "shares": [" / ".join(f"{float(x):.0%}" for x in str(v).split(";")) for v in bimodal["burst_mode_shares"]]})
             html += "<p>Jobs whose samples fall into two modes (both are reported; the median may sit on either):</p>"
-            html += _html_table(table)
-    return Markup(html + (_cpu_processes(results) or ""))
+            html += _table_text(table)
+    return Markup(html + str(_cpu_processes(results) or ""))
 
 
 def _cpu_processes(results: pd.DataFrame) -> Markup | None:

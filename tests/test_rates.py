@@ -139,6 +139,7 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
         "pct_of_cublas_sustained": [100, 101.6, float("nan")], "sustained_sm_clock_mhz": [1500, 1510, None],
         "sustained_power_w": [690, 695, None], "sustained_gflop_per_j": [930, 940, None],
         "burst_modes_s": ["0.0002", "0.0002", "0.281;0.298"], "burst_mode_shares": ["1", "1", "0.6;0.4"],
+        "cpu_processes": [None, None, None], "cpu_spread": [None, None, None],
     })
     html = str(_rates(results, {"measurement": {"settle_power_fraction": 0.3, "throttle_fraction": 0.9,
                                                 "sustained_s": 2, "burst_band": 0.02,
@@ -149,6 +150,12 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
     assert "no burst rate" in html  # the naive job is listed with its reason
     assert "281 and 298" in html and "60% / 40%" in html  # its two modes
     assert "2 s of settling and 5 s of clock recovery, 7% of the 100 s" in html
+    assert "&lt;" not in html and "<p>" in html  # markup, not text showing tags
+    # With a CPU line, its paragraph is appended and the GPU part still renders as markup.
+    with_cpu = results.assign(label=["numpy", "wgmma_warp_specialized", "naive b16"], cpu_processes=[3, None, None],
+                              cpu_spread=[0.2, None, None])
+    html = str(_rates(with_cpu, {"measurement": {}}))
+    assert "3 fresh processes" in html and "&lt;" not in html and html.count("<p>") >= 3
 
 
 def test_the_report_states_how_far_apart_the_cpu_processes_landed():
