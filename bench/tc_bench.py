@@ -71,6 +71,11 @@ VARIANTS = {
     "8pp": dict(_K8, smem=164928, bn=128, defines=["-DWGMMA_WS_PINGPONG=1"]),
     "8pp6": dict(_K8, smem=230496, bn=128, defines=["-DWGMMA_WS_PINGPONG=1", "-DWGMMA_WS_STAGES=6"]),
     "8ppc1": dict(_K8, smem=164928, bn=128, cluster=1, defines=["-DWGMMA_WS_PINGPONG=1", "-DWGMMA_WS_CLUSTER=1"]),
+    # L2 eviction priorities: C stores streaming (8cs) or evict_first (8cef); TMA operand loads evict_last (8ll).
+    "8cs": dict(_K8, defines=["-DWGMMA_WS_C_STORE=1"]),
+    "8cef": dict(_K8, defines=["-DWGMMA_WS_C_STORE=2"]),
+    "8ll": dict(_K8, defines=["-DHOPPER_TMA_LOAD_POLICY=evict_last"]),
+    "8llcef": dict(_K8, defines=["-DHOPPER_TMA_LOAD_POLICY=evict_last", "-DWGMMA_WS_C_STORE=2"]),
     "12": _K12,
     "12nosk": dict(_K12, defines=["-DWGMMA_WS_STREAMK=0"]),
     "12c1": dict(_K12, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1"]),

@@ -114,6 +114,9 @@
 #ifndef WGMMA_WS_PARK_AT  // ... and store them after this many k steps of the next item
 #define WGMMA_WS_PARK_AT 4
 #endif
+#ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
+#define WGMMA_WS_C_STORE 0
+#endif
 
 namespace wgmma_ws {
 
@@ -221,6 +224,22 @@ __device__ __forceinline__ void tile_coords(int t, int rows, int cols, int& tm, 
     simt_common::grouped_tile<GROUP_M>(t, rows, cols, tm, tn);
 }
 
+// One 16-byte store of C. The variants mark C as the first to leave L2, so that it does not evict operand
+// lines other CTAs still need (C is written once and never read back here).
+__device__ __forceinline__ void store_c(float4* p, float4 v)
+{
+#if WGMMA_WS_C_STORE == 1
+    __stcs(p, v);
+#elif WGMMA_WS_C_STORE == 2
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
+                 "f"(v.w), "l"(policy) : "memory");
+#else
+    *p = v;
+#endif
+}
+
 // A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
 // row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
 // XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
@@ -248,7 +267,7 @@ __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned 
             const int r = 2 * q + lane / 16;
             const int uu = lane % 16;
             const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
-            *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu) = v;
+            store_c(reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu), v);
         }
         __syncwarp();
     }

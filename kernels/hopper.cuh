@@ -77,13 +77,39 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
 }
 
 // ------------------------------------------------------------------------------------------- TMA, clusters
+// Variant HOPPER_TMA_LOAD_POLICY (not the default; e.g. -DHOPPER_TMA_LOAD_POLICY=evict_last): every TMA load
+// carries that L2 eviction priority (createpolicy), to keep the operands in L2 against the C stores.
+#ifdef HOPPER_TMA_LOAD_POLICY
+#define HOPPER_STR2(x) #x
+#define HOPPER_STR(x) HOPPER_STR2(x)
+#define HOPPER_LOAD_HINT ".L2::cache_hint"
+#define HOPPER_LOAD_POLICY_ARG , "l"(load_policy())
+__device__ __forceinline__ uint64_t load_policy()
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::" HOPPER_STR(HOPPER_TMA_LOAD_POLICY) ".b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+#else
+#define HOPPER_LOAD_HINT ""
+#define HOPPER_LOAD_POLICY_ARG
+#endif
+
 // 2-D tiled bulk copy global -> shared, completing on `bar`. c0 is the innermost (column) coordinate.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1)
 {
+#ifdef HOPPER_TMA_LOAD_POLICY
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" HOPPER_LOAD_HINT
+        " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1) HOPPER_LOAD_POLICY_ARG
+        : "memory");
+#else
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
         : "memory");
+#endif
 }
 
 // Same copy, written to the same shared offsets (and signalling the same barrier offset) in every CTA of
@@ -91,11 +117,19 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0,
                                                       int c1, uint16_t mask)
 {
+#ifdef HOPPER_TMA_LOAD_POLICY
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        HOPPER_LOAD_HINT " [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask) HOPPER_LOAD_POLICY_ARG
+        : "memory");
+#else
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
         "[%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask)
         : "memory");
+#endif
 }
 
 __device__ __forceinline__ void cluster_sync()
