@@ -54,6 +54,8 @@ VARIANTS = {
     "8nosk": dict(_K8, defines=["-DWGMMA_WS_STREAMK=0"]),  # no stream-K tail (the previous default)
     "8noepi": dict(_K8, defines=["-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
     "8g16": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=16"]),
+    "8g4": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=4"]),
+    "8g2": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=2"]),
     # Asynchronous TMA-store epilogue (WGMMA_WS_TMA_STORE): extra kernel parameter tmap_c (after tmap_b) over C,
     # fp32, box (64 rows, 32 cols), 128B swizzle; built only where n % 4 == 0 (else a placeholder is passed).
     # 8tma: 3 stages + a ring of 5 staging boxes (40 KiB) per consumer warpgroup; 8tma4: 4 stages + 2 boxes.
