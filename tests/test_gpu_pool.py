@@ -324,3 +324,23 @@ def test_jobs_that_shared_a_gpu_are_found_from_their_timestamps(tmp_path):
     out = subprocess.run([sys.executable, "-m", "matmul_study", "gpus", str(tmp_path / "results.csv")],
                          capture_output=True, text=True)
     assert out.returncode == 1 and "jobs that shared a GPU: 1" in out.stdout
+
+
+def test_the_cublas_ceiling_is_its_burst_rate_like_the_jobs():
+    import math
+    from types import SimpleNamespace
+
+    from matmul_study.calibrate import cublas_ceiling
+
+    passed = [SimpleNamespace(passed=True)]
+    burst = {"median_s": 1e-3, "samples_kept": 40, "samples_total": 100, "note": ""}
+    run = SimpleNamespace(times=[1e-3] * 40 + [1.2e-3] * 60, verifications=passed, rates={"burst": burst})
+    value, unit, detail = cublas_ceiling(run, 1000)
+    # The burst rate (2 TFLOP/s at 1 ms), not the all-sample median (1.2 ms), which the throttled samples set.
+    assert value == pytest.approx(2000.0) and unit == "GFLOP/s" and "burst rate" in detail and "40 of 100" in detail
+    no_burst = SimpleNamespace(times=run.times, verifications=passed,
+                               rates={"burst": {"median_s": None, "note": "only 2 of 100 samples ran at full clock"}})
+    value, _, detail = cublas_ceiling(no_burst, 1000)
+    assert value == pytest.approx(2e9 / 1.2e-3 / 1e9) and "median of all 100" in detail and "only 2 of 100" in detail
+    failed = SimpleNamespace(times=run.times, verifications=[SimpleNamespace(passed=False)], rates={})
+    assert math.isnan(cublas_ceiling(failed, 1000)[0])
