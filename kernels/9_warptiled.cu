@@ -26,6 +26,8 @@
 
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "simt_common.cuh"
 
 namespace warptiled {
@@ -78,15 +80,35 @@ template <> struct Default<double> { using type = Config<128, 128, 8, 64, 32, 4,
 template <typename T> struct Fallback { using type = typename Default<T>::type; };
 template <> struct Fallback<float> { using type = Config<128, 256, 16, 64, 64, 3, 1, 4>; };
 
-// The one configuration compiled for this target: the default where every GPU of the target lets a block opt in
-// to its 148,992 B (sm_80/87: 163 KB; sm_90/100/103: 227 KB), the fallback everywhere else (known or not), which
-// fits any GPU with cp.async. Compiling both behind a run-time branch cost ~0.5 % at 4096^3 on the H200.
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 900 || \
-                               __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)
-template <typename T> using Compiled = Default<T>;
+// Method warptiled_mbarrier (float): the mbarrier ring (SYNC 1) with 4 stages, BK 32 (198,656 B), or BK 16
+// (99,328 B) where a block may not have that much. H200 harness: 2.5 % faster than the default at 8192^3, 1 %
+// slower at 4096^3, so the study runs both and its answer takes the faster per shape.
+template <typename T> struct Mbarrier;
+template <> struct Mbarrier<float> {
+    using big = Config<128, 256, 32, 64, 64, 4, 1, 4, 0, 0, 1>;
+    using small = Config<128, 256, 16, 64, 64, 4, 1, 4, 0, 0, 1>;
+};
+
+// The most dynamic shared memory a block may opt in to on the target being compiled, for the targets we know
+// (sm_80/87: 163 KB; sm_90/100/103: 227 KB); any other target gets the smallest, 99 KB (sm_86/89/120/121).
+__host__ __device__ constexpr int target_smem_optin()
+{
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)
+    return 232448;
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870)
+    return 166912;
 #else
-template <typename T> using Compiled = Fallback<T>;
+    return 101376;
 #endif
+}
+
+// The one configuration compiled for this target: Big where every GPU of the target lets a block opt in to its
+// shared memory, else Small, which fits any GPU with cp.async. Compiling both behind a run-time branch cost
+// ~0.5 % at 4096^3 on the H200. The host picks the launch's shared memory by the same limits (registry.py).
+template <class Big, class Small, typename T>
+using Fitting = typename std::conditional<Big::template smem_bytes<T>() <= target_smem_optin(), Big, Small>::type;
+template <typename T>
+using Compiled = Fitting<typename Default<T>::type, typename Fallback<T>::type, T>;
 
 // ---- shared helpers (simt_common.cuh): 16-byte vectors, cp.async with zero fill, grouped block order ---
 using simt_common::aligned16;
@@ -408,18 +430,35 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 
 }  // namespace warptiled
 
-// Pipeline entry point: the configuration compiled for the target, warptiled::Compiled<T>::type (THREADS = 256,
+namespace warptiled {
+// Less dynamic shared memory than Cfg uses (a cubin built for another target than the device's) would corrupt
+// results silently: trap instead. One uniform special-register read and compare.
+template <class Cfg, typename T, typename Acc>
+__device__ __forceinline__ void guarded_gemm(const T* A, const T* B, Acc* C, int m, int n, int k)
+{
+    unsigned dynamic_smem;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
+    if (dynamic_smem < static_cast<unsigned>(Cfg::template smem_bytes<T>())) __trap();
+    gemm<Cfg, T, Acc>(A, B, C, m, n, k);
+}
+}  // namespace warptiled
+
+// Pipeline entry point: the configuration compiled for the target, warptiled::Compiled<T> (THREADS = 256,
 // MIN_BLOCKS = 1 for both dtypes; grid (ceil(n / BN), ceil(m / BM))). Dynamic shared memory smem_bytes<T>():
 // float 148992 B (128 x 256 x 32, 3 stages) on sm_80/87/90/100/103, 74496 B (BK 16) on other targets; double
 // 66048 B (128 x 128 x 8, 4 stages) everywhere. The host gives the first size its device's opt-in limit allows.
 template <typename T, typename Acc>
 __device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
 {
-    using Cfg = typename warptiled::Compiled<T>::type;
-    // Less dynamic shared memory than Cfg uses (a cubin built for another target than the device's) would
-    // corrupt results silently: trap instead. One uniform special-register read and compare.
-    unsigned dynamic_smem;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
-    if (dynamic_smem < static_cast<unsigned>(Cfg::template smem_bytes<T>())) __trap();
-    warptiled::gemm<Cfg, T, Acc>(A, B, C, m, n, k);
+    warptiled::guarded_gemm<warptiled::Compiled<T>, T, Acc>(A, B, C, m, n, k);
+}
+
+// Entry of method warptiled_mbarrier (float only): warptiled::Mbarrier<T>, 256 threads, the same grid; dynamic
+// shared memory 198656 B (BK 32) on sm_90/100/103, 99328 B (BK 16) on other targets (plus 64 B of static
+// mbarriers).
+template <typename T, typename Acc>
+__device__ __forceinline__ void warptiled_mbarrier_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
+{
+    using Cfg = warptiled::Fitting<typename warptiled::Mbarrier<T>::big, typename warptiled::Mbarrier<T>::small, T>;
+    warptiled::guarded_gemm<Cfg, T, Acc>(A, B, C, m, n, k);
 }

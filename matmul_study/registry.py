@@ -199,13 +199,18 @@ def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Call
     return launch, tile
 
 
-# fp32: BK 32 where a block may have 149 KB of shared memory, else BK 16. The kernel compiles BK 32 for exactly the
-# targets whose GPUs allow a block 163 or 227 KB (sm_80/87/90/100/103; 99 KB on sm_86/89/120/121), so this choice
-# matches the cubin compiled for the device's own arch. A target the kernel does not list gets BK 16 and, should its
-# GPU allow 149 KB, the BK-32 size: half unused, harmless. The reverse (an sm_80 cubin on an sm_86 GPU) traps.
+# Kernel 9 compiles, per target, the first configuration that fits the opt-in shared memory of that target's GPUs
+# (warptiled::target_smem_optin: 163 KB on sm_80/87, 227 KB on sm_90/100/103, else 99 KB), and the launch gives
+# the first that fits the device's own limit: the same choice for a cubin of the device's arch. A target the
+# kernel does not know compiles the small one and, should its GPU allow more, gets the big size: part unused,
+# harmless. The reverse (an sm_90 cubin on an sm_86 GPU) traps.
+# warptiled fp32: BK 32 (149 KB) or BK 16; fp64 one configuration.
 WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 148_992),
                                                                (128, 256, 16, 256, 74_496)],
                                                    "float64": (128, 128, 8, 256, 66_048)})
+# warptiled_mbarrier fp32: BK 32 with 4 stages (199 KB: sm_90/100/103) or BK 16.
+WARPTILED_MBARRIER_LAUNCH, WARPTILED_MBARRIER_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 198_656),
+                                                                                 (128, 256, 16, 256, 99_328)]})
 
 
 METHODS: dict[str, Method] = {
@@ -292,6 +297,19 @@ METHODS: dict[str, Method] = {
             template="warptiled_matmul<{T}, {Acc}>",
             launch=WARPTILED_LAUNCH,
             tile=WARPTILED_TILE,
+            launch_bounds=(256, 1),
+        ),
+        Method(
+            "warptiled_mbarrier",
+            "SIMT fp32: warptiled with a full and an empty mbarrier per stage instead of a block barrier per "
+            "k slice (warps drift up to a slice apart), 4 stages of BK 32; a second tile configuration, for the "
+            "study's answer to take the faster per shape",
+            ("float32",),
+            backend=PYCUDA,
+            source="9_warptiled.cu",
+            template="warptiled_mbarrier_matmul<{T}, {Acc}>",
+            launch=WARPTILED_MBARRIER_LAUNCH,
+            tile=WARPTILED_MBARRIER_TILE,
             launch_bounds=(256, 1),
         ),
         Method(

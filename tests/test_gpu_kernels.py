@@ -89,25 +89,26 @@ def warptiled_fp32_ptx(tmp_path_factory):
     compute_86 (a 99 KB target) holds the BK-16 configuration, compute_80 the BK-32 one (the compile tests check)."""
     root = tmp_path_factory.mktemp("ptx")
 
-    def get(arch):
-        path = root / f"warptiled_float32_{arch}.ptx"
+    def get(arch, method="warptiled"):
+        path = root / f"{method}_float32_{arch}.ptx"
         if not path.exists():
-            source = kernels.module_source("warptiled", [("float32", 0)])
-            options = kernels.compile_options("warptiled")
+            source = kernels.module_source(method, [("float32", 0)])
+            options = kernels.compile_options(method)
             path.write_bytes(kernels.compile_with_pycuda(source, arch, options, target="ptx"))
         return str(path)
 
     return get
 
 
+@pytest.mark.parametrize("method,small_bytes", [("warptiled", 74_496), ("warptiled_mbarrier", 99_328)])
 @pytest.mark.parametrize("shape", [(17, 33, 65), (257, 511, 129), (1000, 1200, 800)])
-def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(warptiled_fp32_ptx, shape):
+def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(warptiled_fp32_ptx, method, small_bytes, shape):
     # A 99 KB GPU (sm_86/89/120) runs the BK-16 build with the launch its opt-in limit gets: the same here.
     m, k, n = shape
-    assert registry.get("warptiled").launch(Problem(m, n, k, 0, dtypes.get("float32"), SM_COUNT, 101_376)) \
-        .shared_bytes == 74_496
-    fallback = warptiled_fp32_ptx("compute_86")
-    check_kernel(lambda *_: fallback, "warptiled", "float32", 0, shape, max_shared_bytes=101_376)
+    assert registry.get(method).launch(Problem(m, n, k, 0, dtypes.get("float32"), SM_COUNT, 101_376)) \
+        .shared_bytes == small_bytes
+    fallback = warptiled_fp32_ptx("compute_86", method)
+    check_kernel(lambda *_: fallback, method, "float32", 0, shape, max_shared_bytes=101_376)
 
 
 # Launches warptiled float32 from the module file argv[1] as on a device whose blocks may opt in to argv[2] bytes;

@@ -108,3 +108,7 @@ def test_a_kernel_with_several_geometries_launches_the_one_the_gpu_can_hold():
     assert h200.grid == rtx.grid == (16, 32, 1)  # the same 128 x 256 tile, only BK differs
     assert warptiled.launch(Problem(64, 64, 64, 0, dtypes.get("float64"), 24, 101_376)).shared_bytes == 66_048
     assert warptiled.tile(0, "float32") == (128, 256, 32)
+    # The mbarrier configuration's 4 stages of BK 32 need 199 KB: an A100 (163 KB) gets its BK-16 size.
+    mbarrier = registry.get("warptiled_mbarrier")
+    assert [mbarrier.launch(Problem(4096, 4096, 4096, 0, fp32, 108, limit)).shared_bytes
+            for limit in (232_448, 166_912, 101_376)] == [198_656, 99_328, 99_328]

@@ -108,16 +108,20 @@ OPT_IN_SHARED_BYTES = {"sm_80": 166_912, "sm_86": 101_376, "sm_87": 166_912, "sm
                        "sm_100": 232_448, "sm_103": 232_448, "sm_120": 101_376, "sm_121": 101_376}
 
 
+# Kernel 9's fp32 methods: the BK of each launch size.
+WARPTILED_BK = {"warptiled": {148_992: 32, 74_496: 16}, "warptiled_mbarrier": {198_656: 32, 99_328: 16}}
+
+
 @needs_nvcc
+@pytest.mark.parametrize("method", WARPTILED_BK)
 @pytest.mark.parametrize("arch", OPT_IN_SHARED_BYTES)
-def test_warptiled_fp32_compiles_one_configuration_the_one_its_launch_gives_shared_memory_for(arch, tmp_path):
+def test_warptiled_fp32_compiles_one_configuration_the_one_its_launch_gives_shared_memory_for(method, arch, tmp_path):
     # The main loop is BK fully unrolled k steps of a thread's 16 x 8 FMAs, so the FMA count tells which BK was
     # compiled (both, behind a run-time branch, would give 6144). A launch with less shared memory than it needs traps.
-    ptx = compile_ptx("warptiled", [("float32", 0)], arch, tmp_path)
-    launch = registry.get("warptiled").launch(Problem(4096, 4096, 4096, 0, dtypes.get("float32"), 1,
-                                                      OPT_IN_SHARED_BYTES[arch]))
-    bk = {148_992: 32, 74_496: 16}[launch.shared_bytes]
-    assert ptx.count("fma.rn.f32") == 16 * 8 * bk
+    ptx = compile_ptx(method, [("float32", 0)], arch, tmp_path)
+    launch = registry.get(method).launch(Problem(4096, 4096, 4096, 0, dtypes.get("float32"), 1,
+                                                 OPT_IN_SHARED_BYTES[arch]))
+    assert ptx.count("fma.rn.f32") == 16 * 8 * WARPTILED_BK[method][launch.shared_bytes]
 
 
 def test_arch_specific_methods_target_sm_90a_and_others_the_plain_arch():
