@@ -134,9 +134,9 @@ def fastest_plateau(times: list[float], quantile: float, band: float) -> list[fl
     """The samples within `band` of the fastest `quantile` of them (the time at that quantile, plus band).
 
     The power limiter slows a sample inside itself, between NVML's clock readings (they lag it: on the H200,
-    samples after which NVML read its maximum clock ran up to 15 % slower than the fastest fifth). Each sample's own time is
-    the finer signal: throttled samples fall off the plateau the full-clock samples form. A band wider than the
-    run-to-run noise (about 1 %) keeps every sample of a steady kernel."""
+    samples after which NVML read its maximum clock ran up to 15 % slower than the fastest fifth). Each sample's
+    own time is the finer signal: throttled samples fall off the plateau the full-clock samples form. A band
+    wider than the run-to-run noise (about 1 %) keeps every sample of a steady kernel."""
     if not times:
         return []
     limit = float(np.quantile(times, quantile)) * (1 + band)
@@ -150,12 +150,14 @@ def select_burst(times: list[float], clocks_before: list[float], clocks_after: l
     note says the clock was not read."""
     note = ""
     if threshold_mhz is None or not clocks_before:
+        if not times:
+            return Burst(None, 0, 0, None, "no samples")
         at_clock = list(times)
         note = "SM clock not readable (no NVML): the plateau rule alone"
     else:
         at_clock = [t for t, b, a in zip(times, clocks_before, clocks_after)
                     if not math.isnan(b) and not math.isnan(a) and min(b, a) >= threshold_mhz]
-    if len(at_clock) < min_kept:
+    if threshold_mhz is not None and clocks_before and len(at_clock) < min_kept:
         return Burst(None, len(at_clock), len(times), threshold_mhz,
                      f"only {len(at_clock)} of {len(times)} samples ran at or above {threshold_mhz:.0f} MHz "
                      f"(fewer than {min_kept}): no burst rate")

@@ -68,6 +68,11 @@ def test_unreadable_clocks_leave_the_plateau_rule_alone_and_say_so():
     assert "not readable" in burst.note
 
 
+def test_without_clock_readings_a_few_samples_still_give_a_rate_and_none_give_none():
+    assert select_burst([1.0, 1.01], [], [], None, min_kept=5).median_s == pytest.approx(1.005)
+    assert select_burst([], [], [], None, min_kept=5).median_s is None
+
+
 def test_an_unreadable_clock_reading_disqualifies_its_sample():
     burst = select_burst([1.0, 9.0], [1980, math.nan], [1980, 1980], 1782, min_kept=1)
     assert burst.median_s == 1.0 and burst.kept == 1
