@@ -130,7 +130,7 @@ def generate_source(variants) -> str:
         if v.get("default"):
             # Exactly the wrapper the pipeline generates.
             if v["kind"] == "wt":
-                out.append(f"static_assert(std::is_same<warptiled::Default<{t}>::type, {cfg}>::value, \"default cfg\");")
+                out.append(f"static_assert(std::is_same<warptiled::Barrier<{t}>::big, {cfg}>::value, \"default cfg\");")
                 call = f"warptiled_matmul<{t}, {t}>(A, B, C, m, n, k);"
             else:
                 out.append(f"static_assert(std::is_same<dmma::DefaultConfig, {cfg}>::value, \"default cfg\");")

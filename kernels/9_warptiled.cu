@@ -72,17 +72,23 @@ struct Config {
     template <typename T> __host__ __device__ static constexpr int smem_bytes() { return STAGES * stage_elems<T>() * static_cast<int>(sizeof(T)); }
 };
 
-// Defaults used by warptiled_matmul<T, Acc> (the pipeline's entry point).
-template <typename T> struct Default;
-template <> struct Default<float> { using type = Config<128, 256, 32, 64, 64, 3, 1, 4>; };  // 256 threads; BK 32: fewer syncs per k (H200 sweep 2026-11-22: +1.4-1.8 %)
-template <> struct Default<double> { using type = Config<128, 128, 8, 64, 32, 4, 1>; };  // 256 threads
-// For GPUs that give a block less shared memory than the default needs (sm_86/89/120/121: 99 KB): BK 16, 74,496 B.
-template <typename T> struct Fallback { using type = typename Default<T>::type; };
-template <> struct Fallback<float> { using type = Config<128, 256, 16, 64, 64, 3, 1, 4>; };
+// Configuration families, each a big configuration and a small one for GPUs that give a block less shared
+// memory (sm_86/89/120/121: 99 KB); one of the two is compiled per target (Compiled, below).
+// Method warptiled: a block barrier per k slice. float: BK 32, 3 stages (148,992 B; H200 sweep 2026-11-22: fewer
+// syncs per k, +1.4-1.8 % over BK 16) or BK 16 (74,496 B); double: one configuration (66,048 B). 256 threads.
+template <typename T> struct Barrier;
+template <> struct Barrier<float> {
+    using big = Config<128, 256, 32, 64, 64, 3, 1, 4>;
+    using small = Config<128, 256, 16, 64, 64, 3, 1, 4>;
+};
+template <> struct Barrier<double> {
+    using big = Config<128, 128, 8, 64, 32, 4, 1>;
+    using small = big;
+};
 
 // Method warptiled_mbarrier (float): the mbarrier ring (SYNC 1) with 4 stages, BK 32 (198,656 B), or BK 16
-// (99,328 B) where a block may not have that much. H200 pipeline: 0.985x cuBLAS at 8192^3 (the default 0.965x),
-// 0.940x at 4096^3 (0.955x), so a study may run both; its answer takes the faster per shape.
+// (99,328 B). H200 pipeline: 0.985x cuBLAS at 8192^3 (warptiled 0.965x), 0.940x at 4096^3 (0.955x), so a study
+// may run both; its answer takes the faster per shape.
 template <typename T> struct Mbarrier;
 template <> struct Mbarrier<float> {
     using big = Config<128, 256, 32, 64, 64, 4, 1, 4, 0, 0, 1>;
@@ -102,13 +108,12 @@ __host__ __device__ constexpr int target_smem_optin()
 #endif
 }
 
-// The one configuration compiled for this target: Big where every GPU of the target lets a block opt in to its
-// shared memory, else Small, which fits any GPU with cp.async. Compiling both behind a run-time branch cost
-// ~0.5 % at 4096^3 on the H200. The host picks the launch's shared memory by the same limits (registry.py).
-template <class Big, class Small, typename T>
-using Fitting = typename std::conditional<Big::template smem_bytes<T>() <= target_smem_optin(), Big, Small>::type;
-template <typename T>
-using Compiled = Fitting<typename Default<T>::type, typename Fallback<T>::type, T>;
+// The one configuration of a family compiled for this target: big where every GPU of the target lets a block opt
+// in to its shared memory, else small, which fits any GPU with cp.async. Compiling both behind a run-time branch
+// cost ~0.5 % at 4096^3 on the H200. The host picks the launch's shared memory by the same limits (registry.py).
+template <class Family, typename T>
+using Compiled = typename std::conditional<Family::big::template smem_bytes<T>() <= target_smem_optin(),
+                                           typename Family::big, typename Family::small>::type;
 
 // ---- shared helpers (simt_common.cuh): 16-byte vectors, cp.async with zero fill, grouped block order ---
 using simt_common::aligned16;
@@ -443,22 +448,21 @@ __device__ __forceinline__ void guarded_gemm(const T* A, const T* B, Acc* C, int
 }
 }  // namespace warptiled
 
-// Pipeline entry point: the configuration compiled for the target, warptiled::Compiled<T> (THREADS = 256,
+// Pipeline entry point: the configuration compiled for the target, Compiled<Barrier<T>, T> (THREADS = 256,
 // MIN_BLOCKS = 1 for both dtypes; grid (ceil(n / BN), ceil(m / BM))). Dynamic shared memory smem_bytes<T>():
 // float 148992 B (128 x 256 x 32, 3 stages) on sm_80/87/90/100/103, 74496 B (BK 16) on other targets; double
 // 66048 B (128 x 128 x 8, 4 stages) everywhere. The host gives the first size its device's opt-in limit allows.
 template <typename T, typename Acc>
 __device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
 {
-    warptiled::guarded_gemm<warptiled::Compiled<T>, T, Acc>(A, B, C, m, n, k);
+    warptiled::guarded_gemm<warptiled::Compiled<warptiled::Barrier<T>, T>, T, Acc>(A, B, C, m, n, k);
 }
 
-// Entry of method warptiled_mbarrier (float only): warptiled::Mbarrier<T>, 256 threads, the same grid; dynamic
+// Entry of method warptiled_mbarrier (float only): Compiled<Mbarrier<T>, T>, 256 threads, the same grid; dynamic
 // shared memory 198656 B (BK 32) on sm_90/100/103, 99328 B (BK 16) on other targets (plus 64 B of static
 // mbarriers).
 template <typename T, typename Acc>
 __device__ __forceinline__ void warptiled_mbarrier_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
 {
-    using Cfg = warptiled::Fitting<typename warptiled::Mbarrier<T>::big, typename warptiled::Mbarrier<T>::small, T>;
-    warptiled::guarded_gemm<Cfg, T, Acc>(A, B, C, m, n, k);
+    warptiled::guarded_gemm<warptiled::Compiled<warptiled::Mbarrier<T>, T>, T, Acc>(A, B, C, m, n, k);
 }

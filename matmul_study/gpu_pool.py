@@ -193,25 +193,34 @@ def job_slot(on_gpu: bool):
     return acquire_gpu(count)
 
 
+def _held_spans(results) -> "pd.DataFrame | None":
+    """The GPU jobs of a results table with their UUID and the span they held their GPU (start, end: UTC), or
+    None where the table lacks env_device_uuid or overhead_started_utc / overhead_finished_utc."""
+    import pandas as pd
+
+    need = {"env_device_uuid", "overhead_started_utc", "overhead_finished_utc"}
+    if not need <= set(results):
+        return None
+    df = results.dropna(subset=sorted(need))
+    return df[df["env_device_uuid"].astype(str) != ""].assign(
+        start=lambda d: pd.to_datetime(d["overhead_started_utc"], utc=True, format="ISO8601"),
+        end=lambda d: pd.to_datetime(d["overhead_finished_utc"], utc=True, format="ISO8601"))
+
+
 def shared_gpus(results) -> "pd.DataFrame":
     """Pairs of GPU jobs that ran on the same GPU (device UUID) at overlapping times, from a results table with
     env_device_uuid and overhead_started_utc / overhead_finished_utc (the span in which the job held its GPU).
     Empty when no two jobs shared a GPU; jobs without those columns are left out."""
     import pandas as pd
 
-    cols = ["device_uuid", "first", "second", "overlap_s"]
-    need = {"env_device_uuid", "overhead_started_utc", "overhead_finished_utc"}
-    if not need <= set(results):
-        return pd.DataFrame(columns=cols)
-    df = results.dropna(subset=sorted(need))
-    df = df[df["env_device_uuid"].astype(str) != ""]
-    start = pd.to_datetime(df["overhead_started_utc"], utc=True, format="ISO8601")
-    end = pd.to_datetime(df["overhead_finished_utc"], utc=True, format="ISO8601")
     from .results import job_names
 
-    jobs = pd.DataFrame({"uuid": df["env_device_uuid"], "start": start, "end": end, "label": job_names(df)})
+    cols = ["device_uuid", "first", "second", "overlap_s"]
+    df = _held_spans(results)
+    if df is None:
+        return pd.DataFrame(columns=cols)
     rows = []
-    for uuid, group in jobs.groupby("uuid"):
+    for uuid, group in df.assign(label=job_names(df)).groupby("env_device_uuid"):
         group = group.sort_values("start")
         latest_end, latest_label = None, None
         for job in group.itertuples():
@@ -226,13 +235,9 @@ def gpu_usage(results) -> "pd.DataFrame":
     """Per GPU (UUID): its host index, the jobs it ran, the seconds it was held, and the first and last start."""
     import pandas as pd
 
-    need = {"env_device_uuid", "overhead_started_utc", "overhead_finished_utc"}
-    if not need <= set(results):
+    df = _held_spans(results)
+    if df is None:
         return pd.DataFrame(columns=["device_uuid", "device_index", "jobs", "held_s", "first_start", "last_end"])
-    df = results.dropna(subset=sorted(need))
-    df = df[df["env_device_uuid"].astype(str) != ""].assign(
-        start=lambda d: pd.to_datetime(d["overhead_started_utc"], utc=True, format="ISO8601"),
-        end=lambda d: pd.to_datetime(d["overhead_finished_utc"], utc=True, format="ISO8601"))
     index = df["env_device_index"] if "env_device_index" in df else pd.Series(None, index=df.index)
     df = df.assign(device_index=index, held_s=(df["end"] - df["start"]).dt.total_seconds())
     return (df.groupby("env_device_uuid")

@@ -148,19 +148,17 @@ def select_burst(times: list[float], clocks_before: list[float], clocks_after: l
     """Keep the samples that ran at full clock (nvbench skips those below its throttle threshold), then those on
     the fastest plateau (fastest_plateau). Without clock readings every sample passes the first step, and the
     note says the clock was not read."""
-    note = ""
     if threshold_mhz is None or not clocks_before:
         if not times:
             return Burst(None, 0, 0, None, "no samples")
-        at_clock = list(times)
-        note = "SM clock not readable (no NVML): the plateau rule alone"
+        at_clock, note = list(times), "SM clock not readable (no NVML): the plateau rule alone"
     else:
-        at_clock = [t for t, b, a in zip(times, clocks_before, clocks_after)
-                    if not math.isnan(b) and not math.isnan(a) and min(b, a) >= threshold_mhz]
-    if threshold_mhz is not None and clocks_before and len(at_clock) < min_kept:
-        return Burst(None, len(at_clock), len(times), threshold_mhz,
-                     f"only {len(at_clock)} of {len(times)} samples ran at or above {threshold_mhz:.0f} MHz "
-                     f"(fewer than {min_kept}): no burst rate")
+        at_clock, note = [t for t, b, a in zip(times, clocks_before, clocks_after)
+                          if not math.isnan(b) and not math.isnan(a) and min(b, a) >= threshold_mhz], ""
+        if len(at_clock) < min_kept:
+            return Burst(None, len(at_clock), len(times), threshold_mhz,
+                         f"only {len(at_clock)} of {len(times)} samples ran at or above {threshold_mhz:.0f} MHz "
+                         f"(fewer than {min_kept}): no burst rate")
     kept = fastest_plateau(at_clock, quantile, band)
     return Burst(float(np.median(kept)), len(kept), len(times), threshold_mhz, note, len(at_clock) - len(kept))
 
