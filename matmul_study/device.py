@@ -90,6 +90,9 @@ def gpu_state(handle, keys: tuple[str, ...] | None = None) -> dict:
         "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
         "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
         "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0,
+        # NVML's power_w is a 1 s average on Ampere and later; the instantaneous reading shows within ~0.1 s
+        # that a load has stopped (what the cool-down between burst samples waits for).
+        "power_instant_w": lambda: _power_instant_w(pynvml, handle),
         # Millijoules since the driver loaded; differences over a window give its energy.
         "energy_mj": lambda: float(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)),
     }
@@ -102,6 +105,14 @@ def gpu_state(handle, keys: tuple[str, ...] | None = None) -> dict:
         except Exception:
             pass
     return state
+
+
+def _power_instant_w(pynvml, handle) -> float:
+    field = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", 186)  # NVML 12.0+; older bindings lack the name
+    value = pynvml.nvmlDeviceGetFieldValues(handle, [field])[0]
+    if value.nvmlReturn != 0:
+        raise RuntimeError("no instantaneous power reading")
+    return value.value.uiVal / 1000.0
 
 
 def gpu_uuid(device) -> str:

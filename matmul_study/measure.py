@@ -36,12 +36,13 @@ class Measurement:
     sample_rows: int = 64
     throttle_fraction: float = 0.9
     # Burst: before a GPU job wait (at most settle_max_s) until the card draws at most this fraction of its
-    # power limit; after a throttled sample wait (at most recovery_max_s) for the clock to come back.
+    # power limit; while fewer than burst_plateau_samples samples ran within burst_band of the fastest, cool
+    # down (at most recovery_max_s) after a sample that fell off it ...
     settle_power_fraction: float = 0.3
     settle_max_s: float = 5.0
     recovery_max_s: float = 0.5
-    # ... and of the full-clock samples keep those within burst_band of the fastest burst_quantile of them.
-    burst_quantile: float = 0.2
+    # ... and of the full-clock samples keep those within burst_band of the burst_plateau_samples-th fastest.
+    burst_plateau_samples: int = 5
     burst_band: float = 0.02
     # Sustained: a continuous window of this many seconds, for jobs of at least sustained_min_size^3 multiply-adds.
     sustained_s: float = 2.0

@@ -533,12 +533,16 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
         "<b>burst</b> rate: the job starts once the card draws at most "
         f"{escape(str(meas.get('settle_power_fraction', '?')))} of its power limit (a wait of at most "
         f"{escape(str(meas.get('settle_max_s', '?')))} s), and only samples whose SM clock, read before and after, "
-        f"stayed at or above {escape(str(meas.get('throttle_fraction', '?')))} of its maximum count; after a "
-        f"throttled sample the job waits up to {escape(str(meas.get('recovery_max_s', '?')))} s for the clock to "
-        "return. NVML's clock readings lag the power limiter, which slows a millisecond sample inside itself, so "
-        "the samples' own times are the finer signal: of the full-clock samples, the burst rate is the median of "
-        f"those within {_percent(meas.get('burst_band'))} of the time the fastest "
-        f"{_percent(meas.get('burst_quantile'))} beat (the fastest plateau; a steady kernel keeps every sample). "
+        f"stayed at or above {escape(str(meas.get('throttle_fraction', '?')))} of its maximum count. From idle, "
+        "the power limiter lets a heavy kernel run at full clock for only tens of milliseconds, and NVML's clock "
+        "readings lag it, so the samples' own times are the finer signal. A sample lasts at most 25 ms where a "
+        f"launch allows, and until {escape(str(meas.get('burst_plateau_samples', '?')))} samples ran within "
+        f"{_percent(meas.get('burst_band'))} of the fastest, a sample that fell off that level is followed by a "
+        f"cool-down (up to {escape(str(meas.get('recovery_max_s', '?')))} s, until the card draws idle power "
+        "again). The burst rate is the median of the full-clock samples within "
+        f"{_percent(meas.get('burst_band'))} of the time the "
+        f"{escape(str(meas.get('burst_plateau_samples', '?')))} fastest beat (the fastest plateau; a steady "
+        "kernel keeps every sample). "
         "The median of all samples is kept too (<code>gflops_all_samples</code>). The <b>sustained</b> rate is "
         "the second half of a continuous window of "
         f"{escape(str(meas.get('sustained_s', '?')))} s of back-to-back launches (jobs of at least "
@@ -547,7 +551,7 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
         "Ratios compare burst with burst and sustained with sustained, never one with the other. Clocks and power "
         "limits are never changed: the study only waits.</p>")
     if job_s > 0:
-        html += (f"<p>Waiting cost {settle_s:.0f} s of settling and {recovery_s:.0f} s of clock recovery, "
+        html += (f"<p>Waiting cost {settle_s:.0f} s of settling and {recovery_s:.0f} s of cool-downs, "
                  f"{(settle_s + recovery_s) / job_s:.0%} of the {job_s:.0f} s the jobs took.</p>")
     no_burst = gpu[(gpu["status"] == "passed") & _num(gpu, "gflops").isna()] if "status" in gpu else gpu.iloc[0:0]
     if not no_burst.empty:

@@ -11,6 +11,9 @@ from .results import job_names
 
 KEYS = ["env_device_name", *JOB_KEYS]
 SUSTAINED = ["sustained_gflops", "sustained_sm_clock_mhz", "sustained_power_w", "sustained_gflop_per_j"]
+# The study's claims are ratios to cuBLAS measured in the same run: a card that runs everything 3 % slower than
+# another moves every rate but none of these.
+RATIO = "pct_of_cublas"
 
 
 def _rates(df: pd.DataFrame) -> pd.DataFrame:
@@ -20,9 +23,9 @@ def _rates(df: pd.DataFrame) -> pd.DataFrame:
         df["gflops"] = 2 * df["m"] * df["k"] * df["n"] / df["timing_median_s"] / 1e9
     kind = df["env_device_kind"] if "env_device_kind" in df else pd.Series("gpu", index=df.index)
     df["on_gpu"] = (kind.fillna("gpu") == "gpu") & (df["method"] != "numpy")
-    for col in SUSTAINED:
+    for col in [*SUSTAINED, RATIO]:
         df[col] = pd.to_numeric(df[col], errors="coerce") if col in df else float("nan")
-    return df.set_index(KEYS)[["gflops", "on_gpu", *SUSTAINED]]
+    return df.set_index(KEYS)[["gflops", "on_gpu", *SUSTAINED, RATIO]]
 
 
 def _summary(both: pd.DataFrame, tolerance: float) -> dict:
@@ -39,10 +42,17 @@ def _summary(both: pd.DataFrame, tolerance: float) -> dict:
     }
 
 
+def _ratios(gpu: pd.DataFrame) -> pd.DataFrame:
+    """GPU jobs other than cuBLAS with a ratio to cuBLAS in both runs, as the rate columns _summary reads."""
+    ratios = gpu[gpu.index.get_level_values("method") != "cublas"].dropna(subset=[f"{RATIO}_a", f"{RATIO}_b"])
+    ratios = ratios.assign(first_gflops=ratios[f"{RATIO}_a"] / 100, second_gflops=ratios[f"{RATIO}_b"] / 100)
+    return ratios.assign(change=ratios["second_gflops"] / ratios["first_gflops"] - 1)
+
+
 def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) -> dict:
     """Jobs passed in both runs, joined on device, method, dtype, block and shape."""
     a, b = _rates(first), _rates(second)
-    both = a.join(b, how="inner", lsuffix="_a", rsuffix="_b")
+    both = a.merge(b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
     both = both.rename(columns={"gflops_a": "first_gflops", "gflops_b": "second_gflops"})
     both["change"] = both["second_gflops"] / both["first_gflops"] - 1
     gpu = both[both["on_gpu_a"]]
@@ -56,6 +66,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) 
         **_summary(both, tolerance),  # all jobs, as before
         "gpu": _summary(gpu, tolerance),
         "cpu": _summary(both[~both["on_gpu_a"]], tolerance),
+        "vs_cublas": _summary(_ratios(gpu), tolerance),
         "cublas_4096_8192": cublas.assign(label=job_names(cublas))[["label", "first_gflops", "second_gflops", "change"]]
         .to_dict("records"),
         "sustained": [
@@ -76,6 +87,11 @@ def markdown(result: dict, first: str, second: str) -> str:
             lines.append(f"- **{part.upper()} jobs**: {s['within_tolerance']} of {s['jobs_compared']} within "
                          f"({s['fraction_within']:.1%}); median |change| {s['median_abs_change']:.2%}, worst "
                          f"{s['worst_abs_change']:.2%}.")
+    ratios = result.get("vs_cublas") or {}
+    if ratios.get("jobs_compared"):
+        lines.append(f"- **× cuBLAS in the same run** (GPU jobs other than cuBLAS): {ratios['within_tolerance']} of "
+                     f"{ratios['jobs_compared']} within ({ratios['fraction_within']:.1%}); median |change| "
+                     f"{ratios['median_abs_change']:.2%}, worst {ratios['worst_abs_change']:.2%}.")
     lines += ["", "## cuBLAS at 4096³ and 8192³ (burst GFLOP/s)", "", "| job | first | second | change |",
               "| --- | --- | --- | --- |"]
     lines += [f"| {r['label']} | {r['first_gflops']:.0f} | {r['second_gflops']:.0f} | {r['change']:+.2%} |"
@@ -83,6 +99,11 @@ def markdown(result: dict, first: str, second: str) -> str:
     lines += ["", "## Largest changes (GPU jobs)", "", "| job | first | second | change |", "| --- | --- | --- | --- |"]
     lines += [f"| {r['label']} | {r['first_gflops']:.4g} | {r['second_gflops']:.4g} | {r['change']:+.2%} |"
               for r in result["gpu"]["worst"]]
+    if ratios.get("jobs_compared"):
+        lines += ["", "## Largest changes of × cuBLAS (same run)", "", "| job | first | second | change |",
+                  "| --- | --- | --- | --- |"]
+        lines += [f"| {r['label']} | {r['first_gflops']:.3f} | {r['second_gflops']:.3f} | {r['change']:+.2%} |"
+                  for r in ratios["worst"]]
     lines += ["", "## Sustained rates (GFLOP/s at the settled SM clock and power)", "",
               "| job | first | clock, power | second | clock, power | change |",
               "| --- | --- | --- | --- | --- | --- |"]

@@ -62,13 +62,22 @@ def summarize_state(before: dict, after: dict, clocks: list[float], throttle_fra
 
 SAMPLE_TARGET_S = 1e-3  # a sample long enough that event resolution (~0.5 us) and launch gaps vanish
 MAX_LAUNCHES_PER_SAMPLE = 256  # well inside the launch queue, which must hold a whole batch behind the hold
+# From an idle H200 the power limiter lets a heavy GEMM run at full clock for only 40-75 ms
+# (bench/limiter_probe.py): a burst sample must be shorter than that, with room for a few of them.
+BURST_SAMPLE_MAX_S = 0.025
 
 
-def launches_per_sample(one_launch_s: float, minimum: int = 1) -> int:
+def launches_per_sample(one_launch_s: float, minimum: int = 1, longest_s: float = BURST_SAMPLE_MAX_S) -> int:
     """How many back-to-back launches make one sample last SAMPLE_TARGET_S, and at least `minimum`: some
     kernels' launches take one of two durations (naive fp64 at 8192 on the H200: 281 or 298 ms, at random), and
-    a median over single launches then jumps between the two from run to run."""
-    wanted = max(minimum, math.ceil(SAMPLE_TARGET_S / max(one_launch_s, 1e-9)))
+    a median over single launches then jumps between the two from run to run. But a sample that `minimum`
+    launches would stretch past longest_s holds as many as fit (at least one), so that it can still run before
+    the power limiter acts; only launches longer than longest_s, which no sample can time at full clock, keep
+    the minimum."""
+    one = max(one_launch_s, 1e-9)
+    wanted = max(minimum, math.ceil(SAMPLE_TARGET_S / one))
+    if wanted * one > longest_s and one <= longest_s:
+        wanted = max(1, math.floor(longest_s / one))
     return int(min(MAX_LAUNCHES_PER_SAMPLE, wanted))
 
 
@@ -124,30 +133,42 @@ class Burst:
     threshold_mhz: float | None
     note: str = ""
     off_plateau: int = 0  # samples at full clock by NVML's reading that still ran slower than the plateau
+    at_fastest: int = 0  # samples within the band of the fastest one: fewer than the plateau needs -> sample on
 
     def as_dict(self) -> dict:
         return {"median_s": self.median_s, "samples_kept": self.kept, "samples_total": self.total,
-                "threshold_mhz": self.threshold_mhz, "samples_off_plateau": self.off_plateau, "note": self.note}
+                "threshold_mhz": self.threshold_mhz, "samples_off_plateau": self.off_plateau,
+                "samples_at_fastest": self.at_fastest, "note": self.note}
 
 
-def fastest_plateau(times: list[float], quantile: float, band: float) -> list[float]:
-    """The samples within `band` of the fastest `quantile` of them (the time at that quantile, plus band).
+def within(times: list[float], reference_s: float, band: float) -> list[float]:
+    return [t for t in times if t <= reference_s * (1 + band)]
+
+
+def fastest_plateau(times: list[float], samples: int, band: float) -> list[float]:
+    """The samples within `band` of the `samples`-th fastest one: the fastest level that at least `samples`
+    samples reached.
 
     The power limiter slows a sample inside itself, between NVML's clock readings (they lag it: on the H200,
-    samples after which NVML read its maximum clock ran up to 15 % slower than the fastest fifth). Each sample's
-    own time is the finer signal: throttled samples fall off the plateau the full-clock samples form. A band
-    wider than the run-to-run noise (about 1 %) keeps every sample of a steady kernel."""
+    samples after which NVML read its maximum clock ran up to 15 % slower than the fastest ones). Each sample's
+    own time is the finer signal: throttled samples fall off the plateau the full-clock samples form, however
+    few of those there are. A band wider than the run-to-run noise (about 1 %) keeps every sample of a steady
+    kernel."""
     if not times:
         return []
-    limit = float(np.quantile(times, quantile)) * (1 + band)
-    return [t for t in times if t <= limit]
+    return within(times, sorted(times)[min(samples, len(times)) - 1], band)
+
+
+def off_fastest(last_s: float, fastest_s: float, band: float) -> bool:
+    """A sample slower than the band around the fastest one so far: the limiter has caught up with the job."""
+    return last_s > fastest_s * (1 + band)
 
 
 def select_burst(times: list[float], clocks_before: list[float], clocks_after: list[float],
-                 threshold_mhz: float | None, min_kept: int, quantile: float = 0.2, band: float = 0.02) -> Burst:
+                 threshold_mhz: float | None, min_kept: int, plateau_samples: int = 5, band: float = 0.02) -> Burst:
     """Keep the samples that ran at full clock (nvbench skips those below its throttle threshold), then those on
-    the fastest plateau (fastest_plateau). Without clock readings every sample passes the first step, and the
-    note says the clock was not read."""
+    the fastest plateau of plateau_samples (fastest_plateau). Without clock readings every sample passes the
+    first step, and the note says the clock was not read."""
     if threshold_mhz is None or not clocks_before:
         if not times:
             return Burst(None, 0, 0, None, "no samples")
@@ -159,8 +180,14 @@ def select_burst(times: list[float], clocks_before: list[float], clocks_after: l
             return Burst(None, len(at_clock), len(times), threshold_mhz,
                          f"only {len(at_clock)} of {len(times)} samples ran at or above {threshold_mhz:.0f} MHz "
                          f"(fewer than {min_kept}): no burst rate")
-    kept = fastest_plateau(at_clock, quantile, band)
-    return Burst(float(np.median(kept)), len(kept), len(times), threshold_mhz, note, len(at_clock) - len(kept))
+    kept = fastest_plateau(at_clock, plateau_samples, band)
+    at_fastest = len(within(at_clock, min(at_clock), band))
+    if at_fastest < plateau_samples:
+        note = "; ".join(filter(None, [note, f"only {at_fastest} samples within {band:.0%} of the fastest (fewer "
+                                              f"than {plateau_samples}): the plateau of the fastest "
+                                              f"{plateau_samples}"]))
+    return Burst(float(np.median(kept)), len(kept), len(times), threshold_mhz, note, len(at_clock) - len(kept),
+                 at_fastest)
 
 
 def modes(times: list[float], min_gap: float = 0.03, min_share: float = 0.2) -> list[dict]:

@@ -49,7 +49,11 @@ def test_short_launches_are_batched_into_one_millisecond_samples():
 def test_every_sample_averages_at_least_the_minimum_launches():
     from matmul_study.timing import launches_per_sample
 
-    assert launches_per_sample(0.29, minimum=5) == 5  # a long kernel still averages 5 launches
+    assert launches_per_sample(0.29, minimum=5) == 5  # a launch past the burst window still averages 5
+    # ... but where 5 launches would outlast the 25 ms a sample may take, as many as fit, at least one:
+    assert launches_per_sample(0.018, minimum=5) == 1  # fp64 at 8192^3 on the H200
+    assert launches_per_sample(0.006, minimum=5) == 4
+    assert launches_per_sample(0.0023, minimum=5) == 5  # 11.5 ms: fits
     assert launches_per_sample(10e-6, minimum=5) == 100  # a short one is batched by time as before
     assert launches_per_sample(1.0, minimum=1000) == 256
     assert Policy().min_launches_per_sample == 5

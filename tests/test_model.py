@@ -104,3 +104,26 @@ def test_compare_reports_the_worst_change_between_two_runs(tmp_path):
     assert sustained["change"] == pytest.approx(-0.10) and sustained["second_sustained_sm_clock_mhz"] == 1500
     page = (tmp_path / "c.md").read_text()
     assert "2 of 3 within" in page and "1500 MHz" in page
+    assert data["vs_cublas"]["jobs_compared"] == 0  # no ratios in these tables
+
+
+def test_compare_counts_ratios_to_cublas_apart_from_rates(tmp_path):
+    import pandas as pd
+
+    from matmul_study.reproduce import compare, markdown
+
+    # A second card 4 % slower across the board: every rate moves, no ratio to cuBLAS does, except one
+    # kernel's, which moves 5 %.
+    first = pd.DataFrame([{"env_device_name": "G", "env_device_kind": "gpu", "method": method, "dtype": "float16",
+                           "block": 0, "m": 4096, "k": 4096, "n": 4096, "status": "passed", "gflops": rate,
+                           "pct_of_cublas": pct} for method, rate, pct in
+                          (("cublas", 740e3, 100.0), ("wgmma_warp_specialized", 720e3, 97.3), ("wgmma_tma", 400e3, 54.1))])
+    second = first.assign(gflops=first["gflops"] * 0.96, pct_of_cublas=[100.0, 97.3, 54.1 * 1.05])
+    result = compare(first, second)
+    assert result["gpu"]["within_tolerance"] == 0
+    ratios = result["vs_cublas"]
+    assert ratios["jobs_compared"] == 2 and ratios["within_tolerance"] == 1  # cuBLAS itself is not counted
+    assert ratios["worst"][0]["label"].startswith("wgmma_tma") and ratios["worst_abs_change"] == pytest.approx(0.05)
+    page = markdown(result, "a", "b")
+    assert "× cuBLAS in the same run** (GPU jobs other than cuBLAS): 1 of 2 within" in page
+    assert "| 0.541 | 0.568 | +5.00% |" in page

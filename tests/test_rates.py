@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from matmul_study.timing import (Batch, at_full_clock, energy, fastest_plateau, idle, modes, select_burst,
+from matmul_study.timing import (Batch, at_full_clock, energy, fastest_plateau, idle, modes, off_fastest, select_burst,
                                  summarize_sustained, wait_until)
 
 
@@ -25,7 +25,7 @@ def test_burst_keeps_only_samples_at_full_clock_before_and_after():
     times = [1.0, 2.0, 1.01, 1.2, 1.005, 1.02]
     before = [1980, 1980, 1980, 1500, 1980, 1980]
     after = [1980, 1400, 1980, 1980, 1980, 1980]
-    burst = select_burst(times, before, after, threshold_mhz=1782, min_kept=3)
+    burst = select_burst(times, before, after, threshold_mhz=1782, min_kept=3, plateau_samples=3)
     # Samples 1 (slow end) and 3 (slow start) are dropped; the rest form one plateau: the median of 1.0 .. 1.02.
     assert (burst.kept, burst.total, burst.off_plateau) == (4, 6, 0)
     assert burst.median_s == pytest.approx((1.005 + 1.01) / 2)
@@ -48,12 +48,33 @@ def test_a_steady_kernel_keeps_every_sample():
     assert (burst.kept, burst.off_plateau) == (40, 0)
 
 
-def test_the_band_and_quantile_set_the_plateau():
-    assert fastest_plateau([1.0, 1.0, 1.04, 1.04, 1.04], quantile=0.2, band=0.02) == [1.0, 1.0]
-    assert fastest_plateau([1.0, 1.0, 1.04, 1.04, 1.04], quantile=0.2, band=0.05) == [1.0, 1.0, 1.04, 1.04, 1.04]
-    # With most samples throttled, the quantile moves onto the slow plateau, and the burst rate with it.
-    assert fastest_plateau([1.0, 1.04, 1.04, 1.04, 1.04, 1.04], quantile=0.5, band=0.02) == [1.0] + [1.04] * 5
-    assert fastest_plateau([], 0.2, 0.02) == []
+def test_the_band_and_the_sample_count_set_the_plateau():
+    assert fastest_plateau([1.0, 1.0, 1.04, 1.04, 1.04], samples=2, band=0.02) == [1.0, 1.0]
+    assert fastest_plateau([1.0, 1.0, 1.04, 1.04, 1.04], samples=2, band=0.05) == [1.0, 1.0, 1.04, 1.04, 1.04]
+    # Fewer fast samples than the plateau needs: it moves onto the slow level, and the burst rate with it.
+    assert fastest_plateau([1.0, 1.04, 1.04, 1.04, 1.04, 1.04], samples=2, band=0.02) == [1.0] + [1.04] * 5
+    assert fastest_plateau([1.04, 1.0], samples=5, band=0.0) == [1.04, 1.0]  # more asked for than there are
+    assert fastest_plateau([], 5, 0.02) == []
+
+
+def test_a_few_fast_samples_among_many_throttled_ones_set_the_burst_rate():
+    # dmma fp64 at 4096^3 on an H200 (15190bb): the first 5 of 81 samples at 59.3 TF/s, then the limiter held it
+    # near 55 with NVML reading 1950 MHz. A quantile rule (the fastest fifth) took the throttled level.
+    times = [1.0, 1.001, 0.999, 1.0, 1.002] + [1.08 + 0.001 * (i % 5) for i in range(76)]
+    burst = select_burst(times, [1950] * 81, [1950] * 81, 1782, min_kept=5, plateau_samples=5, band=0.02)
+    assert burst.median_s == pytest.approx(1.0) and (burst.kept, burst.at_fastest) == (5, 5)
+    assert burst.note == ""
+
+
+def test_too_few_samples_at_the_fastest_level_say_so():
+    burst = select_burst([1.0, 1.0, 1.1, 1.1, 1.1, 1.1], [1980] * 6, [1980] * 6, 1782, min_kept=5,
+                         plateau_samples=5, band=0.02)
+    assert burst.at_fastest == 2 and "only 2 samples within 2% of the fastest" in burst.note
+    assert burst.median_s == pytest.approx(1.1)  # the fifth fastest's plateau: the honest, slower level
+
+
+def test_a_sample_off_the_fastest_level_is_one_past_the_band():
+    assert not off_fastest(1.02, 1.0, 0.02) and off_fastest(1.021, 1.0, 0.02)
 
 
 def test_too_few_full_clock_samples_give_no_burst_rate_and_say_so():
@@ -63,7 +84,7 @@ def test_too_few_full_clock_samples_give_no_burst_rate_and_say_so():
 
 
 def test_unreadable_clocks_leave_the_plateau_rule_alone_and_say_so():
-    burst = select_burst([1.0, 1.01, 1.5, 1.005, 1.0], [], [], None, min_kept=2)
+    burst = select_burst([1.0, 1.01, 1.5, 1.005, 1.0], [], [], None, min_kept=2, plateau_samples=2)
     assert burst.kept == 4 and burst.off_plateau == 1 and burst.median_s == pytest.approx(1.0025)
     assert "not readable" in burst.note
 
@@ -148,13 +169,14 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
     })
     html = str(_rates(results, {"measurement": {"settle_power_fraction": 0.3, "throttle_fraction": 0.9,
                                                 "sustained_s": 2, "burst_band": 0.02,
-                                                "burst_quantile": 0.2}}))
+                                                "burst_plateau_samples": 5, "recovery_max_s": 0.5}}))
     assert "burst" in html and "sustained" in html and "GFLOP per joule" in html
     assert "0.3 of its power limit" in html and "0.9 of its maximum" in html
-    assert "within 2% of the time the fastest 20% beat" in html  # the plateau rule, with its numbers
+    assert "within 2% of the time the 5 fastest beat" in html  # the plateau rule, with its numbers
+    assert "cool-down (up to 0.5 s" in html
     assert "no burst rate" in html  # the naive job is listed with its reason
     assert "281 and 298" in html and "60% / 40%" in html  # its two modes
-    assert "2 s of settling and 5 s of clock recovery, 7% of the 100 s" in html
+    assert "2 s of settling and 5 s of cool-downs, 7% of the 100 s" in html
     assert "&lt;" not in html and "<p>" in html  # markup, not text showing tags
     # With a CPU line, its paragraph is appended and the GPU part still renders as markup.
     with_cpu = results.assign(label=["numpy", "wgmma_warp_specialized", "naive b16"], cpu_processes=[3, None, None],
@@ -214,6 +236,7 @@ def test_the_clock_band_check_keeps_only_samples_in_the_band(tmp_path):
     throttled = dict(steady, timing_times_s=";".join(["0.001"] * 3 + ["0.0011"] * 5))
     pd.DataFrame([steady]).to_csv(tmp_path / "a.csv", index=False)
     pd.DataFrame([throttled]).to_csv(tmp_path / "b.csv", index=False)
-    a, b = band.plateau_rates(str(tmp_path / "a.csv"), 0.2, 0.02), band.plateau_rates(str(tmp_path / "b.csv"), 0.2, 0.02)
+    a, b = band.plateau_rates(str(tmp_path / "a.csv"), 3, 0.02), band.plateau_rates(str(tmp_path / "b.csv"), 3, 0.02)
     assert a[key] == pytest.approx(b[key]) == pytest.approx(2000.0)
+    assert band.plateau_rates(str(tmp_path / "b.csv"), 5, 0.02)[key] == pytest.approx(2e9 / 0.0011 / 1e9)
     assert band.clock_band_rates(str(tmp_path / "b.csv"), 0.9)[key] == pytest.approx(2e9 / 0.0011 / 1e9)
