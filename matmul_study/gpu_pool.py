@@ -201,7 +201,7 @@ def _held_spans(results) -> "pd.DataFrame | None":
     need = {"env_device_uuid", "overhead_started_utc", "overhead_finished_utc"}
     if not need <= set(results):
         return None
-    df = results.dropna(subset=sorted(need))
+    df = results.dropna(subset=sorted(need)).copy()  # a compact copy: the collated table is built column by column
     return df[df["env_device_uuid"].astype(str) != ""].assign(
         start=lambda d: pd.to_datetime(d["overhead_started_utc"], utc=True, format="ISO8601"),
         end=lambda d: pd.to_datetime(d["overhead_finished_utc"], utc=True, format="ISO8601"))
