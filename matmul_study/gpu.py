@@ -15,13 +15,13 @@ import numpy as np
 from . import dtypes as dt
 from .backends import CUBLAS, module_available
 from .device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
-from .measure import Measurement, sample
+from .burst import Card, sample_burst
+from .measure import Measurement
 from .registry import Method, Problem
-from .timing import (Batch, StreamHold, at_full_clock, idle, l2_flusher, launches_per_sample, modes, off_fastest,
-                     select_burst, summarize_state, summarize_sustained, wait_until)
+from .timing import (Batch, StreamHold, at_full_clock, idle, l2_flusher, launches_per_sample, modes, summarize_state,
+                     summarize_sustained, wait_until)
 
 SUSTAINED_BATCH_S = 0.05  # readings every ~50 ms of continuous load
-RECOVERY_BUDGET = 10  # at most this many full cool-down waits per job
 from .verify import Verification, compare, poison_value, verify_on_host
 
 
@@ -113,7 +113,6 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
     before = gpu_state(handle)
     verifications = [verified_run()]
     times = None
-    clocks_before: list[float] = []
     clocks_after: list[float] = []
     batch = 0
     rates: dict = {}
@@ -141,78 +140,27 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
         # Burst: start from an idle card (NVML's 1 s average power low: the slow limiter has nothing to remember).
         settled = wait_until(lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), limit_w,
                                           measurement.settle_power_fraction), measurement.settle_max_s)
-        policy = measurement.stopping
-        plateau_samples, band = measurement.burst_plateau_samples, measurement.burst_band
-        seen: list[float] = []  # every sample's time, the policy's warm-up samples first
-        recovery = {"waited_s": 0.0, "cool_downs": 0}
-
-        def burst_of(first: int):
-            """The burst selection over the samples from `first` on (their clock readings are in step)."""
-            return select_burst(seen[first:], clocks_before[first:] if handle else [], clocks_after[first:], threshold,
-                                policy.min_reps, plateau_samples, band)
 
         def cooled() -> bool:
             # Idle power by the instantaneous reading (the 1 s average lags by a second), and the clock back at
             # its top (at its threshold where the top is unknown).
             reading = gpu_state(handle, ("power_instant_w", "sm_clock_mhz"))
-            clock = reading.get("sm_clock_mhz", math.nan)
             return (idle(reading.get("power_instant_w"), limit_w, measurement.settle_power_fraction)
-                    and at_full_clock(clock, top or threshold))
-
-        def recover() -> None:
-            # From idle the limiter lets a heavy kernel run at full clock for only tens of milliseconds. While
-            # fewer than plateau_samples samples ran at the fastest level, a sample that fell off it (or read a
-            # throttled clock) is followed by a cool-down: wait until the card draws idle power again (at most
-            # recovery_max_s; at most RECOVERY_BUDGET such waits' worth per job), then one untimed sample to
-            # bring the clock up from idle. The next samples then start at full clock.
-            if not seen or recovery["waited_s"] >= RECOVERY_BUDGET * measurement.recovery_max_s:
-                return
-            if burst_of(min(policy.warmup, len(seen) - 1)).at_fastest >= plateau_samples:
-                return
-            throttled = bool(clocks_after) and not at_full_clock(clocks_after[-1], threshold)
-            if throttled or off_fastest(seen[-1], min(seen), band):
-                waited = wait_until(cooled, measurement.recovery_max_s, 0.01)
-                recovery["waited_s"] += waited.waited_s
-                recovery["cool_downs"] += 1
-                elapsed(batch)
-
-        # A sample is a batch of launches long enough for the events' resolution, divided by its size, and
-        # short enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every
-        # sample, so it times one launch at a time.
-        batch = 1 if measurement.cold else launches_per_sample(elapsed(1), policy.min_launches_per_sample)
-
-        def time_once() -> float:
-            recover()
-            clocks_before.append(sm_clock())
-            seconds = elapsed(batch) / batch
-            clocks_after.append(sm_clock())
-            seen.append(seconds)
-            return seconds
+                    and at_full_clock(reading.get("sm_clock_mhz", math.nan), top or threshold))
 
         def before_each() -> None:
             if flush:
                 flush()
 
-        times = sample(time_once, policy, before_each=before_each, launches=batch)
-        warmup = len(seen) - len(times)  # the policy's warm-up samples, first in seen and the clock readings
-
-        def burst_now():
-            return burst_of(warmup)
-
-        # Throttled samples count toward the caps but not toward the burst rate: top up (within one more
-        # max_time_s of timed launches and max_reps samples) until plateau_samples samples ran at the fastest
-        # level (min_reps of them at full clock by NVML's reading).
-        burst, extra_s = burst_now(), 0.0
-        while ((burst.median_s is None or burst.at_fastest < plateau_samples) and len(times) < policy.max_reps
-               and extra_s < policy.max_time_s):
-            before_each()
-            times.append(time_once())
-            extra_s += times[-1] * batch
-            burst = burst_now()
-        # Keep the clock readings of the timed samples only.
-        del clocks_before[:warmup], clocks_after[:warmup]
+        # A sample is a batch of launches long enough for the events' resolution, divided by its size, and
+        # short enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every
+        # sample, so it times one launch at a time.
+        batch = 1 if measurement.cold else launches_per_sample(elapsed(1), measurement.stopping.min_launches_per_sample)
+        sampled = sample_burst(Card(elapsed, sm_clock, cooled, clock_readable=handle is not None), batch, measurement,
+                               threshold, before_each)
+        times, burst, clocks_after = sampled.times, sampled.burst, sampled.clocks_after
         rates["burst"] = {**burst.as_dict(), "settle_s": settled.waited_s, "settled": settled.reached,
-                          "recovery_s": recovery["waited_s"], "cool_downs": recovery["cool_downs"]}
+                          "recovery_s": sampled.cool_down_s, "cool_downs": sampled.cool_downs}
         found = modes(times)
         rates["burst"]["modes_s"] = [mode["median_s"] for mode in found]
         rates["burst"]["mode_shares"] = [mode["share"] for mode in found]

@@ -165,10 +165,12 @@ def off_fastest(last_s: float, fastest_s: float, band: float) -> bool:
 
 
 def select_burst(times: list[float], clocks_before: list[float], clocks_after: list[float],
-                 threshold_mhz: float | None, min_kept: int, plateau_samples: int = 5, band: float = 0.02) -> Burst:
+                 threshold_mhz: float | None, min_kept: int, plateau_samples: int = 5, band: float = 0.02,
+                 fastest_s: float | None = None) -> Burst:
     """Keep the samples that ran at full clock (nvbench skips those below its throttle threshold), then those on
     the fastest plateau of plateau_samples (fastest_plateau). Without clock readings every sample passes the
-    first step, and the note says the clock was not read."""
+    first step, and the note says the clock was not read. at_fastest counts the kept samples within band of
+    fastest_s (the fastest sample the job saw, warm-up included), or of the fastest of these."""
     if threshold_mhz is None or not clocks_before:
         if not times:
             return Burst(None, 0, 0, None, "no samples")
@@ -181,7 +183,7 @@ def select_burst(times: list[float], clocks_before: list[float], clocks_after: l
                          f"only {len(at_clock)} of {len(times)} samples ran at or above {threshold_mhz:.0f} MHz "
                          f"(fewer than {min_kept}): no burst rate")
     kept = fastest_plateau(at_clock, plateau_samples, band)
-    at_fastest = len(within(at_clock, min(at_clock), band))
+    at_fastest = len(within(at_clock, min(at_clock) if fastest_s is None else min(fastest_s, min(at_clock)), band))
     if at_fastest < plateau_samples:
         note = "; ".join(filter(None, [note, f"only {at_fastest} samples within {band:.0%} of the fastest (fewer "
                                               f"than {plateau_samples}): the plateau of the fastest "
