@@ -28,6 +28,7 @@ from matmul_study import collate, registry
 from matmul_study.claims import check_claims
 from matmul_study.devices import device_kind, device_labels, devices_table, gpu_devices
 from matmul_study.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
+from matmul_study.timing import BURST_SAMPLE_MAX_S
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 TEMPLATE = "report.html.j2"
@@ -535,8 +536,8 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
         f"{escape(str(meas.get('settle_max_s', '?')))} s), and only samples whose SM clock, read before and after, "
         f"stayed at or above {escape(str(meas.get('throttle_fraction', '?')))} of its maximum count. From idle, "
         "the power limiter lets a heavy kernel run at full clock for only tens of milliseconds, and NVML's clock "
-        "readings lag it, so the samples' own times are the finer signal. A sample lasts at most 25 ms where a "
-        f"launch allows, and until {escape(str(meas.get('burst_plateau_samples', '?')))} samples ran within "
+        "readings lag it, so the samples' own times are the finer signal. A sample lasts at most "
+        f"{BURST_SAMPLE_MAX_S * 1e3:.0f} ms where a launch allows, and until {escape(str(meas.get('burst_plateau_samples', '?')))} samples ran within "
         f"{_percent(meas.get('burst_band'))} of the fastest, a sample that fell off that level is followed by a "
         f"cool-down (up to {escape(str(meas.get('recovery_max_s', '?')))} s, until the card draws idle power "
         "again). The burst rate is the median of the full-clock samples within "

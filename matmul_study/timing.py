@@ -169,8 +169,8 @@ def select_burst(times: list[float], clocks_before: list[float], clocks_after: l
                  fastest_s: float | None = None) -> Burst:
     """Keep the samples that ran at full clock (nvbench skips those below its throttle threshold), then those on
     the fastest plateau of plateau_samples (fastest_plateau). Without clock readings every sample passes the
-    first step, and the note says the clock was not read. at_fastest counts the kept samples within band of
-    fastest_s (the fastest sample the job saw, warm-up included), or of the fastest of these."""
+    first step, and the note says the clock was not read. at_fastest counts the full-clock samples within band
+    of fastest_s (the fastest sample the job saw, warm-up included), or of the fastest of them."""
     if threshold_mhz is None or not clocks_before:
         if not times:
             return Burst(None, 0, 0, None, "no samples")

@@ -173,7 +173,7 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
     assert "burst" in html and "sustained" in html and "GFLOP per joule" in html
     assert "0.3 of its power limit" in html and "0.9 of its maximum" in html
     assert "within 2% of the time the 5 fastest beat" in html  # the plateau rule, with its numbers
-    assert "cool-down (up to 0.5 s" in html
+    assert "cool-down (up to 0.5 s" in html and "A sample lasts at most 25 ms" in html
     assert "no burst rate" in html  # the naive job is listed with its reason
     assert "281 and 298" in html and "60% / 40%" in html  # its two modes
     assert "2 s of settling and 5 s of cool-downs, 7% of the 100 s" in html
