@@ -529,25 +529,30 @@ def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
     gpu = results[device_kind(results) == "gpu"]
     settle_s, recovery_s = _num(gpu, "burst_settle_s").sum(), _num(gpu, "burst_recovery_s").sum()
     job_s = _num(results, "overhead_job_s").sum()
+
+    def setting(key: str) -> str:
+        return escape(str(meas.get(key, "?")))
+
     html = (
         "<p>Every GPU job's headline rate (the GFLOP/s, % of cuBLAS and % of peak in the tables and figures) is its "
         "<b>burst</b> rate: the job starts once the card draws at most "
-        f"{escape(str(meas.get('settle_power_fraction', '?')))} of its power limit (a wait of at most "
-        f"{escape(str(meas.get('settle_max_s', '?')))} s), and only samples whose SM clock, read before and after, "
-        f"stayed at or above {escape(str(meas.get('throttle_fraction', '?')))} of its maximum count. From idle, "
+        f"{setting('settle_power_fraction')} of its power limit (a wait of at most "
+        f"{setting('settle_max_s')} s), and only samples whose SM clock, read before and after, "
+        f"stayed at or above {setting('throttle_fraction')} of its maximum count. From idle, "
         "the power limiter lets a heavy kernel run at full clock for only tens of milliseconds, and NVML's clock "
         "readings lag it, so the samples' own times are the finer signal. A sample lasts at most "
-        f"{BURST_SAMPLE_MAX_S * 1e3:.0f} ms where a launch allows, and until {escape(str(meas.get('burst_plateau_samples', '?')))} samples ran within "
+        f"{BURST_SAMPLE_MAX_S * 1e3:.0f} ms where a launch allows, and until {setting('burst_plateau_samples')} "
+        "samples ran within "
         f"{_percent(meas.get('burst_band'))} of the fastest, a sample that fell off that level is followed by a "
-        f"cool-down (up to {escape(str(meas.get('recovery_max_s', '?')))} s, until the card draws idle power "
+        f"cool-down (up to {setting('recovery_max_s')} s, until the card draws idle power "
         "again). The burst rate is the median of the full-clock samples within "
         f"{_percent(meas.get('burst_band'))} of the time the "
-        f"{escape(str(meas.get('burst_plateau_samples', '?')))} fastest beat (the fastest plateau; a steady "
+        f"{setting('burst_plateau_samples')} fastest beat (the fastest plateau; a steady "
         "kernel keeps every sample). "
         "The median of all samples is kept too (<code>gflops_all_samples</code>). The <b>sustained</b> rate is "
         "the second half of a continuous window of "
-        f"{escape(str(meas.get('sustained_s', '?')))} s of back-to-back launches (jobs of at least "
-        f"{escape(str(meas.get('sustained_min_size', '?')))}³ multiply-adds), where the power limiter has settled; "
+        f"{setting('sustained_s')} s of back-to-back launches (jobs of at least "
+        f"{setting('sustained_min_size')}³ multiply-adds), where the power limiter has settled; "
         "its clock, power and <b>energy</b> (NVML's total-energy counter, as GFLOP per joule) are recorded. "
         "Ratios compare burst with burst and sustained with sustained, never one with the other. Clocks and power "
         "limits are never changed: the study only waits.</p>")

@@ -126,13 +126,20 @@ def snakemake_ancestor(pid: int | None = None, levels: int = 4) -> int | None:
     return None
 
 
+def _granted_cores(workflow) -> int | None:
+    """--cores, or None in modes that run nothing (--report and the like: Snakemake raises a WorkflowError)."""
+    try:
+        return workflow.cores
+    except Exception:
+        return None
+
+
 def cpu_job_cores(workflow) -> int:
     """The cores a numpy job holds on this host: every core but one per GPU slot (--resources gpu=N). The N GPU
     jobs, one core each, run beside it on cores BLAS does not use, and nothing else does; with no GPU slots, or
     under a cluster executor, every core."""
-    try:
-        cores = workflow.cores
-    except Exception:  # Snakemake's WorkflowError: --report and other modes that run nothing have no --cores
+    cores = _granted_cores(workflow)
+    if cores is None:
         return 1
     if not workflow.local_exec or workflow.remote_exec:
         return cores  # a cluster executor: the job has a node of its own (see the Slurm profile), GPU jobs others
@@ -143,10 +150,8 @@ def cpu_job_cores(workflow) -> int:
 
 def blas_threads(config: dict, workflow) -> int:
     """The BLAS threads a numpy job uses: config `threads`, at most the cores it holds (run_job takes the same
-    minimum)."""
-    try:
-        workflow.cores
-    except Exception:  # no --cores: nothing runs, the config's number stands
+    minimum); without --cores (nothing runs) the config's number stands."""
+    if _granted_cores(workflow) is None:
         return config["threads"]
     return min(config["threads"], cpu_job_cores(workflow))
 
