@@ -78,6 +78,11 @@ VARIANTS = {
     "8cef": dict(_K8, defines=["-DWGMMA_WS_C_STORE=2"]),
     "8ll": dict(_K8, defines=["-DHOPPER_TMA_LOAD_POLICY=evict_last"]),
     "8llcef": dict(_K8, defines=["-DHOPPER_TMA_LOAD_POLICY=evict_last", "-DWGMMA_WS_C_STORE=2"]),
+    # Cluster of 4 along M: each CTA loads one of the four B strips and multicasts it (L2->SM bytes per CTA and
+    # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
+    "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
+    "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
+    "8c4noepi": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4", "-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
     "12": _K12,
     "12nosk": dict(_K12, defines=["-DWGMMA_WS_STREAMK=0"]),
     "12c1": dict(_K12, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1"]),

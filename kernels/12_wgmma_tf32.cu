@@ -37,6 +37,7 @@ struct OpTf32 {
                       wgmma_ws::STAGE_BYTES - wgmma_ws::A_BYTES == wgmma_ws::BN * BK * 4,
                   "stage layout");
     static_assert(wgmma_ws::BN == 2 * BOX_BT_ROWS, "two Bt halves per tile");
+    static_assert(CLUSTER <= 2, "one Bt half per CTA of the cluster");
     // Bt rows n0.. n0+255 (two 128-row halves), k columns kt*BK..; with a cluster of 2, CTA r loads half r
     // into both CTAs.
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
