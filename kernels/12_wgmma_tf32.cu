@@ -52,12 +52,16 @@ struct OpTf32 {
                                               static_cast<uint16_t>((1u << CLUSTER) - 1));
         }
     }
-    static __device__ __forceinline__ void mma(float (&d)[128], uint32_t sa, uint32_t sb, bool accumulate)
+    // Both operands K-major with 128-byte swizzled rows (SBO 1024 bytes between groups of 8 rows); the next 8
+    // k are 32 bytes on in each row, 2 units of the descriptors' 16-byte address field.
+    static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
+    static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, 16); }
+    static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 8; ++kk)
-            hopper::wgmma_m64n256k8_tf32(d, hopper::make_desc(sa + kk * 32, 16, 1024),
-                                         hopper::make_desc(sb + kk * 32, 16, 1024), kk > 0 || accumulate);
+            hopper::wgmma_m64n256k8_tf32(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
+                                         hopper::desc_join(db + kk * (32 >> 4), 1024), kk > 0 || accumulate);
     }
 };
 #endif

@@ -155,6 +155,7 @@ static_assert(!TMA_STORE || (EPI_BOXES >= 2 && EPI_BYTES >= CONSUMERS * 4 * EPI_
 constexpr int PARK = (TMA_STORE && WGMMA_WS_TMA_PARK) ? BN / C_BOX_COLS - EPI_BOXES : 0;
 constexpr int PARK_AT = WGMMA_WS_PARK_AT;
 static_assert(PARK >= 0 && PARK * 16 <= 48, "parked accumulators fit the consumers' spare registers");
+constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wgmma descriptor's address units
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;  // 230,464
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int MAX_SK_FLAGS = 1024;  // stream-K flags: (tail tile, CTA rank in the cluster)
@@ -199,15 +200,19 @@ struct Op16 {
                                               static_cast<uint16_t>((1u << CLUSTER) - 1));
         }
     }
-    // One stage for one consumer warpgroup: sa = its 64 rows of A. A: the next 16 columns of K are 32 bytes
-    // on in each swizzled 128-byte row. B: LBO = distance between 64-column strips, SBO = 1024 bytes between
-    // groups of 8 k-rows, the next 16 k-rows are 2048 bytes on.
-    static __device__ __forceinline__ void mma(float (&d)[128], uint32_t sa, uint32_t sb, bool accumulate)
+    // Low descriptor words of a warpgroup's A rows and of B in stage 0; stage s is s * STAGE_DESC on (ws_gemm
+    // adds it). A: SBO = 1024 bytes between groups of 8 rows. B: LBO = distance between 64-column strips,
+    // SBO = 1024 bytes between groups of 8 k-rows.
+    static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
+    static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, B_STRIP_BYTES); }
+    // One stage for one consumer warpgroup. The next 16 columns of K are 32 bytes on in each swizzled 128-byte
+    // row of A, and 16 k-rows (2048 bytes) on in B: the address field counts 16-byte units.
+    static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-            hopper::wgmma_m64k16<BN, T>(d, hopper::make_desc(sa + kk * 32, 16, 1024),
-                                        hopper::make_desc(sb + kk * 2048, B_STRIP_BYTES, 1024), kk > 0 || accumulate);
+            hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
+                                        hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
     }
 #if WGMMA_WS_PINGPONG
     // Ping-pong: one stage for one warpgroup's whole 128x128 tile: rows 0-63 into d0, rows 64-127 into d1
@@ -478,7 +483,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         }
 #else
         float d[128];
-        int it = 0;
+        // Stage counter (unsigned: % and / by STAGES are a mask and a shift) and the low words of the stage-0
+        // descriptors, computed once: in the loop a stage's descriptors are an add.
+        uint32_t it = 0;
+        const uint32_t desc_a0 = Op::desc_a(tiles + c * (64 * 128)), desc_b0 = Op::desc_b(tiles + A_BYTES);
 #if WGMMA_WS_TMA_STORE  // (preprocessor, not only if constexpr: the default build's PTX stays as it was)
         int ebuf = 0;  // TMA-store epilogue: next staging box of this warpgroup's ring
         // One box (64 rows x 32 columns of this warpgroup's block, at C column col, row row; v = its 16
@@ -538,11 +546,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             // that the previous group read. The first k step overwrites the accumulators (scale-d = 0):
             // zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515).
             for (int kt = k0; kt < k1; ++kt) {
-                const int s = it % STAGES;
-                mbar_wait(full_bar + 8 * s, static_cast<uint32_t>(it / STAGES) & 1u);
-                const uint32_t sa = tiles + s * STAGE_BYTES;
+                const uint32_t s = it % STAGES;
+                mbar_wait(full_bar + 8 * s, (it / STAGES) & 1u);
                 wgmma_fence();
-                Op::mma(d, sa + c * (64 * 128), sa + A_BYTES, kt > k0);  // this warpgroup's 64 rows of A
+                Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0);
                 wgmma_commit();
                 if (kt > k0) {
                     wgmma_wait<1>();

@@ -169,6 +169,14 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint3
            (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
 }
 
+// The same descriptor in two halves, for loops that keep only the low word (address and LBO) in a register:
+// desc_lo + 16-byte units, then desc_join with the constant high word (SBO, 128B swizzle).
+__device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t lbo) { return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }
+__device__ __forceinline__ uint64_t desc_join(uint32_t lo, uint32_t sbo)
+{
+    return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((sbo >> 4) | (1u << 30)) << 32);
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
