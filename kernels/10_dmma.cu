@@ -178,7 +178,10 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
 #pragma unroll
             for (int v = 0; v < 4; ++v) acc[i][j][v] = 0.0;
 
-    auto load_frags = [&](int buf, const double* st, int ks) {
+    // k step `step` of a stage: fragments at k offset ks = step * MK.
+    auto load_frags = [&](int buf, int stage, int step) {
+        const double* st = smem + stage * STAGE;
+        const int ks = step * MK;
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -199,49 +202,20 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
     };
 
     const int KT = (k + BK - 1) / BK;
-
-    // Prologue: slices 0 .. S-2 in flight, one commit group per slice (empty past the end).
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        if (s < KT) load_slice(s, s);
-        cp_async_commit();
-    }
-
-    int read_stage = 0, write_stage = S - 1;
+    simt_common::mma_pipeline_prologue<S>(KT, load_slice);
     if constexpr (DBUF) {
-        cp_async_wait<S - 2>();
-        __syncthreads();
-        load_frags(0, smem, 0);
-        for (int kt = 0; kt < KT; ++kt) {
-#pragma unroll
-            for (int s = 0; s < KSTEPS; ++s) {
-                if (s == 0) {
-                    // Refill the stage that slice kt-1 used: all its fragment reads preceded the barrier at the
-                    // end of slice kt-1.
-                    if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
-                    cp_async_commit();
-                    write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
-                }
-                if (s == KSTEPS - 1) {
-                    cp_async_wait<S - 2>();  // slice kt+1 has landed (own copies) ...
-                    __syncthreads();         // ... and everyone's
-                    read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
-                }
-                load_frags((s + 1) % 2, smem + read_stage * STAGE, ((s + 1) % KSTEPS) * MK);
-                compute(s % 2);
-            }
-        }
+        simt_common::mma_pipeline_double_buffered<S, KSTEPS>(KT, load_slice, load_frags, compute);
     } else {
+        int read_stage = 0, write_stage = S - 1;
         for (int kt = 0; kt < KT; ++kt) {
             cp_async_wait<S - 2>();
             __syncthreads();  // slice kt visible; slice kt-1's stage is free
             if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
             cp_async_commit();
             write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
-            const double* st = smem + read_stage * STAGE;
 #pragma unroll
             for (int s = 0; s < KSTEPS; ++s) {
-                load_frags(0, st, s * MK);
+                load_frags(0, read_stage, s);
                 compute(0);
             }
             read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
@@ -249,26 +223,7 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
     }
     cp_async_wait<0>();
 
-    // ---- epilogue ----
-    const bool c_vec = (n % 2 == 0) && aligned16(C);
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = bm + warp_m * WM + i * 16 + g + 8 * h;
-            if (row >= m) continue;
-            double* c_row = C + static_cast<size_t>(row) * n;
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const int col = bn + warp_n * WN + j * 8 + 2 * t;
-                if (c_vec && col + 2 <= n) {
-                    *reinterpret_cast<double2*>(c_row + col) = make_double2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-                } else {
-                    if (col < n) c_row[col] = acc[i][j][2 * h];
-                    if (col + 1 < n) c_row[col + 1] = acc[i][j][2 * h + 1];
-                }
-            }
-        }
+    simt_common::store_mma_tiles(C, acc, m, n, bm + warp_m * WM, bn + warp_n * WN, g, t);
 }
 
 }  // namespace dmma

@@ -1,6 +1,6 @@
-// Helpers shared by the CUDA-core and mma.sync kernels (5, 9, 10): 16-byte vectors, alignment, cp.async
-// (sm_80+), and the grouped tile order (which kernel 8's persistent loop uses too). Hopper's TMA and wgmma
-// helpers are in hopper.cuh.
+// Helpers shared by the CUDA-core and mma.sync kernels (5, 9, 10, 11): 16-byte vectors, alignment, cp.async
+// (sm_80+), the mma.sync kernels' cp.async pipeline and accumulator stores, and the grouped tile order (which
+// kernel 8's persistent loop uses too). Hopper's TMA and wgmma helpers are in hopper.cuh.
 #pragma once
 
 #include <stdint.h>
@@ -48,6 +48,84 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// The cp.async pipeline of the mma.sync kernels (10 and 11): S stages of shared memory, one commit group per
+// slice of k, the slice kt + S - 1 fetched while slice kt is multiplied. load_slice(stage, kt) issues a slice's
+// copies (any plain shared stores it makes are published by the same barriers).
+template <int S, class LoadSlice>
+__device__ __forceinline__ void mma_pipeline_prologue(int KT, LoadSlice&& load_slice)
+{
+    // Slices 0 .. S-2 in flight, one commit group per slice (empty past the end).
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+        if (s < KT) load_slice(s, s);
+        cp_async_commit();
+    }
+}
+
+// The main loop after the prologue, with fragments double-buffered in registers: KSTEPS mma k steps per slice,
+// load_frags(buf, stage, ks) reads k step ks of a stage into register buffer buf while compute(buf ^ 1) runs.
+template <int S, int KSTEPS, class LoadSlice, class LoadFrags, class Compute>
+__device__ __forceinline__ void mma_pipeline_double_buffered(int KT, LoadSlice&& load_slice, LoadFrags&& load_frags,
+                                                             Compute&& compute)
+{
+    int read_stage = 0, write_stage = S - 1;
+    cp_async_wait<S - 2>();
+    __syncthreads();
+    load_frags(0, 0, 0);
+    for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            if (s == 0) {
+                // Refill the stage that slice kt-1 used: all its fragment reads preceded the barrier at the
+                // end of slice kt-1.
+                if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
+                cp_async_commit();
+                write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
+            }
+            if (s == KSTEPS - 1) {
+                cp_async_wait<S - 2>();  // slice kt+1 has landed (own copies) ...
+                __syncthreads();         // ... and everyone's
+                read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
+            }
+            load_frags((s + 1) % 2, read_stage, (s + 1) % KSTEPS);
+            compute(s % 2);
+        }
+    }
+}
+
+template <typename T> struct Vec2;
+template <> struct Vec2<float> { using type = float2; };
+template <> struct Vec2<double> { using type = double2; };
+
+// Stores a warp's mma.sync accumulators, MT x NT tiles of 16 x 8 at rows row0 + 16 i, columns col0 + 8 j of
+// row-major C (m x n), in the PTX layout c[v0 + 2*v1] = C[g + 8*v1][2*t + v0] (g = lane / 4, t = lane % 4).
+// Each column pair is one 2-vector store where n is even, C aligned and both columns inside; else guarded.
+template <int MT, int NT, typename T>
+__device__ __forceinline__ void store_mma_tiles(T* C, const T (&acc)[MT][NT][4], int m, int n, int row0, int col0,
+                                                int g, int t)
+{
+    using V2 = typename Vec2<T>::type;
+    const bool vec = (n % 2 == 0) && reinterpret_cast<uintptr_t>(C) % sizeof(V2) == 0;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + i * 16 + g + 8 * h;
+            if (row >= m) continue;
+            T* c_row = C + static_cast<size_t>(row) * n;
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int col = col0 + j * 8 + 2 * t;
+                if (vec && col + 2 <= n) {
+                    *reinterpret_cast<V2*>(c_row + col) = V2{acc[i][j][2 * h], acc[i][j][2 * h + 1]};
+                } else {
+                    if (col < n) c_row[col] = acc[i][j][2 * h];
+                    if (col + 1 < n) c_row[col + 1] = acc[i][j][2 * h + 1];
+                }
+            }
+        }
+}
 
 // Tile t of a rows x cols grid of tiles, in groups of GROUP tile-rows: consecutive t walk down a group's rows
 // first, so the tiles in flight at one time cover a compact patch of C and reuse each other's A and B panels

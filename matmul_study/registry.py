@@ -335,6 +335,20 @@ METHODS: dict[str, Method] = {
             tile=lambda block, dtype: (128, 128, 32),
         ),
         Method(
+            "mma_async_copy",
+            "the pre-Hopper rung: Ampere-style mma.sync m16n8k16 with ldmatrix fragments, 128x256x32 block tiles "
+            "of 8 warps (64x64 each), a 4-stage cp.async pipeline through XOR-swizzled shared memory, grouped "
+            "block order",
+            ("float16", "bfloat16"),
+            backend=PYCUDA,
+            source="11_mma_async_copy.cu",
+            template="mma_async_copy_matmul<{T}>",
+            launch=fixed_tiles(128, 256, 256, shared_bytes=98_304),
+            tile=lambda block, dtype: (128, 256, 32),
+            launch_bounds=(256, 1),
+            requires=Requirements(min_compute_capability=(8, 0)),
+        ),
+        Method(
             "wgmma_tma",
             "Hopper's first rung: one warpgroup per 64x128 tile of C, wgmma fed by TMA tiles on one mbarrier, "
             "one stage (no overlap of copy and math)",

@@ -41,9 +41,9 @@ def test_every_job_is_supported_by_its_method(default_config):
 def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_module=everything)
     # Per size: numpy 2 dtypes; naive, tiled_runtime_block, tiled, tiled_unrolled 2 dtypes x 2 blocks; wmma 1;
-    # register_tiled 2; warptiled 2; dmma 1; wmma_tiled 1; wgmma_tma 2; wgmma_warp_specialized 2; wgmma_tf32 1;
-    # cublas 5.
-    assert len(jobs) == 5 * (2 + 4 * 4 + 1 + 2 + 2 + 1 + 1 + 2 + 2 + 1 + 5)
+    # register_tiled 2; warptiled 2; dmma 1; wmma_tiled 1; mma_async_copy 2; wgmma_tma 2; wgmma_warp_specialized 2;
+    # wgmma_tf32 1; cublas 5.
+    assert len(jobs) == 5 * (2 + 4 * 4 + 1 + 2 + 2 + 1 + 1 + 2 + 2 + 2 + 1 + 5)
 
 
 def test_without_cupy_cublas_is_pruned_with_a_note(make_config):
@@ -80,6 +80,18 @@ def test_hopper_rungs_are_pruned_with_a_reason_on_other_gpus(make_config):
     assert "sm_90a" in newer[newer.method == "wgmma_tma"]["reason"].iloc[0]
     hopper, _ = grid.build(cfg, compute_capability=(9, 0), have_module=everything)
     assert {"naive", "wgmma_tma"} == set(hopper.method)
+
+
+def test_the_pre_hopper_tensor_core_rung_needs_ampere_and_runs_on_every_newer_gpu(make_config):
+    cfg = make_config(methods=["naive", "mma_async_copy"], dtypes=["float32", "float16", "bfloat16"])
+    jobs, pruned = grid.build(cfg, compute_capability=(7, 5), have_module=everything)
+    assert set(jobs.method) == {"naive"}
+    reason = pruned[pruned.method == "mma_async_copy"]["reason"].iloc[0]
+    assert "compute capability 8.0" in reason and "7.5" in reason
+    # Plain mma.sync, no arch-specific build: Ampere, Ada, Hopper and Blackwell all run it, in both 16-bit dtypes.
+    for cc in [(8, 0), (8, 9), (9, 0), (10, 0)]:
+        jobs, _ = grid.build(cfg, compute_capability=cc, have_module=everything)
+        assert set(jobs[jobs.method == "mma_async_copy"].dtype) == {"float16", "bfloat16"}
 
 
 def test_tensor_map_rungs_need_cuda_bindings(make_config):

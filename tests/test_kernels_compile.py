@@ -102,6 +102,42 @@ def test_hopper_rungs_issue_wgmma_in_their_arch_specific_build(method, tmp_path)
     assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
 
 
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_pre_hopper_rung_is_mma_sync_with_ldmatrix_and_cp_async(arch, tmp_path):
+    # Plain (not arch-specific) builds: the fp16 and bf16 mma.sync, A by ldmatrix, B by ldmatrix.trans (k x n
+    # row-major in shared memory, "col" for the mma), 16-byte cp.async with a source size (the zero fill).
+    ptx = compile_ptx("mma_async_copy", instances("mma_async_copy"), arch, tmp_path)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", ptx)
+    assert "wgmma" not in ptx and "cp.async.bulk" not in ptx
+
+
+# Kernels whose tile geometry is a C++ config: the registry's launch and tile must be that config's.
+CONFIGS = {"dmma": ("float64", "dmma::DefaultConfig"), "mma_async_copy": ("float16", "mma_async_copy::DefaultConfig")}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method", CONFIGS)
+def test_registry_launch_matches_the_kernels_config(method, tmp_path):
+    dtype, cfg = CONFIGS[method]
+    m = registry.get(method)
+    launch = m.launch(Problem(1000, 1000, 1000, 0, dtypes.get(dtype)))
+    tile_m, tile_n, tile_k = m.tile(0, dtype)
+    assert launch.grid[:2] == (-(-1000 // tile_n), -(-1000 // tile_m))
+    checks = {"THREADS": launch.threads[0], "SMEM_BYTES": launch.shared_bytes, "BM": tile_m, "BN": tile_n,
+              "BK": tile_k}
+    source = f'#include "{m.source}"\n' + "".join(
+        f'static_assert({cfg}::{name} == {value}, "{name} is not the registry\'s {value}");\n'
+        for name, value in checks.items())
+    assert m.launch_bounds == (launch.threads[0], 1)
+    result = kernels.compile_with_nvcc(source, "sm_80", tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
 # The most shared memory a block may opt in to, by target (CUDA C++ Programming Guide, technical specifications
 # per compute capability): 163 KB, 99 KB or 227 KB.
 OPT_IN_SHARED_BYTES = {"sm_80": 166_912, "sm_86": 101_376, "sm_87": 166_912, "sm_89": 101_376, "sm_90": 232_448,

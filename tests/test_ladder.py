@@ -15,6 +15,7 @@ def rows():
     return pd.DataFrame([
         row("cublas", "float16", 8192, 700e3), row("wgmma_warp_specialized", "float16", 8192, 714e3),
         row("wgmma_tma", "float16", 8192, 400e3), row("wmma_tiled", "float16", 8192, 900e3, status="failed"),
+        row("mma_async_copy", "float16", 8192, 420e3),
         row("wgmma_warp_specialized", "float16", 4096, 1e9),  # a smaller shape never enters the ladder
         row("cublas", "float64", 8192, 60e3), row("dmma", "float64", 8192, 54e3),
     ])
@@ -23,7 +24,8 @@ def rows():
 def test_the_ladder_takes_the_largest_shape_in_ladder_order_with_same_run_ratios():
     table = ladder_table(rows())
     f16 = table[table.dtype == "float16"]
-    assert list(f16.method) == ["wgmma_tma", "wgmma_warp_specialized", "cublas"]  # registry order; failed left out
+    # Registry order, the pre-Hopper mma.sync rung below the wgmma ones whatever its rate; failed left out.
+    assert list(f16.method) == ["mma_async_copy", "wgmma_tma", "wgmma_warp_specialized", "cublas"]
     assert set(f16["shape"]) == {"8192x8192x8192"}
     assert f16.set_index("method")["vs_cublas"]["wgmma_warp_specialized"] == pytest.approx(1.02)
     assert table[table.method == "dmma"]["vs_cublas"].iloc[0] == pytest.approx(0.9)
