@@ -65,6 +65,8 @@ VARIANTS = {
     # 8tmap: as 8tma, but boxes 5..7 wait in registers (48 per thread) and go out 4 k steps into the next item.
     "8tmap": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
                   defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TMA_PARK=1"]),
+    # 8tmaw: per-warp 1 KiB boxes (8 rows x 32 fp32 columns), a 4-slot ring per warp, 4 stages, no warpgroup barrier.
+    "8tmaw": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(8, 32), defines=["-DWGMMA_WS_TMA_STORE=2"]),
     "8s3": dict(_K8, smem=181296, defines=["-DWGMMA_WS_STAGES=3"]),  # diagnostic: 3 stages, default epilogue
     # Ping-pong consumers (WGMMA_WS_PINGPONG): each consumer warpgroup owns a 128x128 tile (2 x m64n128k16 per 16 k),
     # mainloops alternate under named barriers, one's epilogue under the other's wgmmas. Stages of 32 KiB (A 128x64

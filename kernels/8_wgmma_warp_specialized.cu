@@ -107,7 +107,7 @@
 #define WGMMA_WS_TMA_STORE 0
 #endif
 #ifndef WGMMA_WS_STAGES
-#if WGMMA_WS_TMA_STORE
+#if WGMMA_WS_TMA_STORE == 1
 #define WGMMA_WS_STAGES 3
 #else
 #define WGMMA_WS_STAGES 4
@@ -145,11 +145,17 @@ constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
 // TMA-store epilogue (WGMMA_WS_TMA_STORE): C leaves through boxes of 64 rows x 32 fp32 columns (128-byte
 // rows, 128B swizzle, 8 KiB), a ring of EPI_BOXES boxes per consumer warpgroup in the staging area.
 constexpr bool TMA_STORE = WGMMA_WS_TMA_STORE != 0;
+// WGMMA_WS_TMA_STORE=2: per-warp boxes of 8 rows x 32 columns (1 KiB), a ring of WARP_BOXES per warp in the
+// default's 32 KiB of staging, 4 stages; no warpgroup barrier (the shape of cuBLAS's epilogue at 4096^3).
+constexpr bool TMA_STORE_WARP = WGMMA_WS_TMA_STORE == 2;
+constexpr int WARP_BOX_BYTES = 8 * 32 * 4, WARP_BOXES = 4;
 constexpr int C_BOX_ROWS = 64, C_BOX_COLS = 32, C_BOX_BYTES = C_BOX_ROWS * C_BOX_COLS * 4;
 constexpr int EPI_BOXES_FIT = (227 * 1024 - 1024 - STAGES * STAGE_BYTES - 2 * STAGES * 8) / (CONSUMERS * C_BOX_BYTES);
 constexpr int EPI_BOXES = WGMMA_WS_EPI_BOXES > 0 ? WGMMA_WS_EPI_BOXES : (EPI_BOXES_FIT < 8 ? EPI_BOXES_FIT : 8);
-constexpr int EPI_BYTES = TMA_STORE ? CONSUMERS * EPI_BOXES * C_BOX_BYTES : CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
-static_assert(!TMA_STORE || (EPI_BOXES >= 2 && EPI_BYTES >= CONSUMERS * 4 * EPI_CHUNK_BYTES), "TMA-store staging");
+constexpr int EPI_BYTES = (TMA_STORE && !TMA_STORE_WARP) ? CONSUMERS * EPI_BOXES * C_BOX_BYTES : CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
+static_assert(!TMA_STORE || TMA_STORE_WARP || (EPI_BOXES >= 2 && EPI_BYTES >= CONSUMERS * 4 * EPI_CHUNK_BYTES),
+              "TMA-store staging");
+static_assert(!TMA_STORE_WARP || CONSUMERS * 4 * WARP_BOXES * WARP_BOX_BYTES <= EPI_BYTES, "per-warp rings fit");
 // Parking (WGMMA_WS_TMA_PARK): the last PARK boxes of a warpgroup's block (16 accumulators per thread each)
 // wait in registers instead of in the ring, and go out during the next item's k steps.
 constexpr int PARK = (TMA_STORE && WGMMA_WS_TMA_PARK) ? BN / C_BOX_COLS - EPI_BOXES : 0;
@@ -516,6 +522,28 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
             ebuf = (ebuf + 1 == EPI_BOXES) ? 0 : ebuf + 1;
         };
+        int wbuf = 0;  // WGMMA_WS_TMA_STORE=2: next slot of this warp's ring
+        // Rows 8h..8h+7 of this warp's 16 and the 32 columns whose 16 accumulators are v, to C (col, row).
+        auto warp_box_out = [&](const float* v, int h, int col, int row) {
+            const uint32_t buf = epi + ((c * 4 + warp) * WARP_BOXES + wbuf) * WARP_BOX_BYTES;
+            unsigned char* bp = smem_raw + (buf - raw);
+            if (lane == 0) bulk_wait_read<WARP_BOXES - 1>();  // this slot's previous box has been read
+            __syncwarp();
+            const int r = lane / 4;
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+                const int uu = 2 * jj + (lane % 4) / 2;
+                *reinterpret_cast<float2*>(bp + r * 128 + ((uu ^ r) * 16) + (lane & 1) * 8) =
+                    make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
+            }
+            fence_proxy_async_smem();
+            __syncwarp();
+            if (lane == 0) {
+                tma_store_2d(tmap_c, buf, col, row);
+                bulk_commit();
+            }
+            wbuf = (wbuf + 1 == WARP_BOXES) ? 0 : wbuf + 1;
+        };
         float park[PARK > 0 ? 16 * PARK : 1];
         int park_n0 = 0, park_row = 0;
         bool parked = false;
@@ -590,7 +618,19 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 // about to be rewritten).
                 // With PARK, boxes EPI_BOXES.. are copied to registers and stored PARK_AT k steps into the next
                 // item (or after the last one), when the ring's slots have long been read.
-                if (piece < 0 && (n % 4) == 0) {
+                if (TMA_STORE_WARP && piece < 0 && (n % 4) == 0) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int row = m0 + c * 64 + warp * 16 + 8 * h;
+                        if (row < m) {
+#pragma unroll
+                            for (int jb = 0; jb < BN / 32; ++jb)
+                                if (n0 + 32 * jb < n) warp_box_out(d + 16 * jb, h, n0 + 32 * jb, row);
+                        }
+                    }
+                    continue;
+                }
+                if (!TMA_STORE_WARP && piece < 0 && (n % 4) == 0) {
                     if (m0 + c * 64 < m) {
 #pragma unroll
                         for (int jb = 0; jb < BN / C_BOX_COLS; ++jb) {
@@ -629,7 +669,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 #if WGMMA_WS_TMA_STORE
         if constexpr (PARK > 0)
             if (parked) unpark();
-        if (ltid == 0) bulk_wait<0>();  // the staging buffers stay valid until the stores are done
+        if (TMA_STORE_WARP ? lane == 0 : ltid == 0) bulk_wait<0>();  // staging stays valid until stores are done
 #endif
 #endif  // WGMMA_WS_PINGPONG
     }
