@@ -38,7 +38,7 @@
 // Balanced waves (WGMMA_WS_BALANCED, default on): where the tail is not split, the tiles go to the fewest
 // clusters that keep the number of waves (4096^3: 64 of 66 clusters, 4 tiles each, instead of 58 clusters
 // doing a fourth tile); the others exit at once. Same time in an ideal world, but two SMs less of power at
-// every moment of the first waves; measured +0.5..1.1 % in the pair ratio at 4096^3 (notes).
+// every moment of the first waves; measured +0.4..2.3 % in the pair ratio at 4096^3 (notes).
 //
 // Epilogue (all CTAs reach it at about the same time and the tensor cores idle meanwhile; measured cost
 // ~5-7 % of the run time): for whole tiles, each consumer warp's 16x256 block goes out through a per-warp
@@ -150,6 +150,7 @@ constexpr bool TMA_STORE = WGMMA_WS_TMA_STORE != 0;
 constexpr bool TMA_STORE_WARP = WGMMA_WS_TMA_STORE == 2;
 constexpr int WARP_BOX_BYTES = 8 * 32 * 4, WARP_BOXES = 4;
 constexpr int C_BOX_ROWS = 64, C_BOX_COLS = 32, C_BOX_BYTES = C_BOX_ROWS * C_BOX_COLS * 4;
+static_assert(C_BOX_COLS == 32, "boxes of 128-byte rows (write_box_row)");
 constexpr int EPI_BOXES_FIT = (227 * 1024 - 1024 - STAGES * STAGE_BYTES - 2 * STAGES * 8) / (CONSUMERS * C_BOX_BYTES);
 constexpr int EPI_BOXES = WGMMA_WS_EPI_BOXES > 0 ? WGMMA_WS_EPI_BOXES : (EPI_BOXES_FIT < 8 ? EPI_BOXES_FIT : 8);
 constexpr int EPI_BYTES = (TMA_STORE && !TMA_STORE_WARP) ? CONSUMERS * EPI_BOXES * C_BOX_BYTES : CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
@@ -258,6 +259,19 @@ __device__ __forceinline__ void store_c(float4* p, float4 v)
 #else
     *p = v;
 #endif
+}
+
+// Row r of a box with 128-byte rows (32 fp32 columns) in the TMA's 128B swizzle (16-byte unit u of row r at
+// u ^ (r % 8), so the float2 writes are conflict-free): this lane's 8 columns, from its 16 accumulators v of
+// those 32 columns, row half h (rows l/4 or l/4 + 8 of the warp's 16).
+__device__ __forceinline__ void write_box_row(unsigned char* box, int r, const float* v, int h, int lane)
+{
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+        const int uu = 2 * jj + (lane % 4) / 2;
+        *reinterpret_cast<float2*>(box + r * 128 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
+            make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
+    }
 }
 
 // A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
@@ -505,15 +519,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             if (ltid == 0) bulk_wait_read<EPI_BOXES - 1>();
             named_barrier(2 + c, 128);
 #pragma unroll
-            for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = warp * 16 + lane / 4 + 8 * h;
-                    const int uu = 2 * jj + (lane % 4) / 2;
-                    *reinterpret_cast<float2*>(bp + r * 128 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
-                        make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
-                }
-            }
+            for (int h = 0; h < 2; ++h) write_box_row(bp, warp * 16 + lane / 4 + 8 * h, v, h, lane);
             fence_proxy_async_smem();
             named_barrier(2 + c, 128);  // the whole box is in shared memory
             if (ltid == 0) {
@@ -529,13 +535,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             unsigned char* bp = smem_raw + (buf - raw);
             if (lane == 0) bulk_wait_read<WARP_BOXES - 1>();  // this slot's previous box has been read
             __syncwarp();
-            const int r = lane / 4;
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-                const int uu = 2 * jj + (lane % 4) / 2;
-                *reinterpret_cast<float2*>(bp + r * 128 + ((uu ^ r) * 16) + (lane & 1) * 8) =
-                    make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
-            }
+            write_box_row(bp, lane / 4, v, h, lane);
             fence_proxy_async_smem();
             __syncwarp();
             if (lane == 0) {

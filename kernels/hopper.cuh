@@ -162,19 +162,17 @@ __device__ __forceinline__ void setmaxnreg_inc()
 }
 
 // ------------------------------------------------------------------------------------------- wgmma
-// Shared-memory matrix descriptor, 128-byte swizzle (mode 1 in bits 62-63); offsets in bytes.
-__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
-{
-    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-           (static_cast<uint64_t>(sbo >> 4) << 32) | (1ull << 62);
-}
-
-// The same descriptor in two halves, for loops that keep only the low word (address and LBO) in a register:
-// desc_lo + 16-byte units, then desc_join with the constant high word (SBO, 128B swizzle).
+// Shared-memory matrix descriptor, 128-byte swizzle (mode 1 in bits 62-63); offsets in bytes. Built in two
+// halves so that loops can keep only the low word (address and LBO) in a register: desc_lo, plus 16-byte
+// units to move on, then desc_join with the constant high word (SBO, swizzle).
 __device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t lbo) { return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }
 __device__ __forceinline__ uint64_t desc_join(uint32_t lo, uint32_t sbo)
 {
     return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((sbo >> 4) | (1u << 30)) << 32);
+}
+__device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return desc_join(desc_lo(addr, lbo), sbo);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
