@@ -83,7 +83,20 @@ VARIANTS = {
     # Cluster of 4 along M: each CTA loads one of the four B strips and multicasts it (L2->SM bytes per CTA and
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
-    "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
+    "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
+    # Fourth session: split first k step (the previous tile's right half stored under the left half's wgmmas),
+    # two wgmma groups in flight, warpgroup index broadcast by a shuffle (uniform datapath), and combinations.
+    "8split": dict(_K8, defines=["-DWGMMA_WS_SPLIT_EPI=1", "-DWGMMA_WS_UNIFORM_WG=1"]),
+    "8if2": dict(_K8, defines=["-DWGMMA_WS_INFLIGHT=2"]),
+    "8uni": dict(_K8, defines=["-DWGMMA_WS_UNIFORM_WG=1"]),
+    # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
+    "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
+    "8tracepf": dict(_K8, defines=["-DWGMMA_WS_TRACE", "-DWGMMA_WS_PREFETCH_TMAP=1"], trace=True),
+    "8tracest2": dict(_K8, defines=["-DWGMMA_WS_TRACE", "-DWGMMA_WS_STAGGER_PHASES=2", "-DWGMMA_WS_STAGGER_CYCLES=3000"], trace=True),
+    "8tracest4": dict(_K8, defines=["-DWGMMA_WS_TRACE", "-DWGMMA_WS_STAGGER_PHASES=4", "-DWGMMA_WS_STAGGER_CYCLES=1500"], trace=True),
+    "8tmatrace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
+                      defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TRACE"], trace=True),
+    "8all": dict(_K8, defines=["-DWGMMA_WS_SPLIT_EPI=1", "-DWGMMA_WS_INFLIGHT=2", "-DWGMMA_WS_UNIFORM_WG=1"]),  # every cluster takes tiles (the previous default)
     "8c4noepi": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4", "-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
     "12": _K12,
     "12nosk": dict(_K12, defines=["-DWGMMA_WS_STREAMK=0"]),
@@ -353,6 +366,43 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
             del ref
             return out
 
+    def trace_summary(prob):
+        """One more launch with the trace buffer zeroed; per-CTA clock stamps -> medians of each phase (cycles)."""
+        slots = 64
+        ptr, size = ck(drv.cuModuleGetGlobal(module, b"_ZN8wgmma_ws8ws_traceE"))
+        ck(drv.cuMemsetD8(ptr, 0, size))
+        prob.run()
+        cp.cuda.runtime.deviceSynchronize()
+        host = np.zeros(size // 8, dtype=np.uint64)
+        ck(drv.cuMemcpyDtoH(host.ctypes.data, ptr, size))
+        tr = host.reshape(-1, slots)[:prob.grid[0]].astype(np.int64)
+        act = tr[tr[:, 8] > 0]  # CTAs that had items
+        rel = lambda a, b: act[:, a] - act[:, b]
+        out = dict(ctas=int(len(tr)), active=int(len(act)),
+                   first_copy=float(np.median(rel(1, 0))), first_empty=float(np.median(rel(2, 0))),
+                   first_data=float(np.median(rel(8, 0))), total=float(np.median(rel(3, 0))),
+                   total_max=float(np.max(rel(3, 0))), barriers_init=float(np.median(rel(60, 0))),
+                   cluster_synced=float(np.median(rel(61, 0))), producer_ready=float(np.median(rel(62, 0))))
+        items = []
+        for i in range(18):
+            b = 8 + 3 * i
+            if b + 2 >= slots or not (act[:, b] > 0).all():
+                break
+            it = dict(mainloop=float(np.median(rel(b + 1, b))), epilogue=float(np.median(rel(b + 2, b + 1))))
+            if b + 5 < slots and (act[:, b + 3] > 0).all():
+                it["gap"] = float(np.median(rel(b + 3, b + 2)))
+            else:
+                it["to_end"] = float(np.median(rel(3, b + 2)))
+            items.append(it)
+        out["items"] = items
+        g0, g1 = tr[:, 4], tr[:, 5]
+        out["entry_spread_ns"] = float(g0.max() - g0.min())
+        out["exit_spread_ns"] = float(g1.max() - g1.min())
+        out["span_ns"] = float(g1.max() - g0.min())
+        out["ghz"] = float(np.median((act[:, 3] - act[:, 0]) / np.maximum(1, tr[tr[:, 8] > 0][:, 5] - tr[tr[:, 8] > 0][:, 4])))
+        print(f"[{name}] trace {prob.dt} {prob.m}^3: " + json.dumps(out), flush=True)
+        return out
+
     def median_ms(prob, reps):
         ev = [cp.cuda.Event() for _ in range(4)]
         for _ in range(3):
@@ -423,6 +473,8 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
                     print(f"[{name}] {dt} {m}^3 breakdown: transpose (tiled) {t['ms_transpose_tiled']:.3f} ms, "
                           f"(cupy.copyto) {t['ms_transpose_copyto']:.3f} ms, kernel alone {t['ms_kernel_only']:.3f} ms "
                           f"= {fl / t['ms_kernel_only'] / 1e9:.1f} TF/s", flush=True)
+                if v.get("trace"):
+                    t["trace"] = trace_summary(p)
                 results["timings"].append(t)
                 print(f"[{name}] time {dt} {m}^3: {t['tflops']:.1f} TF/s vs cuBLAS {t['tflops_cublas']:.1f} "
                       f"-> {t['ratio']:.3f}x, per-pair {pair:.3f}x  (best rep {fl / min(allk) / 1e9:.1f} / "
