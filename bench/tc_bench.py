@@ -84,19 +84,10 @@ VARIANTS = {
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
-    # Fourth session: split first k step (the previous tile's right half stored under the left half's wgmmas),
-    # two wgmma groups in flight, warpgroup index broadcast by a shuffle (uniform datapath), and combinations.
-    "8split": dict(_K8, defines=["-DWGMMA_WS_SPLIT_EPI=1", "-DWGMMA_WS_UNIFORM_WG=1"]),
-    "8if2": dict(_K8, defines=["-DWGMMA_WS_INFLIGHT=2"]),
-    "8uni": dict(_K8, defines=["-DWGMMA_WS_UNIFORM_WG=1"]),
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
-    "8tracepf": dict(_K8, defines=["-DWGMMA_WS_TRACE", "-DWGMMA_WS_PREFETCH_TMAP=1"], trace=True),
-    "8tracest2": dict(_K8, defines=["-DWGMMA_WS_TRACE", "-DWGMMA_WS_STAGGER_PHASES=2", "-DWGMMA_WS_STAGGER_CYCLES=3000"], trace=True),
-    "8tracest4": dict(_K8, defines=["-DWGMMA_WS_TRACE", "-DWGMMA_WS_STAGGER_PHASES=4", "-DWGMMA_WS_STAGGER_CYCLES=1500"], trace=True),
     "8tmatrace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
                       defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TRACE"], trace=True),
-    "8all": dict(_K8, defines=["-DWGMMA_WS_SPLIT_EPI=1", "-DWGMMA_WS_INFLIGHT=2", "-DWGMMA_WS_UNIFORM_WG=1"]),  # every cluster takes tiles (the previous default)
     "8c4noepi": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4", "-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
     "12": _K12,
     "12nosk": dict(_K12, defines=["-DWGMMA_WS_STREAMK=0"]),

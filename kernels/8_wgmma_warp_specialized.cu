@@ -122,24 +122,6 @@
 #ifndef WGMMA_WS_PARK_AT  // ... and store them after this many k steps of the next item
 #define WGMMA_WS_PARK_AT 4
 #endif
-#ifndef WGMMA_WS_INFLIGHT  // wgmma groups a consumer keeps in flight before releasing the oldest stage
-#define WGMMA_WS_INFLIGHT 1
-#endif
-#ifndef WGMMA_WS_SPLIT_EPI  // 1: the right half of a whole tile goes out inside the next item's first k step
-#define WGMMA_WS_SPLIT_EPI 0
-#endif
-#ifndef WGMMA_WS_UNIFORM_WG  // 1: warpgroup index broadcast by a shuffle (ptxas can keep it in uniform registers)
-#define WGMMA_WS_UNIFORM_WG 0
-#endif
-#ifndef WGMMA_WS_PREFETCH_TMAP  // 1: thread 0 prefetches the tensor maps at entry (prefetch.tensormap)
-#define WGMMA_WS_PREFETCH_TMAP 0
-#endif
-#ifndef WGMMA_WS_STAGGER_PHASES  // diagnostic: cluster c's producer starts (c % PHASES) * STAGGER_CYCLES late
-#define WGMMA_WS_STAGGER_PHASES 1
-#endif
-#ifndef WGMMA_WS_STAGGER_CYCLES
-#define WGMMA_WS_STAGGER_CYCLES 0
-#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -155,9 +137,6 @@ constexpr int CLUSTER = WGMMA_WS_CLUSTER;  // CTAs per cluster along M (1, 2 or 
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows of tiles per group in the tile order
 constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
 constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
-constexpr int INFLIGHT = WGMMA_WS_INFLIGHT;
-static_assert(INFLIGHT >= 1 && INFLIGHT < WGMMA_WS_STAGES, "groups in flight: 1 .. STAGES - 1");
-constexpr bool SPLIT_EPI = WGMMA_WS_SPLIT_EPI != 0;
 constexpr int STAGE_BYTES = BM * 128 + BN * 128;  // A 128 x 128 bytes (16 KiB) + B 256 x 128 bytes (32 KiB); pp: 32 KiB
 constexpr int A_BYTES = BM * 128;
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), used to turn the accumulator layout
@@ -208,10 +187,11 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "r
 __device__ unsigned int sk_flags[MAX_SK_FLAGS];  // stream-K partial-sum order; zero between launches
 
 #ifdef WGMMA_WS_TRACE
-// Timing diagnostic (tc_bench variant 8trace): per CTA, SM clock stamps (clock64) of thread 128 (consumer
-// warpgroup 0, warp 0) at each item's first full stage, its last wgmma retired and its epilogue issued
-// (slots 8 + 3i ..), of the producer's first copy issued (1) and first empty wait passed (2), at entry (0) and
-// before the final cluster barrier (3); globaltimer at entry (4) and exit (5) to line SMs up.
+// Timing diagnostic (tc_bench variants 8trace, 8tmatrace): per CTA, SM clock stamps (clock64) at entry (slot 0),
+// barriers initialised (60), cluster synchronised (61), producer ready (62), its first empty stage passed (2) and
+// first copy issued (1); then, by thread 128 (consumer warpgroup 0, warp 0), each item i's first full stage
+// (8 + 3i), last wgmma retired (9 + 3i) and epilogue issued (10 + 3i), and the end (3, before the final cluster
+// barrier). globaltimer at entry (4) and end (5) lines the SMs up.
 constexpr int TRACE_SLOTS = 64;
 __device__ unsigned long long ws_trace[160 * TRACE_SLOTS];
 __device__ __forceinline__ void trace(int slot, bool global_timer = false)
@@ -221,8 +201,8 @@ __device__ __forceinline__ void trace(int slot, bool global_timer = false)
     else t = clock64();
     if (slot < TRACE_SLOTS) ws_trace[blockIdx.x * TRACE_SLOTS + slot] = t;
 }
-#define WS_TRACE(cond, ...) \
-    do {                    \
+#define WS_TRACE(cond, ...)           \
+    do {                              \
         if (cond) trace(__VA_ARGS__); \
     } while (0)
 #else
@@ -265,18 +245,6 @@ struct Op16 {
         for (int kk = 0; kk < BK / 16; ++kk)
             hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
                                         hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
-    }
-    // Half H (columns 128H..128H+127) of one stage: m64n128k16 into accumulators 64H..64H+63 (the m64n256 layout
-    // is the two m64n128 layouts side by side) from B strips 2H, 2H+1. Used by WGMMA_WS_SPLIT_EPI.
-    static constexpr bool SPLITS = true;
-    template <int H>
-    static __device__ __forceinline__ void mma_half(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
-    {
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-            hopper::wgmma_m64n128k16_half<H, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
-                                            hopper::desc_join(db + H * (2 * B_STRIP_BYTES >> 4) + kk * (2048 >> 4), 1024),
-                                            kk > 0 || accumulate);
     }
 #if WGMMA_WS_PINGPONG
     // Ping-pong: one stage for one warpgroup's whole 128x128 tile: rows 0-63 into d0, rows 64-127 into d1
@@ -459,19 +427,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int tid = threadIdx.x;
     WS_TRACE(tid == 0, 0);
     WS_TRACE(tid == 0, 4, true);
-#if WGMMA_WS_UNIFORM_WG
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
-#else
     const int wg = tid / 128;
-#endif
     const uint32_t rank = (CLUSTER > 1) ? cluster_rank() : 0;
 
-#if WGMMA_WS_PREFETCH_TMAP
-    if (tid == 0) {
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap_a)) : "memory");
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap_b)) : "memory");
-    }
-#endif
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
@@ -495,11 +453,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
             WS_TRACE(true, 62);
-            if constexpr (WGMMA_WS_STAGGER_CYCLES > 0) {
-                const long long t0 = clock64(), wait = (sched.cluster_id % WGMMA_WS_STAGGER_PHASES) * WGMMA_WS_STAGGER_CYCLES;
-                while (clock64() - t0 < wait) {
-                }
-            }
             int it = 0;
             for (int i = 0; i < sched.n_items; ++i) {
                 int t, k0, k1, piece, pieces, u, tm, tn;
@@ -643,7 +596,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
         };
 
-        float* pend = nullptr;  // WGMMA_WS_SPLIT_EPI: where the previous tile's right half goes (this warp's rows)
         for (int i = 0; i < sched.n_items; ++i) {
             int t, k0, k1, piece, pieces, u, tm, tn;
             sched.item(i, t, k0, k1, piece, pieces, u);
@@ -653,37 +605,16 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             // Each k step: wait for the stage, issue its wgmmas, keep one group in flight, release the stage
             // that the previous group read. The first k step overwrites the accumulators (scale-d = 0):
             // zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515).
-            int kt = k0;
-            if constexpr (SPLIT_EPI && Op::SPLITS) {
-                // WGMMA_WS_SPLIT_EPI: the previous tile's right half is still in accumulators 64..127; this first
-                // k step runs as two halves and those columns go out between them, under the left half's wgmmas.
-                // Peeled off the loop (inside it, ptxas assumes a full-width group may be in flight and waits
-                // before the stores); the shuffle tells ptxas the branch is warp-uniform (else C7518: serialised).
-                if (__shfl_sync(0xffffffffu, pend != nullptr, 0)) {
-                    const uint32_t s = it % STAGES;
-                    mbar_wait(full_bar + 8 * s, (it / STAGES) & 1u);
-                    wgmma_fence();
-                    Op::template mma_half<0>(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, false);
-                    store_warp_rows_staged<BN / 2>(
-                        d + BN / 4, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES, pend, n, lane);
-                    wgmma_fence();
-                    Op::template mma_half<1>(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, false);
-                    wgmma_commit();
-                    pend = nullptr;
-                    ++it;
-                    ++kt;
-                }
-            }
-            for (; kt < k1; ++kt) {
+            for (int kt = k0; kt < k1; ++kt) {
                 const uint32_t s = it % STAGES;
                 mbar_wait(full_bar + 8 * s, (it / STAGES) & 1u);
                 WS_TRACE(tid == 128 && kt == k0, 8 + 3 * i);
                 wgmma_fence();
                 Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0);
                 wgmma_commit();
-                if (kt >= k0 + INFLIGHT) {
-                    wgmma_wait<INFLIGHT>();
-                    release((it - INFLIGHT) % STAGES);
+                if (kt > k0) {
+                    wgmma_wait<1>();
+                    release((it - 1) % STAGES);
                 }
 #if WGMMA_WS_TMA_STORE
                 if constexpr (PARK > 0) {  // the previous item's parked boxes, PARK_AT k steps into this one
@@ -693,9 +624,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 ++it;
             }
             wgmma_wait<0>();
-#pragma unroll
-            for (int j = INFLIGHT; j >= 1; --j)
-                if (k1 - k0 >= j) release((it - j) % STAGES);
+            if (k1 > k0) release((it - 1) % STAGES);
             WS_TRACE(tid == 128, 9 + 3 * i);
 
             const int row0 = m0 + c * 64 + warp * 16 + lane / 4;
@@ -761,14 +690,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             // Epilogue. Fast path (whole tile inside C, rows 16-byte aligned): each warp stores its 16x256
             // block through its staging chunk (store_warp_rows_staged); else guarded stores.
             if (!TMA_STORE && m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
-                float* crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
-                unsigned char* chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
-                if (SPLIT_EPI && Op::SPLITS && piece < 0 && i + 1 < sched.n_items) {
-                    store_warp_rows_staged<BN / 2>(d, chunk, crow, n, lane);  // the right half waits (above)
-                    pend = crow + BN / 2;
-                } else {
-                    store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
-                }
+                store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
+                                           C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
                 WS_TRACE(tid == 128, 10 + 3 * i);
             } else {
                 store_acc_guarded<BN / 8>(d, C, m, n, row0, col0);

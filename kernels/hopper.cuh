@@ -220,24 +220,6 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t d
     HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
 }
 
-#define HOPPER_D64_HI_REGS "{%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-// Half H of an m64n256 accumulator block as one m64n128k16: all 128 accumulators are operands (so every
-// wgmma of a tile binds the same registers), the instruction names only columns 128H..128H+127.
-template <int H, typename T>
-__device__ __forceinline__ void wgmma_m64n128k16_half(float (&d)[128], uint64_t desc_a, uint64_t desc_b, bool scale_d)
-{
-    static_assert(sizeof(T) == 2 && (H == 0 || H == 1), "fp16 or bf16; half 0 or 1");
-    constexpr bool f16 = __is_same(T, __half);
-    if constexpr (H == 0 && f16)
-        HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
-    else if constexpr (H == 0)
-        HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
-    else if constexpr (f16)
-        HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_HI_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
-    else
-        HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_HI_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
-}
-
 #undef HOPPER_WGMMA
 
 // ------------------------------------------------------------------------------------------- accumulators
