@@ -86,6 +86,20 @@ VARIANTS = {
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
+    "8tma4trace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(64, 32),
+                       defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_STAGES=4", "-DWGMMA_WS_TRACE"], trace=True),
+    "8tmawtrace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(8, 32),
+                       defines=["-DWGMMA_WS_TMA_STORE=2", "-DWGMMA_WS_TRACE"], trace=True),
+    "8s3trace": dict(_K8, smem=181296, defines=["-DWGMMA_WS_STAGES=3", "-DWGMMA_WS_TRACE"], trace=True),
+    "8park64": dict(_K8, defines=["-DWGMMA_WS_PARK_COLS=64"]),
+    "8park64trace": dict(_K8, defines=["-DWGMMA_WS_PARK_COLS=64", "-DWGMMA_WS_TRACE"], trace=True),
+    "8park128": dict(_K8, defines=["-DWGMMA_WS_PARK_COLS=128"]),
+    "8park64s": dict(_K8, defines=["-DWGMMA_WS_PARK_COLS=64", "-DWGMMA_WS_PARK_STAGED=1"]),
+    "8park128trace": dict(_K8, defines=["-DWGMMA_WS_PARK_COLS=128", "-DWGMMA_WS_TRACE"], trace=True),
+    "8pf8trace": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=8", "-DWGMMA_WS_TRACE"], trace=True),
+    "8pf16trace": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=16", "-DWGMMA_WS_L2_PREFETCH_STEPS=8", "-DWGMMA_WS_TRACE"], trace=True),
+    "8pf8": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=8"]),
+    "8pf16": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=16", "-DWGMMA_WS_L2_PREFETCH_STEPS=8"]),
     "8tmatrace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
                       defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TRACE"], trace=True),
     "8c4noepi": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4", "-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
@@ -359,7 +373,7 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
 
     def trace_summary(prob):
         """One more launch with the trace buffer zeroed; per-CTA clock stamps -> medians of each phase (cycles)."""
-        slots = 64
+        slots = 128
         ptr, size = ck(drv.cuModuleGetGlobal(module, b"_ZN8wgmma_ws8ws_traceE"))
         ck(drv.cuMemsetD8(ptr, 0, size))
         prob.run()
@@ -377,10 +391,13 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
         items = []
         for i in range(18):
             b = 8 + 3 * i
-            if b + 2 >= slots or not (act[:, b] > 0).all():
+            if b + 2 >= 64 or not (act[:, b] > 0).all():
                 break
-            it = dict(mainloop=float(np.median(rel(b + 1, b))), epilogue=float(np.median(rel(b + 2, b + 1))))
-            if b + 5 < slots and (act[:, b + 3] > 0).all():
+            it = dict(mainloop=float(np.median(rel(b + 1, b))), epilogue=float(np.median(rel(b + 2, b + 1))),
+                      issued_to_data=float(np.median(rel(b, 64 + i))))
+            if i > 0:  # when the producer issued this item's first copy, relative to the previous mainloop's end
+                it["issued_after_prev_end"] = float(np.median(rel(64 + i, b - 2)))
+            if b + 5 < 64 and (act[:, b + 3] > 0).all():
                 it["gap"] = float(np.median(rel(b + 3, b + 2)))
             else:
                 it["to_end"] = float(np.median(rel(3, b + 2)))
