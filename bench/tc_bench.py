@@ -100,6 +100,11 @@ VARIANTS = {
     "8pf16trace": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=16", "-DWGMMA_WS_L2_PREFETCH_STEPS=8", "-DWGMMA_WS_TRACE"], trace=True),
     "8pf8": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=8"]),
     "8pf16": dict(_K8, defines=["-DWGMMA_WS_L2_PREFETCH=16", "-DWGMMA_WS_L2_PREFETCH_STEPS=8"]),
+    "8noepitrace": dict(_K8, defines=["-DWGMMA_WS_DIAG_NO_EPILOGUE", "-DWGMMA_WS_TRACE"], diag=True, trace=True),
+    "8epi2trace": dict(_K8, defines=["-DWGMMA_WS_DIAG_EPILOGUE_TWICE", "-DWGMMA_WS_TRACE"], trace=True),
+    "8c1trace": dict(_K8, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1", "-DWGMMA_WS_TRACE"], trace=True),
+    "8c1sttrace": dict(_K8, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1", "-DWGMMA_WS_STAGGER=3500", "-DWGMMA_WS_TRACE"], trace=True),
+    "8sttrace": dict(_K8, defines=["-DWGMMA_WS_STAGGER=3500", "-DWGMMA_WS_TRACE"], trace=True),
     "8tmatrace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230448, box_c=(64, 32),
                       defines=["-DWGMMA_WS_TMA_STORE=1", "-DWGMMA_WS_TRACE"], trace=True),
     "8c4noepi": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4", "-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
@@ -403,6 +408,7 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
                 it["to_end"] = float(np.median(rel(3, b + 2)))
             items.append(it)
         out["items"] = items
+        out["smid_first16"] = [int(x) for x in tr[:16, 6]]
         g0, g1 = tr[:, 4], tr[:, 5]
         out["entry_spread_ns"] = float(g0.max() - g0.min())
         out["exit_spread_ns"] = float(g1.max() - g1.min())

@@ -134,6 +134,9 @@
 #ifndef WGMMA_WS_L2_PREFETCH_STEPS
 #define WGMMA_WS_L2_PREFETCH_STEPS 4
 #endif
+#ifndef WGMMA_WS_STAGGER  // diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
+#define WGMMA_WS_STAGGER 0
+#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -481,6 +484,13 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int tid = threadIdx.x;
     WS_TRACE(tid == 0, 0);
     WS_TRACE(tid == 0, 4, true);
+#ifdef WGMMA_WS_TRACE
+    if (tid == 0) {
+        uint32_t smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        ws_trace[blockIdx.x * TRACE_SLOTS + 6] = smid;  // which SM (pairs of a cluster / TPC)
+    }
+#endif
     const int wg = tid / 128;
     const uint32_t rank = (CLUSTER > 1) ? cluster_rank() : 0;
 
@@ -507,6 +517,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
             WS_TRACE(true, 62);
+            if constexpr (WGMMA_WS_STAGGER > 0) {
+                const long long t0 = clock64();
+                while (clock64() - t0 < (sched.cluster_id % 2) * WGMMA_WS_STAGGER) {
+                }
+            }
             int it = 0;
             for (int i = 0; i < sched.n_items; ++i) {
                 int t, k0, k1, piece, pieces, u, tm, tn;
@@ -747,7 +762,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 continue;
             }
 #ifdef WGMMA_WS_DIAG_NO_EPILOGUE  // timing diagnostic only (results are wrong): what the stores cost
-            if (piece < 0 && d[0] != 12345.f) continue;
+            if (piece < 0 && d[0] != 12345.f) {
+                WS_TRACE(tid == 128, 10 + 3 * i);
+                continue;
+            }
 #endif
 #if WGMMA_WS_TMA_STORE
             {
@@ -809,6 +827,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     park_dst = crow + NOW;
                 } else {
                     store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
+#ifdef WGMMA_WS_DIAG_EPILOGUE_TWICE  // timing diagnostic: every whole tile's C stored twice (same values)
+                    store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
+#endif
                 }
                 WS_TRACE(tid == 128, 10 + 3 * i);
             } else {
