@@ -45,6 +45,10 @@
 // 16x64 fp32 staging chunk in shared memory (XOR-swizzled, conflict-free), as 256-byte row segments.
 // Edge tiles (or n not a multiple of 4) are stored directly from the accumulators with per-element guards.
 // Timing diagnostic: WGMMA_WS_DIAG_NO_EPILOGUE skips the stores of whole tiles (wrong results).
+// What the epilogue costs, by clock stamps (WGMMA_WS_TRACE, tc_bench 8trace; 4096^3, H200): a tile's 64 k steps
+// take 64.7k cycles (at the tensor cores' rate), the change to the next tile 6.8k more: the 128 KiB of C leave
+// the SM at ~21 bytes per cycle and the next tile's first stages, requested 2k cycles before, arrive only after
+// them (copy to data 8.8k cycles; 3.2k without the stores, 15k with C stored twice). See the notes.
 // (Earlier experiments, removed after measuring no gain: parking half of the block in spare registers and
 // storing it during the next tile's first k steps; storing whole tiles straight from the accumulators.)
 // Variant WGMMA_WS_TMA_STORE=1 (not the default; entry wgmma_ws_matmul_tmastore, one more tensor map): whole
@@ -122,19 +126,7 @@
 #ifndef WGMMA_WS_PARK_AT  // ... and store them after this many k steps of the next item
 #define WGMMA_WS_PARK_AT 4
 #endif
-#ifndef WGMMA_WS_PARK_COLS  // 64 or 128: a whole tile's last columns wait in registers, stored over the next item's
-#define WGMMA_WS_PARK_COLS 0  // first k steps, 32 columns (128-byte row segments) per k step
-#endif
-#ifndef WGMMA_WS_PARK_STAGED  // parked columns out through the staging chunk (1) or straight (0)
-#define WGMMA_WS_PARK_STAGED 0
-#endif
-#ifndef WGMMA_WS_L2_PREFETCH  // variant: k steps before an item's end at which the next item's start is prefetched
-#define WGMMA_WS_L2_PREFETCH 0
-#endif
-#ifndef WGMMA_WS_L2_PREFETCH_STEPS
-#define WGMMA_WS_L2_PREFETCH_STEPS 4
-#endif
-#ifndef WGMMA_WS_STAGGER  // diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
+#ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
@@ -177,18 +169,9 @@ static_assert(!TMA_STORE_WARP || CONSUMERS * 4 * WARP_BOXES * WARP_BOX_BYTES <= 
 constexpr int PARK = (TMA_STORE && WGMMA_WS_TMA_PARK) ? BN / C_BOX_COLS - EPI_BOXES : 0;
 constexpr int PARK_AT = WGMMA_WS_PARK_AT;
 static_assert(PARK >= 0 && PARK * 16 <= 48, "parked accumulators fit the consumers' spare registers");
-constexpr int PARK_COLS = WGMMA_WS_PARK_COLS;
-constexpr bool PARK_HALF = PARK_COLS > 0;
-constexpr int PARK_STEPS = PARK_COLS / 32, PARK_REGS = PARK_COLS / 2;
-static_assert(!PARK_HALF || (!TMA_STORE && !PINGPONG && BN == 256 && (PARK_COLS == 64 || PARK_COLS == 128)),
-              "parked columns: default epilogue, 64 or 128 of 256");
 constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wgmma descriptor's address units
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;  // 230,464
-#ifndef WGMMA_WS_PRODUCER_REGS
-#define WGMMA_WS_PRODUCER_REGS 40
-#endif
-constexpr int PRODUCER_REGS = WGMMA_WS_PRODUCER_REGS;
-constexpr int CONSUMER_REGS = (65536 / 128 - PRODUCER_REGS) / CONSUMERS / 8 * 8;  // 232 (producer 40), 240 (24)
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int MAX_SK_FLAGS = 1024;  // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = 32;  // split the tail only if that saves each cluster more k steps than this
 
@@ -235,14 +218,6 @@ __device__ __forceinline__ void trace(int slot, bool global_timer = false)
     } while (0)
 #endif
 
-// Bring a 2-D box of a tensor into L2 (no shared memory, no barrier).
-__device__ __forceinline__ void l2_prefetch_2d(const CUtensorMap* map, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(reinterpret_cast<uint64_t>(map)),
-                 "r"(c0), "r"(c1)
-                 : "memory");
-}
-
 template <typename T>
 struct Op16 {
     static constexpr int BK = wgmma_ws::BK;
@@ -263,13 +238,6 @@ struct Op16 {
                 hopper::tma_load_2d_multicast(sb + j * B_STRIP_BYTES, tmap_b, bar, n0 + 64 * j, kt * BK,
                                               static_cast<uint16_t>((1u << CLUSTER) - 1));
         }
-    }
-    // L2 prefetch of the same boxes as load_b (variant WGMMA_WS_L2_PREFETCH).
-    static __device__ __forceinline__ void prefetch_b(const CUtensorMap* tmap_b, int n0, int kt, uint32_t rank)
-    {
-        constexpr int per = BN / 64 / CLUSTER;
-#pragma unroll
-        for (int jj = 0; jj < per; ++jj) l2_prefetch_2d(tmap_b, n0 + 64 * (static_cast<int>(rank) * per + jj), kt * BK);
     }
     // Low descriptor words of a warpgroup's A rows and of B in stage 0; stage s is s * STAGE_DESC on (ws_gemm
     // adds it). A: SBO = 1024 bytes between groups of 8 rows. B: LBO = distance between 64-column strips,
@@ -336,24 +304,6 @@ __device__ __forceinline__ void write_box_row(unsigned char* box, int r, const f
         *reinterpret_cast<float2*>(box + r * 128 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
             make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
     }
-}
-
-// A warp's 16 x 32 block (v: its 16 accumulators per lane of those 32 columns, accumulator layout) to C (crow: its
-// first row and column) through a 16-row box of 128-byte rows in shared memory (write_box_row's swizzle): each
-// read/store instruction then covers 4 rows x 128 contiguous bytes of C.
-__device__ __forceinline__ void store_warp_32cols_staged(const float* v, unsigned char* box, float* crow, int n, int lane)
-{
-#pragma unroll
-    for (int h = 0; h < 2; ++h) write_box_row(box, lane / 4 + 8 * h, v, h, lane);
-    __syncwarp();
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int r = 4 * q + lane / 8;
-        const int uu = lane % 8;
-        const float4 x = *reinterpret_cast<const float4*>(box + r * 128 + ((uu ^ (r & 7)) * 16));
-        store_c(reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 4 * uu), x);
-    }
-    __syncwarp();
 }
 
 // A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
@@ -517,7 +467,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
             WS_TRACE(true, 62);
-            if constexpr (WGMMA_WS_STAGGER > 0) {
+            if constexpr (WGMMA_WS_STAGGER > 0) {  // timing diagnostic: odd clusters start late
                 const long long t0 = clock64();
                 while (clock64() - t0 < (sched.cluster_id % 2) * WGMMA_WS_STAGGER) {
                 }
@@ -541,20 +491,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
                     WS_TRACE(it == 0, 1);
                     WS_TRACE(kt == k0, 64 + i);
-#if WGMMA_WS_L2_PREFETCH
-                    // Variant: WGMMA_WS_L2_PREFETCH k steps before this item ends, ask L2 for the next item's first
-                    // WGMMA_WS_L2_PREFETCH_STEPS stages (this CTA's A box and B share), ahead of the tile change.
-                    if (kt == k1 - WGMMA_WS_L2_PREFETCH && i + 1 < sched.n_items) {
-                        int t2, a0, a1, p2, ps2, u2, tm2, tn2;
-                        sched.item(i + 1, t2, a0, a1, p2, ps2, u2);
-                        tile_coords(t2, rows_c, cols, tm2, tn2);
-                        const int m2 = (tm2 * CLUSTER + static_cast<int>(rank)) * BM, n2 = tn2 * BN;
-                        for (int q = a0; q < a1 && q < a0 + WGMMA_WS_L2_PREFETCH_STEPS; ++q) {
-                            l2_prefetch_2d(tmap_a, q * OBK, m2);
-                            Op::prefetch_b(tmap_b, n2, q, rank);
-                        }
-                    }
-#endif
                 }
             }
         }
@@ -680,27 +616,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
         };
 
-        // WGMMA_WS_PARK_HALF: the previous whole tile's right half (its accumulators 64..127) and where this warp's
-        // rows of it go in C (null: nothing parked); part p (32 columns) goes out after k step p of the next item.
-        float park[PARK_HALF ? PARK_REGS : 1];
-        float* park_dst = nullptr;
-        unsigned char* const chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
-        auto store_park = [&](int p) {
-            if constexpr (PARK_HALF) {
-#if WGMMA_WS_PARK_STAGED
-                store_warp_32cols_staged(park + 16 * p, chunk, park_dst + 32 * p, n, lane);
-#else
-                // Straight from the registers (few temporaries): this lane's rows l/4 and l/4 + 8, columns 8j + 2(l%4).
-                float* q0 = park_dst + static_cast<size_t>(lane / 4) * n + 2 * (lane % 4) + 32 * p;
-#pragma unroll
-                for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h)
-                        *reinterpret_cast<float2*>(q0 + static_cast<size_t>(8 * h) * n + 8 * jj) =
-                            make_float2(park[16 * p + 4 * jj + 2 * h], park[16 * p + 4 * jj + 2 * h + 1]);
-#endif
-            }
-        };
         for (int i = 0; i < sched.n_items; ++i) {
             int t, k0, k1, piece, pieces, u, tm, tn;
             sched.item(i, t, k0, k1, piece, pieces, u);
@@ -710,7 +625,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             // Each k step: wait for the stage, issue its wgmmas, keep one group in flight, release the stage
             // that the previous group read. The first k step overwrites the accumulators (scale-d = 0):
             // zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515).
-            auto kstep = [&](int kt) {
+            for (int kt = k0; kt < k1; ++kt) {
                 const uint32_t s = it % STAGES;
                 mbar_wait(full_bar + 8 * s, (it / STAGES) & 1u);
                 WS_TRACE(tid == 128 && kt == k0, 8 + 3 * i);
@@ -727,25 +642,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 }
 #endif
                 ++it;
-            };
-            int kt = k0;
-            if constexpr (PARK_HALF) {
-                // The parked half goes out 32 columns at a time under the wgmmas of the first PARK_STEPS k steps
-                // (peeled, so that the parked registers are dead in the loop below); an item too short for that
-                // stores it before its first k step.
-                if (k1 - k0 >= PARK_STEPS) {
-#pragma unroll
-                    for (int p = 0; p < PARK_STEPS; ++p, ++kt) {
-                        kstep(kt);
-                        if (park_dst != nullptr) store_park(p);
-                    }
-                } else if (park_dst != nullptr) {
-#pragma unroll
-                    for (int p = 0; p < PARK_STEPS; ++p) store_park(p);
-                }
-                park_dst = nullptr;
             }
-            for (; kt < k1; ++kt) kstep(kt);
             wgmma_wait<0>();
             if (k1 > k0) release((it - 1) % STAGES);
             WS_TRACE(tid == 128, 9 + 3 * i);
@@ -817,20 +714,12 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             // Epilogue. Fast path (whole tile inside C, rows 16-byte aligned): each warp stores its 16x256
             // block through its staging chunk (store_warp_rows_staged); else guarded stores.
             if (!TMA_STORE && m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
-                float* crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
-                if (PARK_HALF && piece < 0 && i + 1 < sched.n_items) {
-                    // Left half now; the right half waits in registers for the next item's first k steps.
-                    constexpr int NOW = BN - (PARK_HALF ? PARK_COLS : 0);
-                    store_warp_rows_staged<NOW>(d, chunk, crow, n, lane);
-#pragma unroll
-                    for (int q = 0; q < PARK_REGS; ++q) park[q % (PARK_HALF ? PARK_REGS : 1)] = d[NOW / 2 + q];
-                    park_dst = crow + NOW;
-                } else {
-                    store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
+                store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
+                                           C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
 #ifdef WGMMA_WS_DIAG_EPILOGUE_TWICE  // timing diagnostic: every whole tile's C stored twice (same values)
-                    store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
+                store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
+                                           C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
 #endif
-                }
                 WS_TRACE(tid == 128, 10 + 3 * i);
             } else {
                 store_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
