@@ -486,9 +486,14 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     const uint32_t fb = full_bar + 8 * s;
                     const uint32_t sa = tiles + s * STAGE_BYTES;
                     WS_TRACE(it == 0, 2);
+#ifdef WGMMA_WS_DIAG_NO_B  // timing diagnostic (wrong results): B is never loaded, half the operand traffic
+                    mbar_arrive_expect_tx(fb, A_BYTES);
+                    tma_load_2d(sa, tmap_a, fb, kt * OBK, m0);
+#else
                     mbar_arrive_expect_tx(fb, STAGE_BYTES);
                     tma_load_2d(sa, tmap_a, fb, kt * OBK, m0);
                     Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
+#endif
                     WS_TRACE(it == 0, 1);
                     WS_TRACE(kt == k0, 64 + i);
                 }
