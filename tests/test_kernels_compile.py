@@ -166,3 +166,25 @@ def test_arch_specific_methods_target_sm_90a_and_others_the_plain_arch():
     assert {kernels.target(m, "sm_90") for m in hopper} == {"sm_90a"}
     assert {kernels.target(m, "sm_90") for m in plain} == {"sm_90"}
     assert {kernels.target(m, "sm_90a") for m in plain} == {"sm_90"}
+
+
+@needs_nvcc
+def test_kernel_8_timing_diagnostics_build_and_stay_out_of_the_default(tmp_path):
+    # bench/tc_bench.py's 8trace / 8noB / 8epi2 variants compile kernel 8 with these macros; the study's build must
+    # carry none of their code (no trace array, no globaltimer, no SM id read).
+    method = "wgmma_warp_specialized"
+    module = [("float16", 0)]
+    (tmp_path / "default").mkdir()
+    default = compile_ptx(method, module, kernels.target(method, "sm_90"), tmp_path / "default")
+    assert "ws_trace" not in default and "globaltimer" not in default and "%smid" not in default
+    source = tmp_path / "diag" / "module.cu"
+    source.parent.mkdir()
+    source.write_text(kernels.module_source(method, module))
+    ptx = source.with_suffix(".ptx")
+    flags = ["-DWGMMA_WS_TRACE", "-DWGMMA_WS_DIAG_NO_B", "-DWGMMA_WS_DIAG_EPILOGUE_TWICE", "-DWGMMA_WS_STAGGER=100"]
+    command = kernels.nvcc_command(source, ptx, kernels.target(method, "sm_90"),
+                                   [*kernels.compile_options(method), *flags], "ptx")
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    traced = ptx.read_text()
+    assert "ws_trace" in traced and "globaltimer" in traced and "%smid" in traced
