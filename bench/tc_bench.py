@@ -382,24 +382,30 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
         tr = host.reshape(-1, slots)[:prob.grid[0]].astype(np.int64)
         act = tr[tr[:, 8] > 0]  # CTAs that had items
         rel = lambda a, b: act[:, a] - act[:, b]
+
+        def med(a, b):
+            """Median of stamp a - stamp b over the CTAs that wrote both (the epilogue stamp, 10 + 3i, is written on
+            the whole-tile paths only, not by stream-K pieces or guarded edge tiles); None if none did."""
+            both = act[(act[:, a] > 0) & (act[:, b] > 0)]
+            return float(np.median(both[:, a] - both[:, b])) if len(both) else None
         out = dict(ctas=int(len(tr)), active=int(len(act)),
-                   first_copy=float(np.median(rel(1, 0))), first_empty=float(np.median(rel(2, 0))),
-                   first_data=float(np.median(rel(8, 0))), total=float(np.median(rel(3, 0))),
-                   total_max=float(np.max(rel(3, 0))), barriers_init=float(np.median(rel(60, 0))),
-                   cluster_synced=float(np.median(rel(61, 0))), producer_ready=float(np.median(rel(62, 0))))
+                   first_copy=med(1, 0), first_empty=med(2, 0),
+                   first_data=med(8, 0), total=med(3, 0),
+                   total_max=float(np.max(rel(3, 0))), barriers_init=med(60, 0),
+                   cluster_synced=med(61, 0), producer_ready=med(62, 0))
         items = []
         for i in range(18):
             b = 8 + 3 * i
             if b + 2 >= 64 or not (act[:, b] > 0).all():
                 break
-            it = dict(mainloop=float(np.median(rel(b + 1, b))), epilogue=float(np.median(rel(b + 2, b + 1))),
-                      issued_to_data=float(np.median(rel(b, 64 + i))))
+            it = dict(mainloop=med(b + 1, b), epilogue=med(b + 2, b + 1),
+                      issued_to_data=med(b, 64 + i))
             if i > 0:  # when the producer issued this item's first copy, relative to the previous mainloop's end
-                it["issued_after_prev_end"] = float(np.median(rel(64 + i, b - 2)))
+                it["issued_after_prev_end"] = med(64 + i, b - 2)
             if b + 5 < 64 and (act[:, b + 3] > 0).all():
-                it["gap"] = float(np.median(rel(b + 3, b + 2)))
+                it["gap"] = med(b + 3, b + 2)
             else:
-                it["to_end"] = float(np.median(rel(3, b + 2)))
+                it["to_end"] = med(3, b + 2)
             items.append(it)
         out["items"] = items
         out["smid_first16"] = [int(x) for x in tr[:16, 6]]
