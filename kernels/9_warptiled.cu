@@ -288,41 +288,11 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     const int KT = (k + BK - 1) / BK;
 
     if constexpr (Cfg::KU == BK && Cfg::SYNC == 0) {
-        // Prologue: slices 0 .. S-2 in flight; one commit group per slice (empty past the end) keeps the
-        // group count, and with it the wait_group arithmetic, the same on every path.
-#pragma unroll
-        for (int s = 0; s < S - 1; ++s) {
-            if (s < KT) load_slice(s, s);
-            cp_async_commit();
-        }
-        cp_async_wait<S - 2>();
-        __syncthreads();
-
-        int read_stage = 0, write_stage = S - 1;
-        load_frags(0, smem, 0);
-
-        for (int kt = 0; kt < KT; ++kt) {
-#pragma unroll
-            for (int kk = 0; kk < BK; ++kk) {
-                if (kk == 0) {
-                    // Refill the stage read during slice kt-1: every thread finished reading it before the
-                    // barrier at the end of slice kt-1. One commit group per slice, empty past the end.
-                    if (kt + S - 1 < KT) load_slice(write_stage, kt + S - 1);
-                    cp_async_commit();
-                    write_stage = write_stage + 1 == S ? 0 : write_stage + 1;
-                }
-                if (kk == BK - 1) {
-                    // Slice kt+1 must have landed (for every thread's copies) before its fragments are read.
-                    cp_async_wait<S - 2>();
-                    __syncthreads();
-                    read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
-                }
-                // Fragments for the next step (the next slice's first step when kk is the last).
-                load_frags((kk + 1) % 2, smem + read_stage * STAGE, (kk + 1) % BK);
-
-                outer(kk % 2);
-            }
-        }
+        // The cp.async pipeline shared with kernels 10 and 11 (simt_common.cuh): slices 0 .. S-2 in flight, then
+        // slice kt + S - 1 fetched while slice kt is multiplied, fragments double-buffered in registers.
+        simt_common::mma_pipeline_prologue<S>(KT, load_slice);
+        simt_common::mma_pipeline_double_buffered<S, BK>(
+            KT, load_slice, [&](int buf, int stage, int kk) { load_frags(buf, smem + stage * STAGE, kk); }, outer);
         cp_async_wait<0>();
     } else {
         // ---- experimental main loop: KU-step bodies (rolled over the slice) and/or mbarrier sync ----

@@ -49,9 +49,9 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-// The cp.async pipeline of the mma.sync kernels (10 and 11): S stages of shared memory, one commit group per
-// slice of k, the slice kt + S - 1 fetched while slice kt is multiplied. load_slice(stage, kt) issues a slice's
-// copies (any plain shared stores it makes are published by the same barriers).
+// The cp.async pipeline of kernels 9 (its default loop), 10 and 11: S stages of shared memory, one commit group
+// per slice of k, the slice kt + S - 1 fetched while slice kt is multiplied. load_slice(stage, kt) issues a
+// slice's copies (any plain shared stores it makes are published by the same barriers).
 template <int S, class LoadSlice>
 __device__ __forceinline__ void mma_pipeline_prologue(int KT, LoadSlice&& load_slice)
 {
