@@ -198,8 +198,12 @@ __device__ unsigned int sk_flags[MAX_SK_FLAGS];  // stream-K partial-sum order; 
 // barriers initialised (60), cluster synchronised (61), producer ready (62), its first empty stage passed (2) and
 // first copy issued (1); then, by thread 128 (consumer warpgroup 0, warp 0), each item i's first full stage
 // (8 + 3i), last wgmma retired (9 + 3i) and epilogue issued (10 + 3i), and the end (3, before the final cluster
-// barrier). globaltimer at entry (4) and end (5) lines the SMs up.
+// barrier). globaltimer at entry (4) and end (5) lines the SMs up; the SM id is slot 6.
 constexpr int TRACE_SLOTS = 128;  // 64 + i: the producer's first copy of item i issued
+constexpr int TRACE_ITEMS = 16;   // items with stamps: slots 8 .. 55, clear of the start-up slots 60-62
+// Slot of phase p (0: first full stage, 1: last wgmma retired, 2: epilogue issued) of item i; later items are
+// not stamped (TRACE_SLOTS is out of range).
+__device__ __forceinline__ int item_slot(int i, int p) { return i < TRACE_ITEMS ? 8 + 3 * i + p : TRACE_SLOTS; }
 __device__ unsigned long long ws_trace[160 * TRACE_SLOTS];
 __device__ __forceinline__ void trace(int slot, bool global_timer = false)
 {
@@ -633,7 +637,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             for (int kt = k0; kt < k1; ++kt) {
                 const uint32_t s = it % STAGES;
                 mbar_wait(full_bar + 8 * s, (it / STAGES) & 1u);
-                WS_TRACE(tid == 128 && kt == k0, 8 + 3 * i);
+                WS_TRACE(tid == 128 && kt == k0, item_slot(i, 0));
                 wgmma_fence();
                 Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0);
                 wgmma_commit();
@@ -650,7 +654,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
             wgmma_wait<0>();
             if (k1 > k0) release((it - 1) % STAGES);
-            WS_TRACE(tid == 128, 9 + 3 * i);
+            WS_TRACE(tid == 128, item_slot(i, 1));
 
             const int row0 = m0 + c * 64 + warp * 16 + lane / 4;
             const int col0 = n0 + 2 * (lane % 4);
@@ -665,7 +669,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
 #ifdef WGMMA_WS_DIAG_NO_EPILOGUE  // timing diagnostic only (results are wrong): what the stores cost
             if (piece < 0 && d[0] != 12345.f) {
-                WS_TRACE(tid == 128, 10 + 3 * i);
+                WS_TRACE(tid == 128, item_slot(i, 2));
                 continue;
             }
 #endif
@@ -690,7 +694,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                                 if (n0 + 32 * jb < n) warp_box_out(d + 16 * jb, h, n0 + 32 * jb, row);
                         }
                     }
-                    WS_TRACE(tid == 128, 10 + 3 * i);
+                    WS_TRACE(tid == 128, item_slot(i, 2));
                     continue;
                 }
                 if (!TMA_STORE_WARP && piece < 0 && (n % 4) == 0) {
@@ -711,7 +715,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                             parked = true;
                         }
                     }
-                    WS_TRACE(tid == 128, 10 + 3 * i);
+                    WS_TRACE(tid == 128, item_slot(i, 2));
                     continue;
                 }
             }
@@ -725,7 +729,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
                                            C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
 #endif
-                WS_TRACE(tid == 128, 10 + 3 * i);
+                WS_TRACE(tid == 128, item_slot(i, 2));
             } else {
                 store_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
             }
