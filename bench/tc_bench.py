@@ -84,11 +84,6 @@ VARIANTS = {
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
-    # Balanced widths: the last rows re-cut so every cluster is busy (narrow tiles of 232 / 240 / 248 columns).
-    "8w232": dict(_K8, defines=["-DWGMMA_WS_NARROW=232"]),
-    "8w240": dict(_K8, defines=["-DWGMMA_WS_NARROW=240"]),
-    "8w248": dict(_K8, defines=["-DWGMMA_WS_NARROW=248"]),
-    "8w232trace": dict(_K8, defines=["-DWGMMA_WS_NARROW=232", "-DWGMMA_WS_TRACE"], trace=True),
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
     "8tma4trace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(64, 32),
@@ -112,10 +107,8 @@ VARIANTS = {
     "12c1": dict(_K12, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1"]),
 }
 
-# (4096, 4096, 100), (4000, 4001, 129) and (3900, 4096, 200) re-cut their last rows under the balanced widths
-# (8w*): narrow tiles, n % 4 != 0, a partial last row of tiles.
 CHECK_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 800, 1200), (2000, 3000, 1000), (1100, 4001, 3000),
-                (4096, 4096, 100), (4000, 4001, 129), (3900, 4096, 200), (4096, 4096, 4096), (8192, 8192, 8192)]
+                (4096, 4096, 4096), (8192, 8192, 8192)]
 QUICK_SHAPES = 5  # --quick: the first five
 # Persistent kernels are also checked with the largest legal grid (all co-resident CTAs) on these shapes, so
 # that the stream-K tail runs with more clusters than tiles and on edge tiles.

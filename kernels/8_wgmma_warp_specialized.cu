@@ -129,9 +129,6 @@
 #ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
-#ifndef WGMMA_WS_NARROW  // 232, 240 or 248: balanced widths with narrow tiles of this width (variant); 0: off
-#define WGMMA_WS_NARROW 0
-#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -147,7 +144,6 @@ constexpr int CLUSTER = WGMMA_WS_CLUSTER;  // CTAs per cluster along M (1, 2 or 
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows of tiles per group in the tile order
 constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
 constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
-constexpr int NARROW = WGMMA_WS_NARROW;  // width of the narrow tiles of the balanced-widths schedule (0: none)
 constexpr int STAGE_BYTES = BM * 128 + BN * 128;  // A 128 x 128 bytes (16 KiB) + B 256 x 128 bytes (32 KiB); pp: 32 KiB
 constexpr int A_BYTES = BM * 128;
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), used to turn the accumulator layout
@@ -187,8 +183,6 @@ constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB
 
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "cluster of 1, 2 or 4 CTAs");
 static_assert(!PINGPONG || (!STREAMK && !TMA_STORE), "ping-pong: no stream-K, no TMA-store epilogue");
-static_assert(NARROW == 0 || ((NARROW == 232 || NARROW == 240 || NARROW == 248) && !PINGPONG && !TMA_STORE),
-              "balanced widths: narrow tiles of 232, 240 or 248 columns, default epilogue");
 // Arrivals that free a stage: every consumer warp of every CTA in the cluster (ping-pong: only the warpgroup
 // whose tile the stage belongs to).
 constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER;
@@ -256,13 +250,11 @@ struct Op16 {
     static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, B_STRIP_BYTES); }
     // One stage for one consumer warpgroup. The next 16 columns of K are 32 bytes on in each swizzled 128-byte
     // row of A, and 16 k-rows (2048 bytes) on in B: the address field counts 16-byte units.
-    // N: the tile's width (BN, or NARROW for the narrow tiles of the balanced widths: the first N / 2 of d).
-    template <int N = BN>
     static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-            hopper::wgmma_m64k16<N, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
+            hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
                                         hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
     }
 #if WGMMA_WS_PINGPONG
@@ -322,17 +314,14 @@ __device__ __forceinline__ void write_box_row(unsigned char* box, int r, const f
 // row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
 // XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
 // read/store instruction then covers 2 rows x 256 contiguous bytes of C.
-// COLS need not be a multiple of 64 (narrow tiles): the last chunk is then partly written and stored.
 template <int COLS>
 __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned char* chunk, float* crow, int n,
                                                        int lane)
 {
-    static_assert(COLS % 8 == 0, "whole column groups");
 #pragma unroll
-    for (int ch = 0; ch < (COLS + 63) / 64; ++ch) {
+    for (int ch = 0; ch < COLS / 64; ++ch) {
 #pragma unroll
         for (int jj = 0; jj < 8; ++jj) {
-            if (8 * ch + jj >= COLS / 8) continue;  // (compile time) past a narrow tile's last column group
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int r = lane / 4 + 8 * h;
@@ -347,8 +336,6 @@ __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned 
         for (int q = 0; q < 8; ++q) {
             const int r = 2 * q + lane / 16;
             const int uu = lane % 16;
-            if constexpr (COLS % 64 != 0)
-                if (64 * ch + 4 * uu >= COLS) continue;  // this lane's 4 columns lie past a narrow tile
             const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
             store_c(reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu), v);
         }
@@ -359,14 +346,6 @@ __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned 
 // The work of one cluster: first whole tiles (cluster_id, + nclusters, ...) of the tiles that divide evenly,
 // then (stream-K) its contiguous share of the tail's k steps, at most two pieces since the tail has fewer
 // tiles than there are clusters: the start of the later tile first, then the end of the earlier one.
-//
-// Balanced widths (narrow width NW > 0: the variant WGMMA_WS_NARROW): where the tail is not split and the
-// last wave leaves clusters idle, the last q cluster-tile rows (q = the idle slots, at most all rows) are cut into
-// one tile more: a wide (BN) and b narrow (NW columns) tiles, the fewest wide ones that still cover n. The tiles
-// are numbered wide first (the other rows, then the re-cut rows' wide tiles, each block in the grouped order),
-// then the narrow ones, and dealt out round-robin, so each cluster gets at most ceil(wide / G) wide tiles and the
-// rest narrow. Used only if that makes the busiest cluster's columns fewer than waves x BN (4096^3 on 66
-// clusters with NW = 232: 3 x 256 + 232 = 1000 columns instead of 4 x 256 = 1024, all 66 clusters busy).
 struct Schedule {
     int ktiles, nclusters, cluster_id;
     int n_whole;        // whole tiles of this cluster
@@ -374,36 +353,10 @@ struct Schedule {
     long long w;        // tail k steps
     int s, e;           // this cluster's tail k steps [s, e)
     int n_items;
-    int rows_c, cols;   // cluster-tile rows and BN-wide columns of C
-    int nw = 0;         // balanced widths: the narrow tiles' width (0: every tile BN wide)
-    int q = 0, a = 0, b = 0, r1 = 0, wide = 0;  // re-cut rows, their wide and narrow tiles, tiles before them, wide tiles
 
-    __device__ __forceinline__ void balance_widths(int ntiles, int n, int NW)
+    __device__ __forceinline__ Schedule(int ntiles, int ktiles_, int nclusters_, int cluster_id_)
+        : ktiles(ktiles_), nclusters(nclusters_), cluster_id(cluster_id_)
     {
-        const int waves = (ntiles + nclusters - 1) / nclusters;
-        const int rows = min(nclusters * waves - ntiles, rows_c);
-        // a wide + b narrow tiles with a + b = cols + 1 covering n (a >= 0), the last narrow one starting inside C
-        const int aa = max(0, (n - NW * (cols + 1) + (BN - NW) - 1) / (BN - NW));
-        const int bb = cols + 1 - aa;
-        if (rows <= 0 || bb < 1 || BN * aa + NW * (bb - 1) >= n) return;
-        const int wides = (rows_c - rows) * cols + rows * aa, all = wides + rows * bb;
-        const int wide_max = (wides + nclusters - 1) / nclusters, all_max = (all + nclusters - 1) / nclusters;
-        if (wide_max * BN + (all_max - wide_max) * NW >= waves * BN) return;  // the busiest cluster gains nothing
-        nw = NW;
-        q = rows;
-        a = aa;
-        b = bb;
-        r1 = (rows_c - rows) * cols;
-        wide = wides;
-        dp = all;
-    }
-
-    // narrow: the balanced widths' narrow width (0: off; a constant at every call).
-    __device__ __forceinline__ Schedule(int rows_c_, int cols_, int n, int ktiles_, int nclusters_, int cluster_id_,
-                                        int narrow = 0)
-        : ktiles(ktiles_), nclusters(nclusters_), cluster_id(cluster_id_), rows_c(rows_c_), cols(cols_)
-    {
-        const int ntiles = rows_c * cols;
         const int tail = ntiles % nclusters;
         // The split saves each cluster (1 - tail/G) * ktiles k steps; it needs every share non-empty.
         const bool sk = STREAMK && tail > 0 && ktiles > 0 &&
@@ -411,8 +364,7 @@ struct Schedule {
                             static_cast<long long>(SK_MIN_SAVED_STEPS) * nclusters &&
                         static_cast<long long>(tail) * ktiles >= nclusters && tail * CLUSTER <= MAX_SK_FLAGS;
         dp = sk ? ntiles - tail : ntiles;
-        if (narrow > 0 && !sk && tail > 0) balance_widths(ntiles, n, narrow);
-        if (BALANCED && !sk && nw == 0 && ntiles > 0) {  // as many waves with fewer clusters; the rest have no items
+        if (BALANCED && !sk && ntiles > 0) {  // as many waves with fewer clusters; the rest have no items
             const int waves = (ntiles + nclusters - 1) / nclusters;
             nclusters = (ntiles + waves - 1) / waves;
         }
@@ -426,29 +378,6 @@ struct Schedule {
             s = static_cast<int>(cluster_id * w / nclusters);
             e = static_cast<int>((cluster_id + 1) * w / nclusters);
             n_items += (s / ktiles != (e - 1) / ktiles) ? 2 : 1;
-        }
-    }
-
-    // Tile t's cluster-tile row tm, first column n0 and width (BN, or nw for the balanced widths' narrow tiles).
-    __device__ __forceinline__ void coords(int t, int& tm, int& n0, int& width) const
-    {
-        int tn;
-        width = BN;
-        if (nw == 0) {
-            tile_coords(t, rows_c, cols, tm, tn);
-            n0 = tn * BN;
-        } else if (t < r1) {
-            tile_coords(t, rows_c - q, cols, tm, tn);
-            n0 = tn * BN;
-        } else if (t < wide) {
-            tile_coords(t - r1, q, a, tm, tn);
-            tm += rows_c - q;
-            n0 = tn * BN;
-        } else {
-            tile_coords(t - wide, q, b, tm, tn);
-            tm += rows_c - q;
-            n0 = a * BN + tn * nw;
-            width = nw;
         }
     }
 
@@ -484,8 +413,7 @@ struct Schedule {
 };
 #endif  // HOPPER_SM90A
 
-// NW > 0: the balanced widths with NW-wide narrow tiles (Op must have mma<NW>; see Schedule).
-template <class Op, int NW = 0>
+template <class Op>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, float* C, int m, int n,
                                         int k, const CUtensorMap* tmap_c = nullptr)
 {
@@ -535,8 +463,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int rows_c = (m + CLUSTER * BM - 1) / (CLUSTER * BM);  // cluster-tile rows
     const int cols = (n + BN - 1) / BN;
     const int ktiles = (k + OBK - 1) / OBK;
-    const Schedule sched(rows_c, cols, n, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
-                         static_cast<int>(blockIdx.x) / CLUSTER, NW);
+    const Schedule sched(rows_c * cols, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
+                         static_cast<int>(blockIdx.x) / CLUSTER);
 
     if (wg == 0) {
         // ---------------- producer ----------------
@@ -550,10 +478,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
             int it = 0;
             for (int i = 0; i < sched.n_items; ++i) {
-                int t, k0, k1, piece, pieces, u, tm, n0, width;
+                int t, k0, k1, piece, pieces, u, tm, tn;
                 sched.item(i, t, k0, k1, piece, pieces, u);
-                sched.coords(t, tm, n0, width);  // (a narrow tile loads B as a wide one: the same 4 strips)
+                tile_coords(t, rows_c, cols, tm, tn);
                 const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
+                const int n0 = tn * BN;
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     const uint32_t round = static_cast<uint32_t>(it / STAGES);
@@ -697,38 +626,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         };
 
         for (int i = 0; i < sched.n_items; ++i) {
-            int t, k0, k1, piece, pieces, u, tm, n0, width;
+            int t, k0, k1, piece, pieces, u, tm, tn;
             sched.item(i, t, k0, k1, piece, pieces, u);
-            sched.coords(t, tm, n0, width);
+            tile_coords(t, rows_c, cols, tm, tn);
             const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
-            if constexpr (NW > 0) {
-                if (width == NW) {  // a narrow tile of the balanced widths: its own k loop and epilogue
-                    for (int kt = k0; kt < k1; ++kt) {
-                        const uint32_t s = it % STAGES;
-                        mbar_wait(full_bar + 8 * s, (it / STAGES) & 1u);
-                        WS_TRACE(tid == 128 && kt == k0, item_slot(i, 0));
-                        wgmma_fence();
-                        Op::template mma<NW>(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0);
-                        wgmma_commit();
-                        if (kt > k0) {
-                            wgmma_wait<1>();
-                            release((it - 1) % STAGES);
-                        }
-                        ++it;
-                    }
-                    wgmma_wait<0>();
-                    release((it - 1) % STAGES);  // (whole tiles only: k1 > k0)
-                    WS_TRACE(tid == 128, item_slot(i, 1));
-                    if (m0 + c * 64 + 64 <= m && n0 + NW <= n && (n % 4) == 0)
-                        store_warp_rows_staged<NW>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
-                                                   C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
-                    else
-                        store_acc_guarded<NW / 8>(d, C, m, n, m0 + c * 64 + warp * 16 + lane / 4,
-                                                  n0 + 2 * (lane % 4));
-                    WS_TRACE(tid == 128, item_slot(i, 2));
-                    continue;
-                }
-            }
+            const int n0 = tn * BN;
             // Each k step: wait for the stage, issue its wgmmas, keep one group in flight, release the stage
             // that the previous group read. The first k step overwrites the accumulators (scale-d = 0):
             // zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515).
@@ -863,7 +765,7 @@ __device__ __forceinline__ void wgmma_ws_matmul(const CUtensorMap* tmap_a, const
 {
     static_assert(sizeof(T) == 2, "fp16 or bf16 operands");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_ws::Op16<T>, wgmma_ws::NARROW>(tmap_a, tmap_b, C, m, n, k);
+    wgmma_ws::ws_gemm<wgmma_ws::Op16<T>>(tmap_a, tmap_b, C, m, n, k);
 #endif
 }
 
