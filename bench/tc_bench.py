@@ -84,10 +84,6 @@ VARIANTS = {
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
-    "8early": dict(_K8, defines=["-DWGMMA_WS_EARLY=1"]),  # schedule and first A stages before the cluster barrier
-    "8earlytrace": dict(_K8, defines=["-DWGMMA_WS_EARLY=1", "-DWGMMA_WS_TRACE"], trace=True),
-    "8early2": dict(_K8, defines=["-DWGMMA_WS_EARLY=2"]),  # + this CTA's first B strips prefetched into L2
-    "8early2trace": dict(_K8, defines=["-DWGMMA_WS_EARLY=2", "-DWGMMA_WS_TRACE"], trace=True),
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
     "8tma4trace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(64, 32),

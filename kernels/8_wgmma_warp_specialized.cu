@@ -129,9 +129,6 @@
 #ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
-#ifndef WGMMA_WS_EARLY  // 1: schedule and the first stages' A before the cluster barrier (start-up variant); 2: + B to L2
-#define WGMMA_WS_EARLY 0
-#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -185,9 +182,6 @@ constexpr int BOX_B_ROWS = BK, BOX_B_COLS = 64;
 constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB
 
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "cluster of 1, 2 or 4 CTAs");
-#if WGMMA_WS_EARLY && defined(WGMMA_WS_DIAG_NO_B)
-#error "WGMMA_WS_EARLY expects whole stages; WGMMA_WS_DIAG_NO_B loads only A"
-#endif
 static_assert(!PINGPONG || (!STREAMK && !TMA_STORE), "ping-pong: no stream-K, no TMA-store epilogue");
 // Arrivals that free a stage: every consumer warp of every CTA in the cluster (ping-pong: only the warpgroup
 // whose tile the stage belongs to).
@@ -248,14 +242,6 @@ struct Op16 {
                 hopper::tma_load_2d_multicast(sb + j * B_STRIP_BYTES, tmap_b, bar, n0 + 64 * j, kt * BK,
                                               static_cast<uint16_t>((1u << CLUSTER) - 1));
         }
-    }
-    // load_b's boxes of this CTA, into L2 only (start-up variant WGMMA_WS_EARLY=2).
-    static __device__ __forceinline__ void prefetch_b(const CUtensorMap* tmap_b, int n0, int kt, uint32_t rank)
-    {
-        constexpr int per = BN / 64 / CLUSTER;
-#pragma unroll
-        for (int jj = 0; jj < per; ++jj)
-            hopper::tma_prefetch_2d(tmap_b, n0 + 64 * (static_cast<int>(rank) * per + jj), kt * BK);
     }
     // Low descriptor words of a warpgroup's A rows and of B in stage 0; stage s is s * STAGE_DESC on (ws_gemm
     // adds it). A: SBO = 1024 bytes between groups of 8 rows. B: LBO = distance between 64-column strips,
@@ -462,53 +448,23 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int wg = tid / 128;
     const uint32_t rank = (CLUSTER > 1) ? cluster_rank() : 0;
 
-#if WGMMA_WS_EARLY
-    // Start-up variant: the schedule is worked out while the cluster barrier would be waited on anyway, and the
-    // producer sends the first stages' A (its own shared memory and barriers) before that barrier; B, which is
-    // multicast into the peer CTA too, has to wait for it.
-    const int rows_c = (m + CLUSTER * BM - 1) / (CLUSTER * BM);  // cluster-tile rows
-    const int cols = (n + BN - 1) / BN;
-    const int ktiles = (k + OBK - 1) / OBK;
-    const Schedule sched(rows_c * cols, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
-                         static_cast<int>(blockIdx.x) / CLUSTER);
-    int early = 0;  // stages whose A and expected bytes went out before the cluster barrier (thread 0)
-#endif
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
             mbar_init(empty_bar + 8 * s, EMPTY_ARRIVALS);
         }
         fence_mbar_init();
-#if WGMMA_WS_EARLY
-        if (sched.n_items > 0) {
-            fence_proxy_async_smem();  // the initialised barriers, seen by the copy engine
-            int t, k0, k1, piece, pieces, u, tm, tn;
-            sched.item(0, t, k0, k1, piece, pieces, u);
-            tile_coords(t, rows_c, cols, tm, tn);
-            const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
-            early = min(STAGES, k1 - k0);
-            for (int s = 0; s < early; ++s) {
-                mbar_arrive_expect_tx(full_bar + 8 * s, STAGE_BYTES);
-                tma_load_2d(tiles + s * STAGE_BYTES, tmap_a, full_bar + 8 * s, (k0 + s) * OBK, m0);
-            }
-#if WGMMA_WS_EARLY == 2  // and this CTA's B strips of those stages into L2, to be copied after the barrier
-            for (int s = 0; s < early; ++s) Op::prefetch_b(tmap_b, tn * BN, k0 + s, rank);
-#endif
-        }
-#endif
     }
     WS_TRACE(tid == 0, 60);
     if constexpr (CLUSTER > 1) cluster_sync();  // peers' barriers exist before any multicast or remote arrive
     else __syncthreads();
     WS_TRACE(tid == 0, 61);
 
-#if !WGMMA_WS_EARLY
     const int rows_c = (m + CLUSTER * BM - 1) / (CLUSTER * BM);  // cluster-tile rows
     const int cols = (n + BN - 1) / BN;
     const int ktiles = (k + OBK - 1) / OBK;
     const Schedule sched(rows_c * cols, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
                          static_cast<int>(blockIdx.x) / CLUSTER);
-#endif
 
     if (wg == 0) {
         // ---------------- producer ----------------
@@ -530,15 +486,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     const uint32_t round = static_cast<uint32_t>(it / STAGES);
-#if WGMMA_WS_EARLY
-                    if (it < early) {  // A and the expected bytes are on their way already
-                        WS_TRACE(it == 0, 2);
-                        Op::load_b(tiles + s * STAGE_BYTES + A_BYTES, tmap_b, full_bar + 8 * s, n0, kt, rank);
-                        WS_TRACE(it == 0, 1);
-                        WS_TRACE(kt == k0, 64 + i);
-                        continue;
-                    }
-#endif
                     mbar_wait(empty_bar + 8 * s, (round & 1u) ^ 1u);
                     const uint32_t fb = full_bar + 8 * s;
                     const uint32_t sa = tiles + s * STAGE_BYTES;
