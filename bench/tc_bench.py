@@ -84,6 +84,8 @@ VARIANTS = {
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
+    "8n128": dict(_K8, defines=["-DWGMMA_WS_N128=1"]),  # two m64n128k16 per k16 instead of one m64n256k16
+    "8n128trace": dict(_K8, defines=["-DWGMMA_WS_N128=1", "-DWGMMA_WS_TRACE"], trace=True),
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
     "8tma4trace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(64, 32),
@@ -180,7 +182,7 @@ def build(name, v, workdir):
 
 
 # ----------------------------------------------------------------------------------------------- run one
-def run_variant(name, v, cubin, quick, out, time_only=0):
+def run_variant(name, v, cubin, quick, out, time_only=0, time_shapes=()):
     import numpy as np
     import cupy as cp
     from cuda.bindings import driver as drv
@@ -443,6 +445,9 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
         shapes = [] if quick else [(s, False) for s in TIME_SHAPES]
     if time_only:  # for profilers: one check and the timing of one size (first dtype's launches come first)
         shapes = [((time_only,) * 3, False)]
+    if time_shapes:  # a sweep (e.g. over k): each shape checked once, then timed
+        shapes = [(s, False) for s in time_shapes]
+        time_only = True
     for dt in dtypes:
         for (m, n, k), full in shapes:
             p = Problem(m, n, k, dt, full)
@@ -490,13 +495,17 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
                 if v.get("trace"):
                     t["trace"] = trace_summary(p)
                 results["timings"].append(t)
-                print(f"[{name}] time {dt} {m}^3: {t['tflops']:.1f} TF/s vs cuBLAS {t['tflops_cublas']:.1f} "
+                print(f"[{name}] time {dt} {m}x{n}x{k}: {t['tflops']:.1f} TF/s vs cuBLAS {t['tflops_cublas']:.1f} "
                       f"-> {t['ratio']:.3f}x, per-pair {pair:.3f}x  (best rep {fl / min(allk) / 1e9:.1f} / "
                       f"{fl / min(allb) / 1e9:.1f})", flush=True)
             del p
             cp.get_default_memory_pool().free_all_blocks()
     with open(os.path.join(out, f"result_{name}.json"), "w") as f:  # parent's scratch dir, merged into summary
         json.dump(results, f)
+
+
+def parse_shapes(texts):
+    return [tuple(int(x) for x in t.lower().split("x")) for t in texts]
 
 
 # ----------------------------------------------------------------------------------------------- main
@@ -512,11 +521,13 @@ def main():
     ap.add_argument("--sass", action="store_true", help="write the SASS of each variant under --out")
     ap.add_argument("--time-only", type=int, default=0, metavar="N",
                     help="no checks but one: time N^3 only (for ncu: launch 1 is the check, 2-4 the warm-ups)")
+    ap.add_argument("--time-shapes", nargs="+", default=[], metavar="MxNxK",
+                    help="no checks but one per shape: time these shapes (e.g. a sweep over k at 4096x4096)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
 
     if a.one:
-        run_variant(a.one, VARIANTS[a.one], a.cubin, a.quick, a.out, a.time_only)
+        run_variant(a.one, VARIANTS[a.one], a.cubin, a.quick, a.out, a.time_only, parse_shapes(a.time_shapes))
         return
 
     work = tempfile.mkdtemp(prefix="tc_bench_")
@@ -548,6 +559,8 @@ def main():
             cmd.append("--quick")
         if a.time_only:
             cmd += ["--time-only", str(a.time_only)]
+        if a.time_shapes:
+            cmd += ["--time-shapes", *a.time_shapes]
         try:
             p = subprocess.run(cmd, timeout=a.timeout)
             summary[nm]["rc"] = p.returncode
@@ -573,10 +586,11 @@ def main():
             print(f"      FAIL {c['dt']} {c['m']}x{c['n']}x{c['k']} rel={c['rel']:.3e} unwritten={c['unwritten']}")
     print("=== timing (median ms; TF/s = 2mnk/t; ratio = t_cuBLAS / t_kernel of the medians; pair = median of "
           "per-pair ratios; same process, alternating reps)")
-    print(f"  {'var':8s} {'dt':4s} {'size':>5s} {'ms':>8s} {'TF/s':>7s} {'cuBLAS':>7s} {'ratio':>6s} {'pair':>6s}")
+    print(f"  {'var':8s} {'dt':4s} {'m x n x k':>16s} {'ms':>8s} {'TF/s':>7s} {'cuBLAS':>7s} {'ratio':>6s} {'pair':>6s}")
     for nm, s in summary.items():
         for t in s.get("timings", []):
-            print(f"  {nm:8s} {t['dt']:4s} {t['m']:5d} {t['ms']:8.3f} {t['tflops']:7.1f} {t['tflops_cublas']:7.1f} "
+            shape = f"{t['m']}x{t['n']}x{t['k']}"
+            print(f"  {nm:8s} {t['dt']:4s} {shape:>16s} {t['ms']:8.3f} {t['tflops']:7.1f} {t['tflops_cublas']:7.1f} "
                   f"{t['ratio']:6.3f} {t.get('pair_ratio', float('nan')):6.3f}")
 
 
