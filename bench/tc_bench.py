@@ -84,8 +84,6 @@ VARIANTS = {
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),
-    "8n128": dict(_K8, defines=["-DWGMMA_WS_N128=1"]),  # two m64n128k16 per k16 instead of one m64n256k16
-    "8n128trace": dict(_K8, defines=["-DWGMMA_WS_N128=1", "-DWGMMA_WS_TRACE"], trace=True),
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
     "8tma4trace": dict(_K8, func="wgmma_ws_matmul_tmastore", smem=230464, box_c=(64, 32),

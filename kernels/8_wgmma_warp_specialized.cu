@@ -129,9 +129,6 @@
 #ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
-#ifndef WGMMA_WS_N128  // 1: each k16 as two m64n128k16 on the column halves (variant)
-#define WGMMA_WS_N128 0
-#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -255,24 +252,10 @@ struct Op16 {
     // row of A, and 16 k-rows (2048 bytes) on in B: the address field counts 16-byte units.
     static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
     {
-#if WGMMA_WS_N128
-        // Variant: two m64n128k16 per 16 k, on columns 0-127 (d[0..63]) and 128-255 (d[64..127]; B two strips
-        // on). Their accumulator layouts together are exactly that of one m64n256k16.
-        float(&lo)[64] = *reinterpret_cast<float(*)[64]>(d);
-        float(&hi)[64] = *reinterpret_cast<float(*)[64]>(d + 64);
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            const uint64_t a = hopper::desc_join(da + kk * (32 >> 4), 1024);
-            hopper::wgmma_m64k16<128, T>(lo, a, hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
-            hopper::wgmma_m64k16<128, T>(hi, a, hopper::desc_join(db + kk * (2048 >> 4) + 2 * (B_STRIP_BYTES >> 4), 1024),
-                                         kk > 0 || accumulate);
-        }
-#else
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
             hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
                                         hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
-#endif
     }
 #if WGMMA_WS_PINGPONG
     // Ping-pong: one stage for one warpgroup's whole 128x128 tile: rows 0-63 into d0, rows 64-127 into d1
