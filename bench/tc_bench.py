@@ -15,6 +15,14 @@ Each variant runs in its own subprocess (a fault or a hang in one does not lose 
 prints one table at the end.
 
   python3 bench/tc_bench.py --out DIR [--variants 7 8 8nosk 12] [--quick] [--sass]
+                            [--time-shapes 4096x4096x1024 ...] [--batch 10]
+
+--time-shapes times the given shapes (one check each) instead of 4096^3 and 8192^3: a sweep over k splits a
+kernel's time into a per-k-step part and a fixed part. --batch N times N back-to-back launches queued behind a
+hold kernel (the pipeline's protocol), so the host's time to queue a launch is not timed and programmatic
+dependent launch can overlap one launch's start with the previous one's end; without it, each rep is one launch
+timed alone, which also counts the host's launch latency (more for our cuLaunchKernelEx from Python than for
+cuBLAS's: ~2 % at 4096^3).
 
 Kernel-8 variants with the TMA-store epilogue (8tma, 8tma4, 8tmap) take a third tensor map, over C (fp32,
 box 64 rows x 32 cols, 128B swizzle), passed after tmap_b; it is built only when n % 4 == 0.
@@ -41,11 +49,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KDIR = os.path.join(ROOT, "kernels")
 
 # Host launch parameters per variant. box = (rows, cols) of each tensor map, all 128-byte swizzle.
+# pdl: launched with programmatic stream serialisation, as the pipeline launches kernels 8 and 12.
 _K8 = dict(file="8_wgmma_warp_specialized.cu", func="wgmma_ws_matmul", ns="wgmma_ws", threads=384, smem=230464,
-           box_a=(128, 64), box_b=(64, 64), grid="persistent", bm=128, bn=256, cluster=2, defines=[])
+           box_a=(128, 64), box_b=(64, 64), grid="persistent", bm=128, bn=256, cluster=2, defines=[], pdl=True)
 _K12 = dict(file="12_wgmma_tf32.cu", func="wgmma_tf32_matmul", ns="wgmma_tf32", threads=384, smem=230464,
             box_a=(128, 32), box_b=(128, 32), grid="persistent", bm=128, bn=256, cluster=2, defines=[],
-            dtypes=["tf32"], b_transposed=True)
+            dtypes=["tf32"], b_transposed=True, pdl=True)
 VARIANTS = {
     "7": dict(file="7_wgmma_tma.cu", func="wgmma_tma_matmul", ns="wgmma_tma", threads=128, smem=25616,
               box_a=(64, 64), box_b=(64, 64), grid="tiles", bm=64, bn=128, cluster=1, defines=[]),
@@ -180,7 +189,7 @@ def build(name, v, workdir):
 
 
 # ----------------------------------------------------------------------------------------------- run one
-def run_variant(name, v, cubin, quick, out, time_only=0, time_shapes=()):
+def run_variant(name, v, cubin, quick, out, time_only=0, time_shapes=(), batch=1):
     import numpy as np
     import cupy as cp
     from cuda.bindings import driver as drv
@@ -236,16 +245,21 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = v["threads"], 1, 1
         cfg.sharedMemBytes = v["smem"]
         cfg.hStream = drv.CUstream(stream.ptr)
+        attrs = []
         if v["cluster"] > 1:
             attr = drv.CUlaunchAttribute()
             attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x = v["cluster"]
             attr.value.clusterDim.y = 1
             attr.value.clusterDim.z = 1
-            cfg.attrs = [attr]
-            cfg.numAttrs = 1
-        else:
-            cfg.numAttrs = 0
+            attrs.append(attr)
+        if v.get("pdl"):  # programmatic dependent launch: may start while the previous kernel on the stream ends
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(attr)
+        cfg.attrs = attrs
+        cfg.numAttrs = len(attrs)
         return cfg
 
     # Co-resident CTAs for the persistent grid: #SMs, or 2 x max active clusters with clusters.
@@ -417,7 +431,30 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
         print(f"[{name}] trace {prob.dt} {prob.m}^3: " + json.dumps(out), flush=True)
         return out
 
+    hold = cp.RawKernel(r"""extern "C" __global__ void hold_ns(unsigned long long ns) {
+        unsigned long long t0; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        for (unsigned long long t = t0; t - t0 < ns;) { __nanosleep(1000); asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); }
+    }""", "hold_ns")
+
+    def median_ms_batched(prob, reps, batch):
+        """Per-launch ms of `batch` back-to-back launches, queued while a 2 ms hold kernel runs (so the host's
+        queuing time is not timed), kernel and cuBLAS batches alternating."""
+        ev = [cp.cuda.Event() for _ in range(4)]
+        tk, tb = [], []
+        for _ in range(reps):
+            for fn, out in ((prob.run, tk), (prob.cublas, tb)):
+                hold((1,), (1,), (np.uint64(2_000_000),), stream=stream)
+                ev[0].record(stream)
+                for _ in range(batch):
+                    fn()
+                ev[1].record(stream)
+                ev[1].synchronize()
+                out.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) / batch)
+        return float(np.median(tk)), float(np.median(tb)), tk, tb
+
     def median_ms(prob, reps):
+        if batch > 1:
+            return median_ms_batched(prob, reps, batch)
         ev = [cp.cuda.Event() for _ in range(4)]
         for _ in range(3):
             prob.run()
@@ -521,11 +558,13 @@ def main():
                     help="no checks but one: time N^3 only (for ncu: launch 1 is the check, 2-4 the warm-ups)")
     ap.add_argument("--time-shapes", nargs="+", default=[], metavar="MxNxK",
                     help="no checks but one per shape: time these shapes (e.g. a sweep over k at 4096x4096)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="time batches of this many back-to-back launches (queued behind a hold kernel), per launch")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
 
     if a.one:
-        run_variant(a.one, VARIANTS[a.one], a.cubin, a.quick, a.out, a.time_only, parse_shapes(a.time_shapes))
+        run_variant(a.one, VARIANTS[a.one], a.cubin, a.quick, a.out, a.time_only, parse_shapes(a.time_shapes), a.batch)
         return
 
     work = tempfile.mkdtemp(prefix="tc_bench_")
@@ -559,6 +598,8 @@ def main():
             cmd += ["--time-only", str(a.time_only)]
         if a.time_shapes:
             cmd += ["--time-shapes", *a.time_shapes]
+        if a.batch > 1:
+            cmd += ["--batch", str(a.batch)]
         try:
             p = subprocess.run(cmd, timeout=a.timeout)
             summary[nm]["rc"] = p.returncode

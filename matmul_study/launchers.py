@@ -161,7 +161,8 @@ def encode_tensor_map(spec, operand: PitchedOperand, storage: str):
 
 
 def launch_config(launch, stream: int = 0):
-    """cuLaunchKernelEx's configuration: grid, block, dynamic shared memory and the cluster, if any."""
+    """cuLaunchKernelEx's configuration: grid, block, dynamic shared memory, the cluster, if any, and programmatic
+    stream serialisation for kernels that wait for the previous grid themselves (launch.dependent)."""
     from cuda.bindings import driver as cu
 
     config = cu.CUlaunchConfig()
@@ -169,14 +170,19 @@ def launch_config(launch, stream: int = 0):
     config.blockDimX, config.blockDimY, config.blockDimZ = launch.threads
     config.sharedMemBytes = launch.shared_bytes
     config.hStream = cu.CUstream(stream)
+    attrs = []
     if launch.clustered:
         attr = cu.CUlaunchAttribute()
         attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
         attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = launch.cluster
-        config.attrs = [attr]
-        config.numAttrs = 1
-    else:
-        config.numAttrs = 0
+        attrs.append(attr)
+    if launch.dependent:
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(attr)
+    config.attrs = attrs
+    config.numAttrs = len(attrs)
     return config
 
 

@@ -8,7 +8,7 @@ tables, legends and the schema's list of names all come from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import dtypes as dt
@@ -39,13 +39,16 @@ class Launch:
     cluster: tuple[int, int, int] = (1, 1, 1)  # thread-block cluster (cuLaunchKernelEx); (1, 1, 1): none
     # A persistent grid's blocks loop over the tiles, so the grid may shrink to what fits on the GPU at once.
     persistent: bool = False
+    # Programmatic dependent launch (cuLaunchKernelEx): the kernel may start while the previous kernel on the
+    # stream ends, because it waits (griddepcontrol.wait) before its first global access.
+    dependent: bool = False
 
     @property
     def clustered(self) -> bool:
         return self.cluster != (1, 1, 1)
 
     def resized(self, blocks: int) -> "Launch":
-        return Launch((blocks, 1, 1), self.threads, self.shared_bytes, self.cluster, self.persistent)
+        return replace(self, grid=(blocks, 1, 1))
 
 
 @dataclass(frozen=True)
@@ -97,14 +100,14 @@ def fixed_tiles(tile_m: int, tile_n: int, threads: int,
 
 
 def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[dt.DType], int] | int,
-               cluster: int = 1) -> Callable[[Problem], Launch]:
+               cluster: int = 1, dependent: bool = False) -> Callable[[Problem], Launch]:
     """One block per SM (rounded down to whole clusters), each walking tiles of C until none are left."""
 
     def launch(p: Problem) -> Launch:
         smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
         tiles = cdiv(p.m, tile_m) * cdiv(p.n, tile_n)
         blocks = max(cluster, min(p.sm_count // cluster, cdiv(tiles, cluster)) * cluster)
-        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1), persistent=True)
+        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1), persistent=True, dependent=dependent)
 
     return launch
 
@@ -370,7 +373,7 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="8_wgmma_warp_specialized.cu",
             template="wgmma_ws_matmul<{T}>",
-            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2),
+            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2, dependent=True),
             tile=lambda block, dtype: (128, 256, 64),
             tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
             launch_bounds=(384, 1),
@@ -384,7 +387,7 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="12_wgmma_tf32.cu",
             template="wgmma_tf32_matmul<{T}>",
-            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2),
+            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2, dependent=True),
             tile=lambda block, dtype: (128, 256, 32),
             tensor_maps=(TensorMap("A", 128, 32), TensorMap("BT", 128, 32)),
             launch_bounds=(384, 1),

@@ -124,3 +124,39 @@ def test_a_kernel_with_several_geometries_launches_the_one_the_gpu_can_hold():
     mbarrier = registry.get("warptiled_mbarrier")
     assert [mbarrier.launch(Problem(4096, 4096, 4096, 0, fp32, 108, limit)).shared_bytes
             for limit in (232_448, 166_912, 101_376)] == [198_656, 99_328, 99_328]
+
+
+def test_only_kernels_that_wait_for_the_previous_grid_are_launched_as_dependents():
+    from dataclasses import replace
+
+    from matmul_study import dtypes, registry
+    from matmul_study.registry import Problem
+
+    def launch(name):
+        method = registry.get(name)
+        return method.launch(Problem(4096, 4096, 4096, 16, dtypes.get(method.dtypes[0]), 132, 232_448))
+
+    assert {name for name in registry.compiled_methods() if launch(name).dependent} == {
+        "wgmma_warp_specialized", "wgmma_tf32"}
+    resized = launch("wgmma_warp_specialized").resized(64)  # a persistent grid shrunk to the clusters that fit
+    assert resized.dependent and resized.grid == (64, 1, 1) and resized == replace(launch("wgmma_warp_specialized"),
+                                                                                   grid=(64, 1, 1))
+
+
+def test_a_dependent_launch_asks_the_driver_for_programmatic_stream_serialisation():
+    cu = pytest.importorskip("cuda.bindings.driver")
+    from dataclasses import replace
+
+    from matmul_study import dtypes, registry
+    from matmul_study.launchers import launch_config
+    from matmul_study.registry import Problem
+
+    launch = registry.get("wgmma_warp_specialized").launch(Problem(4096, 4096, 4096, 16, dtypes.get("float16"), 132,
+                                                                   232_448))
+    ids = cu.CUlaunchAttributeID
+    dependent, independent = launch_config(launch), launch_config(replace(launch, dependent=False))  # kept alive:
+    # the attributes read back point into their configuration
+    assert [attr.id for attr in dependent.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                                                     ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION]
+    assert dependent.attrs[1].value.programmaticStreamSerializationAllowed == 1
+    assert [attr.id for attr in independent.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]

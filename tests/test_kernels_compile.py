@@ -188,3 +188,41 @@ def test_kernel_8_timing_diagnostics_build_and_stay_out_of_the_default(tmp_path)
     assert result.returncode == 0, result.stderr
     traced = ptx.read_text()
     assert "ws_trace" in traced and "globaltimer" in traced and "%smid" in traced
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method", ["wgmma_warp_specialized", "wgmma_tf32"])
+def test_dependent_launch_rungs_wait_for_the_previous_grid_before_any_global_access(method, tmp_path):
+    # Launched with programmatic stream serialisation (registry: Launch.dependent) these kernels may start while the
+    # previous kernel still runs, so no copy, load or store of global memory may come before griddepcontrol.wait.
+    assert registry.get(method).launch(Problem(4096, 4096, 4096, 0, dtypes.get(registry.get(method).dtypes[0]),
+                                               132, 232_448)).dependent
+    dtype = registry.get(method).dtypes[0]
+    ptx = compile_ptx(method, [(dtype, 0)], kernels.target(method, "sm_90"), tmp_path)
+    body = ptx[ptx.index(".entry"):]
+    first_wait = body.index("griddepcontrol.wait")
+    global_access = [body.find(op) for op in ("cp.async.bulk.tensor", "st.global", "ld.global", "red.global",
+                                              "atom.global")]
+    assert min(i for i in global_access if i >= 0) > first_wait
+    assert body.count("griddepcontrol.wait") >= 2  # the k = 0 path (C = 0) and the main one
+    assert "griddepcontrol.launch_dependents" in body
+
+
+@needs_nvcc
+def test_the_tensor_core_rate_microbenchmark_builds_every_form(tmp_path):
+    # bench/wgmma_rate.py times kernel 8's wgmma groups alone (notes: 1024 cycles per 128x256x64 step); its source
+    # uses hopper.cuh's register lists and must keep building with it, one entry per form.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("wgmma_rate", kernels.KERNEL_DIR.parent / "bench" / "wgmma_rate.py")
+    rate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rate)
+    source = tmp_path / "rate.cu"
+    source.write_text(rate.SOURCE)
+    ptx = tmp_path / "rate.ptx"
+    result = subprocess.run(["nvcc", "--ptx", "-gencode=arch=compute_90a,code=compute_90a", "-std=c++17",
+                             "-I", str(kernels.KERNEL_DIR), "-o", str(ptx), str(source)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    text = ptx.read_text()
+    assert all(f".entry rate{i}(" in text for i in range(len(rate.FORMS)))
+    assert "wgmma.mma_async.sync.aligned.m64n256k16" in text and "wgmma.mma_async.sync.aligned.m64n128k16" in text
