@@ -7,6 +7,8 @@
 //   coop       KernelTmaWarpSpecializedCooperative, TMA warp-specialised cooperative epilogue, persistent scheduler
 //   coop_pdl   the same, launched with programmatic dependent launch
 //   auto       the collective builders' automatic choice of schedule and stage count for the same tile and cluster
+//   coop_1x2   cooperative with the cluster along n instead (the two CTAs share A)
+//   pingpong   KernelTmaWarpSpecializedPingpong, 128 x 128 x 64 per consumer warpgroup, cluster 2 x 1
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -41,7 +43,7 @@ using RowMajor = cutlass::layout::RowMajor;
 using CtaTile = Shape<_128, _256, _64>;  // kernel 8's CTA tile and k step
 using Cluster = Shape<_2, _1, _1>;     // two CTAs along m, as kernel 8's cluster
 
-template <class MainloopSchedule, class EpilogueSchedule>
+template <class MainloopSchedule, class EpilogueSchedule, class CtaTile = CtaTile, class Cluster = Cluster>
 struct Config {
     using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, CtaTile, Cluster,
@@ -57,6 +59,10 @@ struct Config {
 };
 using Coop = Config<cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative>;
 using Auto = Config<cutlass::gemm::collective::KernelScheduleAuto, cutlass::epilogue::collective::EpilogueScheduleAuto>;
+using Coop1x2 = Config<cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                       CtaTile, Shape<_1, _2, _1>>;
+using Pingpong = Config<cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized,
+                        Shape<_128, _128, _64>, Cluster>;
 
 struct Problem {
     int m, n, k;
@@ -202,6 +208,12 @@ int main(int argc, char** argv)
         compare<Coop::Gemm>("coop_pdl", p, h, true, reps, batch);
         cublas_gemm(h, p, p.ref);
         compare<Auto::Gemm>("auto", p, h, false, reps, batch);
+        cublas_gemm(h, p, p.ref);
+        compare<Coop1x2::Gemm>("coop_1x2", p, h, false, reps, batch);
+        cublas_gemm(h, p, p.ref);
+        compare<Pingpong::Gemm>("pingpong", p, h, false, reps, batch);
+        cublas_gemm(h, p, p.ref);
+        compare<Pingpong::Gemm>("pp_pdl", p, h, true, reps, batch);
         CHECK(cudaFree(p.a));
         CHECK(cudaFree(p.b));
         CHECK(cudaFree(p.c));
