@@ -12,7 +12,8 @@
 // A and B descriptors both K-major (SBO = 1024 bytes between 8-row swizzle atoms, next 8 k = 32 bytes on).
 //
 // Host contract: as kernel 8 (block THREADS = 384, dynamic smem SMEM_BYTES = 230,464, cluster (CLUSTER, 1, 1),
-// persistent grid of G <= co-resident CTAs, G a multiple of CLUSTER).
+// persistent grid of G <= co-resident CTAs, G a multiple of CLUSTER; programmatic stream serialisation allowed,
+// since the shared pipeline waits for the previous grid before its first global access).
 // tmap_a over A (fp32, dims (k, m), row pitch a multiple of 16 bytes): box (rows 128, cols 32), 128B swizzle.
 // tmap_bt over Bt (fp32, dims (k, n), row pitch a multiple of 16 bytes): box (rows 128, cols 32), 128B
 // swizzle. Both zero-fill out of bounds.
