@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cute/tensor.hpp"
@@ -179,9 +180,12 @@ static void compare(const char* name, const Problem& p, cublasHandle_t h, bool p
 
 int main(int argc, char** argv)
 {
+    // "profile": 4096^3 and the cooperative configuration only, for a profiler (bench/cutlass_ref.sh ncu).
+    const bool profile = argc > 1 && std::string(argv[1]) == "profile";
     cublasHandle_t h;
     CHECK(cublasCreate(&h));
     for (int size : {4096, 8192}) {
+        if (profile && size != 4096) break;
         Problem p{size, size, size, nullptr, nullptr, nullptr, nullptr};
         const size_t ab = static_cast<size_t>(size) * size;
         CHECK(cudaMalloc(&p.a, ab * 2));
@@ -203,7 +207,8 @@ int main(int argc, char** argv)
         cublas_gemm(h, p, p.ref);
         CHECK(cudaDeviceSynchronize());
         const int reps = size <= 4096 ? 30 : 15, batch = 10;
-        compare<Coop::Gemm>("coop", p, h, false, reps, batch);
+        compare<Coop::Gemm>("coop", p, h, false, profile ? 1 : reps, profile ? 1 : batch);
+        if (profile) break;
         cublas_gemm(h, p, p.ref);
         compare<Coop::Gemm>("coop_pdl", p, h, true, reps, batch);
         cublas_gemm(h, p, p.ref);
