@@ -459,7 +459,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         ws_trace[blockIdx.x * TRACE_SLOTS + 6] = smid;  // which SM (pairs of a cluster / TPC)
     }
 #endif
-    const int wg = tid / 128;
+    // The warpgroup index through a shuffle: the compiler then knows it is the same in every lane, and keeps the
+    // consumers' wgmma descriptors (which depend on it) on the uniform datapath instead of moving them into uniform
+    // registers before every wgmma (static R2UR 374 -> 314). Measured +0.4 % at 4096^3 (tc_bench --batch 10, notes).
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
     const uint32_t rank = (CLUSTER > 1) ? cluster_rank() : 0;
 
     if (tid == 0) {
