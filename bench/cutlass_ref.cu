@@ -44,14 +44,14 @@ using RowMajor = cutlass::layout::RowMajor;
 using CtaTile = Shape<_128, _256, _64>;  // kernel 8's CTA tile and k step
 using Cluster = Shape<_2, _1, _1>;     // two CTAs along m, as kernel 8's cluster
 
-template <class MainloopSchedule, class EpilogueSchedule, class CtaTile = CtaTile, class Cluster = Cluster>
+template <class MainloopSchedule, class EpilogueSchedule, class TileShape = CtaTile, class ClusterShape = Cluster>
 struct Config {
     using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, CtaTile, Cluster,
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
         cutlass::epilogue::collective::EpilogueTileAuto, float, float, float, RowMajor, 4, float, RowMajor, 4,
         EpilogueSchedule>::CollectiveOp;
     using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Half, RowMajor, 8, Half, RowMajor, 8, float, CtaTile, Cluster,
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Half, RowMajor, 8, Half, RowMajor, 8, float, TileShape, ClusterShape,
         cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
         MainloopSchedule>::CollectiveOp;
     using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue,

@@ -434,8 +434,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     // resident only as ours exit), and touch no global memory before the previous grid has completed and its
     // writes are visible (griddepcontrol.wait). Without the launch attribute both are no-ops.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    if (k <= 0) asm volatile("griddepcontrol.wait;" ::: "memory");
     if (k <= 0) {  // empty sum: C = 0 (every item below has at least one k step)
+        asm volatile("griddepcontrol.wait;" ::: "memory");
         for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < static_cast<size_t>(m) * n;
              i += static_cast<size_t>(gridDim.x) * blockDim.x)
             C[i] = 0.f;
