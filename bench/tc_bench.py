@@ -92,6 +92,8 @@ VARIANTS = {
     # Cluster of 4 along M: each CTA loads one of the four B strips and multicasts it (L2->SM bytes per CTA and
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
+    "8late": dict(_K8, defines=["-DWGMMA_WS_LATE_COORDS=1"]),  # the producer's first tile computed after the wait
+    "8latetrace": dict(_K8, defines=["-DWGMMA_WS_LATE_COORDS=1", "-DWGMMA_WS_TRACE"], trace=True),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
@@ -385,11 +387,16 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
             return out
 
     def trace_summary(prob):
-        """One more launch with the trace buffer zeroed; per-CTA clock stamps -> medians of each phase (cycles)."""
+        """One more launch with the trace buffer zeroed (with --batch: a held batch of launches, whose last one
+        leaves its stamps: the steady state of back-to-back launches); per-CTA clock stamps -> medians of each
+        phase (cycles)."""
         slots = 128
         ptr, size = ck(drv.cuModuleGetGlobal(module, b"_ZN8wgmma_ws8ws_traceE"))
         ck(drv.cuMemsetD8(ptr, 0, size))
-        prob.run()
+        if batch > 1:
+            hold((1,), (1,), (np.uint64(2_000_000),), stream=stream)
+        for _ in range(batch):
+            prob.run()
         cp.cuda.runtime.deviceSynchronize()
         host = np.zeros(size // 8, dtype=np.uint64)
         ck(drv.cuMemcpyDtoH(host.ctypes.data, ptr, size))
@@ -406,7 +413,8 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
                    first_copy=med(1, 0), first_empty=med(2, 0),
                    first_data=med(8, 0), total=med(3, 0),
                    total_max=float(np.max(rel(3, 0))), barriers_init=med(60, 0),
-                   cluster_synced=med(61, 0), producer_ready=med(62, 0))
+                   cluster_synced=med(61, 0), producer_ready=med(62, 0), previous_grid_done=med(7, 0),
+                   first_data_after_wait=med(8, 7))
         items = []
         for i in range(16):  # the kernel's TRACE_ITEMS: item i's stamps are slots 8 + 3i .. 10 + 3i
             b = 8 + 3 * i
@@ -427,6 +435,11 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
         out["entry_spread_ns"] = float(g0.max() - g0.min())
         out["exit_spread_ns"] = float(g1.max() - g1.min())
         out["span_ns"] = float(g1.max() - g0.min())
+        gw = tr[:, 56]
+        if (gw > 0).any():  # globaltimer when the previous grid was complete (griddepcontrol.wait returned)
+            out["wait_release_spread_ns"] = float(gw[gw > 0].max() - gw[gw > 0].min())
+            out["entry_to_wait_release_ns"] = float(np.median(gw[gw > 0] - g0[gw > 0]))
+            out["last_entry_after_first_release_ns"] = float(g0.max() - gw[gw > 0].min())
         out["ghz"] = float(np.median((act[:, 3] - act[:, 0]) / np.maximum(1, act[:, 5] - act[:, 4])))
         print(f"[{name}] trace {prob.dt} {prob.m}^3: " + json.dumps(out), flush=True)
         return out
