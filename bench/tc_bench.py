@@ -92,8 +92,6 @@ VARIANTS = {
     # Cluster of 4 along M: each CTA loads one of the four B strips and multicasts it (L2->SM bytes per CTA and
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
-    "8late": dict(_K8, defines=["-DWGMMA_WS_LATE_COORDS=1"]),  # the producer's first tile computed after the wait
-    "8latetrace": dict(_K8, defines=["-DWGMMA_WS_LATE_COORDS=1", "-DWGMMA_WS_TRACE"], trace=True),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),

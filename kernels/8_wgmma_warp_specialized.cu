@@ -137,9 +137,6 @@
 #ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
-#ifndef WGMMA_WS_LATE_COORDS  // experiment: the producer's first tile computed after the wait (the previous default)
-#define WGMMA_WS_LATE_COORDS 0
-#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -206,8 +203,8 @@ __device__ unsigned int sk_flags[MAX_SK_FLAGS];  // stream-K partial-sum order; 
 
 #ifdef WGMMA_WS_TRACE
 // Timing diagnostic (tc_bench variants 8trace, 8tmatrace): per CTA, SM clock stamps (clock64) at entry (slot 0),
-// barriers initialised (60), cluster synchronised (61), previous grid complete (7; globaltimer 56), producer ready (62), its first empty stage passed (2) and
-// first copy issued (1); then, by thread 128 (consumer warpgroup 0, warp 0), each item i's first full stage
+// barriers initialised (60), cluster synchronised (61), previous grid complete (7; globaltimer in 56), producer
+// ready (62), its first empty stage passed (2) and first copy issued (1); then, by thread 128 (consumer warpgroup 0, warp 0), each item i's first full stage
 // (8 + 3i), last wgmma retired (9 + 3i) and epilogue issued (10 + 3i), and the end (3, before the final cluster
 // barrier). globaltimer at entry (4) and end (5) lines the SMs up; the SM id is slot 6.
 constexpr int TRACE_SLOTS = 128;  // 64 + i: the producer's first copy of item i issued
@@ -436,9 +433,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     // the previous kernel on the stream is still running. Let the next grid start early too (its CTAs become
     // resident only as ours exit), and touch no global memory before the previous grid has completed and its
     // writes are visible (griddepcontrol.wait). Without the launch attribute both are no-ops.
-    griddep_launch_dependents();
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (k <= 0) {  // empty sum: C = 0 (every item below has at least one k step)
-        griddep_wait();
+        asm volatile("griddepcontrol.wait;" ::: "memory");
         for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < static_cast<size_t>(m) * n;
              i += static_cast<size_t>(gridDim.x) * blockDim.x)
             C[i] = 0.f;
@@ -485,34 +482,15 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int ktiles = (k + OBK - 1) / OBK;
     const Schedule sched(rows_c * cols, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
                          static_cast<int>(blockIdx.x) / CLUSTER);
-    // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid. Each thread that
-    // touches global memory waits for that grid to complete first (griddepcontrol.wait): its writes (A, B, C, the
-    // stream-K flags) are then visible.
-#if WGMMA_WS_LATE_COORDS  // experiment: every thread waits here, the producer computes its first tile after
-    griddep_wait();
-#endif
+    // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid.
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // its writes (A, B, C, the stream-K flags) are visible
+    WS_TRACE(tid == 0, 7);
+    WS_TRACE(tid == 0, 56, true);
 
     if (wg == 0) {
         // ---------------- producer ----------------
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
-            // Where item i's copies go: its first A row and B column in this CTA, and its k steps [k0, k1).
-            auto origin = [&](int i, int& m0, int& n0, int& k0, int& k1) {
-                int t, piece, pieces, u, tm, tn;
-                sched.item(i, t, k0, k1, piece, pieces, u);
-                tile_coords(t, rows_c, cols, tm, tn);
-                m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
-                n0 = tn * BN;
-            };
-            // The first item's origin is computed before the wait as well (in batches of launches, the wait's
-            // release to the first copy took 1.5k cycles with it after), so the first copies go out at once.
-            int m0 = 0, n0 = 0, k0 = 0, k1 = 0;
-            if (sched.n_items > 0) origin(0, m0, n0, k0, k1);
-#if !WGMMA_WS_LATE_COORDS
-            griddep_wait();
-#endif
-            WS_TRACE(true, 7);
-            WS_TRACE(true, 56, true);
             WS_TRACE(true, 62);
             if constexpr (WGMMA_WS_STAGGER > 0) {  // timing diagnostic: odd clusters start late
                 const long long t0 = clock64();
@@ -521,6 +499,11 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             }
             int it = 0;
             for (int i = 0; i < sched.n_items; ++i) {
+                int t, k0, k1, piece, pieces, u, tm, tn;
+                sched.item(i, t, k0, k1, piece, pieces, u);
+                tile_coords(t, rows_c, cols, tm, tn);
+                const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
+                const int n0 = tn * BN;
                 for (int kt = k0; kt < k1; ++kt, ++it) {
                     const int s = it % STAGES;
                     const uint32_t round = static_cast<uint32_t>(it / STAGES);
@@ -539,14 +522,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     WS_TRACE(it == 0, 1);
                     WS_TRACE(kt == k0, 64 + i);
                 }
-                if (i + 1 < sched.n_items) origin(i + 1, m0, n0, k0, k1);
             }
         }
     } else {
         // ---------------- consumers ----------------
-#if !WGMMA_WS_LATE_COORDS
-        griddep_wait();  // their global accesses: C and the stream-K flags
-#endif
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;
         const int ltid = tid % 128;

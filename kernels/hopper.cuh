@@ -137,12 +137,6 @@ __device__ __forceinline__ void cluster_sync()
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// Programmatic dependent launch (the grid was launched with programmatic stream serialisation; no-ops otherwise):
-// let the next grid on the stream start its set-up now, and wait until the previous grid has completed and its
-// memory writes are visible. The wait is per thread: every thread that touches global memory must have passed it.
-__device__ __forceinline__ void griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
-__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-
 __device__ __forceinline__ uint32_t cluster_rank()
 {
     uint32_t r;
