@@ -137,6 +137,9 @@
 #ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
+#ifndef WGMMA_WS_DRAIN_EVERY  // > 0: each warp's last 64 columns of a whole tile leave during the next tile (variant)
+#define WGMMA_WS_DRAIN_EVERY 0
+#endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
 #endif
@@ -194,6 +197,11 @@ static_assert(!PINGPONG || (!STREAMK && !TMA_STORE), "ping-pong: no stream-K, no
 // Arrivals that free a stage: every consumer warp of every CTA in the cluster (ping-pong: only the warpgroup
 // whose tile the stage belongs to).
 constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER;
+// Paced drain (WGMMA_WS_DRAIN_EVERY = E > 0): a whole tile (not a stream-K piece, whose flag says it is stored)
+// that is not the CTA's last leaves its last 64 columns staged (32 KiB per CTA); each consumer warp stores 2 of
+// its chunk's 16 rows every E k steps of the next item, and what is left before that item's epilogue.
+constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
+static_assert(DRAIN_EVERY == 0 || (!PINGPONG && !WGMMA_WS_TMA_STORE), "paced drain: default epilogue only");
 constexpr int PP_BAR = 4;  // ping-pong order barriers: named barriers PP_BAR + c (c = consumer warpgroup)
 static_assert(SMEM_BYTES <= 227 * 1024, "fits the opt-in shared memory of one SM");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
@@ -322,7 +330,22 @@ __device__ __forceinline__ void write_box_row(unsigned char* box, int r, const f
 // row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
 // XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
 // read/store instruction then covers 2 rows x 256 contiguous bytes of C.
-template <int COLS>
+// Rows 2q and 2q + 1 of a staged 16x64 chunk (as store_warp_rows_staged leaves it) to C at crow (the chunk's
+// first row and column): one 16-byte read and store per lane, 2 rows x 256 contiguous bytes per instruction.
+__device__ __forceinline__ void store_chunk_rows(const unsigned char* chunk, float* crow, int n, int lane, int q)
+{
+    const int r = 2 * q + lane / 16;
+    const int uu = lane % 16;
+    const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
+    store_c(reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 4 * uu), v);
+}
+
+// A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
+// row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
+// XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
+// read/store instruction then covers 2 rows x 256 contiguous bytes of C. KEEP_LAST: the last 64 columns are only
+// staged; the caller stores them later (store_chunk_rows, q = 0..7, columns COLS - 64 on).
+template <int COLS, bool KEEP_LAST = false>
 __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned char* chunk, float* crow, int n,
                                                        int lane)
 {
@@ -340,13 +363,9 @@ __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned 
             }
         }
         __syncwarp();
+        if (KEEP_LAST && ch == COLS / 64 - 1) break;
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-            const int r = 2 * q + lane / 16;
-            const int uu = lane % 16;
-            const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
-            store_c(reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 64 * ch + 4 * uu), v);
-        }
+        for (int q = 0; q < 8; ++q) store_chunk_rows(chunk, crow + 64 * ch, n, lane, q);
         __syncwarp();
     }
 }
@@ -645,6 +664,14 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * stage, r);
             }
         };
+        unsigned char* const chunk = smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
+        // Paced drain: the staged rows of the previous whole tile not stored yet (2 per piece), and where they go.
+        int drain_left = 0;
+        float* drain_c = nullptr;
+        auto drain = [&]() {
+            store_chunk_rows(chunk, drain_c, n, lane, 8 - drain_left);
+            --drain_left;
+        };
 
         for (int i = 0; i < sched.n_items; ++i) {
             int t, k0, k1, piece, pieces, u, tm, tn;
@@ -666,6 +693,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     wgmma_wait<1>();
                     release((it - 1) % STAGES);
                 }
+                if constexpr (DRAIN_EVERY > 0) {
+                    if (drain_left > 0 && (kt - k0) % DRAIN_EVERY == DRAIN_EVERY - 1) drain();
+                }
 #if WGMMA_WS_TMA_STORE
                 if constexpr (PARK > 0) {  // the previous item's parked boxes, PARK_AT k steps into this one
                     if (parked && (kt == k0 + PARK_AT || kt + 1 == k1)) unpark();
@@ -676,6 +706,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             wgmma_wait<0>();
             if (k1 > k0) release((it - 1) % STAGES);
             WS_TRACE(tid == 128, item_slot(i, 1));
+            if constexpr (DRAIN_EVERY > 0) {  // what the k steps did not drain goes now, before the chunk is reused
+                while (drain_left > 0) drain();
+                __syncwarp();
+            }
 
             const int row0 = m0 + c * 64 + warp * 16 + lane / 4;
             const int col0 = n0 + 2 * (lane % 4);
@@ -744,8 +778,14 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             // Epilogue. Fast path (whole tile inside C, rows 16-byte aligned): each warp stores its 16x256
             // block through its staging chunk (store_warp_rows_staged); else guarded stores.
             if (!TMA_STORE && m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
-                store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
-                                           C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
+                float* const crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
+                if (DRAIN_EVERY > 0 && piece < 0 && i + 1 < sched.n_items) {  // last 64 columns: during the next item
+                    store_warp_rows_staged<BN, true>(d, chunk, crow, n, lane);
+                    drain_c = crow + BN - 64;
+                    drain_left = 8;
+                } else {
+                    store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
+                }
 #ifdef WGMMA_WS_DIAG_EPILOGUE_TWICE  // timing diagnostic: every whole tile's C stored twice (same values)
                 store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
                                            C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
