@@ -97,6 +97,7 @@ VARIANTS = {
     "8dr2": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=2"]),
     "8dr4": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=4"]),
     "8dr2trace": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=2", "-DWGMMA_WS_TRACE"], trace=True),
+    "12dr2": dict(_K12, defines=["-DWGMMA_WS_DRAIN_EVERY=2"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),
