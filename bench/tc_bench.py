@@ -92,12 +92,11 @@ VARIANTS = {
     # Cluster of 4 along M: each CTA loads one of the four B strips and multicasts it (L2->SM bytes per CTA and
     # k step 24 KiB instead of 32; only 30 clusters of 4 fit at once on an H200, 120 CTAs).
     "8c4": dict(_K8, cluster=4, defines=["-DWGMMA_WS_CLUSTER=4"]),
-    # Paced drain: the last 64 columns of each warp's C block leave 2 rows every E k steps of the next tile.
-    "8dr1": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=1"]),
-    "8dr2": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=2"]),
+    # Paced drain (the default, every 2 k steps): "8dr0" stores whole tiles' C at once (the previous default).
+    "8dr0": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
+    "8dr0trace": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0", "-DWGMMA_WS_TRACE"], trace=True),
     "8dr4": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=4"]),
-    "8dr2trace": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=2", "-DWGMMA_WS_TRACE"], trace=True),
-    "12dr2": dict(_K12, defines=["-DWGMMA_WS_DRAIN_EVERY=2"]),
+    "12dr0": dict(_K12, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
     "8trace": dict(_K8, defines=["-DWGMMA_WS_TRACE"], trace=True),

@@ -44,6 +44,8 @@
 // ~5-7 % of the run time): for whole tiles, each consumer warp's 16x256 block goes out through a per-warp
 // 16x64 fp32 staging chunk in shared memory (XOR-swizzled, conflict-free), as 256-byte row segments.
 // Edge tiles (or n not a multiple of 4) are stored directly from the accumulators with per-element guards.
+// The last 64 columns of a whole tile stay staged and leave, 2 rows per warp every 2 k steps, during the CTA's
+// next item (paced drain, below).
 // Timing diagnostic: WGMMA_WS_DIAG_NO_EPILOGUE skips the stores of whole tiles (wrong results).
 // What the epilogue costs, by clock stamps (WGMMA_WS_TRACE, tc_bench 8trace; 4096^3, H200): a tile's 64 k steps
 // take 64.7k cycles (at the tensor cores' rate), the change to the next tile 6.8k more: the 128 KiB of C leave
@@ -137,8 +139,12 @@
 #ifndef WGMMA_WS_STAGGER  // timing diagnostic: the producer of cluster c starts (c % 2) * WGMMA_WS_STAGGER cycles late
 #define WGMMA_WS_STAGGER 0
 #endif
-#ifndef WGMMA_WS_DRAIN_EVERY  // > 0: each warp's last 64 columns of a whole tile leave during the next tile (variant)
+#ifndef WGMMA_WS_DRAIN_EVERY  // > 0: each warp's last 64 columns of a whole tile leave during the next item (0: off)
+#if WGMMA_WS_PINGPONG || WGMMA_WS_TMA_STORE
 #define WGMMA_WS_DRAIN_EVERY 0
+#else
+#define WGMMA_WS_DRAIN_EVERY 2
+#endif
 #endif
 #ifndef WGMMA_WS_C_STORE  // whole tiles' C stores: 0 plain, 1 st.global.cs (streaming), 2 L2 evict_first (variants)
 #define WGMMA_WS_C_STORE 0
@@ -199,8 +205,11 @@ static_assert(!PINGPONG || (!STREAMK && !TMA_STORE), "ping-pong: no stream-K, no
 constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER;
 // Paced drain (WGMMA_WS_DRAIN_EVERY = E > 0): a whole tile (not a stream-K piece, whose flag says it is stored)
 // that is not the CTA's last leaves its last 64 columns staged (32 KiB per CTA); each consumer warp stores 2 of
-// its chunk's 16 rows every E k steps of the next item, and what is left before that item's epilogue.
+// its chunk's 16 rows every E k steps of the next item, and what is left before that item's epilogue. The tile
+// change is then 1.2k cycles shorter and the next mainloop ~1k longer (the SM's operand copies and C stores
+// share its path to L2): +0.2 % at 4096^3, +0.2-0.7 % at 8192^3 (tc_bench --batch 10, notes).
 constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
+constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
 static_assert(DRAIN_EVERY == 0 || (!PINGPONG && !WGMMA_WS_TMA_STORE), "paced drain: default epilogue only");
 constexpr int PP_BAR = 4;  // ping-pong order barriers: named barriers PP_BAR + c (c = consumer warpgroup)
 static_assert(SMEM_BYTES <= 227 * 1024, "fits the opt-in shared memory of one SM");
@@ -694,7 +703,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     release((it - 1) % STAGES);
                 }
                 if constexpr (DRAIN_EVERY > 0) {
-                    if (drain_left > 0 && (kt - k0) % DRAIN_EVERY == DRAIN_EVERY - 1) drain();
+                    if (drain_left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain();
                 }
 #if WGMMA_WS_TMA_STORE
                 if constexpr (PARK > 0) {  // the previous item's parked boxes, PARK_AT k steps into this one

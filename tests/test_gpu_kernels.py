@@ -83,6 +83,29 @@ def test_kernel_matches_reference(cubin_for, method, dtype, block, shape):
     check_kernel(cubin_for, method, dtype, block, shape)
 
 
+def is_persistent(method: str, dtype: str) -> bool:
+    problem = Problem(4096, 4096, 4096, blocks_for(method)[0], dtypes.get(dtype), SM_COUNT, 232_448)
+    return registry.get(method).launch(problem).persistent
+
+
+# Persistent grids with several tiles per CTA (tile changes, the paced drain of kernel 8's epilogue) and, on a
+# 132-SM GPU, a tail split by k steps (1000x2200x4300: 68 cluster tiles on 66 clusters; partial sums added in C,
+# flags). Launched twice, C poisoned before each launch: the second launch needs the flags the first one reset.
+PERSISTENT_SHAPES = [(2100, 200, 3000), (1000, 2200, 4300)]  # (m, k, n)
+PERSISTENT_CASES = [
+    pytest.param(method, dtype, shape, id=f"{method}-{dtype}-{shape[0]}x{shape[1]}x{shape[2]}")
+    for method in registry.compiled_methods()
+    for dtype in registry.get(method).dtypes
+    if is_persistent(method, dtype)
+    for shape in PERSISTENT_SHAPES
+]
+
+
+@pytest.mark.parametrize("method,dtype,shape", PERSISTENT_CASES)
+def test_persistent_kernel_with_several_tiles_per_block_matches_reference(cubin_for, method, dtype, shape):
+    check_kernel(cubin_for, method, dtype, blocks_for(method)[0], shape, launches=2)
+
+
 @pytest.fixture(scope="module")
 def warptiled_fp32_ptx(tmp_path_factory):
     """warptiled float32 as PTX for a virtual arch, which the driver compiles for this GPU when it is loaded:
@@ -152,7 +175,7 @@ def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_
     assert traps.returncode == 3, traps.stdout + traps.stderr
 
 
-def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None):
+def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, launches=1):
     meth, record = registry.get(method), dtypes.get(dtype)
     unmet = meth.unmet_requirement(CC, module_available)
     if unmet:
@@ -166,8 +189,10 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None):
     shared = max_shared_bytes or DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
     launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared), buffers,
                             cubin_for(method, dtype, block))
-    launch()
-    cuda.Context.synchronize()
+    for _ in range(launches):
+        buffers.c.fill(sentinel)  # each launch must write all of C
+        launch()
+        cuda.Context.synchronize()
     out = c_and_guard.get()
     c, guard = out[: m * n].reshape(m, n), out[m * n:]
 
