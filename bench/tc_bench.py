@@ -96,12 +96,6 @@ VARIANTS = {
     "8dr0": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8dr0trace": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0", "-DWGMMA_WS_TRACE"], trace=True),
     "8dr4": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=4"]),
-    # Half stages: 32 k per stage (A in 64-byte swizzle), 8 stages in the same shared memory.
-    "8h": dict(_K8, smem=230528, box_a=(128, 32), box_b=(32, 64), swizzle_a=64, defines=["-DWGMMA_WS_ROW_BYTES=64"]),
-    "8hdr4": dict(_K8, smem=230528, box_a=(128, 32), box_b=(32, 64), swizzle_a=64,
-                  defines=["-DWGMMA_WS_ROW_BYTES=64", "-DWGMMA_WS_DRAIN_EVERY=4"]),
-    "8htrace": dict(_K8, smem=230528, box_a=(128, 32), box_b=(32, 64), swizzle_a=64,
-                    defines=["-DWGMMA_WS_ROW_BYTES=64", "-DWGMMA_WS_TRACE"], trace=True),
     "12dr0": dict(_K12, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
@@ -289,14 +283,14 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
     cudt = {"f16": 2, "bf16": 14, "tf32": 0}  # CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
     compute = {"f16": 68, "bf16": 68, "tf32": 77}  # CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32
 
-    def tensor_map(buf, rows, cols, pitch, box, dt, swizzle=128):
+    def tensor_map(buf, rows, cols, pitch, box, dt):
         box_rows, box_cols = box
         return ck(drv.cuTensorMapEncodeTiled(
             tdt[dt], 2, buf.data.ptr,
             [drv.cuuint64_t(cols), drv.cuuint64_t(rows)], [drv.cuuint64_t(pitch * buf.itemsize)],
             [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)], [drv.cuuint32_t(1), drv.cuuint32_t(1)],
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzle}B"),
+            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
             drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
 
@@ -329,7 +323,7 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
             self.A, self.A64 = rounded((m, k), dt)
             self.B, self.B64 = rounded((k, n), dt)
             self.Ap, pa = pitched(self.A)
-            self.ta = tensor_map(self.Ap, m, k, pa, v["box_a"], dt, v.get("swizzle_a", 128))
+            self.ta = tensor_map(self.Ap, m, k, pa, v["box_a"], dt)
             if v.get("b_transposed"):
                 # K-major B for tf32 wgmma: Bt (n x k, pitch padded to 4 floats, padding zero), refreshed from
                 # B by every launch (run() below), so the transpose is timed with the kernel.

@@ -34,7 +34,7 @@ constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK * 4;  // 16 KiB
 #if HOPPER_SM90A
 struct OpTf32 {
     static constexpr int BK = wgmma_tf32::BK;
-    static_assert(wgmma_ws::ROW_BYTES == 128 && BK * 4 == 128 && wgmma_ws::A_BYTES == wgmma_ws::BM * BK * 4 &&
+    static_assert(BK * 4 == 128 && wgmma_ws::A_BYTES == wgmma_ws::BM * BK * 4 &&
                       wgmma_ws::STAGE_BYTES - wgmma_ws::A_BYTES == wgmma_ws::BN * BK * 4,
                   "stage layout");
     static_assert(wgmma_ws::BN == 2 * BOX_BT_ROWS, "two Bt halves per tile");

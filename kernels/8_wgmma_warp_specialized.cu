@@ -120,14 +120,11 @@
 #ifndef WGMMA_WS_TMA_STORE  // 1: asynchronous TMA-store epilogue (variant; needs a C tensor map, see below)
 #define WGMMA_WS_TMA_STORE 0
 #endif
-#ifndef WGMMA_WS_ROW_BYTES  // bytes per operand row in a stage: 128 (BK 64 for fp16/bf16); 64: half stages (variant)
-#define WGMMA_WS_ROW_BYTES 128
-#endif
 #ifndef WGMMA_WS_STAGES
 #if WGMMA_WS_TMA_STORE == 1
 #define WGMMA_WS_STAGES 3
 #else
-#define WGMMA_WS_STAGES (4 * 128 / WGMMA_WS_ROW_BYTES)
+#define WGMMA_WS_STAGES 4
 #endif
 #endif
 #ifndef WGMMA_WS_EPI_BOXES  // TMA-store staging boxes (8 KiB) per consumer warpgroup; 0 = as many as fit
@@ -164,13 +161,8 @@ constexpr int CLUSTER = WGMMA_WS_CLUSTER;  // CTAs per cluster along M (1, 2 or 
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows of tiles per group in the tile order
 constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
 constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
-// A stage: BM rows of A and BN rows (columns of B) of ROW_BYTES each. 128: A 16 KiB + B 32 KiB (pp: 32 KiB).
-// 64 (variant, fp16/bf16 only): half the k per stage, twice the stages; A in 64-byte swizzle.
-constexpr int ROW_BYTES = WGMMA_WS_ROW_BYTES;
-static_assert(ROW_BYTES == 128 || (ROW_BYTES == 64 && !PINGPONG && !WGMMA_WS_TMA_STORE), "row bytes");
-constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;
-constexpr int A_BYTES = BM * ROW_BYTES;
-constexpr uint32_t A_SWIZZLE = ROW_BYTES == 128 ? 1 : 2;  // descriptor layout field: 128- or 64-byte swizzle
+constexpr int STAGE_BYTES = BM * 128 + BN * 128;  // A 128 x 128 bytes (16 KiB) + B 256 x 128 bytes (32 KiB); pp: 32 KiB
+constexpr int A_BYTES = BM * 128;
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), used to turn the accumulator layout
 // (8 rows x 32 bytes per store instruction) into whole-row 256-byte stores.
 constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
@@ -198,12 +190,11 @@ constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wg
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;  // 230,464
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr int MAX_SK_FLAGS = 1024;  // stream-K flags: (tail tile, CTA rank in the cluster)
-// Split the tail only if that saves each cluster more k steps than this (32 steps of 128-byte rows).
-constexpr int SK_MIN_SAVED_STEPS = 32 * 128 / ROW_BYTES;
+constexpr int SK_MIN_SAVED_STEPS = 32;  // split the tail only if that saves each cluster more k steps than this
 
 // fp16 / bf16 operands: A row-major m x k (K-major), B row-major k x n (N-major, imm-trans-b = 1), BK = 64.
-constexpr int BK = ROW_BYTES / 2;
-constexpr int BOX_A_ROWS = BM, BOX_A_COLS = BK;  // tensor map boxes: A in ROW_BYTES swizzle, B in 128-byte
+constexpr int BK = 64;
+constexpr int BOX_A_ROWS = BM, BOX_A_COLS = BK;  // tensor map boxes, 128-byte swizzle
 constexpr int BOX_B_ROWS = BK, BOX_B_COLS = 64;
 constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB
 
@@ -259,7 +250,7 @@ __device__ __forceinline__ void trace(int slot, bool global_timer = false)
 template <typename T>
 struct Op16 {
     static constexpr int BK = wgmma_ws::BK;
-    static_assert(BK * sizeof(T) == ROW_BYTES && A_BYTES == BM * BK * sizeof(T) && STAGE_BYTES - A_BYTES == BK * BN * 2,
+    static_assert(BK * sizeof(T) == 128 && A_BYTES == BM * BK * sizeof(T) && STAGE_BYTES - A_BYTES == BK * BN * 2,
                   "stage layout");
     // This CTA's share of the stage's B (k rows kt*BK.., columns n0..n0+255): the 64-column strips
     // rank*4/CLUSTER .. , multicast to every CTA of the cluster.
@@ -278,17 +269,17 @@ struct Op16 {
         }
     }
     // Low descriptor words of a warpgroup's A rows and of B in stage 0; stage s is s * STAGE_DESC on (ws_gemm
-    // adds it). A: SBO = 8 rows (1024 bytes; 512 with 64-byte rows) between groups of 8 rows. B: LBO = distance
-    // between 64-column strips, SBO = 1024 bytes between groups of 8 k-rows.
+    // adds it). A: SBO = 1024 bytes between groups of 8 rows. B: LBO = distance between 64-column strips,
+    // SBO = 1024 bytes between groups of 8 k-rows.
     static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
     static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, B_STRIP_BYTES); }
-    // One stage for one consumer warpgroup. The next 16 columns of K are 32 bytes on in each swizzled ROW_BYTES
+    // One stage for one consumer warpgroup. The next 16 columns of K are 32 bytes on in each swizzled 128-byte
     // row of A, and 16 k-rows (2048 bytes) on in B: the address field counts 16-byte units.
     static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-            hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 8 * ROW_BYTES, A_SWIZZLE),
+            hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
                                         hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
     }
 #if WGMMA_WS_PINGPONG
@@ -625,7 +616,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         // Stage counter (unsigned: % and / by STAGES are a mask and a shift) and the low words of the stage-0
         // descriptors, computed once: in the loop a stage's descriptors are an add.
         uint32_t it = 0;
-        const uint32_t desc_a0 = Op::desc_a(tiles + c * (64 * ROW_BYTES)), desc_b0 = Op::desc_b(tiles + A_BYTES);
+        const uint32_t desc_a0 = Op::desc_a(tiles + c * (64 * 128)), desc_b0 = Op::desc_b(tiles + A_BYTES);
 #if WGMMA_WS_TMA_STORE  // (preprocessor, not only if constexpr: the default build's PTX stays as it was)
         int ebuf = 0;  // TMA-store epilogue: next staging box of this warpgroup's ring
         // One box (64 rows x 32 columns of this warpgroup's block, at C column col, row row; v = its 16

@@ -166,10 +166,9 @@ __device__ __forceinline__ void setmaxnreg_inc()
 // halves so that loops can keep only the low word (address and LBO) in a register: desc_lo, plus 16-byte
 // units to move on, then desc_join with the constant high word (SBO, swizzle).
 __device__ __forceinline__ uint32_t desc_lo(uint32_t addr, uint32_t lbo) { return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16); }
-// swizzle: the layout field (bits 62-63): 1 = 128-byte swizzle, 2 = 64-byte, 3 = 32-byte.
-__device__ __forceinline__ uint64_t desc_join(uint32_t lo, uint32_t sbo, uint32_t swizzle = 1)
+__device__ __forceinline__ uint64_t desc_join(uint32_t lo, uint32_t sbo)
 {
-    return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((sbo >> 4) | (swizzle << 30)) << 32);
+    return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((sbo >> 4) | (1u << 30)) << 32);
 }
 __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
 {
