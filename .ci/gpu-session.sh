@@ -11,6 +11,8 @@
 # travels (carry), and set RESUME_FROM to it; finished jobs are kept, only the missing ones run. Keep
 # STUDY_TIMEOUT a minute or more inside the call's limit: snakemake gets SIGTERM, then SIGKILL 20 s later.
 # Everything worth keeping lands in $OUT (logs, and study.tar.gz with tables, figures, report and result files).
+# The jobs record the project's commit. On a copied tree whose git metadata is not the commit sent (the device
+# tool's copy), name it: MATMUL_STUDY_COMMIT=$(git rev-parse --short=12 HEAD), run where the commit was made.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-session-out}
@@ -27,6 +29,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$OUT/
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
     | tee "$OUT/gpu-state-before.csv"
 status=0
+echo "commit the jobs record: $(python3 -c 'from matmul_study.environment import git_commit; print(git_commit())')"
 
 if has tests; then
     echo "== pytest -m gpu"
