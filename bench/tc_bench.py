@@ -96,6 +96,10 @@ VARIANTS = {
     "8dr0": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8dr0trace": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0", "-DWGMMA_WS_TRACE"], trace=True),
     "8dr4": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=4"]),
+    "8pf": dict(_K8, defines=["-DWGMMA_WS_PREFETCH_MAPS=1"]),
+    "8gn": dict(_K8, defines=["-DWGMMA_WS_GROUP_ALONG_N=1"]),
+    "8p128": dict(_K8, l2_promotion="128B"),
+    "8pnone": dict(_K8, l2_promotion="none"),
     "12dr0": dict(_K12, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)
     # Timing diagnostic: clock stamps per CTA and tile (WGMMA_WS_TRACE), read back after the timed launches.
@@ -283,7 +287,7 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
     cudt = {"f16": 2, "bf16": 14, "tf32": 0}  # CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
     compute = {"f16": 68, "bf16": 68, "tf32": 77}  # CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32
 
-    def tensor_map(buf, rows, cols, pitch, box, dt):
+    def tensor_map(buf, rows, cols, pitch, box, dt, promotion=v.get("l2_promotion", "256B")):
         box_rows, box_cols = box
         return ck(drv.cuTensorMapEncodeTiled(
             tdt[dt], 2, buf.data.ptr,
@@ -291,7 +295,7 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
             [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)], [drv.cuuint32_t(1), drv.cuuint32_t(1)],
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            getattr(drv.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if promotion == "none" else "L2_" + promotion)),
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
 
     def rounded(shape, dt):

@@ -303,7 +303,11 @@ struct Op16 {
 // column by column, so consecutive indices (CTAs running at the same time) reuse A rows and B columns.
 __device__ __forceinline__ void tile_coords(int t, int rows, int cols, int& tm, int& tn)
 {
+#if WGMMA_WS_GROUP_ALONG_N  // experiment: GROUP_M cluster-columns walked row by row
+    simt_common::grouped_tile<GROUP_M>(t, cols, rows, tn, tm);
+#else
     simt_common::grouped_tile<GROUP_M>(t, rows, cols, tm, tn);
+#endif
 }
 
 // One 16-byte store of C. The variants mark C as the first to leave L2, so that it does not evict operand
@@ -510,6 +514,12 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int ktiles = (k + OBK - 1) / OBK;
     const Schedule sched(rows_c * cols, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
                          static_cast<int>(blockIdx.x) / CLUSTER);
+#if WGMMA_WS_PREFETCH_MAPS  // experiment: the tensor maps (kernel parameters) fetched before the wait
+    if (tid == 0) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap_a)) : "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap_b)) : "memory");
+    }
+#endif
     // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid.
     asm volatile("griddepcontrol.wait;" ::: "memory");  // its writes (A, B, C, the stream-K flags) are visible
     WS_TRACE(tid == 0, 7);
