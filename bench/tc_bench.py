@@ -62,9 +62,9 @@ VARIANTS = {
     "8c1": dict(_K8, cluster=1, defines=["-DWGMMA_WS_CLUSTER=1"]),
     "8nosk": dict(_K8, defines=["-DWGMMA_WS_STREAMK=0"]),  # no stream-K tail (the previous default)
     "8noepi": dict(_K8, defines=["-DWGMMA_WS_DIAG_NO_EPILOGUE"], diag=True),
-    "8g16": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=16"]),
-    "8g4": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=4"]),
-    "8g2": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=2"]),
+    "8g16": dict(_K8, defines=["-DWGMMA_WS_GROUP_ORDER=1", "-DWGMMA_WS_GROUP_M=16"]),  # groups of 16 cluster-rows
+    "8g4": dict(_K8, defines=["-DWGMMA_WS_GROUP_ORDER=1", "-DWGMMA_WS_GROUP_M=4"]),
+    "8g2": dict(_K8, defines=["-DWGMMA_WS_GROUP_ORDER=1", "-DWGMMA_WS_GROUP_M=2"]),
     # Asynchronous TMA-store epilogue (WGMMA_WS_TMA_STORE): extra kernel parameter tmap_c (after tmap_b) over C,
     # fp32, box (64 rows, 32 cols), 128B swizzle; built only where n % 4 == 0 (else a placeholder is passed).
     # 8tma: 3 stages + a ring of 5 staging boxes (40 KiB) per consumer warpgroup; 8tma4: 4 stages + 2 boxes.
@@ -96,13 +96,14 @@ VARIANTS = {
     "8dr0": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8dr0trace": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=0", "-DWGMMA_WS_TRACE"], trace=True),
     "8dr4": dict(_K8, defines=["-DWGMMA_WS_DRAIN_EVERY=4"]),
-    "8pf": dict(_K8, defines=["-DWGMMA_WS_PREFETCH_MAPS=1"]),
-    "8gn": dict(_K8, defines=["-DWGMMA_WS_GROUP_ALONG_N=1"]),
-    "8gn2": dict(_K8, defines=["-DWGMMA_WS_GROUP_ALONG_N=1", "-DWGMMA_WS_GROUP_M=2"]),
-    "8gn4": dict(_K8, defines=["-DWGMMA_WS_GROUP_ALONG_N=1", "-DWGMMA_WS_GROUP_M=4"]),
-    "8gn16": dict(_K8, defines=["-DWGMMA_WS_GROUP_ALONG_N=1", "-DWGMMA_WS_GROUP_M=16"]),
-    "12gn": dict(_K12, defines=["-DWGMMA_WS_GROUP_ALONG_N=1"]),
-    "8p128": dict(_K8, l2_promotion="128B"),
+    # Tile order: kernel 8 groups cluster-columns, kernel 12 cluster-rows (the faster for each); "8gm" groups
+    # rows (kernel 8's previous order), "12gn" columns; "8gn2/4/16" other group sizes.
+    "8gm": dict(_K8, defines=["-DWGMMA_WS_GROUP_ORDER=1"]),
+    "8gn2": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=2"]),
+    "8gn4": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=4"]),
+    "8gn16": dict(_K8, defines=["-DWGMMA_WS_GROUP_M=16"]),
+    "12gn": dict(_K12, defines=["-DWGMMA_WS_GROUP_ORDER=2"]),
+    "8p128": dict(_K8, l2_promotion="128B"),  # operand maps' L2 promotion (default 256B)
     "8pnone": dict(_K8, l2_promotion="none"),
     "12dr0": dict(_K12, defines=["-DWGMMA_WS_DRAIN_EVERY=0"]),
     "8nobal": dict(_K8, defines=["-DWGMMA_WS_BALANCED=0"]),  # every cluster takes tiles (the previous default)

@@ -9,8 +9,9 @@
 // group in flight: a stage is released as soon as the wgmma group that read it has retired.
 //
 // Persistent grid: every CTA walks output tiles blockIdx-strided (in cluster units), in a grouped order
-// (GROUP_M cluster-rows of tiles per group) so that CTAs running at the same time share A rows and B
-// columns in L2. The producer runs ahead into the next tile while the consumers store the current one.
+// (GROUP_M cluster-columns of tiles per group here, cluster-rows in kernel 12) so that CTAs running at the same
+// time share A rows and B columns in L2. The producer runs ahead into the next tile while the consumers store the
+// current one.
 //
 // CLUSTER = 2 (default): a cluster of 2 CTAs computes two vertically adjacent 128x256 tiles that need the
 // same 64x256 slice of B per k step. Each CTA loads its own A (128x64) and half of B (two 64-column strips),
@@ -101,8 +102,11 @@
 #ifndef WGMMA_WS_CLUSTER
 #define WGMMA_WS_CLUSTER 2
 #endif
-#ifndef WGMMA_WS_GROUP_M
+#ifndef WGMMA_WS_GROUP_M  // cluster tiles per group of the tile order, across its grouped dimension
 #define WGMMA_WS_GROUP_M 8
+#endif
+#ifndef WGMMA_WS_GROUP_ORDER  // 0: the order the operands name (Op::GROUP_ALONG_N); 1: groups of rows; 2: of columns
+#define WGMMA_WS_GROUP_ORDER 0
 #endif
 #ifndef WGMMA_WS_PINGPONG  // 1: ping-pong consumers, one 128x128 tile each (variant, see below)
 #define WGMMA_WS_PINGPONG 0
@@ -158,7 +162,7 @@ constexpr int CONSUMERS = 2;                   // consumer warpgroups, 64 rows e
 constexpr int THREADS = 128 * (CONSUMERS + 1);  // + one producer warpgroup
 constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;  // CTAs per cluster along M (1, 2 or 4: each loads 4/CLUSTER B strips)
-constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows of tiles per group in the tile order
+constexpr int GROUP_M = WGMMA_WS_GROUP_M;  // cluster-rows (or columns) of tiles per group in the tile order
 constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
 constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
 constexpr int STAGE_BYTES = BM * 128 + BN * 128;  // A 128 x 128 bytes (16 KiB) + B 256 x 128 bytes (32 KiB); pp: 32 KiB
@@ -250,6 +254,9 @@ __device__ __forceinline__ void trace(int slot, bool global_timer = false)
 template <typename T>
 struct Op16 {
     static constexpr int BK = wgmma_ws::BK;
+    // Tile groups of cluster-columns: +0.3-0.4 % at 4096^3 against groups of rows, the same at 6144^3 and 8192^3
+    // (tc_bench --batch 10, notes); groups of 2, 4 or 16 columns were slower.
+    static constexpr bool GROUP_ALONG_N = true;
     static_assert(BK * sizeof(T) == 128 && A_BYTES == BM * BK * sizeof(T) && STAGE_BYTES - A_BYTES == BK * BN * 2,
                   "stage layout");
     // This CTA's share of the stage's B (k rows kt*BK.., columns n0..n0+255): the 64-column strips
@@ -299,16 +306,17 @@ struct Op16 {
 #endif
 };
 
-// Grouped tile order over "cluster tiles" of (CLUSTER*BM) x BN: GROUP_M cluster-rows are walked
-// column by column, so consecutive indices (CTAs running at the same time) reuse A rows and B columns.
+// Grouped tile order over "cluster tiles" of (CLUSTER*BM) x BN: GROUP_M cluster-rows are walked column by column
+// (ALONG_N: GROUP_M cluster-columns row by row), so consecutive indices (CTAs running at the same time) reuse A
+// rows and B columns. Which of the two is faster depends on the operands' layouts (Op::GROUP_ALONG_N).
+template <bool ALONG_N>
 __device__ __forceinline__ void tile_coords(int t, int rows, int cols, int& tm, int& tn)
 {
-#if WGMMA_WS_GROUP_ALONG_N  // experiment: GROUP_M cluster-columns walked row by row
-    simt_common::grouped_tile<GROUP_M>(t, cols, rows, tn, tm);
-#else
-    simt_common::grouped_tile<GROUP_M>(t, rows, cols, tm, tn);
-#endif
+    if constexpr (ALONG_N) simt_common::grouped_tile<GROUP_M>(t, cols, rows, tn, tm);
+    else simt_common::grouped_tile<GROUP_M>(t, rows, cols, tm, tn);
 }
+template <class Op>
+constexpr bool GROUP_ALONG_N = WGMMA_WS_GROUP_ORDER == 0 ? Op::GROUP_ALONG_N : WGMMA_WS_GROUP_ORDER == 2;
 
 // One 16-byte store of C. The variants mark C as the first to leave L2, so that it does not evict operand
 // lines other CTAs still need (C is written once and never read back here).
@@ -514,12 +522,6 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const int ktiles = (k + OBK - 1) / OBK;
     const Schedule sched(rows_c * cols, ktiles, static_cast<int>(gridDim.x) / CLUSTER,
                          static_cast<int>(blockIdx.x) / CLUSTER);
-#if WGMMA_WS_PREFETCH_MAPS  // experiment: the tensor maps (kernel parameters) fetched before the wait
-    if (tid == 0) {
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap_a)) : "memory");
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap_b)) : "memory");
-    }
-#endif
     // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid.
     asm volatile("griddepcontrol.wait;" ::: "memory");  // its writes (A, B, C, the stream-K flags) are visible
     WS_TRACE(tid == 0, 7);
@@ -539,7 +541,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             for (int i = 0; i < sched.n_items; ++i) {
                 int t, k0, k1, piece, pieces, u, tm, tn;
                 sched.item(i, t, k0, k1, piece, pieces, u);
-                tile_coords(t, rows_c, cols, tm, tn);
+                tile_coords<GROUP_ALONG_N<Op>>(t, rows_c, cols, tm, tn);
                 const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
                 const int n0 = tn * BN;
                 for (int kt = k0; kt < k1; ++kt, ++it) {
@@ -586,7 +588,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         for (int i = c; i < sched.n_items; i += CONSUMERS) {
             int t, k0, k1, piece, pieces, u, tm, tn;
             sched.item(i, t, k0, k1, piece, pieces, u);  // whole tiles: k0 = 0, k1 = ktiles
-            tile_coords(t, rows_c, cols, tm, tn);
+            tile_coords<GROUP_ALONG_N<Op>>(t, rows_c, cols, tm, tn);
             const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
             const int n0 = tn * BN;
             if (i > 0) named_barrier(PP_BAR + c, 256);  // the other warpgroup has issued item i-1's mainloop
@@ -695,7 +697,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         for (int i = 0; i < sched.n_items; ++i) {
             int t, k0, k1, piece, pieces, u, tm, tn;
             sched.item(i, t, k0, k1, piece, pieces, u);
-            tile_coords(t, rows_c, cols, tm, tn);
+            tile_coords<GROUP_ALONG_N<Op>>(t, rows_c, cols, tm, tn);
             const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
             const int n0 = tn * BN;
             // Each k step: wait for the stage, issue its wgmmas, keep one group in flight, release the stage
