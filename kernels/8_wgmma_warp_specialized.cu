@@ -225,9 +225,10 @@ __device__ unsigned int sk_flags[MAX_SK_FLAGS];  // stream-K partial-sum order; 
 #ifdef WGMMA_WS_TRACE
 // Timing diagnostic (tc_bench variants 8trace, 8tmatrace): per CTA, SM clock stamps (clock64) at entry (slot 0),
 // barriers initialised (60), cluster synchronised (61), previous grid complete (7; globaltimer in 56), producer
-// ready (62), its first empty stage passed (2) and first copy issued (1); then, by thread 128 (consumer warpgroup 0, warp 0), each item i's first full stage
-// (8 + 3i), last wgmma retired (9 + 3i) and epilogue issued (10 + 3i), and the end (3, before the final cluster
-// barrier). globaltimer at entry (4) and end (5) lines the SMs up; the SM id is slot 6.
+// ready (62), its first empty stage passed (2) and first copy issued (1); then, by thread 128 (consumer warpgroup
+// 0, warp 0), each item i's first full stage (8 + 3i), last wgmma retired (9 + 3i) and epilogue issued (10 + 3i),
+// and the end (3, before the final cluster barrier). globaltimer at entry (4) and end (5) lines the SMs up; the SM
+// id is slot 6.
 constexpr int TRACE_SLOTS = 128;  // 64 + i: the producer's first copy of item i issued
 constexpr int TRACE_ITEMS = 16;   // items with stamps: slots 8 .. 55, clear of the start-up slots 60-62
 // Slot of phase p (0: first full stage, 1: last wgmma retired, 2: epilogue issued) of item i; later items are
@@ -347,10 +348,6 @@ __device__ __forceinline__ void write_box_row(unsigned char* box, int r, const f
     }
 }
 
-// A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
-// row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
-// XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
-// read/store instruction then covers 2 rows x 256 contiguous bytes of C.
 // Rows 2q and 2q + 1 of a staged 16x64 chunk (as store_warp_rows_staged leaves it) to C at crow (the chunk's
 // first row and column): one 16-byte read and store per lane, 2 rows x 256 contiguous bytes per instruction.
 __device__ __forceinline__ void store_chunk_rows(const unsigned char* chunk, float* crow, int n, int lane, int q)
@@ -808,8 +805,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
                     store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
                 }
 #ifdef WGMMA_WS_DIAG_EPILOGUE_TWICE  // timing diagnostic: every whole tile's C stored twice (same values)
-                store_warp_rows_staged<BN>(d, smem_raw + (epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES,
-                                           C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0, n, lane);
+                store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
 #endif
                 WS_TRACE(tid == 128, item_slot(i, 2));
             } else {
