@@ -22,7 +22,8 @@ kernel's time into a per-k-step part and a fixed part. --batch N times N back-to
 hold kernel (the pipeline's protocol), so the host's time to queue a launch is not timed and programmatic
 dependent launch can overlap one launch's start with the previous one's end; without it, each rep is one launch
 timed alone, which also counts the host's launch latency (more for our cuLaunchKernelEx from Python than for
-cuBLAS's: ~2 % at 4096^3).
+cuBLAS's: ~2 % at 4096^3). Trace variants (8trace, ...) with --batch N read the stamps of a held batch's last
+launch: the steady state of back-to-back launches, the previous grid's completion included.
 
 Kernel-8 variants with the TMA-store epilogue (8tma, 8tma4, 8tmap) take a third tensor map, over C (fp32,
 box 64 rows x 32 cols, 128B swizzle), passed after tmap_b; it is built only when n % 4 == 0.
@@ -294,13 +295,14 @@ extern "C" __global__ void transpose_f32(const float* __restrict__ b, float* __r
 
     def tensor_map(buf, rows, cols, pitch, box, dt, promotion=v.get("l2_promotion", "256B")):
         box_rows, box_cols = box
+        l2 = "NONE" if promotion == "none" else "L2_" + promotion
         return ck(drv.cuTensorMapEncodeTiled(
             tdt[dt], 2, buf.data.ptr,
             [drv.cuuint64_t(cols), drv.cuuint64_t(rows)], [drv.cuuint64_t(pitch * buf.itemsize)],
             [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)], [drv.cuuint32_t(1), drv.cuuint32_t(1)],
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-            getattr(drv.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if promotion == "none" else "L2_" + promotion)),
+            getattr(drv.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + l2),
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
 
     def rounded(shape, dt):
