@@ -5,7 +5,7 @@ min_version("9.0")
 
 from snakemake.exceptions import WorkflowError
 
-from matmul_study.config import ConfigError, check_yaml_syntax
+from matmul_study.pipeline.config import ConfigError, check_yaml_syntax
 
 # Snakemake's own message for a YAML syntax error names neither the file nor the line.
 try:

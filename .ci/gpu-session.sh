@@ -29,7 +29,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$OUT/
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
     | tee "$OUT/gpu-state-before.csv"
 status=0
-echo "commit the jobs record: $(python3 -c 'from matmul_study.environment import git_commit; print(git_commit())')"
+echo "commit the jobs record: $(python3 -c 'from matmul_study.measure.environment import git_commit; print(git_commit())')"
 
 if has tests; then
     echo "== pytest -m gpu"

@@ -1,6 +1,7 @@
-// Shared Hopper (sm_90a) device helpers for the tensor-core rungs (kernels 7, 8, 11, 12): shared-memory
-// addresses, mbarriers, TMA (bulk tensor) loads with and without cluster multicast, cluster rank / sync,
-// wgmma descriptors, fences and the wgmma instructions the rungs use, and the guarded accumulator stores.
+// Shared Hopper (sm_90a) device helpers for the tensor-core rungs (wgmma_tma, wgmma_warp_specialized,
+// wgmma_tf32): shared-memory addresses, mbarriers, TMA (bulk tensor) loads with and without cluster multicast,
+// cluster rank / sync, named barriers, register reallocation, wgmma descriptors, fences and the wgmma instructions
+// the rungs use, the guarded accumulator stores and reductions, and flags in global memory.
 //
 // Everything lives in namespace `hopper` and is compiled only for the arch-specific sm_90a target
 // (HOPPER_SM90A == 1); for sm_80 / sm_90 and the host pass the header defines nothing but the macro, so the
@@ -61,8 +62,8 @@ __device__ __forceinline__ void mbar_arrive_local(uint32_t bar)
 
 // Arrive on the barrier at the same shared offset in CTA `rank` of this cluster (possibly this CTA).
 // Default (.release.cta) semantics on purpose: ".release.cluster" compiles to MEMBAR.ALL.GPU before every
-// arrive, which waits for this thread's outstanding global stores (an epilogue) and cost kernel 8 ~40 % of
-// its throughput (413 vs 711 TF/s). The ordering needed is "this warpgroup's wgmma reads of the stage have
+// arrive, which waits for this thread's outstanding global stores (an epilogue) and cost the warp-specialised
+// kernel ~40 % of its throughput (413 vs 711 TF/s). The ordering needed is "this warpgroup's wgmma reads of the stage have
 // retired" (wgmma.wait_group) before the peer's copy engine overwrites it.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
 {
@@ -77,39 +78,13 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
 }
 
 // ------------------------------------------------------------------------------------------- TMA, clusters
-// Variant HOPPER_TMA_LOAD_POLICY (not the default; e.g. -DHOPPER_TMA_LOAD_POLICY=evict_last): every TMA load
-// carries that L2 eviction priority (createpolicy), to keep the operands in L2 against the C stores.
-#ifdef HOPPER_TMA_LOAD_POLICY
-#define HOPPER_STR2(x) #x
-#define HOPPER_STR(x) HOPPER_STR2(x)
-#define HOPPER_LOAD_HINT ".L2::cache_hint"
-#define HOPPER_LOAD_POLICY_ARG , "l"(load_policy())
-__device__ __forceinline__ uint64_t load_policy()
-{
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::" HOPPER_STR(HOPPER_TMA_LOAD_POLICY) ".b64 %0, 1.0;" : "=l"(policy));
-    return policy;
-}
-#else
-#define HOPPER_LOAD_HINT ""
-#define HOPPER_LOAD_POLICY_ARG
-#endif
-
 // 2-D tiled bulk copy global -> shared, completing on `bar`. c0 is the innermost (column) coordinate.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1)
 {
-#ifdef HOPPER_TMA_LOAD_POLICY
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" HOPPER_LOAD_HINT
-        " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1) HOPPER_LOAD_POLICY_ARG
-        : "memory");
-#else
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
         : "memory");
-#endif
 }
 
 // Same copy, written to the same shared offsets (and signalling the same barrier offset) in every CTA of
@@ -117,19 +92,11 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0,
                                                       int c1, uint16_t mask)
 {
-#ifdef HOPPER_TMA_LOAD_POLICY
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        HOPPER_LOAD_HINT " [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(dst),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask) HOPPER_LOAD_POLICY_ARG
-        : "memory");
-#else
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
         "[%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask)
         : "memory");
-#endif
 }
 
 __device__ __forceinline__ void cluster_sync()
@@ -275,12 +242,6 @@ __device__ __forceinline__ void red_add_acc_guarded(const float* d, float* C, in
         [](float* p, float v) { atomicAdd(p, v); });
 }
 
-}  // namespace hopper
-#endif  // HOPPER_SM90A
-
-#if HOPPER_SM90A
-namespace hopper {
-
 // ------------------------------------------------------------------------------------------- flags in global memory
 // Spin (one thread) until the 32-bit flag is at least `value`, with acquire semantics at GPU scope.
 __device__ __forceinline__ void flag_wait_ge(const unsigned int* flag, unsigned int value)
@@ -289,52 +250,6 @@ __device__ __forceinline__ void flag_wait_ge(const unsigned int* flag, unsigned 
     do {
         asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
     } while (v < value);
-}
-
-}  // namespace hopper
-#endif  // HOPPER_SM90A
-
-#if HOPPER_SM90A
-namespace hopper {
-
-// ------------------------------------------------------------------------------------------- TMA stores (bulk groups)
-// 2-D tiled bulk copy shared -> global (C tile out of a staging buffer laid out as the tensor map's box, with
-// its swizzle). The copy engine clips what lies outside the tensor's dims. Completion is tracked per issuing
-// thread in bulk async-groups: commit after issuing, then wait (.read: until the engine has read the source,
-// so the buffer may be rewritten; without .read: until the writes are done).
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                     reinterpret_cast<uint64_t>(map)),
-                 "r"(src), "r"(c0), "r"(c1)
-                 : "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void bulk_wait_read()
-{
-    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait()
-{
-    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
-// Order this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads of them.
-__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-}  // namespace hopper
-#endif  // HOPPER_SM90A
-
-#if HOPPER_SM90A
-namespace hopper {
-
-// ------------------------------------------------------------------------------------------- named barrier, arrive only
-// Arrive on named barrier `id` without waiting (pairs with named_barrier(id, threads) in the waiting threads;
-// `threads` counts both sides): an ordered hand-off between warpgroups.
-__device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads)
-{
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace hopper

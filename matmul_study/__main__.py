@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from . import dtypes, registry
+from matmul_study.core import dtypes, registry
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "gpus":
         import pandas as pd
 
-        from .gpu_pool import gpu_usage, shared_gpus
+        from matmul_study.measure.gpu_slots import gpu_usage, shared_gpus
 
         table = pd.read_csv(args.results)
         print(gpu_usage(table).to_string(index=False))
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "compare":
         import pandas as pd
 
-        from .reproduce import compare, markdown
+        from matmul_study.analysis.reproduce import compare, markdown
 
         result = compare(pd.read_csv(args.first), pd.read_csv(args.second), args.tolerance)
         json.dump(result, sys.stdout, indent=1)
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                 out.write(markdown(result, args.first, args.second))
         return 0
 
-    from .model import model
+    from matmul_study.analysis.model import model
 
     method = registry.get(args.method)
     for name in ("m", "k", "n"):

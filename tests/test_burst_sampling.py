@@ -1,11 +1,11 @@
-"""The burst sampling loop (matmul_study.burst) against a simulated card with a power limiter, without a GPU."""
+"""The burst sampling loop (matmul_study.measure.burst) against a simulated card with a power limiter, without a GPU."""
 
 import math
 
 import pytest
 
-from matmul_study.burst import COOL_DOWN_BUDGET, Card, sample_burst
-from matmul_study.measure import Measurement
+from matmul_study.measure.burst import COOL_DOWN_BUDGET, Card, sample_burst
+from matmul_study.measure.stats import Measurement
 
 LAUNCH_S = 2e-3  # one launch at full clock
 CONFIG = {"warmup": 2, "min_reps": 5, "max_reps": 200, "min_time_s": 0.5, "max_time_s": 1.0, "noise_target": 0.01,

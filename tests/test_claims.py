@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from matmul_study import claims
-from matmul_study.claims import BLOCKS, FLOAT, GPU_CPU, TILED, WMMA, check_claims
+from matmul_study.analysis import claims
+from matmul_study.analysis.claims import BLOCKS, FLOAT, GPU_CPU, TILED, WMMA, check_claims
 
 SIZES = (256, 512, 1024)
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from matmul_study import dtypes, registry
-from matmul_study.config import (ConfigError, coerce_numbers, config_hash, load_schema,
+from matmul_study.core import dtypes, registry
+from matmul_study.core.records import config_hash
+from matmul_study.pipeline.config import (ConfigError, coerce_numbers, load_schema,
                                  shapes, validate, Shape)
 
 

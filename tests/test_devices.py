@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from matmul_study import claims, devices
-from matmul_study.figures import FIGURES
+from matmul_study.analysis import claims, result_devices as devices
+from matmul_study.present.figures import FIGURES
 
 CPU = "Same CPU Model 64-Core"
 
@@ -75,7 +75,7 @@ def test_without_a_recorded_host_cpu_rows_keep_the_old_rule():
 def test_the_report_lists_two_hosts_with_the_same_cpu_as_two_devices():
     import re
 
-    from matmul_study import report
+    from matmul_study.present import report
 
     df = _two_cpu_hosts().assign(env_git_commit=["abc"] * 2 + ["def"] * 2)
     doc = report.render_report(df, {}, pd.DataFrame(columns=report.PRUNED_COLUMNS), {}, {})

@@ -13,8 +13,8 @@ from markupsafe import escape
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from matmul_study import figures, report
-from matmul_study.figures import FIGURES, save_figure
+from matmul_study.present import figures, report
+from matmul_study.present.figures import FIGURES, save_figure
 
 XSS = "<script>alert(1)</script>"
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 512, 2048)]  # the last is non-square, size 1024
@@ -731,7 +731,7 @@ def test_the_report_opens_with_the_answer_and_keeps_configuration_for_the_append
 
 
 def test_report_shows_the_spread_between_gpus_of_one_model():
-    from matmul_study.calibrate import COLUMNS
+    from matmul_study.core.records import CALIBRATION_COLUMNS as COLUMNS
 
     cal = pd.DataFrame([("GPU X", "GPU-aaaa", 0, "float32", 100.0, "GFLOP/s", ""),
                         ("GPU X", "GPU-bbbb", 1, "float32", 104.0, "GFLOP/s", ""),
@@ -852,7 +852,7 @@ def test_throughput_figures_are_in_tf_per_s(results, two_devices, calibration, n
 
 
 def test_roofline_draws_the_datasheet_peak_beside_the_calibrated_roof(results, calibration):
-    from matmul_study.ladder import DATASHEET_TFLOPS
+    from matmul_study.analysis.ladder import DATASHEET_TFLOPS
 
     fig = FIGURES["roofline"].plot(results, calibration)  # GPU is an NVIDIA H200: the datasheet knows it
     try:

@@ -15,9 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from matmul_study import dtypes, inputs, kernels, registry
-from matmul_study.backends import module_available
-from matmul_study.registry import Problem
+from matmul_study.core import dtypes, registry
+
+from matmul_study.measure import inputs
+
+from matmul_study.build import kernels
+from matmul_study.core.backends import module_available
+from matmul_study.core.registry import Problem
 
 pytestmark = pytest.mark.gpu
 
@@ -29,8 +33,8 @@ except Exception as exc:  # no driver, no device, or a PyCUDA too old to have au
 
 import pycuda.gpuarray as gpuarray  # noqa: E402
 
-from matmul_study import launchers  # noqa: E402
-from matmul_study.launchers import DeviceBuffers  # noqa: E402
+from matmul_study.build import launchers  # noqa: E402
+from matmul_study.build.launchers import DeviceBuffers  # noqa: E402
 
 DEVICE = cuda.Context.get_device()
 CC = DEVICE.compute_capability()
@@ -142,8 +146,9 @@ import numpy as np
 import pycuda.autoprimaryctx
 import pycuda.driver as cuda
 import pycuda.gpuarray as gpuarray
-from matmul_study import dtypes, launchers, registry
-from matmul_study.registry import Problem
+from matmul_study.core import dtypes, registry
+from matmul_study.build import launchers
+from matmul_study.core.registry import Problem
 
 buffers = launchers.DeviceBuffers(*(gpuarray.zeros(64 * 64, np.float32) for _ in range(3)))
 problem = Problem(64, 64, 64, 0, dtypes.get("float32"), 1, int(sys.argv[2]))

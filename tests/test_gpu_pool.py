@@ -1,4 +1,4 @@
-"""The host's GPU lock pool (matmul_study.gpu_pool), without a GPU: processes holding devices, crashing, waiting,
+"""The host's GPU lock pool (matmul_study.measure.gpu_slots), without a GPU: processes holding devices, crashing, waiting,
 and a scheduler's CUDA_VISIBLE_DEVICES taking precedence."""
 
 import os
@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from matmul_study import gpu_pool
+from matmul_study.measure import gpu_slots as gpu_pool
 
 HOLDER = """
 import os, sys
-from matmul_study.gpu_pool import acquire_gpu
+from matmul_study.measure.gpu_slots import acquire_gpu
 with acquire_gpu(int(sys.argv[1]), lock_dir=sys.argv[2], timeout_s=float(sys.argv[3])) as index:
     print(index, os.environ["CUDA_VISIBLE_DEVICES"], flush=True)
     if sys.argv[4] == "crash":
@@ -253,7 +253,7 @@ def test_a_job_holds_a_gpu_only_when_it_runs_on_one(monkeypatch, tmp_path):
 
 
 def _fake_ceilings(config, size, index):
-    from matmul_study.calibrate import COLUMNS
+    from matmul_study.core.records import CALIBRATION_COLUMNS as COLUMNS
 
     import pandas as pd
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -262,7 +262,8 @@ def _fake_ceilings(config, size, index):
 
 
 def test_calibration_holds_each_gpu_of_the_host_in_turn(monkeypatch, tmp_path):
-    from matmul_study import calibrate
+    from matmul_study.analysis.collate import spread as ceiling_spread
+    from matmul_study.measure import calibrate
 
     monkeypatch.setenv("MATMUL_STUDY_GPU_LOCK_DIR", str(tmp_path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -273,13 +274,14 @@ def test_calibration_holds_each_gpu_of_the_host_in_turn(monkeypatch, tmp_path):
     # one row set per GPU, each measured while CUDA_VISIBLE_DEVICES named that GPU alone
     assert table["device_uuid"].tolist() == ["uuid-0", "uuid-1", "uuid-2"]
     assert table["device_index"].tolist() == [0, 1, 2]
-    spread = calibrate.spread(table)
+    spread = ceiling_spread(table)
     assert len(spread) == 1 and spread.iloc[0]["gpus"] == 3
     assert spread.iloc[0]["spread"] == pytest.approx(102 / 100 - 1)
 
 
 def test_calibration_of_a_scheduler_gpu_or_a_single_gpu_takes_that_one(monkeypatch, tmp_path):
-    from matmul_study import calibrate
+    from matmul_study.analysis.collate import spread as ceiling_spread
+    from matmul_study.measure import calibrate
 
     monkeypatch.setenv("MATMUL_STUDY_GPU_LOCK_DIR", str(tmp_path))
     monkeypatch.setattr(calibrate, "calibrate_device", _fake_ceilings)
@@ -292,7 +294,8 @@ def test_calibration_of_a_scheduler_gpu_or_a_single_gpu_takes_that_one(monkeypat
 
 
 def test_a_spread_needs_two_gpus_of_one_model():
-    from matmul_study.calibrate import COLUMNS, spread
+    from matmul_study.core.records import CALIBRATION_COLUMNS as COLUMNS
+    from matmul_study.analysis.collate import spread
 
     import pandas as pd
     one_each = pd.DataFrame([("GPU X", "u0", 0, "float32", 100.0, "GFLOP/s", ""),
@@ -330,7 +333,7 @@ def test_the_cublas_ceiling_is_its_burst_rate_like_the_jobs():
     import math
     from types import SimpleNamespace
 
-    from matmul_study.calibrate import cublas_ceiling
+    from matmul_study.measure.calibrate import cublas_ceiling
 
     passed = [SimpleNamespace(passed=True)]
     burst = {"median_s": 1e-3, "samples_kept": 40, "samples_total": 100, "note": ""}

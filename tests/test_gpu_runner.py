@@ -5,9 +5,13 @@ import shutil
 
 import pytest
 
-from matmul_study import device, kernels, registry
-from matmul_study.backends import PYCUDA, module_available
-from matmul_study.runner import Job, run_job
+from matmul_study.measure import gpu_device as device
+
+from matmul_study.build import kernels
+
+from matmul_study.core import registry
+from matmul_study.core.backends import PYCUDA, module_available
+from matmul_study.measure.runner import Job, run_job
 
 pytestmark = pytest.mark.gpu
 
@@ -18,7 +22,7 @@ FAST = {"warmup": 1, "min_reps": 2, "max_reps": 3, "min_time_s": 0.0001, "max_ti
 @pytest.fixture(scope="module")
 def arch():
     pytest.importorskip("pycuda.driver")
-    from matmul_study.device import GpuUnavailable, device_arch
+    from matmul_study.measure.gpu_device import GpuUnavailable, device_arch
 
     try:
         return device_arch()
@@ -71,7 +75,7 @@ def test_a_wrong_kernel_is_reported_failed_not_fast(arch, make_config, tmp_path,
     shutil.copytree(kernels.KERNEL_DIR, kernel_dir)
     # Skips the last row of C: exactly the bug a missing or off-by-one guard produces.
     (kernel_dir / "9_broken.cu").write_text(
-        '#include "1_naive.cu"\n'
+        '#include "01_naive.cu"\n'
         "template <typename T, typename Acc>\n"
         "__device__ void broken_matmul(const T* A, const T* B, Acc* C, int m, int n, int k) {\n"
         "    if (blockIdx.y * blockDim.y + threadIdx.y == m - 1) return;\n"
@@ -109,7 +113,7 @@ def test_the_stream_hold_keeps_queued_work_waiting_until_released(arch):
     import pycuda.autoprimaryctx  # noqa: F401
     import pycuda.driver as cuda
 
-    from matmul_study.timing import StreamHold
+    from matmul_study.measure.timing import StreamHold
 
     hold = StreamHold(cuda, arch)
     hold.hold()
@@ -125,7 +129,7 @@ def test_a_hold_that_is_never_released_times_out_with_an_error(arch):
     import pycuda.autoprimaryctx  # noqa: F401
     import pycuda.driver as cuda
 
-    from matmul_study.timing import StreamHold
+    from matmul_study.measure.timing import StreamHold
 
     hold = StreamHold(cuda, arch, timeout_s=0.01)
     hold.hold()

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from matmul_study.figures import plot_ladder
-from matmul_study.ladder import datasheet_tflops, ladder_table
+from matmul_study.present.figures import plot_ladder
+from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
 
 
 def rows():

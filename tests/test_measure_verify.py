@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from matmul_study import inputs
-from matmul_study.measure import Policy, done, flops, gflops, rsd, sample, summarize
-from matmul_study import dtypes
-from matmul_study.verify import INT_SENTINEL, compare, sample_indices, unwritten, verify_on_host
+from matmul_study.measure import inputs
+from matmul_study.core.records import flops, gflops
+from matmul_study.measure.stats import Policy, done, rsd, sample, summarize
+from matmul_study.core import dtypes
+from matmul_study.measure.verify import INT_SENTINEL, compare, sample_indices, unwritten, verify_on_host
 
 
 def test_flops_counts_one_multiply_and_one_add_per_term():
@@ -38,7 +39,7 @@ def test_sample_warms_up_then_repeats_until_done():
 
 
 def test_short_launches_are_batched_into_one_millisecond_samples():
-    from matmul_study.timing import launches_per_sample
+    from matmul_study.measure.timing import launches_per_sample
 
     assert launches_per_sample(10e-6) == 100
     assert launches_per_sample(3e-4) == 4  # rounded up: a sample is never shorter than the target
@@ -47,7 +48,7 @@ def test_short_launches_are_batched_into_one_millisecond_samples():
 
 
 def test_every_sample_averages_at_least_the_minimum_launches():
-    from matmul_study.timing import launches_per_sample
+    from matmul_study.measure.timing import launches_per_sample
 
     assert launches_per_sample(0.29, minimum=5) == 5  # a launch past the burst window still averages 5
     # ... but where 5 launches would outlast the 25 ms a sample may take, as many as fit, at least one:

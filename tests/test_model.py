@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from matmul_study.model import model
+from matmul_study.analysis.model import model
 
 
 def test_naive_reads_a_row_and_a_column_per_output():
@@ -110,7 +110,7 @@ def test_compare_reports_the_worst_change_between_two_runs(tmp_path):
 def test_compare_counts_ratios_to_cublas_apart_from_rates(tmp_path):
     import pandas as pd
 
-    from matmul_study.reproduce import compare, markdown
+    from matmul_study.analysis.reproduce import compare, markdown
 
     # A second card 4 % slower across the board: every rate moves, no ratio to cuBLAS does, except one
     # kernel's, which moves 5 %.

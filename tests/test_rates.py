@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from matmul_study.timing import (Batch, at_full_clock, energy, fastest_plateau, idle, modes, off_fastest, select_burst,
+from matmul_study.measure.timing import (Batch, at_full_clock, energy, fastest_plateau, idle, modes, off_fastest, select_burst,
                                  summarize_sustained, wait_until)
 
 
@@ -152,7 +152,7 @@ def test_sustained_uses_the_second_half_of_the_window():
 def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_out():
     import pandas as pd
 
-    from matmul_study.report import _rates
+    from matmul_study.present.report import _rates
 
     results = pd.DataFrame({
         "label": ["cublas", "wgmma_warp_specialized", "naive b16"], "dtype": ["float16", "float16", "float64"],
@@ -188,7 +188,7 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
 def test_the_report_states_how_far_apart_the_cpu_processes_landed():
     import pandas as pd
 
-    from matmul_study.report import _rates
+    from matmul_study.present.report import _rates
 
     results = pd.DataFrame({"label": ["numpy"] * 2, "dtype": ["float32", "float64"], "shape": ["64x64x64"] * 2,
                             "cpu_processes": [3, 3], "cpu_spread": [0.10, 0.90]})
@@ -199,7 +199,7 @@ def test_the_report_states_how_far_apart_the_cpu_processes_landed():
 def test_a_run_where_no_claim_can_be_checked_says_so_once():
     import pandas as pd
 
-    from matmul_study.report import _claims
+    from matmul_study.present.report import _claims
 
     results = pd.DataFrame({"method": ["numpy"] * 2, "label": ["numpy"] * 2, "dtype": ["float32", "float64"],
                             "block": [0, 0], "m": [64] * 2, "k": [64] * 2, "n": [64] * 2,

@@ -113,7 +113,7 @@ def test_killed_mid_run_then_one_command_recovers_running_only_the_missing_jobs(
 
 def test_a_live_run_keeps_its_locks(tmp_path):
     """The stale-lock clean-up never touches the locks of a run that is still going."""
-    from matmul_study.scripting import clear_stale_locks
+    from matmul_study.pipeline.scripting import clear_stale_locks
 
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(STUDY))
     run = subprocess.Popen([*SNAKEMAKE, "--directory", str(tmp_path), "--cores", "1"], stdout=subprocess.DEVNULL,

@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from matmul_study import collate, results
-from matmul_study.runner import Job, run_job
+from matmul_study.analysis import collate
+
+from matmul_study.core import results
+from matmul_study.measure.runner import Job, run_job
 
 FAST = {"warmup": 1, "min_reps": 3, "max_reps": 5, "min_time_s": 0.001, "max_time_s": 1}
 
@@ -157,7 +159,7 @@ def test_method_ratio_pairs_same_dtype_block_and_shape():
 
 
 def test_version_fields_survive_the_csv_round_trip(tmp_path):
-    from matmul_study.pipeline import read_results
+    from matmul_study.pipeline.steps import read_results
 
     rec = record("tiled", "float32", 16, 64, 100)
     rec["env"].update({"compute_capability": "9.0", "cuda_driver_api": "13.0", "git_commit": "0123456789"})
@@ -168,7 +170,7 @@ def test_version_fields_survive_the_csv_round_trip(tmp_path):
 
 
 def test_percent_of_peak_uses_the_ceilings_of_the_jobs_own_gpu():
-    from matmul_study.calibrate import COLUMNS
+    from matmul_study.core.records import CALIBRATION_COLUMNS as COLUMNS
 
     calibration = pd.DataFrame([("GPU X", "uuid-a", 0, "float32", 2000.0, "GFLOP/s", ""),
                                 ("GPU X", "uuid-b", 1, "float32", 1000.0, "GFLOP/s", "")], columns=COLUMNS)

@@ -174,7 +174,7 @@ rule benchmark_gpu:
     resources: gpu=1
     run:
         import json, os
-        from matmul_study import gpu_pool
+        from matmul_study.measure import gpu_slots as gpu_pool
         with gpu_pool.acquire_gpu(8, lock_dir="locks") as index:
             record = {"index": index, "inside": os.environ.get("CUDA_VISIBLE_DEVICES")}
         record.update({k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")})

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from matmul_study import grid
-from matmul_study.figures import FIGURES, left_out
-from matmul_study.config import validate
+from matmul_study.pipeline import grid
+from matmul_study.present.figures import FIGURES, left_out
+from matmul_study.pipeline.config import validate
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
@@ -107,8 +107,8 @@ def test_a_config_that_selects_no_job_stops_before_any_job_and_says_what_is_supp
 
 THROWAWAY = """
 import sys
-from matmul_study import registry
-from matmul_study.backends import PYCUDA
+from matmul_study.core import registry
+from matmul_study.core.backends import PYCUDA
 registry.register(registry.Method("throwaway", "a test's kernel", ("float32",), backend=PYCUDA,
                                   source=sys.argv[1], template="naive_matmul<{T}, {Acc}>",
                                   launch=registry.square_thread_blocks, block_axis=True))
@@ -122,7 +122,7 @@ def test_a_new_kernel_is_one_cu_file_and_one_registry_entry(tmp_path):
     # The method is known to nothing but the registry: the schema, the grid, the compile rule and the
     # benchmark rule must all take it from there.
     source = tmp_path / "throwaway.cu"
-    source.write_text('#include "1_naive.cu"\n')
+    source.write_text('#include "01_naive.cu"\n')
     write_config(tmp_path, {**CPU_STUDY, "methods": ["numpy", "throwaway"], "dtypes": ["float32"]})
     out = subprocess.run([sys.executable, "-c", THROWAWAY, str(source), "-s", str(REPO / "Snakefile"),
                           "--directory", str(tmp_path), "-n", "--cores", "1"], capture_output=True, text=True,
@@ -146,7 +146,7 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
 def test_gpu_methods_without_a_gpu_stop_fast_with_the_cpu_only_command(tmp_path):
     pytest.importorskip("numpy")
     try:
-        from matmul_study.device import require_pycuda
+        from matmul_study.measure.gpu_device import require_pycuda
 
         require_pycuda()
         pytest.skip("this machine has a usable GPU")
@@ -322,7 +322,7 @@ def test_a_corrupt_result_file_is_named_by_collate(cpu_study, tmp_path):
 
 
 def test_the_yaml_check_names_the_line_and_column_and_passes_a_valid_file(tmp_path):
-    from matmul_study.config import ConfigError, check_yaml_syntax
+    from matmul_study.pipeline.config import ConfigError, check_yaml_syntax
 
     bad = tmp_path / "config.yaml"
     bad.write_text("sizes: [32, 48]\nmethods: [numpy]\n  dtypes: [float32]\n")
@@ -357,7 +357,7 @@ def test_a_cpu_only_report_leaves_out_what_it_cannot_show_and_says_why_once(cpu_
 
 
 def test_the_stated_config_is_the_measured_one_where_results_differ_from_it():
-    from matmul_study.scripting import ASKED_KEY, config_as_measured
+    from matmul_study.pipeline.scripting import ASKED_KEY, config_as_measured
 
     config = {"threads": 4, "measurement": {"min_reps": 5, "max_reps": 50, "mode": "hot"}}
     records = [

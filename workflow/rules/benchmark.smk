@@ -1,7 +1,7 @@
 # One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
 import sys
 
-from matmul_study import scripting
+from matmul_study.pipeline import scripting
 
 # After a crash (Snakemake killed), remove the locks and temporary result files it left, where no Snakemake
 # process or job of a run in this directory is still alive: the rerun then needs only --rerun-incomplete.

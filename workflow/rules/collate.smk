@@ -12,7 +12,7 @@ rule calibrate:
         "logs/calibrate.log",
     params:
         measurement=config["measurement"],
-    # Counts one GPU, but measures every GPU of the host, each while holding its lock (matmul_study.gpu_pool): it
+    # Counts one GPU, but measures every GPU of the host, each while holding its lock (matmul_study.measure.gpu_slots): it
     # only ever waits for a GPU a benchmark job holds, never shares one.
     resources:
         gpu=1,

@@ -4,8 +4,10 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import Paramspace, validate
 
-from matmul_study import config as study_config
-from matmul_study import device, dtypes, grid, registry
+from matmul_study.pipeline import config as study_config
+from matmul_study.measure import gpu_device as device
+from matmul_study.core import dtypes, registry
+from matmul_study.pipeline import grid
 
 REPO = Path(workflow.basedir)
 
@@ -68,7 +70,7 @@ def calibration_files():
 
 
 def cubin_path(method, dtype, block):
-    from matmul_study.kernels import template_block
+    from matmul_study.build.kernels import template_block
 
     return f"results/kernels/{ARCH}/{method}/{dtype}_b{template_block(method, int(block))}.cubin"
 

@@ -1,6 +1,6 @@
-# One seaborn figure per entry of matmul_study.figures.FIGURES, as PNG (embedded in the report) and SVG.
-from matmul_study.figures import FIGURES
-from matmul_study.figures import left_out as figures_left_out
+# One seaborn figure per entry of matmul_study.present.figures.FIGURES, as PNG (embedded in the report) and SVG.
+from matmul_study.present.figures import FIGURES
+from matmul_study.present.figures import left_out as figures_left_out
 
 # Figures this run cannot have data for (a CPU-only run has no naive kernel, no block axis, no GPU) are not
 # drawn; the report says in one sentence each why.

@@ -14,6 +14,6 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from matmul_study.scripting import stop_with_snakemake  # noqa: E402
+from matmul_study.pipeline.scripting import stop_with_snakemake  # noqa: E402
 
 stop_with_snakemake()

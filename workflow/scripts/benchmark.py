@@ -1,7 +1,7 @@
 import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
 
-from matmul_study.runner import Job, run_job
-from matmul_study.scripting import logged, record_measured_config
+from matmul_study.measure.runner import Job, run_job
+from matmul_study.pipeline.scripting import logged, record_measured_config
 
 # The CPU job times numpy in fresh "spawn" processes, which import this file as __mp_main__: only the job itself
 # (run as __main__) may touch the `snakemake` object.

@@ -1,10 +1,11 @@
 import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
 
-from matmul_study.kernels import compile_cubin
-from matmul_study.scripting import logged
+from matmul_study.build.kernels import compile_cubin
+from matmul_study.measure.gpu_device import device_arch
+from matmul_study.pipeline.scripting import logged
 
 # Guarded: a process the job spawns imports this file as __mp_main__.
 if __name__ == "__main__":
     with logged(snakemake.log[0]):
         w = snakemake.wildcards
-        compile_cubin(w.method, w.dtype, int(w.block), snakemake.params.arch, snakemake.output.cubin)
+        compile_cubin(w.method, w.dtype, int(w.block), device_arch() if snakemake.params.arch == "auto" else snakemake.params.arch, snakemake.output.cubin)

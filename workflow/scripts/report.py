@@ -5,10 +5,12 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import escape
 
-from matmul_study import collate, results
-from matmul_study.pipeline import read_results
-from matmul_study.report import render_report
-from matmul_study.scripting import config_as_measured, logged
+from matmul_study.analysis import collate
+
+from matmul_study.core import results
+from matmul_study.pipeline.steps import read_results
+from matmul_study.present.report import render_report
+from matmul_study.pipeline.scripting import config_as_measured, logged
 
 # Guarded: a process the job spawns imports this file as __mp_main__.
 if __name__ == "__main__":

@@ -1,0 +1,479 @@
+// Warp-specialised, persistent wgmma + TMA GEMM for Hopper (sm_90a): method wgmma_warp_specialized (fp16 and
+// bf16 in, fp32 accumulate and out). The tf32 rung 13_wgmma_tf32.cu runs the same pipeline with other operands.
+//
+// Warpgroups. A CTA is 3 warpgroups (384 threads) that do different jobs, so that copies, math and stores
+// overlap without any of them waiting for a block-wide barrier:
+//   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
+//     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
+//     into the next tile while the consumers store the current one.
+//   consumers (warpgroups 1 and 2, setmaxnreg 232): each owns 64 rows of the CTA's 128x256 tile of C and issues
+//     wgmma m64n256k16 on the stages (fp32 accumulators: 128 registers per thread), then stores its rows.
+//
+// Pipeline. Each stage (A 128x64 + B 64x256 = 48 KiB) has a "full" mbarrier (the copy engine completes it on
+// the stage's transaction byte count) and an "empty" one (one arrival per consumer warp of every CTA of the
+// cluster). The consumers keep one wgmma group in flight: a k step's stage is released as soon as the group
+// that read it has retired, so the producer refills it while the next group runs.
+//
+// Clusters. CLUSTER (default 2) CTAs along M compute vertically adjacent tiles that need the same B slice per k
+// step: each CTA loads its own A and 1/CLUSTER of B, the B part multicast into every CTA of the cluster. That
+// cuts the L2->SM traffic per CTA and k step from 48 KiB to 32 KiB (cluster 2). Clusters of 4 fit only 30 at
+// once on 132 SMs (a fifth wave at 4096^3: 0.886x cuBLAS against 0.96x, b929e7e), so 2 is the default.
+//
+// Schedule. The grid is persistent (no more CTAs than are co-resident) and each cluster walks its tiles in the
+// order ws_tile_schedule.cuh defines: grouped for L2 reuse, a stream-K tail where that pays, balanced waves
+// otherwise. The producer and the consumers walk the same schedule.
+//
+// Epilogue. While the consumers store C the tensor cores idle (the epilogue cost ~5-7 % of the run time at
+// 4096^3), and C's 128 KiB per tile leave the SM through the same path to L2 as the next tile's operands.
+//   whole tiles inside C: each consumer warp's 16x256 block goes out through a per-warp 16x64 fp32 staging
+//     chunk in shared memory (XOR-swizzled, conflict-free), as 256-byte row segments, 2 rows per instruction;
+//   paced drain (DRAIN_EVERY k steps, default 2): a whole tile that is not the CTA's last leaves its last 64
+//     columns staged, and each warp stores 2 of the chunk's 16 rows every DRAIN_EVERY k steps of its next item,
+//     so the tile change is shorter (+0.2 % at 4096^3, +0.2-0.7 % at 8192^3, 1a57bef);
+//   edge tiles (or n not a multiple of 4): guarded stores straight from the accumulators;
+//   stream-K pieces: piece 0 stores and raises the tile's flag; the other pieces wait for it and add their sums
+//     into C with L2 reductions (red.global.add: the order of the additions, and so the last bits of C, may vary
+//     between runs). The flags (module scope, zero at load) count finished pieces and the last finisher resets
+//     its flag, so launches on one stream reuse them; two launches of one module at once on two streams would not.
+// An asynchronous TMA-store epilogue (it needs the smem of one stage: 3 stages lose 5-6 %, b575698) and
+// ping-pong consumers (one 128x128 tile each, epilogues under the other's wgmmas: 3a96bf5) measured slower.
+//
+// Programmatic dependent launch: with programmatic stream serialisation the kernel starts while the previous
+// kernel on the stream ends. Barrier set-up, the cluster barrier and the schedule run early, griddepcontrol.wait
+// holds back every global access until the previous grid has completed, and griddepcontrol.launch_dependents at
+// entry lets the next launch do the same (+3-5 % on small problems, f9521cc). Launched without the attribute,
+// both instructions are no-ops.
+//
+// Operands are pluggable (template parameter Op: tile loads, descriptors, the wgmmas of one stage, its preferred
+// tile order). Op16 here: A row-major m x k = K-major for wgmma, 128-byte rows (64 halves) in 1024-byte swizzle
+// atoms, the next 16 columns of K 32 bytes on; B row-major k x n = N-major (imm-trans-b = 1), as 64-column strips
+// of 64 k-rows x 128 bytes: descriptor LBO = distance between strips, SBO = 1024 bytes between groups of 8 k-rows,
+// the next 16 k-rows 2048 bytes on. Edges: TMA zero-fills outside (k, m) and (n, k); the epilogue guards rows >= m
+// and columns >= n; k = 0 writes C = 0.
+//
+// Host contract: block THREADS (384), dynamic smem SMEM_BYTES (230,464 with 4 stages, both dtypes), cluster
+// (CLUSTER, 1, 1), programmatic stream serialisation allowed; grid (G, 1, 1) with G a multiple of CLUSTER and no
+// more than the co-resident CTAs (#SMs, or with clusters CLUSTER * cuOccupancyMaxActiveClusters): the stream-K
+// tail waits on other CTAs' flags. Fewer CTAs than tiles is fine (they loop).
+// tmap_a: dims (k, m), box (rows BM = 128, cols BK = 64), 128B swizzle. tmap_b: dims (n, k), box (rows BK = 64,
+// cols 64), 128B swizzle. Zero OOB fill.
+//
+// Configuration (compile definitions; the registry's variants of the method name them):
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 (default) or 4.
+//   WGMMA_WS_STAGES       pipeline stages: 2 to 4 (default; what fits in shared memory).
+//   WGMMA_WS_STREAMK      1 (default): split the last wave by k steps where it pays; 0: whole tiles only.
+//   WGMMA_WS_BALANCED     1 (default): unsplit tails go to the fewest clusters that keep the waves.
+//   WGMMA_WS_GROUP_ORDER  0 (default): the tile order the operands prefer; 1: groups of rows; 2: of columns.
+//   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order (default 8).
+//   WGMMA_WS_DRAIN_EVERY  paced drain interval in k steps (default 2); 0 stores every tile whole at its end.
+#pragma once
+
+#include "hopper.cuh"
+#include "simt_common.cuh"
+#include "ws_tile_schedule.cuh"
+
+#ifndef WGMMA_WS_CLUSTER
+#define WGMMA_WS_CLUSTER 2
+#endif
+#ifndef WGMMA_WS_STAGES
+#define WGMMA_WS_STAGES 4
+#endif
+#ifndef WGMMA_WS_STREAMK
+#define WGMMA_WS_STREAMK 1
+#endif
+#ifndef WGMMA_WS_BALANCED
+#define WGMMA_WS_BALANCED 1
+#endif
+#ifndef WGMMA_WS_GROUP_ORDER
+#define WGMMA_WS_GROUP_ORDER 0
+#endif
+#ifndef WGMMA_WS_GROUP_M
+#define WGMMA_WS_GROUP_M 8
+#endif
+#ifndef WGMMA_WS_DRAIN_EVERY
+#define WGMMA_WS_DRAIN_EVERY 2
+#endif
+
+namespace wgmma_ws {
+
+constexpr int BM = 128, BN = 256, BK = 64;  // CTA tile; BK of the fp16/bf16 operands (Op::BK in general)
+constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows each
+constexpr int THREADS = 128 * (CONSUMERS + 1);  // + one producer warpgroup
+constexpr int STAGES = WGMMA_WS_STAGES;
+constexpr int CLUSTER = WGMMA_WS_CLUSTER;
+constexpr int GROUP_M = WGMMA_WS_GROUP_M;
+constexpr int GROUP_ORDER = WGMMA_WS_GROUP_ORDER;
+constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
+constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
+constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
+constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
+
+constexpr int A_BYTES = BM * 128;                 // 128 rows of 128 bytes (16 KiB)
+constexpr int STAGE_BYTES = A_BYTES + BN * 128;   // + B, 256 columns of 128 bytes (32 KiB)
+constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wgmma descriptor's address units
+// Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), turning the accumulator layout (8 rows x 32
+// bytes per store instruction) into whole-row 256-byte stores.
+constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
+constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
+constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+// Arrivals that free a stage: every consumer warp of every CTA in the cluster.
+constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER;
+constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
+constexpr int SK_MIN_SAVED_STEPS = 32;  // split the tail only if that saves each cluster more k steps than this
+
+// fp16 / bf16 operands: tensor map boxes (128-byte swizzle) and B's 64-column strips.
+constexpr int BOX_A_ROWS = BM, BOX_A_COLS = BK;
+constexpr int BOX_B_ROWS = BK, BOX_B_COLS = 64;
+constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB
+
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
+static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
+static_assert(SMEM_BYTES <= 227 * 1024, "WGMMA_WS_STAGES: the stages fit the opt-in shared memory of one SM");
+static_assert(GROUP_ORDER >= 0 && GROUP_ORDER <= 2, "WGMMA_WS_GROUP_ORDER: 0 (operands'), 1 (rows) or 2 (columns)");
+static_assert(GROUP_M >= 1, "WGMMA_WS_GROUP_M: at least 1");
+static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k steps");
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
+
+// The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
+template <class Op>
+constexpr bool GROUP_ALONG_N = GROUP_ORDER == 0 ? Op::GROUP_ALONG_N : GROUP_ORDER == 2;
+template <class Op>
+using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
+                                                 SK_MIN_SAVED_STEPS, MAX_SK_FLAGS>;
+
+#if HOPPER_SM90A
+__device__ unsigned int sk_flags[MAX_SK_FLAGS];  // stream-K partial-sum order; zero between launches
+
+template <typename T>
+struct Op16 {
+    static constexpr int BK = wgmma_ws::BK;
+    // Tile groups of cluster-columns: +0.3-0.4 % at 4096^3 against groups of rows, the same at 6144^3 and 8192^3
+    // (d0e69b1); groups of 2, 4 or 16 columns were slower.
+    static constexpr bool GROUP_ALONG_N = true;
+    static_assert(BK * sizeof(T) == 128 && A_BYTES == BM * BK * sizeof(T) && STAGE_BYTES - A_BYTES == BK * BN * 2,
+                  "stage layout");
+    // This CTA's share of the stage's B (k rows kt*BK.., columns n0..n0+255): the 64-column strips
+    // rank*4/CLUSTER .. , multicast to every CTA of the cluster.
+    static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_b, uint32_t bar, int n0, int kt,
+                                                  uint32_t rank)
+    {
+        constexpr int per = BN / 64 / CLUSTER;
+#pragma unroll
+        for (int jj = 0; jj < per; ++jj) {
+            const int j = static_cast<int>(rank) * per + jj;
+            if constexpr (CLUSTER == 1)
+                hopper::tma_load_2d(sb + j * B_STRIP_BYTES, tmap_b, bar, n0 + 64 * j, kt * BK);
+            else
+                hopper::tma_load_2d_multicast(sb + j * B_STRIP_BYTES, tmap_b, bar, n0 + 64 * j, kt * BK,
+                                              static_cast<uint16_t>((1u << CLUSTER) - 1));
+        }
+    }
+    // Low descriptor words of a warpgroup's A rows and of B in stage 0; stage s is s * STAGE_DESC on (the
+    // mainloop adds it). A: SBO = 1024 bytes between groups of 8 rows. B: LBO = distance between 64-column
+    // strips, SBO = 1024 bytes between groups of 8 k-rows.
+    static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
+    static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, B_STRIP_BYTES); }
+    // One stage for one consumer warpgroup. The next 16 columns of K are 32 bytes on in each swizzled 128-byte
+    // row of A, and 16 k-rows (2048 bytes) on in B: the address field counts 16-byte units.
+    static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
+    {
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+            hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
+                                        hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
+    }
+};
+
+// ------------------------------------------------------------------------------------------- shared memory
+// Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, the consumers'
+// staging chunks at epi, then the full and the empty barrier of each stage.
+struct Smem {
+    uint32_t tiles, epi, full_bar, empty_bar;
+};
+
+// Consumer warp `warp` of warpgroup c: its staging chunk (generic pointer, for ordinary loads and stores).
+__device__ __forceinline__ unsigned char* staging_chunk(unsigned char* smem_raw, uint32_t raw, const Smem& sm, int c,
+                                                        int warp)
+{
+    return smem_raw + (sm.epi - raw) + (c * 4 + warp) * EPI_CHUNK_BYTES;
+}
+
+// ------------------------------------------------------------------------------------------- producer
+// One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
+// released the stage, announce its bytes, copy this CTA's A and its share of B (multicast).
+template <class Op>
+__device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, const Smem& sm,
+                                         const Schedule<Op>& sched, uint32_t rank)
+{
+    using namespace hopper;
+    int it = 0;
+    for (int i = 0; i < sched.n_items; ++i) {
+        int t, k0, k1, piece, pieces, u, tm, tn;
+        sched.split(i, t, k0, k1, piece, pieces, u);
+        sched.coords(t, tm, tn);
+        const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
+        const int n0 = tn * BN;
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int s = it % STAGES;
+            const uint32_t round = static_cast<uint32_t>(it / STAGES);
+            mbar_wait(sm.empty_bar + 8 * s, (round & 1u) ^ 1u);
+            const uint32_t fb = sm.full_bar + 8 * s;
+            const uint32_t sa = sm.tiles + s * STAGE_BYTES;
+            mbar_arrive_expect_tx(fb, STAGE_BYTES);
+            tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
+            Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------- consumers
+// Free stage `stage` for the producers: one arrival per consumer warp on the stage's empty barrier in every CTA of
+// the cluster (the peers' copy engines write into this CTA's stage too).
+__device__ __forceinline__ void release_stage(uint32_t empty_bar, int stage, int lane)
+{
+    using namespace hopper;
+    if (lane == 0) {
+        if constexpr (CLUSTER == 1) mbar_arrive_local(empty_bar + 8 * stage);
+        else
+            for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * stage, r);
+    }
+}
+
+// Rows 2q and 2q + 1 of a staged 16x64 chunk (as store_warp_rows_staged leaves it) to C at crow (the chunk's
+// first row and column): one 16-byte read and store per lane, 2 rows x 256 contiguous bytes per instruction.
+__device__ __forceinline__ void store_chunk_rows(const unsigned char* chunk, float* crow, int n, int lane, int q)
+{
+    const int r = 2 * q + lane / 16;
+    const int uu = lane % 16;
+    const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
+    *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 4 * uu) = v;
+}
+
+// A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
+// row and column) through a 16x64 fp32 staging chunk in shared memory, 64 columns at a time. 16-byte units are
+// XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
+// read/store instruction then covers 2 rows x 256 contiguous bytes of C. KEEP_LAST: the last 64 columns are only
+// staged; the caller stores them later (store_chunk_rows, q = 0..7, columns COLS - 64 on).
+template <int COLS, bool KEEP_LAST = false>
+__device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned char* chunk, float* crow, int n,
+                                                       int lane)
+{
+#pragma unroll
+    for (int ch = 0; ch < COLS / 64; ++ch) {
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = lane / 4 + 8 * h;
+                const int uu = 2 * jj + (lane % 4) / 2;  // 16-byte unit within the 256-byte row
+                const int j = 8 * ch + jj;
+                *reinterpret_cast<float2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
+                    make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            }
+        }
+        __syncwarp();
+        if (KEEP_LAST && ch == COLS / 64 - 1) break;
+#pragma unroll
+        for (int q = 0; q < 8; ++q) store_chunk_rows(chunk, crow + 64 * ch, n, lane, q);
+        __syncwarp();
+    }
+}
+
+// Paced drain: the staged last 64 columns of this warp's previous whole tile not stored yet (`left` of its 8 row
+// pairs), and where they go.
+struct PacedDrain {
+    unsigned char* chunk;
+    int left;
+    float* dst;
+    __device__ __forceinline__ void step(int n, int lane)
+    {
+        store_chunk_rows(chunk, dst, n, lane, 8 - left);
+        --left;
+    }
+};
+
+// The k steps [k0, k1) of one item into d. Each k step: wait for the stage, issue its wgmmas, keep one group in
+// flight, release the stage that the previous group read. The first k step overwrites the accumulators (scale-d
+// = 0): zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515). `it` counts the ring's
+// k steps over the CTA's items (unsigned: % and / by STAGES are a mask and a shift); desc_a0 / desc_b0 are the
+// stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the previous tile's
+// staged columns leave at the drain's pace; what is left goes before the chunk is reused.
+template <class Op>
+__device__ __forceinline__ void mainloop(float (&d)[128], uint32_t& it, int k0, int k1, uint32_t desc_a0,
+                                         uint32_t desc_b0, const Smem& sm, PacedDrain& drain, int n, int lane)
+{
+    using namespace hopper;
+    for (int kt = k0; kt < k1; ++kt) {
+        const uint32_t s = it % STAGES;
+        mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
+        wgmma_fence();
+        Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0);
+        wgmma_commit();
+        if (kt > k0) {
+            wgmma_wait<1>();
+            release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+        }
+        if constexpr (DRAIN_EVERY > 0) {
+            if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
+        }
+        ++it;
+    }
+    wgmma_wait<0>();
+    if (k1 > k0) release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+    if constexpr (DRAIN_EVERY > 0) {
+        while (drain.left > 0) drain.step(n, lane);
+        __syncwarp();
+    }
+}
+
+// Stream-K piece > 0 of a tail tile: once the tile's piece 0 is in C (its flag), add this piece's sums into it
+// with L2 reductions; the tile's last piece resets the flag for the next launch.
+__device__ __forceinline__ void add_piece(const float (&d)[128], unsigned int* flag, int pieces, float* C, int m, int n,
+                                          int row0, int col0, int tid)
+{
+    using namespace hopper;
+    if (tid == 128) flag_wait_ge(flag, 1u);
+    named_barrier(1, 128 * CONSUMERS);
+    red_add_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
+    named_barrier(1, 128 * CONSUMERS);
+    if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
+}
+
+// Item i's (of n_items) accumulators to C: stream-K pieces > 0 add into C; whole tiles and pieces 0 store,
+// through the staging chunk where the warpgroup's 64 rows lie inside C (rows 16-byte aligned), else guarded. A
+// whole tile that is not the CTA's last item leaves its last 64 columns to the paced drain. Piece 0 then raises its
+// flag.
+__device__ __forceinline__ void epilogue(const float (&d)[128], const ws_schedule::Work& w, int i, int n_items, int m0,
+                                         int n0, float* C, int m, int n, uint32_t rank, int tid, int c, int warp,
+                                         int lane, unsigned char* chunk, PacedDrain& drain)
+{
+    using namespace hopper;
+    const int row0 = m0 + c * 64 + warp * 16 + lane / 4;
+    const int col0 = n0 + 2 * (lane % 4);
+    unsigned int* flag = (w.piece >= 0) ? &sk_flags[w.u * CLUSTER + static_cast<int>(rank)] : nullptr;
+    if (w.piece > 0) {
+        add_piece(d, flag, w.pieces, C, m, n, row0, col0, tid);
+        return;
+    }
+    if (m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
+        float* const crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
+        if (DRAIN_EVERY > 0 && w.piece < 0 && i + 1 < n_items) {  // last 64 columns: during the next item
+            store_warp_rows_staged<BN, true>(d, chunk, crow, n, lane);
+            drain.dst = crow + BN - 64;
+            drain.left = 8;
+        } else {
+            store_warp_rows_staged<BN>(d, chunk, crow, n, lane);
+        }
+    } else {
+        store_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
+    }
+    if (w.piece == 0) {  // piece 0 stored: the other pieces may add into it now
+        __threadfence();
+        named_barrier(1, 128 * CONSUMERS);
+        if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(w.pieces - 1)) atomicExch(flag, 0u);
+    }
+}
+
+// Consumer warpgroup c (64 rows of each tile): every item of the schedule, mainloop then epilogue.
+template <class Op>
+__device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
+                                         const Smem& sm, float* C, int m, int n, uint32_t rank, int tid, int c)
+{
+    const int warp = (tid % 128) / 32, lane = (tid % 128) % 32;
+    float d[128];
+    uint32_t it = 0;
+    const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128)), desc_b0 = Op::desc_b(sm.tiles + A_BYTES);
+    unsigned char* const chunk = staging_chunk(smem_raw, raw, sm, c, warp);
+    PacedDrain drain{chunk, 0, nullptr};
+    for (int i = 0; i < sched.n_items; ++i) {
+        const ws_schedule::Work w = sched.item(i);
+        const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
+        const int n0 = w.tn * BN;
+        mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane);
+        epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, c, warp, lane, chunk, drain);
+    }
+}
+
+// ------------------------------------------------------------------------------------------- the kernel
+// k = 0: C = 0 (every item of the schedule has at least one k step), once the previous grid is done with C.
+__device__ __forceinline__ void zero_c(float* C, int m, int n)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < static_cast<size_t>(m) * n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x)
+        C[i] = 0.f;
+}
+
+template <class Op>
+__device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, float* C, int m, int n,
+                                        int k)
+{
+    using namespace hopper;
+    // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
+    // exit), and touch no global memory before the previous grid has completed (griddepcontrol.wait).
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (k <= 0) {
+        zero_c(C, m, n);
+        return;
+    }
+
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = smem_addr(smem_raw);
+    Smem sm;
+    sm.tiles = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
+    sm.epi = sm.tiles + STAGES * STAGE_BYTES;
+    sm.full_bar = sm.epi + EPI_BYTES;
+    sm.empty_bar = sm.full_bar + STAGES * 8;
+
+    const int tid = threadIdx.x;
+    // The warpgroup index through a shuffle: the compiler then knows it is the same in every lane, and keeps the
+    // consumers' wgmma descriptors (which depend on it) on the uniform datapath instead of moving them into uniform
+    // registers before every wgmma (static R2UR 374 -> 314; +0.4 % at 4096^3, bec59d8).
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
+    const uint32_t rank = (CLUSTER > 1) ? cluster_rank() : 0;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(sm.full_bar + 8 * s, 1);
+            mbar_init(sm.empty_bar + 8 * s, EMPTY_ARRIVALS);
+        }
+        fence_mbar_init();
+    }
+    if constexpr (CLUSTER > 1) cluster_sync();  // peers' barriers exist before any multicast or remote arrive
+    else __syncthreads();
+
+    const int rows = (m + CLUSTER * BM - 1) / (CLUSTER * BM);  // cluster tiles along M
+    const int cols = (n + BN - 1) / BN;
+    const int ktiles = (k + Op::BK - 1) / Op::BK;
+    const Schedule<Op> sched(rows, cols, ktiles);
+    // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid.
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // its writes (A, B, C, the stream-K flags) are visible
+
+    if (wg == 0) {
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (tid == 0) producer<Op>(tmap_a, tmap_b, sm, sched, rank);
+    } else {
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1;
+        consumer<Op>(sched, smem_raw, raw, sm, C, m, n, rank, tid, c);
+    }
+    // No CTA of a cluster may exit while its peer can still multicast into it or arrive on its barriers.
+    if constexpr (CLUSTER > 1) {
+        __syncwarp();
+        cluster_sync();
+    }
+}
+#endif  // HOPPER_SM90A
+
+}  // namespace wgmma_ws
+
+template <typename T>
+__device__ __forceinline__ void wgmma_ws_matmul(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, float* C,
+                                                int m, int n, int k)
+{
+    static_assert(sizeof(T) == 2, "fp16 or bf16 operands");
+#if HOPPER_SM90A
+    wgmma_ws::ws_gemm<wgmma_ws::Op16<T>>(tmap_a, tmap_b, C, m, n, k);
+#endif
+}

@@ -1,0 +1,134 @@
+// Persistent tile schedule of the warp-specialised Hopper GEMM (12_wgmma_warp_specialized.cu, and the tf32 rung
+// 13_wgmma_tf32.cu that reuses it): which output tiles, and which k steps of them, each cluster of CTAs computes.
+// The kernel's producer and consumers walk the same schedule, so they agree on every stage without talking.
+//
+// Units. A "cluster tile" is CLUSTER vertically adjacent CTA tiles (CLUSTER*BM x BN of C); the grid has G
+// clusters, each walking cluster tiles. The schedule works in these units and k steps (BK columns of A).
+//
+// Tile order (GROUP, ALONG_N). Consecutive tile indices go to clusters running at the same time, so the order
+// decides what they share in L2: GROUP cluster-rows are walked column by column (ALONG_N: GROUP cluster-columns
+// row by row), so that concurrent tiles reuse the same A rows and B columns (simt_common::grouped_tile).
+//
+// Whole tiles first: cluster c takes tiles c, c + G, c + 2G, ... of the ones the grid does whole.
+//
+// Stream-K tail (STREAMK). When the tiles do not divide evenly among the clusters, the last, partial wave
+// (tail = tiles % G) can be spread over all clusters by k steps instead of by tiles: the tail's tail*ktiles k
+// steps are cut into G contiguous shares, so every cluster ends at the same time. A cluster's share touches at
+// most two tiles (the tail has fewer tiles than there are clusters), and each cluster does the start of the later
+// tile (a piece 0) before the end of the earlier one, so every piece that waits for a piece 0 waits on work
+// another cluster did first: no chains, no deadlock with all CTAs resident. The kernel sums a split tile in C
+// (piece 0 stores, the others add with L2 reductions; see the kernel's epilogue). That fix-up costs ~15 us per
+// launch at 4096^3 (H200), so the split is taken only where it saves each cluster more than MIN_SAVED_STEPS k
+// steps: not at 4096^3 (58 of 66 cluster tiles in the last wave, 64 k steps: it would save ~4 us), but at
+// 8192^3 (34 of 66, 128 k steps: ~35 us saved, +0.3..2.8 % measured in the pair ratio to cuBLAS, 35434c4, 2026-11-22).
+//
+// Balanced waves (BALANCED). Where the tail is not split, the tiles go to the fewest clusters that keep the
+// number of waves (4096^3: 64 of 66 clusters doing 4 tiles each, instead of 58 doing a fourth); the others have
+// no work. The same time in an ideal world, but two SMs less of power draw throughout the first waves: measured
+// +0.4..2.3 % at 4096^3 (b929e7e, 2026-11-22).
+#pragma once
+
+#include "simt_common.cuh"
+
+namespace ws_schedule {
+
+// One unit of a cluster's work: tile t of the order, at cluster-tile row tm and column tn; its k steps [k0, k1);
+// for a stream-K piece its index in k order among the tile's `pieces` and the tail tile's index u (which selects
+// its flag). Whole tiles have piece -1, pieces 1 and u -1.
+struct Work {
+    int t, k0, k1, piece, pieces, u, tm, tn;
+};
+
+template <int CLUSTER, int GROUP, bool ALONG_N, bool STREAMK, bool BALANCED, int MIN_SAVED_STEPS, int MAX_FLAGS>
+struct PersistentSchedule {
+    static_assert(GROUP >= 1, "tile groups of at least one cluster tile");
+    static_assert(MIN_SAVED_STEPS >= 0 && MAX_FLAGS >= CLUSTER, "stream-K limits");
+
+    int ktiles;         // k steps per tile
+    int nclusters;      // clusters of the grid that take tiles
+    int cluster_id;     // this CTA's cluster
+    int n_whole;        // whole tiles of this cluster
+    int dp;             // tiles done whole by the grid; tail tiles dp.. are split by k steps
+    int n_items;        // whole tiles plus tail pieces of this cluster
+    long long w;        // tail k steps
+    int e, s;           // this cluster's tail k steps [s, e)
+    int rows, cols;     // cluster tiles along M and N
+
+    // A schedule of rows x cols cluster tiles of ktiles k steps each, for this CTA's cluster of the grid.
+    __device__ __forceinline__ PersistentSchedule(int rows_, int cols_, int ktiles_)
+        : ktiles(ktiles_), rows(rows_), cols(cols_)
+    {
+        const int ntiles = rows_ * cols_;
+        nclusters = static_cast<int>(gridDim.x) / CLUSTER;
+        cluster_id = static_cast<int>(blockIdx.x) / CLUSTER;
+        const int tail = ntiles % nclusters;
+        // The split saves each cluster (1 - tail/G) * ktiles k steps; it needs every share non-empty.
+        const bool sk = STREAMK && tail > 0 && ktiles > 0 &&
+                        static_cast<long long>(nclusters - tail) * ktiles >=
+                            static_cast<long long>(MIN_SAVED_STEPS) * nclusters &&
+                        static_cast<long long>(tail) * ktiles >= nclusters && tail * CLUSTER <= MAX_FLAGS;
+        dp = sk ? ntiles - tail : ntiles;
+        if (BALANCED && !sk && ntiles > 0) {  // as many waves with fewer clusters; the rest have no items
+            const int waves = (ntiles + nclusters - 1) / nclusters;
+            nclusters = (ntiles + waves - 1) / waves;
+        }
+        n_whole = cluster_id < nclusters ? (dp - cluster_id + nclusters - 1) / nclusters : 0;
+        if (n_whole < 0) n_whole = 0;
+        n_items = n_whole;
+        w = 0;
+        s = e = 0;
+        if (sk) {
+            w = static_cast<long long>(tail) * ktiles;
+            s = static_cast<int>(cluster_id * w / nclusters);
+            e = static_cast<int>((cluster_id + 1) * w / nclusters);
+            n_items += (s / ktiles != (e - 1) / ktiles) ? 2 : 1;
+        }
+    }
+
+    // The first cluster whose share contains tail k step x: the largest c with c*w/G <= x.
+    __device__ __forceinline__ int owner(long long x) const
+    {
+        return static_cast<int>(((x + 1) * nclusters + w - 1) / w) - 1;
+    }
+
+    // Tile t of the order as (cluster-tile row, column).
+    __device__ __forceinline__ void coords(int t, int& tm, int& tn) const
+    {
+        if constexpr (ALONG_N) simt_common::grouped_tile<GROUP>(t, cols, rows, tn, tm);
+        else simt_common::grouped_tile<GROUP>(t, rows, cols, tm, tn);
+    }
+
+    // This cluster's item i (0 <= i < n_items).
+    __device__ __forceinline__ Work item(int i) const
+    {
+        Work wk;
+        split(i, wk.t, wk.k0, wk.k1, wk.piece, wk.pieces, wk.u);
+        coords(wk.t, wk.tm, wk.tn);
+        return wk;
+    }
+
+    // Item i's tile t and k steps [k0, k1); piece, pieces and u as in Work.
+    __device__ __forceinline__ void split(int i, int& t, int& k0, int& k1, int& piece, int& pieces, int& u) const
+    {
+        if (i < n_whole) {
+            t = cluster_id + i * nclusters;
+            k0 = 0;
+            k1 = ktiles;
+            piece = -1;
+            pieces = 1;
+            u = -1;
+            return;
+        }
+        const int lo = s / ktiles, hi = (e - 1) / ktiles;
+        u = (i == n_whole && hi != lo) ? hi : lo;
+        const int base = u * ktiles;
+        k0 = max(s, base) - base;
+        k1 = min(e, base + ktiles) - base;
+        t = dp + u;
+        const int first = owner(base);
+        piece = cluster_id - first;
+        pieces = owner(static_cast<long long>(base) + ktiles - 1) - first + 1;
+    }
+};
+
+}  // namespace ws_schedule

@@ -1,0 +1,172 @@
+"""The source study's claims, checked against the measured results.
+
+`check_claims` pairs verified jobs that differ in one thing only (the method, the element type or the block
+size) on the same GPU device and the same shape, and says whether the ratio of their GFLOP/s lies where the
+source study said it would. CPU jobs (numpy) belong to no GPU; they are the CPU side of a GPU device whose
+jobs ran on the same host (`env_host`), or of the only GPU device when there is one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from matmul_study.analysis.result_devices import gpu_devices, passed_with_device
+
+CLAIM_COLUMNS = ["device", "claim", "comparison", "pairs", "median", "min", "max", "verdict"]
+VERDICTS = ("holds", "partly holds", "does not hold", "not measured")
+
+SIMT_METHODS = ("naive", "tiled", "tiled_unrolled", "register_tiled")
+CLASSIC_GPU_METHODS = ("naive", "tiled", "tiled_unrolled", "wmma")
+
+TILED = "Tiled is 5–10× faster than naive"
+WMMA = "WMMA is 5–20× faster than tiled"
+FLOAT = "float is about 2× faster than double"
+BLOCKS = "32×32 blocks win for larger matrices and 16×16 for small ones"
+GPU_CPU = "The GPU is 10–50× faster than the CPU"
+CLAIMS = (TILED, WMMA, FLOAT, BLOCKS, GPU_CPU)
+
+
+@dataclass(frozen=True)
+class Ratios:
+    """Measured ratios of one comparison; `range` is the claim's (low, high), None for the block claim."""
+
+    claim: str
+    comparison: str
+    ratios: np.ndarray
+    range: tuple[float, float] | None = None
+    verdict: str | None = None  # set directly where the verdict is not a range test
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the comparisons
+
+
+def _ratio(num: pd.DataFrame, den: pd.DataFrame, on: list[str]) -> np.ndarray:
+    both = num.merge(den, on=on, suffixes=("_num", "_den"))
+    return (both["gflops_num"] / both["gflops_den"]).to_numpy(dtype=float)
+
+
+def _cols(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return df.groupby(keys, as_index=False)["gflops"].median()
+
+
+def _tiled_over_naive(ok: pd.DataFrame, method: str) -> Ratios:
+    keys = ["dtype", "block", "shape"]
+    r = _ratio(_cols(ok[ok["method"] == method], keys), _cols(ok[ok["method"] == "naive"], keys), keys)
+    claim = TILED if method == "tiled" else f"{TILED} ({method})"
+    return Ratios(claim, f"{method} GFLOP/s over naive at the same dtype, block size and shape; claimed 5–10×",
+                  r, (5, 10))
+
+
+def _wmma_over_tiled(ok: pd.DataFrame, method: str) -> Ratios:
+    wmma = _cols(ok[(ok["method"] == method) & (ok["dtype"] == "float16")], ["shape"])
+    tiled = ok[(ok["method"] == "tiled") & (ok["dtype"] == "float32")].groupby("shape", as_index=False)["gflops"]
+    r = _ratio(wmma, tiled.max(), ["shape"])
+    claim = WMMA if method == "wmma" else f"{WMMA} ({method})"
+    return Ratios(claim, f"{method} float16 GFLOP/s over the best tiled float32 block size at the same shape; "
+                  "claimed 5–20×", r, (5, 20))
+
+
+def _float_over_double(ok: pd.DataFrame, methods: tuple[str, ...]) -> Ratios:
+    sel = ok[ok["method"].isin(methods)]
+    keys = ["method", "block", "shape"]
+    r = _ratio(_cols(sel[sel["dtype"] == "float32"], keys), _cols(sel[sel["dtype"] == "float64"], keys), keys)
+    which = ", ".join(methods)
+    claim = FLOAT if methods == SIMT_METHODS else f"{FLOAT} ({which})"
+    return Ratios(claim, f"float32 GFLOP/s over float64 for the same kernel, block size and shape ({which}); "
+                  "'about 2×' read as 1.6–2.5×", r, (1.6, 2.5))
+
+
+def _blocks(ok: pd.DataFrame) -> Ratios:
+    sel = _cols(ok[ok["block"].isin([16, 32])], ["method", "dtype", "block", "shape", "size"])
+    ratios, large_wins, small_wins, n_small, both, groups = [], 0, 0, 0, 0, 0
+    for _, g in sel.groupby(["method", "dtype"]):
+        per = g.pivot_table(index=["shape", "size"], columns="block", values="gflops").dropna()
+        if 16 not in per or 32 not in per or per.empty:
+            continue
+        per = per.reset_index().sort_values("size")
+        groups += 1
+        big = per.iloc[-1][32] / per.iloc[-1][16]
+        ratios.append(big)
+        large_ok = big > 1
+        large_wins += large_ok
+        small_ok = False
+        if per["size"].iloc[0] < per["size"].iloc[-1]:
+            small = per.iloc[0][32] / per.iloc[0][16]
+            ratios.append(small)
+            n_small += 1
+            small_ok = small < 1
+            small_wins += small_ok
+        both += large_ok and small_ok
+    if not groups:
+        verdict = "not measured"
+    elif both > groups / 2:
+        verdict = "holds"
+    elif large_wins > groups / 2 or (n_small and small_wins > n_small / 2) or both:
+        verdict = "partly holds"
+    else:
+        verdict = "does not hold"
+    words = (f"32×32 over 16×16 GFLOP/s, same kernel and dtype: at the largest size 32×32 wins {large_wins} of "
+             f"{groups}, at the smallest 16×16 wins {small_wins} of {n_small}; holds if both for most")
+    return Ratios(BLOCKS, words, np.array(ratios, dtype=float), None, verdict)
+
+
+def _gpu_over_cpu(ok: pd.DataFrame, methods: tuple[str, ...], what: str) -> Ratios:
+    gpu = ok[ok["method"].isin(methods)].groupby(["dtype", "shape"], as_index=False)["gflops"].max()
+    cpu = _cols(ok[ok["method"] == "numpy"], ["dtype", "shape"])
+    r = _ratio(gpu, cpu, ["dtype", "shape"])
+    claim = GPU_CPU if what == "classic" else f"{GPU_CPU} ({what})"
+    kernels = "the best of " + ", ".join(methods) if len(methods) > 1 else methods[0]
+    return Ratios(claim, f"{kernels} GFLOP/s over numpy on the host CPU at the same dtype and shape; claimed 10–50×",
+                  r, (10, 50))
+
+
+def verdict(ratios: np.ndarray, low: float, high: float) -> str:
+    """holds: the median lies in [low, high]; partly: [min, max] overlaps it; else does not hold."""
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0:
+        return "not measured"
+    if low <= np.median(ratios) <= high:
+        return "holds"
+    if ratios.min() <= high and ratios.max() >= low:
+        return "partly holds"
+    return "does not hold"
+
+
+def _row(device: str, r: Ratios) -> dict:
+    x = r.ratios[np.isfinite(r.ratios)]
+    return {
+        "device": device,
+        "claim": r.claim,
+        "comparison": r.comparison,
+        "pairs": int(x.size),
+        "median": float(np.median(x)) if x.size else np.nan,
+        "min": float(x.min()) if x.size else np.nan,
+        "max": float(x.max()) if x.size else np.nan,
+        "verdict": r.verdict if r.verdict is not None else verdict(x, *r.range),
+    }
+
+
+def check_claims(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (GPU device, claim): the measured ratios' count, median, min and max, and the verdict."""
+    ok = passed_with_device(results)
+    devices = gpu_devices(results) or [""]
+    rows = []
+    for device in devices:
+        d = ok[ok["device"] == device] if not ok.empty else ok
+        for r in (
+            _tiled_over_naive(d, "tiled"),
+            _tiled_over_naive(d, "tiled_unrolled"),
+            _wmma_over_tiled(d, "wmma"),
+            _wmma_over_tiled(d, "wmma_tiled"),
+            _float_over_double(d, SIMT_METHODS),
+            _float_over_double(d, ("cublas",)),
+            _blocks(d),
+            _gpu_over_cpu(d, CLASSIC_GPU_METHODS, "classic"),
+            _gpu_over_cpu(d, ("cublas",), "cublas"),
+        ):
+            rows.append(_row(device, r))
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

@@ -1,0 +1,94 @@
+"""The ladder: each rung's rate at the largest shape, against cuBLAS measured in the same run and the datasheet
+(the table; figures.plot_ladder draws it, analysis.why explains its steps).
+
+The datasheet peaks are the vendor's dense rates for the SXM boards, leads only (the measured cuBLAS line is the
+one a ratio divides by). A device the table does not know simply has no datasheet line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from matmul_study.core import registry
+
+# Dense TFLOP/s by the vendor's datasheet (H100 and H200 SXM share the chip): per dtype of the study. fp64 is the
+# tensor-core (DMMA) rate; plain fp64 FMA runs at half of it.
+DATASHEET_TFLOPS = {
+    "H200": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9},
+    "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9},
+}
+
+MODEL_COLUMNS = ("model_flops_issued", "model_bytes_read", "model_bytes_written", "model_intensity")
+COLUMNS = ["device", "dtype", "shape", "method", "label", "block", "tflops", "vs_cublas", "datasheet_tflops",
+           "flops_issued", "traffic_bytes", "intensity"]
+
+
+def datasheet_tflops(device_name: str, dtype: str) -> float | None:
+    for model, peaks in DATASHEET_TFLOPS.items():
+        if model in str(device_name):
+            return peaks.get(dtype)
+    return None
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _modelled(row: pd.Series) -> tuple[float, float, float]:
+    """(FLOP issued, bytes read + written, intensity) of a job: the tidy table's model_* columns, else the model
+    itself (results collated before the model columns existed)."""
+    values = [_number(row.get(f"model_{key}"))
+              for key in ("flops_issued", "bytes_read", "bytes_written", "intensity")]
+    if all(np.isfinite(v) for v in values):
+        issued, read, written, intensity = values
+        return float(issued), float(read + written), float(intensity)
+    from matmul_study.analysis.model import model
+
+    try:
+        got = model(row["method"], int(row["m"]), int(row["k"]), int(row["n"]), int(row.get("block") or 0),
+                    row["dtype"])
+    except (KeyError, ValueError, TypeError):
+        return np.nan, np.nan, np.nan
+    return float(got["flops_issued"]), float(got["bytes_read"] + got["bytes_written"]), float(got["intensity"])
+
+
+def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (device, dtype): every verified GPU method's best burst rate at the dtype's largest shape, in ladder
+    order, with its ratio to cuBLAS at that shape, the datasheet peak, and the analytic model's work, global-memory
+    traffic and intensity of the job (the block size) that ran fastest."""
+    if results.empty or "gflops" not in results or "status" not in results:
+        return pd.DataFrame(columns=COLUMNS)
+    gf = pd.to_numeric(results["gflops"], errors="coerce")
+    ok = results[(results["status"] == "passed") & np.isfinite(gf) & (gf > 0)].assign(gflops=gf)
+    if "env_device_kind" in ok:
+        ok = ok[ok["env_device_kind"] == "gpu"]
+    else:
+        ok = ok[ok["method"].map(lambda m: m in registry.METHODS and registry.get(m).on_gpu)]
+    if ok.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    device = ok["env_device_name"] if "env_device_name" in ok else pd.Series("", index=ok.index)
+    ok = ok[[c for c in ("method", "label", "block", "dtype", "m", "k", "n", "shape", "gflops") + MODEL_COLUMNS
+             if c in ok]].copy()
+    ok = ok.assign(device=device.fillna(""), size3=ok["m"].astype(float) * ok["k"] * ok["n"]).reset_index(drop=True)
+    if "label" not in ok:
+        ok = ok.assign(label=ok["method"])
+    if "block" not in ok:
+        ok = ok.assign(block=0)
+    rows = []
+    order = {name: i for i, name in enumerate(registry.METHODS)}
+    for (dev, dtype), group in ok.groupby(["device", "dtype"], sort=False):
+        top = group[group["size3"] == group["size3"].max()]
+        best = top.loc[top.groupby("method")["gflops"].idxmax()]
+        cublas = best.loc[best["method"] == "cublas", "gflops"]
+        cublas = cublas.iloc[0] if not cublas.empty else None
+        for _, row in best.sort_values("method", key=lambda s: s.map(lambda n: order.get(n, len(order)))).iterrows():
+            issued, traffic, intensity = _modelled(row)
+            block = _number(row["block"])
+            rows.append((dev, dtype, row["shape"], row["method"], row["label"], int(block) if np.isfinite(block) else 0,
+                         row["gflops"] / 1e3, row["gflops"] / cublas if cublas else np.nan,
+                         datasheet_tflops(dev, dtype), issued, traffic, intensity))
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,125 @@
+"""CUDA source generation and compilation.
+
+Each method's `kernels/*.cu` file defines a `__device__` template; here we append `extern "C"` wrappers, one
+per (dtype, block) instance, so the compiled module exposes plain names. `kernels/hold_stream.cu` is not a
+method but a measurement helper (see timing.StreamHold). The same source and flags compile with PyCUDA (on a
+GPU machine) and with plain nvcc (in CI, no driver needed).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from matmul_study.core import dtypes, registry
+
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
+COMPILE_OPTIONS = ("-std=c++17", "-O3", "-lineinfo")
+# The measurement helper that holds a stream while a batch is queued (not a method; see timing.StreamHold).
+HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
+
+
+def variant_name(method: str, variant: str | None) -> str | None:
+    """The registered variant's name, or None for the default build (None, "" or "default"); an unknown name
+    raises KeyError naming the method and its variants."""
+    name = registry.get(method).variant(variant).name
+    return None if name == "default" else name
+
+
+def symbol(method: str, dtype: str, block: int, variant: str | None = None) -> str:
+    """The extern "C" name of one instance; block 0 for methods without a template block. A variant's instances
+    carry its name (non-identifier characters as "_"), so that its kernel is told apart in a profile."""
+    name = None if variant in (None, "", "default") else variant_name(method, variant)
+    tag = "" if name is None else "_" + re.sub(r"\W", "_", name)
+    return f"{method}{tag}_{dtype}_b{block}"
+
+
+def template_block(method: str, block: int) -> int:
+    """Blocks that are only launch parameters share one compiled instance (block 0)."""
+    return block if registry.get(method).block_in_template else 0
+
+
+def target(method: str, arch: str) -> str:
+    """The nvcc target of a method on `arch`: wgmma and setmaxnreg need the arch-specific sm_90a."""
+    base = arch.removesuffix("a")
+    return base + "a" if registry.get(method).requires.arch_specific else base
+
+
+def compile_options(method: str, variant: str | None = None) -> list[str]:
+    """nvcc options of a method's module: the common ones, the method's own, then the variant's -D definitions."""
+    defines = registry.get(method).variant(variant).defines
+    return [*COMPILE_OPTIONS, *registry.get(method).compile_options, *(f"-D{d}" for d in defines)]
+
+
+def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> str:
+    m = registry.get(method)
+    d = dtypes.get(dtype)
+    call = m.template.format(T=d.c_input, Acc=d.c_accumulator, BLOCK=block)
+    bounds = f"__launch_bounds__({m.launch_bounds[0]}, {m.launch_bounds[1]}) " if m.launch_bounds else ""
+    if m.tensor_maps:
+        # TMA reads A and B through tensor maps passed by value; the kernel gets their parameter-space address.
+        params = "const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b"
+        operands = "&tmap_a, &tmap_b"
+    else:
+        params = f"const {d.c_input}* __restrict__ A, const {d.c_input}* __restrict__ B"
+        operands = "A, B"
+    return (
+        f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}('
+        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k)\n{{\n"
+        f"    {call}({operands}, C, m, n, k);\n}}\n"
+    )
+
+
+def module_source(method: str, instances: list[tuple[str, int]], variant: str | None = None) -> str:
+    """Source for one method's module: its .cu file plus a wrapper per (dtype, block) instance. A variant's module
+    is the same source under its own names; its -D definitions come with compile_options(method, variant)."""
+    m = registry.get(method)
+    if m.source is None:
+        raise ValueError(f"method {method!r} has no CUDA source")
+    unique = sorted({(d, template_block(method, b)) for d, b in instances})
+    body = "\n".join(wrapper(method, d, b, variant) for d, b in unique)
+    return f'#include "{m.source}"\n\n{body}'
+
+
+def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, ...] = COMPILE_OPTIONS,
+                        target: str = "cubin") -> bytes:
+    """Compile to a cubin through PyCUDA (needs PyCUDA, not a GPU). `arch` may be arch-specific (sm_90a); target
+    "ptx" with a virtual arch (compute_86) gives PTX, which the driver compiles for the GPU it is loaded on."""
+    from pycuda.compiler import compile as pycuda_compile
+
+    return pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options), include_dirs=[str(KERNEL_DIR)],
+                          target=target)
+
+
+def nvcc_command(source_file: Path, output: Path, arch: str, options=COMPILE_OPTIONS, target="cubin") -> list[str]:
+    """nvcc writing `output` as a cubin, or as PTX with target "ptx"."""
+    nvcc = shutil.which("nvcc") or "nvcc"
+    # -gencode with an explicit code= keeps nvcc from adding a plain sm_90 pass that rejects wgmma.
+    compute = "compute_" + arch.removeprefix("sm_")
+    return [nvcc, f"--{target}", f"-gencode=arch={compute},code={arch}", *options, f"-I{KERNEL_DIR}", "-o", str(output),
+            str(source_file)]
+
+
+def compile_with_nvcc(source: str, arch: str, workdir: Path, options=COMPILE_OPTIONS) -> subprocess.CompletedProcess:
+    """Compile with plain nvcc, as CI does; returns the finished process (check returncode/stderr)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / "module.cu"
+    src.write_text(source)
+    return subprocess.run(nvcc_command(src, workdir / "module.cubin", arch, options), capture_output=True, text=True)
+
+
+def compile_cubin(method: str, dtype: str, block: int, arch: str, output: str, variant: str | None = None) -> None:
+    """Compile one (method, dtype, block) instance, of the default build or a named variant, to `output` for
+    `arch` (sm_XY; the caller resolves "auto")."""
+    arch = target(method, arch)
+    options = compile_options(method, variant)
+    source = module_source(method, [(dtype, block)], variant)
+    built = f" variant {variant}" if variant_name(method, variant) else ""
+    print(f"compiling {method}{built} {dtype} block {block} for {arch} with options {options}")
+    print(source)
+    cubin = compile_with_pycuda(source, arch, options)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_bytes(cubin)
+    print(f"wrote {output} ({len(cubin)} bytes)")

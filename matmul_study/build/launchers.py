@@ -1,0 +1,266 @@
+"""Launchers: a zero-argument callable that runs one method once over the job's device buffers.
+
+- `kernel`: our compiled kernels. Pointer kernels go through PyCUDA's prepared call; kernels fed by TMA take
+  tensor maps by value (64-byte aligned, which PyCUDA's packed arguments do not deliver intact) and may run in
+  thread-block clusters, so they go through cuda-bindings' cuLaunchKernelEx, in PyCUDA's primary context.
+- `cublas`: cuBLAS gemmEx through CuPy's handle, with the dtype record's data and compute types.
+
+A kernel of ours may be a named variant of its method (registry.Variant): its symbol and launch geometry come from
+the registry (kernels.symbol, Method.launch_for), and its cubin must have been built for that variant.
+
+Every launch is queued on the legacy default stream, the one the timing events and the stream hold use.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:  # annotations only: the registry imports the backends, which name these launchers
+    from matmul_study.core.registry import Method, Problem
+
+TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
+
+# cudaDataType_t and cublasComputeType_t values, for CuPy builds that do not export every name.
+CUDA_DATA_TYPES = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14}
+CUBLAS_COMPUTE_TYPES = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_64F": 70,
+                        "CUBLAS_COMPUTE_32F_FAST_TF32": 77}
+TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+                  "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+
+
+@dataclass
+class DeviceBuffers:
+    """The job's PyCUDA arrays: A (m x k), B (k x n) and C (m x n), row-major."""
+    a: object
+    b: object
+    c: object
+
+
+def make(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,
+         variant: str | None = None) -> Callable[[], None]:
+    """The launcher the method's backend names (Backend.launcher), over the job's buffers; `variant` names one of
+    the method's registered variants (None: the default build)."""
+    return globals()[method.backend.launcher](method, problem, buffers, cubin, variant)
+
+
+def kernel(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,
+           variant: str | None = None) -> Callable[[], None]:
+    """The PyCUDA backend's launcher: a kernel of ours, fed by pointers or by tensor maps."""
+    if method.tensor_maps:
+        return tensor_map_kernel(method, problem, buffers, cubin, variant)
+    return pointer_kernel(method, problem, buffers, cubin, variant)
+
+
+def _symbol(method: Method, problem: Problem, variant: str | None) -> str:
+    from matmul_study.build.kernels import symbol, template_block
+
+    return symbol(method.name, problem.dtype.name, template_block(method.name, problem.block), variant)
+
+
+def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
+                   variant: str | None = None) -> Callable[[], None]:
+    import pycuda.driver as cuda
+
+    func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
+    func.prepare("PPPiii")
+    launch = method.launch_for(p, variant)
+    if launch.shared_bytes > 48 * 1024:
+        func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
+    args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k))
+
+    def launch_once():
+        func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)
+
+    return launch_once
+
+
+def checked(result):
+    """cuda-bindings returns (CUresult, value...): raise on an error, return the value(s)."""
+    from cuda.bindings import driver as cu
+
+    err, *values = result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _, text = cu.cuGetErrorString(err)
+        raise RuntimeError(f"CUDA driver error {err.name}: {text.decode() if text else ''}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def pitch_elements(cols: int, itemsize: int) -> int:
+    """Row pitch in elements that TMA accepts: cols rounded up to a multiple of 16 bytes."""
+    per = TMA_ALIGNMENT // itemsize
+    return -(-cols // per) * per
+
+
+class PitchedOperand:
+    """An operand as TMA reads it. A row pitch that is not a multiple of 16 bytes (k = 65 in fp16, say) cannot
+    be described by a tensor map, so such an operand is copied into a padded buffer on every launch, and that
+    copy is part of the timed launch. The tensor map keeps the logical width, so the padding reads as zeros."""
+
+    def __init__(self, source, rows: int, cols: int, itemsize: int):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = rows, cols, itemsize
+        self.pitch = pitch_elements(cols, itemsize)
+        self.copy = None
+        self.pointer = int(source.gpudata)
+        if self.pitch != cols:
+            self._padded = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
+            self.pointer = int(self._padded)
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(source.gpudata)
+            copy.set_dst_device(self._padded)
+            copy.src_pitch, copy.dst_pitch = cols * itemsize, self.pitch * itemsize
+            copy.width_in_bytes, copy.height = cols * itemsize, rows
+            self.copy = copy
+
+    def refresh(self) -> None:
+        if self.copy is not None:
+            self.copy(aligned=False)
+
+
+class TransposedOperand(PitchedOperand):
+    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored (fp32 B is k x n). Rebuilt on every
+    launch by cuBLAS's geam (a tiled transpose, about 3x faster than an element-wise strided copy), so the
+    transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
+
+    def __init__(self, source, rows: int, cols: int, itemsize: int, storage: str):
+        import cupy
+        from cupy_backends.cuda.libs import cublas as lib
+
+        if storage != "float32":
+            raise ValueError(f"a transposed operand is only built for float32 storage, not {storage}")
+        self.rows, self.cols, self.itemsize = cols, rows, itemsize
+        self.pitch = pitch_elements(rows, itemsize)
+        self.copy = None
+        self._buffer = cupy.zeros((cols, self.pitch), dtype=storage)
+        self.pointer = int(self._buffer.data.ptr)
+        self._scalars = np.array([1.0, 0.0], dtype=np.float32)
+        one, zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
+        handle, source_ptr = cupy.cuda.device.get_cublas_handle(), int(source.gpudata)
+        # Column-major view: row-major B (k x n) is X (n x k, ld n); Xᵀ (k x n, ld pitch) is row-major Bᵀ.
+        self._geam = lambda: lib.sgeam(handle, lib.CUBLAS_OP_T, lib.CUBLAS_OP_T, rows, cols, one, source_ptr,
+                                       cols, zero, source_ptr, cols, self.pointer, self.pitch)
+
+    def refresh(self) -> None:
+        self._geam()
+
+
+def encode_tensor_map(spec, operand: PitchedOperand, storage: str):
+    from cuda.bindings import driver as cu
+
+    swizzles = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
+    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    return checked(cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, TMA_DATA_TYPES[storage]), 2, operand.pointer,
+        [u64(operand.cols), u64(operand.rows)],  # innermost dimension first
+        [u64(operand.pitch * operand.itemsize)],
+        [u32(spec.box_cols), u32(spec.box_rows)],
+        [u32(1), u32(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{swizzles[spec.swizzle]}"),
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        # NONE fills out-of-bounds elements with zeros (the NaN request is the other choice).
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+
+
+def launch_config(launch, stream: int = 0):
+    """cuLaunchKernelEx's configuration: grid, block, dynamic shared memory, the cluster, if any, and programmatic
+    stream serialisation for kernels that wait for the previous grid themselves (launch.dependent)."""
+    from cuda.bindings import driver as cu
+
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = launch.grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = launch.threads
+    config.sharedMemBytes = launch.shared_bytes
+    config.hStream = cu.CUstream(stream)
+    attrs = []
+    if launch.clustered:
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = launch.cluster
+        attrs.append(attr)
+    if launch.dependent:
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(attr)
+    config.attrs = attrs
+    config.numAttrs = len(attrs)
+    return config
+
+
+def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
+                      variant: str | None = None) -> Callable[[], None]:
+    from pathlib import Path
+
+    from cuda.bindings import driver as cu
+
+    checked(cu.cuInit(0))
+    image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
+    module = checked(cu.cuModuleLoadData(image.ctypes.data))  # into the current (primary) context
+    func = checked(cu.cuModuleGetFunction(module, _symbol(method, p, variant).encode()))
+    launch = method.launch_for(p, variant)
+    if launch.shared_bytes > 48 * 1024:
+        checked(cu.cuFuncSetAttribute(
+            func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    if launch.clustered and launch.persistent:
+        # Not every SM can host a cluster at once (clusters stay inside a GPC): a persistent grid is only as
+        # large as the clusters that fit together.
+        fits = checked(cu.cuOccupancyMaxActiveClusters(func, launch_config(launch)))
+        launch = launch.resized(min(launch.grid[0], max(1, int(fits)) * launch.cluster[0]))
+    item = p.dtype.itemsize
+    needed = {spec.operand for spec in method.tensor_maps}
+    operands = {"A": PitchedOperand(buffers.a, p.m, p.k, item)}
+    if "B" in needed:
+        operands["B"] = PitchedOperand(buffers.b, p.k, p.n, item)
+    if "BT" in needed:
+        operands["BT"] = TransposedOperand(buffers.b, p.k, p.n, item, p.dtype.storage)
+    maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.storage)
+            for spec in method.tensor_maps}
+    first, second = (spec.operand for spec in method.tensor_maps)
+    config = launch_config(launch)
+    # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
+    # copied by value from its own 64-byte-aligned storage).
+    scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
+    params = (ctypes.c_void_p * 6)(maps[first].getPtr(), maps[second].getPtr(), *(ctypes.addressof(s) for s in scalars))
+
+    def launch_once():
+        for operand in operands.values():
+            operand.refresh()
+        checked(cu.cuLaunchKernelEx(config, func, ctypes.addressof(params), 0))
+
+    # The module, the padded buffers, the maps and the argument storage live as long as the launcher.
+    launch_once.keep_alive = (module, image, operands, maps, scalars, params)
+    return launch_once
+
+
+def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None = None,
+           variant: str | None = None) -> Callable[[], None]:
+    """The CuPy backend's launcher: cuBLAS gemmEx on the job's buffers (no copies); cuBLAS has no variants."""
+    method.variant(variant)  # a name other than the default raises, naming the method's variants
+    import cupy
+    from cupy_backends.cuda.libs import cublas as lib
+
+    if p.dtype.cublas_types is None:
+        raise ValueError(f"cuBLAS has no GEMM for {p.dtype.name}")
+    in_name, out_name, compute_name = p.dtype.cublas_types
+    in_type = getattr(cupy.cuda.runtime, in_name, CUDA_DATA_TYPES[in_name])
+    out_type = getattr(cupy.cuda.runtime, out_name, CUDA_DATA_TYPES[out_name])
+    compute = getattr(lib, compute_name, CUBLAS_COMPUTE_TYPES[compute_name])
+    # alpha and beta have the compute type's precision.
+    scalar = np.float64 if compute_name == "CUBLAS_COMPUTE_64F" else np.float32
+    one, zero = np.array(1.0, scalar), np.array(0.0, scalar)
+    handle = cupy.cuda.device.get_cublas_handle()
+    a, b, c = int(buffers.a.gpudata), int(buffers.b.gpudata), int(buffers.c.gpudata)
+    m, n, k = p.m, p.n, p.k
+
+    def gemm_ex():
+        # cuBLAS is column-major: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so pass B first.
+        lib.gemmEx(handle, lib.CUBLAS_OP_N, lib.CUBLAS_OP_N, n, m, k, one.ctypes.data, b, in_type, n, a, in_type,
+                   k, zero.ctypes.data, c, out_type, n, compute, -1)  # -1: CUBLAS_GEMM_DEFAULT
+
+    return gemm_ex

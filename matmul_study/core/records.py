@@ -1,0 +1,31 @@
+"""Quantities and record shapes shared by every stage: the work of a product, the job and calibration columns,
+the burst sample limit and the config hash. Measuring writes them, analysis and presenting read them; keeping them
+here lets the report and the tables know them without importing the code that measures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+# What identifies one job in every table.
+JOB_KEYS = ["method", "dtype", "block", "m", "k", "n"]
+# One row of the calibration table: a device ceiling measured on one GPU.
+CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]
+
+# From an idle H200 the power limiter lets a heavy GEMM run at full clock for only 40-75 ms
+# (bench/limiter_probe.py): a burst sample must be shorter than that, with room for a few of them.
+BURST_SAMPLE_MAX_S = 0.025
+
+
+def flops(m: int, k: int, n: int) -> int:
+    """Useful floating-point operations of C = A·B: one multiply and one add per (i, j, l)."""
+    return 2 * m * k * n
+
+
+def gflops(m: int, k: int, n: int, seconds: float) -> float:
+    return flops(m, k, n) / seconds / 1e9
+
+
+def config_hash(config: dict) -> str:
+    """A short hash of the whole config, recorded with every result."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -1,0 +1,452 @@
+"""The methods the study can run: one entry per method, the single place a new kernel is registered.
+
+A CUDA method names its `kernels/*.cu` file, the C++ template call that instantiates it, its launch geometry
+and what it needs of the GPU. `matmul_study.build.kernels` turns (method, dtype, block) into an `extern "C"` wrapper
+around that call, so the driver can find the kernel by a plain name. The order of METHODS is the ladder's order:
+tables, legends and the schema's list of names all come from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from matmul_study.core import dtypes as dt
+from matmul_study.core.backends import CUBLAS, NUMPY, PYCUDA, Backend
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a launch geometry depends on: the shape, the block axis, the dtype and the device."""
+    m: int
+    n: int
+    k: int
+    block: int
+    dtype: dt.DType
+    sm_count: int = 132
+    max_shared_bytes: int = 232_448  # the most dynamic shared memory a block may opt in to (H100/H200)
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    threads: tuple[int, int, int]
+    shared_bytes: int = 0  # dynamic shared memory; over 48 KB the launcher raises the kernel's limit
+    cluster: tuple[int, int, int] = (1, 1, 1)  # thread-block cluster (cuLaunchKernelEx); (1, 1, 1): none
+    # A persistent grid's blocks loop over the tiles, so the grid may shrink to what fits on the GPU at once.
+    persistent: bool = False
+    # Programmatic dependent launch (cuLaunchKernelEx): the kernel may start while the previous kernel on the
+    # stream ends, because it waits (griddepcontrol.wait) before its first global access.
+    dependent: bool = False
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster != (1, 1, 1)
+
+    def resized(self, blocks: int) -> "Launch":
+        return replace(self, grid=(blocks, 1, 1))
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA tensor map over one row-major operand, built on the host and passed to the kernel by value.
+
+    A is m x k and B is k x n; "BT" is B transposed (n x k), for kernels whose tensor-core instruction needs
+    both operands K-major (wgmma in tf32): the launcher transposes B into it on every launch, inside the
+    timed region. The box is the tile one copy brings into shared memory, and `swizzle` (0, 32, 64 or 128
+    bytes) must match how the kernel's shared-memory descriptors read it. Elements past the matrix come back
+    zero."""
+    operand: str
+    box_rows: int
+    box_cols: int
+    swizzle: int = 128
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a method needs of the GPU and the host, so that it is pruned with a reason instead of trapping."""
+    min_compute_capability: tuple[int, int] = (0, 0)
+    # Compiled for the arch-specific target (sm_90a: wgmma, setmaxnreg), whose code runs on that exact
+    # compute capability only.
+    arch_specific: bool = False
+    # Python modules the launch needs beyond the backend's (cuda.bindings for tensor maps and clusters).
+    modules: tuple[str, ...] = ()
+
+
+def square_thread_blocks(p: Problem) -> Launch:
+    """BLOCK x BLOCK threads, one per element of C; x walks columns so B reads and C writes coalesce."""
+    return Launch((cdiv(p.n, p.block), cdiv(p.m, p.block), 1), (p.block, p.block, 1))
+
+
+def square_thread_blocks_dynamic_tiles(p: Problem) -> Launch:
+    """As above, plus two BLOCK x BLOCK tiles (A and B) in dynamic shared memory."""
+    return Launch((cdiv(p.n, p.block), cdiv(p.m, p.block), 1), (p.block, p.block, 1),
+                  2 * p.block * p.block * p.dtype.itemsize)
+
+
+def fixed_tiles(tile_m: int, tile_n: int, threads: int,
+                shared_bytes: Callable[[dt.DType], int] | int = 0) -> Callable[[Problem], Launch]:
+    """Kernels whose block computes a fixed tile_m x tile_n tile of C with a fixed thread count."""
+
+    def launch(p: Problem) -> Launch:
+        smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
+        return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
+
+    return launch
+
+
+def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[dt.DType], int] | int,
+               cluster: int = 1, dependent: bool = False) -> Callable[[Problem], Launch]:
+    """One block per SM (rounded down to whole clusters), each walking tiles of C until none are left."""
+
+    def launch(p: Problem) -> Launch:
+        smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
+        tiles = cdiv(p.m, tile_m) * cdiv(p.n, tile_n)
+        blocks = max(cluster, min(p.sm_count // cluster, cdiv(tiles, cluster)) * cluster)
+        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1), persistent=True, dependent=dependent)
+
+    return launch
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named build of a method: compile definitions (-D) on top of its source, and the launch geometry they
+    imply where it differs from the method's. Variants are how a kernel's configurations (tile, stages, cluster,
+    split-K or stream-K, raster order) and its experiments live in the registry instead of in copies of its
+    source or its launch code: bench/ and the pipeline build and launch them through the same path."""
+    name: str
+    defines: tuple[str, ...] = ()  # "NAME=VALUE" or "NAME", passed to nvcc as -DNAME=VALUE
+    description: str = ""
+    launch: Callable[[Problem], Launch] | None = None  # None: the method's own launch
+    tile: Callable[[int, str], tuple[int, int, int]] | None = None  # None: the method's own tile
+    # A diagnostic build computes a wrong result on purpose (a stage left out): it is timed, never reported.
+    diagnostic: bool = False
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    dtypes: tuple[str, ...]
+    backend: Backend
+    # Whether the config's block sizes apply; methods without the axis run once per (dtype, shape).
+    block_axis: bool = False
+    source: str | None = None
+    # C++ call with {T} (input), {Acc} (accumulator and output) and {BLOCK} placeholders.
+    template: str | None = None
+    launch: Callable[[Problem], Launch] | None = None
+    # Block sizes the kernel supports beyond the config's 1..32 (None: all of them).
+    blocks: tuple[int, ...] | None = None
+    reference_line: bool = False
+    # The traffic model's unit of work, as a function of the block size and dtype: (tile_m, tile_n, tile_k). A unit reads
+    # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
+    # padding included. None: a library call, modelled as ideal (each input read once, no padding).
+    tile: Callable[[int, str], tuple[int, int, int]] | None = None
+    # Kernels fed by TMA take tensor maps of A and B instead of their pointers.
+    tensor_maps: tuple[TensorMap, ...] = ()
+    # __launch_bounds__(threads, min blocks per SM) on the generated kernel; setmaxnreg needs it.
+    launch_bounds: tuple[int, int] | None = None
+    compile_options: tuple[str, ...] = ()
+    requires: Requirements = field(default_factory=Requirements)
+    # Named builds beyond the default (see Variant); the default build is the method itself.
+    variants: tuple[Variant, ...] = ()
+
+    def variant(self, name: str | None) -> Variant:
+        """The named variant, or the default build (name None or "default")."""
+        if name in (None, "", "default"):
+            return Variant("default")
+        for v in self.variants:
+            if v.name == name:
+                return v
+        known = ", ".join(["default", *(v.name for v in self.variants)])
+        raise KeyError(f"{self.name} has no variant {name!r}; its variants: {known}")
+
+    def launch_for(self, problem: Problem, variant: str | None = None) -> Launch:
+        v = self.variant(variant)
+        return (v.launch or self.launch)(problem)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.backend.on_gpu
+
+    @property
+    def compiled(self) -> bool:
+        """A kernel of ours, compiled from kernels/ (as opposed to a library call)."""
+        return self.source is not None
+
+    @property
+    def block_in_template(self) -> bool:
+        return bool(self.template and "{BLOCK}" in self.template)
+
+    def unmet_requirement(self, compute_capability: tuple[int, int] | None,
+                          have_module: Callable[[str], bool]) -> str | None:
+        """Why this method cannot run here, or None. An unknown compute capability (no GPU visible at
+        planning time) prunes nothing: the GPU check before the first job says what is missing."""
+        # A missing PyCUDA is not pruned: the check before the first GPU job stops the run and says so.
+        ok, why = self.backend.available(have_module)
+        if not ok and self.backend is not PYCUDA:
+            return f"{why}, so {self.name} is not run"
+        for module in self.requires.modules:
+            if not have_module(module):
+                return f"{module} is not installed (pip install -e '.[hopper]'), so {self.name} is not run"
+        if compute_capability is None:
+            return None
+        need = self.requires.min_compute_capability
+        if compute_capability < need:
+            return (f"{self.name} needs compute capability {need[0]}.{need[1]} or newer; this GPU has "
+                    f"{compute_capability[0]}.{compute_capability[1]}")
+        if self.requires.arch_specific and compute_capability != need:
+            return (f"{self.name} is built for sm_{need[0]}{need[1]}a, which runs on compute capability "
+                    f"{need[0]}.{need[1]} only; this GPU has {compute_capability[0]}.{compute_capability[1]}")
+        return None
+
+
+SIMT_DTYPES = ("float32", "float64", "int32")
+HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules=("cuda.bindings",))
+
+
+def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
+    return block, block, block
+
+
+Geometry = tuple[int, int, int, int, int]  # tile_m, tile_n, tile_k, threads, shared bytes
+
+
+def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Callable, Callable]:
+    """(launch, tile) for kernels whose tile depends on the dtype: {dtype: geometry, or a list of them in order of
+    preference}. A launch takes the first whose shared memory the device allows a block (the configuration compiled
+    for the device's arch must fit in it); the tile is the first's."""
+    options = {dtype: g if isinstance(g, list) else [g] for dtype, g in geometry.items()}
+
+    def launch(p: Problem) -> Launch:
+        fitting = [g for g in options[p.dtype.name] if g[4] <= p.max_shared_bytes] or options[p.dtype.name][-1:]
+        tile_m, tile_n, _, threads, smem = fitting[0]
+        return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
+
+    def tile(block: int, dtype: str) -> tuple[int, int, int]:
+        return options[dtype][0][:3]
+
+    return launch, tile
+
+
+# Kernel 9 compiles, per target, the first configuration that fits the opt-in shared memory of that target's GPUs
+# (warptiled::target_smem_optin: 163 KB on sm_80/87, 227 KB on sm_90/100/103, else 99 KB), and the launch gives
+# the first that fits the device's own limit: the same choice for a cubin of the device's arch. A target the
+# kernel does not know compiles the small one and, should its GPU allow more, gets the big size: part unused,
+# harmless. The reverse (an sm_90 cubin on an sm_86 GPU) traps.
+# warptiled fp32: BK 32 (149 KB) or BK 16; fp64 one configuration.
+WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 148_992),
+                                                               (128, 256, 16, 256, 74_496)],
+                                                   "float64": (128, 128, 8, 256, 66_048)})
+# warptiled_mbarrier fp32: BK 32 with 4 stages (199 KB: sm_90/100/103) or BK 16.
+WARPTILED_MBARRIER_LAUNCH, WARPTILED_MBARRIER_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 198_656),
+                                                                                 (128, 256, 16, 256, 99_328)]})
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in [
+        Method(
+            "numpy",
+            "numpy matmul on the CPU (BLAS), the CPU reference line",
+            ("float32", "float64"),
+            backend=NUMPY,
+            reference_line=True,
+        ),
+        Method(
+            "naive",
+            "one thread per element of C, global memory only",
+            SIMT_DTYPES,
+            backend=PYCUDA,
+            block_axis=True,
+            source="01_naive.cu",
+            template="naive_matmul<{T}, {Acc}>",
+            launch=square_thread_blocks,
+            tile=lambda block, dtype: (1, 1, 1),  # each thread reads its own row of A and column of B
+        ),
+        Method(
+            "tiled_runtime_block",
+            "the tiled kernel with the tile size read at run time (dynamic shared memory), inner loop kept rolled",
+            SIMT_DTYPES,
+            backend=PYCUDA,
+            block_axis=True,
+            source="02_tiled_runtime_block.cu",
+            template="tiled_runtime_block_matmul<{T}, {Acc}>",
+            launch=square_thread_blocks_dynamic_tiles,
+            tile=_tiled,
+        ),
+        Method(
+            "tiled",
+            "the source study's kernel: BLOCK x BLOCK shared-memory tiles, BLOCK fixed at compile time",
+            SIMT_DTYPES,
+            backend=PYCUDA,
+            block_axis=True,
+            source="03_tiled.cu",
+            template="tiled_matmul<{T}, {Acc}, {BLOCK}>",
+            launch=square_thread_blocks,
+            tile=_tiled,
+        ),
+        Method(
+            "tiled_unrolled",
+            "the tiled kernel with an explicit #pragma unroll on the inner loop (the A100 post's step)",
+            SIMT_DTYPES,
+            backend=PYCUDA,
+            block_axis=True,
+            source="04_tiled_unrolled.cu",
+            template="tiled_unrolled_matmul<{T}, {Acc}, {BLOCK}>",
+            launch=square_thread_blocks,
+            tile=_tiled,
+        ),
+        Method(
+            "wmma",
+            "tensor cores through nvcuda::wmma, fp16 in, fp32 accumulate; one warp per 16x16 tile of C",
+            ("float16",),
+            backend=PYCUDA,
+            source="05_wmma.cu",
+            template="wmma_matmul",
+            launch=fixed_tiles(32, 32, 128),
+            tile=lambda block, dtype: (16, 16, 16),  # one warp per 16x16 tile of C, loading its own strips
+        ),
+        Method(
+            "register_tiled",
+            "128x128 block tiles, BK=8, each of 256 threads computing an 8x8 sub-tile of C in registers",
+            ("float32", "float64"),
+            backend=PYCUDA,
+            source="06_register_tiled.cu",
+            template="register_tiled_matmul<{T}, {Acc}>",
+            launch=fixed_tiles(128, 128, 256),
+            tile=lambda block, dtype: (128, 128, 8),
+        ),
+        Method(
+            "warptiled",
+            "SIMT: 8 warps of 64x64 (fp32) or 64x32 (fp64) warp tiles, register double buffering, A transposed "
+            "in shared memory for LDS.128, a 3-4 stage cp.async pipeline, grouped block order",
+            ("float32", "float64"),
+            backend=PYCUDA,
+            source="07_warptiled.cu",
+            template="warptiled_matmul<{T}, {Acc}>",
+            launch=WARPTILED_LAUNCH,
+            tile=WARPTILED_TILE,
+            launch_bounds=(256, 1),
+        ),
+        Method(
+            "warptiled_mbarrier",
+            "SIMT fp32: warptiled with a full and an empty mbarrier per stage instead of a block barrier per "
+            "k slice (warps drift up to a slice apart), 4 stages of BK 32; a second tile configuration, for the "
+            "study's answer to take the faster per shape",
+            ("float32",),
+            backend=PYCUDA,
+            source="07_warptiled.cu",
+            template="warptiled_mbarrier_matmul<{T}, {Acc}>",
+            launch=WARPTILED_MBARRIER_LAUNCH,
+            tile=WARPTILED_MBARRIER_TILE,
+            launch_bounds=(256, 1),
+        ),
+        Method(
+            "dmma",
+            "fp64 on the tensor cores: mma.sync m16n8k4 (DMMA), 128x128x16 block tiles of 8 warps, a 4-stage "
+            "cp.async pipeline, grouped block order",
+            ("float64",),
+            backend=PYCUDA,
+            source="08_dmma.cu",
+            template="dmma_matmul<{T}, {Acc}>",
+            launch=fixed_tiles(128, 128, 256, shared_bytes=149_504),
+            tile=lambda block, dtype: (128, 128, 16),
+            launch_bounds=(256, 1),
+        ),
+        Method(
+            "wmma_tiled",
+            "tensor cores, 8 warps per 128x128 tile of C, each warp 64x32 from shared-memory tiles (BK=32)",
+            ("float16",),
+            backend=PYCUDA,
+            source="09_wmma_tiled.cu",
+            template="wmma_tiled_matmul",
+            launch=fixed_tiles(128, 128, 256),
+            tile=lambda block, dtype: (128, 128, 32),
+        ),
+        Method(
+            "mma_async_copy",
+            "the pre-Hopper rung: Ampere-style mma.sync m16n8k16 with ldmatrix fragments, 128x256x32 block tiles "
+            "of 8 warps (64x64 each), a 4-stage cp.async pipeline through XOR-swizzled shared memory, grouped "
+            "block order",
+            ("float16", "bfloat16"),
+            backend=PYCUDA,
+            source="10_mma_async_copy.cu",
+            template="mma_async_copy_matmul<{T}>",
+            launch=fixed_tiles(128, 256, 256, shared_bytes=98_304),
+            tile=lambda block, dtype: (128, 256, 32),
+            launch_bounds=(256, 1),
+            requires=Requirements(min_compute_capability=(8, 0)),
+        ),
+        Method(
+            "wgmma_tma",
+            "Hopper's first rung: one warpgroup per 64x128 tile of C, wgmma fed by TMA tiles on one mbarrier, "
+            "one stage (no overlap of copy and math)",
+            ("float16", "bfloat16"),
+            backend=PYCUDA,
+            source="11_wgmma_tma.cu",
+            template="wgmma_tma_matmul<{T}>",
+            launch=fixed_tiles(64, 128, 128, shared_bytes=25_616),
+            tile=lambda block, dtype: (64, 128, 64),
+            tensor_maps=(TensorMap("A", 64, 64), TensorMap("B", 64, 64)),
+            launch_bounds=(128, 1),
+            requires=HOPPER,
+        ),
+        Method(
+            "wgmma_warp_specialized",
+            "Hopper, fast: a TMA producer warpgroup and two wgmma consumer warpgroups (setmaxnreg), 128x256 "
+            "tiles, 4 stages, persistent grid in grouped order, 2-CTA clusters sharing B by TMA multicast",
+            ("float16", "bfloat16"),
+            backend=PYCUDA,
+            source="12_wgmma_warp_specialized.cu",
+            template="wgmma_ws_matmul<{T}>",
+            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2, dependent=True),
+            tile=lambda block, dtype: (128, 256, 64),
+            tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
+            launch_bounds=(384, 1),
+            requires=HOPPER,
+        ),
+        Method(
+            "wgmma_tf32",
+            "Hopper tf32: kernel 8's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is transposed "
+            "on every launch (cuBLAS geam), and that transpose is timed with the kernel",
+            ("tf32",),
+            backend=PYCUDA,
+            source="13_wgmma_tf32.cu",
+            template="wgmma_tf32_matmul<{T}>",
+            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2, dependent=True),
+            tile=lambda block, dtype: (128, 256, 32),
+            tensor_maps=(TensorMap("A", 128, 32), TensorMap("BT", 128, 32)),
+            launch_bounds=(384, 1),
+            requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
+        ),
+        Method(
+            "cublas",
+            "cuBLAS GEMM through CuPy (gemmEx with the dtype's data and compute types); the vendor line",
+            ("float16", "bfloat16", "tf32", "float32", "float64"),
+            backend=CUBLAS,
+            reference_line=True,
+        ),
+    ]
+}
+
+
+def register(method: Method) -> None:
+    """Add a method (a kernel of one's own, or a test's throwaway one) after the built-in ones."""
+    METHODS[method.name] = method
+
+
+def get(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise KeyError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}") from None
+
+
+def compiled_methods() -> tuple[str, ...]:
+    return tuple(name for name, m in METHODS.items() if m.compiled)
+

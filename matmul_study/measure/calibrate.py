@@ -1,0 +1,118 @@
+"""Device ceilings, measured once per run and per GPU: device-to-device copy bandwidth and cuBLAS's rate per
+precision.
+
+These are the roofline's roof and the "% of peak" denominators; a job is divided by the ceilings of the GPU it ran
+on (its UUID), so that on a host of several GPUs each job uses its own card's. The cuBLAS rates come from ordinary
+verified cuBLAS jobs (same runner, same verification), so a ceiling is never an unverified number. Each GPU is
+held through the host's lock pool while it is calibrated, never beside a benchmark job.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from matmul_study.measure import inputs
+
+from matmul_study.core import registry
+from matmul_study.core.backends import CUBLAS, module_available
+from matmul_study.core.records import CALIBRATION_COLUMNS, gflops
+from matmul_study.measure.stats import Measurement, Policy
+
+COPY_BYTES = 4 << 30
+
+
+def copy_bandwidth(cuda, policy: Policy, nbytes: int = COPY_BYTES) -> tuple[float, str]:
+    """Median GB/s of a device-to-device copy, counting bytes read plus bytes written."""
+    from matmul_study.measure.stats import sample, summarize
+
+    free, _ = cuda.mem_get_info()
+    nbytes = min(nbytes, int(free * 0.4)) // 4 * 4
+    src, dst = cuda.mem_alloc(nbytes), cuda.mem_alloc(nbytes)
+    cuda.memset_d32(src, 0x3F800000, nbytes // 4)  # ones, not zeros: nothing may shortcut the copy
+    start, end = cuda.Event(), cuda.Event()
+
+    def once() -> float:
+        start.record()
+        cuda.memcpy_dtod(dst, src, nbytes)
+        end.record()
+        end.synchronize()
+        return start.time_till(end) / 1e3
+
+    stats = summarize(sample(once, policy))
+    return 2 * nbytes / stats["median_s"] / 1e9, (
+        f"cuMemcpyDtoD of {nbytes / 2**30:.1f} GiB, read + write bytes over the median of {stats['reps']} "
+        f"copies (rsd {stats['rsd']:.2%})")
+
+
+def calibrate(config: dict, size: int = 8192) -> pd.DataFrame:
+    """The ceilings of every GPU this run may use. A scheduler's GPU (CUDA_VISIBLE_DEVICES naming one), or the
+    only GPU, is calibrated in this process; several GPUs of the host are calibrated at once, each in a fresh
+    process that holds that GPU's lock (CUDA_VISIBLE_DEVICES must be set before CUDA starts)."""
+    from matmul_study.measure import gpu_slots as gpu_pool
+
+    count = gpu_pool.host_gpu_count()
+    listed = gpu_pool.scheduler_devices()
+    if gpu_pool.visible_device() is not None or (listed is None and count <= 1):
+        with gpu_pool.job_slot(True) as index:
+            return calibrate_device(config, size, index)
+    indices = [gpu_pool.as_device(d) for d in listed] if listed else list(range(count))
+    frames = in_fresh_processes(_calibrate_held, [(config, size, count, index) for index in indices])
+    return pd.concat(frames, ignore_index=True)
+
+
+def in_fresh_processes(function, argument_tuples: list[tuple]) -> list:
+    """function(*args) for each tuple, all at once, each in a fresh (spawned) process; results in order."""
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(len(argument_tuples),
+                                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(function, *zip(*argument_tuples)))
+
+
+def _calibrate_held(config: dict, size: int, count: int, index) -> pd.DataFrame:
+    from matmul_study.measure import gpu_slots as gpu_pool
+
+    with gpu_pool.acquire_gpu(count, devices=[index]) as held:
+        return calibrate_device(config, size, held)
+
+
+def calibrate_device(config: dict, size: int, index) -> pd.DataFrame:
+    """The ceilings of CUDA device 0 of this process (the GPU the caller holds, `index` on the host)."""
+    from matmul_study.measure import gpu_job as gpu
+    from matmul_study.measure.gpu_device import gpu_uuid, require_pycuda
+
+    cuda = require_pycuda()
+    import pycuda.autoprimaryctx
+
+    device = pycuda.autoprimaryctx.device
+    ids = (device.name(), gpu_uuid(device), index)
+    meas = Measurement.from_config(config["measurement"])
+    rows = []
+    bandwidth, detail = copy_bandwidth(cuda, meas.stopping)
+    rows.append((*ids, "memory", bandwidth, "GB/s", detail))
+    cublas = registry.get("cublas")
+    if module_available(CUBLAS.module):
+        for dtype in cublas.dtypes:
+            a, b = inputs.generate(size, size, size, dtype, meas.seed, meas.low, meas.high)
+            run = gpu.run(cublas, dtype, 0, a, b, meas, None)
+            rows.append((*ids, dtype, *cublas_ceiling(run, size)))
+    return pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
+
+
+def cublas_ceiling(run, size: int) -> tuple[float, str, str]:
+    """(value, unit, detail) of a cuBLAS run at size^3: its burst rate, by the same rule as every job's headline
+    rate, so that "% of peak" divides burst by burst (an all-sample median sits below the burst rates of the
+    jobs at the power limit and put them above 100 %). Without a burst rate, the median of all samples, and the
+    detail says so; a run that failed verification gives no ceiling."""
+    if not run.times or not all(v.passed for v in run.verifications):
+        return np.nan, "GFLOP/s", "cuBLAS failed verification: no ceiling"
+    burst = (run.rates or {}).get("burst") or {}
+    if burst.get("median_s"):
+        return (gflops(size, size, size, burst["median_s"]), "GFLOP/s",
+                f"cuBLAS {size}^3 through CuPy, burst rate as the jobs' ({burst['samples_kept']} of "
+                f"{burst['samples_total']} verified samples on the fastest plateau)")
+    return (gflops(size, size, size, float(np.median(run.times))), "GFLOP/s",
+            f"cuBLAS {size}^3 through CuPy, median of all {len(run.times)} verified samples (no burst rate: "
+            f"{burst.get('note') or 'not measured'})")

@@ -1,0 +1,251 @@
+"""A kernel of ours against cuBLAS in one process: the protocol behind bench/compare.py and bench/ncu_profile.py.
+
+A case is (method, variant, dtype, shape). Its kernel is built from the registry (the variant's -D definitions,
+kernels.compile_options) and launched through build.launchers (the variant's launch geometry, Method.launch_for),
+so the bench times exactly what the pipeline would run. Both outputs are checked first: C poisoned, one launch,
+compared with the fp64 reference of the same inputs at the dtype's tolerance. Then the two are timed in the batch
+protocol: a sample is `batch` back-to-back launches queued behind the stream hold (timing.StreamHold), so the host's
+time to queue them is not timed, and ours and cuBLAS alternate sample by sample, so that a drifting clock falls on
+both alike. ratio = cuBLAS's median time / ours (above 1: ours is faster); pair = the median of the ratios of each
+sample of ours and the cuBLAS sample right after it. A diagnostic variant (a stage left out on purpose) is timed
+without passing its check.
+
+PyCUDA, CuPy (cuBLAS and the fp64 reference) and, for the Hopper rungs, cuda-bindings are imported when a Bench
+is made; the case parsing and the table need none of them.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from matmul_study.build import kernels, launchers
+from matmul_study.core import dtypes, registry
+from matmul_study.core.backends import CUBLAS, module_available
+from matmul_study.core.records import flops
+from matmul_study.measure import gpu_job, inputs
+from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, require_pycuda
+from matmul_study.measure.stats import Measurement, Policy
+from matmul_study.measure.timing import StreamHold, launches_per_sample
+from matmul_study.measure.verify import Verification
+
+DEFAULTS = Measurement(Policy())  # the pipeline's default seed, input range and launches per sample
+
+
+@dataclass(frozen=True)
+class Case:
+    method: str
+    variant: str | None  # None: the method's default build
+    dtype: str
+    m: int
+    n: int
+    k: int
+    block: int = 0
+
+    @property
+    def shape(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """"4096" (a cube) or "MxNxK" (C is M x N, the inner dimension K), each at least 1."""
+    parts = text.lower().split("x")
+    if len(parts) not in (1, 3) or not all(re.fullmatch(r"\d+", p) for p in parts) or min(map(int, parts)) < 1:
+        raise ValueError(f"shape {text!r} is neither N nor MxNxK with positive integers (e.g. 4096 or 257x511x129)")
+    m, n, k = (int(parts[0]),) * 3 if len(parts) == 1 else map(int, parts)
+    return m, n, k
+
+
+def variants_of(method: str, names: list[str]) -> list[str | None]:
+    """The variant names asked for, "all" standing for the default build and every registered variant; each
+    name is checked (KeyError naming the method, the value and its variants)."""
+    m = registry.get(method)
+    if "all" in names:
+        names = ["default", *(v.name for v in m.variants)]
+    return [None if m.variant(name).name == "default" else name for name in names]
+
+
+def make_case(method: str, variant: str | None, dtype: str, shape: str, block: int = 0) -> Case:
+    """A checked case: a kernel of ours (not a library call), one of its variants, one of its dtypes that cuBLAS
+    also has, and a block size where the method takes one. Errors name the value and what is allowed."""
+    m = registry.get(method)
+    if not m.compiled:
+        raise ValueError(f"{method} is not a kernel of ours; compare one of: {', '.join(registry.compiled_methods())}")
+    (variant,) = variants_of(method, [variant or "default"])
+    if dtype not in m.dtypes:
+        raise ValueError(f"{method} does not run {dtype!r}; its dtypes: {', '.join(m.dtypes)}")
+    if dtypes.get(dtype).cublas_types is None:
+        raise ValueError(f"cuBLAS has no GEMM for {dtype}, so {method} {dtype} has nothing to be compared with")
+    if m.block_axis and block < 1:
+        raise ValueError(f"{method} takes a block size: pass --block (e.g. 16)")
+    if m.block_axis and m.blocks is not None and block not in m.blocks:
+        raise ValueError(f"{method} supports blocks {', '.join(map(str, m.blocks))}, not {block}")
+    return Case(method, variant, dtype, *parse_shape(shape), block=block if m.block_axis else 0)
+
+
+def alternate(launches: dict[str, Callable[[], None]], sample: Callable[[Callable[[], None]], float],
+              samples: int) -> dict[str, list[float]]:
+    """`samples` rounds of one sample of each launch, in order: each name's seconds per launch."""
+    times: dict[str, list[float]] = {name: [] for name in launches}
+    for _ in range(samples):
+        for name, launch in launches.items():
+            times[name].append(sample(launch))
+    return times
+
+
+@dataclass
+class Result:
+    case: Case
+    checks: dict[str, Verification] = field(default_factory=dict)  # "ours", "ours after timing", "cublas"
+    ours_s: list[float] = field(default_factory=list)
+    cublas_s: list[float] = field(default_factory=list)
+    batch: int = 0
+    diagnostic: bool = False
+    error: str = ""
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks.values())
+
+    @property
+    def ratio(self) -> float | None:
+        """cuBLAS's median time over ours: above 1, ours is faster."""
+        if not self.ours_s or not self.cublas_s:
+            return None
+        return float(np.median(self.cublas_s) / np.median(self.ours_s))
+
+    @property
+    def pair_ratio(self) -> float | None:
+        """The median of cuBLAS's time over ours, sample by sample (each of ours with the cuBLAS sample after it)."""
+        if not self.ours_s or not self.cublas_s:
+            return None
+        return float(np.median(np.asarray(self.cublas_s) / np.asarray(self.ours_s)))
+
+    def check_text(self) -> str:
+        if self.error:
+            return f"error: {self.error}"
+        if not self.checks:
+            return "not run"
+        worst = max(c.rel_fro_error for c in self.checks.values())
+        failed = [f"{name} {c.rel_fro_error:.1e} ({c.unwritten} unwritten)"
+                  for name, c in self.checks.items() if not c.passed]
+        if self.diagnostic:
+            return f"diagnostic, rel {worst:.1e}"
+        return f"passed, rel {worst:.1e}" if not failed else "FAILED " + "; ".join(failed)
+
+    def row(self) -> dict:
+        c = self.case
+        work = flops(c.m, c.k, c.n)
+        ours = float(np.median(self.ours_s)) if self.ours_s else None
+        theirs = float(np.median(self.cublas_s)) if self.cublas_s else None
+        return {"method": c.method, "variant": c.variant or "default", "dtype": c.dtype, "m x n x k": c.shape,
+                "batch": self.batch or None, "check": self.check_text(),
+                "ms": ours * 1e3 if ours else None, "TF/s": work / ours / 1e12 if ours else None,
+                "cuBLAS ms": theirs * 1e3 if theirs else None,
+                "cuBLAS TF/s": work / theirs / 1e12 if theirs else None,
+                "ratio": self.ratio, "pair": self.pair_ratio}
+
+    def as_dict(self) -> dict:
+        return {**self.row(), "block": self.case.block, "ours_s": self.ours_s, "cublas_s": self.cublas_s,
+                "checks": {name: c.as_dict() for name, c in self.checks.items()}}
+
+
+def table(results: list[Result]) -> str:
+    """One line per case; ratio and pair are cuBLAS's time over ours (above 1: ours is faster)."""
+    frame = pd.DataFrame([r.row() for r in results])
+    frame["batch"] = frame["batch"].map(lambda b: "-" if pd.isna(b) else str(int(b)))
+    return frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:#.4g}")
+
+
+class Bench:
+    """The GPU side of one process: PyCUDA's primary context (shared with CuPy and cuda-bindings), the stream hold,
+    a pair of events and a directory for the cubins built."""
+
+    def __init__(self, seed: int = DEFAULTS.seed):
+        self.cuda = require_pycuda()  # says which package or driver is missing, and the command that installs it
+        if not module_available(CUBLAS.module):
+            raise GpuUnavailable(f"CuPy is not installed: the bench times cuBLAS and computes the fp64 reference "
+                                 f"through it ({CUBLAS.install})")
+        import pycuda.autoprimaryctx
+
+        self.device = pycuda.autoprimaryctx.device
+        self.arch = device_arch(self.device)
+        self.hold = StreamHold(self.cuda, self.arch)
+        self.start, self.end = self.cuda.Event(), self.cuda.Event()
+        self.seed = seed
+        self._cubins = tempfile.TemporaryDirectory(prefix="matmul_bench_")
+
+    def cubin(self, case: Case) -> str:
+        """The case's kernel built for this GPU, as the pipeline builds it (kernels.compile_cubin)."""
+        path = Path(self._cubins.name) / (kernels.symbol(case.method, case.dtype, case.block, case.variant) + ".cubin")
+        if not path.exists():
+            kernels.compile_cubin(case.method, case.dtype, case.block, self.arch, str(path), case.variant)
+        return str(path)
+
+    def prepare(self, case: Case) -> tuple[dict, Callable[[str], Verification]]:
+        """Launchers of ours and of cuBLAS over the case's inputs (each its own C), and a check of either."""
+        import pycuda.gpuarray as gpuarray
+
+        method, record = registry.get(case.method), dtypes.get(case.dtype)
+        why = method.unmet_requirement(self.device.compute_capability(), module_available)
+        if why:
+            raise GpuUnavailable(why)
+        gpu_job.ensure_fits(method, case.dtype, case.m, case.k, case.n)
+        a, b = inputs.generate(case.m, case.k, case.n, case.dtype, self.seed, DEFAULTS.low, DEFAULTS.high)
+        a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
+        attribute = self.cuda.device_attribute
+        problem = registry.Problem(case.m, case.n, case.k, case.block, record,
+                                   self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
+                                   self.device.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+        outputs = {name: gpuarray.empty((case.m, case.n), record.output) for name in ("ours", "cublas")}
+        launches = {
+            "ours": launchers.make(method, problem, launchers.DeviceBuffers(a_gpu, b_gpu, outputs["ours"]),
+                                   self.cubin(case), case.variant),
+            "cublas": launchers.make(registry.get("cublas"), problem,
+                                     launchers.DeviceBuffers(a_gpu, b_gpu, outputs["cublas"]), None)}
+
+        def check(name: str) -> Verification:
+            """Poisoned C, one launch, the fp64 reference on the device (cuBLAS DGEMM through CuPy)."""
+            c = outputs[name]
+            self.cuda.memset_d32(c.gpudata, gpu_job.poison_word(record.output), c.size * record.output.itemsize // 4)
+            launches[name]()
+            self.cuda.Context.synchronize()  # a failed launch or an illegal address surfaces here
+            return gpu_job._verify_on_device(a_gpu, b_gpu, c, record)
+
+        return launches, check
+
+    def sample(self, launch: Callable[[], None], batch: int) -> float:
+        """Seconds per launch of `batch` back-to-back launches queued behind the stream hold."""
+        return gpu_job.held_seconds(self.hold, self.start, self.end, launch, batch) / batch
+
+    def compare(self, case: Case, samples: int = 20, batch: int | None = None) -> Result:
+        """Check both, then time them alternating; batch None: launches_per_sample of one launch of ours."""
+        diagnostic = registry.get(case.method).variant(case.variant).diagnostic
+        result = Result(case, diagnostic=diagnostic)
+        launches, check = self.prepare(case)
+        result.checks = {name: check(name) for name in launches}
+        if not (result.verified or diagnostic):
+            return result
+        result.batch = batch or launches_per_sample(self.sample(launches["ours"], 1),
+                                                    DEFAULTS.stopping.min_launches_per_sample)
+        alternate(launches, lambda launch: self.sample(launch, result.batch), 1)  # warm-up, not kept
+        times = alternate(launches, lambda launch: self.sample(launch, result.batch), samples)
+        result.ours_s, result.cublas_s = times["ours"], times["cublas"]
+        result.checks["ours after timing"] = check("ours")
+        return result
+
+    def profile(self, case: Case, rounds: int = 3) -> Result:
+        """For a profiler: ours and cuBLAS launched alternately `rounds` times (no stream hold, nothing timed),
+        then ours checked. Launch 2r of a kernel name filter matching both is ours, 2r + 1 cuBLAS's."""
+        result = Result(case, diagnostic=registry.get(case.method).variant(case.variant).diagnostic)
+        launches, check = self.prepare(case)
+        alternate(launches, lambda launch: launch() or 0.0, rounds)
+        self.cuda.Context.synchronize()
+        result.checks = {"ours": check("ours")}
+        return result

@@ -1,0 +1,196 @@
+"""One GPU job: upload, verify (poisoned output against fp64), time with CUDA events, verify again.
+
+The launch itself comes from the method's backend (matmul_study.build.launchers); the device facts from
+matmul_study.measure.gpu_device; the batching and stream hold from matmul_study.measure.timing. PyCUDA and CuPy are imported
+lazily: nothing here is needed for a CPU-only run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from matmul_study.core import dtypes as dt
+from matmul_study.core.backends import CUBLAS, module_available
+from matmul_study.measure.gpu_device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
+from matmul_study.measure.burst import Card, sample_burst
+from matmul_study.measure.stats import Measurement
+from matmul_study.core.registry import Method, Problem
+from matmul_study.measure.timing import (Batch, StreamHold, at_full_clock, idle, l2_flusher, launches_per_sample, modes, summarize_state,
+                     summarize_sustained, wait_until)
+
+SUSTAINED_BATCH_S = 0.05  # readings every ~50 ms of continuous load
+from matmul_study.measure.verify import Verification, compare, poison_value, verify_on_host
+
+
+@dataclass
+class GpuRun:
+    times: list[float] | None
+    verifications: list[Verification]
+    env: dict
+    state: dict = field(default_factory=dict)
+    launches_per_sample: int = 0  # back-to-back launches averaged into each timed sample (0: not timed)
+    rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
+
+
+def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType) -> Verification:
+    """Full fp64 reference through cuBLAS DGEMM, compared on the device."""
+    import cupy
+
+    a64 = dt.to_float64(cupy.asarray(a_gpu), dtype, cupy)
+    b64 = dt.to_float64(cupy.asarray(b_gpu), dtype, cupy)
+    ref = a64 @ b64
+    del a64, b64
+    return compare(cupy.asarray(c_gpu), ref, dtype.name, "full", "cuBLAS DGEMM (CuPy)", xp=cupy)
+
+
+def bytes_needed(m: int, k: int, n: int, dtype: dt.DType, device_reference: bool) -> int:
+    need = (m * k + k * n) * dtype.itemsize + m * n * dtype.output.itemsize
+    if device_reference:
+        need += (m * k + k * n + 2 * m * n) * 8  # fp64 copies of A and B, the reference and the difference
+    return need
+
+
+def poison_word(out_dtype) -> int:
+    """32-bit pattern for memset: all ones is a NaN in fp32 and (as two words) in fp64; ints get the sentinel."""
+    value = poison_value(out_dtype)
+    return int(np.array(value, np.int32).view(np.uint32)) if np.dtype(out_dtype).kind == "i" else 0xFFFFFFFF
+
+
+def uses_device_reference(method: Method, dtype: dt.DType, have_cupy: bool) -> bool:
+    # cuBLAS DGEMM would check cuBLAS's own float64 result against itself: use the host reference there.
+    return have_cupy and not (method.backend is CUBLAS and dtype.name == "float64")
+
+
+def ensure_fits(method: Method, dtype: str, m: int, k: int, n: int) -> None:
+    """Refuse, before allocating anything, a job whose buffers cannot fit in free GPU memory."""
+    cuda = require_pycuda()
+    import pycuda.autoprimaryctx  # noqa: F401
+
+    record = dt.get(dtype)
+    need = bytes_needed(m, k, n, record, uses_device_reference(method, record, module_available(CUBLAS.module)))
+    free, total = cuda.mem_get_info()
+    if need > 0.95 * free:
+        raise MemoryError(
+            f"{method.name} {dtype} {m}x{k}x{n} needs {need / 2**30:.1f} GiB of GPU memory but only "
+            f"{free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB is free; remove this size from config.yaml 'sizes'.")
+
+
+def held_seconds(stream_hold: StreamHold, start, end, launch, launches: int) -> float:
+    """Seconds for `launches` back-to-back launches, queued behind the hold and timed by events start and end."""
+    stream_hold.hold()
+    start.record()
+    for _ in range(launches):
+        launch()
+    end.record()
+    stream_hold.release()
+    return start.time_till(end) / 1e3
+
+
+def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
+        cubin: str | None) -> GpuRun:
+    cuda = require_pycuda()
+    import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
+    import pycuda.gpuarray as gpuarray
+
+    from matmul_study.build import launchers
+    from matmul_study.build.launchers import DeviceBuffers
+
+    record = dt.get(dtype)
+    m, k = a.shape
+    n = b.shape[1]
+    device = pycuda.autoprimaryctx.device
+    env = device_environment(cuda, device)
+    device_reference = uses_device_reference(method, record, bool(env["cupy"]))
+    a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
+    c_gpu = gpuarray.empty((m, n), record.output)
+    problem = Problem(m, n, k, block, record, env["sm_count"],
+                      device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+    launch = launchers.make(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin)
+
+    full = m * k * n <= measurement.full_verify_max_flops
+
+    def verified_run() -> Verification:
+        cuda.memset_d32(c_gpu.gpudata, poison_word(record.output), c_gpu.size * record.output.itemsize // 4)
+        launch()
+        cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
+        if device_reference:
+            return _verify_on_device(a_gpu, b_gpu, c_gpu, record)
+        return verify_on_host(a, b, c_gpu.get(), dtype, full, measurement.sample_rows, measurement.seed)
+
+    handle = nvml_handle(device.pci_bus_id())
+    before = gpu_state(handle)
+    verifications = [verified_run()]
+    times = None
+    clocks_after: list[float] = []
+    batch = 0
+    rates: dict = {}
+    if verifications[0].passed:
+        start, end = cuda.Event(), cuda.Event()
+        flush = l2_flusher(cuda, env["l2_bytes"]) if measurement.cold else None
+        stream_hold = StreamHold(cuda, device_arch(device))
+
+        def elapsed(launches: int) -> float:
+            return held_seconds(stream_hold, start, end, launch, launches)
+
+        def sm_clock() -> float:
+            return gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan) if handle else math.nan
+
+        top = before.get("sm_clock_max_mhz")
+        threshold = measurement.throttle_fraction * top if top else None
+        limit_w = before.get("power_limit_w")
+        # Burst: start from an idle card (NVML's 1 s average power low: the slow limiter has nothing to remember).
+        settled = wait_until(lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), limit_w,
+                                          measurement.settle_power_fraction), measurement.settle_max_s)
+
+        def cooled() -> bool:
+            # Idle power by the instantaneous reading (the 1 s average lags by a second), and the clock back at
+            # its top (at its threshold where the top is unknown).
+            reading = gpu_state(handle, ("power_instant_w", "sm_clock_mhz"))
+            return (idle(reading.get("power_instant_w"), limit_w, measurement.settle_power_fraction)
+                    and at_full_clock(reading.get("sm_clock_mhz", math.nan), top or threshold))
+
+        def before_each() -> None:
+            if flush:
+                flush()
+
+        # A sample is a batch of launches long enough for the events' resolution, divided by its size, and
+        # short enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every
+        # sample, so it times one launch at a time.
+        batch = 1 if measurement.cold else launches_per_sample(elapsed(1), measurement.stopping.min_launches_per_sample)
+        sampled = sample_burst(Card(elapsed, sm_clock, cooled, clock_readable=handle is not None), batch, measurement,
+                               threshold, before_each)
+        times, burst, clocks_after = sampled.times, sampled.burst, sampled.clocks_after
+        rates["burst"] = {**burst.as_dict(), "settle_s": settled.waited_s, "settled": settled.reached,
+                          "recovery_s": sampled.cool_down_s, "cool_downs": sampled.cool_downs}
+        found = modes(times)
+        rates["burst"]["modes_s"] = [mode["median_s"] for mode in found]
+        rates["burst"]["mode_shares"] = [mode["share"] for mode in found]
+        if m * k * n >= measurement.sustained_min_size ** 3:
+            rates["sustained"] = sustained(launch, elapsed(1), 2 * m * k * n, measurement.sustained_s, handle,
+                                           cuda, start, end)
+        verifications.append(verified_run())  # the kernel must still be right after being timed
+    state = summarize_state(before, gpu_state(handle), clocks_after, measurement.throttle_fraction)
+    return GpuRun(times, verifications, env, state, batch, rates)
+
+
+def sustained(launch, one_launch_s: float, flops_per_launch: int, window_s: float, handle, cuda, start, end) -> dict:
+    """Back-to-back launches for window_s seconds, in batches of about 50 ms with readings after each; the rate,
+    clock, power and energy of the second half are the sustained state at the power limit."""
+    per_batch = max(1, min(4096, math.ceil(SUSTAINED_BATCH_S / max(one_launch_s, 1e-9))))
+    energy_before = gpu_state(handle, ("energy_mj",)).get("energy_mj")
+    batches, total = [], 0.0
+    while total < window_s:
+        start.record()
+        for _ in range(per_batch):
+            launch()
+        end.record()
+        end.synchronize()
+        seconds = start.time_till(end) / 1e3
+        total += seconds
+        reading = gpu_state(handle, ("sm_clock_mhz", "power_w", "energy_mj"))
+        batches.append(Batch(per_batch, seconds, reading.get("sm_clock_mhz", math.nan),
+                             reading.get("power_w", math.nan), reading.get("energy_mj", math.nan)))
+    return summarize_sustained(batches, flops_per_launch, window_s, energy_before)

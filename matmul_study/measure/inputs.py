@@ -1,0 +1,23 @@
+"""Reproducible inputs: the same seed, shape and dtype give the same matrices for every method."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from matmul_study.core import dtypes
+
+
+def generate(m: int, k: int, n: int, dtype: str, seed: int, low: float = -5, high: float = 5):
+    """A (m x k) and B (k x n), uniform in [low, high]; integers for int32; fp16 and bf16 rounded from fp32.
+    tf32 inputs are plain fp32: the rounding to tf32 happens inside the tensor cores."""
+    record = dtypes.get(dtype)
+    rng = np.random.default_rng([seed, m, k, n])
+    if record.exact:
+        lo, hi = math.ceil(low), math.floor(high)
+        return tuple(rng.integers(lo, hi, size=s, endpoint=True, dtype=np.int32) for s in ((m, k), (k, n)))
+    base = np.float64 if record.storage == "float64" else np.float32
+    # random(dtype=float32) draws fp32 directly: half the time and memory of drawing fp64 and casting.
+    mats = [(rng.random(s, dtype=base) * base(high - low) + base(low)) for s in ((m, k), (k, n))]
+    return tuple(x.astype(record.numpy, copy=False) for x in mats)

@@ -1,0 +1,111 @@
+"""One benchmark job: generate inputs, run the method, verify, time, write one result file."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from matmul_study.measure import environment, inputs
+
+from matmul_study.core import registry, results
+from matmul_study.core.records import config_hash
+from matmul_study.core.records import gflops
+from matmul_study.measure.stats import Measurement, summarize
+
+
+@dataclass(frozen=True)
+class Job:
+    method: str
+    dtype: str
+    block: int
+    m: int
+    k: int
+    n: int
+
+    @classmethod
+    def from_wildcards(cls, wc) -> "Job":
+        return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]))
+
+
+def _utc_now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threads: int | None = None) -> dict:
+    """Run one job on the GPU it holds (gpu_pool.job_slot) and write its result file; `threads` (Snakemake's grant)
+    defaults to config's threads."""
+    from matmul_study.measure.gpu_slots import job_slot
+
+    with job_slot(registry.get(job.method).on_gpu) as gpu_index:
+        record = _run_job(job, config, output, cubin, threads, gpu_index)
+    return record
+
+
+def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index) -> dict:
+    t_start = time.perf_counter()
+    started = _utc_now()  # inside the GPU slot: the GPU is this job's from here to `finished`
+    method = registry.get(job.method)
+    meas = Measurement.from_config(config["measurement"])
+    if method.on_gpu:
+        from matmul_study.measure.gpu_job import ensure_fits
+
+        ensure_fits(method, job.dtype, job.m, job.k, job.n)
+    a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas.seed, meas.low, meas.high)
+    t_inputs = time.perf_counter()
+
+    # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
+    threads = min(threads, config["threads"]) if threads else config["threads"]
+    env = environment.host_environment(meas.seed, config_hash(config))
+    state, launches, rates = {}, 1, {}  # the CPU times one call per sample
+    if not method.on_gpu:
+        from matmul_study.measure import cpu_job as cpu
+
+        spec = cpu.InputSpec(job.m, job.k, job.n, job.dtype, meas.seed, meas.low, meas.high)
+        times, verifications, process_medians = cpu.run(a, b, job.dtype, meas, threads, spec)
+        if process_medians:
+            rates["cpu"] = {"processes": len(process_medians), "medians_s": process_medians,
+                            "spread": cpu.process_spread(process_medians)}
+    else:
+        from matmul_study.measure import gpu_job as gpu
+
+        run = gpu.run(method, job.dtype, job.block, a, b, meas, cubin)
+        times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
+        rates = run.rates
+        env.update(run.env)
+        env["device_index"] = gpu_index  # the host's index (NVML order) of the GPU the job held; None: device 0
+    passed = all(v.passed for v in verifications)
+    timing = summarize(times, launches) if times else {"reps": 0}
+    all_samples = gflops(job.m, job.k, job.n, timing["median_s"]) if passed and times else None
+    if passed and "cpu" in rates:  # the median of the fresh processes' medians
+        all_samples = gflops(job.m, job.k, job.n, float(np.median(rates["cpu"]["medians_s"])))
+    burst = rates.get("burst")
+    if burst is not None:
+        burst["gflops"] = gflops(job.m, job.k, job.n, burst["median_s"]) if passed and burst["median_s"] else None
+    timing.update({"warmup": meas.stopping.warmup, "mode": meas.mode if method.on_gpu else "hot",
+                   "noise_target": meas.stopping.noise_target, "launches_per_sample": launches})
+    record = {
+        "schema_version": results.SCHEMA_VERSION,
+        "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,
+        "threads": threads if not method.on_gpu else 1,
+        "status": "passed" if passed else "failed",
+        # The headline rate: a GPU job's burst rate (full-clock samples only), the CPU's median.
+        "gflops": burst["gflops"] if burst is not None else all_samples,
+        "rate": "burst" if burst is not None else "median",
+        "gflops_all_samples": all_samples,
+        "timing": timing,
+        "burst": burst or {},
+        "sustained": rates.get("sustained", {}),
+        "cpu": rates.get("cpu", {}),
+        # The worst of the checks (before and after timing) is the one reported.
+        "verification": max((v.as_dict() for v in verifications), key=lambda v: (not v["passed"], v["rel_fro_error"])),
+        "gpu": state,
+        "env": env,
+        "overhead": {"inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
+                     "timed_s": timing.get("total_s", 0.0), "started_utc": started, "finished_utc": _utc_now()},
+    }
+    results.write_atomic(output, record)
+    return record

@@ -1,0 +1,204 @@
+"""Configuration: schema errors for people, shapes, and the config hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A config value that is not allowed; the message names the key, the value and what is allowed."""
+
+
+def check_yaml_syntax(path: str | Path) -> None:
+    """Raise ConfigError naming the file, line and column of a YAML syntax error in a config file (Snakemake's
+    own message names neither); a file that does not exist is left to Snakemake."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        what = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        if exc.context_mark and mark and exc.context_mark.line != mark.line:
+            what += f" (the construct opened on line {exc.context_mark.line + 1})"
+        raise ConfigError(f"{where}: YAML syntax error: {what}.") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}.") from None
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    return yaml.safe_load(Path(path).read_text())
+
+
+KIND_WORDS = {"array": "a list", "object": "a mapping", "string": "a string", "integer": "an integer",
+              "number": "a number", "boolean": "true or false"}
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _allowed(schema: dict) -> str:
+    """What a schema node allows, in words."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "oneOf" in schema:
+        return " or ".join(_allowed(s) for s in schema["oneOf"])
+    kind = schema.get("type", "value")
+    if kind == "object" and "properties" in schema:
+        return "a mapping with keys " + ", ".join(schema["properties"])
+    if kind in KIND_WORDS and not any(key in schema for key in ("minimum", "maximum", "exclusiveMinimum", "pattern")):
+        return KIND_WORDS[kind]
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if "exclusiveMinimum" in schema:
+        lo = f">{schema['exclusiveMinimum']}"
+    if lo is not None and hi is not None:
+        return f"{'an integer' if kind == 'integer' else 'a number'} from {lo} to {hi}"
+    if lo is not None:
+        return f"{'an integer' if kind == 'integer' else 'a number'} {lo if str(lo).startswith('>') else '>= ' + str(lo)}"
+    if "pattern" in schema:
+        return f"a {kind} matching {schema['pattern']}"
+    return f"a {kind}"
+
+
+def describe_validation_error(error, schema: dict | None = None) -> str:
+    """One line for a jsonschema ValidationError: config key, offending value, what is allowed."""
+    key = _key(error.absolute_path)
+    value = json.dumps(error.instance) if not isinstance(error.instance, dict) else repr(error.instance)
+    node = error.schema
+    if error.validator == "additionalProperties":
+        allowed = sorted(node.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        where = f"config key '{key}'" if error.absolute_path else "the config"
+        return (f"{where} has unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"allowed keys: {', '.join(allowed)}.")
+    if error.validator == "required":
+        return f"config key '{key}': {error.message}; allowed: {_allowed(node)}."
+    if error.validator in ("oneOf", "anyOf"):
+        allowed = _allowed(node)
+    elif error.validator in ("minItems",):
+        allowed = f"a list with at least {node['minItems']} item(s)"
+    else:
+        allowed = _allowed(node)
+    line = f"config key '{key}': value {value} is not allowed; allowed: {allowed}."
+    if error.validator == "maximum" and error.absolute_path and error.absolute_path[0] == "block_sizes":
+        line += f" A block of {error.instance}x{error.instance} threads exceeds CUDA's 1024 threads per block."
+    return line
+
+
+def format_workflow_error(exc: Exception) -> str | None:
+    """If `exc` (Snakemake's WorkflowError from validate) wraps a schema error, describe it."""
+    import jsonschema
+
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, jsonschema.ValidationError):
+        return "Invalid configuration: " + describe_validation_error(cause)
+    return None
+
+
+def coerce_numbers(value, schema: dict):
+    """`snakemake --config 'sizes=[256]'` parses list items as strings: turn numeric strings into the
+    numbers the schema asks for, so command-line overrides behave like config.yaml."""
+    if isinstance(value, str) and schema_accepts(schema, "integer"):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if isinstance(value, str) and schema_accepts(schema, "number"):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [coerce_numbers(v, items) for v in value]
+    if isinstance(value, dict):
+        props = {}
+        for branch in [schema, *schema.get("oneOf", [])]:
+            props.update(branch.get("properties", {}))
+        return {k: coerce_numbers(v, props.get(k, {})) for k, v in value.items()}
+    return value
+
+
+def schema_accepts(schema: dict, kind: str) -> bool:
+    return schema.get("type") == kind or any(b.get("type") == kind for b in schema.get("oneOf", []))
+
+
+def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
+    """Validate and fill defaults outside Snakemake (CLI, tests), with Snakemake's own validator."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate as snakemake_validate
+
+    config.update(coerce_numbers(config, load_schema(schema_path)))
+    try:
+        snakemake_validate(config, str(schema_path), set_default=True)
+    except WorkflowError as exc:
+        message = format_workflow_error(exc)
+        raise ConfigError(message or str(exc)) from None
+    check_ranges(config)
+    return config
+
+
+def check_names(config: dict) -> None:
+    """Method and dtype names come from the registry and the dtype records, not from a list in the schema."""
+    from matmul_study.core import dtypes, registry
+
+    for key, known in (("methods", registry.METHODS), ("dtypes", dtypes.DTYPES)):
+        for i, name in enumerate(config.get(key, [])):
+            if name not in known:
+                raise ConfigError(f"config key '{key}[{i}]': value {json.dumps(name)} is not allowed; allowed: one of "
+                                  f"{', '.join(known)}.")
+
+
+def check_ranges(config: dict) -> None:
+    """Constraints between keys, which the schema cannot express."""
+    check_names(config)
+    m = config.get("measurement", {})
+    if m.get("max_reps", 1) < m.get("min_reps", 1):
+        raise ConfigError(
+            f"config key 'measurement.max_reps': value {m['max_reps']} is below measurement.min_reps "
+            f"({m['min_reps']}); allowed: an integer >= min_reps.")
+    dist = m.get("distribution", {})
+    if dist.get("low", 0) >= dist.get("high", 1):
+        raise ConfigError(
+            f"config key 'measurement.distribution': low {dist['low']} is not below high {dist['high']}; "
+            "allowed: low < high.")
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    m: int
+    k: int
+    n: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.m}x{self.k}x{self.n}"
+
+    @property
+    def multiply_adds(self) -> int:
+        return self.m * self.k * self.n
+
+
+def parse_size(entry) -> Shape:
+    if isinstance(entry, int):
+        return Shape(entry, entry, entry)
+    return Shape(int(entry["m"]), int(entry["k"]), int(entry["n"]))
+
+
+def shapes(config: dict) -> list[Shape]:
+    """Distinct shapes in config order (a size given twice runs once)."""
+    return list(dict.fromkeys(parse_size(s) for s in config["sizes"]))
+

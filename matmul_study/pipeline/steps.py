@@ -1,0 +1,64 @@
+"""The file-level steps behind the collate, figure and report rules (the rules' scripts only call these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from matmul_study.analysis import collate
+
+
+def write_csv(df: pd.DataFrame, path: str | Path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, index=False)
+
+
+def write_tables(run_files, calibration_csvs, results_csv, summary_csvs, table_names, pruned_records,
+                 pruned_csv) -> pd.DataFrame:
+    df = collate.load(list(run_files), list(calibration_csvs))
+    write_csv(df, results_csv)
+    for name, path in zip(table_names, summary_csvs):
+        write_csv(collate.SUMMARIES[name](df), path)
+    write_csv(pd.DataFrame(pruned_records, columns=["method", "dtype", "block", "reason"]), pruned_csv)
+    failed = df[df["status"] != "passed"]
+    print(f"collated {len(df)} jobs, {len(failed)} failed verification")
+    return df
+
+
+# Version-like fields must stay text: "9.0" is a compute capability, not the number 9.
+TEXT_COLUMNS = ["env_compute_capability", "env_cuda_driver_api", "env_cuda_version", "env_driver_version",
+                "env_git_commit", "env_config_hash", "env_pycuda", "env_cupy", "env_numpy", "env_python"]
+
+
+def read_results(path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
+
+
+def write_figure(name: str, results_csv, calibration_csvs, png, svg) -> None:
+    from matmul_study.present.figures import FIGURES, save_figure
+
+    calibration = collate.load_calibration(list(calibration_csvs))
+    save_figure(FIGURES[name].plot(read_results(results_csv), calibration), png, svg)
+
+
+def write_calibration(config, output) -> None:
+    from matmul_study.measure.calibrate import calibrate
+
+    table = calibrate(config)
+    print(table.to_string())
+    write_csv(table, output)
+
+
+def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs, figure_names, calibration_csvs,
+                 config, output) -> None:
+    from matmul_study.present.report import render_report
+
+    tables = {name: pd.read_csv(path) for name, path in zip(table_names, summary_csvs)}
+    pruned = pd.read_csv(pruned_csv, dtype=str, keep_default_na=False)
+    figures = {name: Path(p) for name, p in zip(figure_names, figure_pngs)}
+    calibration = collate.load_calibration(list(calibration_csvs))
+    results = read_results(results_csv)
+    html = render_report(results, tables, pruned, figures, dict(config), calibration=calibration)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(html, encoding="utf-8")

@@ -1,0 +1,294 @@
+"""Variants through the one build and launch path, and bench/'s front ends over it: compile options and source of a
+variant against the default build (which stays as it was), the front ends' arguments and errors, the comparison's
+ratios and table on made-up timings, and, on a GPU, one variant compared with cuBLAS on an odd shape."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from matmul_study.build import kernels, launchers
+from matmul_study.core import dtypes, registry
+from matmul_study.core.registry import Problem, Variant
+from matmul_study.measure import compare
+from matmul_study.measure.verify import Verification
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def load(name: str):
+    """A bench/ script as a module (ncu_profile imports compare as its neighbour, as when run from bench/)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+front = load("compare")
+ncu = load("ncu_profile")
+
+WS = "wgmma_warp_specialized"
+# The default build's module as it was before variants existed: the pipeline's source must not move.
+WS_FLOAT16_SOURCE = (
+    '#include "12_wgmma_warp_specialized.cu"\n\n'
+    'extern "C" __global__ void __launch_bounds__(384, 1) wgmma_warp_specialized_float16_b0('
+    "const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b, "
+    "float* __restrict__ C, int m, int n, int k)\n{\n"
+    "    wgmma_ws_matmul<__half>(&tmap_a, &tmap_b, C, m, n, k);\n}\n")
+TILED_VARIANTS = (Variant("tagged", defines=("MATMUL_BENCH_TEST", "MATMUL_BENCH_LEVEL=2")),
+                  Variant("probe", defines=("MATMUL_BENCH_PROBE=1",), diagnostic=True))
+
+
+@pytest.fixture
+def tiled_with_variants(monkeypatch):
+    """The tiled method under another name, with two variants (registered for the test only)."""
+    method = replace(registry.get("tiled"), name="bench_tiled", variants=TILED_VARIANTS)
+    monkeypatch.setitem(registry.METHODS, method.name, method)
+    return method
+
+
+def test_the_default_build_is_unchanged():
+    assert kernels.module_source(WS, [("float16", 0)]) == WS_FLOAT16_SOURCE
+    assert kernels.compile_options(WS) == ["-std=c++17", "-O3", "-lineinfo"]
+    assert kernels.symbol(WS, "float16", 0) == "wgmma_warp_specialized_float16_b0"
+    for method in registry.compiled_methods():
+        instances = [(d, 16) for d in registry.get(method).dtypes]
+        default = kernels.module_source(method, instances)
+        assert kernels.module_source(method, instances, None) == default
+        assert kernels.module_source(method, instances, "default") == default
+        assert kernels.compile_options(method, "default") == kernels.compile_options(method)
+
+
+def test_a_variant_adds_its_defines_and_names_its_kernels(tiled_with_variants):
+    default_options = kernels.compile_options("bench_tiled")
+    assert kernels.compile_options("bench_tiled", "tagged") == [
+        *default_options, "-DMATMUL_BENCH_TEST", "-DMATMUL_BENCH_LEVEL=2"]
+    source = kernels.module_source("bench_tiled", [("float32", 16), ("float64", 16)], "tagged")
+    assert "bench_tiled_tagged_float32_b16(" in source and "bench_tiled_tagged_float64_b16(" in source
+    assert "bench_tiled_float32_b16(" not in source
+    # Same kernel file and template call: a variant differs by its definitions only.
+    default = kernels.module_source("bench_tiled", [("float32", 16), ("float64", 16)])
+    assert source.replace("bench_tiled_tagged_", "bench_tiled_") == default
+
+
+def test_an_unknown_variant_names_the_method_the_value_and_the_known_ones(tiled_with_variants):
+    with pytest.raises(KeyError, match=r"bench_tiled has no variant 'nope'; its variants: default, tagged, probe"):
+        kernels.compile_options("bench_tiled", "nope")
+    with pytest.raises(KeyError, match="nope"):
+        kernels.symbol("bench_tiled", "float32", 16, "nope")
+
+
+def test_launchers_pass_the_variant_to_the_backend_and_name_its_symbol(tiled_with_variants, monkeypatch):
+    seen = []
+    monkeypatch.setattr(launchers, "kernel", lambda *args: seen.append(args) or "launch")
+    problem = Problem(100, 100, 100, 16, dtypes.get("float32"))
+    assert launchers.make(tiled_with_variants, problem, None, "x.cubin", "tagged") == "launch"
+    assert seen[0][-1] == "tagged"
+    assert launchers._symbol(tiled_with_variants, problem, "tagged") == "bench_tiled_tagged_float32_b16"
+    assert launchers._symbol(tiled_with_variants, problem, None) == "bench_tiled_float32_b16"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_a_variant_compiles_with_its_defines(tiled_with_variants, tmp_path):
+    source = tmp_path / "module.cu"
+    # The definition is seen by the compiler: a check on it in the source fails without it.
+    source.write_text(kernels.module_source("bench_tiled", [("float32", 16)], "tagged")
+                      + '\nstatic_assert(MATMUL_BENCH_LEVEL == 2, "the variant\'s definition is missing");\n')
+    ptx = tmp_path / "module.ptx"
+    for variant, compiles in ((None, False), ("tagged", True)):
+        options = kernels.compile_options("bench_tiled", variant)
+        result = subprocess.run(kernels.nvcc_command(source, ptx, "sm_80", options, "ptx"), capture_output=True,
+                                text=True)
+        assert (result.returncode == 0) == compiles, result.stderr
+    assert ".entry bench_tiled_tagged_float32_b16(" in ptx.read_text()
+
+
+# ------------------------------------------------------------------------------------------------ front ends
+
+
+def parse(argv: list[str]) -> list[compare.Case]:
+    p = front.parser()
+    return front.cases(p.parse_args(argv), p)
+
+
+def test_the_front_end_makes_the_cross_product_of_variants_dtypes_and_shapes(tiled_with_variants):
+    cases = parse(["bench_tiled", "--variant", "all", "--dtype", "float32", "float64", "--block", "16",
+                   "--shape", "4096", "257x511x129"])
+    assert len(cases) == 3 * 2 * 2
+    assert {c.variant for c in cases} == {None, "tagged", "probe"}
+    assert {(c.m, c.n, c.k) for c in cases} == {(4096, 4096, 4096), (257, 511, 129)}
+    one = parse([WS])
+    assert one == [compare.Case(WS, None, "float16", 4096, 4096, 4096, 0)]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["nosuch"], "unknown method 'nosuch'; known methods: numpy, naive"),
+    ([WS, "--variant", "nope"], f"{WS} has no variant 'nope'; its variants: default"),
+    (["bench_tiled", "--block", "16", "--variant", "tagged", "nope"],
+     "bench_tiled has no variant 'nope'; its variants: default, tagged, probe"),
+    ([WS, "--dtype", "int32"], f"{WS} does not run 'int32'; its dtypes: float16, bfloat16"),
+    (["naive", "--block", "16", "--dtype", "int32"], "cuBLAS has no GEMM for int32"),
+    (["numpy"], "numpy is not a kernel of ours"),
+    (["tiled", "--dtype", "float32"], "tiled takes a block size: pass --block"),
+    ([WS, "--shape", "12x3"], "shape '12x3' is neither N nor MxNxK"),
+    ([WS, "--shape", "0"], "shape '0' is neither N nor MxNxK"),
+])
+def test_the_front_end_refuses_a_bad_value_and_says_what_is_allowed(argv, message, tiled_with_variants, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        front.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_without_pycuda_the_front_end_names_the_package_and_its_install_command(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "pycuda", None)  # import pycuda.driver now fails, as where it is missing
+    monkeypatch.setitem(sys.modules, "pycuda.driver", None)
+    assert front.main([WS, "--shape", "64"]) == 1
+    err = capsys.readouterr().err
+    assert "PyCUDA is not installed" in err and "pip install -e '.[gpu]'" in err
+
+
+def test_without_cupy_the_bench_names_it_and_its_install_command(monkeypatch):
+    monkeypatch.setattr(compare, "require_pycuda", lambda: object())
+    monkeypatch.setattr(compare, "module_available", lambda module: module != "cupy")
+    with pytest.raises(compare.GpuUnavailable, match=r"CuPy is not installed.*pip install -e '\.\[cublas\]'"):
+        compare.Bench()
+
+
+class FakeBench:
+    """Bench's interface with made-up results: the case with "probe" in it fails its check, one raises."""
+
+    def __init__(self, seed):
+        self.seed = seed
+
+    def compare(self, case, samples, batch):
+        if case.m == 13:
+            raise RuntimeError("CUDA driver error CUDA_ERROR_ILLEGAL_ADDRESS")
+        ok = case.variant != "probe"
+        return compare.Result(case, {"ours": passed(ok=ok)}, [1e-3] * samples, [2e-3] * samples, batch or 5,
+                              diagnostic=case.variant == "probe")
+
+
+def test_the_front_end_runs_every_case_and_prints_one_table(tiled_with_variants, monkeypatch, tmp_path, capsys):
+    import json
+
+    monkeypatch.setattr(compare, "Bench", FakeBench)
+    out = tmp_path / "sweep.json"
+    argv = ["bench_tiled", "--variant", "default", "probe", "--block", "16", "--dtype", "float32", "--shape", "64",
+            "--samples", "4", "--json", str(out)]
+    assert front.main(argv) == 0  # a diagnostic variant's failed check is no failure
+    table = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    assert len(table) == 3 and "2.000" in table[1] and "diagnostic" in table[2]
+    saved = json.loads(out.read_text())
+    assert [r["variant"] for r in saved] == ["default", "probe"] and saved[0]["ours_s"] == [1e-3] * 4
+    assert front.main(["bench_tiled", "--block", "16", "--dtype", "float32", "--shape", "64", "13"]) == 1
+    assert "error: RuntimeError: CUDA driver error CUDA_ERROR_ILLEGAL_ADDRESS" in capsys.readouterr().out
+
+
+def test_the_profile_front_end_runs_the_launch_under_ncu_with_the_clocks_left_alone(tiled_with_variants):
+    run = ncu.command(["bench_tiled", "--variant", "tagged", "--block", "16", "--dtype", "float32",
+                       "--shape", "257x511x129", "--cublas", "--", "--section", "WarpStateStats"])
+    assert run[:3] == ["ncu", "--clock-control", "none"]
+    assert run[run.index("--kernel-name") + 1] == "regex:bench_tiled_tagged_float32_b16|nvjet|gemm"
+    assert run[run.index("--launch-skip") + 1] == run[run.index("--launch-count") + 1] == "2"
+    python = run.index(sys.executable)
+    assert run[python - 2:python] == ["--section", "WarpStateStats"]
+    assert run[python + 1].endswith("bench/compare.py")
+    assert run[python + 2:] == ["bench_tiled", "--variant", "tagged", "--block", "16", "--dtype", "float32",
+                                "--shape", "257x511x129", "--profile", "3"]
+    alone = ncu.command([WS, "--shape", "4096"])
+    assert alone[alone.index("--kernel-name") + 1] == "regex:wgmma_warp_specialized_float16_b0"
+    assert alone[alone.index("--launch-skip") + 1] == "1"
+
+
+def test_the_profile_front_end_takes_one_case_only(capsys):
+    with pytest.raises(SystemExit):
+        ncu.command([WS, "--shape", "1024", "2048"])
+    assert "profile one case at a time; these arguments make 2" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ the protocol
+
+
+def test_samples_alternate_ours_and_cublas():
+    order = []
+    times = compare.alternate({"ours": "O", "cublas": "C"}, lambda launch: order.append(launch) or len(order), 3)
+    assert order == ["O", "C"] * 3
+    assert times == {"ours": [1, 3, 5], "cublas": [2, 4, 6]}
+
+
+def passed(rel: float = 1e-6, ok: bool = True, unwritten: int = 0) -> Verification:
+    return Verification(0.0, rel, 1e-3, "full", "test", unwritten, ok)
+
+
+def test_ratio_and_pair_ratio_from_made_up_timings():
+    result = compare.Result(compare.Case(WS, None, "float16", 1000, 1000, 1000), {"ours": passed()},
+                            ours_s=[1e-3, 2e-3, 3e-3], cublas_s=[2e-3, 2e-3, 6e-3], batch=7)
+    assert result.ratio == pytest.approx(1.0)  # medians 2 ms and 2 ms
+    assert result.pair_ratio == pytest.approx(2.0)  # per pair 2, 1, 2
+    row = result.row()
+    assert row["ms"] == pytest.approx(2.0) and row["TF/s"] == pytest.approx(1.0)  # 2e9 flop in 2 ms
+    assert row["cuBLAS TF/s"] == pytest.approx(1.0) and row["batch"] == 7
+    assert row["check"] == "passed, rel 1.0e-06"
+
+
+def test_the_table_has_one_line_per_case_and_marks_failed_and_untimed_ones():
+    case = compare.Case(WS, "cluster1", "bfloat16", 257, 511, 129)
+    rows = [compare.Result(case, {"ours": passed()}, [2e-3], [1e-3], batch=5),
+            compare.Result(case, {"ours": passed(0.5, False, 12), "cublas": passed()}),
+            compare.Result(case, {"ours": passed(0.5, False)}, [1e-3], [1e-3], diagnostic=True),
+            compare.Result(case, error="RuntimeError: CUDA driver error")]
+    lines = compare.table(rows).splitlines()
+    assert len(lines) == 1 + len(rows)
+    assert "ratio" in lines[0] and "pair" in lines[0] and "cuBLAS TF/s" in lines[0]
+    assert "cluster1" in lines[1] and "257x511x129" in lines[1] and "0.500" in lines[1]  # ours twice as slow
+    assert "FAILED ours 5.0e-01 (12 unwritten)" in lines[2] and lines[2].rstrip().endswith("-")
+    assert "diagnostic, rel 5.0e-01" in lines[3]
+    assert "error: RuntimeError: CUDA driver error" in lines[4]
+    assert not rows[1].verified and rows[0].verified
+
+
+# ------------------------------------------------------------------------------------------------ on a GPU
+
+
+# The bench's own test variant, and the first variant each registered method has that is not a diagnostic.
+GPU_CASES = [("bench_tiled", "tagged"), *((name, next(v.name for v in m.variants if not v.diagnostic))
+                                          for name, m in registry.METHODS.items()
+                                          if any(not v.diagnostic for v in m.variants))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method, variant", GPU_CASES)
+def test_a_variant_against_cublas_on_an_odd_shape_verifies_and_times(method, variant, tiled_with_variants, tmp_path,
+                                                                     capsys):
+    cuda = pytest.importorskip("pycuda.driver")
+    pytest.importorskip("cupy")
+    try:
+        import pycuda.autoprimaryctx  # noqa: F401
+    except Exception as exc:  # no driver or no device
+        pytest.skip(f"no usable CUDA device: {exc}")
+    import json
+
+    from matmul_study.core.backends import module_available
+
+    m = registry.get(method)
+    why = m.unmet_requirement(cuda.Context.get_device().compute_capability(), module_available)
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "bench.json"
+    argv = [method, "--variant", variant, "--dtype", m.dtypes[0], "--shape", "257x511x129", "--samples", "3",
+            "--json", str(out), *(["--block", "16"] if m.block_axis else [])]
+    rc = front.main(argv)
+    (result,) = json.loads(out.read_text())
+    assert rc == 0, capsys.readouterr().out
+    assert result["variant"] == variant and result["check"].startswith("passed")
+    assert set(result["checks"]) == {"ours", "cublas", "ours after timing"}
+    assert all(check["passed"] and check["scope"] == "full" for check in result["checks"].values())
+    assert len(result["ours_s"]) == len(result["cublas_s"]) == 3 and result["ratio"] > 0
