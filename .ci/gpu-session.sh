@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (the `device` tool): install the device kit, run the GPU tests, then the study.
+# One call on a GPU machine with no registry: install as the README says (offline), run the GPU tests, then the study.
 # Usage: bash .ci/gpu-session.sh [STAGES] [config items for the study, e.g. 'sizes=[256]' ...]
 # STAGES: one word or several in quotes, of tests, sweep, study; all = "tests study".
 # sweep: a small study in a scratch copy of the repo (the main results stay as they are), with the config items in
@@ -23,9 +23,12 @@ stage=" ${1:-all} "
 shift || true
 has() { [[ $stage == *" $1 "* ]]; }
 
-source .devkit/install.sh || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 \
-    || { cat "$OUT/install.log"; exit 1; }
+# The README's install command, offline: the GPU machine reaches no registry, so pip takes what the image lacks
+# (PyCUDA, Snakemake and its dependencies) from a folder of wheels that travels with the tree ($WHEELS).
+WHEELS=${WHEELS:-.devkit/wheels}
+[[ -d $WHEELS ]] || { echo "no wheels at $WHEELS: copy them into an ignored folder that travels (README, GPU machines)"; exit 1; }
+python3 -m pip install -q --no-index --find-links "$WHEELS" --no-build-isolation -e ".[gpu,cublas,hopper,test]" \
+    >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
     | tee "$OUT/gpu-state-before.csv"
 status=0

@@ -255,6 +255,63 @@ def test_the_table_has_one_line_per_case_and_marks_failed_and_untimed_ones():
     assert not rows[1].verified and rows[0].verified
 
 
+class FakeEvent:
+    """A CUDA event on a made-up clock that each launch advances by its kernel's seconds."""
+
+    def __init__(self, clock: list[float]):
+        self.clock, self.at = clock, None
+
+    def record(self):
+        self.at = self.clock[0]
+
+    def time_till(self, other) -> float:
+        return (other.at - self.at) * 1e3  # milliseconds, as CUDA events give them
+
+
+def fake_bench(monkeypatch, ours_s: float, cublas_s: float, ours_passes: bool = True):
+    """A Bench whose device is made up: launches advance a clock, checks pass or fail as told."""
+    from types import SimpleNamespace
+
+    clock, checked = [0.0], []
+    bench = compare.Bench.__new__(compare.Bench)
+    bench.hold = SimpleNamespace(hold=lambda: None, release=lambda: None)
+    bench.start, bench.end = FakeEvent(clock), FakeEvent(clock)
+
+    def launcher(seconds):
+        def launch():
+            clock[0] += seconds
+        return launch
+
+    def check(name):
+        checked.append(name)
+        return passed(ok=ours_passes or name == "cublas")
+
+    launches = {"ours": launcher(ours_s), "cublas": launcher(cublas_s)}
+    monkeypatch.setattr(bench, "prepare", lambda case: (launches, check))
+    return bench, checked
+
+
+def test_the_protocol_checks_both_then_times_them_in_batches_then_checks_ours_again(monkeypatch):
+    bench, checked = fake_bench(monkeypatch, 1e-3, 2e-3)
+    result = bench.compare(compare.Case(WS, None, "float16", 64, 64, 64), samples=4)
+    assert checked == ["ours", "cublas", "ours"]
+    assert set(result.checks) == {"ours", "cublas", "ours after timing"} and result.verified
+    # One launch of 1 ms: the pipeline's rule gives its minimum of launches per sample.
+    assert result.batch == compare.DEFAULTS.stopping.min_launches_per_sample
+    assert result.ours_s == pytest.approx([1e-3] * 4) and result.cublas_s == pytest.approx([2e-3] * 4)
+    assert result.ratio == pytest.approx(2.0) and result.pair_ratio == pytest.approx(2.0)
+    assert bench.compare(compare.Case(WS, None, "float16", 64, 64, 64), samples=2, batch=3).batch == 3
+
+
+def test_a_failed_check_is_not_timed_unless_the_variant_is_a_diagnostic(monkeypatch, tiled_with_variants):
+    bench, checked = fake_bench(monkeypatch, 1e-3, 2e-3, ours_passes=False)
+    failed = bench.compare(compare.Case("bench_tiled", "tagged", "float32", 64, 64, 64, 16), samples=4)
+    assert checked == ["ours", "cublas"] and not failed.ours_s and failed.batch == 0
+    assert failed.check_text().startswith("FAILED ours")
+    probe = bench.compare(compare.Case("bench_tiled", "probe", "float32", 64, 64, 64, 16), samples=4)
+    assert len(probe.ours_s) == 4 and probe.diagnostic and probe.check_text().startswith("diagnostic")
+
+
 # ------------------------------------------------------------------------------------------------ on a GPU
 
 

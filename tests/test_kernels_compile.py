@@ -170,26 +170,67 @@ def test_arch_specific_methods_target_sm_90a_and_others_the_plain_arch():
     assert {kernels.target(m, "sm_90a") for m in plain} == {"sm_90"}
 
 
-@needs_nvcc
-def test_kernel_8_timing_diagnostics_build_and_stay_out_of_the_default(tmp_path):
-    # bench/tc_bench.py's 8trace / 8noB / 8epi2 variants compile kernel 8 with these macros; the study's build must
-    # carry none of their code (no trace array, no globaltimer, no SM id read).
-    method = "wgmma_warp_specialized"
-    module = [("float16", 0)]
-    (tmp_path / "default").mkdir()
-    default = compile_ptx(method, module, kernels.target(method, "sm_90"), tmp_path / "default")
-    assert "ws_trace" not in default and "globaltimer" not in default and "%smid" not in default
-    source = tmp_path / "diag" / "module.cu"
-    source.parent.mkdir()
-    source.write_text(kernels.module_source(method, module))
-    ptx = source.with_suffix(".ptx")
-    flags = ["-DWGMMA_WS_TRACE", "-DWGMMA_WS_DIAG_NO_B", "-DWGMMA_WS_DIAG_EPILOGUE_TWICE", "-DWGMMA_WS_STAGGER=100"]
+# Every named build of every method: (method, variant name).
+VARIANTS = [(m, v.name) for m in COMPILED for v in registry.get(m).variants]
+
+
+def test_the_hopper_rungs_have_variants():
+    assert {m for m, _ in VARIANTS} >= {"wgmma_warp_specialized", "wgmma_tf32"}
+    for method in COMPILED:
+        names = [v.name for v in registry.get(method).variants]
+        assert len(names) == len(set(names)) and "default" not in names, f"{method}: variant names must be unique"
+
+
+def ptx_code(method: str, variant: str | None, tmp_path) -> str:
+    """The PTX of a method's module (all its dtypes) built as `variant`, without its debug sections and line info."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(method, instances(method), variant))
+    ptx = tmp_path / "module.ptx"
     command = kernels.nvcc_command(source, ptx, kernels.target(method, "sm_90"),
-                                   [*kernels.compile_options(method), *flags], "ptx")
+                                   kernels.compile_options(method, variant), "ptx")
     result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, f"nvcc failed for {method} variant {variant}:\n{result.stderr}"
+    code = ptx.read_text().split(".section\t.debug_str")[0]
+    for dtype, block in instances(method):  # the entry names carry the variant's name: use the default's
+        block = kernels.template_block(method, block)
+        code = code.replace(kernels.symbol(method, dtype, block, variant), kernels.symbol(method, dtype, block))
+    return "\n".join(line for line in code.splitlines() if not line.strip().startswith((".loc", ".file", "//")))
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant", VARIANTS)
+def test_every_registry_variant_builds_for_its_target_and_changes_the_code(method, variant, tmp_path):
+    # A variant whose definitions no longer build fails here; one whose definitions the source no longer reads
+    # (a renamed or removed switch) builds the default again, and fails the comparison.
+    arch = kernels.target(method, "sm_90")
+    source = kernels.module_source(method, instances(method), variant)
+    result = kernels.compile_with_nvcc(source, arch, tmp_path / "cubin", kernels.compile_options(method, variant))
+    assert result.returncode == 0, f"nvcc failed for {method} variant {variant} on {arch}:\n{result.stderr}"
+    cubin = (tmp_path / "cubin" / "module.cubin").read_bytes()
+    for dtype, block in instances(method):
+        name = kernels.symbol(method, dtype, kernels.template_block(method, block), variant)
+        assert name.encode() in cubin, f"{name} missing from the {method} {variant} cubin"
+    assert ptx_code(method, variant, tmp_path / "variant") != ptx_code(method, None, tmp_path / "default")
+
+
+# The warp-specialised pipeline's launch geometry, per build: the registry's launch must be the kernel's.
+WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32")
+             for v in ["default", *(v.name for v in registry.get(m).variants)]]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant", WS_BUILDS)
+def test_registry_launch_matches_the_warp_specialized_kernels_config(method, variant, tmp_path):
+    m = registry.get(method)
+    launch = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0]), 132, 232_448), variant)
+    checks = {"SMEM_BYTES": launch.shared_bytes, "THREADS": launch.threads[0], "CLUSTER": launch.cluster[0]}
+    source = f'#include "{m.source}"\n' + "".join(
+        f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
+        for name, value in checks.items())
+    assert m.launch_bounds == (launch.threads[0], 1) and launch.persistent and launch.dependent
+    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, kernels.compile_options(method, variant))
     assert result.returncode == 0, result.stderr
-    traced = ptx.read_text()
-    assert "ws_trace" in traced and "globaltimer" in traced and "%smid" in traced
 
 
 @needs_nvcc

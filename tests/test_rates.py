@@ -210,33 +210,20 @@ def test_a_run_where_no_claim_can_be_checked_says_so_once():
     assert "<table" not in html and "not measured" not in html
 
 
-def test_the_clock_band_check_keeps_only_samples_in_the_band(tmp_path):
-    import importlib.util
-    from pathlib import Path
+def test_sustained_from_the_burst_samples_of_long_launches(monkeypatch):
+    # Launches longer than the limiter's window: the burst samples' own load is the sustained record, with the
+    # rate over every launch, the median clock of the samples and the energy counter's rise over them.
+    from matmul_study.measure import gpu_job
 
-    import numpy as np
-    import pandas as pd
-
-    spec = importlib.util.spec_from_file_location("burst_band", Path(__file__).parents[1] / "bench/burst_band.py")
-    band = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(band)
-    # 6 samples: four of 1 ms at the maximum clock, two of 2 ms at 1500 MHz
-    row = {"method": "cublas", "dtype": "float16", "block": 0, "m": 1000, "k": 1000, "n": 1000, "status": "passed",
-           "env_device_kind": "gpu", "gpu_sm_clock_max_mhz": 1980,
-           "timing_times_s": "0.001;0.001;0.002;0.001;0.002;0.001",
-           "gpu_sm_clock_per_sample_mhz": "1980;1980;1500;1980;1500;1980"}
-    pd.DataFrame([row]).to_csv(tmp_path / "r.csv", index=False)
-    key = ("cublas", "float16", 0, 1000, 1000, 1000)
-    assert band.clock_band_rates(str(tmp_path / "r.csv"), 0.0)[key] == pytest.approx(2e9 / 0.001 / 1e9)  # median 1 ms
-    assert band.clock_band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=4)[key] == pytest.approx(2000.0)
-    assert np.isnan(band.clock_band_rates(str(tmp_path / "r.csv"), 0.9, min_samples=5)[key])  # only 4 in the band
-
-    # The plateau rule: two runs of one job, the second throttled inside samples NVML read at full clock.
-    steady = dict(row, timing_times_s=";".join(["0.001"] * 8), gpu_sm_clock_per_sample_mhz=";".join(["1980"] * 8))
-    throttled = dict(steady, timing_times_s=";".join(["0.001"] * 3 + ["0.0011"] * 5))
-    pd.DataFrame([steady]).to_csv(tmp_path / "a.csv", index=False)
-    pd.DataFrame([throttled]).to_csv(tmp_path / "b.csv", index=False)
-    a, b = band.plateau_rates(str(tmp_path / "a.csv"), 3, 0.02), band.plateau_rates(str(tmp_path / "b.csv"), 3, 0.02)
-    assert a[key] == pytest.approx(b[key]) == pytest.approx(2000.0)
-    assert band.plateau_rates(str(tmp_path / "b.csv"), 5, 0.02)[key] == pytest.approx(2e9 / 0.0011 / 1e9)
-    assert band.clock_band_rates(str(tmp_path / "b.csv"), 0.9)[key] == pytest.approx(2e9 / 0.0011 / 1e9)
+    readings = {"power_w": 690.0, "energy_mj": 1_000_000.0 + 30_000.0}
+    monkeypatch.setattr(gpu_job, "gpu_state", lambda handle, keys=None: {k: readings[k] for k in keys})
+    out = gpu_job.sustained_from_load(12, 3.0, 2 * 8192 ** 3, 1_000_000.0, [1755.0, math.nan, 1785.0], "nvml")
+    assert out["gflops"] == pytest.approx(2 * 8192 ** 3 * 12 / 3.0 / 1e9)
+    assert out["launches"] == 12 and out["window_s"] == 3.0
+    assert out["sm_clock_mhz"] == 1770.0 and out["power_w"] == 690.0
+    assert out["energy_j_per_launch"] == pytest.approx(30.0 / 12)
+    assert "burst samples" in out["source"]
+    # Without NVML nothing is invented: no clock, power or energy.
+    monkeypatch.setattr(gpu_job, "gpu_state", lambda handle, keys=None: {})
+    bare = gpu_job.sustained_from_load(12, 3.0, 2 * 8192 ** 3, None, [], None)
+    assert bare["energy_j_per_launch"] is None and bare["power_w"] is None and bare["sm_clock_mhz"] is None

@@ -61,7 +61,7 @@ def _reading(cut: float, gain: float) -> str:
         return ("more traffic and slower" if cut < 0.9 else
                 "slower at the same traffic" if same_traffic else "less traffic, yet slower")
     if gain <= 1.05:
-        return "no measurable change" if same_traffic else "traffic moved, the rate did not"
+        return "no clear change (within 5%)" if same_traffic else "traffic moved, the rate did not"
     if same_traffic:
         return "same traffic, faster: the gain is in the instructions and the pipeline, not in what memory is asked for"
     if cut > 1.1 and cut > 3 * gain:

@@ -84,7 +84,11 @@ DTYPES: dict[str, DType] = {d.name: d for d in DTYPE_LIST}
 NAMES = tuple(DTYPES)
 
 
-def get(name: str) -> DType:
+def get(name: "str | DType") -> DType:
+    """The record of a config name; a record passes through, so code handed a job's resolved record never looks
+    it up again."""
+    if isinstance(name, DType):
+        return name
     try:
         return DTYPES[name]
     except KeyError:

@@ -13,7 +13,8 @@ JOB_KEYS = ["method", "dtype", "block", "m", "k", "n"]
 CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]
 
 # From an idle H200 the power limiter lets a heavy GEMM run at full clock for only 40-75 ms
-# (bench/limiter_probe.py): a burst sample must be shorter than that, with room for a few of them.
+# (measured with a probe kept in git history, removed at the bench/ rewrite; docs/measurement.md): a burst sample
+# must be shorter than that, with room for a few of them.
 BURST_SAMPLE_MAX_S = 0.025
 
 

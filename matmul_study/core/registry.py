@@ -233,11 +233,11 @@ def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Call
     return launch, tile
 
 
-# Kernel 9 compiles, per target, the first configuration that fits the opt-in shared memory of that target's GPUs
-# (warptiled::target_smem_optin: 163 KB on sm_80/87, 227 KB on sm_90/100/103, else 99 KB), and the launch gives
-# the first that fits the device's own limit: the same choice for a cubin of the device's arch. A target the
-# kernel does not know compiles the small one and, should its GPU allow more, gets the big size: part unused,
-# harmless. The reverse (an sm_90 cubin on an sm_86 GPU) traps.
+# warptiled (07_warptiled.cu) compiles, per target, the first configuration that fits the opt-in shared memory of
+# that target's GPUs (warptiled::target_smem_optin: 163 KB on sm_80/87, 227 KB on sm_90/100/103, else 99 KB), and
+# the launch gives the first that fits the device's own limit: the same choice for a cubin of the device's arch. A
+# target the kernel does not know compiles the small one and, should its GPU allow more, gets the big size: part
+# unused, harmless. The reverse (an sm_90 cubin on an sm_86 GPU) traps.
 # warptiled fp32: BK 32 (149 KB) or BK 16; fp64 one configuration.
 WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 148_992),
                                                                (128, 256, 16, 256, 74_496)],
@@ -245,6 +245,62 @@ WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 25
 # warptiled_mbarrier fp32: BK 32 with 4 stages (199 KB: sm_90/100/103) or BK 16.
 WARPTILED_MBARRIER_LAUNCH, WARPTILED_MBARRIER_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 198_656),
                                                                                  (128, 256, 16, 256, 99_328)]})
+
+
+
+# The warp-specialised Hopper kernel (kernels/12_wgmma_warp_specialized.cu) and its tf32 rung share one pipeline and
+# one shared-memory layout: a 1 KiB alignment slack, `stages` stages of A (128 rows) and B (256 columns) at 128 bytes
+# per row or column (fp16/bf16 BK 64, tf32 BK 32), the consumers' epilogue staging (8 warps x 16x64 fp32) and a full
+# and an empty mbarrier per stage: wgmma_ws::SMEM_BYTES, checked against this by tests/test_kernels_compile.py.
+WS_STAGES = 4  # the kernel's default (WGMMA_WS_STAGES)
+WS_CLUSTER = 2  # the kernel's default (WGMMA_WS_CLUSTER)
+
+
+def ws_shared_bytes(stages: int = WS_STAGES) -> int:
+    """Dynamic shared memory of a wgmma_warp_specialized / wgmma_tf32 build with `stages` pipeline stages."""
+    stage = (128 + 256) * 128
+    staging = 2 * 4 * 16 * 64 * 4
+    return 1024 + stages * stage + staging + 2 * stages * 8
+
+
+def ws_launch(stages: int = WS_STAGES, cluster: int = WS_CLUSTER) -> Callable[[Problem], Launch]:
+    """Persistent grid of 384-thread CTAs (a producer and two consumer warpgroups) over 128x256 tiles, in clusters
+    along M, launched as a programmatic dependent of the previous kernel."""
+    return persistent(128, 256, 384, shared_bytes=ws_shared_bytes(stages), cluster=cluster, dependent=True)
+
+
+def ws_variants(groups_along_n: bool, clusters: tuple[int, ...]) -> tuple[Variant, ...]:
+    """The configuration axes of the warp-specialised pipeline (compile definitions WGMMA_WS_*), each moved away
+    from the default by one step: clusters (those the operands allow), stages, the stream-K tail, balanced waves,
+    the tile order (the operands' own order is the default: groups along N or along M) and group size, and the
+    paced drain of the epilogue."""
+    cluster_variants = tuple(
+        Variant(f"cluster{c}", (f"WGMMA_WS_CLUSTER={c}",),
+                "no cluster: every CTA loads all of B (48 KiB per k step from L2 instead of 32)" if c == 1 else
+                f"clusters of {c} CTAs along M, each loading 1/{c} of B and multicasting it (fewer clusters fit "
+                "at once: 30 of 4 on 132 SMs)",
+                launch=ws_launch(cluster=c))
+        for c in clusters if c != WS_CLUSTER)
+    order = (Variant("row_groups", ("WGMMA_WS_GROUP_ORDER=1",),
+                     "tile order in groups of cluster-rows walked column by column (the default groups columns)")
+             if groups_along_n else
+             Variant("column_groups", ("WGMMA_WS_GROUP_ORDER=2",),
+                     "tile order in groups of cluster-columns walked row by row (the default groups rows)"))
+    return (
+        *cluster_variants,
+        Variant("stages3", ("WGMMA_WS_STAGES=3",), "3 pipeline stages instead of 4 (less copy latency covered)",
+                launch=ws_launch(stages=3)),
+        Variant("no_streamk", ("WGMMA_WS_STREAMK=0",),
+                "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would pay"),
+        Variant("unbalanced", ("WGMMA_WS_BALANCED=0",),
+                "every cluster takes tiles, instead of the fewest clusters that keep the number of waves"),
+        order,
+        Variant("group4", ("WGMMA_WS_GROUP_M=4",), "tile groups of 4 cluster tiles instead of 8"),
+        Variant("group16", ("WGMMA_WS_GROUP_M=16",), "tile groups of 16 cluster tiles instead of 8"),
+        Variant("drain0", ("WGMMA_WS_DRAIN_EVERY=0",),
+                "no paced drain: every tile is stored whole at its end, none during the next tile's k steps"),
+        Variant("drain4", ("WGMMA_WS_DRAIN_EVERY=4",), "paced drain every 4 k steps instead of 2"),
+    )
 
 
 METHODS: dict[str, Method] = {
@@ -404,25 +460,27 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="12_wgmma_warp_specialized.cu",
             template="wgmma_ws_matmul<{T}>",
-            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2, dependent=True),
+            launch=ws_launch(),
             tile=lambda block, dtype: (128, 256, 64),
             tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
             launch_bounds=(384, 1),
             requires=HOPPER,
+            variants=ws_variants(groups_along_n=True, clusters=(1, 2, 4)),
         ),
         Method(
             "wgmma_tf32",
-            "Hopper tf32: kernel 8's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is transposed "
+            "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is transposed "
             "on every launch (cuBLAS geam), and that transpose is timed with the kernel",
             ("tf32",),
             backend=PYCUDA,
             source="13_wgmma_tf32.cu",
             template="wgmma_tf32_matmul<{T}>",
-            launch=persistent(128, 256, 384, shared_bytes=230_464, cluster=2, dependent=True),
+            launch=ws_launch(),
             tile=lambda block, dtype: (128, 256, 32),
             tensor_maps=(TensorMap("A", 128, 32), TensorMap("BT", 128, 32)),
             launch_bounds=(384, 1),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
+            variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
         ),
         Method(
             "cublas",

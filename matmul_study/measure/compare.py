@@ -196,7 +196,7 @@ class Bench:
         why = method.unmet_requirement(self.device.compute_capability(), module_available)
         if why:
             raise GpuUnavailable(why)
-        gpu_job.ensure_fits(method, case.dtype, case.m, case.k, case.n)
+        gpu_job.ensure_fits(method, record, case.m, case.k, case.n)
         a, b = inputs.generate(case.m, case.k, case.n, case.dtype, self.seed, DEFAULTS.low, DEFAULTS.high)
         a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
         attribute = self.cuda.device_attribute

@@ -14,15 +14,17 @@ import numpy as np
 
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, module_available
-from matmul_study.measure.gpu_device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
-from matmul_study.measure.burst import Card, sample_burst
-from matmul_study.measure.stats import Measurement
+from matmul_study.core.records import BURST_SAMPLE_MAX_S
 from matmul_study.core.registry import Method, Problem
-from matmul_study.measure.timing import (Batch, StreamHold, at_full_clock, idle, l2_flusher, launches_per_sample, modes, summarize_state,
-                     summarize_sustained, wait_until)
+from matmul_study.measure.burst import Card, sample_burst
+from matmul_study.measure.gpu_device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
+from matmul_study.measure.stats import Measurement
+from matmul_study.measure.timing import (Batch, StreamHold, at_full_clock, energy, idle, l2_flusher,
+                                         launches_per_sample, modes, summarize_state, summarize_sustained,
+                                         wait_until)
+from matmul_study.measure.verify import Verification, compare, poison_value, verify_on_host
 
 SUSTAINED_BATCH_S = 0.05  # readings every ~50 ms of continuous load
-from matmul_study.measure.verify import Verification, compare, poison_value, verify_on_host
 
 
 @dataclass
@@ -43,7 +45,7 @@ def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType) -> Verification:
     b64 = dt.to_float64(cupy.asarray(b_gpu), dtype, cupy)
     ref = a64 @ b64
     del a64, b64
-    return compare(cupy.asarray(c_gpu), ref, dtype.name, "full", "cuBLAS DGEMM (CuPy)", xp=cupy)
+    return compare(cupy.asarray(c_gpu), ref, dtype, "full", "cuBLAS DGEMM (CuPy)", xp=cupy)
 
 
 def bytes_needed(m: int, k: int, n: int, dtype: dt.DType, device_reference: bool) -> int:
@@ -64,17 +66,17 @@ def uses_device_reference(method: Method, dtype: dt.DType, have_cupy: bool) -> b
     return have_cupy and not (method.backend is CUBLAS and dtype.name == "float64")
 
 
-def ensure_fits(method: Method, dtype: str, m: int, k: int, n: int) -> None:
+def ensure_fits(method: Method, record: dt.DType, m: int, k: int, n: int) -> None:
     """Refuse, before allocating anything, a job whose buffers cannot fit in free GPU memory."""
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401
 
-    record = dt.get(dtype)
+    record = dt.get(record)  # a record passes through; a name (bench/, tests) is resolved here
     need = bytes_needed(m, k, n, record, uses_device_reference(method, record, module_available(CUBLAS.module)))
     free, total = cuda.mem_get_info()
     if need > 0.95 * free:
         raise MemoryError(
-            f"{method.name} {dtype} {m}x{k}x{n} needs {need / 2**30:.1f} GiB of GPU memory but only "
+            f"{method.name} {record.name} {m}x{k}x{n} needs {need / 2**30:.1f} GiB of GPU memory but only "
             f"{free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB is free; remove this size from config.yaml 'sizes'.")
 
 
@@ -89,7 +91,7 @@ def held_seconds(stream_hold: StreamHold, start, end, launch, launches: int) -> 
     return start.time_till(end) / 1e3
 
 
-def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
+def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
         cubin: str | None) -> GpuRun:
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
@@ -98,7 +100,7 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
     from matmul_study.build import launchers
     from matmul_study.build.launchers import DeviceBuffers
 
-    record = dt.get(dtype)
+    record = dt.get(record)  # a record passes through; a name (bench/, tests) is resolved here
     m, k = a.shape
     n = b.shape[1]
     device = pycuda.autoprimaryctx.device
@@ -118,7 +120,7 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
         cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
         if device_reference:
             return _verify_on_device(a_gpu, b_gpu, c_gpu, record)
-        return verify_on_host(a, b, c_gpu.get(), dtype, full, measurement.sample_rows, measurement.seed)
+        return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed)
 
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)
@@ -132,8 +134,13 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
         flush = l2_flusher(cuda, env["l2_bytes"]) if measurement.cold else None
         stream_hold = StreamHold(cuda, device_arch(device))
 
+        load = {"launches": 0, "seconds": 0.0}  # every launch the sampling runs, timed or not, and its time
+
         def elapsed(launches: int) -> float:
-            return held_seconds(stream_hold, start, end, launch, launches)
+            seconds = held_seconds(stream_hold, start, end, launch, launches)
+            load["launches"] += launches
+            load["seconds"] += seconds
+            return seconds
 
         def sm_clock() -> float:
             return gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan) if handle else math.nan
@@ -159,7 +166,10 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
         # A sample is a batch of launches long enough for the events' resolution, divided by its size, and
         # short enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every
         # sample, so it times one launch at a time.
-        batch = 1 if measurement.cold else launches_per_sample(elapsed(1), measurement.stopping.min_launches_per_sample)
+        one_launch_s = elapsed(1)
+        batch = 1 if measurement.cold else launches_per_sample(one_launch_s, measurement.stopping.min_launches_per_sample)
+        energy_before = gpu_state(handle, ("energy_mj",)).get("energy_mj")
+        load.update(launches=0, seconds=0.0)
         sampled = sample_burst(Card(elapsed, sm_clock, cooled, clock_readable=handle is not None), batch, measurement,
                                threshold, before_each)
         times, burst, clocks_after = sampled.times, sampled.burst, sampled.clocks_after
@@ -169,11 +179,32 @@ def run(method: Method, dtype: str, block: int, a: np.ndarray, b: np.ndarray, me
         rates["burst"]["modes_s"] = [mode["median_s"] for mode in found]
         rates["burst"]["mode_shares"] = [mode["share"] for mode in found]
         if m * k * n >= measurement.sustained_min_size ** 3:
-            rates["sustained"] = sustained(launch, elapsed(1), 2 * m * k * n, measurement.sustained_s, handle,
-                                           cuda, start, end)
+            if one_launch_s >= BURST_SAMPLE_MAX_S and load["seconds"] >= measurement.sustained_s and not flush:
+                # Each launch outlasts the limiter's window, so the burst samples already ran at the power limit
+                # for longer than a sustained window: their load is the sustained state, and a second window
+                # would only repeat it.
+                rates["sustained"] = sustained_from_load(load["launches"], load["seconds"], 2 * m * k * n,
+                                                         energy_before, clocks_after, handle)
+            else:
+                rates["sustained"] = sustained(launch, one_launch_s, 2 * m * k * n, measurement.sustained_s,
+                                               handle, cuda, start, end)
         verifications.append(verified_run())  # the kernel must still be right after being timed
     state = summarize_state(before, gpu_state(handle), clocks_after, measurement.throttle_fraction)
     return GpuRun(times, verifications, env, state, batch, rates)
+
+
+def sustained_from_load(launches: int, seconds: float, flops_per_launch: int, energy_before_mj: float | None,
+                        clocks: list[float], handle) -> dict:
+    """The sustained record of a job whose burst samples were themselves a sustained load (every launch longer
+    than the limiter's window): rate, clock, power and energy over all of their launches."""
+    reading = gpu_state(handle, ("power_w", "energy_mj"))
+    known = [c for c in clocks if not math.isnan(c)]
+    out = {"window_s": seconds, "measured_s": seconds, "launches": launches,
+           "gflops": flops_per_launch * launches / seconds / 1e9 if seconds > 0 else None,
+           "sm_clock_mhz": float(np.median(known)) if known else None, "power_w": reading.get("power_w"),
+           "source": "the burst samples: each launch outlasts the power limiter's window"}
+    out.update(energy(energy_before_mj, reading.get("energy_mj"), launches, flops_per_launch))
+    return out
 
 
 def sustained(launch, one_launch_s: float, flops_per_launch: int, window_s: float, handle, cuda, start, end) -> dict:

@@ -9,7 +9,7 @@ import numpy as np
 from matmul_study.core import dtypes
 
 
-def generate(m: int, k: int, n: int, dtype: str, seed: int, low: float = -5, high: float = 5):
+def generate(m: int, k: int, n: int, dtype: dtypes.DType | str, seed: int, low: float = -5, high: float = 5):
     """A (m x k) and B (k x n), uniform in [low, high]; integers for int32; fp16 and bf16 rounded from fp32.
     tf32 inputs are plain fp32: the rounding to tf32 happens inside the tensor cores."""
     record = dtypes.get(dtype)

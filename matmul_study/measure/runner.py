@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from matmul_study.measure import environment, inputs
 
-from matmul_study.core import registry, results
+from matmul_study.core import dtypes, registry, results
 from matmul_study.core.records import config_hash
 from matmul_study.core.records import gflops
 from matmul_study.measure.stats import Measurement, summarize
@@ -17,12 +17,20 @@ from matmul_study.measure.stats import Measurement, summarize
 
 @dataclass(frozen=True)
 class Job:
+    """One job of the grid. Its method and dtype records are resolved here, once, and handed on: nothing
+    downstream looks a name up again."""
     method: str
     dtype: str
     block: int
     m: int
     k: int
     n: int
+    method_record: registry.Method = field(init=False, repr=False, compare=False)
+    dtype_record: dtypes.DType = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "method_record", registry.get(self.method))
+        object.__setattr__(self, "dtype_record", dtypes.get(self.dtype))
 
     @classmethod
     def from_wildcards(cls, wc) -> "Job":
@@ -40,7 +48,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     defaults to config's threads."""
     from matmul_study.measure.gpu_slots import job_slot
 
-    with job_slot(registry.get(job.method).on_gpu) as gpu_index:
+    with job_slot(job.method_record.on_gpu) as gpu_index:
         record = _run_job(job, config, output, cubin, threads, gpu_index)
     return record
 
@@ -48,13 +56,13 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
 def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index) -> dict:
     t_start = time.perf_counter()
     started = _utc_now()  # inside the GPU slot: the GPU is this job's from here to `finished`
-    method = registry.get(job.method)
+    method, dtype = job.method_record, job.dtype_record
     meas = Measurement.from_config(config["measurement"])
     if method.on_gpu:
         from matmul_study.measure.gpu_job import ensure_fits
 
-        ensure_fits(method, job.dtype, job.m, job.k, job.n)
-    a, b = inputs.generate(job.m, job.k, job.n, job.dtype, meas.seed, meas.low, meas.high)
+        ensure_fits(method, dtype, job.m, job.k, job.n)
+    a, b = inputs.generate(job.m, job.k, job.n, dtype, meas.seed, meas.low, meas.high)
     t_inputs = time.perf_counter()
 
     # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
@@ -72,7 +80,7 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     else:
         from matmul_study.measure import gpu_job as gpu
 
-        run = gpu.run(method, job.dtype, job.block, a, b, meas, cubin)
+        run = gpu.run(method, dtype, job.block, a, b, meas, cubin)
         times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
         rates = run.rates
         env.update(run.env)

@@ -39,7 +39,7 @@ class Verification:
         return asdict(self)
 
 
-def compare(c, ref, dtype: str, scope: str, reference: str, xp=np) -> Verification:
+def compare(c, ref, dtype: dtypes.DType | str, scope: str, reference: str, xp=np) -> Verification:
     """Compare output (or sampled part of it) with an fp64 reference of the same shape, on host or device."""
     tol = dtypes.get(dtype).tolerance
     missing = unwritten(c, xp)
@@ -65,7 +65,7 @@ def sample_indices(size: int, count: int, rng: np.random.Generator) -> np.ndarra
     return np.sort(np.concatenate([[0, size - 1], picks]))
 
 
-def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str, full: bool, samples: int,
+def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: dtypes.DType | str, full: bool, samples: int,
                    seed: int) -> Verification:
     """numpy fp64 reference: the whole product when `full`, else sampled rows and columns of it."""
     record = dtypes.get(dtype)

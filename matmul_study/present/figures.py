@@ -34,7 +34,7 @@ SIZE_LABEL = "matrix size (∛(m·k·n), log2 scale)"
 TFLOPS_LABEL = "throughput (TF/s, log scale)"
 SPEEDUP_LABEL = "speedup over naive (×, log scale)"
 ERROR_LABEL = "relative Frobenius error (log scale)"
-INTENSITY_LABEL = "arithmetic intensity (FLOP/byte, model, log2 scale)"
+INTENSITY_LABEL = "arithmetic intensity\n(FLOP/byte, model, log2 scale)"  # two lines: panels sit three a row
 KERNEL_LABEL = "kernel (method and block size)"
 NO_DATA = "no data for this figure in this run"
 PLACEHOLDER = "placeholder"  # the label (Figure.get_label) of a figure that only says why it has nothing to show
@@ -778,46 +778,75 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     return fig
 
 
+def _shape_title(shape: str) -> str:
+    parts = str(shape).split("x")
+    return f"{parts[0]}³" if len(parts) == 3 and len(set(parts)) == 1 else str(shape)
+
+
 def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
-    """TF/s per rung at the largest shape, one panel per dtype: bars in ladder order, cuBLAS as a dashed line and
-    the datasheet peak as a dotted one."""
+    """TF/s per rung at the largest shape, one panel per dtype (two panels a row): bars in ladder order, cuBLAS as
+    a dashed line and the datasheet peak as a dotted one, each named at the panel's top edge beside its line (the
+    lower value to the left of its line, the higher to the right, so the two never overlap). Each rung's rate and
+    its ratio to cuBLAS stand in a column right of the panel, clear of the bars and the lines."""
     title = "The ladder: each rung at the largest shape"
     table = ladder_table(results)
     if table.empty:
         return _empty_figure(title, "The ladder is not drawn: no verified GPU job in these results.")
     rank = {name: i for i, name in enumerate(dtypes.NAMES)}
     panels = sorted(table.groupby(["device", "dtype"], sort=False), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99)))
-    cols = min(3, len(panels))
+    cols = min(2, len(panels))
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    # a row of panels as tall as its longest ladder, and one bar thickness everywhere
+    n_rungs = [max(int((part["method"] != "cublas").sum()), 2) for _, part in panels]
+    per_row = [max(n_rungs[r * cols:(r + 1) * cols]) for r in range(rows)]
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, sum(0.3 * n + 1.5 for n in per_row) + 0.9),
+                             squeeze=False, gridspec_kw={"height_ratios": [0.3 * n + 1.5 for n in per_row]})
     palette = _method_palette(list(dict.fromkeys(table["method"])))
     several = table["device"].nunique() > 1
-    for ax, ((device, dtype), part) in zip(axes.flat, panels):
+    for i, (ax, ((device, dtype), part)) in enumerate(zip(axes.flat, panels)):
+        most = per_row[i // cols]
         rungs = part[part["method"] != "cublas"]
-        ax.barh(rungs["method"], rungs["tflops"], color=[palette[m] for m in rungs["method"]])
-        for y, (rate, ratio) in enumerate(zip(rungs["tflops"], rungs["vs_cublas"])):
-            label = f"{rate:.3g}" + (f"  ({ratio:.3f}×)" if np.isfinite(ratio) else "")
-            ax.text(rate, y, " " + label, va="center", fontsize=8)
+        ys = np.arange(len(rungs))
+        ax.barh(ys, rungs["tflops"], color=[palette[m] for m in rungs["method"]], height=0.7)
+        ax.set_yticks(ys, rungs["label"])
+        ax.set_ylim(most - 0.5, -0.5)  # ladder order reads top to bottom; one bar thickness in every panel
+        for y, (rate, ratio) in zip(ys, zip(rungs["tflops"], rungs["vs_cublas"])):
+            label = f"{rate:.3g} TF/s" + (f", {ratio:.2f}×" if np.isfinite(ratio) else "")
+            ax.annotate(label, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(6, 0),
+                        textcoords="offset points", va="center", ha="left", fontsize=8, annotation_clip=False)
+        lines = []
         cublas = part[part["method"] == "cublas"]["tflops"]
         if not cublas.empty:
-            ax.axvline(cublas.iloc[0], color="dimgrey", linestyle="--", label=f"cuBLAS {cublas.iloc[0]:.3g}")
+            ax.axvline(cublas.iloc[0], color="dimgrey", linestyle="--", linewidth=1.2)
+            lines.append((cublas.iloc[0], f"cuBLAS {cublas.iloc[0]:.3g}", "dimgrey"))
         peak = part["datasheet_tflops"].iloc[0]
         if peak is not None and np.isfinite(peak):
-            ax.axvline(peak, color="black", linestyle=":", label=f"datasheet {peak:.4g}")
+            ax.axvline(peak, color="black", linestyle=":", linewidth=1.4)
+            lines.append((peak, f"datasheet {peak:.4g}", "black"))
+        for i, (x, text, colour) in enumerate(sorted(lines)):
+            lower = i == 0 and len(lines) > 1
+            ax.annotate(text, xy=(x, 1), xycoords=("data", "axes fraction"), xytext=(-3 if lower else 3, 2),
+                        textcoords="offset points", ha="right" if lower else "left", va="bottom", fontsize=8,
+                        color=colour, annotation_clip=False)
         if rungs.empty:
             ax.set_yticks([])
             ax.text(0.5, 0.5, "no kernel of ours for this dtype", transform=ax.transAxes, ha="center",
                     color="dimgrey")
-        ax.invert_yaxis()  # ladder order reads top to bottom
         ax.set_xlabel("throughput (TF/s, burst, verified)")
-        ax.set_ylabel("rung (method, in ladder order)")
-        ax.set_title(f"{dtype}, {part['shape'].iloc[0]}" + (f"\n{device}" if several else ""), fontsize=10)
-        ax.set_xlim(0, max(part["tflops"].max(), peak or 0) * 1.35)
-        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+        ax.set_ylabel("rung (in ladder order)")
+        ax.set_title(f"{dtype}, {_shape_title(part['shape'].iloc[0])}" + (f", {device}" if several else ""),
+                     fontsize=10, pad=16, loc="left")
+        ax.set_xlim(0, max(part["tflops"].max(), peak or 0) * 1.06)
+        ax.grid(True, axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
+    handles = [Line2D([], [], color="dimgrey", linestyle="--", label="cuBLAS, measured in the same run")]
+    if table["datasheet_tflops"].notna().any():
+        handles.append(Line2D([], [], color="black", linestyle=":", linewidth=1.4,
+                              label="datasheet dense peak (vendor)"))
     fig.suptitle(title, fontweight="bold")
-    fig.tight_layout()
+    fig.tight_layout(h_pad=1.6, w_pad=2.0, rect=(0, 0.6 / fig.get_figheight(), 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
     return fig
 
 
@@ -893,8 +922,10 @@ FIGURES: dict[str, FigureSpec] = {
             "ladder",
             "The ladder",
             "Each rung's burst rate (TF/s, verified jobs only) at the largest shape of each element type, in the "
-            "ladder's order, with its ratio to cuBLAS measured in the same run; the dashed line is cuBLAS and the "
-            "dotted one the datasheet's dense peak for this GPU (H100/H200 SXM; none for other devices).",
+            "ladder's order (a kernel with a block-size axis at its faster block size); right of each panel, each "
+            "rung's rate is followed by its ratio to cuBLAS measured in the same run. The dashed line is "
+            "cuBLAS and the dotted one the datasheet's dense peak for this GPU (H100/H200 SXM; none for other "
+            "devices). The section \"Why each rung is faster\" gives each step's technique and modelled traffic.",
             _themed(plot_ladder),
         ),
     ]

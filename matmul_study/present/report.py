@@ -413,9 +413,10 @@ def _measurement(results: pd.DataFrame, config: dict) -> dict | None:
         by_time, by_reps = int((stopped == "time").sum()), int((stopped == "repetitions").sum())
         if by_time or by_reps:
             parts = [f"{n} at the {what} cap" for n, what in ((by_time, "time"), (by_reps, "repetition")) if n]
-            out["capped"] = (f"Of these, {' and '.join(parts)} stopped before the samples were quiet enough: the "
-                             "cap, not the noise target, decided how many samples their median is of, so their "
-                             "rate carries the spread shown (timing_rsd, and for CPU jobs cpu_spread).")
+            out["capped"] = (f"Of these, {' and '.join(parts).replace(' at', ' stopped at', 1)}, before their samples "
+                             "were quiet enough: the cap, not the noise target, decided how many samples their "
+                             "median is of, so their rate carries the spread shown (rsd below; for CPU jobs also "
+                             "cpu_spread, the spread between processes).")
         missed = missed.assign(_rsd=rsd[missed.index]).sort_values("_rsd", ascending=False)
         reps, total = _num(missed, "timing_reps"), _num(missed, "timing_total_s")
         table = _job_keys(results, missed).assign(
@@ -552,7 +553,10 @@ def _shape_text(m: int, k: int, n: int) -> str:
 
 
 def _tf(x: float) -> str:
-    return f"{x:.3g}"
+    """Three significant digits, never an exponent (4398, 138, 7.98, 0.125)."""
+    if not np.isfinite(x):
+        return ""
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{float(f'{x:.3g}'):g}"
 
 
 def _headline_sentences(results: pd.DataFrame) -> list[str]:
@@ -694,7 +698,9 @@ def _why(results: pd.DataFrame) -> dict | None:
     })
     climbs = []
     for _, row in why.climb(results).iterrows():
-        text = (f"{row['dtype']}" + (f" on {row['device']}" if several else "") + f" at {row['shape']}: from "
+        shape = _shape_text(*(int(x) for x in str(row["shape"]).split("x"))) if str(row["shape"]).count("x") == 2 \
+            else row["shape"]
+        text = (f"{row['dtype']}" + (f" on {row['device']}" if several else "") + f" at {shape}: from "
                 f"{row['first']} at {_tf(row['first_tflops'])} TF/s to {row['top']} at {_tf(row['top_tflops'])} TF/s "
                 f"({row['factor']:.3g}×); the largest single step, {row['biggest_from']} → {row['biggest_to']}, "
                 f"bought {row['biggest_gain']:.2f}×.")
