@@ -31,7 +31,7 @@ fi
 mkdir -p "$(dirname "$out")"
 url="file://$(cd "$(dirname "$html")" && pwd)/$(basename "$html")"
 # --no-sandbox: Chromium refuses to run as root otherwise (containers, CI); the page is a local file.
-"$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="$width,$height" \
+"$browser" --headless --no-sandbox --disable-gpu --window-size="$width,$height" \
   --screenshot="$out" "$url" >/dev/null 2>&1
 test -s "$out" || { echo "screenshot.sh: Chromium wrote no $out" >&2; exit 1; }
 echo "$out"

@@ -41,6 +41,11 @@ TECHNIQUES = {
     "wgmma_tf32": "wgmma in tf32 on the warp-specialized pipeline, B transposed on every launch (timed)",
 }
 
+def reference_lines() -> set[str]:
+    """The methods drawn as reference lines (numpy, cuBLAS): not rungs of the ladder."""
+    return {name for name, m in registry.METHODS.items() if m.reference_line}
+
+
 STEP_COLUMNS = ["device", "dtype", "shape", "from", "to", "adds", "traffic_from_gb", "traffic_to_gb",
                 "traffic_cut", "intensity_from", "intensity_to", "tflops_from", "tflops_to", "gain", "reading"]
 
@@ -78,7 +83,7 @@ def ladder_steps(results: pd.DataFrame) -> pd.DataFrame:
     (FLOP/byte) and the measured burst rate (TF/s) before and after, the traffic cut (before / after), the gain
     (after / before) and a reading of the two together."""
     table = ladder_table(results)
-    table = table[~table["method"].map(lambda m: m in registry.METHODS and registry.get(m).reference_line)]
+    table = table[~table["method"].isin(reference_lines())]
     rows = []
     for (device, dtype), part in table.groupby(["device", "dtype"], sort=False):
         part = part.reset_index(drop=True)
@@ -136,7 +141,7 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
                                            size3=results["m"].astype(float) * results["k"] * results["n"])
     if "label" not in ok:
         ok = ok.assign(label=ok["method"])
-    reference = {name for name, m in registry.METHODS.items() if m.reference_line}
+    reference = reference_lines()
     rows = []
     for (device, dtype), group in ok.groupby(["device", "dtype"], sort=False):
         ours = group[~group["method"].isin(reference)]

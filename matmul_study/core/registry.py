@@ -142,6 +142,8 @@ class Method:
     # Block sizes the kernel supports beyond the config's 1..32 (None: all of them).
     blocks: tuple[int, ...] | None = None
     reference_line: bool = False
+    # Whether config `methods: default` (the default study, config.yaml) runs it; `methods: all` runs every method.
+    default_study: bool = True
     # The traffic model's unit of work, as a function of the block size and dtype: (tile_m, tile_n, tile_k). A unit reads
     # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
     # padding included. None: a library call, modelled as ideal (each input read once, no padding).
@@ -401,6 +403,7 @@ METHODS: dict[str, Method] = {
             launch=WARPTILED_MBARRIER_LAUNCH,
             tile=WARPTILED_MBARRIER_TILE,
             launch_bounds=(256, 1),
+            default_study=False,
         ),
         Method(
             "dmma",
@@ -503,6 +506,11 @@ def get(name: str) -> Method:
         return METHODS[name]
     except KeyError:
         raise KeyError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}") from None
+
+
+def default_methods() -> tuple[str, ...]:
+    """The default study's methods (config `methods: default`), in ladder order."""
+    return tuple(name for name, m in METHODS.items() if m.default_study)
 
 
 def compiled_methods() -> tuple[str, ...]:

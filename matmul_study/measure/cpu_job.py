@@ -2,18 +2,35 @@
 
 One process's BLAS rate on a shared VM moves from process to process (thread placement, memory, neighbours), so
 the timing runs in several fresh processes and the job reports the median of their medians and their spread.
+Every timed call runs in such a child process, which the job kills when it is stopped: a numpy call in flight is
+abandoned, not waited for (one 8192^3 float64 call takes about a minute on two cores).
+
+Time budget: `measurement.cpu_max_s` caps the seconds a job spends verifying and timing (from its first verified
+call to its last sample, fresh processes' start-up included). The first verified call tells how long one call
+takes; the timing is then planned to fit: each process's window is its share of what is left (never longer than
+max_time_s), and where even the policy's minimum does not fit (min_reps samples after `warmup` warm-ups, at least
+min_time_s), fewer processes run, then fewer warm-ups and fewer samples, down to one process with one sample.
+Such a job is `capped` (last_run_budget()): its number rests on less than the measurement policy asks for.
+The check after timing (a second verified call) runs where the budget leaves room for it.
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing
+import os
+import signal
 import time
-from dataclasses import dataclass
+import traceback
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from matmul_study.measure.stats import sample
+from matmul_study.measure.stats import Policy, done
 from matmul_study.measure.verify import poison_value, verify_on_host
+
+# A fresh process's start-up (interpreter, imports, inputs) before the first one has measured it: about 0.15 s.
+STARTUP_GUESS_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -28,7 +45,60 @@ class InputSpec:
     high: float
 
 
-def _time_matmul(a: np.ndarray, b: np.ndarray, measurement, threads: int) -> list[float]:
+@dataclass(frozen=True)
+class ProcessPlan:
+    """One timing process: its stopping rule and the time (time.monotonic, shared by every process of the host)
+    after which it takes no further sample once it has one."""
+    policy: Policy
+    deadline: float
+
+
+@dataclass
+class ProcessTimes:
+    times: list[float]
+    warmup: int
+    startup_s: float
+
+
+@dataclass
+class Budget:
+    """What measurement.cpu_max_s did to one job; merged into the result's `cpu` record."""
+    max_s: float
+    capped: bool = False
+    processes_asked: int = 1
+    reps: list[int] = field(default_factory=list)
+    warmup: list[int] = field(default_factory=list)
+    verified_after_timing: bool = True
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"max_s": self.max_s, "capped": self.capped, "processes_asked": self.processes_asked,
+                "reps": list(self.reps), "warmup": list(self.warmup),
+                "verified_after_timing": self.verified_after_timing, "seconds": self.seconds}
+
+
+_LAST_BUDGET: dict = {}
+
+
+def last_run_budget() -> dict:
+    """The Budget (as_dict) of the latest run() in this process; empty before the first."""
+    return dict(_LAST_BUDGET)
+
+
+def resolve_threads(threads) -> int:
+    """config `threads`: an integer, or "auto" for every core this process may use."""
+    if isinstance(threads, str):
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:
+            return os.cpu_count() or 1
+    return int(threads)
+
+
+# --- Timing --------------------------------------------------------------------------------------------------------
+
+def _time_matmul(a: np.ndarray, b: np.ndarray, plan: ProcessPlan, threads: int,
+                 started: float | None = None) -> ProcessTimes:
     from threadpoolctl import threadpool_limits
 
     out = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
@@ -38,46 +108,167 @@ def _time_matmul(a: np.ndarray, b: np.ndarray, measurement, threads: int) -> lis
         np.matmul(a, b, out=out)
         return time.perf_counter() - t0
 
+    policy = plan.policy
+    startup = time.monotonic() - started if started is not None else 0.0
     with threadpool_limits(limits=threads, user_api="blas"):
-        return sample(time_once, measurement.stopping)
+        for _ in range(policy.warmup):
+            time_once()
+        times: list[float] = []
+        while not done(times, policy):
+            if times and time.monotonic() + times[-1] > plan.deadline:
+                break  # the next sample would end past this process's share of the budget
+            times.append(float(time_once()))
+    return ProcessTimes(times, policy.warmup, startup)
 
 
-def _time_in_fresh_process(spec: InputSpec, measurement, threads: int) -> list[float]:
+def _time_in_fresh_process(spec: InputSpec, plan: ProcessPlan, threads: int, started: float) -> ProcessTimes:
     from matmul_study.measure import inputs
 
     a, b = inputs.generate(spec.m, spec.k, spec.n, spec.dtype, spec.seed, spec.low, spec.high)
-    return _time_matmul(a, b, measurement, threads)
+    return _time_matmul(a, b, plan, threads, started)
 
 
-def run(a: np.ndarray, b: np.ndarray, dtype: str, measurement, threads: int, spec: InputSpec | None = None):
+def _die_with_parent() -> None:
+    """Linux: this process gets SIGKILL when the job that started it is gone, however it ended."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _child_main(sender, fn, args) -> None:
+    # Ctrl-C reaches the whole process group: the job itself stops (and kills) this process; a KeyboardInterrupt
+    # here would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    try:
+        result = (True, fn(*args))
+    except BaseException:  # noqa: BLE001  (sent to the job, which raises it with the child's traceback)
+        result = (False, traceback.format_exc())
+    sender.send(result)
+    sender.close()
+
+
+def call_in_fresh_process(fn, *args):
+    """fn(*args) in a fresh interpreter ("spawn": nothing inherited from this one); its exceptions are raised here
+    with the child's traceback. The child is killed if this call is interrupted (the job is stopped)."""
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child_main, args=(sender, fn, args), name="numpy-timing", daemon=True)
+    process.start()
+    sender.close()
+    try:
+        try:
+            ok, value = receiver.recv()
+        except EOFError:
+            process.join(5)
+            raise RuntimeError(f"the numpy timing process ended without a result (exit code {process.exitcode})"
+                               ) from None
+        if not ok:
+            raise RuntimeError(f"the numpy timing process failed:\n{value}")
+        process.join(5)
+        return value
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+# --- The budget ----------------------------------------------------------------------------------------------------
+
+def policy_minimum_s(policy: Policy, t_call: float) -> float:
+    """The least time the stopping rule can take: its warm-ups, then min_reps samples and min_time_s (or max_reps
+    samples, whichever stops it first)."""
+    timed = min(policy.max_reps * t_call, max(policy.min_reps * t_call, min(policy.min_time_s, policy.max_time_s)))
+    return policy.warmup * t_call + timed
+
+
+def process_policy(policy: Policy, share_s: float, t_call: float, startup_s: float) -> Policy:
+    """The stopping rule of one process given `share_s` seconds: the policy with its window cut to the share
+    where the policy's minimum fits; else fewer warm-ups (one while room is left for it) and fewer samples."""
+    available = share_s - startup_s
+    if available >= policy_minimum_s(policy, t_call):
+        return replace(policy, max_time_s=min(policy.max_time_s, available - policy.warmup * t_call))
+    warmup = min(policy.warmup, 1) if available >= 2 * t_call else 0
+    reps = max(1, min(policy.min_reps, math.floor((available - warmup * t_call) / t_call) if t_call > 0 else 1))
+    window = max(available - warmup * t_call, 0.0)
+    return replace(policy, warmup=warmup, min_reps=reps, min_time_s=min(policy.min_time_s, window),
+                   max_time_s=max(window, 1e-9))
+
+
+def below_minimum(times: list[float], warmup: int, policy: Policy) -> bool:
+    """Whether one process stopped short of what the unbudgeted policy asks at least."""
+    if warmup < policy.warmup or len(times) < min(policy.min_reps, policy.max_reps):
+        return True
+    return sum(times) < min(policy.min_time_s, policy.max_time_s) and len(times) < policy.max_reps
+
+
+# --- The job ---------------------------------------------------------------------------------------------------------
+
+def run(a: np.ndarray, b: np.ndarray, dtype: str, measurement, threads, spec: InputSpec | None = None):
     """Return (times or None, [verifications], per-process medians). Timing runs only after a passed
-    verification; with `spec` and measurement.cpu_processes > 1 it runs in that many fresh processes."""
+    verification, within measurement.cpu_max_s (see the module docstring); with `spec` in
+    measurement.cpu_processes fresh processes, without it in this one. last_run_budget() says what the cap did."""
     from threadpoolctl import threadpool_limits
 
+    global _LAST_BUDGET
+    threads = resolve_threads(threads)
+    started = time.monotonic()
+    policy = measurement.stopping
+    asked = max(1, measurement.cpu_processes) if spec is not None else 1
+    budget = Budget(max_s=float(measurement.cpu_max_s), processes_asked=asked)
+    _LAST_BUDGET = {}
     m, k = a.shape
     out = np.empty((m, b.shape[1]), dtype=a.dtype)
     full = m * k * b.shape[1] <= measurement.full_verify_max_flops
+    call_s = []
 
     def verified_run():
         out.fill(poison_value(out.dtype))
         with threadpool_limits(limits=threads, user_api="blas"):
+            t0 = time.perf_counter()
             np.matmul(a, b, out=out)
+            call_s.append(time.perf_counter() - t0)
         return verify_on_host(a, b, out, dtype, full, measurement.sample_rows, measurement.seed)
 
     verifications = [verified_run()]
+    verify_s = time.monotonic() - started
     if not verifications[0].passed:
         return None, verifications, []
-    if spec is None or measurement.cpu_processes <= 1:
-        per_process = [_time_matmul(a, b, measurement, threads)]
-    else:
-        context = multiprocessing.get_context("spawn")  # fresh interpreters: nothing inherited from this one
-        per_process = []
-        for _ in range(measurement.cpu_processes):
-            with context.Pool(1) as pool:
-                per_process.append(pool.apply(_time_in_fresh_process, (spec, measurement, threads)))
-    verifications.append(verified_run())
-    times = [t for process in per_process for t in process]
-    return times, verifications, [float(np.median(p)) for p in per_process]
+    t_call = call_s[0]
+    deadline = started + budget.max_s
+    startup = STARTUP_GUESS_S if spec is not None else 0.0
+    need = startup + policy_minimum_s(policy, t_call)
+    # Room for the check after timing, unless keeping it would leave less than one process's minimum.
+    timing_end = deadline - verify_s
+    if timing_end - time.monotonic() < need:
+        timing_end = deadline
+        budget.verified_after_timing = False
+    left = timing_end - time.monotonic()
+    processes = min(asked, max(1, math.floor(left / need)))
+
+    per_process: list[ProcessTimes] = []
+    for i in range(processes):
+        share = max(timing_end - time.monotonic(), 0.0) / (processes - i)
+        plan = ProcessPlan(process_policy(policy, share, t_call, startup), time.monotonic() + share)
+        if spec is None:
+            result = _time_matmul(a, b, plan, threads)
+        else:
+            result = call_in_fresh_process(_time_in_fresh_process, spec, plan, threads, time.monotonic())
+            startup = result.startup_s
+        per_process.append(result)
+    if budget.verified_after_timing:
+        verifications.append(verified_run())
+    budget.reps = [len(p.times) for p in per_process]
+    budget.warmup = [p.warmup for p in per_process]
+    budget.capped = (len(per_process) < asked or any(below_minimum(p.times, p.warmup, policy) for p in per_process))
+    budget.seconds = time.monotonic() - started
+    _LAST_BUDGET = budget.as_dict()
+    times = [t for p in per_process for t in p.times]
+    return times, verifications, [float(np.median(p.times)) for p in per_process]
 
 
 def process_spread(medians: list[float]) -> float | None:

@@ -49,6 +49,8 @@ class Measurement:
     sustained_min_size: int = 4096
     # CPU jobs time in this many fresh processes (BLAS rates move from process to process on a shared host).
     cpu_processes: int = 3
+    # ... and verify and time within about this many seconds (fewer processes, warm-ups and samples at large sizes).
+    cpu_max_s: float = 3.0
 
     @classmethod
     def from_config(cls, section: dict) -> "Measurement":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 import mimetypes
 from pathlib import Path
 from typing import Any, Iterable
@@ -113,6 +114,11 @@ TIMING_MODES = {
 SECTION_FIGURES = ("devices",)
 # Shown first, with the headline table: the answer before the details.
 HEADLINE_FIGURES = ("ladder", "throughput")
+# Drawn landscape for the report's full content width (about 1170 px); the others are shown at most at
+# CSS_PX_PER_INCH per inch of their drawing, so a one-panel figure does not blow up to the page's width.
+FULL_WIDTH_FIGURES = ("ladder", "throughput", "roofline")
+CSS_PX_PER_INCH = 110
+SAVED_DPI = 150  # figures.save_figure's dpi
 
 TABLE_TITLES = {
     "best": "Best throughput",
@@ -150,6 +156,8 @@ def _html_table(df: pd.DataFrame, columns: Iterable[str] | None = None) -> Marku
     )
     # the cell text is escaped already, so this exact match can only hit a status cell that says failed
     text = text.replace("<td>failed</td>", '<td class="failed">failed</td>')
+    # a long column name (timing_median_s) may wrap after an underscore, so headers do not widen the table
+    text = re.sub(r"<th>([^<]*)</th>", lambda m: "<th>" + m.group(1).replace("_", "_<wbr>") + "</th>", text)
     return Markup(text)
 
 
@@ -234,18 +242,34 @@ def _environment(results: pd.DataFrame) -> list[tuple[str, str]]:
     return rows
 
 
+def _display_width(path: Path) -> int | None:
+    """The width in CSS pixels at which a figure reads as drawn: its size in inches (pixels over the PNG's dpi,
+    figures.save_figure's when the file does not say) at CSS_PX_PER_INCH. None where the file cannot be read."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            dpi = image.info.get("dpi", (SAVED_DPI, SAVED_DPI))[0] or SAVED_DPI
+            return round(image.width / float(dpi) * CSS_PX_PER_INCH)
+    except (OSError, ValueError):
+        return None
+
+
 def _figures(figures: dict[str, Path]) -> list[dict]:
     # the registry's order first, so the report reads the same whatever order the caller's dict has
     names = [n for n in FIGURES if n in figures] + [n for n in figures if n not in FIGURES]
     out = []
     for name in names:
         spec = FIGURES.get(name)
+        path = Path(figures[name])
         out.append(
             {
                 "name": name,
                 "title": spec.title if spec else name.replace("_", " ").capitalize(),
                 "caption": spec.caption if spec else "",
-                "uri": _data_uri(Path(figures[name])),
+                "uri": _data_uri(path),
+                # the wide figures fill the content width; a smaller one is shown no larger than drawn
+                "max_width": None if name in FULL_WIDTH_FIGURES else _display_width(path),
             }
         )
     return out
@@ -271,8 +295,8 @@ def _job_keys(results: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
 
 def _throttling(results: pd.DataFrame, config: dict) -> dict | None:
     """Jobs whose SM clock fell below the throttle fraction in some samples; None without the column."""
-    if "gpu_throttled_samples" not in results:
-        return None
+    if "gpu_throttled_samples" not in results or not (device_kind(results) == "gpu").any():
+        return None  # no GPU job (a CPU-only run): no GPU clock to have fallen
     samples = _num(results, "gpu_throttled_samples")
     hit = results[samples > 0]
     fraction = ((config or {}).get("measurement") or {}).get("throttle_fraction")
@@ -667,7 +691,8 @@ def _headline(results: pd.DataFrame) -> dict | None:
                      "shape.")
     why_blank = {"× cuBLAS": "cuBLAS was not run",
                  "% of datasheet peak": "no datasheet peak is on file for this device (the datasheet peaks are "
-                                        "listed in matmul_study/analysis/ladder.py)"}
+                                        "listed in matmul_study/analysis/ladder.py)"
+                 if (ok["kind"] == "gpu").any() else "the datasheet peaks are GPU peaks, and this run has no GPU job"}
     if blank:
         notes.append(f"The — under {' and '.join(blank)}: {', and '.join(why_blank[c] for c in blank)}.")
     return {"table": _html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None,
@@ -683,7 +708,6 @@ def _why(results: pd.DataFrame) -> dict | None:
         return None
     several = steps["device"].nunique() > 1
     table = pd.DataFrame({
-        **({"device": steps["device"]} if several else {}),
         "element type": steps["dtype"],
         "step": steps["from"] + " → " + steps["to"],
         "what the step adds": steps["adds"],
@@ -695,6 +719,7 @@ def _why(results: pd.DataFrame) -> dict | None:
         "TF/s": [f"{_tf(a)} → {_tf(b)}" for a, b in zip(steps["tflops_from"], steps["tflops_to"])],
         "gain": [f"{g:.2f}×" for g in steps["gain"]],
         "reading": steps["reading"],
+        **({"device": steps["device"]} if several else {}),  # last: the template styles columns 3 and 8
     })
     climbs = []
     for _, row in why.climb(results).iterrows():
@@ -706,7 +731,7 @@ def _why(results: pd.DataFrame) -> dict | None:
                 f"bought {row['biggest_gain']:.2f}×.")
         climbs.append(text)
     rungs = ladder_table(results)
-    rungs = rungs[~rungs["method"].isin([n for n, m in registry.METHODS.items() if m.reference_line])]
+    rungs = rungs[~rungs["method"].isin(why.reference_lines())]
     single = [f"{dtype} has one rung ({part['label'].iloc[0]}), so no step to explain."
               for (_, dtype), part in rungs.groupby(["device", "dtype"], sort=False) if len(part) == 1]
     return {"table": _html_table(table), "climbs": climbs, "single": single}
@@ -719,8 +744,8 @@ def _percent(fraction) -> str:
 def _rates(results: pd.DataFrame, config: dict) -> Markup | None:
     """How the headline (burst) rate, the sustained rate and the energy were measured, what the waits cost, and
     the jobs the burst rule or a bimodal kernel leaves without a plain median."""
-    if "burst_samples_total" not in results:
-        return _cpu_processes(results)
+    if "burst_samples_total" not in results or not (device_kind(results) == "gpu").any():
+        return _cpu_processes(results)  # no GPU job: nothing was burst-sampled
     meas = (config or {}).get("measurement") or {}
     gpu = results[device_kind(results) == "gpu"]
     settle_s, recovery_s = _num(gpu, "burst_settle_s").sum(), _num(gpu, "burst_recovery_s").sum()
@@ -795,6 +820,16 @@ def _cpu_processes(results: pd.DataFrame) -> Markup | None:
         f"{spread.max():.1%} at worst: the CPU line reproduces to about that, not to the GPU's few percent.</p>")
 
 
+def _jobs(results: pd.DataFrame) -> pd.DataFrame:
+    """The All jobs table: JOB_COLUMNS (and the device where there are several GPUs), without columns that are
+    empty for every job (a CPU-only run has no % of cuBLAS), headed as JOB_HEADERS names them."""
+    columns = [c for c in JOB_COLUMNS + (["env_device_name"] if _several_gpus(results) else []) if c in results]
+    table = results[columns]
+    keep = [c for c in columns if c in ("label", "dtype", "shape", "status") or
+            table[c].map(lambda v: v is not None and str(v).strip() not in ("", "nan", "None")).any()]
+    return table[keep].rename(columns=JOB_HEADERS)
+
+
 def _title(results: pd.DataFrame) -> str:
     """GPU unless the results hold CPU jobs only."""
     if results.empty or "method" not in results:
@@ -865,6 +900,5 @@ def render_report(
         ],
         extra_sections=extra,
         pruned=_html_table(pruned, PRUNED_COLUMNS) if pruned is not None and not pruned.empty else None,
-        jobs=_html_table(results[[c for c in JOB_COLUMNS + (["env_device_name"] if _several_gpus(results) else [])
-                                  if c in results]].rename(columns=JOB_HEADERS)),
+        jobs=_html_table(_jobs(results)),
     )
