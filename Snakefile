@@ -3,15 +3,17 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-from snakemake.exceptions import WorkflowError
-
 from matmul_study.pipeline.config import ConfigError, check_yaml_syntax
+from matmul_study.pipeline.scripting import fail
 
-# Snakemake's own message for a YAML syntax error names neither the file nor the line.
-try:
-    check_yaml_syntax("config.yaml")
-except ConfigError as exc:
-    raise WorkflowError(f"Invalid configuration: {exc}") from None
+# Snakemake's own message for a YAML syntax error names neither the file nor the line, and it keeps the last of a
+# key given twice. It reads --configfile files before this file runs (a syntax error there is its message; add
+# --verbose to see the line); their keys given twice are caught here.
+for _path in ["config.yaml", *workflow.overwrite_configfiles]:
+    try:
+        check_yaml_syntax(_path)
+    except ConfigError as exc:
+        fail(f"Invalid configuration: {exc}")
 
 
 configfile: "config.yaml"
@@ -28,6 +30,9 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+# The results are targets too: a deleted result is measured again by the plain command (otherwise Snakemake would
+# keep the newer report and tables as they are).
 rule all:
     input:
         get_final_output(),
+        run_files(),

@@ -1,4 +1,4 @@
-// Kernel 1: one thread per element of C, straight from global memory.
+// Kernel 01 (naive): one thread per element of C, straight from global memory.
 #pragma once
 
 template <typename T, typename Acc>

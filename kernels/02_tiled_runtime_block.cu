@@ -1,6 +1,6 @@
-// Kernel 2, run-time variant: BLOCK x BLOCK tiles of A and B staged in shared memory, but the tile size is
+// Kernel 02 (tiled_runtime_block), the run-time variant of kernel 03: BLOCK x BLOCK tiles of A and B staged in shared memory, but the tile size is
 // blockDim.x, read at run time, and the inner loop is kept rolled. It shows what the source study's compile-time
-// BLOCK (kernel 2, tiled) buys: the same algorithm with loop overhead and computed shared-memory offsets.
+// BLOCK (kernel 03, tiled) buys: the same algorithm with loop overhead and computed shared-memory offsets.
 #pragma once
 
 template <typename T, typename Acc>

@@ -1,6 +1,6 @@
-// Kernel 2: the source study's tiled kernel. BLOCK x BLOCK tiles of A and B are staged in shared memory,
+// Kernel 03 (tiled): the source study's tiled kernel. BLOCK x BLOCK tiles of A and B are staged in shared memory,
 // declared As[BLOCK][BLOCK] with BLOCK a compile-time constant, as in all four sources; the inner loop is left
-// to the compiler (which may unroll it: its trip count is a constant). Kernel 3 adds an explicit #pragma unroll.
+// to the compiler (which may unroll it: its trip count is a constant). Kernel 04 adds an explicit #pragma unroll.
 #pragma once
 
 template <typename T, typename Acc, int BLOCK>

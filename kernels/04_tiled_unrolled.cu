@@ -1,4 +1,4 @@
-// Kernel 3: the source study's tiled kernel (kernel 2) with an explicit #pragma unroll on the inner loop, the
+// Kernel 04 (tiled_unrolled): the source study's tiled kernel (kernel 03) with an explicit #pragma unroll on the inner loop, the
 // A100 post's step. Static shared memory and a compile-time trip count fold the offsets into immediates.
 #pragma once
 

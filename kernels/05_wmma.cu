@@ -1,4 +1,4 @@
-// Kernel 4: tensor cores through nvcuda::wmma, fp16 in, fp32 accumulate and out.
+// Kernel 05 (wmma): tensor cores through nvcuda::wmma, fp16 in, fp32 accumulate and out.
 // Each warp owns one 16x16 tile of C; a block of 4 warps (128 threads) covers a 2x2 arrangement of them,
 // a 32x32 tile of C. Works for any m, n, k: a 16x16 operand tile that is not fully in bounds, or that wmma
 // cannot read straight from global memory, is staged through shared memory with zero fill.

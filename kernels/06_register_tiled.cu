@@ -1,4 +1,4 @@
-// Kernel 5: 2D block tiling with register blocking (SIMT, float32/float64).
+// Kernel 06 (register_tiled): 2D block tiling with register blocking (SIMT, float32/float64).
 // A block of 256 threads computes a 128x128 tile of C, stepping through k in slices of BK = 8. Each thread
 // keeps an 8x8 sub-tile of C in registers and, per k step, reads 8 values of A and 8 of B from shared memory
 // for 64 FMAs. The A slice is stored transposed (k-major) so a thread's 8 A values are contiguous and come

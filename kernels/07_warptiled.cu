@@ -1,5 +1,5 @@
-// Kernel 9: warp-tiled SIMT GEMM with a multi-stage cp.async pipeline (float32, float64; plain FMA, no
-// tensor cores).
+// Methods warptiled and warptiled_mbarrier: warp-tiled SIMT GEMM with a multi-stage cp.async pipeline (float32,
+// float64; plain FMA, no tensor cores).
 //
 // Hierarchy (default float32 config: 128 x 256 block tile, BK = 32 (16 on targets whose blocks get only 99 KB of
 // shared memory), 3 stages, 8 warps of 64 x 64, lanes 4 x 8):
@@ -34,30 +34,24 @@ namespace warptiled {
 
 // ---- tile configuration -------------------------------------------------------------------------------
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_ = 1, int LANES_M_ = 8,
-          int ORDER_ = 0, int KU_ = 0, int SYNC_ = 0, int GROUP_ = 8>
+          int SYNC_ = 0, int GROUP_ = 8>
 struct Config {
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
     static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
-    // Experimental knobs (2026-11-22 sweep; the defaults reproduce the measured kernel exactly):
-    //   KU    k steps per body of the inner k loop; 0 = BK, the whole slice unrolled (the default). With
-    //         KU < BK the slice is a rolled loop of KU-step bodies plus a peeled last body (smaller code).
-    //   SYNC  0: one __syncthreads per slice, refill distance STAGES - 1 (the default).
+    // Synchronisation and block order:
+    //   SYNC  0: one __syncthreads per slice, refill distance STAGES - 1 (method warptiled).
     //         1: no __syncthreads in the loop: per stage a "full" mbarrier (cp.async.mbarrier.arrive.noinc
     //         by every thread) and an "empty" mbarrier (every thread arrives after its last fragment read);
     //         refill distance STAGES - 2, so warps may drift apart by one slice.
     //   GROUP block-rows per group of the block order.
-    static constexpr int KU = KU_ == 0 ? BK_ : KU_;
     static constexpr int SYNC = SYNC_, GROUP = GROUP_;
-    static_assert(KU % 2 == 0 && BK_ % KU == 0, "k loop body: an even number of steps dividing BK");
+    static_assert(SYNC == 0 || SYNC == 1, "SYNC: 0 (block barrier) or 1 (mbarrier ring)");
     static_assert(SYNC == 0 || STAGES_ >= 3, "mbarrier ring refills STAGES - 2 slices ahead");
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     // A warp's lanes form LANES_M x LANES_N; each lane owns MI x NI chunks of 4 x 4 elements.
     static constexpr int LANES_M = LANES_M_, LANES_N = 32 / LANES_M_;
     static constexpr int MI = WM / (4 * LANES_M), NI = WN / (4 * LANES_N);
-    // Order of a k step's outer product in the source: 0 row by row; 1 column by column with the rows
-    // walked alternately up and down (serpentine), so consecutive FMAs share an operand register.
-    static constexpr int ORDER = ORDER_;
     static_assert(BM % WM == 0 && BN % WN == 0, "warps tile the block");
     static_assert(LANES_M * LANES_N == 32 && WM % (4 * LANES_M) == 0 && WN % (4 * LANES_N) == 0, "lane tiling");
     static_assert(BK % 8 == 0, "the A loader walks k in groups of 8");
@@ -91,8 +85,8 @@ template <> struct Barrier<double> {
 // may run both; its answer takes the faster per shape.
 template <typename T> struct Mbarrier;
 template <> struct Mbarrier<float> {
-    using big = Config<128, 256, 32, 64, 64, 4, 1, 4, 0, 0, 1>;
-    using small = Config<128, 256, 16, 64, 64, 4, 1, 4, 0, 0, 1>;
+    using big = Config<128, 256, 32, 64, 64, 4, 1, 4, 1>;
+    using small = Config<128, 256, 16, 64, 64, 4, 1, 4, 1>;
 };
 
 // The most dynamic shared memory a block may opt in to on the target being compiled, for the targets we know
@@ -151,6 +145,101 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, int parity)
     asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.test_wait.parity.shared.b64 p, [%0], %1;\n"
                  " @!p bra WAIT_%=;\n}\n" ::"r"(a), "r"(parity) : "memory");
 #endif
+}
+
+// ---- epilogue: guarded stores, 16-byte vectors where the row allows ----------------------------------------
+// The thread's MI x NI chunks of 4 x 4 accumulators to C: chunk (i, j) starts at row warp_row + i*RSTEP + lane_row,
+// column warp_col + j*CSTEP + lane_col.
+template <class Cfg, typename Acc>
+__device__ __forceinline__ void store_tile(const Acc (&acc)[Cfg::MI * 4][Cfg::NI * 4], Acc* __restrict__ C, int m,
+                                           int n, int warp_row, int lane_row, int warp_col, int lane_col)
+{
+    constexpr int MI = Cfg::MI, NI = Cfg::NI;
+    constexpr int RSTEP = 4 * Cfg::LANES_M, CSTEP = 4 * Cfg::LANES_N;
+    constexpr int VC = 16 / static_cast<int>(sizeof(Acc));
+    using VecC = typename Vec<Acc>::type;
+    const bool c_vec = (n % VC == 0) && aligned16(C);
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int row = warp_row + i * RSTEP + lane_row + r;
+            if (row >= m) continue;
+            Acc* c_row = C + static_cast<size_t>(row) * n;
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                const int col = warp_col + j * CSTEP + lane_col;
+                if (c_vec && col + 4 <= n) {
+#pragma unroll
+                    for (int v = 0; v < 4; v += VC)
+                        *reinterpret_cast<VecC*>(c_row + col + v) = Vec<Acc>::make(&acc[i * 4 + r][j * 4 + v]);
+                } else {
+#pragma unroll
+                    for (int v = 0; v < 4; ++v)
+                        if (col + v < n) c_row[col + v] = acc[i * 4 + r][j * 4 + v];
+                }
+            }
+        }
+}
+
+// ---- SYNC 1: the mbarrier ring --------------------------------------------------------------------------------
+// full[s] completes when every thread's copies into stage s have landed; empty[s] when every thread has issued its
+// last fragment read of stage s. Use j of stage s (slice j*S + s) is phase j. Slices are refilled S - 2 ahead, so
+// a warp may run up to one slice ahead of the slowest. load_slice(stage, t), load_frags(buf, stage pointer, kk)
+// and outer(buf) are gemm's.
+template <class Cfg, typename T, class LoadSlice, class LoadFrags, class Outer>
+__device__ __forceinline__ void mbarrier_mainloop(int KT, T* smem, LoadSlice load_slice, LoadFrags load_frags,
+                                                  Outer outer)
+{
+    constexpr int BK = Cfg::BK, S = Cfg::STAGES, THREADS = Cfg::THREADS;
+    constexpr int STAGE = Cfg::template stage_elems<T>();
+    constexpr int PD = S - 2;  // slices in flight ahead of the one being read
+    __shared__ __align__(8) uint64_t full_bar[S], empty_bar[S];
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+            mbar_init(&full_bar[s], THREADS);
+            mbar_init(&empty_bar[s], THREADS);
+        }
+    }
+    __syncthreads();
+    // Issue slice t (if it exists) into stage t % S, once every thread has read the slice t - S there.
+    auto produce = [&](int t) {
+        const int stage = t % S;
+        if (t < KT) {
+            if (t >= S) mbar_wait(&empty_bar[stage], ((t / S) - 1) & 1);
+            load_slice(stage, t);
+            mbar_cp_async_arrive(&full_bar[stage]);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < PD; ++s) produce(s);
+    if (KT > 0) mbar_wait(&full_bar[0], 0);  // k = 0: nothing was issued, nothing to wait for
+    load_frags(0, smem, 0);
+    // Keeps NVVM from merging this load with the loop's last one into a loop-header load with per-element address
+    // phis, which it then scalarizes (24 LDS.32 per slice instead of 6 LDS.128, seen with rolled slice loops).
+    asm volatile("" ::: "memory");
+
+    int rs = 0;  // stage of slice kt (= kt % S)
+    for (int kt = 0; kt < KT; ++kt) {
+        produce(kt + PD);  // the stage of slice kt-2, once everyone has arrived on its empty barrier
+        const T* st = smem + rs * STAGE;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            if (kk == BK - 1) {
+                // Next slice's first fragments: it must have landed (all threads' copies).
+                const int ns = rs + 1 == S ? 0 : rs + 1;
+                mbar_arrive(&empty_bar[rs]);
+                if (kt + 1 < KT) mbar_wait(&full_bar[ns], ((kt + 1) / S) & 1);
+                st = smem + ns * STAGE;
+                rs = ns;
+            }
+            load_frags((kk + 1) % 2, st, (kk + 1) % BK);
+            outer(kk % 2);
+        }
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 // ---- the kernel body -----------------------------------------------------------------------------------
@@ -266,141 +355,28 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                 Vec<T>::get(*reinterpret_cast<const VecT*>(st + b_frag_off + kk * B_LD + j * CSTEP + v), &fb[buf][j * 4 + v]);
     };
 
-    // acc += fa[cur] x fb[cur]: ORDER 1 walks the rows in a serpentine (alternate direction per column).
+    // acc += fa[cur] x fb[cur], row by row (a serpentine order, CUTLASS-style, measured neutral or slower).
     auto outer = [&](int cur) {
-        if constexpr (Cfg::ORDER == 0) {
 #pragma unroll
-            for (int i = 0; i < MI * 4; ++i)
-#pragma unroll
-                for (int j = 0; j < NI * 4; ++j)
-                    acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
-        } else {
+        for (int i = 0; i < MI * 4; ++i)
 #pragma unroll
             for (int j = 0; j < NI * 4; ++j)
-#pragma unroll
-                for (int ii = 0; ii < MI * 4; ++ii) {
-                    const int i = (j % 2) ? MI * 4 - 1 - ii : ii;
-                    acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
-                }
-        }
+                acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
     };
 
     const int KT = (k + BK - 1) / BK;
-
-    if constexpr (Cfg::KU == BK && Cfg::SYNC == 0) {
-        // The cp.async pipeline shared with kernels 10 and 11 (simt_common.cuh): slices 0 .. S-2 in flight, then
-        // slice kt + S - 1 fetched while slice kt is multiplied, fragments double-buffered in registers.
+    if constexpr (Cfg::SYNC == 0) {
+        // The cp.async pipeline shared with dmma and mma_async_copy (simt_common.cuh): slices 0 .. S-2 in flight,
+        // then slice kt + S - 1 fetched while slice kt is multiplied, fragments double-buffered in registers.
         simt_common::mma_pipeline_prologue<S>(KT, load_slice);
         simt_common::mma_pipeline_double_buffered<S, BK>(
             KT, load_slice, [&](int buf, int stage, int kk) { load_frags(buf, smem + stage * STAGE, kk); }, outer);
         cp_async_wait<0>();
     } else {
-        // ---- experimental main loop: KU-step bodies (rolled over the slice) and/or mbarrier sync ----
-        constexpr int KU = Cfg::KU;
-        // SYNC 1: full[s] completes when every thread's copies into stage s have landed; empty[s] when every
-        // thread has issued its last fragment read of stage s. Use j of stage s (slice j*S + s) is phase j.
-        __shared__ __align__(8) uint64_t full_bar[S], empty_bar[S];
-        constexpr int PD = Cfg::SYNC ? S - 2 : S - 1;  // slices in flight ahead of the one being read
-        if constexpr (Cfg::SYNC) {
-            if (tid == 0) {
-#pragma unroll
-                for (int s = 0; s < S; ++s) {
-                    mbar_init(&full_bar[s], THREADS);
-                    mbar_init(&empty_bar[s], THREADS);
-                }
-            }
-            __syncthreads();
-        }
-        // Issue slice t (if it exists) into stage t % S.
-        auto produce = [&](int t) {
-            const int stage = t % S;
-            if constexpr (Cfg::SYNC) {
-                if (t < KT) {
-                    if (t >= S) mbar_wait(&empty_bar[stage], ((t / S) - 1) & 1);  // slice t-S fully read
-                    load_slice(stage, t);
-                    mbar_cp_async_arrive(&full_bar[stage]);
-                }
-            } else {
-                if (t < KT) load_slice(stage, t);
-                cp_async_commit();
-            }
-        };
-#pragma unroll
-        for (int s = 0; s < PD; ++s) produce(s);
-        if constexpr (Cfg::SYNC) {
-            if (KT > 0) mbar_wait(&full_bar[0], 0);  // k = 0: nothing was issued, nothing to wait for
-        } else {
-            cp_async_wait<S - 2>();
-            __syncthreads();
-        }
-        load_frags(0, smem, 0);
-        // Keeps NVVM from merging this load with the loop's last one into a loop-header load with per-element
-        // address phis, which it then scalarizes (24 LDS.32 per slice instead of 6 LDS.128; seen with KU < BK).
-        asm volatile("" ::: "memory");
-
-        int rs = 0;  // stage of slice kt (= kt % S)
-        for (int kt = 0; kt < KT; ++kt) {
-            // Refill: SYNC 0, the stage read during slice kt-1 (everyone passed the barrier at its end);
-            // SYNC 1, the stage of slice kt-2 once everyone has arrived on its empty barrier.
-            produce(kt + PD);
-            const T* st = smem + rs * STAGE;
-#pragma unroll 1
-            for (int kk = 0; kk < BK - KU; kk += KU) {
-#pragma unroll
-                for (int u = 0; u < KU; ++u) {
-                    load_frags((u + 1) % 2, st, kk + u + 1);
-                    outer(u % 2);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < KU; ++u) {
-                const int kk = BK - KU + u;
-                if (u == KU - 1) {
-                    // Next slice's first fragments: it must have landed (all threads' copies).
-                    const int ns = rs + 1 == S ? 0 : rs + 1;
-                    if constexpr (Cfg::SYNC) {
-                        mbar_arrive(&empty_bar[rs]);
-                        if (kt + 1 < KT) mbar_wait(&full_bar[ns], ((kt + 1) / S) & 1);
-                    } else {
-                        cp_async_wait<S - 2>();
-                        __syncthreads();
-                    }
-                    st = smem + ns * STAGE;
-                    rs = ns;
-                }
-                load_frags((u + 1) % 2, st, (kk + 1) % BK);
-                outer(u % 2);
-            }
-        }
-        if constexpr (Cfg::SYNC) asm volatile("cp.async.wait_all;\n" ::: "memory");
-        else cp_async_wait<0>();
+        mbarrier_mainloop<Cfg, T>(KT, smem, load_slice, load_frags, outer);
     }
 
-    // ---- epilogue: guarded stores, 16-byte vectors where the row allows ----
-    constexpr int VC = 16 / static_cast<int>(sizeof(Acc));
-    using VecC = typename Vec<Acc>::type;
-    const bool c_vec = (n % VC == 0) && aligned16(C);
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int row = bm + warp_m * WM + i * RSTEP + lane_r * 4 + r;
-            if (row >= m) continue;
-            Acc* c_row = C + static_cast<size_t>(row) * n;
-#pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                const int col = bn + warp_n * WN + j * CSTEP + lane_c * 4;
-                if (c_vec && col + 4 <= n) {
-#pragma unroll
-                    for (int v = 0; v < 4; v += VC)
-                        *reinterpret_cast<VecC*>(c_row + col + v) = Vec<Acc>::make(&acc[i * 4 + r][j * 4 + v]);
-                } else {
-#pragma unroll
-                    for (int v = 0; v < 4; ++v)
-                        if (col + v < n) c_row[col + v] = acc[i * 4 + r][j * 4 + v];
-                }
-            }
-        }
+    store_tile<Cfg>(acc, C, m, n, bm + warp_m * WM, lane_r * 4, bn + warp_n * WN, lane_c * 4);
 }
 
 }  // namespace warptiled

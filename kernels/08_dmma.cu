@@ -1,4 +1,4 @@
-// Kernel 10: float64 GEMM on the tensor cores (DMMA) through mma.sync, with a multi-stage cp.async pipeline.
+// Kernel 08 (dmma): float64 GEMM on the tensor cores (DMMA) through mma.sync, with a multi-stage cp.async pipeline.
 //
 // wgmma has no f64 form, so Hopper's double-precision tensor cores are reached with warp-level mma.sync:
 // m16n8k4 / m16n8k8 / m16n8k16 .f64 on sm_90 (MMA_K = 4, 8, 16), and on sm_80 the same tile computed as

@@ -1,4 +1,4 @@
-// Kernel 6: tensor cores with block tiling, fp16 in, fp32 accumulate and out.
+// Kernel 09 (wmma_tiled): tensor cores with block tiling, fp16 in, fp32 accumulate and out.
 // A block of 8 warps computes a 128x128 tile of C; warps sit 2 (rows) x 4 (columns) and each owns a 64x32
 // region, 4x2 accumulator fragments. Each k step of BK = 32 stages a 128x32 slice of A and a 32x128 slice of
 // B in shared memory; every fragment loaded from there feeds 2 (A) or 4 (B) mma_syncs instead of one.

@@ -1,7 +1,7 @@
-// Kernel 11: the pre-Hopper tensor-core rung. fp16 / bf16 GEMM with Ampere's warp-level mma.sync (m16n8k16,
+// Kernel 10 (mma_async_copy): the pre-Hopper tensor-core rung. fp16 / bf16 GEMM with Ampere's warp-level mma.sync (m16n8k16,
 // fp32 accumulate), fragments read by ldmatrix from XOR-swizzled shared memory that a multi-stage cp.async
 // pipeline fills. No Hopper-only instruction: it builds for sm_80 and newer, and is the best a pre-Hopper kernel
-// does. On Hopper mma.sync issues at about half of wgmma's rate, so kernels 7 and 8 are the rungs above it.
+// does. On Hopper mma.sync issues at about half of wgmma's rate, so kernels 11 and 12 are the rungs above it.
 //
 // Hierarchy (default: 128 x 256 block tile, BK = 32, 8 warps of 64 x 64, 4 stages):
 //   block  BM x BN of C; STAGES slices of BK are in flight in shared memory, filled by cp.async in 16-byte

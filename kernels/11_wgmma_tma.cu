@@ -1,8 +1,8 @@
-// Kernel 7: the first Hopper rung. One warpgroup (128 threads) per CTA computes a 64x128 tile of C with
+// Kernel 11 (wgmma_tma): the first Hopper rung. One warpgroup (128 threads) per CTA computes a 64x128 tile of C with
 // wgmma.mma_async m64n128k16 (fp16 or bf16 in, fp32 accumulate). Each BK = 64 slice of A (64x64) and B
 // (64x128) arrives through the bulk tensor copy engine (TMA, 128-byte swizzle) and completes on one
 // mbarrier. Single stage, no overlap of copy and math: this is the simplest correct wgmma + TMA kernel,
-// the reference point for the warp-specialised kernel 8.
+// the reference point for the warp-specialised kernel 12.
 //
 // Layouts. A is row-major m x k, i.e. K-major for wgmma: smem rows of 64 halves (128 bytes), 8-row
 // swizzle atoms of 1024 bytes. B is row-major k x n, i.e. N-major ("transposed" B, imm-trans-b = 1): it is

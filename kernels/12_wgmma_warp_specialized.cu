@@ -209,7 +209,7 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
     using namespace hopper;
     int it = 0;
     for (int i = 0; i < sched.n_items; ++i) {
-        int t, k0, k1, piece, pieces, u, tm, tn;
+        int t, k0, k1, piece, pieces, u, tm, tn;  // of these the producer needs the tile and its k steps
         sched.split(i, t, k0, k1, piece, pieces, u);
         sched.coords(t, tm, tn);
         const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;

@@ -1,6 +1,6 @@
 // Helpers shared by the CUDA-core and mma.sync kernels (5, 9, 10, 11): 16-byte vectors, alignment, cp.async
 // (sm_80+), the mma.sync kernels' cp.async pipeline and accumulator stores, and the grouped tile order (which
-// kernel 8's persistent loop uses too). Hopper's TMA and wgmma helpers are in hopper.cuh.
+// kernel 12's persistent loop uses too). Hopper's TMA and wgmma helpers are in hopper.cuh.
 #pragma once
 
 #include <stdint.h>
@@ -49,7 +49,7 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-// The cp.async pipeline of kernels 9 (its default loop), 10 and 11: S stages of shared memory, one commit group
+// The cp.async pipeline of kernels 07 (its default loop), 08 and 10: S stages of shared memory, one commit group
 // per slice of k, the slice kt + S - 1 fetched while slice kt is multiplied. load_slice(stage, kt) issues a
 // slice's copies (any plain shared stores it makes are published by the same barriers).
 template <int S, class LoadSlice>

@@ -560,9 +560,10 @@ def test_report_failed_section_says_none(results):
 def test_report_sections_in_order(rendered):
     doc, _ = rendered
     ids = re.findall(r'<section id="([^"]+)"', doc)
-    # The answer first (headline table, throughput and ladder figures, claims), the details next, and the
-    # configuration, environment and provenance as an appendix.
-    expected = ["summary", "answer", "claims", "failed", "throttling", "measurement", "figures", "ceilings", "tables"]
+    # The answer first (headline table, throughput and ladder figures, the ladder's steps, claims), the details
+    # next, and the configuration, environment and provenance as an appendix.
+    expected = ["summary", "answer", "why", "claims", "failed", "throttling", "measurement", "figures", "ceilings",
+                "tables"]
     assert ids[: len(expected)] == expected
     assert "devices" not in ids  # one GPU device
     assert ids[-5:] == ["pruned", "configuration", "environment", "provenance", "all-jobs"]
@@ -661,7 +662,7 @@ def test_report_measurement_and_missed_noise_target(results):
     noisy.loc[noisy.index[0], "timing_mode"] = "cold"
     meas = _section(_render(noisy, config={"measurement": {"max_reps": 200, "max_time_s": 3}}), "measurement")
     assert "cold" in meas and "L2" in meas
-    assert "1 job missed the noise target" in meas and "worst 5.00%" in meas
+    assert f"1 of {len(noisy)} jobs missed the noise target" in meas and "worst 5.00%" in meas
     table = meas[meas.index("<table"):]
     assert table.count("<tr") == 2  # header + the one noisy job
     for text in ("naive b32", "float32", "256x256x256", "5.00%", "repetitions"):
@@ -919,11 +920,11 @@ def test_a_cpu_only_report_still_opens_with_the_answer(results):
     # the headline table ranks what ran (numpy) in TF/s; the ratios it cannot have are dashes, said why once
     table = answer[answer.index("<table"):]
     assert "<th>fastest method</th>" in table and "<th>TF/s</th>" in table
-    assert "<th>× cuBLAS</th>" in table and "<th>% of peak</th>" in table
+    assert "<th>× cuBLAS</th>" in table and "<th>% of datasheet peak</th>" in table
     assert table.count("<td>numpy</td>") == cpu_only["shape"].nunique() * 2
     top = cpu_only.loc[cpu_only["gflops"].idxmax()]
     assert f"<td>{report.format_float(top['gflops'] / 1e3)}</td>" in table
-    assert "<td>—</td>" in table and "cuBLAS was not run" in answer and "no calibrated GPU peak" in answer
+    assert "<td>—</td>" in table and "cuBLAS was not run" in answer and "datasheet peaks are GPU peaks" in answer
     assert "No verified kernel of ours" not in answer
     # a section with nothing to show says why in one paragraph, without the intro of a table that is not there
     claims = _section(doc, "claims")

@@ -92,7 +92,7 @@ def is_persistent(method: str, dtype: str) -> bool:
     return registry.get(method).launch(problem).persistent
 
 
-# Persistent grids with several tiles per CTA (tile changes, the paced drain of kernel 8's epilogue) and, on a
+# Persistent grids with several tiles per CTA (tile changes, the paced drain of kernel 12's epilogue) and, on a
 # 132-SM GPU, a tail split by k steps (1000x2200x4300: 68 cluster tiles on 66 clusters; partial sums added in C,
 # flags). Launched twice, C poisoned before each launch: the second launch needs the flags the first one reset.
 PERSISTENT_SHAPES = [(2100, 200, 3000), (1000, 2200, 4300)]  # (m, k, n)

@@ -146,7 +146,7 @@ OPT_IN_SHARED_BYTES = {"sm_80": 166_912, "sm_86": 101_376, "sm_87": 166_912, "sm
                        "sm_100": 232_448, "sm_103": 232_448, "sm_120": 101_376, "sm_121": 101_376}
 
 
-# Kernel 9's fp32 methods: the BK of each launch size.
+# Kernel 07's fp32 methods: the BK of each launch size.
 WARPTILED_BK = {"warptiled": {148_992: 32, 74_496: 16}, "warptiled_mbarrier": {198_656: 32, 99_328: 16}}
 
 

@@ -42,3 +42,37 @@ def test_the_figure_draws_one_panel_per_dtype(tmp_path):
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
     assert any("float16" in t for t in titles) and any("float64" in t for t in titles)
     assert len(titles) == 2
+
+
+def test_the_value_labels_and_legend_keep_clear_of_the_reference_lines():
+    import matplotlib.pyplot as plt
+
+    fig = plot_ladder(rows(), None)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in (a for a in fig.axes if a.get_visible()):
+            box = ax.get_window_extent(renderer)
+            # the cuBLAS and datasheet lines: vertical, across the panel
+            lines = [ln for ln in ax.get_lines() if len(set(ln.get_xdata())) == 1]
+            xs = [ax.transData.transform((ln.get_xdata()[0], 0))[0] for ln in lines]
+            assert len(xs) == 2
+            texts = [t for t in ax.texts if t.get_text()]
+            values = [t for t in texts if "TF/s" in t.get_text()]
+            assert len(values) == len(ax.get_yticks())  # one value label per rung
+            for text in texts:
+                extent = text.get_window_extent(renderer)
+                overlaps_panel = extent.y1 > box.y0 and extent.y0 < box.y1
+                for x in xs:
+                    assert not (overlaps_panel and extent.x0 < x < extent.x1), \
+                        f"{text.get_text()!r} crosses a reference line"
+            for text in values:  # in a column right of the panel, outside the bars
+                assert text.get_window_extent(renderer).x0 >= box.x1
+            # the two line labels sit apart from each other
+            tops = [t.get_window_extent(renderer) for t in texts if "TF/s" not in t.get_text()]
+            assert len(tops) == 2 and not tops[0].overlaps(tops[1])
+        # the legend (the line styles) lies outside every panel
+        legend = fig.legends[0].get_window_extent(renderer)
+        assert not any(legend.overlaps(a.get_window_extent(renderer)) for a in fig.axes if a.get_visible())
+    finally:
+        plt.close(fig)

@@ -15,45 +15,67 @@ from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
 from matmul_study.analysis.result_devices import device_kind, device_labels
 from matmul_study.core import dtypes, registry
 
-# What each rung brings to the ladder, in a phrase (the registry's description says what the kernel is; this says
-# what it adds over the rungs below it). A method not listed here falls back to its registry description.
+# What a step adds, for the steps of the study's ladder (the rung below, the rung above): the technique that
+# rung brings over the one before it.
+STEP_TECHNIQUES = {
+    ("naive", "tiled_runtime_block"): "shared-memory tiles: a block stages BLOCK×BLOCK tiles of A and B once and "
+                                      "every thread reuses them, so an element is read once per tile instead of "
+                                      "once per thread (tile size read at run time, inner loop rolled)",
+    ("tiled_runtime_block", "tiled"): "the tile size fixed at compile time: constant shared-memory offsets and an "
+                                      "inner loop the compiler can unroll",
+    ("tiled", "tiled_unrolled"): "an explicit #pragma unroll on the inner loop",
+    ("tiled_unrolled", "register_tiled"): "register tiling: each thread computes an 8×8 sub-tile of C from "
+                                          "registers, 128×128 block tiles, so one shared-memory load feeds eight "
+                                          "multiply-adds",
+    ("register_tiled", "warptiled"): "warp tiles, register double buffering, 128-bit shared loads (A transposed), "
+                                     "a multi-stage cp.async pipeline and grouped block order",
+    ("warptiled", "warptiled_mbarrier"): "a full and an empty mbarrier per stage instead of a block-wide barrier "
+                                         "per k slice",
+    ("warptiled", "dmma"): "fp64 on the tensor cores (DMMA mma.sync m16n8k4) behind a 4-stage cp.async pipeline",
+    ("wmma", "wmma_tiled"): "block tiles for the tensor cores: 8 warps share 128×128 tiles staged in shared memory",
+    ("wmma_tiled", "mma_async_copy"): "mma.sync with ldmatrix fragments, 128×256 tiles and a 4-stage cp.async "
+                                      "pipeline through swizzled shared memory",
+    ("mma_async_copy", "wgmma_tma"): "Hopper's wgmma fed by TMA, but on 64×128 tiles and one stage: copies and math "
+                                     "take turns",
+    ("wgmma_tma", "wgmma_warp_specialized"): "warp specialization: a TMA producer and two wgmma consumer "
+                                             "warpgroups, 128×256 tiles, 4 stages, a persistent grid and 2-CTA "
+                                             "clusters sharing B by multicast",
+}
+# What a rung is, said so that it reads alone: for a step the table above does not list (a ladder with rungs
+# missing, say naive straight to tiled). A method in neither falls back to its registry description.
 TECHNIQUES = {
-    "naive": "the starting point: one thread per element of C, every operand read from global memory",
-    "tiled_runtime_block": "shared-memory tiles: a block stages BLOCK×BLOCK tiles of A and B once and every thread "
-                           "reuses them, so an element is read once per tile instead of once per thread (tile size "
-                           "read at run time, inner loop rolled)",
-    "tiled": "the tile size fixed at compile time: constant shared-memory offsets and an inner loop the compiler "
-             "can unroll",
-    "tiled_unrolled": "an explicit #pragma unroll on the inner loop",
+    "naive": "one thread per element of C, every operand read from global memory",
+    "tiled_runtime_block": "shared-memory tiles (tile size read at run time, inner loop rolled)",
+    "tiled": "shared-memory BLOCK×BLOCK tiles, the tile size fixed at compile time",
+    "tiled_unrolled": "shared-memory tiles with an explicitly unrolled inner loop",
     "wmma": "tensor cores (nvcuda::wmma): one warp per 16×16 tile of C, operands straight from global memory",
-    "register_tiled": "register tiling: each thread computes an 8×8 sub-tile of C from registers, 128×128 block "
-                      "tiles, so a shared-memory load feeds eight multiply-adds",
-    "warptiled": "warp tiles, register double buffering, 128-bit shared loads (A transposed), a multi-stage "
-                 "cp.async pipeline and grouped block order",
-    "warptiled_mbarrier": "per-stage mbarriers instead of a block-wide barrier per k slice",
-    "dmma": "fp64 on the tensor cores (DMMA mma.sync m16n8k4) with a 4-stage cp.async pipeline",
-    "wmma_tiled": "block tiles for the tensor cores: 8 warps share 128×128 tiles staged in shared memory",
-    "mma_async_copy": "mma.sync with ldmatrix fragments, 128×256 tiles and a 4-stage cp.async pipeline through "
-                      "swizzled shared memory",
-    "wgmma_tma": "Hopper's wgmma fed by TMA, but on 64×128 tiles and one stage: copies and math take turns",
-    "wgmma_warp_specialized": "warp specialization: a TMA producer and two wgmma consumer warpgroups, 128×256 "
-                              "tiles, 4 stages, a persistent grid and 2-CTA clusters sharing B by multicast",
+    "register_tiled": STEP_TECHNIQUES[("tiled_unrolled", "register_tiled")],
+    "warptiled": "SIMT warp tiles, register double buffering, 128-bit shared loads, a multi-stage cp.async "
+                 "pipeline and grouped block order",
+    "dmma": "fp64 on the tensor cores (DMMA mma.sync m16n8k4) behind a 4-stage cp.async pipeline",
+    "wmma_tiled": STEP_TECHNIQUES[("wmma", "wmma_tiled")],
+    "mma_async_copy": STEP_TECHNIQUES[("wmma_tiled", "mma_async_copy")],
+    "wgmma_tma": "Hopper's wgmma fed by TMA on 64×128 tiles, one stage: copies and math take turns",
+    "wgmma_warp_specialized": STEP_TECHNIQUES[("wgmma_tma", "wgmma_warp_specialized")],
     "wgmma_tf32": "wgmma in tf32 on the warp-specialized pipeline, B transposed on every launch (timed)",
 }
-
-def reference_lines() -> set[str]:
-    """The methods drawn as reference lines (numpy, cuBLAS): not rungs of the ladder."""
-    return {name for name, m in registry.METHODS.items() if m.reference_line}
-
 
 STEP_COLUMNS = ["device", "dtype", "shape", "from", "to", "adds", "traffic_from_gb", "traffic_to_gb",
                 "traffic_cut", "intensity_from", "intensity_to", "tflops_from", "tflops_to", "gain", "reading"]
 
 
-def technique(method: str) -> str:
+def technique(method: str, below: str | None = None) -> str:
+    """What `method` adds over the rung `below` it: the step's own note, else what the method is."""
+    if (below, method) in STEP_TECHNIQUES:
+        return STEP_TECHNIQUES[(below, method)]
     if method in TECHNIQUES:
         return TECHNIQUES[method]
     return registry.get(method).description if method in registry.METHODS else method
+
+
+def reference_lines() -> set[str]:
+    """The methods drawn as reference lines (numpy, cuBLAS): not rungs of the ladder."""
+    return {name for name, m in registry.METHODS.items() if m.reference_line}
 
 
 def _reading(cut: float, gain: float) -> str:
@@ -92,7 +114,7 @@ def ladder_steps(results: pd.DataFrame) -> pd.DataFrame:
             cut = a["traffic_bytes"] / b["traffic_bytes"] if b["traffic_bytes"] > 0 else np.nan
             gain = b["tflops"] / a["tflops"]
             rows.append({"device": device, "dtype": dtype, "shape": b["shape"], "from": a["label"],
-                         "to": b["label"], "adds": technique(b["method"]),
+                         "to": b["label"], "adds": technique(b["method"], a["method"]),
                          "traffic_from_gb": a["traffic_bytes"] / 1e9, "traffic_to_gb": b["traffic_bytes"] / 1e9,
                          "traffic_cut": cut, "intensity_from": a["intensity"], "intensity_to": b["intensity"],
                          "tflops_from": a["tflops"], "tflops_to": b["tflops"], "gain": gain,

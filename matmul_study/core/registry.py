@@ -472,8 +472,8 @@ METHODS: dict[str, Method] = {
         ),
         Method(
             "wgmma_tf32",
-            "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is transposed "
-            "on every launch (cuBLAS geam), and that transpose is timed with the kernel",
+            "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is "
+            "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
             ("tf32",),
             backend=PYCUDA,
             source="13_wgmma_tf32.cu",

@@ -16,14 +16,44 @@ class ConfigError(ValueError):
     """A config value that is not allowed; the message names the key, the value and what is allowed."""
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key, first_line: int, line: int, column: int):
+        super().__init__(key)
+        self.key, self.first_line, self.line, self.column = key, first_line, line, column
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (YAML 1.2 says so; PyYAML
+    and Snakemake keep the last value silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise _DuplicateKey(key, first, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        return super().construct_mapping(node, deep)
+
+
 def check_yaml_syntax(path: str | Path) -> None:
     """Raise ConfigError naming the file, line and column of a YAML syntax error in a config file (Snakemake's
-    own message names neither); a file that does not exist is left to Snakemake."""
+    own message names neither), or the key given twice and both its lines (Snakemake keeps the last silently);
+    a file that does not exist is left to Snakemake."""
     path = Path(path)
     if not path.is_file():
         return
     try:
-        yaml.safe_load(path.read_text(encoding="utf-8"))
+        yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506  (a SafeLoader)
+    except _DuplicateKey as dup:
+        raise ConfigError(f"{path}, line {dup.line}, column {dup.column}: config key {json.dumps(dup.key)} is given "
+                          f"twice (first on line {dup.first_line}); YAML keeps only the last one. Remove one of "
+                          "them.") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
@@ -57,6 +87,8 @@ def _allowed(schema: dict) -> str:
     if "oneOf" in schema:
         return " or ".join(_allowed(s) for s in schema["oneOf"])
     kind = schema.get("type", "value")
+    if kind == "array" and "minItems" in schema:
+        return f"a list with at least {schema['minItems']} item(s)"
     if kind == "object" and "properties" in schema:
         return "a mapping with keys " + ", ".join(schema["properties"])
     if kind in KIND_WORDS and not any(key in schema for key in ("minimum", "maximum", "exclusiveMinimum", "pattern")):
@@ -147,8 +179,34 @@ def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     except WorkflowError as exc:
         message = format_workflow_error(exc)
         raise ConfigError(message or str(exc)) from None
+    expand_methods(config)
     check_ranges(config)
     return config
+
+
+# `methods` may name a set of the registry's methods instead of listing them.
+METHOD_SETS = {
+    "default": "the default study's methods (matmul_study/core/registry.py: every method but those marked "
+               "default_study=False)",
+    "all": "every method in the registry",
+}
+
+
+def method_set(name: str) -> list[str]:
+    from matmul_study.core import registry
+
+    return list(registry.default_methods() if name == "default" else registry.METHODS)
+
+
+def expand_methods(config: dict) -> bool:
+    """Replace `methods: default` or `methods: all` by the registry's methods, in ladder order. Returns whether
+    the config listed its methods itself (a listed method that cannot run here is an error; one of a set is
+    pruned with a note)."""
+    methods = config.get("methods")
+    if isinstance(methods, str) and methods in METHOD_SETS:
+        config["methods"] = method_set(methods)
+        return False
+    return True
 
 
 def check_names(config: dict) -> None:
@@ -156,10 +214,14 @@ def check_names(config: dict) -> None:
     from matmul_study.core import dtypes, registry
 
     for key, known in (("methods", registry.METHODS), ("dtypes", dtypes.DTYPES)):
-        for i, name in enumerate(config.get(key, [])):
+        values = config.get(key, [])
+        if isinstance(values, str):  # a method set not expanded (expand_methods) is checked by the schema
+            continue
+        for i, name in enumerate(values):
             if name not in known:
+                sets = f", or instead of the list: {' or '.join(METHOD_SETS)}" if key == "methods" else ""
                 raise ConfigError(f"config key '{key}[{i}]': value {json.dumps(name)} is not allowed; allowed: one of "
-                                  f"{', '.join(known)}.")
+                                  f"{', '.join(known)}{sets}.")
 
 
 def check_ranges(config: dict) -> None:

@@ -3,6 +3,7 @@ left out is listed with its reason."""
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 import pandas as pd
@@ -46,6 +47,31 @@ def build(config: dict, compute_capability: tuple[int, int] | None = None,
     if jobs_df.empty:
         raise ConfigError(no_jobs_message(config, pruned_df))
     return jobs_df, pruned_df
+
+
+def check_listed_methods(config: dict, have_module: Callable[[str], bool] = module_available) -> None:
+    """A method the config lists by name (not through `methods: default` or `all`) that cannot run here for want
+    of a package is an error, not a silent prune: the message names the package, how to install it, and the
+    methods to run without it."""
+    def unmet(name):  # no compute capability given: packages only
+        return registry.get(name).unmet_requirement(None, have_module)
+
+    for i, name in enumerate(config["methods"]):
+        missing = unmet(name)
+        if missing:
+            why = missing.split(", so ")[0]
+            rest = [m for m in config["methods"] if not unmet(m)]
+            without = (f"run without it: --config 'methods={json.dumps(rest)}'" if rest
+                       else "choose methods that can run here")
+            raise ConfigError(f"config key 'methods[{i}]': value {json.dumps(name)} cannot run here: {why}. Install "
+                              f"it, or {without} (`methods: default` or `all` leave out what cannot run, with a "
+                              "note).")
+
+
+def pruned_methods_note(pruned: pd.DataFrame) -> list[str]:
+    """One line per method pruned as a whole (it cannot run here), for the console: nothing is left out silently."""
+    whole = pruned[(pruned["dtype"] == "*") & (pruned["block"] == "*")]
+    return [f"Not run: {row.method}: {row.reason}." for row in whole.itertuples()]
 
 
 def no_jobs_message(config: dict, pruned: pd.DataFrame) -> str:

@@ -1,12 +1,15 @@
-"""Glue between Snakemake and the package: job logs, jobs that stop with Snakemake, what a result was measured
-with, and the checks and clean-up that run when the workflow is parsed, before any job."""
+"""Glue between Snakemake and the package: job logs, jobs that stop promptly (with Snakemake, or when it is told
+to stop), progress lines, what a result was measured with, and the checks and clean-up that run when the workflow
+is parsed, before any job."""
 
 from __future__ import annotations
 
 import _thread
 import contextlib
 import json
+import multiprocessing
 import os
+import select
 import signal
 import sys
 import threading
@@ -15,20 +18,44 @@ import traceback
 from pathlib import Path
 
 WATCH_INTERVAL_S = 0.5
-GRACE_S = 30  # after asking the job to stop, how long it may take to clean up before it is killed
+# After a stop, how long a job may take to unwind (remove temporary files, release its GPU) before it exits
+# regardless, and how much longer Snakemake waits before it kills what is left of its jobs.
+GRACE_S = 3
+KILL_AFTER_S = GRACE_S + 3
+STOPPED_EXIT = 1
+PROGRESS_ENV = "MATMUL_STUDY_PROGRESS"
+
+
+# --- Errors before any job -----------------------------------------------------------------------------------------
+
+def fail(message: str, argv: list[str] | None = None):
+    """Stop the workflow with `message` alone on stderr (no Snakemake or pipeline frames); with --verbose, as
+    Snakemake's WorkflowError (file, line and traceback)."""
+    from snakemake.exceptions import WorkflowError
+
+    argv = sys.argv if argv is None else argv
+    if "--verbose" in argv:
+        raise WorkflowError(message)
+    print(message, file=sys.stderr, flush=True)
+    raise SystemExit(1)
 
 
 # --- Jobs -------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def logged(log_path: str):
-    """Redirect stdout/stderr to the job's log; on failure, write the traceback there and to stderr. The job also
-    stops when its Snakemake is gone (stop_with_snakemake)."""
+    """Redirect stdout/stderr to the job's log; on failure, write the traceback there and to stderr. A job that
+    was stopped (JobStopped: a signal, or its Snakemake is gone) writes its traceback to the log only and exits
+    quietly. The job also stops when its Snakemake is gone (stop_with_snakemake)."""
     real_stderr = sys.stderr
     stop_with_snakemake()
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:
             yield
+        except JobStopped as exc:
+            traceback.print_exc()
+            print(f"{exc}: not finished (log: {log_path})", file=real_stderr, flush=True)
+            raise SystemExit(STOPPED_EXIT) from None
         except BaseException as exc:
             traceback.print_exc()
             print(f"error: {exc} (full log: {log_path})", file=real_stderr)
@@ -36,25 +63,47 @@ def logged(log_path: str):
 
 
 class JobStopped(KeyboardInterrupt):
-    """The job was told to stop (SIGTERM, or its Snakemake is gone): unwinds like Ctrl-C, so that nothing half
-    written is left behind (results.write_atomic removes its temporary file)."""
+    """The job was told to stop (SIGTERM, SIGINT, or its Snakemake is gone): unwinds like Ctrl-C, so that nothing
+    half written is left behind (results.write_atomic removes its temporary file)."""
 
 
-_WATCHING = []
+_JOB = {"watching": False, "stopping": False, "finished": False}
+
+
+def job_finished() -> None:
+    """Called by a job once its output is written: a stop that arrives now no longer abandons it (the result is
+    whole; Snakemake records it as finished, or keep_finished_results does after a stop)."""
+    _JOB["finished"] = True
+    with contextlib.suppress(ValueError):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def stop_with_snakemake() -> None:
-    """Make this job process stop when the Snakemake process that started it is gone (killed with -9, or
-    interrupted while this job ran on): a job left running on its own would time itself against the rerun that
-    recovers, and write a result that Snakemake has flagged incomplete. Called first thing in every rule script
-    (workflow/scripts/_study.py); idempotent. SIGTERM raises JobStopped, so the job unwinds cleanly."""
-    if _WATCHING or threading.current_thread() is not threading.main_thread():
+    """Make this job process stop promptly: on SIGTERM or SIGINT (Snakemake ending its jobs, or Ctrl-C to the
+    process group), and when the Snakemake process that started it is gone (killed with -9): a job left running on
+    its own would time itself against the rerun that recovers. Called first thing in every rule script
+    (workflow/scripts/_study.py); idempotent; does nothing in the child processes a job starts (they are killed by
+    the job).
+
+    The signal raises JobStopped in the job (it unwinds cleanly) and, at once, a watcher thread kills the job's
+    child processes (a numpy call in flight there is abandoned). A job whose main thread is itself inside a long
+    call (where Python cannot raise) is ended by the watcher GRACE_S later."""
+    if (_JOB["watching"] or threading.current_thread() is not threading.main_thread()
+            or multiprocessing.parent_process() is not None):
         return
 
-    def stop(signum, frame):
-        raise JobStopped(f"stopped by signal {signum}")
+    def on_signal(signum, frame):
+        if _JOB["finished"] or _JOB["stopping"]:
+            return
+        _JOB["stopping"] = True
+        raise JobStopped(f"stopped by {signal.Signals(signum).name}")
 
-    signal.signal(signal.SIGTERM, stop)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)  # the C-level handler writes here at once
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
     parent = os.getppid()
     ancestor = snakemake_ancestor()
     started = _proc_start_time(ancestor) if ancestor else None
@@ -64,19 +113,182 @@ def stop_with_snakemake() -> None:
             return True
         return ancestor is not None and _proc_start_time(ancestor) != started
 
+    def abandon():
+        if _JOB["finished"]:
+            return
+        kill_descendants(os.getpid(), signal.SIGKILL)
+        time.sleep(GRACE_S)
+        if not _JOB["finished"]:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+                print(f"stopped: {' '.join(sys.argv[1:2]) or 'job'} abandoned inside a long call, not finished",
+                      file=sys.__stderr__, flush=True)
+            os._exit(STOPPED_EXIT)
+
     def watch():
         while True:
-            time.sleep(WATCH_INTERVAL_S)
-            if gone():
-                print(f"Snakemake (pid {ancestor or parent}) is gone: stopping this job. Recover with the same "
-                      "command plus --rerun-incomplete (README: Recovering from a crash).", file=sys.stderr,
-                      flush=True)
+            if select.select([wake_read], [], [], WATCH_INTERVAL_S)[0]:
+                signums = os.read(wake_read, 64)
+                if any(n in (signal.SIGTERM, signal.SIGINT) for n in signums):
+                    return abandon()
+            elif gone():
+                if _JOB["finished"]:
+                    return
+                print(f"Snakemake (pid {ancestor or parent}) is gone: stopping this job. Rerun the same command to "
+                      "finish the study (README: Recovering from a crash).", file=sys.stderr, flush=True)
                 _thread.interrupt_main(signal.SIGTERM)  # raises JobStopped in the job, after its current call
-                time.sleep(GRACE_S)
-                os._exit(1)
+                return abandon()
 
     threading.Thread(target=watch, name="stop-with-snakemake", daemon=True).start()
-    _WATCHING.append(True)
+    _JOB["watching"] = True
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parent = _proc_parent(int(entry.name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (Linux /proc; empty elsewhere), parents before their children."""
+    if not Path("/proc/self").exists():
+        return []
+    children, out, todo = _children_map(), [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_descendants(pid: int, sig: int) -> list[int]:
+    killed = []
+    for child in descendants(pid):
+        with contextlib.suppress(OSError):
+            os.kill(child, sig)
+            killed.append(child)
+    return killed
+
+
+# --- Snakemake's side of a stop ---------------------------------------------------------------------------------------
+
+def stop_jobs_promptly() -> None:
+    """Called in `onstart` (Snakemake's main thread, after its scheduler set its own handlers): SIGTERM or SIGINT
+    to Snakemake ends every running job at once, instead of Snakemake waiting for them to finish (its SIGTERM
+    handler waits; SIGINT to its pid alone waits too, and leaves the job's result flagged incomplete). Each job
+    gets SIGTERM (it abandons its work: stop_with_snakemake) and, KILL_AFTER_S later, SIGKILL if still there;
+    Snakemake itself then stops as on Ctrl-C. A second signal kills the jobs at once."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    me = os.getpid()
+    signals = []
+
+    def end_jobs(now: bool):
+        if not now:
+            kill_descendants(me, signal.SIGTERM)
+            deadline = time.monotonic() + KILL_AFTER_S
+            while descendants(me) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        kill_descendants(me, signal.SIGKILL)
+
+    def on_signal(signum, frame):
+        signals.append(signum)
+        threading.Thread(target=end_jobs, args=(len(signals) > 1,), name="end-jobs", daemon=True).start()
+        if len(signals) == 1:
+            print(f"{signal.Signals(signum).name}: stopping every running job; finished results are kept. Run the "
+                  "same command again to finish the study.", file=sys.stderr, flush=True)
+            raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+
+
+def keep_finished_results(workflow, rules: tuple[str, ...] = ("benchmark_cpu", "benchmark_gpu")) -> list[str]:
+    """Called in `onerror`: a benchmark job that wrote its result (atomically: a result file is whole or absent)
+    just before Snakemake stopped is finished, but Snakemake recorded only its start, and the next plain run would
+    stop with IncompleteFilesException. Record such jobs as finished; returns their result files."""
+    from matmul_study.core import results
+
+    kept = []
+    persistence = getattr(workflow, "persistence", None)
+    if persistence is None:
+        return kept
+    for job in list(workflow.dag.needrun_jobs()):
+        if job.rule.name not in rules:
+            continue
+        paths = [str(f) for f in job.output]
+        if not paths or not all(Path(p).is_file() for p in paths):
+            continue
+        try:
+            if not workflow.async_run(persistence.incomplete(job)):
+                continue
+            for p in paths:
+                results.read(p)
+            workflow.async_run(persistence.finished(job))
+        except Exception:  # noqa: BLE001  (not a whole result, or Snakemake's records refused: rerun measures it)
+            continue
+        kept.extend(paths)
+    return kept
+
+
+# --- Progress ------------------------------------------------------------------------------------------------------
+
+def start_progress(pending: list[str], path: str | Path = "logs/progress.json") -> Path:
+    """Called in `onstart`: record this run's pending result files and its start, for the jobs' progress lines."""
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"started": time.time(), "pending": list(pending)}))
+    os.environ[PROGRESS_ENV] = str(path)
+    return path
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def progress_line(record: dict, progress_path: str | Path | None = None, now: float | None = None) -> str:
+    """One line for a finished job: what was measured, its rate, whether it verified, and (where the run's
+    progress file is known) jobs done and left and an estimate of the time to go."""
+    name = f"{record['method']} {record['dtype']}"
+    if int(record.get("block") or 0):
+        name += f" b{record['block']}"
+    name += f" {record['m']}x{record['k']}x{record['n']}"
+    rate = record.get("gflops")
+    rate_text = f"{rate:,.1f} GFLOP/s" if isinstance(rate, (int, float)) else "no rate"
+    v = record.get("verification") or {}
+    error = v.get("rel_fro_error")
+    error_text = f" (rel. error {error:.1e})" if isinstance(error, (int, float)) else ""
+    verified = f"verified{error_text}" if record.get("status") == "passed" else f"FAILED verification{error_text}"
+    line = f"{name}: {rate_text}, {verified}"
+    cpu = record.get("cpu") or {}
+    if cpu.get("capped"):
+        line += (f"; capped at {cpu.get('max_s')} s (measurement.cpu_max_s): {len(cpu.get('reps', []))} "
+                 f"process(es), {sum(cpu.get('reps', []))} sample(s)")
+    progress_path = progress_path or os.environ.get(PROGRESS_ENV)
+    if progress_path:
+        try:
+            progress = json.loads(Path(progress_path).read_text())
+        except (OSError, ValueError):
+            return line
+        pending = progress.get("pending", [])
+        finished = sum(Path(p).exists() for p in pending)
+        left = len(pending) - finished
+        elapsed = (time.time() if now is None else now) - progress.get("started", time.time())
+        line += f" [{finished} of {len(pending)} jobs done, {left} left"
+        if left and finished:
+            line += f", about {_duration(elapsed / finished * left)} to go"
+        line += "]"
+    return line
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -149,11 +361,14 @@ def cpu_job_cores(workflow) -> int:
 
 
 def blas_threads(config: dict, workflow) -> int:
-    """The BLAS threads a numpy job uses: config `threads`, at most the cores it holds (run_job takes the same
-    minimum); without --cores (nothing runs) the config's number stands."""
+    """The BLAS threads a numpy job uses: every core it holds (config `threads: auto`, the default), or config
+    `threads`, at most the cores it holds (run_job takes the same minimum); without --cores (nothing runs) the
+    config's number, or 1 for auto."""
+    asked = config["threads"]
     if _granted_cores(workflow) is None:
-        return config["threads"]
-    return min(config["threads"], cpu_job_cores(workflow))
+        return 1 if asked == "auto" else asked
+    held = cpu_job_cores(workflow)
+    return held if asked == "auto" else min(asked, held)
 
 
 def record_measured_config(result_path: str | Path, measured: dict) -> dict:
@@ -195,11 +410,45 @@ def _running_here(workdir: Path) -> list[int]:
     return found
 
 
+def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[Path]:
+    """Snakemake's incomplete markers (.snakemake/incomplete/, its file persistence: one file per output, named by
+    the output's path in URL-safe base64, split into "@"-prefixed chunks where long) of result files that exist and
+    are whole: results are written atomically, so such a result is finished, and only the record of it is not
+    (Snakemake was killed between the job's end and its bookkeeping)."""
+    from base64 import urlsafe_b64decode
+
+    from matmul_study.core import results
+
+    root = workdir / ".snakemake" / "incomplete"
+    if not root.is_dir():
+        return []
+    found = []
+    for marker in root.rglob("*"):
+        if not marker.is_file() or marker.name == "migration_underway":
+            continue
+        encoded = "".join(part.removeprefix("@") for part in marker.relative_to(root).parts)
+        try:
+            target = Path(urlsafe_b64decode(encoded).decode())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        path = target if target.is_absolute() else workdir / target
+        if not path.resolve().is_relative_to((workdir / runs_dir).resolve()) or not path.is_file():
+            continue
+        try:
+            results.read(path)
+        except (results.ResultFileError, OSError):
+            continue
+        found.append(marker)
+    return found
+
+
 def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
                       argv: list[str] | None = None) -> list[str]:
-    """After a crash (Snakemake killed), remove what it left that would stop the next run: its directory locks
-    and half-written temporary result files. Only where /proc shows no Snakemake process and no Snakemake job
-    working in this directory on this machine; returns what was removed (nothing where that cannot be checked).
+    """After a crash (Snakemake killed), remove what it left that would stop the next run: its directory locks,
+    half-written temporary result files, and the incomplete flags of results that are whole (so that the same
+    command resumes; stop_jobs_promptly and keep_finished_results avoid such flags where Snakemake is only told to
+    stop). Only where /proc shows no Snakemake process and no Snakemake job working in this directory on this
+    machine; returns what was removed (nothing where that cannot be checked).
 
     Snakemake's own locks record no owner, so a run on another host sharing this directory cannot be seen: run
     recovery from one machine at a time."""
@@ -209,10 +458,11 @@ def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
     workdir = Path(workdir).resolve()
     locks = sorted((workdir / ".snakemake" / "locks").glob("*.lock"))
     temps = sorted((workdir / runs_dir).rglob(".*.json.*.tmp")) if (workdir / runs_dir).is_dir() else []
-    if not (locks or temps) or not Path("/proc/self").exists() or _running_here(workdir):
+    flags = finished_but_flagged(workdir, runs_dir)
+    if not (locks or temps or flags) or not Path("/proc/self").exists() or _running_here(workdir):
         return []
     removed = []
-    for path in locks + temps:
+    for path in locks + temps + flags:
         with contextlib.suppress(OSError):
             path.unlink()
             removed.append(str(path.relative_to(workdir)))

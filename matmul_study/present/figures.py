@@ -835,7 +835,7 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
         ax.set_xlabel("throughput (TF/s, burst, verified)")
         ax.set_ylabel("rung (in ladder order)")
         ax.set_title(f"{dtype}, {_shape_title(part['shape'].iloc[0])}" + (f", {device}" if several else ""),
-                     fontsize=10, pad=16, loc="left")
+                     fontsize=10, pad=16)
         ax.set_xlim(0, max(part["tflops"].max(), peak or 0) * 1.06)
         ax.grid(True, axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:

@@ -351,15 +351,23 @@ def _caps(results: pd.DataFrame, meas: dict) -> pd.DataFrame:
     out["time_cap"] = out["max_time_s"] * out["processes"]
     reps, total = _num(results, "timing_reps"), _num(results, "timing_total_s")
     stopped = np.where(total >= out["time_cap"], "time", np.where(reps >= out["reps_cap"], "repetitions", ""))
-    if "cpu_capped" in results:
-        flag = results["cpu_capped"].map(
-            lambda v: v if isinstance(v, (bool, np.bool_)) else
-            {"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False}.get(str(v).strip().lower()))
-        known = (flag.notna() & pd.Series(cpu, index=results.index)).to_numpy()
-        said = np.where(flag.fillna(False).astype(bool), np.where(stopped == "", "time", stopped), "")
-        stopped = np.where(known, said, stopped)
-    out["stopped_by"] = stopped
+    flag = _cpu_capped(results)
+    known = (flag.notna() & pd.Series(cpu, index=results.index)).to_numpy()
+    said = np.where(flag.fillna(False).astype(bool), np.where(stopped == "", "time", stopped), "")
+    out["stopped_by"] = np.where(known, said, stopped)
+    out["capped"] = flag.where(pd.Series(cpu, index=results.index))
+    out["budget_s"] = _num(results, "cpu_max_s").fillna(_measured_setting(results, meas, "cpu_max_s"))
     return out
+
+
+def _cpu_capped(results: pd.DataFrame) -> pd.Series:
+    """The result field cpu_capped as True, False or None per job (None where the results do not say: the field
+    is absent from results measured before the CPU time budget, or the job is a GPU job)."""
+    if "cpu_capped" not in results:
+        return pd.Series(None, index=results.index, dtype=object)
+    words = {"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False}
+    return results["cpu_capped"].map(
+        lambda v: bool(v) if isinstance(v, (bool, np.bool_)) else words.get(str(v).strip().lower())).astype(object)
 
 
 def _setting_text(values: pd.Series, unit: str = "") -> str:
@@ -390,7 +398,40 @@ def _cap_sentences(results: pd.DataFrame, caps: pd.DataFrame) -> list[str]:
             out.append(f"CPU jobs repeat until the noise target is met, or at most {_setting_text(cpu['max_reps'])}"
                        f" repetitions or {_setting_text(cpu['max_time_s'], ' s')} of timing (at least "
                        f"{_setting_text(cpu['min_reps'])} repetitions).")
+    cpu_rows = results[(kind == "cpu").to_numpy()]
+    recorded = _num(cpu_rows, "cpu_max_s").fillna(_num(cpu_rows, "measured_config_measurement_cpu_max_s")).dropna()
+    if not recorded.empty:
+        out.append(f"Each CPU job has at most {_setting_text(recorded, ' s')} for verifying and timing in all "
+                   "(measurement.cpu_max_s); a job whose measurement does not fit is planned down to fewer "
+                   "processes, warm-ups or samples and recorded as capped.")
     return out
+
+
+def _budget(results: pd.DataFrame, caps: pd.DataFrame) -> dict | None:
+    """CPU jobs whose time budget (measurement.cpu_max_s) shaped the number: the result field cpu_capped says so.
+    None where no job says (the field is absent, or no CPU job was capped)."""
+    hit = results[caps["capped"].fillna(False).astype(bool).to_numpy()]
+    if hit.empty:
+        return None
+    budget = caps.loc[hit.index, "budget_s"]
+    asked = _num(hit, "cpu_processes_asked")
+    ran = _num(hit, "cpu_processes")
+    table = _job_keys(results, hit).assign(**{
+        "processes": [f"{r:.0f} of {a:.0f}" if np.isfinite(r) and np.isfinite(a) else
+                      (f"{r:.0f}" if np.isfinite(r) else "") for r, a in zip(ran, asked)],
+        "repetitions": _num(hit, "timing_reps").astype("Int64"),
+        "timed (s)": _num(hit, "timing_total_s"),
+        "job (s)": _num(hit, "cpu_seconds"),
+        "budget (s)": budget,
+        "rsd": [f"{x:.2%}" if np.isfinite(x) else "" for x in _num(hit, "timing_rsd")],
+    })
+    table = table.loc[:, [c for c in table.columns if not table[c].isna().all()]]
+    budgets = _setting_text(budget, " s")
+    return {"n": len(hit), "of": int((device_kind(results) == "cpu").sum()),
+            "text": f"the time budget of {budgets} per job (measurement.cpu_max_s) shaped their number: the "
+                    "timing was planned to fit it, with fewer processes, warm-ups or samples than the measurement "
+                    "policy asks, so each rests on less than a full measurement and reads with its spread.",
+            "table": _html_table(table)}
 
 
 def _measurement(results: pd.DataFrame, config: dict) -> dict | None:
@@ -430,6 +471,7 @@ def _measurement(results: pd.DataFrame, config: dict) -> dict | None:
     per_sample = per_sample[per_sample > 0]
     out["launches"] = f"{per_sample.min():.0f}–{per_sample.max():.0f}" if not per_sample.empty else None
     out["min_launches"] = meas.get("min_launches_per_sample") if out["launches"] else None
+    out["budget"] = _budget(results, caps)
     missed = results[np.isfinite(rsd) & np.isfinite(target) & (rsd > target)]
     out["n_missed"] = len(missed)
     if not missed.empty:
@@ -875,6 +917,7 @@ def render_report(
         for i, (title, fragment) in enumerate(sections, start=1)
     ]
     all_figures = _figures(figures or {})
+    jobs = _jobs(results)
     return env.get_template(TEMPLATE).render(
         title=_title(results),
         summary=_summary(results),
@@ -900,5 +943,6 @@ def render_report(
         ],
         extra_sections=extra,
         pruned=_html_table(pruned, PRUNED_COLUMNS) if pruned is not None and not pruned.empty else None,
-        jobs=_html_table(_jobs(results)),
+        jobs=_html_table(jobs),
+        job_columns=list(jobs.columns),
     )

@@ -14,7 +14,7 @@ try:
         config, JOBS[[not Path(f).exists() for f in run_files()]].reset_index(drop=True)
     )
 except study_config.ConfigError as exc:
-    raise WorkflowError(f"Invalid configuration: {exc}") from None
+    scripting.fail(f"Invalid configuration: {exc}")
 
 
 rule benchmark_cpu:
@@ -28,8 +28,8 @@ rule benchmark_cpu:
         method="|".join(CPU_METHODS),
     params:
         measurement=config["measurement"],
-        # numpy's BLAS threads (config threads, at most --cores): a param, so that changing either reruns the
-        # CPU jobs (Snakemake's default rerun triggers include params).
+        # numpy's BLAS threads (every core the job holds, or config threads, at most that): a param, so that
+        # changing either reruns the CPU jobs (Snakemake's default rerun triggers include params).
         threads=lambda wildcards: scripting.blas_threads(config, workflow),
     # Every core but one per GPU slot: CPU steps would slow BLAS down by a different amount in every run, so
     # none runs beside it; the GPU jobs (one core each) do, so that the GPUs do not idle while numpy runs.

@@ -1,39 +1,41 @@
 # Validation, the job grid and path helpers shared by every rule.
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import Paramspace, validate
+from snakemake.utils import Paramspace
 
 from matmul_study.pipeline import config as study_config
 from matmul_study.measure import gpu_device as device
 from matmul_study.core import dtypes, registry
-from matmul_study.pipeline import grid
+from matmul_study.pipeline import grid, scripting
 
 REPO = Path(workflow.basedir)
 
+# A config error stops the run with its message alone (scripting.fail; --verbose adds Snakemake's frames).
+# `methods: default` and `methods: all` become the registry's lists here; a method listed by name that needs a
+# package not installed stops the run, one of a set is left out with a note.
+_METHODS_LISTED = isinstance(config.get("methods"), list)
+try:
+    study_config.validate(config)
+    if _METHODS_LISTED:
+        grid.check_listed_methods(config)
+except study_config.ConfigError as exc:
+    scripting.fail(f"Invalid configuration: {exc}")
 
-def validate_config():
-    config.update(study_config.coerce_numbers(config, study_config.load_schema()))
-    try:
-        validate(config, "../schemas/config.schema.yaml")
-        study_config.check_ranges(config)
-    except study_config.ConfigError as exc:
-        raise WorkflowError(f"Invalid configuration: {exc}") from None
-    except WorkflowError as exc:
-        message = study_config.format_workflow_error(exc)
-        if message is None:
-            raise
-        raise WorkflowError(message) from None
-
-
-validate_config()
+# threads "auto" becomes every core a numpy job holds (--cores less one per GPU slot), here, once: every job then
+# runs with the same config (and records the same config hash).
+if config["threads"] == "auto":
+    config["threads"] = scripting.blas_threads(config, workflow)
 
 # "auto" becomes GPU 0's arch where one is usable, so cubins built for one GPU are never reused on another.
 ARCH = device.resolve_arch(config["arch"])
 try:
     JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH))
 except study_config.ConfigError as exc:
-    raise WorkflowError(f"Invalid configuration: {exc}") from None
+    scripting.fail(f"Invalid configuration: {exc}")
+for _note in grid.pruned_methods_note(PRUNED):
+    print(_note, file=sys.stderr)
 # block~, m~, k~, n~ go in the file name; method and dtype become folders.
 RUNS = Paramspace(JOBS, filename_params=["block", "m", "k", "n"])
 RUN_PATTERN = RUNS.wildcard_pattern
@@ -87,20 +89,26 @@ def get_final_output():
 
 onstart:
     # Stop within seconds, before any job, when GPU jobs are pending but no GPU or PyCUDA is usable.
-    pending = [
-        f
-        for f, method in zip(run_files(), JOBS["method"])
-        if registry.get(method).on_gpu and not Path(f).exists()
-    ]
+    pending = [f for f in run_files() if not Path(f).exists()]
+    pending_gpu = [f for f, method in zip(run_files(), JOBS["method"]) if registry.get(method).on_gpu and f in pending]
     # Under a cluster executor the jobs run elsewhere: the submitting host (a login node) needs no GPU, and the
     # scheduler gives each job a GPU of its own.
-    if pending and workflow.local_exec:
-        # Two GPU jobs at once would time each other: with several cores, the GPU must be a counted resource.
-        if workflow.cores > 1 and "gpu" not in workflow.global_resources:
-            raise WorkflowError(
-                f"--cores {workflow.cores} could run GPU benchmark jobs side by side; add --resources gpu=1 "
-                "(or use --cores 1).")
+    if pending_gpu and workflow.local_exec:
+        # The missing GPU or PyCUDA first: it is the cause, whatever the resources.
         try:
             device.require_pycuda()
         except device.GpuUnavailable as exc:
-            raise WorkflowError(f"{len(pending)} GPU job(s) cannot run: {exc}") from None
+            scripting.fail(f"{len(pending_gpu)} GPU job(s) cannot run: {exc}")
+        # Two GPU jobs at once would time each other: with several cores, the GPU must be a counted resource.
+        if workflow.cores > 1 and "gpu" not in workflow.global_resources:
+            scripting.fail(
+                f"--cores {workflow.cores} could run GPU benchmark jobs side by side; add --resources gpu=1 "
+                "(or use --cores 1).")
+    # SIGTERM or SIGINT ends every running job at once; each finished job prints a progress line.
+    scripting.stop_jobs_promptly()
+    scripting.start_progress(pending)
+
+
+onerror:
+    # A result written just before a stop is whole: record it finished, so that the same command resumes.
+    scripting.keep_finished_results(workflow)

@@ -29,4 +29,4 @@ rule report:
 if scripting.report_mode():
     _hint = scripting.report_needs_a_finished_run(config, run_files())
     if _hint:
-        raise WorkflowError(_hint)
+        scripting.fail(_hint)

@@ -1,18 +1,37 @@
 import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
 
+import sys
+from pathlib import Path
+
+from matmul_study.core import registry, results
 from matmul_study.measure.runner import Job, run_job
-from matmul_study.pipeline.scripting import logged, record_measured_config
+from matmul_study.pipeline.scripting import job_finished, logged, progress_line
 
 # The CPU job times numpy in fresh "spawn" processes, which import this file as __mp_main__: only the job itself
 # (run as __main__) may touch the `snakemake` object.
 if __name__ == "__main__":
+    output = Path(snakemake.output[0])
+    # The job writes its record beside the output first; the output appears once, whole, with what it was
+    # measured with: a stop before that leaves no result (and its partial file is removed at the next start).
+    partial = output.with_name(f".{output.name}.job.tmp")
     with logged(snakemake.log[0]):
         job = Job.from_wildcards(snakemake.wildcards)
         cubin = snakemake.input.get("cubin") or None
-        record = run_job(job, snakemake.config, snakemake.output[0], cubin=cubin, threads=snakemake.threads)
-        # What the numbers were measured with, in the result itself: the report shows these values.
-        measured = {"measurement": dict(snakemake.params.measurement)}
-        if "threads" in snakemake.params.keys():
-            measured["threads"] = record["threads"]  # the BLAS threads the job actually used
-        record = record_measured_config(snakemake.output[0], measured)
+        on_cpu = not registry.get(job.method).on_gpu
+        try:
+            record = run_job(job, snakemake.config, str(partial), cubin=cubin, threads=snakemake.threads)
+            # What the numbers were measured with, in the result itself: the report shows these values.
+            record["measured_config"] = {"measurement": dict(snakemake.params.measurement)}
+            if on_cpu:
+                from matmul_study.measure import cpu_job
+
+                record["measured_config"]["threads"] = record["threads"]  # the BLAS threads the job used
+                # What measurement.cpu_max_s did: cpu.capped, cpu.reps (per process), cpu.max_s, ...
+                record["cpu"] = {**cpu_job.last_run_budget(), **(record.get("cpu") or {})}
+            results.write_atomic(output, record)
+            job_finished()
+        finally:
+            partial.unlink(missing_ok=True)
         print(f"{job}: {record['status']}, {record['gflops']} GFLOP/s, verification {record['verification']}")
+    # Outside the timed region, from the result as written: one line on the console per finished job.
+    print(progress_line(results.read(output)), file=sys.stderr, flush=True)
