@@ -23,11 +23,12 @@ stage=" ${1:-all} "
 shift || true
 has() { [[ $stage == *" $1 "* ]]; }
 
-# The README's install command, offline: the GPU machine reaches no registry, so pip takes what the image lacks
-# (PyCUDA, Snakemake and its dependencies) from a folder of wheels that travels with the tree ($WHEELS).
+# The README's offline install: the GPU machine reaches no registry, so the wheels the image lacks (PyCUDA, Snakemake
+# and its dependencies) come from a folder that travels with the tree ($WHEELS), then the project itself.
 WHEELS=${WHEELS:-.devkit/wheels}
-[[ -d $WHEELS ]] || { echo "no wheels at $WHEELS: copy them into an ignored folder that travels (README, GPU machines)"; exit 1; }
-python3 -m pip install -q --no-index --find-links "$WHEELS" --no-build-isolation -e ".[gpu,cublas,hopper,test]" \
+[[ -d $WHEELS ]] || { echo "no wheels at $WHEELS: copy them into an ignored folder that travels (README, install)"; exit 1; }
+{ python3 -m pip install -q --no-index --no-deps "$WHEELS"/*.whl \
+    && python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . ; } \
     >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
     | tee "$OUT/gpu-state-before.csv"

@@ -5,7 +5,9 @@
 #
 # Defaults: report/report.html, report/report-first-screen.png, 1400 x 1000 (a laptop screen). Give a larger
 # HEIGHT (e.g. 6000) for the whole page. Needs Chromium (Debian: apt-get install -y chromium) or Chrome; set
-# CHROMIUM to its path if it is not on the PATH. The report is self-contained, so nothing is fetched.
+# CHROMIUM to its path if it is not on the PATH. The report is self-contained, so nothing is fetched. Scrollbars
+# are drawn, as a reader sees them: a table wider than the page shows its own scrollbar.
+# A committed result set renders again without a GPU with report/rerender.py (its docstring has the commands).
 set -euo pipefail
 
 html=${1:-report/report.html}

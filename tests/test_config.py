@@ -1,11 +1,17 @@
 """Config validation: every bad case gives one message naming the key, the value and what is allowed."""
 
+import re
+from pathlib import Path
+
 import pytest
+import yaml
 
 from matmul_study.core import dtypes, registry
 from matmul_study.core.records import config_hash
-from matmul_study.pipeline.config import (ConfigError, coerce_numbers, load_schema,
-                                 shapes, validate, Shape)
+from matmul_study.pipeline.config import (ConfigError, check_yaml_syntax, coerce_numbers, load_schema,
+                                          shapes, validate, Shape)
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_default_config_is_valid_and_complete(default_config):
@@ -18,6 +24,27 @@ def test_defaults_fill_an_empty_config():
     cfg = validate({})
     assert cfg["sizes"] == [512, 1024, 2048, 4096, 8192]
     assert cfg["measurement"]["warmup"] == 2 and cfg["measurement"]["seed"] == 12345
+    assert cfg["methods"] == list(registry.default_methods())
+    assert cfg["threads"] == "auto" and cfg["measurement"]["cpu_max_s"] > 0
+
+
+def test_the_method_list_lives_in_the_registry_only():
+    # Neither the schema's default nor config.yaml keeps a copy of the list that could drift from the registry.
+    assert load_schema()["properties"]["methods"]["default"] == "default"
+    assert yaml.safe_load((REPO / "config.yaml").read_text())["methods"] == "default"
+    assert validate({"methods": "default"})["methods"] == list(registry.default_methods())
+    assert validate({"methods": "all"})["methods"] == list(registry.METHODS)
+    assert set(registry.METHODS) - set(registry.default_methods()) == {
+        name for name, m in registry.METHODS.items() if not m.default_study}
+    assert validate({"methods": ["cublas", "numpy"]})["methods"] == ["cublas", "numpy"]  # a list stays as given
+
+
+def test_the_readmes_method_list_is_the_registrys():
+    text = (REPO / "README.md").read_text()
+    match = re.search(r"<!-- methods -->(.*?)<!-- /methods -->", text, re.S)
+    assert match, "README.md has no <!-- methods --> ... <!-- /methods --> list"
+    listed = re.findall(r"`([a-z0-9_]+)`", match.group(1))
+    assert listed == list(registry.default_methods())
 
 
 @pytest.mark.parametrize(
@@ -36,10 +63,12 @@ def test_defaults_fill_an_empty_config():
         ({"dtypes": ["float8"]}, "dtypes[0]", '"float8"', "one of float16, bfloat16, tf32, float32, float64, int32"),
         ({"methods": ["magic"]}, "methods[0]", '"magic"', "one of numpy, naive"),
         ({"methods": []}, "methods", "[]", "a list with at least 1 item"),
+        ({"methods": "every"}, "methods", '"every"', "one of default, all or a list"),
         ({"measurement": {"min_reps": "x"}}, "measurement.min_reps", '"x"', "an integer >= 1"),
         ({"measurement": {"mode": "warm"}}, "measurement.mode", '"warm"', "one of hot, cold"),
         ({"arch": "ampere"}, "arch", '"ampere"', "matching"),
-        ({"threads": 0}, "threads", "0", "an integer >= 1"),
+        ({"threads": 0}, "threads", "0", "an integer >= 1 or one of auto"),
+        ({"measurement": {"cpu_max_s": 0}}, "measurement.cpu_max_s", "0", "a number >0"),
     ],
 )
 def test_bad_values_name_key_value_and_allowed(override, key, value, allowed):
@@ -109,3 +138,19 @@ def test_shapes_parse_square_and_rectangular_and_dedupe():
 def test_config_hash_is_stable_and_sensitive(make_config):
     assert config_hash(make_config()) == config_hash(make_config())
     assert config_hash(make_config()) != config_hash(make_config(measurement={"seed": 1}))
+
+
+@pytest.mark.parametrize("text, key, line, first", [
+    ("sizes: [32]\nmethods: [numpy]\nsizes: [64]\n", "sizes", 3, 1),
+    ("measurement:\n  warmup: 1\n  min_reps: 3\n  warmup: 2\n", "warmup", 4, 2),
+])
+def test_a_key_given_twice_is_an_error_naming_the_key_and_both_lines(tmp_path, text, key, line, first):
+    path = tmp_path / "other.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        check_yaml_syntax(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}, line {line}, column ") and f'"{key}" is given twice' in message
+    assert f"first on line {first}" in message
+    path.write_text(text.replace(f"{key}:", "other:", 1))
+    check_yaml_syntax(path)  # the same keys once each pass

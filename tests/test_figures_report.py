@@ -929,3 +929,241 @@ def test_a_cpu_only_report_still_opens_with_the_answer(results):
     # a section with nothing to show says why in one paragraph, without the intro of a table that is not there
     claims = _section(doc, "claims")
     assert claims.count("<p") == 1 and "None of the source study's claims could be checked" in claims
+
+
+# ----------------------------------------------------------------------------------- headline, why, layout
+
+
+def test_the_report_opens_with_a_headline_sentence_from_the_data(rendered, results):
+    doc, _ = rendered
+    summary = _section(doc, "summary")
+    match = re.search(r'<p class="headline" id="headline">(.*?)</p>', summary, re.S)
+    assert match, "no headline paragraph"
+    assert summary.index('class="headline"') < summary.index("This report covers")  # the first words under the title
+    import html
+
+    headline = html.unescape(" ".join(re.sub(r"<[^>]+>", " ", match.group(1)).split()))
+    # the fastest verified kernel of ours at the largest shape, with its ratio to cuBLAS and the datasheet peak
+    ours = results[(results["status"] == "passed") & results["method"].isin(["naive", "tiled"])]
+    largest = ours[ours["m"] * ours["k"] * ours["n"] == (ours["m"] * ours["k"] * ours["n"]).max()]
+    best = largest.loc[largest["gflops"].idxmax()]
+    cublas = results[(results["method"] == "cublas") & (results["dtype"] == best["dtype"])
+                     & (results["shape"] == best["shape"])]["gflops"].iloc[0]
+    tf = best["gflops"] / 1e3
+    assert (f"On this {GPU}, our fastest kernel, {best['label']}, runs {best['dtype']} at {report._tf(tf)} TF/s at "
+            f"{best['m']}×{best['k']}×{best['n']}: {best['gflops'] / cublas:.2f}× cuBLAS") in headline
+    pct = 100 * tf / 66.9  # the H200's float32 datasheet peak
+    share = f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+    assert f"{share} of the datasheet's 66.9 TF/s dense peak" in headline
+    other = "float64" if best["dtype"] == "float32" else "float32"
+    assert f"At the largest shape of the other element types: {other} " in headline
+    # the CPU line in its own sentence, with its threads
+    assert "The CPU line (numpy on Test CPU 9000, 1 BLAS thread)" in headline
+    # the table under "The answer" names the datasheet peak, not a peak the fastest kernel can pass
+    answer = _section(doc, "answer")
+    assert "<th>% of datasheet peak</th>" in answer and "% of peak<" not in answer
+
+
+def test_the_why_section_gives_each_step_its_technique_traffic_and_gain(rendered, results):
+    from matmul_study.analysis import why
+
+    doc, _ = rendered
+    section = _section(doc, "why")
+    assert '<a href="#why">' in _section(doc, "summary")
+    steps = why.ladder_steps(results)
+    assert not steps.empty
+    rows = re.findall(r"<tr>(.*?)</tr>", section[section.index("<tbody>"):], re.S)
+    assert len(rows) == len(steps)
+    for row, (_, step) in zip(rows, steps.iterrows()):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        assert cells[0] == step["dtype"]
+        assert cells[1] == f"{step['from']} → {step['to']}"
+        assert cells[2] == str(escape(why.technique(step["to"].split()[0], step["from"].split()[0])))
+        assert cells[3].startswith(f"{report._tf(step['traffic_from_gb'])} → {report._tf(step['traffic_to_gb'])}")
+        assert cells[5] == f"{report._tf(step['tflops_from'])} → {report._tf(step['tflops_to'])}"
+        assert cells[6] == f"{step['gain']:.2f}×"
+    # the traffic the table states is the model's, from the tidy table's columns
+    f32 = results[(results["dtype"] == "float32") & (results["shape"] == "1024x512x2048")
+                  & (results["label"] == "naive b32")].iloc[0]
+    assert steps.iloc[0]["traffic_from_gb"] == pytest.approx(
+        (f32["model_bytes_read"] + f32["model_bytes_written"]) / 1e9)
+    # one line per element type on the whole climb
+    for dtype in steps["dtype"].unique():
+        assert re.search(rf"<li>{dtype} at [^<]*: from [^<]* TF/s to [^<]* TF/s \([^)]*×\); the largest single step",
+                         section)
+
+
+def test_the_wide_figures_take_the_content_width_and_the_others_their_drawn_size(rendered):
+    doc, paths = rendered
+    style = doc[doc.index("<style>"):doc.index("</style>")]
+    assert re.search(r"figure img \{[^}]*width: 100%", style)
+    assert "max-height" not in style  # no figure is squeezed to a height
+    for name in ("throughput", "roofline", "ladder"):
+        tag = re.search(rf'<figure id="figure-{name}">.*?(<img [^>]*>)', doc, re.S).group(1)
+        assert "max-width" not in tag, f"{name} should fill the content width"
+    for name in ("speedup", "blocks", "verification_error"):
+        tag = re.search(rf'<figure id="figure-{name}">.*?(<img [^>]*>)', doc, re.S).group(1)
+        from PIL import Image
+
+        with Image.open(paths[name]) as image:
+            inches = image.width / image.info["dpi"][0]
+        assert f"max-width: {round(inches * report.CSS_PX_PER_INCH)}px" in tag
+
+
+def test_wide_tables_scroll_instead_of_being_cut_off(rendered):
+    doc, _ = rendered
+    style = doc[doc.index("<style>"):doc.index("</style>")]
+    rule = re.search(r"table\.data \{ display: block;[^}]*\}", style)
+    assert rule and "overflow-x: auto" in rule.group(0) and "max-width: 100%" in rule.group(0)
+    # long column names may wrap after an underscore
+    assert "<th>timing_<wbr>median_<wbr>s</th>" in _section(doc, "all-jobs")
+
+
+def _cpu_study(results: pd.DataFrame, capped: list | None = None) -> pd.DataFrame:
+    """The numpy jobs as a CPU-only run measured them: 3 processes of at most 200 repetitions or 1 s each."""
+    cpu = results[results["method"] == "numpy"].copy().reset_index(drop=True)
+    cpu["pct_of_cublas"] = np.nan  # no cuBLAS in a CPU-only run
+    cpu["cpu_processes"] = 3
+    cpu["measured_config_measurement_max_reps"] = 200
+    cpu["measured_config_measurement_max_time_s"] = 1.0
+    cpu["measured_config_measurement_min_reps"] = 5
+    cpu["timing_rsd"] = 0.13
+    cpu["timing_reps"] = [600, 15] + [40] * (len(cpu) - 2)  # repetitions cap; time cap; time cap
+    cpu["timing_total_s"] = [0.4, 12.0] + [3.1] * (len(cpu) - 2)
+    if capped is not None:
+        cpu["cpu_capped"] = capped
+        cpu["cpu_processes_asked"] = 3
+        cpu["cpu_max_s"] = 3.0
+    return cpu
+
+
+def test_a_cpu_only_report_says_cpu_and_states_its_caps_as_measured(results):
+    cpu = _cpu_study(results)
+    # the config asks for other caps than the jobs were measured with: the report states the measured ones
+    doc = _render(cpu, config={"measurement": {"max_reps": 999, "max_time_s": 9}})
+    assert "<title>CPU matrix-multiplication study</title>" in doc
+    assert "<h1>CPU matrix-multiplication study</h1>" in doc and "GPU matrix" not in doc
+    assert "On this CPU (Test CPU 9000, 1 BLAS thread), numpy runs float32 at" in _section(doc, "summary")
+    meas = _section(doc, "measurement")
+    assert "999" not in meas and "9 s" not in meas
+    assert "at most 200 repetitions or 1 s of timing" in meas
+    assert "up to 600 repetitions and about 3 s of timing in all" in meas
+    assert f"All {len(cpu)} jobs missed the noise target" in meas
+    assert "stopped at the time cap" in meas and "at the repetition cap" in meas
+    table = meas[meas.index("<table"):]
+    assert "600 / 3 (3 processes)" in table
+    rows = re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>"):], re.S)
+    assert [re.findall(r"<td>(.*?)</td>", r)[-1] for r in rows].count("repetitions") == 1
+    # no GPU: no GPU sections, and the jobs table leaves out the columns no CPU job has
+    assert 'id="throttling"' not in doc and "burst</b> rate" not in doc and 'id="why"' not in doc
+    jobs = _section(doc, "all-jobs")
+    assert "pct_of_<wbr>cublas" not in jobs and "pct_of_cublas in percent" not in jobs
+
+
+def test_the_report_names_cpu_jobs_the_time_budget_capped(results):
+    no_field = _render(_cpu_study(results))
+    assert "were capped" not in no_field and "was capped" not in no_field  # the field is absent: nothing said
+    flags = [False] * len(_cpu_study(results))
+    flags[2] = True
+    cpu = _cpu_study(results, capped=flags)
+    cpu.loc[2, ["cpu_processes", "timing_total_s", "timing_reps"]] = [2, 0.5, 12]  # within every cap it knows
+    meas = " ".join(_section(_render(cpu), "measurement").split())
+    assert f"1 of {len(cpu)} CPU jobs was capped" in meas and "measurement.cpu_max_s" in meas
+    budget = meas[meas.index("was capped"):]
+    table = budget[budget.index("<table"):budget.index("</table>")]
+    assert table.count("<tr") == 2 and cpu.loc[2, "shape"] in table and "2 of 3" in table
+    # cpu_capped decides the cap hit: the capped job says time, a job the field clears says none
+    missed = meas[meas.index("missed the noise target"):]
+    missed = missed[missed.index("<tbody>"):missed.index("</table>")]
+    hits = {tuple(re.findall(r"<td>(.*?)</td>", r)[:3]): re.findall(r"<td>(.*?)</td>", r)[-1]
+            for r in re.findall(r"<tr>(.*?)</tr>", missed, re.S)}
+    key = tuple(cpu.loc[2, ["label", "dtype", "shape"]])
+    assert hits[key] == "time"
+    assert hits[tuple(cpu.loc[0, ["label", "dtype", "shape"]])] == ""  # 600 repetitions, but the field says no
+    assert "Each CPU job has at most 3 s for verifying and timing in all" in meas
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+LAYOUT_PROBE = """<script>
+window.addEventListener('load', () => {
+  const box = e => e.getBoundingClientRect();
+  const content = box(document.querySelector('#answer'));
+  const headline = document.querySelector('#headline');
+  const out = {viewport: window.innerWidth, page: document.documentElement.scrollWidth,
+    content: [content.left, content.right], headline: headline ? [box(headline).top, headline.textContent] : null,
+    why: document.querySelectorAll('#why table.data tbody tr').length,
+    figures: Object.fromEntries([...document.querySelectorAll('figure')].map(
+      f => [f.id, box(f.querySelector('img')).width])),
+    tables: [...document.querySelectorAll('table.data')].map(t => [box(t).right, t.scrollWidth, t.clientWidth,
+      getComputedStyle(t).overflowX])};
+  const pre = document.createElement('pre'); pre.id = 'layout'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def _layout(doc: str, tmp_path, width: int = 1400) -> dict:
+    """What headless Chromium lays out: the page, the headline, the figures' and the tables' boxes (CSS px)."""
+    import json
+    import subprocess
+
+    page = tmp_path / "probe.html"
+    page.write_text(doc.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    out = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
+                          "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    match = re.search(r'<pre id="layout">(.*?)</pre>', out.stdout, re.S)
+    assert match, out.stderr[-2000:]
+    import html
+
+    return json.loads(html.unescape(match.group(1)))
+
+
+def test_the_report_reads_in_a_browser(rendered, results, tmp_path):
+    """In headless Chromium at 1400 px: the headline on the first screen, the why-table, the wide figures at the
+    full content width, and no table past the page's edge (a wide one scrolls inside it)."""
+    if not _chromium():
+        pytest.skip("no Chromium here (apt-get install -y chromium); the HTML assertions above still ran")
+    layout = _layout(rendered[0], tmp_path)
+    left, right = layout["content"]
+    assert layout["headline"] and 0 < layout["headline"][0] < 300 and "our fastest kernel" in layout["headline"][1]
+    assert layout["why"] == len(__import__("matmul_study.analysis.why", fromlist=["x"]).ladder_steps(results))
+    for name in ("figure-throughput", "figure-roofline", "figure-ladder"):
+        assert layout["figures"][name] == pytest.approx(right - left, abs=2), name
+    assert layout["page"] <= layout["viewport"]  # nothing makes the page itself wider than the window
+    for table_right, scroll_width, client_width, overflow in layout["tables"]:
+        assert table_right <= right + 1 and overflow == "auto"
+    # a narrow window: the wide All jobs table scrolls inside the page instead of being cut off
+    narrow = _layout(rendered[0], tmp_path, width=700)
+    assert narrow["page"] <= narrow["viewport"]
+    assert any(sw > cw for _, sw, cw, _ in narrow["tables"])
+
+
+def test_a_result_set_renders_again_without_a_gpu(results, calibration, tmp_path):
+    """report/rerender.py: a committed result set's report, again, from its tables (here only its numpy jobs)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "report" / "rerender.py"
+    spec = importlib.util.spec_from_file_location("rerender", script)
+    rerender = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rerender)
+    source = tmp_path / "set"
+    (source / "tables").mkdir(parents=True)
+    (source / "runs").mkdir()
+    results.to_csv(source / "tables" / "results.csv", index=False)
+    calibration.to_csv(source / "tables" / "calibration.csv", index=False)
+    out = tmp_path / "cpu-only"
+    assert rerender.main([str(source), "--methods", "numpy", "--set", "dtypes=[float32, float64]", "--out", str(out),
+                          "--figures", str(tmp_path / "figures")]) == 0
+    doc = (out / "report.html").read_text()
+    assert "<h1>CPU matrix-multiplication study</h1>" in doc and 'id="headline"' in doc
+    assert (tmp_path / "figures" / "throughput.png").exists() and not (tmp_path / "figures" / "ladder.png").exists()
+    assert "The ladder is not drawn" in doc
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        rerender.main([str(source), "--set", "threads"])

@@ -42,16 +42,35 @@ def test_every_job_is_supported_by_its_method(default_config):
 
 def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_module=everything)
-    # Per size: numpy 2 dtypes; naive, tiled_runtime_block, tiled, tiled_unrolled 2 dtypes x 2 blocks; wmma 1;
-    # register_tiled 2; warptiled 2; dmma 1; wmma_tiled 1; mma_async_copy 2; wgmma_tma 2; wgmma_warp_specialized 2;
-    # wgmma_tf32 1; cublas 5.
-    assert len(jobs) == 5 * (2 + 4 * 4 + 1 + 2 + 2 + 1 + 1 + 2 + 2 + 2 + 1 + 5)
+    # Counted from the registry: per default method, its supported dtypes of the config, times the config's blocks
+    # where it has a block axis (and supports them), times the shapes.
+    expected = 0
+    for name in registry.default_methods():
+        method = registry.get(name)
+        blocks = [b for b in default_config["block_sizes"] if method.blocks is None or b in method.blocks]
+        per_dtype = len(blocks) if method.block_axis else 1
+        expected += per_dtype * len(set(method.dtypes) & set(default_config["dtypes"]))
+    assert len(jobs) == expected * len(default_config["sizes"])
+    assert list(dict.fromkeys(jobs["method"])) == list(registry.default_methods())  # ladder order
 
 
 def test_without_cupy_cublas_is_pruned_with_a_note(make_config):
-    jobs, pruned = grid.build(make_config(methods=["numpy", "cublas"]), have_module=without_cupy)
-    assert set(jobs.method) == {"numpy"}
+    jobs, pruned = grid.build(make_config(methods="default"), have_module=without_cupy)
+    assert "cublas" not in set(jobs.method) and "numpy" in set(jobs.method)
     assert "cupy is not installed" in pruned[pruned.method == "cublas"]["reason"].iloc[0]
+    # The note the console shows, one line per method left out as a whole.
+    notes = grid.pruned_methods_note(pruned)
+    assert any("cublas is not run" in note and "pip install -e '.[cublas]'" in note for note in notes)
+
+
+def test_a_listed_method_that_needs_a_missing_package_stops_and_says_what_to_install(make_config):
+    cfg = make_config(methods=["numpy", "cublas"])
+    with pytest.raises(ConfigError) as err:
+        grid.check_listed_methods(cfg, have_module=without_cupy)
+    message = str(err.value)
+    assert "config key 'methods[1]'" in message and '"cublas" cannot run here' in message
+    assert "pip install -e '.[cublas]'" in message and """--config 'methods=["numpy"]'""" in message
+    grid.check_listed_methods(cfg, have_module=everything)  # with CuPy: nothing to say
 
 
 def test_adding_a_size_adds_exactly_that_sizes_jobs(make_config):

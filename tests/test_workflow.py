@@ -162,12 +162,100 @@ def test_gpu_methods_without_a_gpu_stop_fast_with_the_cpu_only_command(tmp_path)
     assert not (tmp_path / "results" / "runs").exists()  # no job ran, not even the CPU ones
 
 
-def test_parallel_gpu_runs_need_the_gpu_resource(tmp_path):
+def test_parallel_gpu_runs_need_the_gpu_resource_and_a_missing_gpu_is_named_first(tmp_path):
+    from matmul_study.measure.gpu_device import GpuUnavailable, require_pycuda
+
+    try:
+        require_pycuda()
+        usable = True
+    except GpuUnavailable:
+        usable = False
     write_config(tmp_path, {**CPU_STUDY, "methods": ["naive"]})
     out = snakemake(tmp_path, "--cores", "2")
     assert out.returncode != 0
-    assert "add --resources gpu=1" in out.stderr
+    if usable:
+        assert "add --resources gpu=1" in out.stderr
+    else:  # the real cause, not the resource it would need once it could run
+        assert "GPU job(s) cannot run" in out.stderr and "--resources" not in out.stderr
     assert not (tmp_path / "results" / "runs").exists()
+
+
+def test_a_listed_method_whose_package_is_missing_stops_the_run(tmp_path):
+    pytest.importorskip("numpy")
+    from matmul_study.core.backends import module_available
+
+    if module_available("cupy"):
+        pytest.skip("CuPy is installed here")
+    write_config(tmp_path, {**CPU_STUDY, "methods": ["numpy", "cublas"]})
+    out = snakemake(tmp_path, "--cores", "1")
+    assert out.returncode != 0
+    assert "config key 'methods[1]': value \"cublas\" cannot run here: cupy is not installed" in out.stderr
+    assert """--config 'methods=["numpy"]'""" in out.stderr
+    assert not (tmp_path / "results" / "runs").exists()
+
+
+@pytest.mark.parametrize("override", ["block_sizes=[64]", "colour=1"])
+def test_a_config_error_prints_its_message_alone_unless_verbose(tmp_path, override):
+    write_config(tmp_path, CPU_STUDY)
+    out = snakemake(tmp_path, "-n", "--cores", "1", "--config", override)
+    assert out.returncode != 0 and out.stderr.startswith("Invalid configuration: ")
+    assert "WorkflowError" not in out.stderr and ".smk" not in out.stderr and 'File "' not in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    verbose = snakemake(tmp_path, "-n", "--cores", "1", "--config", override, "--verbose")
+    assert verbose.returncode != 0 and "common.smk" in verbose.stdout + verbose.stderr
+
+
+def test_a_key_given_twice_in_a_configfile_is_an_error(tmp_path):
+    write_config(tmp_path, CPU_STUDY)
+    other = tmp_path / "other.yaml"
+    other.write_text("sizes: [32]\nmethods: [numpy]\nsizes: [64]\n")
+    out = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(other))
+    assert out.returncode != 0
+    assert f'{other}, line 3, column 1: config key "sizes" is given twice (first on line 1)' in out.stderr
+
+
+def test_a_syntax_error_in_a_configfile_is_snakemakes_message_and_verbose_names_the_line(tmp_path):
+    # Documented behaviour: Snakemake reads --configfile files before the workflow runs, so the workflow cannot
+    # reword its message; --verbose shows PyYAML's, with the file and line.
+    write_config(tmp_path, CPU_STUDY)
+    other = tmp_path / "other.yaml"
+    other.write_text("sizes: [32, 48\nmethods: [numpy]\n")
+    out = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(other))
+    assert out.returncode != 0 and "not valid JSON or YAML" in out.stdout + out.stderr
+    out = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(other), "--verbose")
+    assert out.returncode != 0 and re.search(r'in "[^"]*other.yaml", line 2', out.stdout + out.stderr)
+
+
+def test_quick_yaml_plans_the_ladder_at_4096_with_block_32_only(tmp_path):
+    from matmul_study.core import registry
+
+    (tmp_path / "config.yaml").write_text((REPO / "config.yaml").read_text())
+    out = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(REPO / "quick.yaml"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    # Snakemake merges quick.yaml over config.yaml, key by key.
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    quick = yaml.safe_load((REPO / "quick.yaml").read_text())
+    config.update({k: v for k, v in quick.items() if k != "measurement"})
+    config["measurement"].update(quick["measurement"])
+    config = validate(config)
+    assert config["methods"] == list(registry.METHODS) and config["sizes"] == [4096]
+    assert config["measurement"]["sustained_min_size"] > 4096  # no sustained window
+    jobs, _ = grid.build(config)
+    counts = job_counts(out.stdout)
+    gpu = jobs["method"].map(lambda m: registry.get(m).on_gpu)
+    assert counts["benchmark_cpu"] == (~gpu).sum() == 2
+    assert counts.get("benchmark_gpu", 0) == gpu.sum()
+    runs = set(re.findall(r"results/runs/\S+\.json", out.stdout))
+    assert runs and all("_m~4096_k~4096_n~4096" in r and re.search(r"block~(0|32)_", r) for r in runs)
+
+
+def test_snakemakes_report_archive_is_ignored_by_git(tmp_path):
+    import shutil
+
+    if not shutil.which("git") or not (REPO / ".git").exists():
+        pytest.skip("needs git and the repository's .git")
+    out = subprocess.run(["git", "check-ignore", "-q", "report.zip"], cwd=REPO)
+    assert out.returncode == 0
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +264,33 @@ def cpu_study(tmp_path_factory):
     write_config(workdir, CPU_STUDY)
     out = snakemake(workdir, "--cores", "1")
     assert out.returncode == 0, out.stderr[-3000:]
+    (workdir / "console.txt").write_text(out.stdout + out.stderr)
     return workdir
+
+
+def test_a_cpu_study_prints_no_traceback_and_one_progress_line_per_job(cpu_study):
+    console = (cpu_study / "console.txt").read_text()
+    assert "Traceback" not in console and "Exception ignored" not in console
+    lines = re.findall(r"^numpy (float32|float64) (\d+x\d+x\d+): ([\d,.]+) GFLOP/s, verified \(rel. error [^)]*\) "
+                       r"\[(\d+) of 6 jobs done, (\d+) left.*\]$", console, re.M)
+    assert len(lines) == 6
+    assert sorted(int(done) for *_, done, _ in lines) == list(range(1, 7))
+    assert all(int(done) + int(left) == 6 for *_, done, left in lines)
+    assert {(d, s) for d, s, *_ in lines} == {(d, s) for d in ("float32", "float64")
+                                              for s in ("32x32x32", "48x48x48", "17x33x65")}
+
+
+def test_a_deleted_result_is_measured_again_by_the_plain_command(cpu_study, tmp_path):
+    workdir = copy_study(cpu_study, tmp_path)
+    runs = sorted((workdir / "results/runs").rglob("*.json"))
+    before = {p: p.read_bytes() for p in runs}
+    report_before = (workdir / "report/report.html").stat().st_mtime_ns
+    runs[0].unlink()
+    out = snakemake(workdir, "--cores", "1")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert job_counts(out.stdout + out.stderr)["benchmark_cpu"] == 1
+    assert runs[0].exists() and all(p.read_bytes() == content for p, content in before.items() if p != runs[0])
+    assert (workdir / "report/report.html").stat().st_mtime_ns > report_before
 
 
 def test_cpu_study_tables(cpu_study):
@@ -374,3 +488,24 @@ def test_the_stated_config_is_the_measured_one_where_results_differ_from_it():
     assert config["threads"] == 4  # the caller's config is not changed
     assert config_as_measured(config, [{"method": "numpy", "threads": 4, "measured_config": {
         "threads": 4, "measurement": dict(config["measurement"])}}]) == config  # as measured: stated as is
+
+
+class _Workflow:
+    """What scripting.cpu_job_cores reads of Snakemake's workflow object."""
+
+    def __init__(self, cores, gpu_slots=None, local=True):
+        self.cores, self.local_exec, self.remote_exec = cores, local, not local
+        self.global_resources = {"gpu": gpu_slots} if gpu_slots is not None else {}
+
+
+@pytest.mark.parametrize("threads, cores, gpu_slots, local, expected", [
+    ("auto", 16, None, True, 16),   # every core the job holds
+    ("auto", 16, 1, True, 15),      # less one per GPU slot
+    ("auto", 16, 1, False, 16),     # a cluster job has its node's cores
+    (4, 16, None, True, 4),         # a number caps it
+    (32, 16, 2, True, 14),          # at most the cores held
+])
+def test_numpys_threads_are_the_jobs_cores_unless_the_config_sets_them(threads, cores, gpu_slots, local, expected):
+    from matmul_study.pipeline.scripting import blas_threads
+
+    assert blas_threads({"threads": threads}, _Workflow(cores, gpu_slots, local)) == expected

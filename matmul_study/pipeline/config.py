@@ -178,7 +178,7 @@ def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
         snakemake_validate(config, str(schema_path), set_default=True)
     except WorkflowError as exc:
         message = format_workflow_error(exc)
-        raise ConfigError(message or str(exc)) from None
+        raise ConfigError(message.removeprefix("Invalid configuration: ") if message else str(exc)) from None
     expand_methods(config)
     check_ranges(config)
     return config

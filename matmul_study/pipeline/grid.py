@@ -71,7 +71,8 @@ def check_listed_methods(config: dict, have_module: Callable[[str], bool] = modu
 def pruned_methods_note(pruned: pd.DataFrame) -> list[str]:
     """One line per method pruned as a whole (it cannot run here), for the console: nothing is left out silently."""
     whole = pruned[(pruned["dtype"] == "*") & (pruned["block"] == "*")]
-    return [f"Not run: {row.method}: {row.reason}." for row in whole.itertuples()]
+    return [f"Note: {row.reason if 'not run' in row.reason else f'{row.reason}: {row.method} is not run'}."
+            for row in whole.itertuples()]
 
 
 def no_jobs_message(config: dict, pruned: pd.DataFrame) -> str:

@@ -122,8 +122,8 @@ def stop_with_snakemake() -> None:
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
-                print(f"stopped: {' '.join(sys.argv[1:2]) or 'job'} abandoned inside a long call, not finished",
-                      file=sys.__stderr__, flush=True)
+                print("stopped inside a long call (numpy or CUDA): abandoned, not finished", file=sys.__stderr__,
+                      flush=True)
             os._exit(STOPPED_EXIT)
 
     def watch():
@@ -410,11 +410,11 @@ def _running_here(workdir: Path) -> list[int]:
     return found
 
 
-def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[Path]:
+def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[tuple[Path, Path]]:
     """Snakemake's incomplete markers (.snakemake/incomplete/, its file persistence: one file per output, named by
     the output's path in URL-safe base64, split into "@"-prefixed chunks where long) of result files that exist and
     are whole: results are written atomically, so such a result is finished, and only the record of it is not
-    (Snakemake was killed between the job's end and its bookkeeping)."""
+    (Snakemake was killed between the job's end and its bookkeeping). Returns (marker, result) pairs."""
     from base64 import urlsafe_b64decode
 
     from matmul_study.core import results
@@ -438,7 +438,7 @@ def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[
             results.read(path)
         except (results.ResultFileError, OSError):
             continue
-        found.append(marker)
+        found.append((marker, path))
     return found
 
 
@@ -462,10 +462,11 @@ def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
     if not (locks or temps or flags) or not Path("/proc/self").exists() or _running_here(workdir):
         return []
     removed = []
-    for path in locks + temps + flags:
+    for path, name in [(p, str(p.relative_to(workdir))) for p in locks + temps] + [
+            (marker, f"the incomplete flag of {result.relative_to(workdir)} (a whole result)") for marker, result in flags]:
         with contextlib.suppress(OSError):
             path.unlink()
-            removed.append(str(path.relative_to(workdir)))
+            removed.append(name)
     return removed
 
 

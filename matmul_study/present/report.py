@@ -646,8 +646,8 @@ def _headline_sentences(results: pd.DataFrame) -> list[str]:
             if np.isfinite(lead["vs_cublas"]):
                 clauses.append(f"{lead['vs_cublas']:.2f}× cuBLAS measured in the same run")
             if np.isfinite(lead["pct_of_datasheet"]):
-                clauses.append(f"{lead['pct_of_datasheet']:.0f}% of the datasheet's {lead['datasheet_tflops']:.4g} "
-                               "TF/s dense peak")
+                clauses.append(f"{_pct(lead['pct_of_datasheet'])} of the datasheet's "
+                               f"{lead['datasheet_tflops']:.4g} TF/s dense peak")
             text += (": " + " and ".join(clauses) if clauses else "") + "."
             others = []
             for _, row in part.iloc[1:].sort_values("dtype", key=lambda c: c.map(_dtype_rank)).iterrows():
@@ -672,6 +672,11 @@ def _headline_sentences(results: pd.DataFrame) -> list[str]:
                 text = f"The CPU line ({lead['label']} on {device}{with_threads}) runs {_and(rates)}."
         out.append(text)
     return out
+
+
+def _pct(x: float) -> str:
+    """A percentage in words: whole numbers from 10 up (77%), two significant digits below (1.6%)."""
+    return f"{x:.0f}%" if x >= 10 else f"{x:.2g}%"
 
 
 def _and(items: list[str]) -> str:
@@ -734,9 +739,9 @@ def _headline(results: pd.DataFrame) -> dict | None:
     why_blank = {"× cuBLAS": "cuBLAS was not run",
                  "% of datasheet peak": "no datasheet peak is on file for this device (the datasheet peaks are "
                                         "listed in matmul_study/analysis/ladder.py)"
-                 if (ok["kind"] == "gpu").any() else "the datasheet peaks are GPU peaks, and this run has no GPU job"}
+                 if (ok["kind"] == "gpu").any() else "the datasheet peaks are GPU peaks and this run has no GPU job"}
     if blank:
-        notes.append(f"The — under {' and '.join(blank)}: {', and '.join(why_blank[c] for c in blank)}.")
+        notes.append(f"The — under {' and '.join(blank)}: {'; '.join(why_blank[c] for c in blank)}.")
     return {"table": _html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None,
             "sentences": _headline_sentences(results)}
 

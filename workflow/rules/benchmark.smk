@@ -3,8 +3,8 @@ import sys
 
 from matmul_study.pipeline import scripting
 
-# After a crash (Snakemake killed), remove the locks and temporary result files it left, where no Snakemake
-# process or job of a run in this directory is still alive: the rerun then needs only --rerun-incomplete.
+# After a crash (Snakemake killed), remove the locks, temporary result files and incomplete flags of whole results
+# it left, where no Snakemake process or job of a run in this directory is still alive: the same command resumes.
 for _left in scripting.clear_stale_locks():
     print(f"Removed {_left}, left by a run that is no longer running.", file=sys.stderr)
 
