@@ -1,6 +1,6 @@
-"""Recovery after a crash: Snakemake killed mid-run (kill -9, or Ctrl-C sent to it alone), then the one documented
-command (README: Recovering from a crash) finishes the study: only the missing jobs run, and no result is lost,
-left half-written or written twice."""
+"""Stops and recovery: SIGTERM or SIGINT (to Snakemake or to its whole process group) ends every job within
+seconds, and Snakemake killed mid-run (kill -9) stops its job too; after any of them the same command finishes the
+study: only the missing jobs run, and no result is lost, left half-written, flagged incomplete or written twice."""
 
 import json
 import os
@@ -16,16 +16,19 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-# 6 numpy jobs of about 1 s of timing each, so that a job is surely still running when Snakemake is killed.
+# 6 numpy jobs of a few seconds each (the noise target is never met: each runs to its share of cpu_max_s), so that
+# a job is surely still running when Snakemake is stopped.
 STUDY = {
     "sizes": [64, 96, 128],
     "methods": ["numpy"],
     "dtypes": ["float32", "float64"],
     "measurement": {"warmup": 1, "min_reps": 3, "max_reps": 100000, "min_time_s": 1, "max_time_s": 1,
-                    "noise_target": 1e-6, "cpu_processes": 1},
+                    "noise_target": 1e-6, "cpu_processes": 1, "cpu_max_s": 2},
 }
 N_JOBS = 6
-RECOVER = ["--cores", "1", "--rerun-incomplete"]  # the README's recovery command: the run's own, plus this flag
+PLAIN = ["--cores", "1"]  # the run's own command: nothing to add after a stop or a crash
+STOP_WITHIN_S = 10
+needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc to watch processes")
 
 
 def job_pids(workdir: Path) -> list[int]:
@@ -57,79 +60,202 @@ def results(workdir: Path) -> dict[str, tuple[float, bytes]]:
             for p in (workdir / "results/runs").rglob("*.json")}
 
 
-@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc to watch processes")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "sigint"])
-def test_killed_mid_run_then_one_command_recovers_running_only_the_missing_jobs(tmp_path, sig):
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(STUDY))
-    run = subprocess.Popen([*SNAKEMAKE, "--directory", str(tmp_path), "--cores", "1"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+def start(workdir: Path, config: dict = STUDY) -> subprocess.Popen:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    return run_plain(workdir)
+
+
+def run_plain(workdir: Path) -> subprocess.Popen:
+    return subprocess.Popen([*SNAKEMAKE, "--directory", str(workdir), *PLAIN], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def mid_job(workdir: Path, at_least: int) -> bool:
+    """At least `at_least` results written and the next job started (its log open, its timing not yet done)."""
+    return (len(results(workdir)) >= at_least and bool(job_pids(workdir))
+            and len(list(workdir.glob("logs/runs/**/*.log"))) > len(results(workdir)))
+
+
+def stop(run: subprocess.Popen, sig: int, group: bool) -> tuple[float, str]:
+    """Send `sig` to Snakemake (or its whole process group) and return the seconds until it exited, and its
+    console."""
+    t0 = time.monotonic()
+    if group:
+        os.killpg(run.pid, sig)
+    else:
+        os.kill(run.pid, sig)
     try:
-        # Mid-run: two results written and the next job started (its log is open, its timing not yet done).
-        assert wait_until(lambda: len(results(tmp_path)) >= 2 and job_pids(tmp_path)
-                          and len(list(tmp_path.glob("logs/runs/**/*.log"))) > len(results(tmp_path)), 120)
+        console, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    return time.monotonic() - t0, console
+
+
+def assert_whole(found: dict) -> None:
+    for name, (_, content) in found.items():
+        assert json.loads(content)["status"] == "passed", name  # what was written is whole
+
+
+def assert_finished_study(workdir: Path) -> None:
+    table = pd.read_csv(workdir / "results/tables/results.csv")
+    assert len(table) == N_JOBS and not table.duplicated(["method", "dtype", "block", "m", "k", "n"]).any()
+    assert (table["status"] == "passed").all()
+    assert not list((workdir / "results/runs").rglob("*.tmp"))
+    assert (workdir / "report/report.html").exists()
+    assert not list((workdir / ".snakemake/locks").glob("*"))
+    again = subprocess.run([*SNAKEMAKE, "--directory", str(workdir), *PLAIN], capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+@needs_proc
+@pytest.mark.parametrize("group", [False, True], ids=["to-snakemake", "to-process-group"])
+def test_sigterm_then_sigint_stop_every_job_within_seconds_and_the_plain_command_resumes(tmp_path, group):
+    run = start(tmp_path)
+    assert wait_until(lambda: mid_job(tmp_path, 1), 120)
+    elapsed, console = stop(run, signal.SIGTERM, group)
+    assert elapsed < STOP_WITHIN_S, console[-3000:]
+    assert run.returncode != 0 and "Traceback" not in console, console[-3000:]
+    assert wait_until(lambda: not job_pids(tmp_path), 5), "a job outlived the stop"
+    first = results(tmp_path)
+    assert 1 <= len(first) < N_JOBS
+    assert_whole(first)
+
+    run = run_plain(tmp_path)  # the same command resumes at once: nothing flagged incomplete
+    assert wait_until(lambda: mid_job(tmp_path, len(first) + 1), 120)
+    elapsed, console = stop(run, signal.SIGINT, group)
+    assert elapsed < STOP_WITHIN_S, console[-3000:]
+    assert "IncompleteFilesException" not in console and "Traceback" not in console, console[-3000:]
+    assert wait_until(lambda: not job_pids(tmp_path), 5), "a job outlived the stop"
+    second = results(tmp_path)
+    assert len(first) < len(second) < N_JOBS and all(second[name] == stamp for name, stamp in first.items())
+    assert_whole(second)
+
+    out = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), *PLAIN], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    planned = int((out.stdout + out.stderr).split("Job stats:")[1].split("benchmark_cpu")[1].split()[0])
+    assert planned == N_JOBS - len(second)  # only the missing jobs ran
+    after = results(tmp_path)
+    assert all(after[name] == stamp for name, stamp in second.items())  # every finished result kept as it was
+    assert_finished_study(tmp_path)
+
+
+@needs_proc
+def test_a_numpy_call_in_flight_is_abandoned(tmp_path):
+    # One 6144^3 float64 call on one thread takes far longer than the stop may: the job is inside it (its first,
+    # verified call, in the job's own process) when Snakemake is told to stop.
+    from matmul_study.pipeline.scripting import descendants
+
+    run = start(tmp_path, {"sizes": [6144], "methods": ["numpy"], "dtypes": ["float64"], "threads": 1})
+    assert wait_until(lambda: bool(job_pids(tmp_path)), 120)
+    time.sleep(3)  # the inputs are generated and the call has begun
+    processes = descendants(run.pid)
+    elapsed, console = stop(run, signal.SIGTERM, group=False)
+    assert elapsed < STOP_WITHIN_S, console[-3000:]
+    assert wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in processes), 5)
+    assert not results(tmp_path) and "Traceback" not in console
+
+
+@needs_proc
+def test_a_result_written_just_before_a_stop_stays_finished(tmp_path):
+    # Snakemake is frozen (SIGSTOP) while its job writes its result and exits, then told to stop: it never got to
+    # record the job as finished. The result is kept, and the plain command resumes from it.
+    study = {**STUDY, "measurement": {**STUDY["measurement"], "max_reps": 50}}
+    run = start(tmp_path, study)
+    assert wait_until(lambda: bool(job_pids(tmp_path)), 120)
+    os.kill(run.pid, signal.SIGSTOP)
+    try:
+        assert wait_until(lambda: not job_pids(tmp_path), 60)
+        written = results(tmp_path)
+        assert len(written) == 1
+        os.kill(run.pid, signal.SIGINT)
+    finally:
+        os.kill(run.pid, signal.SIGCONT)
+    elapsed, console = stop(run, signal.SIGINT, group=False)
+    assert elapsed < STOP_WITHIN_S
+    out = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), *PLAIN], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "IncompleteFilesException" not in out.stdout + out.stderr
+    assert all(results(tmp_path)[name] == stamp for name, stamp in written.items())
+    assert_finished_study(tmp_path)
+
+
+@needs_proc
+def test_killed_with_9_mid_run_then_the_plain_command_recovers_running_only_the_missing_jobs(tmp_path):
+    run = start(tmp_path)
+    try:
+        assert wait_until(lambda: mid_job(tmp_path, 2), 120)
         running = job_pids(tmp_path)
-        os.kill(run.pid, sig)  # Snakemake alone, as a crash or a Ctrl-C sent to its pid would
+        os.kill(run.pid, signal.SIGKILL)  # Snakemake alone, as a crash would
         run.wait(timeout=60)
-        # The job it was running does not go on unattended: it stops with its Snakemake (on SIGINT, Snakemake
-        # itself waits for it to finish).
+        # The job it was running does not go on unattended: it stops with its Snakemake.
         assert wait_until(lambda: not job_pids(tmp_path), 20), "a job outlived its Snakemake"
         assert not any(p in job_pids(tmp_path) for p in running)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
     before = results(tmp_path)
     assert 2 <= len(before) < N_JOBS
-    for name, (_, content) in before.items():
-        assert json.loads(content)["status"] == "passed", name  # what was written is whole
-    if sig == signal.SIGKILL:  # stopped before it wrote a result, and its log says why
-        logs = "".join(p.read_text() for p in (tmp_path / "logs/runs").rglob("*.log"))
-        assert "Snakemake (pid" in logs and "is gone: stopping this job" in logs
+    assert_whole(before)
+    logs = "".join(p.read_text() for p in (tmp_path / "logs/runs").rglob("*.log"))
+    assert "Snakemake (pid" in logs and "is gone: stopping this job" in logs  # stopped before it wrote, and why
 
-    out = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), *RECOVER], capture_output=True, text=True,
+    out = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), *PLAIN], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     ran = out.stdout + out.stderr
-    # Only the missing jobs ran: the count Snakemake planned, and the finished results left untouched. After
-    # SIGINT, Snakemake waits for the running job but leaves its result flagged incomplete: that one job, and no
-    # other, is measured again (its file replaced, not doubled).
     planned = int(ran.split("Job stats:")[1].split("benchmark_cpu")[1].split()[0])
     after = results(tmp_path)
     assert len(after) == N_JOBS
-    untouched = [name for name, stamp in before.items() if after[name] == stamp]
-    assert len(untouched) == len(before) - (0 if sig == signal.SIGKILL else 1)
-    assert planned == N_JOBS - len(untouched)
-    # Nothing doubled, nothing half written, and the study is complete.
-    table = pd.read_csv(tmp_path / "results/tables/results.csv")
-    assert len(table) == N_JOBS and not table.duplicated(["method", "dtype", "block", "m", "k", "n"]).any()
-    assert (table["status"] == "passed").all()
-    assert not list((tmp_path / "results/runs").rglob("*.tmp"))
-    assert (tmp_path / "report/report.html").exists()
-    assert not list((tmp_path / ".snakemake/locks").glob("*"))
-    # And now nothing is left to do.
-    again = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--cores", "1"], capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    assert all(after[name] == stamp for name, stamp in before.items())  # untouched
+    assert planned == N_JOBS - len(before)
+    assert_finished_study(tmp_path)
+
+
+def test_the_incomplete_flag_of_a_whole_result_is_cleared_when_no_run_is_alive(tmp_path):
+    """Snakemake killed between a job's end and its bookkeeping leaves the job's (whole) result flagged incomplete:
+    the next start clears that flag, and only that one."""
+    from base64 import urlsafe_b64encode
+
+    from matmul_study.core import results as result_files
+    from matmul_study.pipeline.scripting import clear_stale_locks
+
+    whole = "results/runs/method~numpy/dtype~float32/block~0_m~8_k~8_n~8.json"
+    broken = "results/runs/method~numpy/dtype~float64/block~0_m~8_k~8_n~8.json"
+    result_files.write_atomic(tmp_path / whole, {"method": "numpy", "dtype": "float32", "block": 0, "m": 8, "k": 8,
+                                                 "n": 8, "status": "passed"})
+    (tmp_path / broken).parent.mkdir(parents=True)
+    (tmp_path / broken).write_text("{")
+    flags = tmp_path / ".snakemake/incomplete"
+    flags.mkdir(parents=True)
+    for path in (whole, broken):
+        (flags / urlsafe_b64encode(path.encode()).decode()).write_text('{"external_jobid": null}')
+    removed = clear_stale_locks(tmp_path)
+    assert removed == [f"the incomplete flag of {whole} (a whole result)"]
+    assert [p.name for p in flags.iterdir()] == [urlsafe_b64encode(broken.encode()).decode()]
 
 
 def test_a_live_run_keeps_its_locks(tmp_path):
     """The stale-lock clean-up never touches the locks of a run that is still going."""
     from matmul_study.pipeline.scripting import clear_stale_locks
 
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(STUDY))
-    run = subprocess.Popen([*SNAKEMAKE, "--directory", str(tmp_path), "--cores", "1"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True)
+    run = start(tmp_path)
     try:
         locks = tmp_path / ".snakemake/locks"
         assert wait_until(lambda: list(locks.glob("*.lock")) and job_pids(tmp_path), 120)
         assert clear_stale_locks(tmp_path) == []
         assert list(locks.glob("*.lock"))
         # A second run in the same directory is refused, as Snakemake refuses it, while the first one runs.
-        second = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), *RECOVER], capture_output=True,
+        second = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), *PLAIN], capture_output=True,
                                 text=True, timeout=120)
         assert second.returncode != 0 and "cannot be locked" in second.stdout + second.stderr
     finally:
         os.killpg(run.pid, signal.SIGKILL)
-        run.wait(timeout=60)
+        run.communicate(timeout=60)
     # Once that run is dead (kill -9 of its whole group: no job of it is left), its locks are stale.
     assert wait_until(lambda: not job_pids(tmp_path), 20)
     # A job that an executor spawned (on a cluster node, say) never clears locks: its run's Snakemake holds them.
