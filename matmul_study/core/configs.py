@@ -1,0 +1,66 @@
+"""Which configuration of a method runs a problem: the per-problem heuristic, kept explainable.
+
+A method's configurations are its registry variants (tile schedule, cluster, split-K, ...). A heuristic is a
+function of the problem alone (shape, dtype, the device's SM count) that names one variant and says why, in a
+sentence the report prints beside the result ("why this tile" is always answerable). The pipeline runs the choice
+unless the config forces a variant or sweeps them all (`variants:` in config.yaml); a sweep measures every
+configuration, and the report's regret table compares the heuristic's pick with the best one measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class Choice:
+    variant: str  # "default" or the name of one of the method's variants
+    reason: str
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4
+                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
+
+    Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
+    schedule. Splitting each tile's K range S ways multiplies the work items by S at the cost of an fp32
+    reduction of S partial tiles, which pays while every slice keeps enough k steps to fill its pipeline. So the
+    largest S (of the registered ones) with tiles x S <= SMs and at least `min_k_steps_per_slice` k steps a slice;
+    otherwise the default build."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+        k_steps = cdiv(problem.k, tile_k)
+        sms = problem.sm_count
+        where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
+        if 2 * tiles > sms:
+            return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
+        splits = sorted(int(v.removeprefix("splitk")) for v in variants
+                        if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
+        fitting = [s for s in splits if tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
+        if not fitting:
+            return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split")
+        s = fitting[-1]
+        return Choice(f"splitk{s}", f"{where} leave SMs idle: K split {s} ways ({k_steps} k steps of {tile_k}, "
+                                    f"about {cdiv(k_steps, s)} a slice) gives {tiles * s} work items")
+
+    return choose
+
+
+def choose(method, problem) -> Choice:
+    """The method's configuration for `problem`: its heuristic's pick, or the default build where it has none."""
+    names = tuple(v.name for v in method.variants)
+    if method.choose is None or not names:
+        return Choice(DEFAULT, "the method has one configuration")
+    picked = method.choose(problem, names)
+    if picked.variant != DEFAULT and picked.variant not in names:
+        raise ValueError(f"{method.name}'s heuristic chose {picked.variant!r}, which is not one of its variants "
+                         f"({', '.join(names)})")
+    return picked
