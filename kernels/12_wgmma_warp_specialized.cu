@@ -1,5 +1,6 @@
 // Warp-specialised, persistent wgmma + TMA GEMM for Hopper (sm_90a): method wgmma_warp_specialized (fp16 and
-// bf16 in, fp32 accumulate and out). The tf32 rung 13_wgmma_tf32.cu runs the same pipeline with other operands.
+// bf16 in, fp32 accumulate and out). The tf32 and int8 rungs (13_wgmma_tf32.cu, 15_wgmma_int8.cu) run the same
+// pipeline with other operands.
 //
 // Warpgroups. A CTA is 3 warpgroups (384 threads) that do different jobs, so that copies, math and stores
 // overlap without any of them waiting for a block-wide barrier:
@@ -35,6 +36,13 @@
 //     into C with L2 reductions (red.global.add: the order of the additions, and so the last bits of C, may vary
 //     between runs). The flags (module scope, zero at load) count finished pieces and the last finisher resets
 //     its flag, so launches on one stream reuse them; two launches of one module at once on two streams would not.
+//   split-K slices (WGMMA_WS_SPLIT_K = S > 1, see ws_tile_schedule.cuh): deterministic, unlike the stream-K
+//     tail. Each slice stores its partial tile to the workspace in the accumulators' own order (512 contiguous
+//     bytes per warp instruction) and counts itself in on the tile's counter; once all S are in, slice j sums
+//     its 1/S of the tile over slices 0, 1, .., S-1 (always that order, whichever finished first) and stores it
+//     to C. Spreading the sum over the S slices, rather than leaving it to the last one to finish,
+//     keeps it off one SM's path to L2: each slice reads 128 KiB, not (S - 1) x 128 KiB. Each slice counts
+//     itself out again after its sum, and the last one out resets the counter for the next launch.
 // An asynchronous TMA-store epilogue (it needs the smem of one stage: 3 stages lose 5-6 %, b575698) and
 // ping-pong consumers (one 128x128 tile each, epilogues under the other's wgmmas: 3a96bf5) measured slower.
 //
@@ -45,7 +53,7 @@
 // both instructions are no-ops.
 //
 // Operands are pluggable (template parameter Op: tile loads, descriptors, the wgmmas of one stage, its preferred
-// tile order). Op16 here: A row-major m x k = K-major for wgmma, 128-byte rows (64 halves) in 1024-byte swizzle
+// tile order, and the 32-bit type Op::Acc of the accumulators and C: float, or int for 15_wgmma_int8.cu). Op16 here: A row-major m x k = K-major for wgmma, 128-byte rows (64 halves) in 1024-byte swizzle
 // atoms, the next 16 columns of K 32 bytes on; B row-major k x n = N-major (imm-trans-b = 1), as 64-column strips
 // of 64 k-rows x 128 bytes: descriptor LBO = distance between strips, SBO = 1024 bytes between groups of 8 k-rows,
 // the next 16 k-rows 2048 bytes on. Edges: TMA zero-fills outside (k, m) and (n, k); the epilogue guards rows >= m
@@ -54,7 +62,10 @@
 // Host contract: block THREADS (384), dynamic smem SMEM_BYTES (230,464 with 4 stages, both dtypes), cluster
 // (CLUSTER, 1, 1), programmatic stream serialisation allowed; grid (G, 1, 1) with G a multiple of CLUSTER and no
 // more than the co-resident CTAs (#SMs, or with clusters CLUSTER * cuOccupancyMaxActiveClusters): the stream-K
-// tail waits on other CTAs' flags. Fewer CTAs than tiles is fine (they loop).
+// tail and split-K slices wait on other CTAs' flags. Fewer CTAs than tiles is fine (they loop).
+// Split-K builds take a workspace (last kernel argument): per CTA tile (ceil(m / (128 CLUSTER)) * CLUSTER rows of
+// tiles, ceil(n / 256) columns) S partial tiles of 128x256 accumulators (4 bytes each), then one 32-bit counter
+// per CTA tile; zeroed once when allocated (the kernel leaves the counters at zero).
 // tmap_a: dims (k, m), box (rows BM = 128, cols BK = 64), 128B swizzle. tmap_b: dims (n, k), box (rows BK = 64,
 // cols 64), 128B swizzle. Zero OOB fill.
 //
@@ -66,6 +77,7 @@
 //   WGMMA_WS_GROUP_ORDER  0 (default): the tile order the operands prefer; 1: groups of rows; 2: of columns.
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order (default 8).
 //   WGMMA_WS_DRAIN_EVERY  paced drain interval in k steps (default 2); 0 stores every tile whole at its end.
+//   WGMMA_WS_SPLIT_K      slices per tile along K (default 1: whole tiles); above 1 the stream-K tail is off.
 #pragma once
 
 #include "hopper.cuh"
@@ -93,6 +105,9 @@
 #ifndef WGMMA_WS_DRAIN_EVERY
 #define WGMMA_WS_DRAIN_EVERY 2
 #endif
+#ifndef WGMMA_WS_SPLIT_K
+#define WGMMA_WS_SPLIT_K 1
+#endif
 
 namespace wgmma_ws {
 
@@ -103,7 +118,8 @@ constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;
 constexpr int GROUP_ORDER = WGMMA_WS_GROUP_ORDER;
-constexpr bool STREAMK = WGMMA_WS_STREAMK != 0;
+constexpr int SPLIT_K = WGMMA_WS_SPLIT_K;
+constexpr bool STREAMK = WGMMA_WS_STREAMK != 0 && SPLIT_K == 1;  // split-K builds sum their own way
 constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
 constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
 constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
@@ -133,6 +149,7 @@ static_assert(SMEM_BYTES <= 227 * 1024, "WGMMA_WS_STAGES: the stages fit the opt
 static_assert(GROUP_ORDER >= 0 && GROUP_ORDER <= 2, "WGMMA_WS_GROUP_ORDER: 0 (operands'), 1 (rows) or 2 (columns)");
 static_assert(GROUP_M >= 1, "WGMMA_WS_GROUP_M: at least 1");
 static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k steps");
+static_assert(SPLIT_K >= 1 && SPLIT_K <= 32, "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
@@ -140,13 +157,16 @@ template <class Op>
 constexpr bool GROUP_ALONG_N = GROUP_ORDER == 0 ? Op::GROUP_ALONG_N : GROUP_ORDER == 2;
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
-                                                 SK_MIN_SAVED_STEPS, MAX_SK_FLAGS>;
+                                                 SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
+// Split-K workspace: 16-byte units (4 accumulators) per partial tile (128x256 32-bit).
+constexpr int PART_QUADS = BM * BN / 4;
 
 #if HOPPER_SM90A
 __device__ unsigned int sk_flags[MAX_SK_FLAGS];  // stream-K partial-sum order; zero between launches
 
 template <typename T>
 struct Op16 {
+    using Acc = float;  // accumulators and C
     static constexpr int BK = wgmma_ws::BK;
     // Tile groups of cluster-columns: +0.3-0.4 % at 4096^3 against groups of rows, the same at 6144^3 and 8192^3
     // (d0e69b1); groups of 2, 4 or 16 columns were slower.
@@ -240,14 +260,19 @@ __device__ __forceinline__ void release_stage(uint32_t empty_bar, int stage, int
     }
 }
 
+// The epilogue moves C's 32-bit elements (V: float, or int for int8 operands) as bits: staging and stores are
+// the same for either type; only the stream-K reductions add (hopper::red_add_acc_guarded, one per type).
+
 // Rows 2q and 2q + 1 of a staged 16x64 chunk (as store_warp_rows_staged leaves it) to C at crow (the chunk's
 // first row and column): one 16-byte read and store per lane, 2 rows x 256 contiguous bytes per instruction.
-__device__ __forceinline__ void store_chunk_rows(const unsigned char* chunk, float* crow, int n, int lane, int q)
+template <typename V>
+__device__ __forceinline__ void store_chunk_rows(const unsigned char* chunk, V* crow, int n, int lane, int q)
 {
+    static_assert(sizeof(V) == 4, "32-bit elements of C");
     const int r = 2 * q + lane / 16;
     const int uu = lane % 16;
-    const float4 v = *reinterpret_cast<const float4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
-    *reinterpret_cast<float4*>(crow + static_cast<size_t>(r) * n + 4 * uu) = v;
+    const uint4 v = *reinterpret_cast<const uint4*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16));
+    *reinterpret_cast<uint4*>(crow + static_cast<size_t>(r) * n + 4 * uu) = v;
 }
 
 // A warp's 16 x COLS accumulator block (rows l/4 and l/4 + 8, columns 8j + 2(l%4)) stored to C (crow: its first
@@ -255,9 +280,8 @@ __device__ __forceinline__ void store_chunk_rows(const unsigned char* chunk, flo
 // XOR-swizzled by (row % 8), so both the float2 writes and the float4 row reads are free of bank conflicts; each
 // read/store instruction then covers 2 rows x 256 contiguous bytes of C. KEEP_LAST: the last 64 columns are only
 // staged; the caller stores them later (store_chunk_rows, q = 0..7, columns COLS - 64 on).
-template <int COLS, bool KEEP_LAST = false>
-__device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned char* chunk, float* crow, int n,
-                                                       int lane)
+template <int COLS, bool KEEP_LAST = false, typename V>
+__device__ __forceinline__ void store_warp_rows_staged(const V* d, unsigned char* chunk, V* crow, int n, int lane)
 {
 #pragma unroll
     for (int ch = 0; ch < COLS / 64; ++ch) {
@@ -268,8 +292,9 @@ __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned 
                 const int r = lane / 4 + 8 * h;
                 const int uu = 2 * jj + (lane % 4) / 2;  // 16-byte unit within the 256-byte row
                 const int j = 8 * ch + jj;
-                *reinterpret_cast<float2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
-                    make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                using V2 = hopper::pair_t<V>;
+                *reinterpret_cast<V2*>(chunk + r * 256 + ((uu ^ (r & 7)) * 16) + (lane & 1) * 8) =
+                    V2{d[4 * j + 2 * h], d[4 * j + 2 * h + 1]};
             }
         }
         __syncwarp();
@@ -282,10 +307,11 @@ __device__ __forceinline__ void store_warp_rows_staged(const float* d, unsigned 
 
 // Paced drain: the staged last 64 columns of this warp's previous whole tile not stored yet (`left` of its 8 row
 // pairs), and where they go.
+template <typename V>
 struct PacedDrain {
     unsigned char* chunk;
     int left;
-    float* dst;
+    V* dst;
     __device__ __forceinline__ void step(int n, int lane)
     {
         store_chunk_rows(chunk, dst, n, lane, 8 - left);
@@ -299,9 +325,9 @@ struct PacedDrain {
 // k steps over the CTA's items (unsigned: % and / by STAGES are a mask and a shift); desc_a0 / desc_b0 are the
 // stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the previous tile's
 // staged columns leave at the drain's pace; what is left goes before the chunk is reused.
-template <class Op>
-__device__ __forceinline__ void mainloop(float (&d)[128], uint32_t& it, int k0, int k1, uint32_t desc_a0,
-                                         uint32_t desc_b0, const Smem& sm, PacedDrain& drain, int n, int lane)
+template <class Op, typename V = typename Op::Acc>
+__device__ __forceinline__ void mainloop(V (&d)[128], uint32_t& it, int k0, int k1, uint32_t desc_a0,
+                                         uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane)
 {
     using namespace hopper;
     for (int kt = k0; kt < k1; ++kt) {
@@ -329,8 +355,9 @@ __device__ __forceinline__ void mainloop(float (&d)[128], uint32_t& it, int k0, 
 
 // Stream-K piece > 0 of a tail tile: once the tile's piece 0 is in C (its flag), add this piece's sums into it
 // with L2 reductions; the tile's last piece resets the flag for the next launch.
-__device__ __forceinline__ void add_piece(const float (&d)[128], unsigned int* flag, int pieces, float* C, int m, int n,
-                                          int row0, int col0, int tid)
+template <typename V>
+__device__ __forceinline__ void add_piece(const V (&d)[128], unsigned int* flag, int pieces, V* C, int m, int n, int row0,
+                                          int col0, int tid)
 {
     using namespace hopper;
     if (tid == 128) flag_wait_ge(flag, 1u);
@@ -344,9 +371,10 @@ __device__ __forceinline__ void add_piece(const float (&d)[128], unsigned int* f
 // through the staging chunk where the warpgroup's 64 rows lie inside C (rows 16-byte aligned), else guarded. A
 // whole tile that is not the CTA's last item leaves its last 64 columns to the paced drain. Piece 0 then raises its
 // flag.
-__device__ __forceinline__ void epilogue(const float (&d)[128], const ws_schedule::Work& w, int i, int n_items, int m0,
-                                         int n0, float* C, int m, int n, uint32_t rank, int tid, int c, int warp,
-                                         int lane, unsigned char* chunk, PacedDrain& drain)
+template <typename V>
+__device__ __forceinline__ void epilogue(const V (&d)[128], const ws_schedule::Work& w, int i, int n_items, int m0,
+                                         int n0, V* C, int m, int n, uint32_t rank, int tid, int c, int warp, int lane,
+                                         unsigned char* chunk, PacedDrain<V>& drain)
 {
     using namespace hopper;
     const int row0 = m0 + c * 64 + warp * 16 + lane / 4;
@@ -357,7 +385,7 @@ __device__ __forceinline__ void epilogue(const float (&d)[128], const ws_schedul
         return;
     }
     if (m0 + c * 64 + 64 <= m && n0 + BN <= n && (n % 4) == 0) {
-        float* const crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
+        V* const crow = C + static_cast<size_t>(m0 + c * 64 + warp * 16) * n + n0;
         if (DRAIN_EVERY > 0 && w.piece < 0 && i + 1 < n_items) {  // last 64 columns: during the next item
             store_warp_rows_staged<BN, true>(d, chunk, crow, n, lane);
             drain.dst = crow + BN - 64;
@@ -375,39 +403,140 @@ __device__ __forceinline__ void epilogue(const float (&d)[128], const ws_schedul
     }
 }
 
+// ------------------------------------------------------------------------------------------- split-K
+// Four accumulators of one thread (d[4q..4q+3]), the unit of a partial tile in the workspace.
+template <typename V> struct quad_of;
+template <> struct quad_of<float> { using type = float4; };
+template <> struct quad_of<int> { using type = int4; };
+template <typename V> using quad_t = typename quad_of<V>::type;
+
+// C[row][col, col + 1] = (v0, v1) where inside C (8-byte stores where aligned).
+template <typename V>
+__device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
+{
+    if (row >= m) return;
+    V* const dst = C + static_cast<size_t>(row) * n + col;
+    if ((n % 2) == 0 && col + 1 < n) {
+        *reinterpret_cast<hopper::pair_t<V>*>(dst) = hopper::pair_t<V>{v0, v1};
+    } else {
+        if (col < n) dst[0] = v0;
+        if (col + 1 < n) dst[1] = v1;
+    }
+}
+
+// Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
+// partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The loads go out 4
+// slices at a time, so that they are in flight together (8 spill: ptxas budgets the whole kernel at the launch
+// bound's 168 registers, and the accumulators stay live for the next item's wgmmas), and the adds keep the slice
+// order. Quad q*256 + ct is consumer thread ct's
+// d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns 8q + 2 (ct % 4) and the next
+// (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by other SMs.
+template <typename V>
+__device__ __forceinline__ void sum_slices(const quad_t<V>* parts, int slice, int splits, V* C, int m, int n, int m0,
+                                           int n0, int ct)
+{
+    constexpr int AT_ONCE = SPLIT_K < 4 ? SPLIT_K : 4;
+    const int lo = slice * PART_QUADS / splits, hi = (slice + 1) * PART_QUADS / splits;
+    for (int x = lo + ct; x < hi; x += 128 * CONSUMERS) {
+        quad_t<V> acc;
+#pragma unroll
+        for (int s0 = 0; s0 < SPLIT_K; s0 += AT_ONCE) {
+            quad_t<V> v[AT_ONCE];
+#pragma unroll
+            for (int g = 0; g < AT_ONCE; ++g)
+                if (s0 + g < splits) v[g] = __ldcg(parts + static_cast<size_t>(s0 + g) * PART_QUADS + x);
+#pragma unroll
+            for (int g = 0; g < AT_ONCE; ++g) {
+                if (s0 + g == 0) {
+                    acc = v[0];
+                } else if (s0 + g < splits) {
+                    acc.x += v[g].x;
+                    acc.y += v[g].y;
+                    acc.z += v[g].z;
+                    acc.w += v[g].w;
+                }
+            }
+        }
+        const int q = x / (128 * CONSUMERS), t = x % (128 * CONSUMERS), lane = t % 32;
+        const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
+        store_pair_guarded(C, m, n, row, col, acc.x, acc.y);
+        store_pair_guarded(C, m, n, row + 8, col, acc.z, acc.w);
+    }
+}
+
+// A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial to the workspace,
+// count in, wait for the tile's other slices, sum this slice's share of the tile into C, count out; the last
+// slice out resets the counter (2 x splits counts: every slice counts out only after all counted in).
+template <typename V>
+__device__ __forceinline__ void split_k_epilogue(const V (&d)[128], const ws_schedule::Work& w, int cta_tile,
+                                                 int cta_tiles, int m0, int n0, V* C, int m, int n, int tid,
+                                                 void* workspace)
+{
+    using namespace hopper;
+    using V4 = quad_t<V>;
+    const int ct = tid - 128;
+    V4* const parts = static_cast<V4*>(workspace) + static_cast<size_t>(cta_tile) * SPLIT_K * PART_QUADS;
+    unsigned int* const counter =
+        reinterpret_cast<unsigned int*>(static_cast<V4*>(workspace) +
+                                        static_cast<size_t>(cta_tiles) * SPLIT_K * PART_QUADS) + cta_tile;
+    V4* const mine = parts + static_cast<size_t>(w.piece) * PART_QUADS;
+#pragma unroll
+    for (int q = 0; q < 32; ++q)
+        __stcg(mine + q * (128 * CONSUMERS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
+    __threadfence();
+    named_barrier(1, 128 * CONSUMERS);
+    if (tid == 128) {
+        atomicAdd(counter, 1u);
+        flag_wait_ge(counter, static_cast<unsigned int>(w.pieces));
+    }
+    named_barrier(1, 128 * CONSUMERS);
+    sum_slices(parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
+    if (tid == 128 && atomicAdd(counter, 1u) == 2u * w.pieces - 1u) atomicExch(counter, 0u);
+}
+
 // Consumer warpgroup c (64 rows of each tile): every item of the schedule, mainloop then epilogue.
-template <class Op>
+template <class Op, typename V = typename Op::Acc>
 __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
-                                         const Smem& sm, float* C, int m, int n, uint32_t rank, int tid, int c)
+                                         const Smem& sm, V* C, int m, int n, uint32_t rank, int tid, int c,
+                                         void* workspace)
 {
     const int warp = (tid % 128) / 32, lane = (tid % 128) % 32;
-    float d[128];
+    V d[128];
     uint32_t it = 0;
     const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128)), desc_b0 = Op::desc_b(sm.tiles + A_BYTES);
     unsigned char* const chunk = staging_chunk(smem_raw, raw, sm, c, warp);
-    PacedDrain drain{chunk, 0, nullptr};
+    PacedDrain<V> drain{chunk, 0, nullptr};
     for (int i = 0; i < sched.n_items; ++i) {
         const ws_schedule::Work w = sched.item(i);
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
         mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane);
+        if constexpr (SPLIT_K > 1) {
+            if (w.pieces > 1) {
+                const int cta_tiles = sched.rows * sched.cols * CLUSTER;
+                split_k_epilogue(d, w, w.u * CLUSTER + static_cast<int>(rank), cta_tiles, m0, n0, C, m, n, tid,
+                                 workspace);
+                continue;
+            }
+        }
         epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, c, warp, lane, chunk, drain);
     }
 }
 
 // ------------------------------------------------------------------------------------------- the kernel
 // k = 0: C = 0 (every item of the schedule has at least one k step), once the previous grid is done with C.
-__device__ __forceinline__ void zero_c(float* C, int m, int n)
+template <typename V>
+__device__ __forceinline__ void zero_c(V* C, int m, int n)
 {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < static_cast<size_t>(m) * n;
          i += static_cast<size_t>(gridDim.x) * blockDim.x)
-        C[i] = 0.f;
+        C[i] = V(0);
 }
 
 template <class Op>
-__device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, float* C, int m, int n,
-                                        int k)
+__device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, typename Op::Acc* C,
+                                        int m, int n, int k, void* workspace = nullptr)
 {
     using namespace hopper;
     // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
@@ -456,7 +585,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;
-        consumer<Op>(sched, smem_raw, raw, sm, C, m, n, rank, tid, c);
+        consumer<Op>(sched, smem_raw, raw, sm, C, m, n, rank, tid, c, workspace);
     }
     // No CTA of a cluster may exit while its peer can still multicast into it or arrive on its barriers.
     if constexpr (CLUSTER > 1) {
@@ -468,12 +597,13 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 
 }  // namespace wgmma_ws
 
+// workspace: a split-K build's (see the host contract); the default build takes none.
 template <typename T>
 __device__ __forceinline__ void wgmma_ws_matmul(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, float* C,
-                                                int m, int n, int k)
+                                                int m, int n, int k, float* workspace = nullptr)
 {
     static_assert(sizeof(T) == 2, "fp16 or bf16 operands");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_ws::Op16<T>>(tmap_a, tmap_b, C, m, n, k);
+    wgmma_ws::ws_gemm<wgmma_ws::Op16<T>>(tmap_a, tmap_b, C, m, n, k, workspace);
 #endif
 }

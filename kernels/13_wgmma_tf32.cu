@@ -17,7 +17,8 @@
 // allowed, since the shared pipeline waits for the previous grid before its first global access).
 // tmap_a over A (fp32, dims (k, m), row pitch a multiple of 16 bytes): box (rows 128, cols 32), 128B swizzle.
 // tmap_bt over Bt (fp32, dims (k, n), row pitch a multiple of 16 bytes): box (rows 128, cols 32), 128B
-// swizzle. Both zero-fill out of bounds.
+// swizzle. Both zero-fill out of bounds. Split-K builds (WGMMA_WS_SPLIT_K > 1) take wgmma_warp_specialized's
+// workspace as their last argument.
 #pragma once
 
 #include "12_wgmma_warp_specialized.cu"
@@ -34,6 +35,7 @@ constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK * 4;  // 16 KiB
 
 #if HOPPER_SM90A
 struct OpTf32 {
+    using Acc = float;  // accumulators and C
     static constexpr int BK = wgmma_tf32::BK;
     static constexpr bool GROUP_ALONG_N = false;  // groups of cluster-rows: columns measured 0.3 % slower at 4096^3
     static_assert(BK * 4 == 128 && wgmma_ws::A_BYTES == wgmma_ws::BM * BK * 4 &&
@@ -73,10 +75,10 @@ struct OpTf32 {
 
 template <typename T>
 __device__ __forceinline__ void wgmma_tf32_matmul(const CUtensorMap* tmap_a, const CUtensorMap* tmap_bt, float* C,
-                                                  int m, int n, int k)
+                                                  int m, int n, int k, float* workspace = nullptr)
 {
     static_assert(sizeof(T) == 4, "fp32 operands (tf32 math)");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_tf32::OpTf32>(tmap_a, tmap_bt, C, m, n, k);
+    wgmma_ws::ws_gemm<wgmma_tf32::OpTf32>(tmap_a, tmap_bt, C, m, n, k, workspace);
 #endif
 }

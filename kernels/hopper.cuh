@@ -1,5 +1,5 @@
-// Shared Hopper (sm_90a) device helpers for the tensor-core rungs (wgmma_tma, wgmma_warp_specialized,
-// wgmma_tf32): shared-memory addresses, mbarriers, TMA (bulk tensor) loads with and without cluster multicast,
+// Shared Hopper (sm_90a) device helpers for the tensor-core rungs (wgmma_tma, wgmma_warp_specialized, wgmma_tf32,
+// wgmma_int8): shared-memory addresses, mbarriers, TMA (bulk tensor) loads with and without cluster multicast,
 // cluster rank / sync, named barriers, register reallocation, wgmma descriptors, fences and the wgmma instructions
 // the rungs use, the guarded accumulator stores and reductions, and flags in global memory.
 //
@@ -187,6 +187,19 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t d
     HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
 }
 
+// D(64x256, s32) (+)= A(64x32, K-major, smem) * B(32x256, K-major, smem), signed 8-bit operands, exact int32
+// accumulation (no .satfinite: the host keeps k where the sums cannot overflow). 8-bit operands have no transpose
+// immediates either: both must be K-major.
+#define HOPPER_D128_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+__device__ __forceinline__ void wgmma_m64n256k32_s8(int (&d)[128], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " HOPPER_D128_REGS ", %128, %129, p;\n}\n"
+                 : HOPPER_D128_OPS_S32
+                 : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
+}
+#undef HOPPER_D128_OPS_S32
+
 #undef HOPPER_WGMMA
 
 // ------------------------------------------------------------------------------------------- accumulators
@@ -194,11 +207,12 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t d
 // l/4 + 8, columns 8j + 2(l%4) + {0, 1} in d[4j + {0,1}] (row l/4) and d[4j + {2,3}] (row l/4 + 8).
 // (row0, col0) = this thread's first element in C.
 
+// V is the accumulators' and C's 32-bit type: float (fp16, bf16, tf32 operands) or int (int8 operands).
+
 // Visit this thread's accumulator pairs that lie inside C (rows < m, columns < n): pair(dst, v0, v1) where
 // both columns are inside and dst is 8-byte aligned (n even), else one(dst, v) per element inside.
-template <int NJ, class Pair, class One>  // NJ = N / 8 column groups
-__device__ __forceinline__ void for_acc_guarded(const float* d, float* C, int m, int n, int row0, int col0, Pair pair,
-                                                One one)
+template <int NJ, typename V, class Pair, class One>  // NJ = N / 8 column groups
+__device__ __forceinline__ void for_acc_guarded(const V* d, V* C, int m, int n, int row0, int col0, Pair pair, One one)
 {
     const bool pairs = (n % 2) == 0;
 #pragma unroll
@@ -208,8 +222,8 @@ __device__ __forceinline__ void for_acc_guarded(const float* d, float* C, int m,
         for (int h = 0; h < 2; ++h) {
             const int row = row0 + 8 * h;
             if (row >= m) continue;
-            float* dst = C + static_cast<size_t>(row) * n + col;
-            const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+            V* dst = C + static_cast<size_t>(row) * n + col;
+            const V v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
             if (pairs && col + 1 < n) {
                 pair(dst, v0, v1);
             } else {
@@ -220,13 +234,27 @@ __device__ __forceinline__ void for_acc_guarded(const float* d, float* C, int m,
     }
 }
 
-// C = d, guarded (float2 stores where aligned).
-template <int NJ>
-__device__ __forceinline__ void store_acc_guarded(const float* d, float* C, int m, int n, int row0, int col0)
+// Two adjacent 32-bit elements as one 8-byte vector (float2 or int2), for 8-byte stores.
+template <typename V>
+struct pair_of;
+template <>
+struct pair_of<float> {
+    using type = float2;
+};
+template <>
+struct pair_of<int> {
+    using type = int2;
+};
+template <typename V>
+using pair_t = typename pair_of<V>::type;
+
+// C = d, guarded (8-byte stores where aligned).
+template <int NJ, typename V>
+__device__ __forceinline__ void store_acc_guarded(const V* d, V* C, int m, int n, int row0, int col0)
 {
     for_acc_guarded<NJ>(
-        d, C, m, n, row0, col0, [](float* p, float v0, float v1) { *reinterpret_cast<float2*>(p) = make_float2(v0, v1); },
-        [](float* p, float v) { *p = v; });
+        d, C, m, n, row0, col0, [](V* p, V v0, V v1) { *reinterpret_cast<pair_t<V>*>(p) = pair_t<V>{v0, v1}; },
+        [](V* p, V v) { *p = v; });
 }
 
 // C += d, guarded, with reductions performed at L2 (red.global.add, float2 where aligned): C must already
@@ -240,6 +268,25 @@ __device__ __forceinline__ void red_add_acc_guarded(const float* d, float* C, in
             asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v0), "f"(v1) : "memory");
         },
         [](float* p, float v) { atomicAdd(p, v); });
+}
+
+// The same for int32 sums (exact and independent of the order of the additions). PTX has no vector integer
+// reduction: one red.global.add.s32 per element, written out because atomicAdd with its result unused compiled to
+// ATOMG (which returns the old value), not RED.
+__device__ __forceinline__ void red_add_s32(int* p, int v)
+{
+    asm volatile("red.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+template <int NJ>
+__device__ __forceinline__ void red_add_acc_guarded(const int* d, int* C, int m, int n, int row0, int col0)
+{
+    for_acc_guarded<NJ>(
+        d, C, m, n, row0, col0,
+        [](int* p, int v0, int v1) {
+            red_add_s32(p, v0);
+            red_add_s32(p + 1, v1);
+        },
+        [](int* p, int v) { red_add_s32(p, v); });
 }
 
 // ------------------------------------------------------------------------------------------- flags in global memory

@@ -26,6 +26,17 @@
 // number of waves (4096^3: 64 of 66 clusters doing 4 tiles each, instead of 58 doing a fourth); the others have
 // no work. The same time in an ideal world, but two SMs less of power draw throughout the first waves: measured
 // +0.4..2.3 % at 4096^3 (b929e7e, 2026-11-22).
+//
+// Split-K (SPLIT > 1). Where the tiles are too few for the grid (512^3: 4 cluster tiles for 66 clusters) or
+// too deep for their number (256 x 256 x 8192: one cluster tile of 128 k steps), every tile's k steps are cut
+// into `splits` contiguous slices (split(): slice j does [j*ktiles/splits, (j+1)*ktiles/splits)), and the
+// tiles x splits slices are the work items, dealt to the clusters like whole tiles. The kernel sums a tile's
+// slices in slice order through a workspace, each slice adding up 1/splits of the tile once every slice has
+// written its part (see the kernel's epilogue), so a slice waits for the other slices of its tile. That is
+// safe because they run at the same time: the grid takes a multiple of `splits` clusters, so item i of every
+// cluster belongs to one wave and the slices of a tile are item i of `splits` different clusters; all of them
+// reach item i once every item i - 1 is done. `splits` is SPLIT cut to the k steps (no empty slice) and to
+// the clusters; the stream-K tail and balanced waves are off (the waves are whole tiles' slices).
 #pragma once
 
 #include "simt_common.cuh"
@@ -34,15 +45,18 @@ namespace ws_schedule {
 
 // One unit of a cluster's work: tile t of the order, at cluster-tile row tm and column tn; its k steps [k0, k1);
 // for a stream-K piece its index in k order among the tile's `pieces` and the tail tile's index u (which selects
-// its flag). Whole tiles have piece -1, pieces 1 and u -1.
+// its flag). Whole tiles have piece -1, pieces 1 and u -1. A split-K slice: piece = its slice, pieces = splits,
+// u = its tile.
 struct Work {
     int t, k0, k1, piece, pieces, u, tm, tn;
 };
 
-template <int CLUSTER, int GROUP, bool ALONG_N, bool STREAMK, bool BALANCED, int MIN_SAVED_STEPS, int MAX_FLAGS>
+template <int CLUSTER, int GROUP, bool ALONG_N, bool STREAMK, bool BALANCED, int MIN_SAVED_STEPS, int MAX_FLAGS,
+          int SPLIT = 1>
 struct PersistentSchedule {
     static_assert(GROUP >= 1, "tile groups of at least one cluster tile");
     static_assert(MIN_SAVED_STEPS >= 0 && MAX_FLAGS >= CLUSTER, "stream-K limits");
+    static_assert(SPLIT >= 1 && !(STREAMK && SPLIT > 1), "split-K and the stream-K tail exclude each other");
 
     int ktiles;         // k steps per tile
     int nclusters;      // clusters of the grid that take tiles
@@ -53,6 +67,7 @@ struct PersistentSchedule {
     long long w;        // tail k steps
     int e, s;           // this cluster's tail k steps [s, e)
     int rows, cols;     // cluster tiles along M and N
+    int splits;         // split-K: slices per tile (1: whole tiles)
 
     // A schedule of rows x cols cluster tiles of ktiles k steps each, for this CTA's cluster of the grid.
     __device__ __forceinline__ PersistentSchedule(int rows_, int cols_, int ktiles_)
@@ -61,6 +76,11 @@ struct PersistentSchedule {
         const int ntiles = rows_ * cols_;
         nclusters = static_cast<int>(gridDim.x) / CLUSTER;
         cluster_id = static_cast<int>(blockIdx.x) / CLUSTER;
+        splits = 1;
+        if constexpr (SPLIT > 1) {
+            split_k_items(ntiles);
+            return;
+        }
         const int tail = ntiles % nclusters;
         // The split saves each cluster (1 - tail/G) * ktiles k steps; it needs every share non-empty.
         const bool sk = STREAMK && tail > 0 && ktiles > 0 &&
@@ -83,6 +103,21 @@ struct PersistentSchedule {
             e = static_cast<int>((cluster_id + 1) * w / nclusters);
             n_items += (s / ktiles != (e - 1) / ktiles) ? 2 : 1;
         }
+    }
+
+    // Split-K: ntiles x splits items (slice j of tile t is item t*splits + j), cluster c taking c, c + G, ...
+    // over G clusters, G a multiple of splits (see the header).
+    __device__ __forceinline__ void split_k_items(int ntiles)
+    {
+        splits = min(min(SPLIT, ktiles), nclusters);
+        if (splits < 1) splits = 1;
+        const int items = ntiles * splits;
+        nclusters = max(1, min(nclusters / splits * splits, items));
+        dp = ntiles;
+        n_whole = cluster_id < nclusters ? max(0, (items - cluster_id + nclusters - 1) / nclusters) : 0;
+        n_items = n_whole;
+        w = 0;
+        s = e = 0;
     }
 
     // The first cluster whose share contains tail k step x: the largest c with c*w/G <= x.
@@ -110,6 +145,17 @@ struct PersistentSchedule {
     // Item i's tile t and k steps [k0, k1); piece, pieces and u as in Work.
     __device__ __forceinline__ void split(int i, int& t, int& k0, int& k1, int& piece, int& pieces, int& u) const
     {
+        if constexpr (SPLIT > 1) {  // slice j of tile t; whole tiles (splits 1) look like any whole tile
+            const int q = cluster_id + i * nclusters;
+            t = q / splits;
+            const int j = q - t * splits;
+            k0 = j * ktiles / splits;
+            k1 = (j + 1) * ktiles / splits;
+            piece = splits > 1 ? j : -1;
+            pieces = splits;
+            u = splits > 1 ? t : -1;
+            return;
+        }
         if (i < n_whole) {
             t = cluster_id + i * nclusters;
             k0 = 0;

@@ -110,6 +110,27 @@ def test_persistent_kernel_with_several_tiles_per_block_matches_reference(cubin_
     check_kernel(cubin_for, method, dtype, blocks_for(method)[0], shape, launches=2)
 
 
+# Split-K builds of the warp-specialised pipeline (WGMMA_WS_SPLIT_K) sum a tile's slices in slice order through a
+# workspace, so launches on the same inputs give the same bits (the stream-K tail's L2 reductions do not). Shapes
+# (m, k, n): k not a multiple of the split (uneven slices), fewer k steps than slices (the split is cut to them),
+# m or n of 1, 17 or 129, and several tiles of several slices each; three launches, C poisoned before each (the
+# later ones need the counters the first one reset).
+SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp_specialized", "splitk8", "bfloat16"),
+                  ("wgmma_warp_specialized", "splitk16", "float16"), ("wgmma_tf32", "splitk4", "tf32")]
+SPLIT_K_SHAPES = [(129, 3001, 17), (1, 1000, 129), (17, 100, 1), (300, 8193, 520)]
+
+
+@pytest.mark.parametrize("shape", SPLIT_K_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", SPLIT_K_BUILDS)
+def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tmp_path_factory, method, variant, dtype,
+                                                                              shape):
+    assert registry.get(method).variant(variant).workspace is not None
+    cubin = str(tmp_path_factory.mktemp("split_k") / f"{method}_{variant}_{dtype}.cubin")
+    if registry.get(method).unmet_requirement(CC, module_available) is None:
+        kernels.compile_cubin(method, dtype, 0, ARCH, cubin, variant)
+    check_kernel(lambda *_: cubin, method, dtype, 0, shape, launches=3, variant=variant, same_bits=True)
+
+
 @pytest.fixture(scope="module")
 def warptiled_fp32_ptx(tmp_path_factory):
     """warptiled float32 as PTX for a virtual arch, which the driver compiles for this GPU when it is loaded:
@@ -180,7 +201,11 @@ def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_
     assert traps.returncode == 3, traps.stdout + traps.stderr
 
 
-def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, launches=1):
+def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, launches=1, variant=None,
+                 same_bits=False):
+    """One (method, dtype, block) on one (m, k, n), launched `launches` times with C poisoned before each; the last
+    result checked against the fp64 reference. same_bits: every launch must give the same bytes. `cubin_for` gives
+    the module of the method's default build, or of `variant`."""
     meth, record = registry.get(method), dtypes.get(dtype)
     unmet = meth.unmet_requirement(CC, module_available)
     if unmet:
@@ -193,12 +218,16 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
                             c_and_guard[: m * n])
     shared = max_shared_bytes or DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
     launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared), buffers,
-                            cubin_for(method, dtype, block))
+                            cubin_for(method, dtype, block), variant)
+    results = []
     for _ in range(launches):
         buffers.c.fill(sentinel)  # each launch must write all of C
         launch()
         cuda.Context.synchronize()
-    out = c_and_guard.get()
+        results.append(c_and_guard.get())
+    out = results[-1]
+    if same_bits:
+        assert all(r.tobytes() == out.tobytes() for r in results), "launches on the same inputs gave different bits"
     c, guard = out[: m * n].reshape(m, n), out[m * n:]
 
     # The reference multiplies exactly the (possibly rounded) inputs the kernel saw.

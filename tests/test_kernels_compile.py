@@ -215,7 +215,7 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
 
 
 # The warp-specialised pipeline's launch geometry, per build: the registry's launch must be the kernel's.
-WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32")
+WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32")
              for v in ["default", *(v.name for v in registry.get(m).variants)]]
 
 
@@ -234,7 +234,7 @@ def test_registry_launch_matches_the_warp_specialized_kernels_config(method, var
 
 
 @needs_nvcc
-@pytest.mark.parametrize("method", ["wgmma_warp_specialized", "wgmma_tf32"])
+@pytest.mark.parametrize("method", ["wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32"])
 def test_dependent_launch_rungs_wait_for_the_previous_grid_before_any_global_access(method, tmp_path):
     # Launched with programmatic stream serialisation (registry: Launch.dependent) these kernels may start while the
     # previous kernel still runs, so no copy, load or store of global memory may come before griddepcontrol.wait.
@@ -249,3 +249,43 @@ def test_dependent_launch_rungs_wait_for_the_previous_grid_before_any_global_acc
     assert min(i for i in global_access if i >= 0) > first_wait
     assert body.count("griddepcontrol.wait") >= 2  # the k = 0 path (C = 0) and the main one
     assert "griddepcontrol.launch_dependents" in body
+
+
+# Split-K builds take a workspace as their last argument; every other build keeps the wrapper it had.
+SPLIT_K_VARIANTS = [(m, v.name) for m in ("wgmma_warp_specialized", "wgmma_tf32") for v in registry.get(m).variants
+                    if v.workspace is not None]
+
+
+def test_split_k_variants_exist_and_only_they_take_a_workspace():
+    assert {v for _, v in SPLIT_K_VARIANTS} >= {"splitk2", "splitk4", "splitk8"}
+    for method in COMPILED:
+        m = registry.get(method)
+        problem = Problem(512, 512, 512, 0, dtypes.get(m.dtypes[0]))
+        assert m.workspace_bytes(problem) == 0
+        assert "workspace" not in kernels.wrapper(method, m.dtypes[0], blocks_for(method)[0])
+        for v in m.variants:
+            takes = "float* __restrict__ workspace" in kernels.wrapper(method, m.dtypes[0], 0, v.name)
+            assert takes == (v.workspace is not None) == (m.workspace_bytes(problem, v.name) > 0)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant", SPLIT_K_VARIANTS)
+def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path):
+    # The registry sizes the workspace as the kernel lays it out: per 128x256 CTA tile (whole clusters of them
+    # along M) S partial tiles of 4-byte accumulators, then a counter per CTA tile; and the grid has room for S
+    # slices of every tile.
+    m = registry.get(method)
+    split = int(variant.removeprefix("splitk"))
+    cluster = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0])), variant).cluster[0]
+    # (m, n, k) -> CTA tiles with clusters of 1 and of 2 (300 rows: 3 tiles, or 2 clusters of 2)
+    for shape, cta_tiles in (((512, 512, 512), {1: 8, 2: 8}), ((129, 17, 3001), {1: 2, 2: 2}),
+                             ((300, 520, 8193), {1: 3 * 3, 2: 4 * 3})):
+        cta_tiles = cta_tiles[cluster]
+        problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
+        assert m.workspace_bytes(problem, variant) == cta_tiles * (split * 128 * 256 * 4 + 4)
+        assert m.launch_for(problem, variant).grid[0] == min(132, cta_tiles * split)
+    source = f'#include "{m.source}"\n' + (
+        f'static_assert(wgmma_ws::SPLIT_K == {split} && !wgmma_ws::STREAMK, "split and stream-K tail");\n'
+        'static_assert(wgmma_ws::PART_QUADS * 16 == wgmma_ws::BM * wgmma_ws::BN * 4, "partial tile bytes");\n')
+    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, kernels.compile_options(method, variant))
+    assert result.returncode == 0, result.stderr

@@ -70,10 +70,14 @@ def run_plain(workdir: Path) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def mid_job(workdir: Path, at_least: int) -> bool:
-    """At least `at_least` results written and the next job started (its log open, its timing not yet done)."""
-    return (len(results(workdir)) >= at_least and bool(job_pids(workdir))
-            and len(list(workdir.glob("logs/runs/**/*.log"))) > len(results(workdir)))
+def mid_job(workdir: Path, at_least: int, since: float = 0.0) -> bool:
+    """At least `at_least` results written and the next job under way: its log (opened once the job can be
+    stopped quietly) written after `since` (time.time()) and its result not yet there."""
+    done = results(workdir)
+    logs = [p for p in workdir.glob("logs/runs/**/*.log") if p.stat().st_mtime > since]
+    started = [p for p in logs if str(p.relative_to(workdir / "logs")).removesuffix(".log") + ".json" not in
+               {name.removeprefix("results/") for name in done}]
+    return len(done) >= at_least and bool(job_pids(workdir)) and bool(started)
 
 
 def stop(run: subprocess.Popen, sig: int, group: bool) -> tuple[float, str]:
@@ -122,8 +126,9 @@ def test_sigterm_then_sigint_stop_every_job_within_seconds_and_the_plain_command
     assert 1 <= len(first) < N_JOBS
     assert_whole(first)
 
+    since = time.time()
     run = run_plain(tmp_path)  # the same command resumes at once: nothing flagged incomplete
-    assert wait_until(lambda: mid_job(tmp_path, len(first) + 1), 120)
+    assert wait_until(lambda: mid_job(tmp_path, len(first) + 1, since), 120)
     elapsed, console = stop(run, signal.SIGINT, group)
     assert elapsed < STOP_WITHIN_S, console[-3000:]
     assert "IncompleteFilesException" not in console and "Traceback" not in console, console[-3000:]

@@ -19,6 +19,8 @@ KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 COMPILE_OPTIONS = ("-std=c++17", "-O3", "-lineinfo")
 # The measurement helper that holds a stream while a batch is queued (not a method; see timing.StreamHold).
 HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
+# The byte transpose that the int8 rung and cuBLAS's int8 call run before their GEMM (launchers.ByteTransposedOperand).
+TRANSPOSE_BYTES_SOURCE = '#include "transpose_bytes.cu"\n'
 
 
 def variant_name(method: str, variant: str | None) -> str | None:
@@ -65,10 +67,13 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
     else:
         params = f"const {d.c_input}* __restrict__ A, const {d.c_input}* __restrict__ B"
         operands = "A, B"
+    # A build with a workspace (registry.Variant.workspace) takes its pointer last; the launcher allocates it.
+    workspace = m.variant(variant).workspace is not None
     return (
         f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}('
-        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k)\n{{\n"
-        f"    {call}({operands}, C, m, n, k);\n}}\n"
+        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k"
+        f"{', float* __restrict__ workspace' if workspace else ''})\n{{\n"
+        f"    {call}({operands}, C, m, n, k{', workspace' if workspace else ''});\n}}\n"
     )
 
 

@@ -5,6 +5,9 @@
   thread-block clusters, so they go through cuda-bindings' cuLaunchKernelEx, in PyCUDA's primary context.
 - `cublas`: cuBLAS gemmEx through CuPy's handle, with the dtype record's data and compute types.
 
+A method may name a pre-pass (registry.Prepass): a kernel of its own module that writes the operands its tensor maps
+read, into buffers allocated once per launcher; it runs before the GEMM in every launch, so it is timed with it.
+
 A kernel of ours may be a named variant of its method (registry.Variant): its symbol and launch geometry come from
 the registry (kernels.symbol, Method.launch_for), and its cubin must have been built for that variant.
 
@@ -14,6 +17,7 @@ Every launch is queued on the legacy default stream, the one the timing events a
 from __future__ import annotations
 
 import ctypes
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -25,15 +29,17 @@ if TYPE_CHECKING:  # annotations only: the registry imports the backends, which 
 TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
 
 # cudaDataType_t and cublasComputeType_t values, for CuPy builds that do not export every name.
-CUDA_DATA_TYPES = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14}
+CUDA_DATA_TYPES = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUDA_R_8I": 3,
+                   "CUDA_R_32I": 10}
 CUBLAS_COMPUTE_TYPES = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_64F": 70,
-                        "CUBLAS_COMPUTE_32F_FAST_TF32": 77}
+                        "CUBLAS_COMPUTE_32F_FAST_TF32": 77, "CUBLAS_COMPUTE_32I": 72}
 # The tensor map's element type, by the job's dtype. tf32 is fp32 in memory, read as TFLOAT32: the copy engine
 # rounds each element to tf32 (to nearest) as it lands in shared memory, where wgmma would otherwise truncate the
 # raw fp32 bits. Measured on an H200 (2026-11-24, bench/compare.py): the relative error at 4096³ and 8192³ fell
 # from 8.2e-4 to 3.1e-4, cuBLAS's own, at the same rate.
 TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-                  "tf32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+                  "tf32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+                  "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # int8: bytes moved as they are
 
 
 @dataclass
@@ -65,20 +71,37 @@ def _symbol(method: Method, problem: Problem, variant: str | None) -> str:
     return symbol(method.name, problem.dtype.name, template_block(method.name, problem.block), variant)
 
 
+def kernel_workspace(method: Method, p: Problem, variant: str | None):
+    """The build's workspace (registry.Variant.workspace: a split-K build's partial tiles and counters), allocated
+    once per launcher and zeroed, or None where the build takes none. The kernel keeps its counters at zero
+    between launches, so the launches of one launcher share it (one at a time: they are queued on one stream)."""
+    import pycuda.driver as cuda
+
+    size = method.workspace_bytes(p, variant)
+    if size <= 0:
+        return None
+    workspace = cuda.mem_alloc(size)
+    cuda.memset_d8(workspace, 0, size)
+    return workspace
+
+
 def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
                    variant: str | None = None) -> Callable[[], None]:
     import pycuda.driver as cuda
 
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
-    func.prepare("PPPiii")
+    workspace = kernel_workspace(method, p, variant)
+    func.prepare("PPPiii" + ("P" if workspace is not None else ""))
     launch = method.launch_for(p, variant)
     if launch.shared_bytes > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
-    args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k))
+    args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k),
+            *(() if workspace is None else (workspace,)))
 
     def launch_once():
         func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)
 
+    launch_once.keep_alive = workspace
     return launch_once
 
 
@@ -153,6 +176,93 @@ class TransposedOperand(PitchedOperand):
         self._geam()
 
 
+TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
+
+
+@functools.lru_cache(maxsize=None)
+def _transpose_bytes(arch: str):
+    """kernels/transpose_bytes.cu compiled for `arch` and loaded into the current context, once per process."""
+    import pycuda.driver as cuda
+
+    from matmul_study.build.kernels import TRANSPOSE_BYTES_SOURCE, compile_with_pycuda
+
+    func = cuda.module_from_buffer(compile_with_pycuda(TRANSPOSE_BYTES_SOURCE, arch)).get_function("transpose_bytes")
+    func.prepare("PPiiii")
+    return func
+
+
+class ByteTransposedOperand(PitchedOperand):
+    """Bᵀ (n x k, K-major) of a 1-byte B (int8), for the int8 rung and cuBLAS's int8 call: tensor cores read 8-bit
+    operands only K-major. cuBLAS has no 8-bit geam, so kernels/transpose_bytes.cu rewrites it on every launch,
+    timed with the GEMM. Its pitch is padded to 16 bytes (TMA's and cuBLAS's alignment rules); the padding, and
+    rows up to `min_rows` below the n rows of Bᵀ, are zeros that no launch overwrites."""
+
+    def __init__(self, source, rows: int, cols: int, min_rows: int = 0):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = cols, rows, 1
+        self.pitch = pitch_elements(rows, 1)
+        self.copy = None
+        size = max(1, max(cols, min_rows) * self.pitch)
+        self._buffer = cuda.mem_alloc(size)
+        cuda.memset_d8(self._buffer, 0, size)
+        self.pointer = int(self._buffer)
+        major, minor = cuda.Context.get_device().compute_capability()
+        func = _transpose_bytes(f"sm_{major}{minor}")
+        grid = (-(-cols // TRANSPOSE_TILE), -(-rows // TRANSPOSE_TILE), 1)
+        args = (source.gpudata, self._buffer, np.int32(rows), np.int32(cols), np.int32(cols), np.int32(self.pitch))
+        self._launch = lambda: func.prepared_call(grid, (256, 1, 1), *args)
+
+    def refresh(self) -> None:
+        self._launch()
+
+
+def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str) -> PitchedOperand:
+    """Bᵀ of B (rows x cols) for a kernel that reads B K-major: by cuBLAS geam (fp32) or the byte transpose."""
+    if itemsize == 1:
+        return ByteTransposedOperand(source, rows, cols)
+    return TransposedOperand(source, rows, cols, itemsize, storage)
+
+
+class PrepassOperand:
+    """A buffer that the method's pre-pass writes and its tensor maps read (registry.PrepassOutput): rows x cols
+    with the row pitch padded to 16 bytes, allocated once per launcher; the pre-pass, not a copy, refreshes it."""
+
+    def __init__(self, rows: int, cols: int, itemsize: int):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = rows, cols, itemsize
+        self.pitch = pitch_elements(cols, itemsize)
+        self._buffer = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
+        self.pointer = int(self._buffer)
+
+    def refresh(self) -> None:
+        pass
+
+
+def prepass(method: Method, p: Problem, buffers: DeviceBuffers, module, operands: dict) -> Callable[[], None] | None:
+    """The method's pre-pass (registry.Prepass), or None: its outputs, allocated here and added to `operands` for
+    the tensor maps, and a callable that launches it from the method's module over A and B."""
+    from cuda.bindings import driver as cu
+
+    spec = method.prepass
+    if spec is None:
+        return None
+    for output in spec.outputs:
+        operands[output.name] = PrepassOperand(*output.shape(p), p.dtype.itemsize)
+    func = checked(cu.cuModuleGetFunction(module, spec.symbol.encode()))
+    config = launch_config(spec.launch(p))
+    pointers = [buffers.a.gpudata, buffers.b.gpudata, *(operands[o.name].pointer for o in spec.outputs)]
+    args = (*(ctypes.c_uint64(int(x)) for x in pointers), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
+    params = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+
+    def launch_once():
+        checked(cu.cuLaunchKernelEx(config, func, ctypes.addressof(params), 0))
+
+    launch_once.keep_alive = (args, params, config)
+    return launch_once
+
+
 def encode_tensor_map(spec, operand: PitchedOperand, dtype: str):
     from cuda.bindings import driver as cu
 
@@ -218,11 +328,14 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
         launch = launch.resized(min(launch.grid[0], max(1, int(fits)) * launch.cluster[0]))
     item = p.dtype.itemsize
     needed = {spec.operand for spec in method.tensor_maps}
-    operands = {"A": PitchedOperand(buffers.a, p.m, p.k, item)}
+    operands = {}
+    if "A" in needed:
+        operands["A"] = PitchedOperand(buffers.a, p.m, p.k, item)
     if "B" in needed:
         operands["B"] = PitchedOperand(buffers.b, p.k, p.n, item)
     if "BT" in needed:
-        operands["BT"] = TransposedOperand(buffers.b, p.k, p.n, item, p.dtype.storage)
+        operands["BT"] = transposed_operand(buffers.b, p.k, p.n, item, p.dtype.storage)
+    before = prepass(method, p, buffers, module, operands)  # adds its outputs to the operands
     maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.name)
             for spec in method.tensor_maps}
     first, second = (spec.operand for spec in method.tensor_maps)
@@ -230,15 +343,21 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
-    params = (ctypes.c_void_p * 6)(maps[first].getPtr(), maps[second].getPtr(), *(ctypes.addressof(s) for s in scalars))
+    workspace = kernel_workspace(method, p, variant)  # a split-K build's: its pointer is the last argument
+    if workspace is not None:
+        scalars += (ctypes.c_uint64(int(workspace)),)
+    params = (ctypes.c_void_p * (2 + len(scalars)))(maps[first].getPtr(), maps[second].getPtr(),
+                                                    *(ctypes.addressof(s) for s in scalars))
 
     def launch_once():
         for operand in operands.values():
             operand.refresh()
+        if before is not None:
+            before()
         checked(cu.cuLaunchKernelEx(config, func, ctypes.addressof(params), 0))
 
-    # The module, the padded buffers, the maps and the argument storage live as long as the launcher.
-    launch_once.keep_alive = (module, image, operands, maps, scalars, params)
+    # The module, the padded and pre-pass buffers, the maps and the argument storage live as long as the launcher.
+    launch_once.keep_alive = (module, image, operands, maps, scalars, params, before, workspace)
     return launch_once
 
 
@@ -255,10 +374,12 @@ def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None
     in_type = getattr(cupy.cuda.runtime, in_name, CUDA_DATA_TYPES[in_name])
     out_type = getattr(cupy.cuda.runtime, out_name, CUDA_DATA_TYPES[out_name])
     compute = getattr(lib, compute_name, CUBLAS_COMPUTE_TYPES[compute_name])
-    # alpha and beta have the compute type's precision.
-    scalar = np.float64 if compute_name == "CUBLAS_COMPUTE_64F" else np.float32
-    one, zero = np.array(1.0, scalar), np.array(0.0, scalar)
+    # alpha and beta have the compute type's precision (int32 for CUBLAS_COMPUTE_32I).
+    scalar = {"CUBLAS_COMPUTE_64F": np.float64, "CUBLAS_COMPUTE_32I": np.int32}.get(compute_name, np.float32)
+    one, zero = np.array(1, scalar), np.array(0, scalar)
     handle = cupy.cuda.device.get_cublas_handle()
+    if compute_name == "CUBLAS_COMPUTE_32I":
+        return cublas_int8(lib, handle, p, buffers, (in_type, out_type, compute), (one, zero))
     a, b, c = int(buffers.a.gpudata), int(buffers.b.gpudata), int(buffers.c.gpudata)
     m, n, k = p.m, p.n, p.k
 
@@ -267,4 +388,61 @@ def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None
         lib.gemmEx(handle, lib.CUBLAS_OP_N, lib.CUBLAS_OP_N, n, m, k, one.ctypes.data, b, in_type, n, a, in_type,
                    k, zero.ctypes.data, c, out_type, n, compute, -1)  # -1: CUBLAS_GEMM_DEFAULT
 
+    return gemm_ex
+
+
+# cuBLAS's int8 GEMM (CUDA_R_8I in, CUDA_R_32I out, CUBLAS_COMPUTE_32I). cublasGemmEx takes it only with A and B
+# 4-byte aligned, lda and ldb multiples of 4 and int32 alpha and beta (cuBLAS documentation, cublasGemmEx). Its
+# int8 tensor-core (IMMA) kernels want more (cublasLtMatmul, "To use IMMA kernels", regular data ordering): the "TN"
+# format, i.e. op(A) transposed and op(B) not (both operands K-major), the leading dimensions of A, B and C and the
+# dimensions m and k multiples of 4, pointers 4-byte (better 16-byte) aligned; on an H200 with CUDA 13.0 a C whose
+# leading dimension was not a multiple of 4 (n = 65, 511) failed with a CUBLASError. cuBLAS's A is our Bᵀ (it
+# computes Cᵀ = Bᵀ·Aᵀ in its column-major terms): our row-major A (m x k) is K-major already, our row-major B
+# (k x n) is not. So B is transposed first on every call (ByteTransposedOperand, the int8 rung's own transpose,
+# timed with the GEMM as the rung's is) and the call is TN. Where n or k is not a multiple of 4, the operands are
+# padded with zeros to the next multiple (which adds nothing to the sums) and C goes through a padded buffer,
+# copied back after the call; those copies are timed too. "NN" (B as it is) is kept for comparison only.
+CUBLAS_INT8_LAYOUT = "TN"
+
+
+def cublas_int8(lib, handle, p: Problem, buffers: DeviceBuffers, types: tuple, scalars: tuple,
+                layout: str | None = None) -> Callable[[], None]:
+    """cuBLAS's int8 gemmEx over the job's buffers: "TN" (B transposed first, any shape) or "NN" (B as it is; n and
+    k multiples of 4)."""
+    import pycuda.driver as cuda
+
+    layout = layout or CUBLAS_INT8_LAYOUT
+    (in_type, out_type, compute), (one, zero) = types, scalars
+    m, n, k = p.m, p.n, p.k
+    n4, k4 = -(-n // 4) * 4, -(-k // 4) * 4
+    a_op = PitchedOperand(buffers.a, m, k, 1) if k != k4 else None  # zero-padded columns k .. k4
+    if a_op is not None:
+        cuda.memset_d8(a_op.pointer, 0, m * a_op.pitch)
+    a_ptr, ld_a = (a_op.pointer, a_op.pitch) if a_op else (int(buffers.a.gpudata), k)
+    if layout == "TN":
+        b_op = ByteTransposedOperand(buffers.b, k, n, min_rows=n4)  # zero rows n .. n4 and columns k .. k4
+        b_ptr, ld_b, trans_b = b_op.pointer, b_op.pitch, lib.CUBLAS_OP_T
+    elif layout == "NN" and n == n4 and k == k4:
+        b_op, b_ptr, ld_b, trans_b = None, int(buffers.b.gpudata), n, lib.CUBLAS_OP_N
+    else:
+        raise ValueError(f"cuBLAS int8 layout {layout!r}: TN, or NN where n and k are multiples of 4")
+    c_padded = cuda.mem_alloc(max(1, m * n4 * 4)) if n != n4 else None
+    back = None
+    if c_padded is not None:
+        back = cuda.Memcpy2D()
+        back.set_src_device(c_padded)
+        back.set_dst_device(buffers.c.gpudata)
+        back.src_pitch, back.dst_pitch, back.width_in_bytes, back.height = n4 * 4, n * 4, n * 4, m
+    c_ptr = int(c_padded) if c_padded is not None else int(buffers.c.gpudata)
+    before = [op.refresh for op in (a_op, b_op) if op is not None]
+
+    def gemm_ex():
+        for step in before:
+            step()
+        lib.gemmEx(handle, trans_b, lib.CUBLAS_OP_N, n4, m, k4, one.ctypes.data, b_ptr, in_type, ld_b, a_ptr, in_type,
+                   ld_a, zero.ctypes.data, c_ptr, out_type, n4, compute, -1)  # -1: CUBLAS_GEMM_DEFAULT
+        if back is not None:
+            back(aligned=False)
+
+    gemm_ex.keep_alive = (a_op, b_op, c_padded, back, scalars)
     return gemm_ex

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
 
@@ -30,6 +32,9 @@ class DType:
     description: str
     # cuBLAS names (cudaDataType of A/B, of C, and cublasComputeType_t); None: cuBLAS has no such GEMM.
     cublas_types: tuple[str, str, str] | None = None
+    # Integer inputs drawn from this closed range whatever the config's distribution says (None: the config's
+    # [low, high]); int8 takes its whole range, so that every sign and magnitude reaches the tensor cores.
+    value_range: tuple[int, int] | None = None
 
     @property
     def numpy(self) -> np.dtype:
@@ -57,10 +62,37 @@ class DType:
     def exact(self) -> bool:
         return self.math == "exact"
 
+    def input_range(self, low: float, high: float) -> tuple[int, int]:
+        """The closed integer range an exact dtype's inputs are drawn from, given the config's [low, high]."""
+        return self.value_range or (math.ceil(low), math.floor(high))
+
+    def max_exact_k(self, low: float, high: float) -> int:
+        """The largest k for which every sum of k products of inputs in input_range(low, high) fits in the int32
+        output, so that the int32 result is exact and equal to the fp64 reference (exact as well: the sums stay
+        far below 2^53). For int8's whole range |product| <= 128 * 128 = 2^14, so k <= (2^31 - 1) // 2^14, that
+        is 131071."""
+        lo, hi = self.input_range(low, high)
+        largest = max(abs(lo), abs(hi)) ** 2
+        return INT32_MAX // largest if largest else INT32_MAX
+
+    def check_exact_k(self, k: int, low: float, high: float) -> None:
+        """Refuse a k whose int32 sums could overflow (ValueError naming the bound); no-op for inexact dtypes."""
+        if not self.exact:
+            return
+        limit = self.max_exact_k(low, high)
+        if k > limit:
+            lo, hi = self.input_range(low, high)
+            raise ValueError(
+                f"{self.name}: k = {k} is larger than {limit}, the largest k for which int32 sums of k products of "
+                f"inputs in [{lo}, {hi}] cannot overflow (k * {max(abs(lo), abs(hi)) ** 2} <= 2^31 - 1), so the "
+                f"result would not be exact; use shapes with k <= {limit}")
+
 
 OUTPUT_STORAGE = {"float": "float32", "double": "float64", "int": "int32"}
+INT32_MAX = 2**31 - 1
 
-# Display order is the order of this list: tensor-core types first, then the IEEE types, then integers.
+# Display order is the order of this list: tensor-core floating-point types first, then the IEEE types, then
+# integers (int8 runs on the tensor cores too, but sorts with the exact types).
 DTYPE_LIST = [
     DType("float16", "float16", "__half", "float", "float", "ieee", 1e-3,
           "fp16 inputs, fp32 accumulation and output",
@@ -79,6 +111,10 @@ DTYPE_LIST = [
     DType("float64", "float64", "double", "double", "double", "ieee", 1e-11, "IEEE fp64",
           ("CUDA_R_64F", "CUDA_R_64F", "CUBLAS_COMPUTE_64F")),
     DType("int32", "int32", "int", "int", "int", "exact", 0.0, "32-bit integers, exact"),
+    # Tensor-core integers: int8 in [-128, 127], exact int32 sums (k <= 131071) and output. cuBLAS computes it
+    # with CUBLAS_COMPUTE_32I, whose alpha and beta are int32.
+    DType("int8", "int8", "int8_t", "int", "int", "exact", 0.0, "int8 inputs, exact int32 accumulation and output",
+          ("CUDA_R_8I", "CUDA_R_32I", "CUBLAS_COMPUTE_32I"), value_range=(-128, 127)),
 ]
 DTYPES: dict[str, DType] = {d.name: d for d in DTYPE_LIST}
 NAMES = tuple(DTYPES)

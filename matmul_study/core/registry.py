@@ -67,6 +67,25 @@ class TensorMap:
 
 
 @dataclass(frozen=True)
+class PrepassOutput:
+    """A device buffer that a method's pre-pass writes and its tensor maps read (a TensorMap whose operand is this
+    name): rows x cols elements of the dtype's storage, given by the problem, with the row pitch padded to 16
+    bytes. The launcher allocates it once, not per launch."""
+    name: str
+    shape: Callable[["Problem"], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Prepass:
+    """A kernel of the method's own source run before its GEMM in the same timed launch, to turn the user's A and
+    B into the operands the GEMM's tensor maps read: extern "C" `symbol`(const A, const B, one pointer per
+    output in order, int m, int n, int k), launched with `launch`."""
+    symbol: str
+    outputs: tuple[PrepassOutput, ...]
+    launch: Callable[["Problem"], "Launch"]
+
+
+@dataclass(frozen=True)
 class Requirements:
     """What a method needs of the GPU and the host, so that it is pruned with a reason instead of trapping."""
     min_compute_capability: tuple[int, int] = (0, 0)
@@ -125,6 +144,10 @@ class Variant:
     tile: Callable[[int, str], tuple[int, int, int]] | None = None  # None: the method's own tile
     # A diagnostic build computes a wrong result on purpose (a stage left out): it is timed, never reported.
     diagnostic: bool = False
+    # Bytes of device memory the build needs besides A, B and C (a split-K build's partial tiles and counters),
+    # for a problem; None: none. The launcher allocates it once, zeroed, and passes it as the kernel's last
+    # argument (the generated wrapper then takes `float* workspace`).
+    workspace: Callable[[Problem], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +179,10 @@ class Method:
     requires: Requirements = field(default_factory=Requirements)
     # Named builds beyond the default (see Variant); the default build is the method itself.
     variants: tuple[Variant, ...] = ()
+    # A kernel run before the GEMM in every launch, writing the operands its tensor maps read (see Prepass).
+    prepass: Prepass | None = None
+    # The per-problem heuristic over the variants (core/configs.py): (problem, variant names) -> Choice.
+    choose: Callable | None = None
 
     def variant(self, name: str | None) -> Variant:
         """The named variant, or the default build (name None or "default")."""
@@ -170,6 +197,11 @@ class Method:
     def launch_for(self, problem: Problem, variant: str | None = None) -> Launch:
         v = self.variant(variant)
         return (v.launch or self.launch)(problem)
+
+    def workspace_bytes(self, problem: Problem, variant: str | None = None) -> int:
+        """Device memory the build needs besides A, B and C (0: none; see Variant.workspace)."""
+        v = self.variant(variant)
+        return v.workspace(problem) if v.workspace else 0
 
     @property
     def on_gpu(self) -> bool:
@@ -265,10 +297,36 @@ def ws_shared_bytes(stages: int = WS_STAGES) -> int:
     return 1024 + stages * stage + staging + 2 * stages * 8
 
 
-def ws_launch(stages: int = WS_STAGES, cluster: int = WS_CLUSTER) -> Callable[[Problem], Launch]:
+def ws_launch(stages: int = WS_STAGES, cluster: int = WS_CLUSTER, split: int = 1) -> Callable[[Problem], Launch]:
     """Persistent grid of 384-thread CTAs (a producer and two consumer warpgroups) over 128x256 tiles, in clusters
-    along M, launched as a programmatic dependent of the previous kernel."""
-    return persistent(128, 256, 384, shared_bytes=ws_shared_bytes(stages), cluster=cluster, dependent=True)
+    along M, launched as a programmatic dependent of the previous kernel. A split-K build (split > 1) has
+    `split` work items per cluster tile (256 x 256 with clusters of 2), so its grid is as large as those items,
+    up to one CTA per SM."""
+    if split == 1:
+        return persistent(128, 256, 384, shared_bytes=ws_shared_bytes(stages), cluster=cluster, dependent=True)
+
+    def launch(p: Problem) -> Launch:
+        items = cdiv(p.m, 128 * cluster) * cdiv(p.n, 256) * split
+        blocks = max(1, min(p.sm_count // cluster, items)) * cluster
+        return Launch((blocks, 1, 1), (384, 1, 1), ws_shared_bytes(stages), (cluster, 1, 1), persistent=True,
+                      dependent=True)
+
+    return launch
+
+
+WS_SPLITS = (2, 4, 8, 16)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
+
+
+def ws_split_workspace(split: int, cluster: int = WS_CLUSTER) -> Callable[[Problem], int]:
+    """A split-K build's workspace (kernels/12_wgmma_warp_specialized.cu, host contract): per 128x256 CTA tile
+    (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split` fp32 partial
+    tiles, then one 32-bit counter per CTA tile."""
+
+    def workspace(p: Problem) -> int:
+        cta_tiles = cdiv(p.m, 128 * cluster) * cluster * cdiv(p.n, 256)
+        return cta_tiles * (split * 128 * 256 * 4 + 4)
+
+    return workspace
 
 
 def ws_variants(groups_along_n: bool, clusters: tuple[int, ...]) -> tuple[Variant, ...]:
@@ -302,7 +360,40 @@ def ws_variants(groups_along_n: bool, clusters: tuple[int, ...]) -> tuple[Varian
         Variant("drain0", ("WGMMA_WS_DRAIN_EVERY=0",),
                 "no paced drain: every tile is stored whole at its end, none during the next tile's k steps"),
         Variant("drain4", ("WGMMA_WS_DRAIN_EVERY=4",), "paced drain every 4 k steps instead of 2"),
+        *(Variant(f"splitk{s}", (f"WGMMA_WS_SPLIT_K={s}",),
+                  f"split-K: each tile's k steps in {s} slices on {s} clusters, summed in slice order through a "
+                  "workspace (deterministic); no stream-K tail. For too few tiles or deep K",
+                  launch=ws_launch(split=s), workspace=ws_split_workspace(s))
+          for s in WS_SPLITS),
     )
+
+
+# The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu): a pre-pass splits each fp32 operand into a big and a small tf32
+# part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x K'), each
+# block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's GEMM runs on
+# them over K'. These mirror the kernel's wgmma_3xtf32::split_k and prepass_blocks (checked by tests/test_3xtf32.py).
+SPLIT_K_ALIGN = 4  # floats: 16 bytes
+SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
+
+
+def split_tf32_k(k: int) -> int:
+    """Columns of the 3xTF32 rung's split operands (its GEMM's K): three blocks of k rounded up to 4 floats."""
+    return 3 * cdiv(k, SPLIT_K_ALIGN) * SPLIT_K_ALIGN
+
+
+def split_tf32_prepass_launch(p: Problem) -> Launch:
+    """One block per 32 x 32 tile: A's (m x kp) then B's (kp x n), kp = k rounded up to 4; at least one block.
+    A programmatic dependent: it waits for the previous GEMM, which reads its outputs, before writing them."""
+    kp = split_tf32_k(p.k) // 3
+    tiles = cdiv(p.m, SPLIT_TILE) * cdiv(kp, SPLIT_TILE) + cdiv(kp, SPLIT_TILE) * cdiv(p.n, SPLIT_TILE)
+    return Launch((max(1, tiles), 1, 1), (SPLIT_TILE, 8, 1), dependent=True)
+
+
+SPLIT_TF32_PREPASS = Prepass(
+    "wgmma_3xtf32_split",
+    (PrepassOutput("A3", lambda p: (p.m, split_tf32_k(p.k))),
+     PrepassOutput("BT3", lambda p: (p.n, split_tf32_k(p.k)))),
+    split_tf32_prepass_launch)
 
 
 METHODS: dict[str, Method] = {
@@ -486,9 +577,42 @@ METHODS: dict[str, Method] = {
             variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
         ),
         Method(
+            "wgmma_3xtf32",
+            "Hopper fp32 at tensor-core speed (3xTF32): a pre-pass splits A and B into big and small tf32 parts "
+            "(and transposes B), then wgmma_tf32's pipeline sums big·small + small·big + big·big over K' = 3k; "
+            "the pre-pass is timed with the GEMM",
+            ("float32",),
+            backend=PYCUDA,
+            source="14_wgmma_3xtf32.cu",
+            template="wgmma_3xtf32_matmul<{T}>",
+            launch=ws_launch(),
+            tile=lambda block, dtype: (128, 256, 32),
+            tensor_maps=(TensorMap("A3", 128, 32), TensorMap("BT3", 128, 32)),
+            launch_bounds=(384, 1),
+            requires=HOPPER,
+            prepass=SPLIT_TF32_PREPASS,
+        ),
+        Method(
+            "wgmma_int8",
+            "Hopper int8: wgmma_warp_specialized's pipeline on int8 operands, both K-major (wgmma m64n256k32 s8, "
+            "exact int32 accumulation and output); B is transposed on every launch by a byte-transpose kernel "
+            "(kernels/transpose_bytes.cu), and that transpose is timed with the kernel",
+            ("int8",),
+            backend=PYCUDA,
+            source="15_wgmma_int8.cu",
+            template="wgmma_int8_matmul<{T}>",
+            launch=ws_launch(),
+            tile=lambda block, dtype: (128, 256, 128),
+            tensor_maps=(TensorMap("A", 128, 128), TensorMap("BT", 128, 128)),
+            launch_bounds=(384, 1),
+            requires=HOPPER,
+            # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
+            variants=tuple(v for v in ws_variants(groups_along_n=False, clusters=(1, 2)) if v.workspace is None),
+        ),
+        Method(
             "cublas",
             "cuBLAS GEMM through CuPy (gemmEx with the dtype's data and compute types); the vendor line",
-            ("float16", "bfloat16", "tf32", "float32", "float64"),
+            ("float16", "bfloat16", "tf32", "float32", "float64", "int8"),
             backend=CUBLAS,
             reference_line=True,
         ),

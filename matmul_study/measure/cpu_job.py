@@ -208,7 +208,7 @@ def below_minimum(times: list[float], warmup: int, policy: Policy) -> bool:
 
 # --- The job ---------------------------------------------------------------------------------------------------------
 
-def run(a: np.ndarray, b: np.ndarray, dtype: str, measurement, threads, spec: InputSpec | None = None):
+def run(a: np.ndarray, b: np.ndarray, dtype, measurement, threads, spec: InputSpec | None = None):
     """Return (times or None, [verifications], per-process medians). Timing runs only after a passed
     verification, within measurement.cpu_max_s (see the module docstring); with `spec` in
     measurement.cpu_processes fresh processes, without it in this one. last_run_budget() says what the cap did."""

@@ -66,17 +66,22 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     t_inputs = time.perf_counter()
 
     # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
-    threads = min(threads, config["threads"]) if threads else config["threads"]
+    from matmul_study.measure.cpu_job import resolve_threads
+
+    wanted = resolve_threads(config["threads"])  # "auto": every core this process may use
+    threads = min(threads, wanted) if threads else wanted
     env = environment.host_environment(meas.seed, config_hash(config))
     state, launches, rates = {}, 1, {}  # the CPU times one call per sample
     if not method.on_gpu:
         from matmul_study.measure import cpu_job as cpu
 
         spec = cpu.InputSpec(job.m, job.k, job.n, job.dtype, meas.seed, meas.low, meas.high)
-        times, verifications, process_medians = cpu.run(a, b, job.dtype, meas, threads, spec)
+        times, verifications, process_medians = cpu.run(a, b, dtype, meas, threads, spec)
+        # What measurement.cpu_max_s did (capped, reps and warm-ups per process, ...), then the processes' medians.
+        rates["cpu"] = cpu.last_run_budget()
         if process_medians:
-            rates["cpu"] = {"processes": len(process_medians), "medians_s": process_medians,
-                            "spread": cpu.process_spread(process_medians)}
+            rates["cpu"].update({"processes": len(process_medians), "medians_s": process_medians,
+                                 "spread": cpu.process_spread(process_medians)})
     else:
         from matmul_study.measure import gpu_job as gpu
 

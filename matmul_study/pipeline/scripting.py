@@ -371,17 +371,6 @@ def blas_threads(config: dict, workflow) -> int:
     return held if asked == "auto" else min(asked, held)
 
 
-def record_measured_config(result_path: str | Path, measured: dict) -> dict:
-    """Add the measured config to a result file (atomically), so that every result says what it was measured
-    with, whatever config a later report is rendered with."""
-    from matmul_study.core import results
-
-    record = results.read(result_path)
-    record["measured_config"] = measured
-    results.write_atomic(result_path, record)
-    return record
-
-
 # --- Before any job ---------------------------------------------------------------------------------------------
 
 def _running_here(workdir: Path) -> list[int]:
@@ -462,8 +451,10 @@ def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
     if not (locks or temps or flags) or not Path("/proc/self").exists() or _running_here(workdir):
         return []
     removed = []
-    for path, name in [(p, str(p.relative_to(workdir))) for p in locks + temps] + [
-            (marker, f"the incomplete flag of {result.relative_to(workdir)} (a whole result)") for marker, result in flags]:
+    named = [(p, str(p.relative_to(workdir))) for p in locks + temps]
+    named += [(marker, f"the incomplete flag of {result.relative_to(workdir)} (a whole result)")
+              for marker, result in flags]
+    for path, name in named:
         with contextlib.suppress(OSError):
             path.unlink()
             removed.append(name)

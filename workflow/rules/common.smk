@@ -2,7 +2,6 @@
 import sys
 from pathlib import Path
 
-from snakemake.exceptions import WorkflowError
 from snakemake.utils import Paramspace
 
 from matmul_study.pipeline import config as study_config
@@ -36,6 +35,7 @@ except study_config.ConfigError as exc:
     scripting.fail(f"Invalid configuration: {exc}")
 for _note in grid.pruned_methods_note(PRUNED):
     print(_note, file=sys.stderr)
+
 # block~, m~, k~, n~ go in the file name; method and dtype become folders.
 RUNS = Paramspace(JOBS, filename_params=["block", "m", "k", "n"])
 RUN_PATTERN = RUNS.wildcard_pattern

@@ -4,7 +4,8 @@ Under `--sdm conda` a job runs in an environment that holds the dependencies onl
 copies an env file under .snakemake/conda/, so a local path in it (`pip: -e ../`) would point there and not at
 this repository. This module (found because Snakemake puts the script's folder on sys.path) puts the repository
 that holds this workflow first on sys.path, so jobs run the same code as the Snakefile. Then, before the slow
-imports, the job starts watching its Snakemake: killed, it takes its running job with it.
+imports, the job starts watching its Snakemake (killed, it takes its running job with it) and stops promptly on
+SIGTERM or SIGINT (scripting.stop_with_snakemake).
 """
 
 import sys

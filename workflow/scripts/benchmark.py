@@ -23,11 +23,7 @@ if __name__ == "__main__":
             # What the numbers were measured with, in the result itself: the report shows these values.
             record["measured_config"] = {"measurement": dict(snakemake.params.measurement)}
             if on_cpu:
-                from matmul_study.measure import cpu_job
-
                 record["measured_config"]["threads"] = record["threads"]  # the BLAS threads the job used
-                # What measurement.cpu_max_s did: cpu.capped, cpu.reps (per process), cpu.max_s, ...
-                record["cpu"] = {**cpu_job.last_run_budget(), **(record.get("cpu") or {})}
             results.write_atomic(output, record)
             job_finished()
         finally:

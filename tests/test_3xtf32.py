@@ -1,0 +1,172 @@
+"""The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu, method wgmma_3xtf32): the host's sizes of its split operands and of
+its pre-pass against the kernel's own (nvcc, no GPU), and on a Hopper GPU the pre-pass's split itself and the
+accuracy it buys (fp32's, against plain tf32's).
+
+The rung's results on odd shapes are checked with every other kernel's in tests/test_gpu_kernels.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from matmul_study.build import kernels
+from matmul_study.core import dtypes, registry
+from matmul_study.core.registry import Problem, cdiv, split_tf32_k
+
+METHOD = "wgmma_3xtf32"
+FP32 = dtypes.get("float32")
+# (m, n, k): k a multiple of 4 or not, of 32 or not, tiles cut by every edge; 1x1x1.
+SHAPES = [(1, 1, 1), (17, 65, 33), (257, 129, 511), (100, 250, 37), (64, 64, 64), (1000, 1200, 4096), (3, 5, 4097)]
+
+NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
+
+
+@pytest.mark.parametrize("k,split", [(1, 12), (3, 12), (4, 12), (5, 24), (33, 108), (129, 396), (4096, 12288)])
+def test_each_block_of_k_is_padded_to_16_bytes(k, split):
+    assert split_tf32_k(k) == split
+    assert split % 3 == 0 and (split // 3 * FP32.itemsize) % 16 == 0 and k <= split // 3 < k + 4
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_the_prepass_outputs_are_the_tensor_maps_operands_with_k_split_three_ways(m, n, k):
+    method = registry.get(METHOD)
+    p = Problem(m, n, k, 0, FP32)
+    shapes = {o.name: o.shape(p) for o in method.prepass.outputs}
+    assert shapes == {"A3": (m, split_tf32_k(k)), "BT3": (n, split_tf32_k(k))}
+    # The GEMM reads nothing but the pre-pass's outputs, and their rows need no padded copy.
+    assert {spec.operand for spec in method.tensor_maps} == set(shapes)
+    assert all(cols * FP32.itemsize % 16 == 0 for _, cols in shapes.values())
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_the_prepass_has_one_block_per_32x32_tile_of_a_and_of_b(m, n, k):
+    launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
+    kp = split_tf32_k(k) // 3
+    assert launch.grid == (cdiv(m, 32) * cdiv(kp, 32) + cdiv(kp, 32) * cdiv(n, 32), 1, 1)
+    assert launch.threads == (32, 8, 1) and launch.shared_bytes == 0
+    # It waits for the previous GEMM before overwriting the buffers that GEMM reads.
+    assert launch.dependent and not launch.clustered
+
+
+@needs_nvcc
+def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
+    # The kernel computes K' and its tile count itself: a registry that disagreed would size the buffers, the
+    # tensor maps or the pre-pass grid for another layout.
+    checks = [f"static_assert(wgmma_3xtf32::split_k({k}) == {split_tf32_k(k)}, \"split_k({k})\");"
+              for _, _, k in SHAPES]
+    for m, n, k in SHAPES:
+        blocks = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32)).grid[0]
+        checks.append(f"static_assert(wgmma_3xtf32::prepass_blocks({m}, {n}, {k}) == {blocks}, "
+                      f"\"blocks {m}x{n}x{k}\");")
+    checks.append(f"static_assert(wgmma_3xtf32::PREPASS_THREADS == {32 * 8}, \"threads\");")
+    source = f'#include "{registry.get(METHOD).source}"\n' + "\n".join(checks) + "\n"
+    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path)
+    assert result.returncode == 0, result.stderr
+    broken = source + "static_assert(wgmma_3xtf32::split_k(1) == 4, \"guard: one block only\");\n"
+    assert kernels.compile_with_nvcc(broken, "sm_90a", tmp_path / "broken").returncode != 0
+
+
+@needs_nvcc
+def test_the_prepass_and_the_gemm_wait_for_the_previous_grid_before_any_global_access(tmp_path):
+    # Both are launched as programmatic dependents: the pre-pass may start while the previous launch's GEMM still
+    # reads A3 and BT3, the GEMM while the pre-pass still writes them.
+    import subprocess
+
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(METHOD, [("float32", 0)]))
+    command = kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", kernels.compile_options(METHOD), "ptx")
+    assert subprocess.run(command, capture_output=True, text=True).returncode == 0
+    entries = (tmp_path / "module.ptx").read_text().split(".entry ")[1:]
+    assert sorted(e.split("(")[0] for e in entries) == sorted([registry.get(METHOD).prepass.symbol,
+                                                               kernels.symbol(METHOD, "float32", 0)])
+    for body in entries:
+        first_wait = body.index("griddepcontrol.wait")
+        accesses = [body.find(op) for op in ("cp.async.bulk.tensor", "st.global", "ld.global", "red.global")]
+        assert min(i for i in accesses if i >= 0) > first_wait
+        assert "griddepcontrol.launch_dependents" in body
+
+
+# ------------------------------------------------------------------------------------------- on a GPU
+def tf32_rna(x: np.ndarray) -> np.ndarray:
+    """fp32 rounded to tf32 (10 mantissa bits), to nearest with ties away from zero: fp32 is sign-magnitude, so
+    adding half of the dropped range to the bits and clearing them rounds the magnitude half away."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    """PyCUDA's primary context on a GPU that runs the rung, and the rung's module built for it."""
+    cuda = pytest.importorskip("pycuda.driver")
+    try:
+        import pycuda.autoprimaryctx  # noqa: F401
+    except Exception as exc:  # no driver or no device
+        pytest.skip(f"no usable CUDA device: {exc}")
+    from matmul_study.core.backends import module_available
+
+    cc = cuda.Context.get_device().compute_capability()
+    why = registry.get(METHOD).unmet_requirement(cc, module_available)
+    if why:
+        pytest.skip(why)
+    return cuda, f"sm_{cc[0]}{cc[1]}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(17, 65, 33), (257, 129, 511), (3, 5, 4097)])
+def test_the_prepass_splits_each_operand_into_big_and_small_tf32_parts(gpu, tmp_path, m, n, k):
+    cuda, arch = gpu
+    import pycuda.gpuarray as gpuarray
+
+    cubin = str(tmp_path / "module.cubin")
+    kernels.compile_cubin(METHOD, "float32", 0, arch, cubin)
+    rng = np.random.default_rng([m, n, k])
+    a = (rng.standard_normal((m, k)) * 10.0 ** rng.integers(-6, 7, (m, k))).astype(np.float32)
+    a.flat[:4] = [1 + 2.0 ** -11, -(1 + 3 * 2.0 ** -11), 0.0, 2.0 ** -120]  # ties away from zero, zero, tiny
+    b = rng.uniform(-5, 5, (k, n)).astype(np.float32)
+    kp, width = split_tf32_k(k) // 3, split_tf32_k(k)
+    a3 = gpuarray.to_gpu(np.full((m, width), np.nan, np.float32))  # every column must be written
+    bt3 = gpuarray.to_gpu(np.full((n, width), np.nan, np.float32))
+    launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
+    func = cuda.module_from_file(cubin).get_function(registry.get(METHOD).prepass.symbol)
+    a_gpu, b_gpu = gpuarray.to_gpu(a), gpuarray.to_gpu(b)
+    func(a_gpu.gpudata, b_gpu.gpudata, a3.gpudata, bt3.gpudata, np.int32(m), np.int32(n), np.int32(k),
+         grid=launch.grid, block=launch.threads)
+    a3, bt3 = a3.get(), bt3.get()
+
+    def blocks(x):
+        return [x[:, i * kp:(i + 1) * kp] for i in range(3)]
+
+    # A3 = [A_big | A_small | A_big], BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ]: the correction terms first.
+    for x, out, order in ((a, a3, "bsb"), (b.T, bt3, "sbb")):
+        big = tf32_rna(x)
+        small = tf32_rna(x - big)
+        expect = {"b": big, "s": small}
+        for part, block in zip(order, blocks(out)):
+            np.testing.assert_array_equal(block[:, :k], expect[part])
+            assert not block[:, k:].any(), "padding columns must be zero"
+        assert not (out.view(np.uint32) & np.uint32(0x1FFF)).any(), "a part has bits tf32 does not have"
+        recon = big.astype(np.float64) + small.astype(np.float64)
+        assert (np.abs(recon - x) <= 2.0 ** -22 * np.abs(x)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", ["2048", "1000x2200x4300"])
+def test_3xtf32_has_sgemms_accuracy_far_below_tf32s_error(gpu, shape):
+    # Within 2x of cuBLAS SGEMM's error on the same inputs, and far below plain tf32's (the tf32 rung, same inputs:
+    # float32 and tf32 draw the same fp32 matrices).
+    from matmul_study.measure import compare
+
+    bench = compare.Bench()
+    _, check = bench.prepare(compare.make_case(METHOD, None, "float32", shape))
+    ours, sgemm = check("ours"), check("cublas")
+    _, check_tf32 = bench.prepare(compare.make_case("wgmma_tf32", None, "tf32", shape))
+    tf32 = check_tf32("ours")
+    assert ours.passed and sgemm.passed and tf32.passed
+    assert sgemm.rel_fro_error < 1e-5, "cuBLAS ran tf32 for float32: the comparison says nothing"
+    errors = f"3xTF32 {ours.rel_fro_error:.2e}, SGEMM {sgemm.rel_fro_error:.2e}, tf32 {tf32.rel_fro_error:.2e}"
+    assert ours.rel_fro_error <= 2 * sgemm.rel_fro_error, errors
+    assert ours.rel_fro_error * 100 < tf32.rel_fro_error, errors

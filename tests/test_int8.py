@@ -1,0 +1,136 @@
+"""int8: the dtype record (exact int32 sums and the bound on k that keeps them exact), its inputs, which methods run
+it, the int8 rung's build and its byte transpose; on a GPU, cuBLAS's int8 call checked exactly like our kernel.
+
+The int8 rung's own GPU checks (odd shapes, k not a multiple of 32, the stream-K tail) come from
+tests/test_gpu_kernels.py, which runs every registry method on each of its dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from matmul_study.build import kernels
+from matmul_study.core import dtypes, registry
+from matmul_study.measure import inputs
+from matmul_study.measure.verify import verify_on_host
+
+
+def test_int8_record_is_exact_int32_with_cublas_integer_types():
+    r = dtypes.get("int8")
+    assert r.exact and r.tolerance == 0.0
+    assert (r.numpy, r.output, r.itemsize) == (np.dtype(np.int8), np.dtype(np.int32), 1)
+    assert (r.c_input, r.c_accumulator, r.c_output) == ("int8_t", "int", "int")
+    assert r.cublas_types == ("CUDA_R_8I", "CUDA_R_32I", "CUBLAS_COMPUTE_32I")
+
+
+def test_int8_inputs_span_the_whole_type_whatever_the_config_range():
+    a, b = inputs.generate(200, 300, 100, "int8", seed=3, low=-5, high=5)
+    assert a.dtype == b.dtype == np.int8
+    assert a.min() == -128 and a.max() == 127  # 60,000 draws: every value of the 256 turns up
+    # int32 still follows the config's range.
+    ai, _ = inputs.generate(64, 64, 64, "int32", seed=3, low=-5, high=5)
+    assert ai.dtype == np.int32 and (ai.min(), ai.max()) == (-5, 5)
+
+
+def test_exactness_bound_on_k():
+    r = dtypes.get("int8")
+    limit = r.max_exact_k(-5, 5)  # the config range does not apply to int8
+    assert limit == 131071 == (2**31 - 1) // 128**2
+    # The worst case at the limit fits in int32, one more k step does not.
+    assert limit * 128**2 <= 2**31 - 1 < (limit + 1) * 128**2
+    assert dtypes.get("int32").max_exact_k(-5, 5) == (2**31 - 1) // 25
+    assert dtypes.get("float32").max_exact_k(-5, 5) > 0  # defined, but only checked for exact dtypes
+
+
+def test_larger_k_is_refused_with_the_bound_named():
+    inputs.generate(1, 131071, 1, "int8", seed=1)  # the largest exact k is accepted
+    with pytest.raises(ValueError) as err:
+        inputs.generate(1, 131072, 1, "int8", seed=1)
+    message = str(err.value)
+    assert "k = 131072" in message and "131071" in message and "[-128, 127]" in message and "overflow" in message
+    dtypes.get("float16").check_exact_k(10**9, -5, 5)  # inexact dtypes have no such bound
+
+
+def test_int8_reference_is_exact_and_a_one_off_fails():
+    a, b = inputs.generate(33, 129, 65, "int8", seed=5)
+    c = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+    ok = verify_on_host(a, b, c, "int8", True, 8, 0)
+    assert ok.passed and ok.max_abs_error == 0.0
+    c[7, 11] += 1
+    assert not verify_on_host(a, b, c, "int8", True, 8, 0).passed
+    # The fp64 reference of worst-case inputs at the bound is exact: -128 * -128 summed 131071 times.
+    worst = dtypes.to_float64(np.full((1, 131071), -128, np.int8), dtypes.get("int8"))
+    assert (worst @ worst.T).item() == 131071 * 16384
+
+
+def test_only_the_int8_rung_and_cublas_run_int8():
+    runs = {name for name, m in registry.METHODS.items() if "int8" in m.dtypes}
+    assert runs == {"wgmma_int8", "cublas"}
+
+
+def test_grid_prunes_int8_for_methods_without_it(make_config):
+    from matmul_study.pipeline import grid
+
+    jobs, pruned = grid.build(make_config(methods=["naive", "wgmma_tf32", "wgmma_int8", "cublas"],
+                                          dtypes=["int8", "tf32"]), have_module=lambda name: True)
+    assert set(jobs[jobs["dtype"] == "int8"]["method"]) == {"wgmma_int8", "cublas"}
+    reasons = pruned[pruned["dtype"] == "int8"].set_index("method")["reason"]
+    assert set(reasons.index) == {"naive", "wgmma_tf32"}
+    assert reasons["naive"] == "naive supports float32, float64, int32 only"
+
+
+def test_int8_rung_has_no_split_k_builds():
+    # The split-K workspace sums fp32 partials; the kernel refuses WGMMA_WS_SPLIT_K > 1 for int8.
+    m = registry.get("wgmma_int8")
+    assert m.variants and all(v.workspace is None for v in m.variants)
+    assert not any("WGMMA_WS_SPLIT_K" in d for v in m.variants for d in v.defines)
+
+
+def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):
+    source = kernels.module_source("wgmma_int8", [("int8", 0)])
+    assert "int* __restrict__ C" in source and "wgmma_int8_matmul<int8_t>" in source
+    cmd = kernels.nvcc_command(tmp_path / "m.cu", tmp_path / "m.ptx", "sm_90a", kernels.compile_options("wgmma_int8"),
+                               target="ptx")
+    (tmp_path / "m.cu").write_text(source)
+    import subprocess
+
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "m.ptx").read_text()
+    wgmmas = ptx.count("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8")
+    assert wgmmas >= 4 and wgmmas % 4 == 0  # a stage (BK 128) is 4 x k32, in every copy of the main loop
+    assert "m64n256k16.f32" not in ptx and "k8.f32.tf32" not in ptx
+    assert "red.global.add.f32" not in ptx and "red.global.add.v2.f32" not in ptx  # the tail adds integers
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
+def test_transpose_bytes_compiles(tmp_path, arch):
+    result = kernels.compile_with_nvcc(kernels.TRANSPOSE_BYTES_SOURCE, arch, tmp_path)
+    assert result.returncode == 0, f"nvcc failed for transpose_bytes.cu on {arch}:\n{result.stderr}"
+    assert b"transpose_bytes" in (tmp_path / "module.cubin").read_bytes()
+
+
+# ------------------------------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", ["1x1x1", "17x65x33", "257x511x129", "1000x2200x4300", "1024"])
+def test_cublas_int8_is_exact_and_so_is_ours(shape):
+    # cuBLAS's int8 call (B transposed first, "TN"; padded copies where k is not a multiple of 4) and the rung,
+    # on the same inputs, both equal to the fp64 reference element for element.
+    pytest.importorskip("pycuda.driver")
+    pytest.importorskip("cupy")
+    from matmul_study.core.backends import module_available
+    from matmul_study.measure import compare
+    from matmul_study.measure.gpu_device import GpuUnavailable
+
+    try:
+        bench = compare.Bench()
+    except GpuUnavailable as exc:
+        pytest.skip(str(exc))
+    why = registry.get("wgmma_int8").unmet_requirement(bench.device.compute_capability(), module_available)
+    if why:
+        pytest.skip(why)
+    _, check = bench.prepare(compare.make_case("wgmma_int8", None, "int8", shape))
+    for name in ("ours", "cublas"):
+        result = check(name)
+        assert result.passed and result.max_abs_error == 0.0 and result.unwritten == 0, (name, result)
