@@ -78,7 +78,18 @@ def test_a_tight_budget_caps_the_job_and_the_result_says_so():
     assert budget["capped"] is True
     assert budget["reps"] == [1] and budget["warmup"] == [0] and len(medians) == 1 and len(times) == 1
     assert budget["verified_after_timing"] is False and len(verifications) == 1 and verifications[0].passed
+    # The call outlasted the whole budget: the verified call is the sample, with no second call.
+    assert budget["timed_in"] == "the verified call" and times == medians
     assert elapsed < 20
+
+
+def test_a_budget_under_the_policy_minimum_times_fewer_samples_in_a_fresh_process():
+    # A 256^3 call takes about a millisecond: 0.3 s cannot hold two processes of min_time_s 1 s each, so one
+    # fresh process times a shortened window, and the result says the cap shaped it.
+    _, times, verifications, medians, budget = _run(256, _measurement(cpu_max_s=0.3, min_time_s=1, max_time_s=2))
+    assert budget["capped"] is True and budget["timed_in"] == "fresh processes"
+    assert len(medians) == 1 and sum(budget["reps"]) == len(times) >= 1
+    assert all(v.passed for v in verifications)
 
 
 def test_threads_auto_is_every_core_this_process_may_use():

@@ -182,3 +182,91 @@ def test_percent_of_peak_uses_the_ceilings_of_the_jobs_own_gpu():
     assert df[(16, 256)] == pytest.approx(20.0) and df[(32, 256)] == pytest.approx(40.0)
     # a result without a UUID (an older file) is divided by the model's median ceiling
     assert df[(16, 128)] == pytest.approx(100 * 400 / 1500)
+
+
+def test_ceilings_are_measured_at_the_studys_largest_dimension_within_limits(make_config):
+    from matmul_study.pipeline.steps import calibration_size
+
+    assert calibration_size(make_config(sizes=[512, 4096])) == 4096
+    assert calibration_size(make_config(sizes=[{"m": 16, "k": 14336, "n": 4096}])) == 8192
+    assert calibration_size(make_config(sizes=[64])) == 1024
+
+
+# Configurations (registry variants) as a job axis.
+def test_a_numpy_job_records_its_one_configuration(make_config, tmp_path):
+    rec = run_job(Job("numpy", "float32", 0, 16, 16, 16), make_config(measurement=FAST), str(tmp_path / "r.json"))
+    assert (rec["variant"], rec["variant_reason"], rec["variant_pick"]) == (
+        "default", "the method has one configuration", "default")
+
+
+def test_a_job_resolves_its_variant_once_and_paths_without_one_are_the_default_build(variant_method):
+    job = Job("fake_tiles", "float32", 0, 128, 64, 128, "wide")
+    assert job.variant_record is variant_method.variants[0] and job.problem(4).sm_count == 4
+    assert Job.from_wildcards({"method": "fake_tiles", "dtype": "float32", "block": "0", "m": "8", "k": "8",
+                               "n": "8"}).variant_record.name == "default"
+    with pytest.raises(KeyError, match="no variant 'tall'.*default, wide, deep_k"):
+        Job("fake_tiles", "float32", 0, 8, 8, 8, "tall")
+
+
+def test_a_jobs_configuration_fields_follow_the_config_on_the_device_that_ran_it(variant_method):
+    from matmul_study.measure.runner import variant_fields
+
+    few_tiles = Job("fake_tiles", "float32", 0, 128, 4096, 128, "deep_k")
+    assert variant_fields(few_tiles, {"variants": "auto"}, 132) == {
+        "variant": "deep_k", "variant_reason": "4 tiles on 132 SMs: K split", "variant_pick": "deep_k"}
+    swept = variant_fields(Job("fake_tiles", "float32", 0, 128, 4096, 128, "wide"), {"variants": "all"}, 132)
+    assert swept == {"variant": "wide", "variant_reason": "swept", "variant_pick": "deep_k"}
+    forced = variant_fields(few_tiles, {"variants": {"fake_tiles": ["deep_k"]}}, None)  # no SM count: 132
+    assert forced["variant_reason"] == "forced by config" and forced["variant_pick"] == "deep_k"
+
+
+def test_result_files_without_a_variant_collate_as_the_default_build():
+    old = record("tiled", "float32", 16, 256, 400)
+    new = {**record("fake", "float32", 0, 256, 900), "variant": "wide", "variant_reason": "swept"}
+    df = collate.tidy([old, new])
+    assert df.set_index("method")["variant"].to_dict() == {"tiled": "default", "fake": "wide"}
+    assert df.set_index("method")["variant_reason"].to_dict() == {"tiled": "", "fake": "swept"}
+    assert list(df.columns[:5]) == ["method", "label", "dtype", "block", "variant"]
+    assert "variant" in collate.tidy([old]) and set(collate.tidy([old])["variant"]) == {"default"}
+
+
+def test_job_names_carry_a_configuration_other_than_the_default():
+    from matmul_study.core.results import job_names
+
+    df = pd.DataFrame({"method": ["a", "a"], "dtype": ["float16"] * 2, "block": [0, 0], "variant": ["default", "wide"],
+                       "m": [8, 8], "k": [8, 8], "n": [8, 8]})
+    assert job_names(df).tolist() == ["a float16 b0 8x8x8", "a float16 b0 [wide] 8x8x8"]
+    assert job_names(df.drop(columns="variant")).tolist() == ["a float16 b0 8x8x8"] * 2
+
+
+def sweep(method="fake", rates=(("default", 100), ("wide", 150), ("deep_k", 120)), size=256, device="GPU X",
+          pick="default"):
+    return [{**record(method, "float32", 0, size, gflops, device=device), "variant": variant,
+             "variant_reason": "swept", "variant_pick": pick} for variant, gflops in rates]
+
+
+def test_best_variants_keeps_the_fastest_verified_configuration_of_each_job():
+    recs = (sweep() + sweep(device="GPU Y", rates=(("default", 300), ("wide", 200)))
+            + [{**record("fake", "float32", 0, 512, 999, status="failed"), "variant": "wide"},
+               {**record("fake", "float32", 0, 512, 400), "variant": "deep_k"}]
+            + [record("tiled", "float32", 16, 256, 40), record("tiled", "float32", 16, 256, 41)])  # a repeat, kept
+    df = collate.tidy(recs)
+    best = collate.best_variants(df)
+    fake = best[best.method == "fake"].set_index(["env_device_name", "size"])["variant"].sort_index()
+    assert fake.to_dict() == {("GPU X", 256): "wide", ("GPU Y", 256): "default", ("GPU X", 512): "deep_k"}
+    assert (best.method == "tiled").sum() == 2
+    assert collate.best_variants(df.drop(columns="variant")).equals(df.drop(columns="variant"))
+    # The summaries then see one row per job.
+    assert collate.best_per_shape(best).query("dtype == 'float32' and shape == '256x256x256'")["gflops"].max() == 300
+
+
+def test_reproduce_joins_on_the_variant_and_reads_older_tables_as_default():
+    from matmul_study.analysis.reproduce import compare
+
+    first = collate.tidy(sweep())
+    second = collate.tidy(sweep(rates=(("default", 110), ("wide", 150), ("deep_k", 60))))
+    result = compare(first, second)
+    assert result["jobs_compared"] == 3 and result["worst_abs_change"] == pytest.approx(0.5)
+    assert result["worst"][0]["label"] == "fake float32 b0 [deep_k] 256x256x256"
+    older = collate.tidy([record("fake", "float32", 0, 256, 100)]).drop(columns=["variant", "variant_reason"])
+    assert compare(older, second)["jobs_compared"] == 1  # the default build of both

@@ -9,7 +9,7 @@ import numpy as np
 
 from matmul_study.measure import environment, inputs
 
-from matmul_study.core import dtypes, registry, results
+from matmul_study.core import configs, dtypes, registry, results
 from matmul_study.core.records import config_hash
 from matmul_study.core.records import gflops
 from matmul_study.measure.stats import Measurement, summarize
@@ -17,24 +17,47 @@ from matmul_study.measure.stats import Measurement, summarize
 
 @dataclass(frozen=True)
 class Job:
-    """One job of the grid. Its method and dtype records are resolved here, once, and handed on: nothing
-    downstream looks a name up again."""
+    """One job of the grid. Its method, variant and dtype records are resolved here, once, and handed on: nothing
+    downstream looks a name up again. `variant` names the method's configuration (a registry variant, or the
+    default build); an unknown name raises KeyError naming the method's variants."""
     method: str
     dtype: str
     block: int
     m: int
     k: int
     n: int
+    variant: str = configs.DEFAULT
     method_record: registry.Method = field(init=False, repr=False, compare=False)
+    variant_record: registry.Variant = field(init=False, repr=False, compare=False)
     dtype_record: dtypes.DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "method_record", registry.get(self.method))
+        object.__setattr__(self, "variant_record", self.method_record.variant(self.variant))
         object.__setattr__(self, "dtype_record", dtypes.get(self.dtype))
 
     @classmethod
     def from_wildcards(cls, wc) -> "Job":
-        return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]))
+        """From a result path's wildcards; paths without a variant (older workflows) are the default build."""
+        return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]),
+                   wc.get("variant") or configs.DEFAULT)
+
+    def problem(self, sm_count: int | None = None) -> registry.Problem:
+        """The job as the configuration heuristics see it, on a device with `sm_count` SMs (None: the registry
+        Problem's default)."""
+        extra = {"sm_count": int(sm_count)} if sm_count else {}
+        return registry.Problem(self.m, self.n, self.k, self.block, self.dtype_record, **extra)
+
+
+def variant_fields(job: Job, config: dict, sm_count: int | None) -> dict:
+    """The result's configuration: the variant that ran, why (configs.reason_for: the heuristic's sentence on the
+    device that ran it, "forced by config" or "swept"), and the heuristic's pick for the same problem and device,
+    which the report's configuration regret compares with the fastest variant a sweep measured."""
+    problem = job.problem(sm_count)
+    setting = config.get("variants", configs.AUTO)
+    return {"variant": job.variant_record.name,
+            "variant_reason": configs.reason_for(job.method_record, problem, setting, job.variant_record.name),
+            "variant_pick": configs.choose(job.method_record, problem).variant}
 
 
 def _utc_now() -> str:
@@ -85,7 +108,7 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     else:
         from matmul_study.measure import gpu_job as gpu
 
-        run = gpu.run(method, dtype, job.block, a, b, meas, cubin)
+        run = gpu.run(method, dtype, job.block, a, b, meas, cubin, variant=job.variant_record.name)
         times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
         rates = run.rates
         env.update(run.env)
@@ -103,6 +126,7 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     record = {
         "schema_version": results.SCHEMA_VERSION,
         "method": job.method, "dtype": job.dtype, "block": job.block, "m": job.m, "k": job.k, "n": job.n,
+        **variant_fields(job, config, env.get("sm_count")),
         "threads": threads if not method.on_gpu else 1,
         "status": "passed" if passed else "failed",
         # The headline rate: a GPU job's burst rate (full-clock samples only), the CPU's median.

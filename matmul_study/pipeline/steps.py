@@ -18,8 +18,9 @@ def write_tables(run_files, calibration_csvs, results_csv, summary_csvs, table_n
                  pruned_csv) -> pd.DataFrame:
     df = collate.load(list(run_files), list(calibration_csvs))
     write_csv(df, results_csv)
+    fastest = collate.best_variants(df)  # a sweep's configurations of one job: the summaries take the fastest
     for name, path in zip(table_names, summary_csvs):
-        write_csv(collate.SUMMARIES[name](df), path)
+        write_csv(collate.SUMMARIES[name](fastest), path)
     write_csv(pd.DataFrame(pruned_records, columns=["method", "dtype", "block", "reason"]), pruned_csv)
     failed = df[df["status"] != "passed"]
     print(f"collated {len(df)} jobs, {len(failed)} failed verification")
@@ -39,13 +40,30 @@ def write_figure(name: str, results_csv, calibration_csvs, png, svg) -> None:
     from matmul_study.present.figures import FIGURES, save_figure
 
     calibration = collate.load_calibration(list(calibration_csvs))
-    save_figure(FIGURES[name].plot(read_results(results_csv), calibration), png, svg)
+    # A sweep's several configurations of one job are drawn as the fastest verified one.
+    save_figure(FIGURES[name].plot(collate.best_variants(read_results(results_csv)), calibration), png, svg)
+
+
+def write_figures(names, results_csv, calibration_csvs, pngs, svgs) -> None:
+    """Every figure of the run in one process: matplotlib and the tables load once, not once per figure."""
+    for name, png, svg in zip(names, pngs, svgs):
+        write_figure(name, results_csv, calibration_csvs, png, svg)
+        print(f"drew {name}: {png}")
+
+
+def calibration_size(config) -> int:
+    """The cube cuBLAS's ceilings are measured at: the study's largest dimension, between 1024 and 8192 (a quick
+    look at 4096³ need not pay for 8192³ runs of every dtype)."""
+    from matmul_study.pipeline.config import shapes
+
+    largest = max(max(s.m, s.k, s.n) for s in shapes(config))
+    return min(8192, max(1024, largest))
 
 
 def write_calibration(config, output) -> None:
     from matmul_study.measure.calibrate import calibrate
 
-    table = calibrate(config)
+    table = calibrate(config, calibration_size(config))
     print(table.to_string())
     write_csv(table, output)
 

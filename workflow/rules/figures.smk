@@ -1,4 +1,5 @@
-# One seaborn figure per entry of matmul_study.present.figures.FIGURES, as PNG (embedded in the report) and SVG.
+# The seaborn figures of matmul_study.present.figures.FIGURES, as PNG (embedded in the report) and SVG, all drawn by
+# one job: each figure in a job of its own paid for starting Python and matplotlib seven times.
 from matmul_study.present.figures import FIGURES
 from matmul_study.present.figures import left_out as figures_left_out
 
@@ -9,22 +10,25 @@ FIGURES_LEFT_OUT = figures_left_out(_RUN_KEYS, scripting.gpu_sources(_RUN_KEYS))
 DRAWN_FIGURES = [name for name in FIGURES if name not in FIGURES_LEFT_OUT]
 
 
-rule figure:
+rule figures:
     input:
         results="results/tables/results.csv",
         calibration=calibration_files(),
     output:
-        png=report(
-            "results/figures/{figure}.png",
-            caption="../report/figure.rst",
-            category="Figures",
-            labels={"figure": "{figure}"},
-        ),
-        svg="results/figures/{figure}.svg",
+        png=[
+            report(
+                f"results/figures/{name}.png",
+                caption="../report/figure.rst",
+                category="Figures",
+                labels={"figure": name},
+            )
+            for name in DRAWN_FIGURES
+        ],
+        svg=[f"results/figures/{name}.svg" for name in DRAWN_FIGURES],
     log:
-        "logs/figures/{figure}.log",
+        "logs/figures.log",
     params:
-        caption=lambda wc: FIGURES[wc.figure].caption,
+        names=DRAWN_FIGURES,
     conda:
         "../../envs/study.yaml"
     script:
