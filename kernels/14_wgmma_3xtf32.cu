@@ -4,11 +4,16 @@
 // most 13 significant bits, of which small keeps 11). The product is then
 //     A·B ≈ A_big·B_small + A_small·B_big + A_big·B_big
 // (A_small·B_small, about 2^-22 of the product, is dropped), three tf32 GEMMs summed in one fp32 accumulator, the
-// two small ones first. The order matters: the tensor cores' fp32 accumulation truncates, losing up to about an
-// ulp of the running sum per wgmma (k 8), always towards zero, so the error grows with the number of k steps taken
-// on a large sum. Summed big·big first, the correction terms were added onto the full-size sum (relative error
-// 3.9e-5 at 4096³ and 8.3e-5 at 8192³ on an H200, linear in k); added first, they accumulate at 2^-11 of its size
-// and only the k / 8 steps of big·big run on the large sum.
+// two small ones first. The order matters: the tensor cores' fp32 accumulation truncates towards zero, so each
+// wgmma (k 8) loses a fraction of an ulp of the running sum, always in the same direction, and the error grows
+// linearly with the number of k steps taken on a large sum. Measured on an H200 (bench/compare.py, inputs uniform
+// in [-5, 5]): with big·big first, the correction terms were added onto the full-size sum, relative error 3.9e-5 at
+// 4096³ and 8.3e-5 at 8192³; with them first they accumulate at 2^-11 of its size and only big·big's k / 8 steps
+// run on the large sum: 9.4e-6 and 1.9e-5, about 2.35e-9 x k on every shape measured. cuBLAS SGEMM (IEEE fp32
+// FMAs, rounded to nearest): 1.1e-6 and 1.6e-6; plain tf32 3.1e-4. Closing the rest of the gap needs the running
+// sum taken out of the tensor cores every few k steps and added in fp32 (a second accumulator: 128 registers per
+// consumer thread that this 64x256-per-warpgroup pipeline does not have), or K split into slices whose partial
+// tiles are summed in fp32 (the error falls as 1 / slices if each slice holds its share of big·big).
 //
 // Two kernels, one timed launch:
 //   pre-pass (wgmma_3xtf32_split): reads row-major A (m x k) and B (k x n) once and writes two K-major operands
@@ -24,14 +29,15 @@
 // Both parts are stored already rounded (low 13 bits zero), so the tensor maps are typed FLOAT32: the copy
 // engine's TFLOAT32 rounding would change nothing, and the wgmma's truncation of the low bits drops only zeros.
 //
-// Traffic of the pre-pass: reads 4(mk + kn) bytes, writes 12 kp (m + n) bytes; at 4096³ that is 512 MiB, about
-// 0.13 ms at 4 TB/s, against ~1.05 ms of GEMM (3 x 137 GFLOP at ~390 TF/s).
+// Traffic of the pre-pass: reads 4(mk + kn) bytes, writes 12 kp (m + n) bytes. Measured on an H200: 512 MiB in
+// 0.146 ms at 4096³ (3.7 TB/s; 13 % of the launch) and 2 GiB in 0.58 ms at 8192³ (7 %); the GEMM over K' = 3k ran
+// at about 436 and 417 TF/s of tf32 work, so the whole launch reached 126 and 132 TF/s of fp32 work.
 //
 // Host contract: the pre-pass first, grid (prepass_blocks(m, n, k), 1, 1), block (32, 8, 1), no dynamic shared
 // memory, launched as a programmatic dependent of the previous kernel (it waits for it before writing A3 and BT3,
-// which that kernel may still read); A3 and BT3 with row pitch split_k(k) floats. Then the GEMM, as wgmma_tf32's
+// which that kernel may still read); A3 and BT3 with row pitch wide_k(k) floats. Then the GEMM, as wgmma_tf32's
 // (block 384, SMEM_BYTES, cluster (CLUSTER, 1, 1), persistent, dependent: it waits for the pre-pass), with the
-// user's m, n, k: it runs over split_k(k) itself. tmap_a over A3 (dims (K', m)), tmap_bt over BT3 (dims (K', n)),
+// user's m, n, k: it runs over wide_k(k) itself. tmap_a over A3 (dims (K', m)), tmap_bt over BT3 (dims (K', n)),
 // both fp32, box (rows 128, cols 32), 128B swizzle, zero OOB fill.
 #pragma once
 
@@ -47,7 +53,7 @@ constexpr int PREPASS_THREADS = TILE * TILE_ROWS;
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int padded_k(int k) { return cdiv(k, K_ALIGN) * K_ALIGN; }
 // Columns of A3 and BT3, the GEMM's K: three blocks of padded_k(k).
-__host__ __device__ constexpr int split_k(int k) { return 3 * padded_k(k); }
+__host__ __device__ constexpr int wide_k(int k) { return 3 * padded_k(k); }
 // Pre-pass tiles: A's (row tiles x column tiles of kp) first, then B's (kp tiles x column tiles of n).
 __host__ __device__ constexpr int a_tiles(int m, int k) { return cdiv(m, TILE) * cdiv(padded_k(k), TILE); }
 __host__ __device__ constexpr int prepass_blocks(int m, int n, int k)
@@ -94,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
 #endif
     __shared__ float tile[TILE][TILE + 1];
     const int kp = padded_k(k);
-    const size_t pitch = static_cast<size_t>(split_k(k));
+    const size_t pitch = static_cast<size_t>(wide_k(k));
     const int tx = threadIdx.x, ty = threadIdx.y;
     int t = blockIdx.x;
     const int ta = a_tiles(m, k);
@@ -148,12 +154,12 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
 #endif
 }
 
-// The GEMM: wgmma_tf32's over A3 and BT3 with K' = split_k(k) (k = 0 stays 0: C = 0). Any arguments after k (the
+// The GEMM: wgmma_tf32's over A3 and BT3 with K' = wide_k(k) (k = 0 stays 0: C = 0). Any arguments after k (the
 // pipeline's optional ones, such as a split-K build's workspace) pass through unchanged.
 template <typename T, typename... Rest>
 __device__ __forceinline__ void wgmma_3xtf32_matmul(const CUtensorMap* tmap_a3, const CUtensorMap* tmap_bt3, float* C,
                                                     int m, int n, int k, Rest... rest)
 {
     static_assert(sizeof(T) == 4, "fp32 operands (3xTF32 math)");
-    wgmma_tf32_matmul<T>(tmap_a3, tmap_bt3, C, m, n, wgmma_3xtf32::split_k(k), rest...);
+    wgmma_tf32_matmul<T>(tmap_a3, tmap_bt3, C, m, n, wgmma_3xtf32::wide_k(k), rest...);
 }

@@ -371,7 +371,7 @@ def ws_variants(groups_along_n: bool, clusters: tuple[int, ...]) -> tuple[Varian
 # The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu): a pre-pass splits each fp32 operand into a big and a small tf32
 # part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x K'), each
 # block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's GEMM runs on
-# them over K'. These mirror the kernel's wgmma_3xtf32::split_k and prepass_blocks (checked by tests/test_3xtf32.py).
+# them over K'. These mirror the kernel's wgmma_3xtf32::wide_k and prepass_blocks (checked by tests/test_3xtf32.py).
 SPLIT_K_ALIGN = 4  # floats: 16 bytes
 SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
 
