@@ -425,50 +425,63 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
 }
 
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
-// partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The loads go out 4
-// slices at a time, so that they are in flight together (8 spill: ptxas budgets the whole kernel at the launch
-// bound's 168 registers, and the accumulators stay live for the next item's wgmmas), and the adds keep the slice
-// order. Quad q*256 + ct is consumer thread ct's
-// d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns 8q + 2 (ct % 4) and the next
-// (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by other SMs.
+// partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
+// free once the partial is out, are the load buffer: a thread's whole share (32 / SPLIT_K quads of each slice)
+// is in flight at once, in no registers beyond d's (ptxas budgets the kernel at the launch bound's 168, and d
+// stays allocated for the next item's wgmmas; a buffer of its own spilled beyond 4 quads). Against 4 loads at a
+// time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200, fp16). Quad q*256 + ct is consumer
+// thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns 8q + 2 (ct % 4) and the
+// next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by other SMs.
 template <typename V>
-__device__ __forceinline__ void sum_slices(const quad_t<V>* parts, int slice, int splits, V* C, int m, int n, int m0,
-                                           int n0, int ct)
+__device__ __forceinline__ void sum_slices(V (&d)[128], const quad_t<V>* parts, int slice, int splits, V* C, int m,
+                                           int n, int m0, int n0, int ct)
 {
-    constexpr int AT_ONCE = SPLIT_K < 4 ? SPLIT_K : 4;
+    constexpr int STRIDE = 128 * CONSUMERS;
+    constexpr int XB = SPLIT_K >= 32 ? 1 : 32 / SPLIT_K;  // quads of one slice per thread and batch
     const int lo = slice * PART_QUADS / splits, hi = (slice + 1) * PART_QUADS / splits;
-    for (int x = lo + ct; x < hi; x += 128 * CONSUMERS) {
-        quad_t<V> acc;
+    for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
 #pragma unroll
-        for (int s0 = 0; s0 < SPLIT_K; s0 += AT_ONCE) {
-            quad_t<V> v[AT_ONCE];
+        for (int i = 0; i < XB; ++i) {
 #pragma unroll
-            for (int g = 0; g < AT_ONCE; ++g)
-                if (s0 + g < splits) v[g] = __ldcg(parts + static_cast<size_t>(s0 + g) * PART_QUADS + x);
-#pragma unroll
-            for (int g = 0; g < AT_ONCE; ++g) {
-                if (s0 + g == 0) {
-                    acc = v[0];
-                } else if (s0 + g < splits) {
-                    acc.x += v[g].x;
-                    acc.y += v[g].y;
-                    acc.z += v[g].z;
-                    acc.w += v[g].w;
+            for (int s = 0; s < SPLIT_K; ++s) {
+                if (s < splits && x0 + i * STRIDE < hi) {
+                    const quad_t<V> v = __ldcg(parts + static_cast<size_t>(s) * PART_QUADS + x0 + i * STRIDE);
+                    V* const slot = d + 4 * (i * SPLIT_K + s);
+                    slot[0] = v.x;
+                    slot[1] = v.y;
+                    slot[2] = v.z;
+                    slot[3] = v.w;
                 }
             }
         }
-        const int q = x / (128 * CONSUMERS), t = x % (128 * CONSUMERS), lane = t % 32;
-        const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
-        store_pair_guarded(C, m, n, row, col, acc.x, acc.y);
-        store_pair_guarded(C, m, n, row + 8, col, acc.z, acc.w);
+#pragma unroll
+        for (int i = 0; i < XB; ++i) {
+            const int x = x0 + i * STRIDE;
+            if (x >= hi) break;
+            const V* const slot = d + 4 * i * SPLIT_K;
+            V a0 = slot[0], a1 = slot[1], a2 = slot[2], a3 = slot[3];
+#pragma unroll
+            for (int s = 1; s < SPLIT_K; ++s) {
+                if (s < splits) {
+                    a0 += slot[4 * s];
+                    a1 += slot[4 * s + 1];
+                    a2 += slot[4 * s + 2];
+                    a3 += slot[4 * s + 3];
+                }
+            }
+            const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
+            const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
+            store_pair_guarded(C, m, n, row, col, a0, a1);
+            store_pair_guarded(C, m, n, row + 8, col, a2, a3);
+        }
     }
 }
 
 // A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial to the workspace,
-// count in, wait for the tile's other slices, sum this slice's share of the tile into C, count out; the last
-// slice out resets the counter (2 x splits counts: every slice counts out only after all counted in).
+// count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads' buffer),
+// count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
 template <typename V>
-__device__ __forceinline__ void split_k_epilogue(const V (&d)[128], const ws_schedule::Work& w, int cta_tile,
+__device__ __forceinline__ void split_k_epilogue(V (&d)[128], const ws_schedule::Work& w, int cta_tile,
                                                  int cta_tiles, int m0, int n0, V* C, int m, int n, int tid,
                                                  void* workspace)
 {
@@ -490,7 +503,7 @@ __device__ __forceinline__ void split_k_epilogue(const V (&d)[128], const ws_sch
         flag_wait_ge(counter, static_cast<unsigned int>(w.pieces));
     }
     named_barrier(1, 128 * CONSUMERS);
-    sum_slices(parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
+    sum_slices(d, parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
     if (tid == 128 && atomicAdd(counter, 1u) == 2u * w.pieces - 1u) atomicExch(counter, 0u);
 }
 

@@ -154,3 +154,32 @@ def test_a_key_given_twice_is_an_error_naming_the_key_and_both_lines(tmp_path, t
     assert f"first on line {first}" in message
     path.write_text(text.replace(f"{key}:", "other:", 1))
     check_yaml_syntax(path)  # the same keys once each pass
+
+
+def test_variants_default_to_auto_in_the_schema_config_yaml_and_quick_yaml():
+    assert validate({})["variants"] == "auto" and load_schema()["properties"]["variants"]["default"] == "auto"
+    for name in ("config.yaml", "quick.yaml"):
+        assert yaml.safe_load((REPO / name).read_text())["variants"] == "auto"
+    assert validate({"variants": "all"})["variants"] == "all"
+    mapping = {"wgmma_warp_specialized": ["default", "splitk4"], "naive": "default"}
+    assert validate({"variants": mapping})["variants"] == mapping
+
+
+@pytest.mark.parametrize("variants, key, value, allowed", [
+    ("best", "'variants'", '"best"', "one of auto, default, all, or a mapping from method names"),
+    (3, "'variants'", "3", "one of auto, default, all"),
+    ({}, "'variants'", "{}", "a mapping from method names"),
+    ({"tiled_turbo": "all"}, "'variants'", '"tiled_turbo"', "method names of the registry (numpy, naive"),
+    ({"fake_tiles": "most"}, "'variants.fake_tiles'", '"most"',
+     "one of auto, default, all or a list of fake_tiles's variants: default, wide, deep_k."),
+    ({"fake_tiles": []}, "'variants.fake_tiles'", "[]", "a list of fake_tiles's variants"),
+    ({"fake_tiles": ["wide", "splitk3"]}, "'variants.fake_tiles[1]'", '"splitk3"',
+     "(not a variant of the method); allowed: fake_tiles's variants: default, wide, deep_k."),
+    ({"fake_tiles": ["probe"]}, "'variants.fake_tiles[0]'", '"probe"', "a diagnostic build"),
+    ({"naive": ["wide"]}, "'variants.naive[0]'", '"wide"', "naive's variants: default (naive has one configuration)"),
+])
+def test_bad_variants_name_key_value_and_what_is_allowed(variant_method, variants, key, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        validate({"variants": variants})
+    message = str(err.value)
+    assert f"config key {key}" in message and value in message and allowed in message, message

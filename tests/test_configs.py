@@ -50,3 +50,37 @@ def test_choose_checks_the_heuristic_against_the_registry():
                    choose=lambda p, names: configs.Choice("splitk16", "made up"))
     with pytest.raises(ValueError, match="splitk16.*splitk2"):
         configs.choose(rogue, problem(256, 256, 8192))
+
+
+def test_plan_follows_the_configs_setting_and_names_the_reason(variant_method):
+    few = Problem(128, 128, 4096, 0, dtypes.get("float32"), sm_count=132)  # 4 tiles of 64x64
+    assert configs.plan(variant_method, few, "auto") == [configs.Choice("deep_k", "4 tiles on 132 SMs: K split")]
+    assert configs.plan(variant_method, few, "default") == [configs.Choice("default", configs.FORCED)]
+    assert configs.plan(variant_method, few, "all") == [configs.Choice(v, configs.SWEPT)
+                                                        for v in ("default", "wide", "deep_k")]  # no diagnostic
+    assert configs.plan(variant_method, few, {"fake_tiles": ["wide", "wide"]}) == [
+        configs.Choice("wide", configs.FORCED)]
+    assert configs.plan(variant_method, few, {"naive": "all"})[0].variant == "deep_k"  # left out: auto
+    with pytest.raises(ValueError, match="no variant 'probe'.*default, wide, deep_k"):
+        configs.plan(variant_method, few, ["probe"])
+    # A method without variants runs its default build whatever the setting.
+    for setting in ("auto", "default", "all"):
+        assert configs.plan(registry.get("naive"), few, setting) == [configs.Choice("default", "the method has one "
+                                                                                                 "configuration")]
+
+
+def test_a_jobs_reason_is_computed_on_the_device_that_runs_it(variant_method):
+    small_gpu = Problem(128, 128, 4096, 0, dtypes.get("float32"), sm_count=4)
+    assert configs.reason_for(variant_method, small_gpu, "auto", "default") == "4 tiles on 4 SMs: whole tiles"
+    assert configs.reason_for(variant_method, small_gpu, "all", "wide") == configs.SWEPT
+    # Planned for 132 SMs (deep_k), run on a GPU of 4: the reason says so and what the heuristic picks there.
+    moved = configs.reason_for(variant_method, small_gpu, "auto", "deep_k")
+    assert "another SM count than this device's 4" in moved and "picks default" in moved
+    assert "asked for by its result path" in configs.reason_for(variant_method, small_gpu, "default", "wide")
+
+
+def test_a_method_with_variants_but_no_heuristic_runs_its_default_build():
+    plain = registry.get("tiled")
+    lone = Method("lone", "test", ("float16",), backend=plain.backend, variants=(Variant("splitk2"),))
+    pick = configs.choose(lone, problem(256, 256, 8192))
+    assert pick.variant == "default" and "no heuristic" in pick.reason

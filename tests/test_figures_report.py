@@ -1167,3 +1167,66 @@ def test_a_result_set_renders_again_without_a_gpu(results, calibration, tmp_path
     assert "The ladder is not drawn" in doc
     with pytest.raises(SystemExit, match="KEY=VALUE"):
         rerender.main([str(source), "--set", "threads"])
+
+
+# ------------------------------------------------------------------------------ configurations (variants)
+
+
+def _swept(results: pd.DataFrame, rates: dict[str, float], pick: str = "default") -> pd.DataFrame:
+    """`results` plus a sweep of fake_tiles (the variant_method fixture) in float32 at the largest shape."""
+    shape = SHAPES[-1]
+    rows = [{**_row("fake_tiles", "float32", 0, shape, gflops, 1e-6), "variant": variant, "variant_reason": "swept",
+             "variant_pick": pick} for variant, gflops in rates.items()]
+    return pd.concat([results.assign(variant="default", variant_reason="the method has one configuration"),
+                      pd.DataFrame(rows)], ignore_index=True)
+
+
+def test_a_plain_run_names_no_configuration(rendered):
+    doc, _ = rendered
+    assert "<th>configuration</th>" not in _section(doc, "answer") and 'id="regret"' not in doc
+    assert "<th>variant</th>" not in _section(doc, "all-jobs")
+
+
+def test_the_answer_takes_the_fastest_verified_configuration_and_names_it(results, variant_method):
+    swept = _swept(results, {"default": 3000.0, "wide": 9000.0, "deep_k": 6000.0})
+    doc = _render(swept)
+    answer = _section(doc, "answer")
+    assert "<th>configuration</th>" in answer
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", answer, re.S)]
+    rows = [r for r in rows if r]
+    # dtype, shape, fastest of ours, configuration, TF/s, ...
+    assert ["float32", "1024x512x2048", "fake_tiles", "wide", "9.000"] in [r[:5] for r in rows]
+    assert {r[3] for r in rows if r[2] != "fake_tiles"} == {"default"}
+    assert "our fastest kernel, fake_tiles (wide configuration), runs float32 at 9 TF/s" in _section(doc, "summary")
+    # The all-jobs table lists every configuration that ran, and why.
+    jobs = _section(doc, "all-jobs")
+    assert "<th>variant</th>" in jobs and "<th>variant_<wbr>reason</th>" in jobs
+    assert all(f"<td>{v}</td>" in jobs for v in ("default", "wide", "deep_k")) and "<td>swept</td>" in jobs
+
+
+def test_the_configuration_regret_states_the_median_and_the_worst(results, variant_method):
+    swept = _swept(results, {"default": 3000.0, "wide": 9000.0, "deep_k": 6000.0})
+    # A second shape swept, where the heuristic's pick (default) is the fastest.
+    smaller = [{**_row("fake_tiles", "float32", 0, SHAPES[0], gflops, 1e-6), "variant": variant,
+                "variant_reason": "swept", "variant_pick": "default"}
+               for variant, gflops in {"default": 500.0, "wide": 400.0}.items()]
+    doc = _render(pd.concat([swept, pd.DataFrame(smaller)], ignore_index=True))
+    assert '<a href="#regret">Configuration regret</a>' in doc
+    import html
+
+    section = html.unescape(_section(doc, "regret"))
+    assert ("Over 2 problems with several configurations measured, the heuristic's pick ran at 0.67× the fastest "
+            "configuration at the median and 0.33× at worst (fake_tiles float32 at 1024×512×2048: it picked "
+            "default, wide ran fastest); it picked the fastest in 1 of 2.") in section
+    assert "<td>0.33</td>" in section and "<td>1.00</td>" in section and "<th>heuristic's pick</th>" in section
+
+
+def test_a_sweep_is_drawn_and_compared_at_its_fastest_configuration(results, variant_method):
+    from matmul_study.analysis import collate
+
+    swept = _swept(results, {"default": 3000.0, "wide": 9000.0, "deep_k": 6000.0})
+    fastest = collate.best_variants(swept)
+    assert len(fastest) == len(results) + 1 and fastest.loc[fastest.method == "fake_tiles", "variant"].tolist() == [
+        "wide"]
+    fig = FIGURES["throughput"].plot(fastest, None)
+    _check_figure(fig, "throughput")

@@ -116,7 +116,8 @@ def test_persistent_kernel_with_several_tiles_per_block_matches_reference(cubin_
 # m or n of 1, 17 or 129, and several tiles of several slices each; three launches, C poisoned before each (the
 # later ones need the counters the first one reset).
 SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp_specialized", "splitk8", "bfloat16"),
-                  ("wgmma_warp_specialized", "splitk16", "float16"), ("wgmma_tf32", "splitk4", "tf32")]
+                  ("wgmma_warp_specialized", "splitk16", "float16"), ("wgmma_warp_specialized", "splitk32", "bfloat16"),
+                  ("wgmma_tf32", "splitk4", "tf32")]
 SPLIT_K_SHAPES = [(129, 3001, 17), (1, 1000, 129), (17, 100, 1), (300, 8193, 520)]
 
 

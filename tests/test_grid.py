@@ -88,7 +88,8 @@ def test_compile_units_share_cubins_where_block_is_only_a_launch_parameter(make_
     jobs, _ = grid.build(cfg, have_module=everything)
     units = grid.compile_units(jobs)
     assert set(map(tuple, units.values.tolist())) == {
-        ("naive", "float32", 0), ("tiled_unrolled", "float32", 16), ("tiled_unrolled", "float32", 32)}
+        ("naive", "float32", 0, "default"), ("tiled_unrolled", "float32", 16, "default"),
+        ("tiled_unrolled", "float32", 32, "default")}
 
 
 def test_hopper_rungs_are_pruned_with_a_reason_on_other_gpus(make_config):
@@ -182,3 +183,81 @@ def test_a_dependent_launch_asks_the_driver_for_programmatic_stream_serialisatio
                                                      ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION]
     assert dependent.attrs[1].value.programmaticStreamSerializationAllowed == 1
     assert [attr.id for attr in independent.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+
+
+# The configuration axis (config `variants:`): a method's registry variants, chosen per problem.
+def _variants(jobs, method="fake_tiles"):
+    """{(m, k, n): [variants in plan order]} of one method's jobs."""
+    out = {}
+    for row in jobs[jobs["method"] == method].itertuples():
+        out.setdefault((row.m, row.k, row.n), []).append(row.variant)
+    return out
+
+
+def test_auto_runs_the_heuristics_pick_per_problem_for_the_planning_gpus_sm_count(make_config, variant_method):
+    # 64x64 tiles: 128x128 is 4 tiles (under half of 132 SMs: K split), 1024x1024 is 256 tiles (whole tiles).
+    cfg = make_config(methods=["numpy", "fake_tiles"], dtypes=["float32"], sizes=[128, 1024])
+    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    assert list(jobs.columns) == grid.PLAN_COLUMNS and cfg["variants"] == "auto"
+    assert _variants(jobs) == {(128, 128, 128): ["deep_k"], (1024, 1024, 1024): ["default"]}
+    assert set(jobs.loc[jobs.method == "numpy", "variant"]) == {"default"}
+    assert set(jobs.loc[jobs.method == "numpy", "variant_reason"]) == {"the method has one configuration"}
+    reason = jobs.loc[(jobs.method == "fake_tiles") & (jobs.m == 128), "variant_reason"].iloc[0]
+    assert reason == "4 tiles on 132 SMs: K split (the SM count of GPU 0 at planning)"
+    # A GPU of 4 SMs: 4 tiles are a whole wave there. The SM count is read only once.
+    reads = []
+    jobs, _ = grid.build(cfg, have_module=everything, sm_count=lambda: reads.append(1) or 4)
+    assert _variants(jobs) == {(128, 128, 128): ["default"], (1024, 1024, 1024): ["default"]} and reads == [1]
+
+
+def test_without_a_gpu_at_planning_auto_plans_for_the_registrys_sm_count_and_says_so(make_config, variant_method):
+    cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128])
+    jobs, _ = grid.build(cfg, have_module=everything, sm_count=lambda: None)
+    assert jobs["variant"].tolist() == ["deep_k"]
+    assert jobs["variant_reason"].iloc[0] == ("4 tiles on 132 SMs: K split (no GPU usable at planning: the "
+                                              "registry's default SM count)")
+
+
+def test_no_sm_count_is_read_where_no_heuristic_runs(make_config, variant_method):
+    def no_gpu_here():
+        raise AssertionError("the SM count was read")
+
+    for variants in ("default", "all", {"fake_tiles": ["wide"]}):
+        grid.build(make_config(methods=["numpy", "naive", "fake_tiles"], dtypes=["float32"], variants=variants),
+                   have_module=everything, sm_count=no_gpu_here)
+
+
+def test_default_runs_every_methods_default_build(make_config, variant_method):
+    cfg = make_config(methods=["fake_tiles", "naive"], dtypes=["float32"], sizes=[128, 1024], variants="default")
+    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    assert set(jobs["variant"]) == {"default"}
+    assert set(jobs.loc[jobs.method == "fake_tiles", "variant_reason"]) == {"forced by config"}
+    assert set(jobs.loc[jobs.method == "naive", "variant_reason"]) == {"the method has one configuration"}
+
+
+def test_all_sweeps_the_default_and_every_variant_but_the_diagnostic_ones(make_config, variant_method):
+    cfg = make_config(methods=["numpy", "fake_tiles"], dtypes=["float32", "float16"], sizes=[128, 1024],
+                      variants="all")
+    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    fake = jobs[jobs.method == "fake_tiles"]
+    assert len(fake) == 2 * 2 * 3 and set(fake["variant_reason"]) == {"swept"}
+    assert fake.groupby(["dtype", "m"])["variant"].apply(list).map(tuple).unique().tolist() == [
+        ("default", "wide", "deep_k")]
+    assert set(jobs.loc[jobs.method == "numpy", "variant"]) == {"default"} and (jobs.method == "numpy").sum() == 2
+    assert not jobs[grid.GRID_COLUMNS].duplicated().any()
+    # Each variant is a build of its own: one cubin per (dtype, variant).
+    units = grid.compile_units(jobs)
+    assert sorted(map(tuple, units[["dtype", "variant"]].values.tolist())) == sorted(
+        (d, v) for d in ("float16", "float32") for v in ("default", "wide", "deep_k"))
+
+
+def test_a_mapping_sets_the_configuration_per_method_and_leaves_the_others_on_auto(make_config, variant_method):
+    cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128, 1024],
+                      variants={"fake_tiles": ["wide", "default", "wide"]})
+    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    assert _variants(jobs) == {(128, 128, 128): ["wide", "default"], (1024, 1024, 1024): ["wide", "default"]}
+    assert set(jobs["variant_reason"]) == {"forced by config"}
+    cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128], variants={"fake_tiles": "all"})
+    assert _variants(grid.build(cfg, have_module=everything)[0]) == {(128, 128, 128): ["default", "wide", "deep_k"]}
+    cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128], variants={"naive": "default"})
+    assert _variants(grid.build(cfg, have_module=everything, sm_count=132)[0]) == {(128, 128, 128): ["deep_k"]}

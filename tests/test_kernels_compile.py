@@ -215,7 +215,7 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
 
 
 # The warp-specialised pipeline's launch geometry, per build: the registry's launch must be the kernel's.
-WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32")
+WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8")
              for v in ["default", *(v.name for v in registry.get(m).variants)]]
 
 
@@ -234,7 +234,7 @@ def test_registry_launch_matches_the_warp_specialized_kernels_config(method, var
 
 
 @needs_nvcc
-@pytest.mark.parametrize("method", ["wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32"])
+@pytest.mark.parametrize("method", ["wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8"])
 def test_dependent_launch_rungs_wait_for_the_previous_grid_before_any_global_access(method, tmp_path):
     # Launched with programmatic stream serialisation (registry: Launch.dependent) these kernels may start while the
     # previous kernel still runs, so no copy, load or store of global memory may come before griddepcontrol.wait.

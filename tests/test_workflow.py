@@ -58,7 +58,7 @@ def test_dry_run_of_the_default_study_lists_one_job_per_combination():
     gpu = jobs["method"] != "numpy"
     assert counts["benchmark_cpu"] == (~gpu).sum()
     assert counts["benchmark_gpu"] == gpu.sum()
-    assert counts["compile_kernel"] == len(grid.compile_units(jobs))
+    assert counts.get("compile_kernel", 0) + counts.get("compile_kernel_variant", 0) == len(grid.compile_units(jobs))
     # Every figure this study can have data for (the device comparison needs results from a second GPU).
     drawn = [name for name in FIGURES if name not in left_out(jobs, gpu_sources=int(gpu.any()))]
     assert "devices" not in drawn and {"throughput", "speedup", "roofline"} <= set(drawn)
@@ -134,6 +134,62 @@ def test_a_new_kernel_is_one_cu_file_and_one_registry_entry(tmp_path):
     assert counts["compile_kernel"] == 1  # the block is only a launch parameter: one cubin
     assert "results/runs/method~throwaway/dtype~float32/" in out.stdout
     assert "/throwaway/float32_b0.cubin" in out.stdout
+
+
+THROWAWAY_VARIANTS = """
+import sys
+from matmul_study.core import configs, registry
+from matmul_study.core.backends import PYCUDA
+
+def choose(problem, names):
+    return configs.Choice("deep_k" if problem.k > 40 else "default", f"k {problem.k} on {problem.sm_count} SMs")
+
+registry.register(registry.Method(
+    "throwaway", "a test's kernel with configurations", ("float32",), backend=PYCUDA, source=sys.argv[1],
+    template="naive_matmul<{T}, {Acc}>", launch=registry.square_thread_blocks, block_axis=True,
+    variants=(registry.Variant("wide", ("THROWAWAY_WIDE=1",)), registry.Variant("deep_k", ("THROWAWAY_DEEP=1",)),
+              registry.Variant("probe", diagnostic=True)),
+    choose=choose))
+from snakemake.cli import main
+sys.argv = ["snakemake", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("variants, runs, cubins", [
+    # auto: the heuristic's pick per shape (K 32 and 33: default; K 48: deep_k), one build each.
+    ("auto", {("32", "default"), ("48", "deep_k"), ("17", "default")}, {"float32_b0.cubin", "float32_b0_deep_k.cubin"}),
+    # all: every shape in the default build and each variant but the diagnostic one.
+    ("all", {(m, v) for m in ("32", "48", "17") for v in ("default", "wide", "deep_k")},
+     {"float32_b0.cubin", "float32_b0_wide.cubin", "float32_b0_deep_k.cubin"}),
+    ("{throwaway: [wide]}", {(m, "wide") for m in ("32", "48", "17")}, {"float32_b0_wide.cubin"}),
+])
+def test_variants_plan_one_job_per_configuration_and_one_build_per_variant(tmp_path, variants, runs, cubins):
+    source = tmp_path / "throwaway.cu"
+    source.write_text('#include "01_naive.cu"\n')
+    write_config(tmp_path, {**CPU_STUDY, "methods": ["numpy", "throwaway"], "dtypes": ["float32"],
+                            "block_sizes": [16]})
+    out = subprocess.run([sys.executable, "-c", THROWAWAY_VARIANTS, str(source), "-s", str(REPO / "Snakefile"),
+                          "--directory", str(tmp_path), "-n", "--cores", "1", "--config", f"variants={variants}"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    planned = set(re.findall(r"results/runs/method~throwaway/dtype~float32/block~16_variant~(\w+?)_m~(\d+)_",
+                             out.stdout))
+    assert {(m, v) for v, m in planned} == runs
+    assert set(re.findall(r"/throwaway/(float32_b0\w*\.cubin)", out.stdout)) == cubins
+    counts = job_counts(out.stdout)
+    assert counts["benchmark_gpu"] == len(runs) and counts["benchmark_cpu"] == 3
+    assert counts.get("compile_kernel", 0) + counts.get("compile_kernel_variant", 0) == len(cubins)
+    # numpy has one configuration: its result files say so like the rest.
+    assert len(set(re.findall(r"results/runs/method~numpy/\S+variant~default_\S+\.json", out.stdout))) == 3
+
+
+def test_a_bad_variants_value_stops_before_any_job_and_names_what_is_allowed(tmp_path):
+    write_config(tmp_path, CPU_STUDY)
+    out = snakemake(tmp_path, "-n", "--cores", "1", "--config", "variants={numpy: [fast]}")
+    assert out.returncode != 0
+    assert ("config key 'variants.numpy[0]': value \"fast\" is not allowed (not a variant of the method); allowed: "
+            "numpy's variants: default") in out.stderr
 
 
 def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from matmul_study.core import registry, results
+from matmul_study.core.configs import DEFAULT
 from matmul_study.core.records import CALIBRATION_COLUMNS, JOB_KEYS
 from matmul_study.analysis.model import model
 
@@ -17,12 +18,20 @@ def label(method: str, block: int) -> str:
     return f"{method} b{block}" if registry.METHODS.get(method) and registry.get(method).block_axis else method
 
 
+def add_variant(df: pd.DataFrame) -> pd.DataFrame:
+    """The configuration columns: `variant` (the registry variant that ran; result files written before
+    configurations were a pipeline axis ran the default build), `variant_reason` (why; empty for those files)."""
+    variant = df["variant"] if "variant" in df else pd.Series(np.nan, index=df.index, dtype=object)
+    reason = df["variant_reason"] if "variant_reason" in df else pd.Series(np.nan, index=df.index, dtype=object)
+    return df.assign(variant=variant.fillna(DEFAULT).astype(str), variant_reason=reason.fillna("").astype(str))
+
+
 def tidy(records: list[dict], calibration: pd.DataFrame | None = None) -> pd.DataFrame:
     """Flatten result records: nested sections become prefixed columns (timing_median_s, env_device_name, ...),
     plus the analytic model's columns and % of the device's calibrated ceiling."""
     if not records:
         raise ValueError("no result files to collate")
-    df = pd.json_normalize(records, sep="_")
+    df = add_variant(pd.json_normalize(records, sep="_"))
     # Per-sample lists (times, clocks) stay in the CSV as ';'-joined strings.
     for col in df.columns:
         if df[col].map(lambda v: isinstance(v, list)).any():
@@ -35,7 +44,8 @@ def tidy(records: list[dict], calibration: pd.DataFrame | None = None) -> pd.Dat
     df = add_ratios(df)
     df = add_model(df)
     df["pct_of_peak"] = pct_of_peak(df, calibration)
-    front = ["method", "label", "dtype", "block", "m", "k", "n", "shape", "size", "status", "gflops", "tflops",
+    front = ["method", "label", "dtype", "block", "variant", "m", "k", "n", "shape", "size", "status", "gflops",
+             "tflops",
              "pct_of_cublas", "pct_of_peak", "speedup_over_naive"]
     return df[front + [c for c in df.columns if c not in front]].sort_values(
         ["dtype", "method", "block", "size"], ignore_index=True)
@@ -113,6 +123,30 @@ def load_calibration(paths) -> pd.DataFrame:
 
 def passed(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["status"] == "passed"]
+
+
+# What tells one result set's device from another's in a merged table (whichever of them the table has).
+DEVICE_KEYS = ("env_device_name", "env_device_uuid", "env_host")
+
+
+def best_variants(df: pd.DataFrame) -> pd.DataFrame:
+    """The table as the figures, summaries and ladder read it: where a sweep measured several configurations
+    (variants) of a method on one device, dtype, block and shape, only the rows of the fastest verified one (all of
+    them, where none verified). Groups that ran one configuration keep every row, as before."""
+    if df.empty or "variant" not in df:
+        return df
+    keys = [c for c in (*DEVICE_KEYS, "method", "dtype", "block", "m", "k", "n") if c in df]
+    variant = df["variant"].fillna(DEFAULT).astype(str).to_numpy()
+    gflops = pd.to_numeric(df["gflops"], errors="coerce") if "gflops" in df else pd.Series(np.nan, index=df.index)
+    verified = (df["status"] == "passed").to_numpy() if "status" in df else np.ones(len(df), bool)
+    frame = df[keys].astype(str).reset_index(drop=True).assign(
+        _variant=variant, _score=np.where(verified, gflops.to_numpy(dtype=float), np.nan))
+    groups = frame.groupby(keys, sort=False, dropna=False)
+    several = groups["_variant"].transform("nunique").to_numpy() > 1
+    best_row = groups["_score"].transform(lambda s: s.idxmax() if s.notna().any() else -1).to_numpy()
+    best_variant = np.where(best_row >= 0, variant[np.clip(best_row, 0, None)], variant)
+    keep = ~several | (variant == best_variant)
+    return df.iloc[np.flatnonzero(keep)]
 
 
 def best_per_shape(df: pd.DataFrame) -> pd.DataFrame:

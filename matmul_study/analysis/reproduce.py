@@ -19,6 +19,8 @@ RATIO = "pct_of_cublas"
 def _rates(df: pd.DataFrame) -> pd.DataFrame:
     """Passed jobs indexed by KEYS: the headline rate, whether it ran on a GPU, and the sustained columns."""
     df = df[df["status"] == "passed"].copy()
+    # Tables collated before configurations were a pipeline axis ran every method's default build.
+    df["variant"] = df["variant"].fillna("default") if "variant" in df else "default"
     if "gflops" not in df:  # older tables: only the median time
         df["gflops"] = 2 * df["m"] * df["k"] * df["n"] / df["timing_median_s"] / 1e9
     kind = df["env_device_kind"] if "env_device_kind" in df else pd.Series("gpu", index=df.index)
@@ -50,7 +52,7 @@ def _ratios(gpu: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) -> dict:
-    """Jobs passed in both runs, joined on device, method, dtype, block and shape."""
+    """Jobs passed in both runs, joined on device, method, dtype, block, variant and shape."""
     a, b = _rates(first), _rates(second)
     both = a.merge(b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
     both = both.rename(columns={"gflops_a": "first_gflops", "gflops_b": "second_gflops"})

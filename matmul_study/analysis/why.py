@@ -142,7 +142,7 @@ def climb(results: pd.DataFrame) -> pd.DataFrame:
                                        "factor", "biggest_from", "biggest_to", "biggest_gain"])
 
 
-HEADLINE_COLUMNS = ["device", "kind", "dtype", "shape", "m", "k", "n", "label", "tflops", "cublas_tflops",
+HEADLINE_COLUMNS = ["device", "kind", "dtype", "shape", "m", "k", "n", "label", "variant", "tflops", "cublas_tflops",
                     "vs_cublas", "datasheet_tflops", "pct_of_datasheet", "threads"]
 
 
@@ -157,7 +157,7 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
     results = results.reset_index(drop=True)
     gf = pd.to_numeric(results["gflops"], errors="coerce")
     keep = (results["status"] == "passed") & np.isfinite(gf) & (gf > 0)
-    columns = [c for c in ("method", "label", "dtype", "shape", "m", "k", "n", "threads") if c in results]
+    columns = [c for c in ("method", "label", "variant", "dtype", "shape", "m", "k", "n", "threads") if c in results]
     ok = results.loc[keep, columns].assign(gflops=gf[keep], device=device_labels(results)[keep],
                                            kind=device_kind(results)[keep],
                                            size3=results["m"].astype(float) * results["k"] * results["n"])
@@ -178,6 +178,7 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
         threads = pd.to_numeric(pd.Series([best.get("threads")]), errors="coerce").iloc[0]
         rows.append({"device": device, "kind": best["kind"], "dtype": dtype, "shape": best.get("shape", ""),
                      "m": int(best["m"]), "k": int(best["k"]), "n": int(best["n"]), "label": best["label"],
+                     "variant": str(best.get("variant") or "default") if pd.notna(best.get("variant")) else "default",
                      "tflops": tf, "cublas_tflops": cublas_tf,
                      "vs_cublas": tf / cublas_tf if np.isfinite(cublas_tf) and cublas_tf > 0 else np.nan,
                      "datasheet_tflops": sheet if sheet else np.nan,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 DEFAULT = "default"
+ONE_CONFIGURATION = "the method has one configuration"
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,73 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
 
 def choose(method, problem) -> Choice:
-    """The method's configuration for `problem`: its heuristic's pick, or the default build where it has none."""
-    names = tuple(v.name for v in method.variants)
-    if method.choose is None or not names:
-        return Choice(DEFAULT, "the method has one configuration")
+    """The method's configuration for `problem`: its heuristic's pick among its variants (diagnostic builds left
+    out), or the default build where it has none."""
+    names = runnable(method)
+    if not names:
+        return Choice(DEFAULT, ONE_CONFIGURATION)
+    if method.choose is None:
+        return Choice(DEFAULT, "the method has no heuristic over its variants: its default build")
     picked = method.choose(problem, names)
     if picked.variant != DEFAULT and picked.variant not in names:
         raise ValueError(f"{method.name}'s heuristic chose {picked.variant!r}, which is not one of its variants "
                          f"({', '.join(names)})")
     return picked
+
+
+# The config's `variants:` (pipeline/config.py checks it): one of these for every method, or a mapping from method
+# names to one of these or to a list of variant names; methods the mapping leaves out take AUTO.
+AUTO, ALL = "auto", "all"
+MODES = (AUTO, DEFAULT, ALL)
+FORCED = "forced by config"
+SWEPT = "swept"
+
+
+def setting_for(setting, method_name: str):
+    """The config's `variants` value for one method: "auto", "default", "all" or a list of variant names."""
+    if isinstance(setting, dict):
+        return setting.get(method_name, AUTO)
+    return AUTO if setting is None else setting
+
+
+def runnable(method) -> tuple[str, ...]:
+    """The method's variant names a study may run: all but the diagnostic builds (which compute a wrong result on
+    purpose; bench/compare.py times them)."""
+    return tuple(v.name for v in method.variants if not v.diagnostic)
+
+
+def plan(method, problem, setting) -> list[Choice]:
+    """The configurations of `method` to run on `problem` under the config's `variants` value for it (see
+    setting_for), each with the reason the report prints: the heuristic's sentence ("auto"), FORCED ("default" or
+    a list of names) or SWEPT ("all": the default build, then every variant). A method without variants runs its
+    default build whatever the setting."""
+    setting = setting_for(setting, method.name)
+    if not method.variants:
+        return [Choice(DEFAULT, ONE_CONFIGURATION)]
+    if setting == AUTO:
+        return [choose(method, problem)]
+    if setting == DEFAULT:
+        return [Choice(DEFAULT, FORCED)]
+    if setting == ALL:
+        return [Choice(name, SWEPT) for name in (DEFAULT, *runnable(method))]
+    known = (DEFAULT, *runnable(method))
+    unknown = [name for name in setting if name not in known]
+    if unknown:
+        raise ValueError(f"{method.name} has no variant {unknown[0]!r}; its variants: {', '.join(known)}")
+    return [Choice(name, FORCED) for name in dict.fromkeys(setting)]
+
+
+def reason_for(method, problem, setting, variant: str) -> str:
+    """Why `variant` of `method` runs `problem` (the result's variant_reason): the reason plan() gives it, computed
+    with the device that runs the job. A variant the plan does not give on this device (planned with another SM
+    count, or asked for by its result path) says so and what the plan would run."""
+    planned = plan(method, problem, setting)
+    for choice in planned:
+        if choice.variant == variant:
+            return choice.reason
+    pick = choose(method, problem)
+    mode = setting_for(setting, method.name)
+    if mode == AUTO:
+        return (f"planned with another SM count than this device's {problem.sm_count}; here the heuristic picks "
+                f"{pick.variant}: {pick.reason}")
+    return f"not in the config's variants for {method.name} ({mode}); asked for by its result path"

@@ -7,8 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-# What identifies one job in every table.
-JOB_KEYS = ["method", "dtype", "block", "m", "k", "n"]
+# What identifies one job in every table. `variant` is the method's configuration (core/configs.py); tables
+# collated from result files without it read "default" there (analysis.collate.add_variant).
+JOB_KEYS = ["method", "dtype", "block", "variant", "m", "k", "n"]
 # One row of the calibration table: a device ceiling measured on one GPU.
 CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]
 

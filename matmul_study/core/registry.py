@@ -314,7 +314,7 @@ def ws_launch(stages: int = WS_STAGES, cluster: int = WS_CLUSTER, split: int = 1
     return launch
 
 
-WS_SPLITS = (2, 4, 8, 16)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
+WS_SPLITS = (2, 4, 8, 16, 32)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
 
 
 def ws_split_workspace(split: int, cluster: int = WS_CLUSTER) -> Callable[[Problem], int]:

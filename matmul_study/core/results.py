@@ -73,6 +73,10 @@ def read(path: str | Path) -> dict:
 
 
 def job_names(df) -> "pd.Series":
-    """One readable name per row of a results table: "method dtype bBLOCK MxKxN"."""
-    return (df["method"].astype(str) + " " + df["dtype"].astype(str) + " b" + df["block"].astype(str) + " "
-            + df["m"].astype(str) + "x" + df["k"].astype(str) + "x" + df["n"].astype(str))
+    """One readable name per row of a results table: "method dtype bBLOCK MxKxN", with " [VARIANT]" after the block
+    for a configuration other than the default build."""
+    names = df["method"].astype(str) + " " + df["dtype"].astype(str) + " b" + df["block"].astype(str)
+    if "variant" in df:
+        variant = df["variant"].fillna("default").astype(str)
+        names = names + variant.map(lambda v: "" if v == "default" else f" [{v}]")
+    return names + " " + df["m"].astype(str) + "x" + df["k"].astype(str) + "x" + df["n"].astype(str)

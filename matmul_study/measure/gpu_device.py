@@ -55,6 +55,16 @@ def resolve_arch(arch: str) -> str:
         return "auto"
 
 
+def sm_count() -> int | None:
+    """GPU 0's number of streaming multiprocessors, or None where no GPU is usable (planning on a login node, a
+    CPU-only machine): what the per-problem configuration heuristics plan for (core/configs.py)."""
+    try:
+        cuda = require_pycuda()
+        return int(cuda.Device(0).get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT))
+    except GpuUnavailable:
+        return None
+
+
 def nvml_handle(pci_bus_id: str):
     try:
         import pynvml

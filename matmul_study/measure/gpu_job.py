@@ -92,7 +92,9 @@ def held_seconds(stream_hold: StreamHold, start, end, launch, launches: int) -> 
 
 
 def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
-        cubin: str | None) -> GpuRun:
+        cubin: str | None, variant: str | None = None) -> GpuRun:
+    """Verify and time one GPU job; `variant` names the method's registered build that `cubin` holds (None: the
+    default build)."""
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
     import pycuda.gpuarray as gpuarray
@@ -110,7 +112,7 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     c_gpu = gpuarray.empty((m, n), record.output)
     problem = Problem(m, n, k, block, record, env["sm_count"],
                       device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
-    launch = launchers.make(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin)
+    launch = launchers.make(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin, variant)
 
     full = m * k * n <= measurement.full_verify_max_flops
 

@@ -173,6 +173,7 @@ def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     from snakemake.utils import validate as snakemake_validate
 
     config.update(coerce_numbers(config, load_schema(schema_path)))
+    check_variants(config)
     try:
         snakemake_validate(config, str(schema_path), set_default=True)
     except WorkflowError as exc:
@@ -221,6 +222,46 @@ def check_names(config: dict) -> None:
                 sets = f", or instead of the list: {' or '.join(METHOD_SETS)}" if key == "methods" else ""
                 raise ConfigError(f"config key '{key}[{i}]': value {json.dumps(name)} is not allowed; allowed: one of "
                                   f"{', '.join(known)}{sets}.")
+
+
+def check_variants(config: dict) -> None:
+    """`variants`: one of configs.MODES, or a mapping from registry method names to one of them or to a list of the
+    method's variant names. Checked before the schema, whose words for a wrong value inside the mapping would not
+    name the method or its variants."""
+    from matmul_study.core import configs, registry
+
+    if "variants" not in config:
+        return
+    setting = config["variants"]
+    modes = ", ".join(configs.MODES)
+    allowed = (f"one of {modes}, or a mapping from method names to one of {modes} or to a list of the method's "
+               "variant names")
+    if isinstance(setting, str) and setting in configs.MODES:
+        return
+    if not isinstance(setting, dict) or not setting:
+        raise ConfigError(f"config key 'variants': value {json.dumps(setting, default=str)} is not allowed; "
+                          f"allowed: {allowed}.")
+    for name, value in setting.items():
+        if name not in registry.METHODS:
+            raise ConfigError(f"config key 'variants': method {json.dumps(name, default=str)} is not allowed; "
+                              f"allowed: method names of the registry ({', '.join(registry.METHODS)}).")
+        method = registry.get(name)
+        known = [configs.DEFAULT, *configs.runnable(method)]
+        listed = f"{name}'s variants: {', '.join(known)}" + ("" if method.variants else
+                                                             f" ({name} has one configuration)")
+        if isinstance(value, str) and value in configs.MODES:
+            continue
+        if not isinstance(value, list) or not value:
+            raise ConfigError(f"config key 'variants.{name}': value {json.dumps(value, default=str)} is not "
+                              f"allowed; allowed: one of {modes} or a list of {listed}.")
+        diagnostic = {v.name for v in method.variants if v.diagnostic}
+        for i, variant in enumerate(value):
+            if variant in known:
+                continue
+            why = ("a diagnostic build (a wrong result on purpose), timed by bench/compare.py only"
+                   if variant in diagnostic else "not a variant of the method")
+            raise ConfigError(f"config key 'variants.{name}[{i}]': value {json.dumps(variant, default=str)} is not "
+                              f"allowed ({why}); allowed: {listed}.")
 
 
 def check_ranges(config: dict) -> None:

@@ -1,28 +1,74 @@
-"""The job grid: one job per valid (method, dtype, block, shape); axes that do not apply collapse, and what is
-left out is listed with its reason."""
+"""The job grid: one job per valid (method, dtype, block, configuration, shape); axes that do not apply collapse,
+and what is left out is listed with its reason.
+
+The configuration axis is the method's registry variants, chosen per problem by config `variants:`
+(core/configs.py): the heuristic's pick ("auto"), the default build, a sweep of all of them, or a list. Each job
+keeps the reason in the plan's variant_reason column; the job itself records the reason on the device that ran it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Callable
 
 import pandas as pd
 
-from matmul_study.core import registry
+from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.backends import module_available
 from matmul_study.pipeline.config import ConfigError, shapes
 
-GRID_COLUMNS = ["method", "dtype", "block", "m", "k", "n"]
+# What identifies a job (and its result file's path); the plan adds the reason its variant runs.
+GRID_COLUMNS = ["method", "dtype", "block", "variant", "m", "k", "n"]
+PLAN_COLUMNS = [*GRID_COLUMNS, "variant_reason"]
 NO_BLOCK = 0  # the block value of methods without a block axis
+DEFAULT_SM_COUNT = next(f.default for f in dataclasses.fields(registry.Problem) if f.name == "sm_count")
+
+
+class PlanningDevice:
+    """The SM count the heuristics plan for: GPU 0's where one is usable at planning time, else the registry
+    Problem's default. Read once, and only if a heuristic runs (`sm_count` may be a number, None, or a function
+    returning either, such as measure.gpu_device.sm_count)."""
+
+    def __init__(self, sm_count: int | Callable[[], int | None] | None):
+        self._source = sm_count
+        self._read: tuple[int, str] | None = None
+
+    def read(self) -> tuple[int, str]:
+        """(SM count, where it came from, as the reason's last words)."""
+        if self._read is None:
+            count = self._source() if callable(self._source) else self._source
+            self._read = ((int(count), "the SM count of GPU 0 at planning") if count else
+                          (DEFAULT_SM_COUNT, "no GPU usable at planning: the registry's default SM count"))
+        return self._read
+
+
+def variant_choices(method: registry.Method, dtype: str, block: int, shape, setting,
+                    device: PlanningDevice) -> list[configs.Choice]:
+    """The configurations of one (method, dtype, block, shape) the config's `variants` asks for (configs.plan),
+    with the planning device's SM count in the heuristic's reason."""
+    mode = configs.setting_for(setting, method.name)
+    planned_by_heuristic = mode == configs.AUTO and method.variants and method.choose is not None
+    sm_count, source = device.read() if planned_by_heuristic else (DEFAULT_SM_COUNT, "")
+    problem = registry.Problem(shape.m, shape.n, shape.k, int(block), dtypes.get(dtype), sm_count)
+    choices = configs.plan(method, problem, mode)
+    if planned_by_heuristic:
+        choices = [configs.Choice(c.variant, f"{c.reason} ({source})") for c in choices]
+    return choices
 
 
 def build(config: dict, compute_capability: tuple[int, int] | None = None,
-          have_module: Callable[[str], bool] = module_available) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Return (jobs, pruned). jobs has GRID_COLUMNS; pruned has method, dtype, block, reason.
+          have_module: Callable[[str], bool] = module_available,
+          sm_count: int | Callable[[], int | None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return (jobs, pruned). jobs has PLAN_COLUMNS (GRID_COLUMNS and each job's variant_reason); pruned has method,
+    dtype, block, reason.
 
     `compute_capability` is the target GPU's, where known: methods that cannot run on it are pruned with the
-    reason. A config that leaves no job at all is an error that says what each method supports."""
+    reason. `sm_count` is the planning GPU's (see PlanningDevice). A config that leaves no job at all is an error
+    that says what each method supports."""
     jobs, pruned = [], []
+    device = PlanningDevice(sm_count)
+    setting = config.get("variants", configs.AUTO)
     for name in config["methods"]:
         method = registry.get(name)
         unmet = method.unmet_requirement(compute_capability, have_module)
@@ -41,8 +87,9 @@ def build(config: dict, compute_capability: tuple[int, int] | None = None,
                     pruned.append((name, dtype, block, f"{name} supports blocks {method.blocks} only"))
                     continue
                 for s in shapes(config):
-                    jobs.append((name, dtype, int(block), s.m, s.k, s.n))
-    jobs_df = pd.DataFrame(jobs, columns=GRID_COLUMNS).drop_duplicates(ignore_index=True)
+                    for choice in variant_choices(method, dtype, block, s, setting, device):
+                        jobs.append((name, dtype, int(block), choice.variant, s.m, s.k, s.n, choice.reason))
+    jobs_df = pd.DataFrame(jobs, columns=PLAN_COLUMNS).drop_duplicates(GRID_COLUMNS, ignore_index=True)
     pruned_df = pd.DataFrame(pruned, columns=["method", "dtype", "block", "reason"]).astype(str)
     if jobs_df.empty:
         raise ConfigError(no_jobs_message(config, pruned_df))
@@ -82,12 +129,15 @@ def no_jobs_message(config: dict, pruned: pd.DataFrame) -> str:
 
 
 def compile_units(jobs: pd.DataFrame) -> pd.DataFrame:
-    """One compile per (method, dtype, template block): blocks that are only launch parameters share a cubin."""
+    """One compile per (method, dtype, template block, variant): blocks that are only launch parameters share a
+    cubin; each variant is a build of its own."""
     from matmul_study.build.kernels import template_block
 
     compiled = jobs[jobs["method"].isin(registry.compiled_methods())]
-    units = {(r.method, r.dtype, template_block(r.method, r.block)) for r in compiled.itertuples()}
-    return pd.DataFrame(sorted(units), columns=["method", "dtype", "block"])
+    variants = compiled["variant"] if "variant" in compiled else pd.Series(configs.DEFAULT, index=compiled.index)
+    units = {(r.method, r.dtype, template_block(r.method, r.block), v)
+             for r, v in zip(compiled.itertuples(), variants)}
+    return pd.DataFrame(sorted(units), columns=["method", "dtype", "block", "variant"])
 
 
 def gpu_methods(jobs: pd.DataFrame) -> list[str]:

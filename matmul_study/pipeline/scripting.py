@@ -262,6 +262,8 @@ def progress_line(record: dict, progress_path: str | Path | None = None, now: fl
     name = f"{record['method']} {record['dtype']}"
     if int(record.get("block") or 0):
         name += f" b{record['block']}"
+    if record.get("variant") not in (None, "", "default"):  # a configuration other than the default build
+        name += f" [{record['variant']}]"
     name += f" {record['m']}x{record['k']}x{record['n']}"
     rate = record.get("gflops")
     rate_text = f"{rate:,.1f} GFLOP/s" if isinstance(rate, (int, float)) else "no rate"

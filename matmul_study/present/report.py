@@ -28,7 +28,7 @@ from markupsafe import Markup, escape
 from matmul_study.analysis import collate
 
 from matmul_study.core import registry
-from matmul_study.analysis import why
+from matmul_study.analysis import regret, why
 from matmul_study.analysis.claims import check_claims
 from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
 from matmul_study.analysis.result_devices import device_kind, device_labels, devices_table, gpu_devices
@@ -77,6 +77,7 @@ FAILED_COLUMNS = [
 ]
 JOB_COLUMNS = [
     "label",
+    "variant",
     "dtype",
     "shape",
     "status",
@@ -88,7 +89,10 @@ JOB_COLUMNS = [
     "pct_of_peak",
     "model_intensity",
     "verification_rel_fro_error",
+    "variant_reason",
 ]
+# The configuration columns, shown where a method with variants ran (core/configs.py).
+VARIANT_COLUMNS = ("variant", "variant_reason")
 # pct_of_peak divides by the calibrated ceiling, which is cuBLAS's own rate: named for what it is.
 JOB_HEADERS = {"pct_of_peak": "pct_of_calibrated_cublas"}
 PRUNED_COLUMNS = ["method", "dtype", "block", "reason"]
@@ -285,9 +289,20 @@ def _several_gpus(results: pd.DataFrame) -> bool:
     return len(gpu_devices(results)) > 1
 
 
+def _configurations(results: pd.DataFrame) -> bool:
+    """Whether the results hold a configuration worth naming: a variant other than the default build, or a method
+    with registry variants (whose default build is then a choice too)."""
+    if "variant" in results and (results["variant"].fillna("default").astype(str) != "default").any():
+        return True
+    ran = set(results["method"]) if "method" in results else set()
+    return any(registry.METHODS[name].variants for name in ran if name in registry.METHODS)
+
+
 def _job_keys(results: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
-    """label, dtype, shape (and the device when the results hold several) of the rows of `df`."""
-    keys = [c for c in ("label", "dtype", "shape") if c in df]
+    """label, dtype, shape (the variant where a method with variants ran, and the device when the results hold
+    several) of the rows of `df`."""
+    keys = [c for c in ("label", "variant", "dtype", "shape")
+            if c in df and (c != "variant" or _configurations(results))]
     if _several_gpus(results) and "env_device_name" in df:
         keys.append("env_device_name")
     return df[keys].rename(columns={"env_device_name": "device"})
@@ -625,6 +640,12 @@ def _tf(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 1000 else f"{float(f'{x:.3g}'):g}"
 
 
+def _kernel(row) -> str:
+    """A kernel's name in a sentence: its label, and its configuration where that is not the default build."""
+    variant = str(row.get("variant") or "default")
+    return row["label"] if variant in ("default", "nan") else f"{row['label']} ({variant} configuration)"
+
+
 def _headline_sentences(results: pd.DataFrame) -> list[str]:
     """One or two sentences per device, generated from the data: the fastest rate of ours at the largest shape,
     against cuBLAS of the same run and the datasheet peak; then the other element types in a list. A CPU (the
@@ -640,7 +661,7 @@ def _headline_sentences(results: pd.DataFrame) -> list[str]:
         shape = _shape_text(lead["m"], lead["k"], lead["n"])
         if lead["kind"] == "gpu":
             where = f"this {device}" if len(gpus) == 1 else f"the {device}"
-            text = (f"On {where}, our fastest kernel, {lead['label']}, runs {lead['dtype']} at "
+            text = (f"On {where}, our fastest kernel, {_kernel(lead)}, runs {lead['dtype']} at "
                     f"{_tf(lead['tflops'])} TF/s at {shape}")
             clauses = []
             if np.isfinite(lead["vs_cublas"]):
@@ -652,7 +673,7 @@ def _headline_sentences(results: pd.DataFrame) -> list[str]:
             others = []
             for _, row in part.iloc[1:].sort_values("dtype", key=lambda c: c.map(_dtype_rank)).iterrows():
                 other_shape = _shape_text(row["m"], row["k"], row["n"])
-                detail = [row["label"]]
+                detail = [_kernel(row)]
                 if np.isfinite(row["vs_cublas"]):
                     detail.append(f"{row['vs_cublas']:.2f}× cuBLAS")
                 others.append(f"{row['dtype']} {_tf(row['tflops'])} TF/s" + (f" at {other_shape}" if other_shape
@@ -714,7 +735,10 @@ def _headline(results: pd.DataFrame) -> dict | None:
         best = ours.loc[ours["gflops"].idxmax()]
         sheet = datasheet_tflops(device, dtype) if best["kind"] == "gpu" else None
         rows.append({"device": device, "dtype": dtype, "shape": shape, "_size": best["size3"],
-                     column: best.get("label", best["method"]), "TF/s": best["gflops"] / 1e3,
+                     column: best.get("label", best["method"]),
+                     "configuration": str(best.get("variant") or "default") if pd.notna(best.get("variant"))
+                     else "default",
+                     "TF/s": best["gflops"] / 1e3,
                      "× cuBLAS": best["gflops"] / cublas.iloc[0] if not cublas.empty else np.nan,
                      "% of datasheet peak": 100 * best["gflops"] / 1e3 / sheet if sheet else np.nan,
                      "cuBLAS TF/s": cublas.iloc[0] / 1e3 if not cublas.empty else np.nan})
@@ -725,6 +749,8 @@ def _headline(results: pd.DataFrame) -> dict | None:
                                            else c).drop(columns="_size")
     if not _several_gpus(results):
         table = table.drop(columns="device")
+    if not _configurations(ok[~ok["method"].isin(reference)] if has_ours else ok):
+        table = table.drop(columns="configuration")  # no kernel with variants ran: nothing was chosen
     if table["cuBLAS TF/s"].isna().all():
         table = table.drop(columns="cuBLAS TF/s")
     blank = [c for c in ("× cuBLAS", "% of datasheet peak") if table[c].isna().all()]
@@ -870,11 +896,53 @@ def _cpu_processes(results: pd.DataFrame) -> Markup | None:
 def _jobs(results: pd.DataFrame) -> pd.DataFrame:
     """The All jobs table: JOB_COLUMNS (and the device where there are several GPUs), without columns that are
     empty for every job (a CPU-only run has no % of cuBLAS), headed as JOB_HEADERS names them."""
-    columns = [c for c in JOB_COLUMNS + (["env_device_name"] if _several_gpus(results) else []) if c in results]
+    columns = [c for c in JOB_COLUMNS + (["env_device_name"] if _several_gpus(results) else []) if c in results
+               and (c not in VARIANT_COLUMNS or _configurations(results))]
     table = results[columns]
     keep = [c for c in columns if c in ("label", "dtype", "shape", "status") or
             table[c].map(lambda v: v is not None and str(v).strip() not in ("", "nan", "None")).any()]
     return table[keep].rename(columns=JOB_HEADERS)
+
+
+def _regret(results: pd.DataFrame) -> dict | None:
+    """Configuration regret (analysis.regret): where a sweep measured several configurations of a method on one
+    shape, the heuristic's pick against the fastest verified one, per problem, with the median and the worst in a
+    sentence. None where no method had two configurations verified on one shape."""
+    table = regret.regret_table(results)
+    facts = regret.summary(table)
+    if facts is None:
+        return None
+    several = table["device"].nunique() > 1
+    shown = pd.DataFrame({
+        **({"device": table["device"]} if several else {}),
+        "method": table["method"] + table["block"].map(lambda b: f" b{b}" if b else ""),
+        "element type": table["dtype"],
+        "shape": [_shape_text(m, k, n) for m, k, n in zip(table["m"], table["k"], table["n"])],
+        "configurations measured": table["variants"],
+        "heuristic's pick": table["pick"],
+        "pick TF/s": table["pick_gflops"] / 1e3,
+        "fastest measured": table["best"],
+        "fastest TF/s": table["best_gflops"] / 1e3,
+        "pick ÷ fastest": [f"{r:.2f}" if np.isfinite(r) else "not measured" for r in table["regret"]],
+    })
+    sentences = []
+    problems = f"{facts['measured']} problem{'s' if facts['measured'] != 1 else ''}"
+    if facts["measured"] and facts["no_regret"] == facts["measured"]:
+        sentences.append(f"Over {problems} with several configurations measured, the heuristic picked the fastest "
+                         "configuration every time (no regret).")
+    elif facts["measured"]:
+        worst = facts["worst_row"]
+        sentences.append(
+            f"Over {problems} with several configurations measured, the heuristic's pick ran at "
+            f"{facts['median']:.2f}× the fastest configuration at the median and {facts['worst']:.2f}× at worst "
+            f"({worst['method']} {worst['dtype']} at {_shape_text(worst['m'], worst['k'], worst['n'])}: it picked "
+            f"{worst['pick']}, {worst['best']} ran fastest); it picked the fastest in {facts['no_regret']} of "
+            f"{facts['measured']}.")
+    if facts["unmeasured"]:
+        sentences.append(f"In {facts['unmeasured']} problem{'s' if facts['unmeasured'] != 1 else ''} the pick was "
+                         "not among the verified configurations measured (a sweep by a list of names that left it "
+                         "out, or a pick that failed verification): no regret is stated there.")
+    return {"table": _html_table(shown), "sentences": sentences}
 
 
 def _title(results: pd.DataFrame) -> str:
@@ -911,8 +979,11 @@ def render_report(
         keep_trailing_newline=True,
     )
     results = results.reset_index(drop=True)  # merged result sets may repeat index labels
+    # A sweep's several configurations of one job: the ratios, the ladder and the claims read the fastest verified
+    # one (collate.best_variants); the answer, the regret and the job lists read every job.
+    fastest = collate.best_variants(results).reset_index(drop=True)
     failed = results[results["status"] != "passed"] if "status" in results else results.iloc[0:0]
-    sections = [("About the methods", _methods(results))]
+    sections = [("About the methods", _methods(fastest))]
     rates = _rates(results, config)
     if rates is not None:
         sections.append(("Burst, sustained and energy", rates))
@@ -931,7 +1002,8 @@ def render_report(
         failed=_html_table(failed, FAILED_COLUMNS) if not failed.empty else None,
         n_failed=len(failed),
         headline=_headline(results),
-        why=_why(results),
+        why=_why(fastest),
+        regret=_regret(results),
         headline_figures=[f for name in HEADLINE_FIGURES for f in all_figures if f["name"] == name],
         figures=[f for f in all_figures if f["name"] not in SECTION_FIGURES + HEADLINE_FIGURES],
         one_device=ONE_DEVICE if len(gpu_devices(results)) == 1 and "devices" in (figures or {}) else None,
@@ -939,9 +1011,9 @@ def render_report(
         provenance_notes=_provenance_notes(results),
         throttling=_throttling(results, config),
         measurement=_measurement(results, config),
-        claims=_claims(results),
+        claims=_claims(fastest),
         ceilings=_ceilings(calibration),
-        devices=_devices(results, [f for f in all_figures if f["name"] in SECTION_FIGURES]),
+        devices=_devices(fastest, [f for f in all_figures if f["name"] in SECTION_FIGURES]),
         tables=[
             {"title": TABLE_TITLES.get(key, str(key).replace("_", " ").capitalize()), "html": _html_table(df)}
             for key, df in (tables or {}).items()

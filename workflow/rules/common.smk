@@ -1,4 +1,5 @@
 # Validation, the job grid and path helpers shared by every rule.
+import re
 import sys
 from pathlib import Path
 
@@ -29,19 +30,28 @@ if config["threads"] == "auto":
 
 # "auto" becomes GPU 0's arch where one is usable, so cubins built for one GPU are never reused on another.
 ARCH = device.resolve_arch(config["arch"])
+# `variants: auto` plans each kernel's configuration per problem for GPU 0's SM count where one is usable here, else
+# for the registry's default; each job's variant_reason says which.
 try:
-    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH))
+    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH), sm_count=device.sm_count)
 except study_config.ConfigError as exc:
     scripting.fail(f"Invalid configuration: {exc}")
 for _note in grid.pruned_methods_note(PRUNED):
     print(_note, file=sys.stderr)
 
-# block~, m~, k~, n~ go in the file name; method and dtype become folders.
-RUNS = Paramspace(JOBS, filename_params=["block", "m", "k", "n"])
+# block~, variant~, m~, k~, n~ go in the file name; method and dtype become folders.
+RUNS = Paramspace(JOBS[grid.GRID_COLUMNS], filename_params=["block", "variant", "m", "k", "n"])
 RUN_PATTERN = RUNS.wildcard_pattern
 CPU_METHODS = [name for name, m in registry.METHODS.items() if not m.on_gpu]
 GPU_METHODS = [name for name, m in registry.METHODS.items() if m.on_gpu]
 COMPILED_METHODS = list(registry.compiled_methods())
+# Every registered variant name (the default build is "default"), for the variant wildcard.
+VARIANT_NAMES = sorted({v.name for m in registry.METHODS.values() for v in m.variants})
+
+
+def one_of(names):
+    """A wildcard constraint matching exactly these names (one that never matches where there are none)."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
 wildcard_constraints:
@@ -49,6 +59,7 @@ wildcard_constraints:
     dtype="|".join(dtypes.NAMES),
     arch=r"auto|sm_\d+a?",
     block=r"\d+",
+    variant=one_of(["default", *VARIANT_NAMES]),
     m=r"\d+",
     k=r"\d+",
     n=r"\d+",
@@ -71,16 +82,18 @@ def calibration_files():
     return local + IMPORTED_CALIBRATIONS
 
 
-def cubin_path(method, dtype, block):
+def cubin_path(method, dtype, block, variant="default"):
+    """The default build keeps its name; a variant's cubin carries the variant's name."""
     from matmul_study.build.kernels import template_block
 
-    return f"results/kernels/{ARCH}/{method}/{dtype}_b{template_block(method, int(block))}.cubin"
+    tag = "" if variant == "default" else f"_{variant}"
+    return f"results/kernels/{ARCH}/{method}/{dtype}_b{template_block(method, int(block))}{tag}.cubin"
 
 
 def cubin_for(wildcards):
     if not registry.get(wildcards.method).compiled:
         return []
-    return cubin_path(wildcards.method, wildcards.dtype, wildcards.block)
+    return cubin_path(wildcards.method, wildcards.dtype, wildcards.block, wildcards.variant)
 
 
 def get_final_output():

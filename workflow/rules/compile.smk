@@ -1,4 +1,5 @@
-# Compile each CUDA kernel instance to a cubin once; benchmark jobs load it.
+# Compile each CUDA kernel instance to a cubin once; benchmark jobs load it. A registry variant of a method is a
+# build of its own (its -D definitions), named after it; the default build keeps the plain name.
 
 
 rule compile_kernel:
@@ -16,3 +17,13 @@ rule compile_kernel:
         "../../envs/gpu.yaml"
     script:
         "../scripts/compile_kernel.py"
+
+
+use rule compile_kernel as compile_kernel_variant with:
+    output:
+        cubin="results/kernels/{arch}/{method}/{dtype}_b{block}_{variant}.cubin",
+    log:
+        "logs/compile/{arch}/{method}_{dtype}_b{block}_{variant}.log",
+    wildcard_constraints:
+        method="|".join(COMPILED_METHODS),
+        variant=one_of(VARIANT_NAMES),

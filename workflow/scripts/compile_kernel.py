@@ -8,4 +8,6 @@ from matmul_study.pipeline.scripting import logged
 if __name__ == "__main__":
     with logged(snakemake.log[0]):
         w = snakemake.wildcards
-        compile_cubin(w.method, w.dtype, int(w.block), device_arch() if snakemake.params.arch == "auto" else snakemake.params.arch, snakemake.output.cubin)
+        arch = device_arch() if snakemake.params.arch == "auto" else snakemake.params.arch
+        # compile_kernel_variant's cubins carry the variant; compile_kernel's are the default build.
+        compile_cubin(w.method, w.dtype, int(w.block), arch, snakemake.output.cubin, variant=w.get("variant"))
