@@ -53,8 +53,9 @@
 // both instructions are no-ops.
 //
 // Operands are pluggable (template parameter Op: tile loads, descriptors, the wgmmas of one stage, its preferred
-// tile order, and the 32-bit type Op::Acc of the accumulators and C: float, or int for 15_wgmma_int8.cu). Op16 here: A row-major m x k = K-major for wgmma, 128-byte rows (64 halves) in 1024-byte swizzle
-// atoms, the next 16 columns of K 32 bytes on; B row-major k x n = N-major (imm-trans-b = 1), as 64-column strips
+// tile order, and the 32-bit type Op::Acc of the accumulators and C: float, or int for 15_wgmma_int8.cu). Op16
+// here: A row-major m x k = K-major for wgmma, 128-byte rows (64 halves) in 1024-byte swizzle atoms, the next 16
+// columns of K 32 bytes on; B row-major k x n = N-major (imm-trans-b = 1), as 64-column strips
 // of 64 k-rows x 128 bytes: descriptor LBO = distance between strips, SBO = 1024 bytes between groups of 8 k-rows,
 // the next 16 k-rows 2048 bytes on. Edges: TMA zero-fills outside (k, m) and (n, k); the epilogue guards rows >= m
 // and columns >= n; k = 0 writes C = 0.
@@ -356,8 +357,8 @@ __device__ __forceinline__ void mainloop(V (&d)[128], uint32_t& it, int k0, int 
 // Stream-K piece > 0 of a tail tile: once the tile's piece 0 is in C (its flag), add this piece's sums into it
 // with L2 reductions; the tile's last piece resets the flag for the next launch.
 template <typename V>
-__device__ __forceinline__ void add_piece(const V (&d)[128], unsigned int* flag, int pieces, V* C, int m, int n, int row0,
-                                          int col0, int tid)
+__device__ __forceinline__ void add_piece(const V (&d)[128], unsigned int* flag, int pieces, V* C, int m, int n,
+                                          int row0, int col0, int tid)
 {
     using namespace hopper;
     if (tid == 128) flag_wait_ge(flag, 1u);

@@ -27,7 +27,8 @@ extern "C" __global__ void __launch_bounds__(256) transpose_bytes(const uint8_t*
         // Consecutive threads write consecutive bytes of one destination row.
         for (int i = threadIdx.x; i < TILE * TILE; i += blockDim.x) {
             const int c = c0 + i / TILE, r = r0 + i % TILE;
-            if (r < rows && c < cols) dst[static_cast<size_t>(c) * dst_pitch + r] = src[static_cast<size_t>(r) * src_pitch + c];
+            if (r < rows && c < cols)
+                dst[static_cast<size_t>(c) * dst_pitch + r] = src[static_cast<size_t>(r) * src_pitch + c];
         }
         return;
     }

@@ -10,7 +10,7 @@ def problem(m, n, k, sms=132):
     return Problem(m, n, k, 0, dtypes.get("float16"), sm_count=sms)
 
 
-CHOOSE = configs.persistent_split_k(128, 256, 64)
+CHOOSE = configs.persistent_split_k(128, 256, 64, min_split=2)  # every registered split allowed
 SPLITS = ("cluster1", "splitk2", "splitk4", "splitk8")
 
 
@@ -26,6 +26,16 @@ def test_few_tiles_and_deep_k_split_k_as_far_as_the_sms_allow():
     assert "2 output tiles" in pick.reason and "16 work items" in pick.reason
     # 24 tiles (768x1024): 24 x 8 > 132, 24 x 4 = 96 fits.
     assert CHOOSE(problem(768, 1024, 8192), SPLITS).variant == "splitk4"
+
+
+def test_the_registered_heuristic_never_splits_only_two_ways():
+    # Measured on an H200 (2b8205c): splitk2 lost to whole tiles in fp16/bf16 at 512^3 (0.33 vs 0.43 of cuBLAS).
+    ws = registry.get("wgmma_warp_specialized")
+    assert configs.choose(ws, problem(512, 512, 512)).variant == "default"  # 8 k steps: 2 slices of 4 only
+    assert configs.choose(ws, problem(1024, 1024, 1024)).variant == "splitk4"
+    assert configs.choose(ws, problem(256, 256, 8192)).variant == "splitk32"
+    assert configs.choose(ws, problem(512, 512, 16384)).variant == "splitk16"
+    assert configs.choose(ws, problem(4096, 4096, 4096)).variant == "default"
 
 
 def test_too_few_k_steps_are_not_split():

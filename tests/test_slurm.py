@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 PROFILE = REPO / "workflow" / "profiles" / "slurm"
 SLURM_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_SLURM") == "1"
 # This cluster has no accounting database: the plugin's default status command (sacct) cannot see the jobs, and
-# its first status check would come 40 s after a submission. The README gives the first for such clusters.
+# its first status check would come 40 s after a submission. docs/running.md gives the first for such clusters.
 NO_ACCOUNTING = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1"]
 RUN_LIMIT_S = 480
 
@@ -182,7 +182,7 @@ rule benchmark_gpu:
 
 
 def test_a_gpu_rule_gets_its_gpu_from_slurm(cluster, tmp_path):
-    # The user's edit: the placeholders for the partition and the GPU type set, as the README says.
+    # The user's edit: the placeholders for the partition and the GPU type set, as docs/running.md says.
     profile = tmp_path / "profile"
     profile.mkdir()
     text = (PROFILE / "config.yaml").read_text()

@@ -26,15 +26,17 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4
+def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4
                        ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
     schedule. Splitting each tile's K range S ways multiplies the work items by S at the cost of an fp32
     reduction of S partial tiles, which pays while every slice keeps enough k steps to fill its pipeline. So the
-    largest S (of the registered ones) with tiles x S <= SMs and at least `min_k_steps_per_slice` k steps a slice;
-    otherwise the default build."""
+    largest S (of the registered ones, at least `min_split`) with tiles x S <= SMs and at least
+    `min_k_steps_per_slice` k steps a slice; otherwise the default build. On an H200 (bench/compare.py, 2b8205c)
+    splitk2 never beat the default build in fp16 or bf16 (512³: 0.33 against 0.43 of cuBLAS): the partial
+    tiles' write and read cost what half the k steps save, hence min_split 4."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
@@ -45,9 +47,11 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
         splits = sorted(int(v.removeprefix("splitk")) for v in variants
                         if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
-        fitting = [s for s in splits if tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
+        fitting = [s for s in splits
+                   if s >= min_split and tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
         if not fitting:
-            return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split")
+            return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split "
+                                   f"{min_split} or more ways")
         s = fitting[-1]
         return Choice(f"splitk{s}", f"{where} leave SMs idle: K split {s} ways ({k_steps} k steps of {tile_k}, "
                                     f"about {cdiv(k_steps, s)} a slice) gives {tiles * s} work items")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, NUMPY, PYCUDA, Backend
 
@@ -560,6 +561,7 @@ METHODS: dict[str, Method] = {
             launch_bounds=(384, 1),
             requires=HOPPER,
             variants=ws_variants(groups_along_n=True, clusters=(1, 2, 4)),
+            choose=configs.persistent_split_k(128, 256, 64),
         ),
         Method(
             "wgmma_tf32",
@@ -575,6 +577,7 @@ METHODS: dict[str, Method] = {
             launch_bounds=(384, 1),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
             variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
+            choose=configs.persistent_split_k(128, 256, 32),
         ),
         Method(
             "wgmma_3xtf32",
