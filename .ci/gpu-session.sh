@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine with no registry: install as the README says (offline), run the GPU tests, then the study.
 # Usage: bash .ci/gpu-session.sh [STAGES] [config items for the study, e.g. 'sizes=[256]' ...]
-# STAGES: one word or several in quotes, of tests, sweep, study; all = "tests study".
+# STAGES: one word or several in quotes, of tests, shapes, sweep, study; all = "tests study".
 # sweep: a small study in a scratch copy of the repo (the main results stay as they are), with the config items in
 # $SWEEP_CONFIG (default: every dtype, int32 included, every method, at 1000x1200x800 and 17x65x33); its results
 # come back as $OUT/sweep.tar.gz.
@@ -57,6 +57,19 @@ archive() {
     mv -f "$OUT/study.tar.gz.part" "$OUT/study.tar.gz"
 }
 
+if has shapes; then
+    # The shape suite (shapes.yaml) in a scratch copy, so that the default study's results stay as they are.
+    echo "== shape suite in a scratch copy"
+    suite=/tmp/shape-suite
+    rm -rf "$suite" && mkdir -p "$suite"
+    tar --exclude=./results --exclude=./.snakemake --exclude=./.devkit -cf - . | tar -xf - -C "$suite"
+    s=$(date +%s)
+    (cd "$suite" && timeout -k 20 "${SHAPES_TIMEOUT:-540}" python3 -m snakemake --cores "$(nproc)" --resources gpu=1 \
+        --keep-going --configfile shapes.yaml >"$OUT/shapes-snakemake.log" 2>&1)
+    echo "shape suite exit $? after $(( $(date +%s) - s )) s" | tee -a "$OUT/shapes-snakemake.log"
+    tar czf "$OUT/shapes.tar.gz" -C "$suite" results/tables results/runs results/figures report logs 2>/dev/null
+fi
+
 if has sweep; then
     echo "== sweep study in a scratch copy"
     sweep=/tmp/sweep-study
@@ -85,11 +98,11 @@ if has study; then
     (while sleep 60; do archive; done) &
     archiver=$!
     gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
-    cores=$(nproc)
+    cores=${CORES:-$(nproc)}  # CORES=1: the README's plain `snakemake --cores 1`, timed
     echo "== snakemake study on $gpus GPU(s), $cores cores"
     start=$(date +%s)
     timeout -k 20 "${STUDY_TIMEOUT:-86400}" python3 -m snakemake --cores "$cores" --resources gpu="$gpus" --keep-going \
-        --rerun-incomplete ${SNAKEMAKE_FLAGS:-} --config threads="$cores" "$@" >"$OUT/snakemake.log" 2>&1
+        ${SNAKEMAKE_FLAGS:-} "$@" >"$OUT/snakemake.log" 2>&1
     rc=$?
     echo "snakemake exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/snakemake.log"
     [[ $rc == 0 ]] || { status=1; tail -40 "$OUT/snakemake.log"; }

@@ -60,19 +60,10 @@ struct OpInt8 {
                   "stage layout: 128-byte rows of 128 int8");
     static_assert(wgmma_ws::BN == 2 * BOX_BT_ROWS, "two Bt halves per tile");
     static_assert(CLUSTER <= 2, "WGMMA_WS_CLUSTER: 1 or 2 for int8 (one Bt half per CTA of the cluster)");
-    // Bt rows n0 .. n0 + 255 (two 128-row halves), k columns kt*BK ..; with a cluster of 2, CTA r loads half r
-    // into both CTAs.
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            if constexpr (CLUSTER == 1)
-                hopper::tma_load_2d(sb + j * BT_HALF_BYTES, tmap_bt, bar, kt * BK, n0 + BOX_BT_ROWS * j);
-            else if (j == static_cast<int>(rank))
-                hopper::tma_load_2d_multicast(sb + j * BT_HALF_BYTES, tmap_bt, bar, kt * BK, n0 + BOX_BT_ROWS * j,
-                                              static_cast<uint16_t>((1u << CLUSTER) - 1));
-        }
+        hopper::load_halves<CLUSTER, BT_HALF_BYTES, BOX_BT_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
     }
     // Both operands K-major with 128-byte swizzled rows (SBO 1024 bytes between groups of 8 rows); the next 32
     // k are 32 bytes on in each row, 2 units of the descriptors' 16-byte address field.

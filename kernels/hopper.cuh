@@ -99,6 +99,23 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
         : "memory");
 }
 
+// A K-major operand tile of 2 * HALF_ROWS rows (Bt for the tf32 and int8 rungs), as two TMA boxes of HALF_ROWS rows
+// and HALF_BYTES bytes each. With a cluster of 2, CTA `rank` loads half `rank` into both CTAs (each CTA's k step
+// needs the same Bt rows), so each loads half the bytes from L2.
+template <int CLUSTER, int HALF_BYTES, int HALF_ROWS>
+__device__ __forceinline__ void load_halves(uint32_t dst, const CUtensorMap* map, uint32_t bar, int k0, int row0,
+                                            uint32_t rank)
+{
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        if constexpr (CLUSTER == 1)
+            tma_load_2d(dst + j * HALF_BYTES, map, bar, k0, row0 + HALF_ROWS * j);
+        else if (j == static_cast<int>(rank))
+            tma_load_2d_multicast(dst + j * HALF_BYTES, map, bar, k0, row0 + HALF_ROWS * j,
+                                  static_cast<uint16_t>((1u << CLUSTER) - 1));
+    }
+}
+
 __device__ __forceinline__ void cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");

@@ -15,8 +15,8 @@ from matmul_study.core import registry
 # Dense TFLOP/s by the vendor's datasheet (H100 and H200 SXM share the chip): per dtype of the study. fp64 is the
 # tensor-core (DMMA) rate; plain fp64 FMA runs at half of it.
 DATASHEET_TFLOPS = {
-    "H200": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9},
-    "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9},
+    "H200": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9},
+    "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9},
 }
 
 MODEL_COLUMNS = ("model_flops_issued", "model_bytes_read", "model_bytes_written", "model_intensity")

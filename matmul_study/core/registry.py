@@ -594,6 +594,8 @@ METHODS: dict[str, Method] = {
             launch_bounds=(384, 1),
             requires=HOPPER,
             prepass=SPLIT_TF32_PREPASS,
+            # Registered and verified, not in the default study (methods: all runs it): docs/tensor-cores.md.
+            default_study=False,
         ),
         Method(
             "wgmma_int8",
@@ -611,6 +613,8 @@ METHODS: dict[str, Method] = {
             requires=HOPPER,
             # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
             variants=tuple(v for v in ws_variants(groups_along_n=False, clusters=(1, 2)) if v.workspace is None),
+            # Registered and verified, not in the default study (methods: all runs it): docs/tensor-cores.md.
+            default_study=False,
         ),
         Method(
             "cublas",
