@@ -1,5 +1,5 @@
 """Devices in a results table are keyed so that results of different machines never merge: a GPU by its model,
-a CPU by its model and host (issue 13 item 1). No test here depends on this machine's CPU or GPU."""
+a CPU by its model and host. No test here depends on this machine's CPU or GPU."""
 
 from __future__ import annotations
 

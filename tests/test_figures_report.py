@@ -743,7 +743,7 @@ def test_report_shows_the_spread_between_gpus_of_one_model():
     assert "Spread" not in one_gpu and "GPU-aaaa" in one_gpu
 
 
-# ------------------------------------------------------------------ issue 13: legend, spread, units, datasheet
+# ------------------------------------------------------------------ legend, spread, units, datasheet
 
 
 def test_check_figure_rejects_a_placeholder(results):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine with no registry: install as the README says (offline), run the GPU tests, then the study.
-# Usage: bash .ci/gpu-session.sh [STAGES] [config items for the study, e.g. 'sizes=[256]' ...]
+# Usage: bash .ci/gpu-check.sh [STAGES] [config items for the study, e.g. 'sizes=[256]' ...]
 # STAGES: one word or several in quotes, of tests, shapes, sweep, study; all = "tests study".
 # sweep: a small study in a scratch copy of the repo (the main results stay as they are), with the config items in
 # $SWEEP_CONFIG (default: every dtype, int32 included, every method, at 1000x1200x800 and 17x65x33); its results
@@ -15,7 +15,7 @@
 # tool's copy), name it: MATMUL_STUDY_COMMIT=$(git rev-parse --short=12 HEAD), run where the commit was made.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/gpu-session-out}
+OUT=${OUT:-/tmp/gpu-check-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 stage=" ${1:-all} "
