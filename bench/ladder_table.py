@@ -35,6 +35,8 @@ def table(runs: list[pd.DataFrame]) -> str:
     lines = ["| dtype | best rung | 4096³ × cuBLAS | 8192³ × cuBLAS | 8192³ TF/s | cuBLAS 8192³ TF/s |",
              "| --- | --- | --- | --- | --- | --- |"]
     for dtype, method in BEST.items():
+        if not any(((d.method == method) & (d.dtype == dtype)).any() for d in runs):
+            continue  # a rung the study did not run (not in its methods or dtypes)
         cells = []
         for size in (4096, 8192):
             cells.append(" / ".join(f"{_fmt(ratio(d, dtype, size))} ({_fmt(ratio(d, dtype, size, 'sustained_gflops'))})"
