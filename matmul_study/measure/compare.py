@@ -212,11 +212,8 @@ class Bench:
 
         def check(name: str) -> Verification:
             """Poisoned C, one launch, the fp64 reference on the device (cuBLAS DGEMM through CuPy)."""
-            c = outputs[name]
-            self.cuda.memset_d32(c.gpudata, gpu_job.poison_word(record.output), c.size * record.output.itemsize // 4)
-            launches[name]()
-            self.cuda.Context.synchronize()  # a failed launch or an illegal address surfaces here
-            return gpu_job._verify_on_device(a_gpu, b_gpu, c, record)
+            gpu_job.poisoned_launch(self.cuda, launches[name], outputs[name], record)
+            return gpu_job.verify_on_device(a_gpu, b_gpu, outputs[name], record)
 
         return launches, check
 

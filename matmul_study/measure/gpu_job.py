@@ -37,7 +37,7 @@ class GpuRun:
     rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
 
 
-def _verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType) -> Verification:
+def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType) -> Verification:
     """Full fp64 reference through cuBLAS DGEMM, compared on the device."""
     import cupy
 
@@ -53,6 +53,14 @@ def bytes_needed(m: int, k: int, n: int, dtype: dt.DType, device_reference: bool
     if device_reference:
         need += (m * k + k * n + 2 * m * n) * 8  # fp64 copies of A and B, the reference and the difference
     return need
+
+
+def poisoned_launch(cuda, launch, c_gpu, record: dt.DType) -> None:
+    """C poisoned (every element NaN, or the integer sentinel), one launch, and a synchronize that surfaces launch
+    failures and illegal addresses here, with their message: the run every verification checks."""
+    cuda.memset_d32(c_gpu.gpudata, poison_word(record.output), c_gpu.size * record.output.itemsize // 4)
+    launch()
+    cuda.Context.synchronize()
 
 
 def poison_word(out_dtype) -> int:
@@ -117,11 +125,9 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     full = m * k * n <= measurement.full_verify_max_flops
 
     def verified_run() -> Verification:
-        cuda.memset_d32(c_gpu.gpudata, poison_word(record.output), c_gpu.size * record.output.itemsize // 4)
-        launch()
-        cuda.Context.synchronize()  # surfaces launch failures and illegal addresses here, with their message
+        poisoned_launch(cuda, launch, c_gpu, record)
         if device_reference:
-            return _verify_on_device(a_gpu, b_gpu, c_gpu, record)
+            return verify_on_device(a_gpu, b_gpu, c_gpu, record)
         return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed)
 
     handle = nvml_handle(device.pci_bus_id())
