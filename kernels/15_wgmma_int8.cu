@@ -47,19 +47,22 @@ constexpr int BOX_A_ROWS = wgmma_ws::BM, BOX_A_COLS = BK;
 constexpr int BOX_BT_ROWS = 128, BOX_BT_COLS = BK;
 constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
 
-static_assert(wgmma_ws::SPLIT_K == 1, "WGMMA_WS_SPLIT_K: the split-K workspace holds fp32 partials, not int32");
-
 #if HOPPER_SM90A
-struct OpInt8 {
-    using Acc = int;  // accumulators and C
+// 8-bit operands, both K-major in 128-byte swizzled rows: the int8 operands here and the e4m3 ones of
+// 16_wgmma_fp8.cu differ only in the instruction, the accumulator type and the scales, which Kind supplies (Acc,
+// SCALED where the result is scaled, and mma_k32: one wgmma m64n256k32).
+template <class Kind>
+struct OpBytes {
+    using Acc = typename Kind::Acc;  // accumulators and C
+    static constexpr bool SCALED = Kind::SCALED;
     static constexpr int BK = wgmma_int8::BK;
     // The tf32 rung's order (groups of cluster-rows), whose operands have the same byte layout; not measured apart.
     static constexpr bool GROUP_ALONG_N = false;
     static_assert(BK == 128 && wgmma_ws::A_BYTES == wgmma_ws::BM * BK &&
                       wgmma_ws::STAGE_BYTES - wgmma_ws::A_BYTES == wgmma_ws::BN * BK,
-                  "stage layout: 128-byte rows of 128 int8");
+                  "stage layout: 128-byte rows of 128 one-byte elements");
     static_assert(wgmma_ws::BN == 2 * BOX_BT_ROWS, "two Bt halves per tile");
-    static_assert(CLUSTER <= 2, "WGMMA_WS_CLUSTER: 1 or 2 for int8 (one Bt half per CTA of the cluster)");
+    static_assert(CLUSTER <= 2, "WGMMA_WS_CLUSTER: 1 or 2 for 8-bit operands (one Bt half per CTA of the cluster)");
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
@@ -69,14 +72,25 @@ struct OpInt8 {
     // k are 32 bytes on in each row, 2 units of the descriptors' 16-byte address field.
     static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
     static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, 16); }
-    static __device__ __forceinline__ void mma(int (&d)[128], uint32_t da, uint32_t db, bool accumulate)
+    static __device__ __forceinline__ void mma(Acc (&d)[128], uint32_t da, uint32_t db, bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 32; ++kk)
-            hopper::wgmma_m64n256k32_s8(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
-                                        hopper::desc_join(db + kk * (32 >> 4), 1024), kk > 0 || accumulate);
+            Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(db + kk * (32 >> 4), 1024),
+                          kk > 0 || accumulate);
     }
 };
+
+// Signed 8-bit integers, exact int32 sums.
+struct S8 {
+    using Acc = int;
+    static constexpr bool SCALED = false;
+    static __device__ __forceinline__ void mma_k32(int (&d)[128], uint64_t da, uint64_t db, bool accumulate)
+    {
+        hopper::wgmma_m64n256k32_s8(d, da, db, accumulate);
+    }
+};
+using OpInt8 = OpBytes<S8>;
 #endif
 
 }  // namespace wgmma_int8
@@ -86,6 +100,7 @@ __device__ __forceinline__ void wgmma_int8_matmul(const CUtensorMap* tmap_a, con
                                                   int n, int k)
 {
     static_assert(sizeof(T) == 1, "int8 operands");
+    static_assert(wgmma_ws::SPLIT_K == 1, "WGMMA_WS_SPLIT_K: the split-K workspace holds fp32 partials, not int32");
 #if HOPPER_SM90A
     wgmma_ws::ws_gemm<wgmma_int8::OpInt8>(tmap_a, tmap_bt, C, m, n, k, nullptr);
 #endif

@@ -134,7 +134,7 @@ def test_the_front_end_makes_the_cross_product_of_variants_dtypes_and_shapes(til
     (["bench_tiled", "--block", "16", "--variant", "tagged", "nope"],
      "bench_tiled has no variant 'nope'; its variants: default, tagged, probe"),
     ([WS, "--dtype", "int32"], f"{WS} does not run 'int32'; its dtypes: float16, bfloat16"),
-    (["naive", "--block", "16", "--dtype", "int32"], "cuBLAS has no GEMM for int32"),
+    (["naive", "--block", "16", "--dtype", "int32"], "no vendor library line runs int32"),
     (["numpy"], "numpy is not a kernel of ours"),
     (["tiled", "--dtype", "float32"], "tiled takes a block size: pass --block"),
     ([WS, "--shape", "12x3"], "shape '12x3' is neither N nor MxNxK"),
@@ -237,6 +237,9 @@ def test_ratio_and_pair_ratio_from_made_up_timings():
     assert row["ms"] == pytest.approx(2.0) and row["TF/s"] == pytest.approx(1.0)  # 2e9 flop in 2 ms
     assert row["cuBLAS TF/s"] == pytest.approx(1.0) and row["batch"] == 7
     assert row["check"] == "passed, rel 1.0e-06"
+    # The vendor's error is shown beside ours, and never taken for ours.
+    result.checks["cublas"] = passed(3e-4)
+    assert result.row()["check"] == "passed, rel 1.0e-06 (vendor 3.0e-04)"
 
 
 def test_the_table_has_one_line_per_case_and_marks_failed_and_untimed_ones():

@@ -60,7 +60,7 @@ def test_the_readmes_method_list_is_the_registrys():
         ({"sizes": [1.5]}, "sizes[0]", "1.5", "an integer >= 1"),
         ({"block_sizes": [64]}, "block_sizes[0]", "64", "an integer from 1 to 32"),
         ({"block_sizes": [0]}, "block_sizes[0]", "0", "an integer from 1 to 32"),
-        ({"dtypes": ["float8"]}, "dtypes[0]", '"float8"', "one of float16, bfloat16, tf32, float32, float64, int32"),
+        ({"dtypes": ["float8"]}, "dtypes[0]", '"float8"', "one of float8_e4m3, float16, bfloat16, tf32, float32, float64, int32"),
         ({"methods": ["magic"]}, "methods[0]", '"magic"', "one of numpy, naive"),
         ({"methods": []}, "methods", "[]", "a list with at least 1 item"),
         ({"methods": "every"}, "methods", '"every"', "one of default, all or a list"),

@@ -302,6 +302,7 @@ def test_quick_yaml_plans_the_ladder_at_4096_with_block_32_only(tmp_path):
     gpu = jobs["method"].map(lambda m: registry.get(m).on_gpu)
     assert counts["benchmark_cpu"] == (~gpu).sum() == 2
     assert counts.get("benchmark_gpu", 0) == gpu.sum()
+    assert "calibrate" not in counts and config["calibrate"] is False  # no ceilings: the report leaves them out
     runs = set(re.findall(r"results/runs/\S+\.json", out.stdout))
     assert runs and all("_m~4096_k~4096_n~4096" in r and re.search(r"block~(0|32)_", r) for r in runs)
 

@@ -65,7 +65,8 @@ def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
         if rate not in df:
             df[column] = np.nan
             continue
-        cublas = ok[ok["method"] == "cublas"].set_index(keys)[rate]
+        # The dtype's vendor line: cuBLAS, or cuBLASLt for FP8 (one per dtype, registry.vendor_methods).
+        cublas = ok[ok["method"].isin(registry.vendor_methods())].set_index(keys)[rate]
         values = pd.to_numeric(df[rate], errors="coerce").to_numpy(dtype=float)
         df[column] = 100 * values / pd.to_numeric(cublas.reindex(idx), errors="coerce").to_numpy(dtype=float)
     naive = ok[ok["method"] == "naive"]

@@ -171,7 +171,7 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
         top = pool[pool["size3"] == pool["size3"].max()]
         best = top.loc[top["gflops"].idxmax()]
         same_shape = (group["m"] == best["m"]) & (group["k"] == best["k"]) & (group["n"] == best["n"])
-        cublas = group[(group["method"] == "cublas") & same_shape]["gflops"]
+        cublas = group[group["method"].isin(registry.vendor_methods()) & same_shape]["gflops"]
         cublas_tf = cublas.max() / 1e3 if not cublas.empty else np.nan
         tf = best["gflops"] / 1e3
         sheet = datasheet_tflops(device, dtype) if best["kind"] == "gpu" else None

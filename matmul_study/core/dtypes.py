@@ -1,8 +1,8 @@
 """Element types: one record per config name, the single place that says what a dtype means.
 
 A record says how the inputs are stored (numpy, with ml_dtypes for bfloat16), which C++ types a kernel is
-instantiated with, what the output is, how the arithmetic is done (IEEE, tf32 tensor-core math, or exact
-integers), how close to the fp64 reference a result must be, how cuBLAS is asked for it, and where the dtype
+instantiated with, what the output is, how the arithmetic is done (IEEE, tf32 tensor-core math, exact
+integers, or 8-bit floats with per-tensor scales), how close to the fp64 reference a result must be, how cuBLAS is asked for it, and where the dtype
 sorts in tables and figures.
 """
 
@@ -25,7 +25,8 @@ class DType:
     c_accumulator: str
     c_output: str
     # "ieee": the storage type's own arithmetic; "tf32": fp32 storage, tensor cores round to 10 mantissa bits;
-    # "exact": integers, which must match the reference bit for bit.
+    # "exact": integers, which must match the reference bit for bit; "scaled": 8-bit floats, each operand with a
+    # per-tensor fp32 scale (its value is the stored value times the scale), applied to the fp32 result.
     math: str
     # Relative Frobenius error allowed against the fp64 reference of the same (already rounded) inputs.
     tolerance: float
@@ -38,11 +39,11 @@ class DType:
 
     @property
     def numpy(self) -> np.dtype:
-        """The inputs' numpy dtype (ml_dtypes' bfloat16 for bfloat16)."""
-        if self.storage == "bfloat16":
+        """The inputs' numpy dtype (ml_dtypes' types for bfloat16 and the 8-bit floats, which numpy lacks)."""
+        if self.storage in ML_DTYPES:
             import ml_dtypes
 
-            return np.dtype(ml_dtypes.bfloat16)
+            return np.dtype(getattr(ml_dtypes, self.storage))
         return np.dtype(self.storage)
 
     @property
@@ -55,12 +56,20 @@ class DType:
 
     @property
     def device_view(self) -> np.dtype:
-        """How the inputs travel to the GPU: bfloat16 as its raw 16 bits, which PyCUDA and CuPy both accept."""
-        return np.dtype(np.uint16) if self.storage == "bfloat16" else self.numpy
+        """How the inputs travel to the GPU: ml_dtypes' types as their raw bits (bfloat16 as uint16, the 8-bit floats
+        as uint8), which PyCUDA and CuPy both accept."""
+        if self.storage in ML_DTYPES:
+            return np.dtype(np.uint16) if self.itemsize == 2 else np.dtype(np.uint8)
+        return self.numpy
 
     @property
     def exact(self) -> bool:
         return self.math == "exact"
+
+    @property
+    def scaled(self) -> bool:
+        """Inputs that carry per-tensor scales (the 8-bit floats): see matmul_study.measure.inputs."""
+        return self.math == "scaled"
 
     def input_range(self, low: float, high: float) -> tuple[int, int]:
         """The closed integer range an exact dtype's inputs are drawn from, given the config's [low, high]."""
@@ -89,11 +98,20 @@ class DType:
 
 
 OUTPUT_STORAGE = {"float": "float32", "double": "float64", "int": "int32"}
+ML_DTYPES = ("bfloat16", "float8_e4m3fn")  # storage names that numpy takes from ml_dtypes
 INT32_MAX = 2**31 - 1
 
-# Display order is the order of this list: tensor-core floating-point types first, then the IEEE types, then
-# integers (int8 runs on the tensor cores too, but sorts with the exact types).
+# Display order is the order of this list: tensor-core floating-point types first (fewest bits first), then the
+# IEEE types, then integers (int8 runs on the tensor cores too, but sorts with the exact types).
 DTYPE_LIST = [
+    # FP8 e4m3 with per-tensor scales (Hopper's tensor cores, cuBLASLt): the inputs are drawn as fp32, scaled so
+    # that each tensor's largest magnitude lands on e4m3's largest finite value (448), and rounded to e4m3; the
+    # GEMM returns scale_a * scale_b * (A·B) in fp32. The result is checked against the fp64 product of the
+    # dequantized inputs (the stored e4m3 values times their scales), so the tolerance covers the GEMM alone (its
+    # fp32 accumulation: the tensor cores keep fewer bits while they add up k products, docs/tensor-cores.md); the
+    # quantization's own error is measured apart (inputs.Operands.quantization).
+    DType("float8_e4m3", "float8_e4m3fn", "__nv_fp8_e4m3", "float", "float", "scaled", 1e-2,
+          "fp8 e4m3 inputs with per-tensor fp32 scales, fp32 accumulation and output"),
     DType("float16", "float16", "__half", "float", "float", "ieee", 1e-3,
           "fp16 inputs, fp32 accumulation and output",
           ("CUDA_R_16F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F")),
@@ -132,8 +150,13 @@ def get(name: "str | DType") -> DType:
 
 
 def to_float64(x, dtype: DType, xp=np):
-    """fp64 copy of inputs as stored on the device or host (bfloat16 may arrive as its raw uint16 bits)."""
+    """fp64 copy of inputs as stored on the device or host (bfloat16 may arrive as its raw uint16 bits, the 8-bit
+    floats as their raw bytes). The values as stored: a scaled dtype's scales are not applied."""
     if dtype.storage == "bfloat16" and x.dtype == np.uint16:
         # bf16 is the top half of an fp32: shift the bits up and reinterpret.
         return (x.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+    if dtype.itemsize == 1 and dtype.storage in ML_DTYPES and x.dtype == np.uint8:
+        # 256 possible bytes: look each one up in the table of their values.
+        table = xp.asarray(np.arange(256, dtype=np.uint8).view(dtype.numpy).astype(np.float64))
+        return table[x]
     return x.astype(xp.float64)

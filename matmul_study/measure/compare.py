@@ -80,8 +80,11 @@ def make_case(method: str, variant: str | None, dtype: str, shape: str, block: i
     (variant,) = variants_of(method, [variant or "default"])
     if dtype not in m.dtypes:
         raise ValueError(f"{method} does not run {dtype!r}; its dtypes: {', '.join(m.dtypes)}")
-    if dtypes.get(dtype).cublas_types is None:
-        raise ValueError(f"cuBLAS has no GEMM for {dtype}, so {method} {dtype} has nothing to be compared with")
+    try:
+        registry.vendor_method(dtype)
+    except KeyError:
+        raise ValueError(f"no vendor library line runs {dtype}, so {method} {dtype} has nothing to be compared "
+                         "with") from None
     if m.block_axis and block < 1:
         raise ValueError(f"{method} takes a block size: pass --block (e.g. 16)")
     if m.block_axis and m.blocks is not None and block not in m.blocks:
@@ -132,12 +135,13 @@ class Result:
             return f"error: {self.error}"
         if not self.checks:
             return "not run"
-        worst = max(c.rel_fro_error for c in self.checks.values())
+        worst = max(c.rel_fro_error for name, c in self.checks.items() if name != "cublas")
         failed = [f"{name} {c.rel_fro_error:.1e} ({c.unwritten} unwritten)"
                   for name, c in self.checks.items() if not c.passed]
         if self.diagnostic:
             return f"diagnostic, rel {worst:.1e}"
-        return f"passed, rel {worst:.1e}" if not failed else "FAILED " + "; ".join(failed)
+        vendor = f" (vendor {self.checks['cublas'].rel_fro_error:.1e})" if "cublas" in self.checks else ""
+        return f"passed, rel {worst:.1e}{vendor}" if not failed else "FAILED " + "; ".join(failed)
 
     def row(self) -> dict:
         c = self.case
@@ -197,23 +201,23 @@ class Bench:
         if why:
             raise GpuUnavailable(why)
         gpu_job.ensure_fits(method, record, case.m, case.k, case.n)
-        a, b = inputs.generate(case.m, case.k, case.n, case.dtype, self.seed, DEFAULTS.low, DEFAULTS.high)
-        a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
+        operands = inputs.generate(case.m, case.k, case.n, case.dtype, self.seed, DEFAULTS.low, DEFAULTS.high)
         attribute = self.cuda.device_attribute
         problem = registry.Problem(case.m, case.n, case.k, case.block, record,
                                    self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
                                    self.device.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
-        outputs = {name: gpuarray.empty((case.m, case.n), record.output) for name in ("ours", "cublas")}
+        ours = gpu_job.upload(*operands, record, operands.scales)
+        # The vendor's line for the dtype (cuBLAS, or cuBLASLt for FP8) over the same inputs, into its own C.
+        vendor = launchers.DeviceBuffers(ours.a, ours.b, gpuarray.empty((case.m, case.n), record.output), ours.scales)
+        outputs = {"ours": ours.c, "cublas": vendor.c}
         launches = {
-            "ours": launchers.make(method, problem, launchers.DeviceBuffers(a_gpu, b_gpu, outputs["ours"]),
-                                   self.cubin(case), case.variant),
-            "cublas": launchers.make(registry.get("cublas"), problem,
-                                     launchers.DeviceBuffers(a_gpu, b_gpu, outputs["cublas"]), None)}
+            "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant),
+            "cublas": launchers.make(registry.get(registry.vendor_method(case.dtype)), problem, vendor, None)}
 
         def check(name: str) -> Verification:
             """Poisoned C, one launch, the fp64 reference on the device (cuBLAS DGEMM through CuPy)."""
             gpu_job.poisoned_launch(self.cuda, launches[name], outputs[name], record)
-            return gpu_job.verify_on_device(a_gpu, b_gpu, outputs[name], record)
+            return gpu_job.verify_on_device(ours.a, ours.b, outputs[name], record, operands.scale)
 
         return launches, check
 

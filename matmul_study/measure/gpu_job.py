@@ -37,12 +37,12 @@ class GpuRun:
     rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
 
 
-def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType) -> Verification:
-    """Full fp64 reference through cuBLAS DGEMM, compared on the device."""
+def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType, scale: float = 1.0) -> Verification:
+    """Full fp64 reference through cuBLAS DGEMM, compared on the device; `scale` as in verify_on_host."""
     import cupy
 
     a64 = dt.to_float64(cupy.asarray(a_gpu), dtype, cupy)
-    b64 = dt.to_float64(cupy.asarray(b_gpu), dtype, cupy)
+    b64 = dt.to_float64(cupy.asarray(b_gpu), dtype, cupy) * scale
     ref = a64 @ b64
     del a64, b64
     return compare(cupy.asarray(c_gpu), ref, dtype, "full", "cuBLAS DGEMM (CuPy)", xp=cupy)
@@ -99,16 +99,26 @@ def held_seconds(stream_hold: StreamHold, start, end, launch, launches: int) -> 
     return start.time_till(end) / 1e3
 
 
-def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
-        cubin: str | None, variant: str | None = None) -> GpuRun:
-    """Verify and time one GPU job; `variant` names the method's registered build that `cubin` holds (None: the
-    default build)."""
-    cuda = require_pycuda()
-    import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
+def upload(a: np.ndarray, b: np.ndarray, record: dt.DType, scales=None):
+    """The job's device buffers: A and B as stored (raw bits for ml_dtypes' types), C uninitialised, and a scaled
+    dtype's scales (float32 scale_a, scale_b; inputs.Operands.scales), else None."""
     import pycuda.gpuarray as gpuarray
 
-    from matmul_study.build import launchers
     from matmul_study.build.launchers import DeviceBuffers
+
+    a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
+    c_gpu = gpuarray.empty((a.shape[0], b.shape[1]), record.output)
+    scales_gpu = gpuarray.to_gpu(np.asarray(scales, np.float32)) if record.scaled else None
+    return DeviceBuffers(a_gpu, b_gpu, c_gpu, scales_gpu)
+
+
+def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
+        cubin: str | None, variant: str | None = None, scales=None) -> GpuRun:
+    """Verify and time one GPU job; `variant` names the method's registered build that `cubin` holds (None: the
+    default build); `scales`: a scaled dtype's (inputs.Operands.scales)."""
+    cuda = require_pycuda()
+    import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
+    from matmul_study.build import launchers
 
     record = dt.get(record)  # a record passes through; a name (bench/, tests) is resolved here
     m, k = a.shape
@@ -116,19 +126,20 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     device = pycuda.autoprimaryctx.device
     env = device_environment(cuda, device)
     device_reference = uses_device_reference(method, record, bool(env["cupy"]))
-    a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
-    c_gpu = gpuarray.empty((m, n), record.output)
+    buffers = upload(a, b, record, scales)
+    a_gpu, b_gpu, c_gpu = buffers.a, buffers.b, buffers.c
+    scale = float(np.prod(scales, dtype=np.float64)) if record.scaled else 1.0
     problem = Problem(m, n, k, block, record, env["sm_count"],
                       device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
-    launch = launchers.make(method, problem, DeviceBuffers(a_gpu, b_gpu, c_gpu), cubin, variant)
+    launch = launchers.make(method, problem, buffers, cubin, variant)
 
     full = m * k * n <= measurement.full_verify_max_flops
 
     def verified_run() -> Verification:
         poisoned_launch(cuda, launch, c_gpu, record)
         if device_reference:
-            return verify_on_device(a_gpu, b_gpu, c_gpu, record)
-        return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed)
+            return verify_on_device(a_gpu, b_gpu, c_gpu, record, scale)
+        return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed, scale)
 
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)

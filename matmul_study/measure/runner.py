@@ -85,7 +85,8 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
         from matmul_study.measure.gpu_job import ensure_fits
 
         ensure_fits(method, dtype, job.m, job.k, job.n)
-    a, b = inputs.generate(job.m, job.k, job.n, dtype, meas.seed, meas.low, meas.high)
+    operands = inputs.generate(job.m, job.k, job.n, dtype, meas.seed, meas.low, meas.high)
+    a, b = operands
     t_inputs = time.perf_counter()
 
     # The CPU job may be granted every core (so that nothing shares them); BLAS uses the configured threads.
@@ -108,7 +109,8 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     else:
         from matmul_study.measure import gpu_job as gpu
 
-        run = gpu.run(method, dtype, job.block, a, b, meas, cubin, variant=job.variant_record.name)
+        run = gpu.run(method, dtype, job.block, a, b, meas, cubin, variant=job.variant_record.name,
+                      scales=operands.scales)
         times, verifications, state, launches = run.times, run.verifications, run.state, run.launches_per_sample
         rates = run.rates
         env.update(run.env)
@@ -139,6 +141,8 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
         "cpu": rates.get("cpu", {}),
         # The worst of the checks (before and after timing) is the one reported.
         "verification": max((v.as_dict() for v in verifications), key=lambda v: (not v["passed"], v["rel_fro_error"])),
+        # A scaled dtype's inputs: their scales and the error that rounding them to 8 bits puts into the product.
+        "quantization": operands.quantization or {},
         "gpu": state,
         "env": env,
         "overhead": {"inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,

@@ -66,10 +66,11 @@ def sample_indices(size: int, count: int, rng: np.random.Generator) -> np.ndarra
 
 
 def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: dtypes.DType | str, full: bool, samples: int,
-                   seed: int) -> Verification:
-    """numpy fp64 reference: the whole product when `full`, else sampled rows and columns of it."""
+                   seed: int, scale: float = 1.0) -> Verification:
+    """numpy fp64 reference: the whole product when `full`, else sampled rows and columns of it. `scale`: a scaled
+    dtype's scale_a * scale_b (inputs.Operands.scale), by which the product of the stored values is multiplied."""
     record = dtypes.get(dtype)
-    a64, b64 = dtypes.to_float64(a, record), dtypes.to_float64(b, record)
+    a64, b64 = dtypes.to_float64(a, record), dtypes.to_float64(b, record) * scale
     if full:
         return compare(c, a64 @ b64, dtype, "full", "numpy float64")
     rng = np.random.default_rng(seed)

@@ -77,8 +77,8 @@ IMPORTED_CALIBRATIONS = sorted(str(p) for p in Path("results/imported").glob("*/
 
 
 def calibration_files():
-    """This run's ceilings (only when it has GPU jobs) plus imported ones."""
-    local = ["results/tables/calibration.csv"] if grid.gpu_methods(JOBS) else []
+    """This run's ceilings (only when it has GPU jobs and config `calibrate` is on) plus imported ones."""
+    local = ["results/tables/calibration.csv"] if grid.gpu_methods(JOBS) and config["calibrate"] else []
     return local + IMPORTED_CALIBRATIONS
 
 
