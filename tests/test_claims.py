@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from matmul_study.analysis import claims
-from matmul_study.analysis.claims import BLOCKS, FLOAT, GPU_CPU, TILED, WMMA, check_claims
+from matmul_study.analysis.claims import BLOCKS, FLOAT, FP8, GPU_CPU, INT8, TILED, WMMA, X3TF32, check_claims
 
 SIZES = (256, 512, 1024)
 
@@ -184,6 +184,39 @@ def test_claims_per_device_with_the_cpu_of_their_host():
     assert (a["median"], a["verdict"]) == (pytest.approx(2.0), "does not hold")
     assert (b["median"], b["verdict"]) == (pytest.approx(20.0), "does not hold")
     assert a["pairs"] == b["pairs"] == 3  # never paired across devices
+
+
+def test_fp8_and_int8_against_the_fastest_fp16_kernel_at_the_same_shape():
+    rows = []
+    for size, fp8 in zip(SIZES, (1200.0, 1500.0, 1800.0)):
+        rows += [
+            row("wgmma_warp_specialized", "float16", 0, size, 700.0),
+            row("cublas", "float16", 0, size, 750.0),  # the fastest fp16: every ratio divides by it
+            row("wgmma_fp8", "float8_e4m3", 0, size, fp8 - 100.0),
+            row("cublaslt", "float8_e4m3", 0, size, fp8),
+            row("wgmma_int8", "int8", 0, size, 3000.0),
+        ]
+    rows.append(row("wgmma_fp8", "float8_e4m3", 0, 2048, 5000.0))  # no fp16 at 2048: unpaired
+    wrong = row("wgmma_int8", "int8", 0, 512, 0.0, status="failed")
+    rows.append({**wrong, "gflops": 1e6})  # a failed job's rate (wrongly filled in) is never a ratio
+    table = check_claims(frame(*rows))
+    fp8 = claim_row(table, FP8)
+    assert fp8["pairs"] == 3 and fp8["median"] == pytest.approx(2.0) and fp8["verdict"] == "holds"
+    assert (fp8["min"], fp8["max"]) == pytest.approx((1.6, 2.4))
+    int8 = claim_row(table, INT8)
+    assert int8["pairs"] == 3 and int8["median"] == pytest.approx(4.0) and int8["verdict"] == "does not hold"
+    assert "1979" in FP8 and "989" in FP8
+
+
+@pytest.mark.parametrize("ratio, verdict", [(2.6, "holds"), (0.8, "does not hold")])
+def test_3xtf32_against_sgemm(ratio, verdict):
+    rows = []
+    for size in SIZES:
+        rows += [row("cublas", "float32", 0, size, 50.0), row("wgmma_3xtf32", "float32", 0, size, 50.0 * ratio),
+                 row("warptiled", "float32", 0, size, 500.0),  # not the 3xTF32 kernel: not counted
+                 row("cublas", "tf32", 0, size, 400.0)]  # tf32 is not the SGEMM it stands against
+    got = claim_row(check_claims(frame(*rows)), X3TF32)
+    assert got["pairs"] == 3 and got["median"] == pytest.approx(ratio) and got["verdict"] == verdict
 
 
 def test_nothing_measured():

@@ -228,7 +228,7 @@ def _check_figure(fig: Figure, name: str = "") -> None:
             assert ax.get_xscale() == "linear"
             continue
         assert ax.get_xscale() == "log"
-        if name != "devices":  # the devices figure's x axis is GFLOP/s (bars), not a size or an intensity
+        if name not in ("devices", "precision"):  # their x axis is a rate, not a size or an intensity
             assert ax.xaxis.get_transform().base == 2
     assert fig._suptitle is not None or any(ax.get_title() for ax in axes), "figure has no title"
 
@@ -262,7 +262,8 @@ def test_figure_has_legend_units_and_log2_axis(results, two_devices, calibration
 
 def test_figure_keys_and_captions():
     assert list(FIGURES) == [
-        "throughput", "speedup", "blocks", "float_vs_double", "verification_error", "roofline", "devices", "ladder"
+        "throughput", "speedup", "blocks", "float_vs_double", "verification_error", "roofline", "devices", "ladder",
+        "precision",
     ]
     for spec in FIGURES.values():
         assert len(spec.caption) > 40 and callable(spec.plot)
@@ -382,7 +383,7 @@ def test_figures_survive_older_results(results, calibration, name):
 def test_empty_figure_says_so(results):
     # numpy has no block axis, and a run of numpy alone has no naive kernel to compare with
     only_numpy = results[results["method"] == "numpy"].assign(speedup_over_naive=np.nan)
-    for name in ("blocks", "speedup", "roofline", "devices", "ladder"):
+    for name in ("blocks", "speedup", "roofline", "devices", "ladder", "precision"):
         fig = FIGURES[name].plot(only_numpy, make_calibration())
         try:
             _check_placeholder(fig)
@@ -516,13 +517,15 @@ def test_report_embeds_every_figure_and_caption(rendered):
     figs = _section(doc, "figures")
     for name, path in paths.items():
         uri = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
-        if name in report.SECTION_FIGURES:
+        if name == "devices":
             # with one device the comparison has nothing to show: a sentence instead of the figure
             assert uri not in doc
             assert str(escape(figures.ONE_DEVICE)) in figs
             continue
-        # The headline figures open the report, beside the answer table; the rest are under Figures.
-        where = _section(doc, "answer") if name in report.HEADLINE_FIGURES else figs
+        # The headline figures open the report, beside the answer table; a section's figure stands in its section;
+        # the rest are under Figures.
+        where = (_section(doc, "answer") if name in report.HEADLINE_FIGURES else
+                 _section(doc, name) if name in report.SECTION_FIGURES else figs)
         assert uri in where, f"figure {name} not embedded"
         assert str(escape(FIGURES[name].caption)) in where
     # self-contained: nothing fetched from elsewhere
@@ -560,10 +563,10 @@ def test_report_failed_section_says_none(results):
 def test_report_sections_in_order(rendered):
     doc, _ = rendered
     ids = re.findall(r'<section id="([^"]+)"', doc)
-    # The answer first (headline table, throughput and ladder figures, the ladder's steps, claims), the details
-    # next, and the configuration, environment and provenance as an appendix.
-    expected = ["summary", "answer", "why", "claims", "failed", "throttling", "measurement", "figures", "ceilings",
-                "tables"]
+    # The answer first (headline table, throughput and ladder figures, the ladder's steps, precision and speed,
+    # claims), the details next, and the configuration, environment and provenance as an appendix.
+    expected = ["summary", "answer", "why", "precision", "claims", "failed", "throttling", "measurement", "figures",
+                "ceilings", "tables"]
     assert ids[: len(expected)] == expected
     assert "devices" not in ids  # one GPU device
     assert ids[-5:] == ["pruned", "configuration", "environment", "provenance", "all-jobs"]
@@ -998,7 +1001,7 @@ def test_the_wide_figures_take_the_content_width_and_the_others_their_drawn_size
     style = doc[doc.index("<style>"):doc.index("</style>")]
     assert re.search(r"figure img \{[^}]*width: 100%", style)
     assert "max-height" not in style  # no figure is squeezed to a height
-    for name in ("throughput", "roofline", "ladder"):
+    for name in ("throughput", "roofline", "ladder", "precision"):
         tag = re.search(rf'<figure id="figure-{name}">.*?(<img [^>]*>)', doc, re.S).group(1)
         assert "max-width" not in tag, f"{name} should fill the content width"
     for name in ("speedup", "blocks", "verification_error"):

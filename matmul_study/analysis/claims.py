@@ -1,8 +1,9 @@
-"""The source study's claims, checked against the measured results.
+"""The source study's claims, checked against the measured results, and after them the datasheet's and 3xTF32's
+claims for the element types the study added (FP8, int8, fp32 on tf32 tensor cores).
 
 `check_claims` pairs verified jobs that differ in one thing only (the method, the element type or the block
 size) on the same GPU device and the same shape, and says whether the ratio of their GFLOP/s lies where the
-source study said it would. CPU jobs (numpy) belong to no GPU; they are the CPU side of a GPU device whose
+claim said it would. CPU jobs (numpy) belong to no GPU; they are the CPU side of a GPU device whose
 jobs ran on the same host (`env_host`), or of the only GPU device when there is one.
 """
 
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.ladder import DATASHEET_TFLOPS
 from matmul_study.analysis.result_devices import gpu_devices, passed_with_device
+from matmul_study.core import dtypes
 
 CLAIM_COLUMNS = ["device", "claim", "comparison", "pairs", "median", "min", "max", "verdict"]
 VERDICTS = ("holds", "partly holds", "does not hold", "not measured")
@@ -26,7 +29,14 @@ WMMA = "WMMA is 5–20× faster than tiled"
 FLOAT = "float is about 2× faster than double"
 BLOCKS = "32×32 blocks win for larger matrices and 16×16 for small ones"
 GPU_CPU = "The GPU is 10–50× faster than the CPU"
-CLAIMS = (TILED, WMMA, FLOAT, BLOCKS, GPU_CPU)
+# The datasheet's dense peaks on Hopper (H100/H200 SXM; analysis.ladder): FP8 and int8 at twice fp16's.
+_SHEET = DATASHEET_TFLOPS["H200"]
+FP8 = (f"FP8 runs at twice fp16's rate (datasheet: {_SHEET['float8_e4m3']:.0f} against "
+       f"{_SHEET['float16']:.0f} TF/s dense)")
+INT8 = (f"int8 runs at twice fp16's rate (datasheet: {_SHEET['int8']:.0f} TOPS against {_SHEET['float16']:.0f} "
+        "TF/s dense)")
+X3TF32 = "3xTF32 runs fp32 faster than SGEMM, at fp32's accuracy"
+CLAIMS = (TILED, WMMA, FLOAT, BLOCKS, GPU_CPU, FP8, INT8, X3TF32)
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,21 @@ def _gpu_over_cpu(ok: pd.DataFrame, methods: tuple[str, ...], what: str) -> Rati
                   r, (10, 50))
 
 
+def _over_fp16(ok: pd.DataFrame, dtype: str, claim: str) -> Ratios:
+    fastest = ok.groupby(["dtype", "shape"], as_index=False)["gflops"].max()
+    r = _ratio(fastest[fastest["dtype"] == dtype], fastest[fastest["dtype"] == "float16"], ["shape"])
+    return Ratios(claim, f"the fastest verified {dtype} kernel (ours or the vendor's) over the fastest float16 one "
+                  "at the same shape, operations per second; 'twice' read as 1.6–2.5×", r, (1.6, 2.5))
+
+
+def _3xtf32_over_sgemm(ok: pd.DataFrame) -> Ratios:
+    fp32 = ok[ok["dtype"] == "float32"]
+    r = _ratio(_cols(fp32[fp32["method"] == "wgmma_3xtf32"], ["shape"]), _cols(fp32[fp32["method"] == "cublas"],
+                                                                              ["shape"]), ["shape"])
+    return Ratios(X3TF32, "wgmma_3xtf32 GFLOP/s over cuBLAS SGEMM at the same shape, both verified against float32's "
+                  f"tolerance ({dtypes.get('float32').tolerance:g}); 'faster' read as above 1×", r, (1, np.inf))
+
+
 def verdict(ratios: np.ndarray, low: float, high: float) -> str:
     """holds: the median lies in [low, high]; partly: [min, max] overlaps it; else does not hold."""
     ratios = ratios[np.isfinite(ratios)]
@@ -167,6 +192,9 @@ def check_claims(results: pd.DataFrame) -> pd.DataFrame:
             _blocks(d),
             _gpu_over_cpu(d, CLASSIC_GPU_METHODS, "classic"),
             _gpu_over_cpu(d, ("cublas",), "cublas"),
+            _over_fp16(d, "float8_e4m3", FP8),
+            _over_fp16(d, "int8", INT8),
+            _3xtf32_over_sgemm(d),
         ):
             rows.append(_row(device, r))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

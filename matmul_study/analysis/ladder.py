@@ -1,5 +1,5 @@
-"""The ladder: each rung's rate at the largest shape, against cuBLAS measured in the same run and the datasheet
-(the table; figures.plot_ladder draws it, analysis.why explains its steps).
+"""The ladder: each rung's rate at the largest shape, against the vendor line measured in the same run (cuBLAS;
+cuBLASLt for FP8) and the datasheet (the table; figures.plot_ladder draws it, analysis.why explains its steps).
 
 The datasheet peaks are the vendor's dense rates for the SXM boards, leads only (the measured cuBLAS line is the
 one a ratio divides by). A device the table does not know simply has no datasheet line.
@@ -15,9 +15,13 @@ from matmul_study.core import registry
 # Dense TFLOP/s by the vendor's datasheet (H100 and H200 SXM share the chip): per dtype of the study. fp64 is the
 # tensor-core (DMMA) rate; plain fp64 FMA runs at half of it.
 DATASHEET_TFLOPS = {
-    "H200": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9},
-    "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9},
+    "H200": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9,
+             "float8_e4m3": 1978.9},
+    "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9,
+             "float8_e4m3": 1978.9},
 }
+# The vendor libraries as the figures and the report name them.
+VENDOR_NAMES = {"cublas": "cuBLAS", "cublaslt": "cuBLASLt"}
 
 MODEL_COLUMNS = ("model_flops_issued", "model_bytes_read", "model_bytes_written", "model_intensity")
 COLUMNS = ["device", "dtype", "shape", "method", "label", "block", "tflops", "vs_cublas", "datasheet_tflops",
@@ -29,6 +33,32 @@ def datasheet_tflops(device_name: str, dtype: str) -> float | None:
         if model in str(device_name):
             return peaks.get(dtype)
     return None
+
+
+def vendor_line(dtype: str) -> str | None:
+    """The method every kernel of `dtype` is measured against (cuBLAS; cuBLASLt for FP8): the registry's vendor
+    line, None where no vendor library runs the dtype (int32)."""
+    try:
+        return registry.vendor_method(dtype)
+    except KeyError:
+        return None
+
+
+def verified_gpu_rates(results: pd.DataFrame) -> pd.DataFrame:
+    """The verified GPU jobs with a positive, finite rate (`gflops` as a number) and their `device` (the GPU's
+    name, '' where not recorded). A job is on the GPU by its recorded device kind, else by its method."""
+    if results.empty or "gflops" not in results or "status" not in results:
+        return results.iloc[0:0].assign(device=pd.Series(dtype=object))
+    gf = pd.to_numeric(results["gflops"], errors="coerce")
+    keep = (results["status"] == "passed") & np.isfinite(gf) & (gf > 0)
+    if "env_device_kind" in results:
+        keep &= results["env_device_kind"] == "gpu"
+    else:
+        keep &= results["method"].map(lambda m: m in registry.METHODS and registry.get(m).on_gpu)
+    ok = results[keep].copy()  # one block per column type: the wide results table, new columns cheap
+    ok["gflops"] = gf[keep]
+    ok["device"] = ok["env_device_name"].fillna("").astype(str) if "env_device_name" in ok else ""
+    return ok
 
 
 def _number(value) -> float:
@@ -58,22 +88,15 @@ def _modelled(row: pd.Series) -> tuple[float, float, float]:
 
 def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per (device, dtype): every verified GPU method's best burst rate at the dtype's largest shape, in ladder
-    order, with its ratio to cuBLAS at that shape, the datasheet peak, and the analytic model's work, global-memory
-    traffic and intensity of the job (the block size) that ran fastest."""
-    if results.empty or "gflops" not in results or "status" not in results:
-        return pd.DataFrame(columns=COLUMNS)
-    gf = pd.to_numeric(results["gflops"], errors="coerce")
-    ok = results[(results["status"] == "passed") & np.isfinite(gf) & (gf > 0)].assign(gflops=gf)
-    if "env_device_kind" in ok:
-        ok = ok[ok["env_device_kind"] == "gpu"]
-    else:
-        ok = ok[ok["method"].map(lambda m: m in registry.METHODS and registry.get(m).on_gpu)]
+    order, with its ratio to the vendor line at that shape (vs_cublas: cuBLAS, cuBLASLt for FP8), the datasheet
+    peak, and the analytic model's work, global-memory traffic and intensity of the job (the block size) that ran
+    fastest."""
+    ok = verified_gpu_rates(results)
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
-    device = ok["env_device_name"] if "env_device_name" in ok else pd.Series("", index=ok.index)
-    ok = ok[[c for c in ("method", "label", "block", "dtype", "m", "k", "n", "shape", "gflops") + MODEL_COLUMNS
-             if c in ok]].copy()
-    ok = ok.assign(device=device.fillna(""), size3=ok["m"].astype(float) * ok["k"] * ok["n"]).reset_index(drop=True)
+    ok = ok[[c for c in ("device", "method", "label", "block", "dtype", "m", "k", "n", "shape", "gflops")
+             + MODEL_COLUMNS if c in ok]].copy()
+    ok = ok.assign(size3=ok["m"].astype(float) * ok["k"] * ok["n"]).reset_index(drop=True)
     if "label" not in ok:
         ok = ok.assign(label=ok["method"])
     if "block" not in ok:
@@ -83,7 +106,7 @@ def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
     for (dev, dtype), group in ok.groupby(["device", "dtype"], sort=False):
         top = group[group["size3"] == group["size3"].max()]
         best = top.loc[top.groupby("method")["gflops"].idxmax()]
-        cublas = best.loc[best["method"] == "cublas", "gflops"]
+        cublas = best.loc[best["method"] == vendor_line(dtype), "gflops"]
         cublas = cublas.iloc[0] if not cublas.empty else None
         for _, row in best.sort_values("method", key=lambda s: s.map(lambda n: order.get(n, len(order)))).iterrows():
             issued, traffic, intensity = _modelled(row)

@@ -27,7 +27,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from matmul_study.core import dtypes, registry  # noqa: E402
-from matmul_study.analysis.ladder import datasheet_tflops, ladder_table  # noqa: E402
+from matmul_study.analysis.ladder import VENDOR_NAMES, datasheet_tflops, ladder_table, vendor_line  # noqa: E402
+from matmul_study.analysis.precision import precision_table  # noqa: E402
 from matmul_study.analysis.result_devices import device_kind, device_name, devices_long, gpu_devices, with_device  # noqa: E402
 
 SIZE_LABEL = "matrix size (∛(m·k·n), log2 scale)"
@@ -88,6 +89,23 @@ def _method_palette(methods) -> dict:
     for m in methods:
         if m in REFERENCE_METHODS:
             palette[m] = REFERENCE_COLORS.get(m, "grey")
+    return palette
+
+
+# One colour per element type wherever a figure colours by it (colour-blind-safe; grey and yellow left out): fp32
+# and fp64 blue and vermillion, tf32 the light blue of its fp32 storage, the 16- and 8-bit types apart from both.
+DTYPE_COLOURS = {"float32": 0, "float64": 3, "tf32": 9, "float16": 2, "bfloat16": 4, "float8_e4m3": 1, "int8": 5,
+                 "int32": 6}
+# Short names where a label has little room (the precision figure's datasheet lines).
+DTYPE_SHORT = {"float8_e4m3": "fp8", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+
+
+def _dtype_palette(names) -> dict:
+    """DTYPE_COLOURS for the dtypes it knows; the others hues of their own (husl)."""
+    base = sns.color_palette("colorblind", 10)
+    unknown = [d for d in names if d not in DTYPE_COLOURS]
+    palette = {d: base[DTYPE_COLOURS[d]] for d in names if d in DTYPE_COLOURS}
+    palette.update(zip(unknown, sns.color_palette("husl", len(unknown)) if unknown else []))
     return palette
 
 
@@ -225,19 +243,27 @@ def _finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plai
         ax.tick_params(which="both", labelbottom=True, labelleft=True)
     grid.figure.suptitle(title, fontweight="bold")
     grid.figure.tight_layout(w_pad=2.0)
-    legend = grid.legend
     if handles:
-        legend = grid.figure.legend(handles=handles, loc="center right", frameon=False)
-        for text, handle in zip(legend.get_texts(), handles):
-            if handle.get_color() == "none":  # a section title
-                text.set_fontweight("bold")
-    if legend is not None:
-        # tight_layout ignores the figure legend; leave room for it on the right
-        grid.figure.canvas.draw()
-        width = legend.get_window_extent().width / grid.figure.dpi
-        fig_w = grid.figure.get_figwidth()
-        grid.figure.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig_w))
+        _side_legend(grid.figure, handles)
+    elif grid.legend is not None:
+        _make_room(grid.figure, grid.legend)
     return grid.figure
+
+
+def _side_legend(fig: Figure, handles: list) -> None:
+    """The figure's legend right of the panels; a handle with colour "none" is a section title, set in bold."""
+    legend = fig.legend(handles=handles, loc="center right", frameon=False)
+    for text, handle in zip(legend.get_texts(), handles):
+        if handle.get_color() == "none":
+            text.set_fontweight("bold")
+    _make_room(fig, legend)
+
+
+def _make_room(fig: Figure, legend) -> None:
+    """tight_layout ignores a figure legend: narrow the panels so that the legend right of them fits."""
+    fig.canvas.draw()
+    width = legend.get_window_extent().width / fig.dpi
+    fig.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig.get_figwidth()))
 
 
 def _empty_figure(title: str, message: str = NO_DATA) -> Figure:
@@ -471,7 +497,7 @@ def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Fi
         row_order=[d for d in devices if d in set(best["device"])] if devices else None,
         hue="dtype",
         hue_order=["float32", "float64"],
-        palette={"float32": sns.color_palette("colorblind")[0], "float64": sns.color_palette("colorblind")[3]},
+        palette=_dtype_palette(["float32", "float64"]),
         style="dtype",
         markers={"float32": "o", "float64": "s"},
         dashes=False,
@@ -706,13 +732,7 @@ def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
         handles.append(Line2D([], [], color="grey", linestyle=":", label="ridge point"))
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
-    legend = fig.legend(handles=handles, loc="center right", frameon=False)
-    for text, handle in zip(legend.get_texts(), handles):
-        if handle.get_color() == "none":
-            text.set_fontweight("bold")
-    fig.canvas.draw()
-    width = legend.get_window_extent().width / fig.dpi
-    fig.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig.get_figwidth()))
+    _side_legend(fig, handles)
     for (device, dtype), ax in panel_of.items():
         memory = ceilings.get((device, "memory"))
         if memory:
@@ -772,10 +792,15 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     fig.tight_layout(h_pad=1.5)
     legend = fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[d]) for d in devices], labels=devices,
                         title="device", loc="center right", frameon=False)
-    fig.canvas.draw()
-    width = legend.get_window_extent().width / fig.dpi
-    fig.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig.get_figwidth()))
+    _make_room(fig, legend)
     return fig
+
+
+def _vendor_names(table: pd.DataFrame) -> str:
+    """The vendor libraries among the rows of `table` (columns dtype and method), as named in text: "cuBLAS",
+    "cuBLAS, cuBLASLt"; cuBLAS where none is."""
+    vendor = table["method"] == table["dtype"].map(vendor_line)
+    return ", ".join(VENDOR_NAMES.get(m, m) for m in dict.fromkeys(table.loc[vendor, "method"])) or "cuBLAS"
 
 
 def _shape_title(shape: str) -> str:
@@ -784,10 +809,11 @@ def _shape_title(shape: str) -> str:
 
 
 def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
-    """TF/s per rung at the largest shape, one panel per dtype (two panels a row): bars in ladder order, cuBLAS as
-    a dashed line and the datasheet peak as a dotted one, each named at the panel's top edge beside its line (the
-    lower value to the left of its line, the higher to the right, so the two never overlap). Each rung's rate and
-    its ratio to cuBLAS stand in a column right of the panel, clear of the bars and the lines."""
+    """TF/s per rung at the largest shape, one panel per dtype (two panels a row): bars in ladder order, the vendor
+    line (cuBLAS; cuBLASLt for FP8) as a dashed line and the datasheet peak as a dotted one, each named at the
+    panel's top edge beside its line (the lower value to the left of its line, the higher to the right, so the two
+    never overlap). Each rung's rate and its ratio to the vendor line stand in a column right of the panel, clear
+    of the bars and the lines."""
     title = "The ladder: each rung at the largest shape"
     table = ladder_table(results)
     if table.empty:
@@ -797,7 +823,7 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
     cols = min(2, len(panels))
     rows = -(-len(panels) // cols)
     # a row of panels as tall as its longest ladder, and one bar thickness everywhere
-    n_rungs = [max(int((part["method"] != "cublas").sum()), 2) for _, part in panels]
+    n_rungs = [max(int((part["method"] != vendor_line(dtype)).sum()), 2) for (_, dtype), part in panels]
     per_row = [max(n_rungs[r * cols:(r + 1) * cols]) for r in range(rows)]
     fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, sum(0.3 * n + 1.5 for n in per_row) + 0.9),
                              squeeze=False, gridspec_kw={"height_ratios": [0.3 * n + 1.5 for n in per_row]})
@@ -805,7 +831,8 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
     several = table["device"].nunique() > 1
     for i, (ax, ((device, dtype), part)) in enumerate(zip(axes.flat, panels)):
         most = per_row[i // cols]
-        rungs = part[part["method"] != "cublas"]
+        vendor = vendor_line(dtype)
+        rungs = part[part["method"] != vendor]
         ys = np.arange(len(rungs))
         ax.barh(ys, rungs["tflops"], color=[palette[m] for m in rungs["method"]], height=0.7)
         ax.set_yticks(ys, rungs["label"])
@@ -815,10 +842,10 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
             ax.annotate(label, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(6, 0),
                         textcoords="offset points", va="center", ha="left", fontsize=8, annotation_clip=False)
         lines = []
-        cublas = part[part["method"] == "cublas"]["tflops"]
+        cublas = part[part["method"] == vendor]["tflops"]
         if not cublas.empty:
             ax.axvline(cublas.iloc[0], color="dimgrey", linestyle="--", linewidth=1.2)
-            lines.append((cublas.iloc[0], f"cuBLAS {cublas.iloc[0]:.3g}", "dimgrey"))
+            lines.append((cublas.iloc[0], f"{VENDOR_NAMES.get(vendor, vendor)} {cublas.iloc[0]:.3g}", "dimgrey"))
         peak = part["datasheet_tflops"].iloc[0]
         if peak is not None and np.isfinite(peak):
             ax.axvline(peak, color="black", linestyle=":", linewidth=1.4)
@@ -840,13 +867,120 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
         ax.grid(True, axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    handles = [Line2D([], [], color="dimgrey", linestyle="--", label="cuBLAS, measured in the same run")]
+    handles = [Line2D([], [], color="dimgrey", linestyle="--",
+                      label=f"{_vendor_names(table)}, measured in the same run")]
     if table["datasheet_tflops"].notna().any():
         handles.append(Line2D([], [], color="black", linestyle=":", linewidth=1.4,
                               label="datasheet dense peak (vendor)"))
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout(h_pad=1.6, w_pad=2.0, rect=(0, 0.6 / fig.get_figheight(), 1, 1))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
+    return fig
+
+
+def _datasheet_lines(ax, device: str, names: list, palette: dict) -> bool:
+    """Each dtype's datasheet dense peak on `device` as a vertical dotted line in the dtype's colour; dtypes that
+    share a peak (fp16 and bf16, fp8 and int8) share one line whose dots take their colours in turn. Each line is
+    named ("fp16/bf16 989") upright beside it at the top. Returns whether any was drawn."""
+    peaks: dict[float, list] = {}
+    for name in names:
+        sheet = datasheet_tflops(device, name)
+        if sheet:
+            peaks.setdefault(sheet, []).append(name)
+    for value, sharing in peaks.items():
+        n = len(sharing)
+        for i, name in enumerate(sharing):
+            # dots 2 long, 2 apart: line i starts its dash in slot i of n, so the colours alternate
+            ax.axvline(value, color=palette[name], linewidth=1.5, zorder=1, linestyle=((4 * n - 4 * i) % (4 * n),
+                                                                                      (2, 4 * n - 2)))
+        ax.annotate("/".join(DTYPE_SHORT.get(d, d) for d in sharing) + f" {value:.0f}", xy=(value, 1),
+                    xycoords=("data", "axes fraction"), xytext=(3, -4), textcoords="offset points", rotation=90,
+                    ha="left", va="top", fontsize=8, color=palette[sharing[0]])
+    return bool(peaks)
+
+
+@_themed
+def plot_precision(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
+    """Relative error against TF/s, one point per (dtype, kernel) at the dtype's largest square shape (the fastest
+    verified kernel of ours and the vendor line, analysis.precision), one panel per GPU device; the datasheet
+    peaks as dotted lines, exact results on a floor, FP8's quantization error above its GEMM's."""
+    title = "What precision costs: throughput against error"
+    table = precision_table(results)
+    table = table[np.isfinite(table["rel_error"].astype(float))]
+    if table.empty:
+        return _empty_figure(title, "Precision and speed is not drawn: no verified GPU job with a recorded error in "
+                                    "these results.")
+    names = _ordered(table["dtype"], dtype_order())
+    palette = _dtype_palette(names)
+    quant = table["quantization_rel_error"].astype(float)
+    quant = quant.where(np.isfinite(quant) & (quant > 0))
+    positive = pd.concat([table["rel_error"], quant]).astype(float)
+    positive = positive[positive > 0]
+    floor = positive.min() / 10 if not positive.empty else 1e-16
+    table = table.assign(y=table["rel_error"].astype(float).clip(lower=floor), quant=quant)
+    devices = list(dict.fromkeys(table["device"]))
+    fig, axes = plt.subplots(len(devices), 1, figsize=(11, 5.2 * len(devices)), squeeze=False, sharex=True)
+    roofs = False
+    for ax, device in zip(axes[:, 0], devices):
+        part = table[table["device"] == device]
+        for vendor, marker, size in ((True, "s", 120), (False, "o", 60)):
+            pts = part[part["vendor"] == vendor]
+            colours = [palette[d] for d in pts["dtype"]]
+            # the vendor hollow and larger, so that ours at the same place reads as a dot inside its square
+            ax.scatter(pts["tflops"], pts["y"], marker=marker, s=size, zorder=3 if vendor else 4,
+                       facecolors="none" if vendor else colours, edgecolors=colours if vendor else "white",
+                       linewidths=1.8 if vendor else 0.6)
+        fp8 = part[part["quant"].notna()]
+        if not fp8.empty:
+            colours = [palette[d] for d in fp8["dtype"]]
+            ax.vlines(fp8["tflops"], fp8["y"], fp8["quant"], colors=colours, linewidth=1, alpha=0.6, zorder=2)
+            ax.scatter(fp8["tflops"], fp8["quant"], marker="D", s=45, facecolors="none", edgecolors=colours,
+                       linewidths=1.4, zorder=3)
+        roofs = _datasheet_lines(ax, device, names, palette) or roofs
+        if (part["y"] <= floor).any():
+            ax.axhline(floor, color="grey", linestyle=":", linewidth=0.8, zorder=0)
+            ax.annotate("exact (error 0)", xy=(0.01, floor), xycoords=("axes fraction", "data"), xytext=(0, 4),
+                        textcoords="offset points", color="dimgrey", fontsize=8)
+        ax.set_title(device)
+    top = max(positive.max() if not positive.empty else floor, floor * 10)
+    sheets = [datasheet_tflops(d, n) or 0 for d in devices for n in names]
+    for ax in axes[:, 0]:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(_PlainLogFormatter())
+        ax.xaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(3, 1)))
+        _log_y(ax, plain=False)
+        # a quarter of the height free above the highest point, for the datasheet lines' names
+        ax.set_ylim(floor / 3, top * (top / (floor / 3)) ** (1 / 3))
+        ax.set_xlim(table["tflops"].min() / 2, max(table["tflops"].max(), *sheets) * 1.8)
+        ax.grid(True, which="major", alpha=0.4)
+        ax.set_xlabel("throughput (TF/s, burst, verified; log scale)")
+        ax.set_ylabel(ERROR_LABEL)
+        ax.tick_params(labelbottom=True)
+    shapes = table.groupby("dtype")["shape"].agg(lambda s: set(s))
+    handles = [Line2D([], [], color="none", label="element type (shape)")]
+    handles += [Line2D([], [], color=palette[d], marker="o", linestyle="",
+                       label=f"{d}, {_shape_title(next(iter(shapes[d])))}" if len(shapes[d]) == 1 else d)
+                for d in names]
+    handles.append(Line2D([], [], color="none", label="kernel"))
+    if (~table["vendor"].astype(bool)).any():
+        handles.append(Line2D([], [], color="dimgrey", marker="o", linestyle="", label="ours (fastest verified)"))
+    if table["vendor"].any():
+        handles.append(Line2D([], [], color="dimgrey", marker="s", markerfacecolor="none", markersize=8,
+                              markeredgewidth=1.8, linestyle="", label=f"vendor ({_vendor_names(table)})"))
+    lines = []
+    if quant.notna().any():
+        lines.append(Line2D([], [], color="dimgrey", marker="D", markerfacecolor="none", linewidth=1,
+                            label="quantizing fp32 inputs\n(measured apart)"))
+    if roofs:
+        lines.append(Line2D([], [], color="dimgrey", linestyle=(0, (2, 2)), linewidth=1.5,
+                            label="datasheet dense peak"))
+    if (table["y"] <= floor).any():
+        lines.append(Line2D([], [], color="grey", linestyle=":", linewidth=0.8, label="exact (error 0)"))
+    if lines:
+        handles += [Line2D([], [], color="none", label="also drawn"), *lines]
+    fig.suptitle(title, fontweight="bold")
+    fig.tight_layout()
+    _side_legend(fig, handles)
     return fig
 
 
@@ -928,6 +1062,21 @@ FIGURES: dict[str, FigureSpec] = {
             "devices). The section \"Why each rung is faster\" gives each step's technique and modelled traffic.",
             _themed(plot_ladder),
         ),
+        FigureSpec(
+            "precision",
+            "Precision and speed",
+            "What each element type buys in speed and costs in accuracy: per element type at its largest square "
+            "shape (in the legend), the burst rate (TF/s, verified jobs only) against the relative Frobenius error "
+            "against the fp64 reference, both on log scales. Colour is the element type; a dot is the fastest "
+            "kernel of ours, a hollow square the vendor library (cuBLAS; cuBLASLt for float8_e4m3). The dotted "
+            "vertical lines are the datasheet's dense peaks (H100/H200 SXM), in the colours of the element types "
+            "that share them. The error is the GEMM's own, against the fp64 product of the inputs as the element "
+            "type stores them, except tf32's: its tensor cores round fp32 inputs, so that rounding is in it. "
+            "Rounding fp32 data to fp16 or bf16 beforehand is not in their errors; for float8_e4m3 the hollow "
+            "diamond above the point is that cost, the error of quantizing fp32 inputs to e4m3 (measured apart). "
+            "Results with error 0 (int8 is exact) sit on the dotted floor.",
+            plot_precision,
+        ),
     ]
 }
 
@@ -983,6 +1132,8 @@ def left_out(jobs: pd.DataFrame, gpu_sources: int | None = None) -> dict[str, st
                          "jobs.")
         out["roofline"] = ("Roofline is not drawn: it places GPU kernels under the GPU's calibrated ceilings, and "
                            "this run has no GPU jobs.")
+        out["precision"] = ("Precision and speed is not drawn: it sets GPU kernels' rates against their errors, and "
+                            "this run has no GPU jobs.")
     if (gpu_sources if gpu_sources is not None else int(gpu)) < 2:
         out["devices"] = ("Devices compared is not drawn: it needs GPU results from two devices (import another "
                           "machine's results into results/imported/<name>/).")

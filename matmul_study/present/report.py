@@ -28,7 +28,7 @@ from markupsafe import Markup, escape
 from matmul_study.analysis import collate
 
 from matmul_study.core import registry
-from matmul_study.analysis import regret, why
+from matmul_study.analysis import precision, regret, why
 from matmul_study.analysis.claims import check_claims
 from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
 from matmul_study.analysis.result_devices import device_kind, device_labels, devices_table, gpu_devices
@@ -115,12 +115,12 @@ TIMING_MODES = {
 }
 
 # Figures shown in their own section rather than among the others.
-SECTION_FIGURES = ("devices",)
+SECTION_FIGURES = ("devices", "precision")
 # Shown first, with the headline table: the answer before the details.
 HEADLINE_FIGURES = ("ladder", "throughput")
 # Drawn landscape for the report's full content width (about 1170 px); the others are shown at most at
 # CSS_PX_PER_INCH per inch of their drawing, so a one-panel figure does not blow up to the page's width.
-FULL_WIDTH_FIGURES = ("ladder", "throughput", "roofline")
+FULL_WIDTH_FIGURES = ("ladder", "throughput", "roofline", "precision")
 CSS_PX_PER_INCH = 110
 SAVED_DPI = 150  # figures.save_figure's dpi
 
@@ -633,6 +633,12 @@ def _shape_text(m: int, k: int, n: int) -> str:
     return f"{m}³" if m == k == n else f"{m}×{k}×{n}"
 
 
+def _shape_words(shape: str) -> str:
+    """A shape column's "8192x8192x8192" as the text writes it (8192³)."""
+    parts = str(shape).split("x")
+    return _shape_text(*(int(x) for x in parts)) if len(parts) == 3 and all(x.isdigit() for x in parts) else str(shape)
+
+
 def _tf(x: float) -> str:
     """Three significant digits, never an exponent (4398, 138, 7.98, 0.125)."""
     if not np.isfinite(x):
@@ -770,6 +776,75 @@ def _headline(results: pd.DataFrame) -> dict | None:
         notes.append(f"The — under {' and '.join(blank)}: {'; '.join(why_blank[c] for c in blank)}.")
     return {"table": _html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None,
             "sentences": _headline_sentences(results)}
+
+
+def _error(x: float) -> str:
+    """A relative error in one format down a column (9.6e-06, 3.1e-04); 0 is exact."""
+    if not np.isfinite(x):
+        return ""
+    return "0 (exact)" if x == 0 else f"{x:.1e}"
+
+
+def _times(x: float) -> str:
+    """A ratio as a factor: 1.62×, 190×; from 1000 up in powers of ten (5.2×10⁸), which a reader compares at a
+    glance."""
+    if x < 1000:
+        return f"{_tf(x)}×"
+    exponent = int(math.floor(math.log10(x)))
+    mantissa = float(f"{x / 10 ** exponent:.2g}")
+    if mantissa >= 10:  # 9.96 rounds up to the next power
+        mantissa, exponent = mantissa / 10, exponent + 1
+    return f"{mantissa:g}×10{str(exponent).translate(str.maketrans('0123456789', '⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
+
+
+def _precision_sentence(row: pd.Series) -> str:
+    """One comparison of analysis.precision.comparisons in words: the rates, the errors, FP8's quantization."""
+    a, b = row["dtype"], row["against"]
+    shapes = ("" if row["shape"] == row["against_shape"] else
+              f", at {_shape_words(row['shape'])} and {_shape_words(row['against_shape'])}")
+    text = (f"{a} runs at {_times(row['rate_ratio'])} the rate of {b} ({_tf(row['tflops'])} against "
+            f"{_tf(row['against_tflops'])} TF/s, {row['method']} against {row['against_method']}{shapes})")
+    mine, theirs = row["rel_error"], row["against_rel_error"]
+    if np.isfinite(row["error_ratio"]) and mine > 0:
+        text += f" at {_times(row['error_ratio'])} its error ({_error(mine)} against {_error(theirs)})"
+    elif mine == 0 and theirs > 0:
+        text += f" and exactly (error 0, against {_error(theirs)})"
+    elif mine > 0 and theirs == 0:
+        text += f" at an error of {_error(mine)}, where {b} matched the reference exactly"
+    elif mine == 0 and theirs == 0:
+        text += "; both are exact"
+    quantized = row["quantization_rel_error"]
+    if np.isfinite(quantized):
+        text += f"; quantizing fp32 inputs to {a} costs an error of {_error(quantized)} of its own"
+    return text + "."
+
+
+def _precision(results: pd.DataFrame, figures: list[dict]) -> dict | None:
+    """Precision and speed (analysis.precision): per element type at its largest square shape, the fastest
+    verified kernel of ours and the vendor line with their rates and errors, the figure, and a sentence per
+    comparison of an element type with the more precise one it stands in for. None without a verified GPU job."""
+    table = precision.precision_table(results)
+    if table.empty:
+        return None
+    several = table["device"].nunique() > 1
+    shown = pd.DataFrame({
+        **({"device": table["device"]} if several else {}),
+        "element type": table["dtype"],
+        "shape": [_shape_words(s) for s in table["shape"]],
+        "kernel": [f"{label} (vendor)" if vendor else label for label, vendor in zip(table["label"], table["vendor"])],
+        "TF/s": [_tf(x) for x in table["tflops"]],
+        "× vendor": ["—" if vendor or not np.isfinite(r) else f"{r:.2f}"
+                     for r, vendor in zip(table["vs_vendor"], table["vendor"])],
+        "rel. error": [_error(x) for x in table["rel_error"]],
+        "vendor's rel. error": ["—" if vendor else _error(x) for x, vendor in zip(table["vendor_rel_error"],
+                                                                                 table["vendor"])],
+        "quantization error": [_error(x) for x in table["quantization_rel_error"]],
+    })
+    if not np.isfinite(table["quantization_rel_error"].astype(float)).any():
+        shown = shown.drop(columns="quantization error")
+    sentences = [(f"On {row['device']}: " if several else "") + _precision_sentence(row)
+                 for _, row in precision.comparisons(table).iterrows()]
+    return {"table": _html_table(shown), "sentences": sentences, "figures": figures}
 
 
 def _why(results: pd.DataFrame) -> dict | None:
@@ -1013,7 +1088,8 @@ def render_report(
         measurement=_measurement(results, config),
         claims=_claims(fastest),
         ceilings=_ceilings(calibration),
-        devices=_devices(fastest, [f for f in all_figures if f["name"] in SECTION_FIGURES]),
+        devices=_devices(fastest, [f for f in all_figures if f["name"] == "devices"]),
+        precision=_precision(fastest, [f for f in all_figures if f["name"] == "precision"]),
         tables=[
             {"title": TABLE_TITLES.get(key, str(key).replace("_", " ").capitalize()), "html": _html_table(df)}
             for key, df in (tables or {}).items()
