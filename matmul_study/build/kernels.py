@@ -67,13 +67,19 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
     else:
         params = f"const {d.c_input}* __restrict__ A, const {d.c_input}* __restrict__ B"
         operands = "A, B"
-    # A build with a workspace (registry.Variant.workspace) takes its pointer last; the launcher allocates it.
+    # A build with a workspace (registry.Variant.workspace) takes its pointer after k; the launcher allocates it. A
+    # scaled dtype's kernel then takes the workspace (null where the build has none) and the scales.
     workspace = m.variant(variant).workspace is not None
+    # Typed as its partial tiles' accumulators (float; double in fp64).
+    extra_params = f", {d.c_accumulator}* __restrict__ workspace" if workspace else ""
+    extra_args = ", workspace" if workspace else ""
+    if d.scaled:
+        extra_params += ", const float* __restrict__ scales"
+        extra_args = f"{extra_args or ', nullptr'}, scales"
     return (
         f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}('
-        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k"
-        f"{', float* __restrict__ workspace' if workspace else ''})\n{{\n"
-        f"    {call}({operands}, C, m, n, k{', workspace' if workspace else ''});\n}}\n"
+        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k{extra_params})\n{{\n"
+        f"    {call}({operands}, C, m, n, k{extra_args});\n}}\n"
     )
 
 

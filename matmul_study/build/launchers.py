@@ -17,16 +17,16 @@ Every launch is queued on the legacy default stream, the one the timing events a
 from __future__ import annotations
 
 import ctypes
-import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from matmul_study.build.operands import (ByteTransposedOperand, DeviceBuffers, PitchedOperand, PrepassOperand,
+                                        transposed_operand)
+
 if TYPE_CHECKING:  # annotations only: the registry imports the backends, which name these launchers
     from matmul_study.core.registry import Method, Problem
 
-TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
 
 # cudaDataType_t and cublasComputeType_t values, for CuPy builds that do not export every name.
 CUDA_DATA_TYPES = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUDA_R_8I": 3,
@@ -39,22 +39,23 @@ CUBLAS_COMPUTE_TYPES = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_64F": 70,
 # from 8.2e-4 to 3.1e-4, cuBLAS's own, at the same rate.
 TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                   "tf32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
-                  "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # int8: bytes moved as they are
-
-
-@dataclass
-class DeviceBuffers:
-    """The job's PyCUDA arrays: A (m x k), B (k x n) and C (m x n), row-major."""
-    a: object
-    b: object
-    c: object
+                  "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",  # 8-bit operands: bytes moved as they are
+                  "float8_e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
 
 
 def make(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,
          variant: str | None = None) -> Callable[[], None]:
     """The launcher the method's backend names (Backend.launcher), over the job's buffers; `variant` names one of
-    the method's registered variants (None: the default build)."""
-    return globals()[method.backend.launcher](method, problem, buffers, cubin, variant)
+    the method's registered variants (None: the default build). A launcher that is not a function of this module is
+    the function of that name in its own module (build/cublaslt.py), imported only when a job needs it, so that
+    only that job loads the library it calls."""
+    name = method.backend.launcher
+    build = globals().get(name)
+    if build is None:
+        import importlib
+
+        build = getattr(importlib.import_module(f"matmul_study.build.{name}"), name)
+    return build(method, problem, buffers, cubin, variant)
 
 
 def kernel(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,
@@ -114,130 +115,6 @@ def checked(result):
         _, text = cu.cuGetErrorString(err)
         raise RuntimeError(f"CUDA driver error {err.name}: {text.decode() if text else ''}")
     return values[0] if len(values) == 1 else tuple(values)
-
-
-def pitch_elements(cols: int, itemsize: int) -> int:
-    """Row pitch in elements that TMA accepts: cols rounded up to a multiple of 16 bytes."""
-    per = TMA_ALIGNMENT // itemsize
-    return -(-cols // per) * per
-
-
-class PitchedOperand:
-    """An operand as TMA reads it. A row pitch that is not a multiple of 16 bytes (k = 65 in fp16, say) cannot
-    be described by a tensor map, so such an operand is copied into a padded buffer on every launch, and that
-    copy is part of the timed launch. The tensor map keeps the logical width, so the padding reads as zeros."""
-
-    def __init__(self, source, rows: int, cols: int, itemsize: int):
-        import pycuda.driver as cuda
-
-        self.rows, self.cols, self.itemsize = rows, cols, itemsize
-        self.pitch = pitch_elements(cols, itemsize)
-        self.copy = None
-        self.pointer = int(source.gpudata)
-        if self.pitch != cols:
-            self._padded = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
-            self.pointer = int(self._padded)
-            copy = cuda.Memcpy2D()
-            copy.set_src_device(source.gpudata)
-            copy.set_dst_device(self._padded)
-            copy.src_pitch, copy.dst_pitch = cols * itemsize, self.pitch * itemsize
-            copy.width_in_bytes, copy.height = cols * itemsize, rows
-            self.copy = copy
-
-    def refresh(self) -> None:
-        if self.copy is not None:
-            self.copy(aligned=False)
-
-
-class TransposedOperand(PitchedOperand):
-    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored (fp32 B is k x n). Rebuilt on every
-    launch by cuBLAS's geam (a tiled transpose, about 3x faster than an element-wise strided copy), so the
-    transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
-
-    def __init__(self, source, rows: int, cols: int, itemsize: int, storage: str):
-        import cupy
-        from cupy_backends.cuda.libs import cublas as lib
-
-        if storage != "float32":
-            raise ValueError(f"a transposed operand is only built for float32 storage, not {storage}")
-        self.rows, self.cols, self.itemsize = cols, rows, itemsize
-        self.pitch = pitch_elements(rows, itemsize)
-        self.copy = None
-        self._buffer = cupy.zeros((cols, self.pitch), dtype=storage)
-        self.pointer = int(self._buffer.data.ptr)
-        self._scalars = np.array([1.0, 0.0], dtype=np.float32)
-        one, zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
-        handle, source_ptr = cupy.cuda.device.get_cublas_handle(), int(source.gpudata)
-        # Column-major view: row-major B (k x n) is X (n x k, ld n); Xᵀ (k x n, ld pitch) is row-major Bᵀ.
-        self._geam = lambda: lib.sgeam(handle, lib.CUBLAS_OP_T, lib.CUBLAS_OP_T, rows, cols, one, source_ptr,
-                                       cols, zero, source_ptr, cols, self.pointer, self.pitch)
-
-    def refresh(self) -> None:
-        self._geam()
-
-
-TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
-
-
-@functools.lru_cache(maxsize=None)
-def _transpose_bytes(arch: str):
-    """kernels/transpose_bytes.cu compiled for `arch` and loaded into the current context, once per process."""
-    import pycuda.driver as cuda
-
-    from matmul_study.build.kernels import TRANSPOSE_BYTES_SOURCE, compile_with_pycuda
-
-    func = cuda.module_from_buffer(compile_with_pycuda(TRANSPOSE_BYTES_SOURCE, arch)).get_function("transpose_bytes")
-    func.prepare("PPiiii")
-    return func
-
-
-class ByteTransposedOperand(PitchedOperand):
-    """Bᵀ (n x k, K-major) of a 1-byte B (int8), for the int8 rung and cuBLAS's int8 call: tensor cores read 8-bit
-    operands only K-major. cuBLAS has no 8-bit geam, so kernels/transpose_bytes.cu rewrites it on every launch,
-    timed with the GEMM. Its pitch is padded to 16 bytes (TMA's and cuBLAS's alignment rules); the padding, and
-    rows up to `min_rows` below the n rows of Bᵀ, are zeros that no launch overwrites."""
-
-    def __init__(self, source, rows: int, cols: int, min_rows: int = 0):
-        import pycuda.driver as cuda
-
-        self.rows, self.cols, self.itemsize = cols, rows, 1
-        self.pitch = pitch_elements(rows, 1)
-        self.copy = None
-        size = max(1, max(cols, min_rows) * self.pitch)
-        self._buffer = cuda.mem_alloc(size)
-        cuda.memset_d8(self._buffer, 0, size)
-        self.pointer = int(self._buffer)
-        major, minor = cuda.Context.get_device().compute_capability()
-        func = _transpose_bytes(f"sm_{major}{minor}")
-        grid = (-(-cols // TRANSPOSE_TILE), -(-rows // TRANSPOSE_TILE), 1)
-        args = (source.gpudata, self._buffer, np.int32(rows), np.int32(cols), np.int32(cols), np.int32(self.pitch))
-        self._launch = lambda: func.prepared_call(grid, (256, 1, 1), *args)
-
-    def refresh(self) -> None:
-        self._launch()
-
-
-def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str) -> PitchedOperand:
-    """Bᵀ of B (rows x cols) for a kernel that reads B K-major: by cuBLAS geam (fp32) or the byte transpose."""
-    if itemsize == 1:
-        return ByteTransposedOperand(source, rows, cols)
-    return TransposedOperand(source, rows, cols, itemsize, storage)
-
-
-class PrepassOperand:
-    """A buffer that the method's pre-pass writes and its tensor maps read (registry.PrepassOutput): rows x cols
-    with the row pitch padded to 16 bytes, allocated once per launcher; the pre-pass, not a copy, refreshes it."""
-
-    def __init__(self, rows: int, cols: int, itemsize: int):
-        import pycuda.driver as cuda
-
-        self.rows, self.cols, self.itemsize = rows, cols, itemsize
-        self.pitch = pitch_elements(cols, itemsize)
-        self._buffer = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
-        self.pointer = int(self._buffer)
-
-    def refresh(self) -> None:
-        pass
 
 
 def prepass(method: Method, p: Problem, buffers: DeviceBuffers, module, operands: dict) -> Callable[[], None] | None:
@@ -343,9 +220,13 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
-    workspace = kernel_workspace(method, p, variant)  # a split-K build's: its pointer is the last argument
+    workspace = kernel_workspace(method, p, variant)  # a split-K build's: its pointer follows k
     if workspace is not None:
         scalars += (ctypes.c_uint64(int(workspace)),)
+    if p.dtype.scaled:  # a scaled dtype's kernel takes a workspace (null where the build has none), then the scales
+        if workspace is None:
+            scalars += (ctypes.c_uint64(0),)
+        scalars += (ctypes.c_uint64(int(buffers.scales.gpudata)),)
     params = (ctypes.c_void_p * (2 + len(scalars)))(maps[first].getPtr(), maps[second].getPtr(),
                                                     *(ctypes.addressof(s) for s in scalars))
 

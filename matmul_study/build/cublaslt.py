@@ -1,0 +1,183 @@
+"""The cuBLASLt launcher: NVIDIA's FP8 GEMM, the vendor line of float8_e4m3 (cuBLAS's gemmEx has no FP8).
+
+It is called through nvmath-python's low-level bindings (nvmath.bindings.cublasLt: raw pointers and descriptors),
+not through nvmath.linalg, which would want torch tensors for FP8 operands. C = scale_a * scale_b * (A·B), with the
+per-tensor scales read from the device (DeviceBuffers.scales) and fp32 accumulation and output. Everything that does
+not change between launches (handle, descriptors, layouts, the heuristic's algorithm, its workspace, alpha and beta)
+is made once per launcher; a launch queues only the copies the layout needs and the GEMM, on the legacy default
+stream, like every launcher.
+
+Its own module, imported by launchers.make only when a job needs it, so that nothing else loads nvmath.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from matmul_study.build.operands import ByteTransposedOperand, DeviceBuffers, PitchedOperand
+
+if TYPE_CHECKING:
+    from matmul_study.core.registry import Method, Problem
+
+# cudaDataType_t (nvmath.CudaDataType) of the inputs, by dtype: E4M3 operands with fp32 C and D and fp32 compute
+# and scale types are one of cuBLASLt's FP8 combinations (cuBLAS documentation, cublasLtMatmul, FP8 data types).
+INPUT_TYPES = {"float8_e4m3": "CUDA_R_8F_E4M3"}
+
+# cuBLASLt's FP8 kernels want A transposed and B not ("TN") and pointers and matrix dimensions aligned to 16 bytes
+# (cuBLAS documentation, cublasLtMatmul, "To use FP8 kernels"). Column-major, cuBLAS computes Cᵀ = Bᵀ·Aᵀ (n x m)
+# for our row-major C = A·B: its A is our Bᵀ (n x k, K-major, written by the byte transpose on every launch, as for
+# cuBLAS's int8 call in launchers.py), its B our A as stored (m x k row-major is k x m column-major, K-major
+# already) and its D our C (n x m column-major, leading dimension n). So its M is our n, its N our m, its K our k.
+# Measured on an H100 (cuBLASLt 13.1, 2026-11-24), the heuristic refuses (CUBLAS_STATUS_NOT_SUPPORTED) a K that is
+# not a multiple of 16 (8, 65, 68, 72), even with leading dimensions padded to 16, and an M that is not a multiple
+# of 4 (33, even with D's leading dimension padded to 36 or 48); it takes M = 4 or 36, and any N (1, 17). Such
+# shapes are padded with zeros, which add nothing to the sums: k to a multiple of 16 (the columns of Bᵀ past k, and
+# of A through a padded copy made on every launch), n to a multiple of 4 (the rows of Bᵀ past n, and C through a
+# padded buffer copied back after the GEMM); those copies are timed with it. m is never padded.
+K_ALIGNMENT, N_ALIGNMENT = 16, 4
+
+SCALE_STRIDE = 16  # bytes between the launcher's copies of scale_a and scale_b (see cublaslt())
+
+# The most workspace the heuristic may choose algorithms for: cuBLAS recommends 32 MiB on Hopper (cuBLAS
+# documentation, cublasSetWorkspace); the chosen algorithm's own need is allocated, once.
+MAX_WORKSPACE_BYTES = 32 * 2**20
+
+# Matmul descriptor attributes (cublasLtMatmulDescAttributes_t) each registered variant sets. FAST_ACCUM: the
+# tensor cores' partial sums are no longer promoted to fp32 at intervals (cuBLAS documentation); the default build
+# leaves cuBLASLt's default, precise accumulation. Measured on an H100 (2026-11-24, uniform inputs, two runs of 50
+# launches, B's transpose included): relative error 1.1e-4 precise against 1.2e-3 fast at 4096³ (1.9e-3 at 8192³),
+# 1108-1114 against 1179-1186 TF/s at 4096³ and 1333-1338 against 1343-1367 TF/s at 8192³.
+VARIANT_ATTRIBUTES = {"default": {}, "fast_accum": {"FAST_ACCUM": 1}}
+
+
+def padded(n: int, k: int) -> tuple[int, int]:
+    """cuBLAS's M and K for our n and k: n rounded up to a multiple of N_ALIGNMENT, k to one of K_ALIGNMENT."""
+    return -(-n // N_ALIGNMENT) * N_ALIGNMENT, -(-k // K_ALIGNMENT) * K_ALIGNMENT
+
+
+def _set(setter, dtype_of, target: int, attribute, value) -> None:
+    """One attribute of a descriptor or preference, stored in the binding's type for it."""
+    buffer = np.array(value, dtype_of(attribute))
+    setter(target, attribute, buffer.ctypes.data, buffer.nbytes)
+
+
+def chosen_algorithm(lt, result) -> dict:
+    """The algorithm the heuristic chose, as cuBLASLt's algorithm configuration names it (id, tile, stages, split-K,
+    reduction scheme, CTA swizzling, cluster shape...), with its workspace and waves: host calls, made once. An
+    attribute this cuBLASLt cannot report is left out."""
+    enums = {"TILE_ID": lt.MatmulTile, "STAGES_ID": lt.MatmulStages, "CLUSTER_SHAPE_ID": lt.ClusterShape}
+    found = {"workspace_bytes": int(result.workspace_size), "waves": float(result.waves_count)}
+    written = np.zeros(1, np.uint64)
+    for attribute in lt.MatmulAlgoConfigAttribute:
+        value = np.zeros(1, lt.get_matmul_algo_config_attribute_dtype(attribute))
+        try:
+            lt.matmul_algo_config_get_attribute(result.ptr, attribute, value.ctypes.data, value.nbytes,
+                                                written.ctypes.data)
+        except lt.cuBLASLtError:
+            continue
+        number = int(value[0])
+        try:
+            found[attribute.name.lower()] = enums[attribute.name](number).name
+        except (KeyError, ValueError):  # not an enum, or a value newer than the binding's enum
+            found[attribute.name.lower()] = number
+    return found
+
+
+def _destroy(lt, handle: int, desc: int, preference: int, layouts: tuple[int, ...]) -> None:
+    for layout in layouts:
+        lt.matrix_layout_destroy(layout)
+    lt.matmul_preference_destroy(preference)
+    lt.matmul_desc_destroy(desc)
+    lt.destroy(handle)
+
+
+def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None = None,
+             variant: str | None = None) -> Callable[[], None]:
+    """cuBLASLt's FP8 GEMM over the job's buffers: B transposed first ("TN"), n and k padded where cuBLASLt
+    refuses them (padded). The returned callable's `algorithm` says what cuBLASLt chose (chosen_algorithm)."""
+    name = method.variant(variant).name  # a name the method does not register raises, naming its variants
+    if name not in VARIANT_ATTRIBUTES:
+        raise ValueError(f"{method.name}: the cuBLASLt launcher has no settings for variant {name!r}; it knows "
+                         f"{', '.join(VARIANT_ATTRIBUTES)}")
+    if p.dtype.name not in INPUT_TYPES:
+        raise ValueError(f"{method.name}: cuBLASLt's FP8 GEMM runs {', '.join(INPUT_TYPES)}, not {p.dtype.name}")
+    if buffers.scales is None:
+        raise ValueError(f"{method.name}: {p.dtype.name} needs its per-tensor scales on the device "
+                         f"(DeviceBuffers.scales: float32 scale_a, scale_b)")
+    import nvmath
+    import pycuda.driver as cuda
+    from nvmath.bindings import cublas
+    from nvmath.bindings import cublasLt as lt
+
+    m, n, k = p.m, p.n, p.k
+    n4, k16 = padded(n, k)
+    a_op = PitchedOperand(buffers.a, m, k, 1) if k != k16 else None  # its pitch is k16: zero columns k .. k16
+    if a_op is not None:
+        cuda.memset_d8(a_op.pointer, 0, m * a_op.pitch)
+    a_ptr, ld_a = (a_op.pointer, a_op.pitch) if a_op else (int(buffers.a.gpudata), k)
+    b_op = ByteTransposedOperand(buffers.b, k, n, min_rows=n4)  # zero rows n .. n4 and columns k .. k16
+    c_padded = cuda.mem_alloc(m * n4 * 4) if n != n4 else None
+    back = None
+    if c_padded is not None:
+        back = cuda.Memcpy2D()
+        back.set_src_device(c_padded)
+        back.set_dst_device(buffers.c.gpudata)
+        back.src_pitch, back.dst_pitch, back.width_in_bytes, back.height = n4 * 4, n * 4, n * 4, m
+    c_ptr = int(c_padded) if c_padded is not None else int(buffers.c.gpudata)
+    before = [op.refresh for op in (a_op, b_op) if op is not None]
+
+    fp8, fp32 = getattr(nvmath.CudaDataType, INPUT_TYPES[p.dtype.name]), nvmath.CudaDataType.CUDA_R_32F
+    layouts = (lt.matrix_layout_create(fp8, k16, n4, b_op.pitch),  # cuBLAS's A (k16 x n4), read transposed
+               lt.matrix_layout_create(fp8, k16, m, ld_a),  # cuBLAS's B (k16 x m)
+               lt.matrix_layout_create(fp32, n4, m, n4))  # C and D (n4 x m); beta = 0: C is not read
+    desc = lt.matmul_desc_create(cublas.ComputeType.COMPUTE_32F, fp32)
+    # Each scale pointer must be 16-byte aligned, where DeviceBuffers.scales holds scale_b 4 bytes after scale_a:
+    # measured on an H100 (cuBLASLt 13.1, 2026-11-24), a scale pointer 4 bytes past a 16-byte boundary made
+    # cublasLtMatmul fail with CUBLAS_STATUS_NOT_SUPPORTED (its heuristic had accepted it), one 16 bytes past ran.
+    # So the two scales are copied once, here, SCALE_STRIDE bytes apart: a job's scales do not change while it runs.
+    scales = cuda.mem_alloc(2 * SCALE_STRIDE)
+    for i in range(2):
+        cuda.memcpy_dtod(int(scales) + i * SCALE_STRIDE, int(buffers.scales.gpudata) + 4 * i, 4)
+    scale_a, scale_b = int(scales), int(scales) + SCALE_STRIDE
+    attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N,
+                  # cuBLAS's A is our Bᵀ, its B our A: each scale goes with its operand.
+                  "A_SCALE_POINTER": scale_b, "B_SCALE_POINTER": scale_a, **VARIANT_ATTRIBUTES[name]}
+    for attribute, value in attributes.items():
+        _set(lt.matmul_desc_set_attribute, lt.get_matmul_desc_attribute_dtype, desc,
+             lt.MatmulDescAttribute[attribute], value)
+    preference = lt.matmul_preference_create()
+    _set(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype, preference,
+         lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES, MAX_WORKSPACE_BYTES)
+    handle = lt.create()
+    result, count = lt.MatmulHeuristicResult(), np.zeros(1, np.int32)
+    shape = f"{p.dtype.name} {m}x{k}x{n} (cuBLAS's TN {n4}x{m}x{k16})"
+    try:
+        lt.matmul_algo_get_heuristic(handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], preference, 1,
+                                     result.ptr, count.ctypes.data)
+    except lt.cuBLASLtError as exc:
+        raise RuntimeError(f"{method.name}: cuBLASLt's heuristic failed for {shape}: {exc}") from exc
+    if count[0] < 1:
+        raise RuntimeError(f"{method.name}: cuBLASLt has no algorithm for {shape} on this GPU")
+    workspace_bytes = int(result.workspace_size)
+    workspace = cuda.mem_alloc(workspace_bytes) if workspace_bytes else None
+    scalars = np.array([1.0, 0.0], np.float32)  # alpha and beta, in the scale type (fp32), read from the host
+    args = (handle, desc, scalars.ctypes.data, b_op.pointer, layouts[0], a_ptr, layouts[1],
+            scalars.ctypes.data + 4, c_ptr, layouts[2], c_ptr, layouts[2],
+            result.ptr,  # the heuristic result starts with its algorithm (cublasLtMatmulHeuristicResult_t.algo)
+            int(workspace) if workspace is not None else 0, workspace_bytes, 0)  # stream 0: the legacy default
+
+    def matmul():
+        for step in before:
+            step()
+        lt.matmul(*args)
+        if back is not None:
+            back(aligned=False)
+
+    matmul.algorithm = chosen_algorithm(lt, result)
+    matmul.keep_alive = (a_op, b_op, c_padded, back, scales, workspace, scalars, result)
+    # The handle and descriptors go with the launcher (not at exit, when the CUDA context may be gone already).
+    weakref.finalize(matmul, _destroy, lt, handle, desc, preference, layouts).atexit = False
+    return matmul

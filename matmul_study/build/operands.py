@@ -1,0 +1,147 @@
+"""The operands a launch works on: the job's device buffers, and the copies of A or B that a kernel or library call
+needs in another layout (a row pitch padded to 16 bytes for TMA, B transposed for K-major operands, a pre-pass's
+outputs), each refreshed by its launch so that the copy is timed with it. Shared by launchers.py and the library
+launchers in their own modules (cublaslt.py)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
+
+
+@dataclass
+class DeviceBuffers:
+    """The job's PyCUDA arrays: A (m x k), B (k x n) and C (m x n), row-major; for a scaled dtype (the 8-bit floats)
+    `scales`, 2 float32 (scale_a, scale_b), which the GEMM multiplies its result by."""
+    a: object
+    b: object
+    c: object
+    scales: object | None = None
+
+
+def pitch_elements(cols: int, itemsize: int) -> int:
+    """Row pitch in elements that TMA accepts: cols rounded up to a multiple of 16 bytes."""
+    per = TMA_ALIGNMENT // itemsize
+    return -(-cols // per) * per
+
+
+class PitchedOperand:
+    """An operand as TMA reads it. A row pitch that is not a multiple of 16 bytes (k = 65 in fp16, say) cannot
+    be described by a tensor map, so such an operand is copied into a padded buffer on every launch, and that
+    copy is part of the timed launch. The tensor map keeps the logical width, so the padding reads as zeros."""
+
+    def __init__(self, source, rows: int, cols: int, itemsize: int):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = rows, cols, itemsize
+        self.pitch = pitch_elements(cols, itemsize)
+        self.copy = None
+        self.pointer = int(source.gpudata)
+        if self.pitch != cols:
+            self._padded = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
+            self.pointer = int(self._padded)
+            copy = cuda.Memcpy2D()
+            copy.set_src_device(source.gpudata)
+            copy.set_dst_device(self._padded)
+            copy.src_pitch, copy.dst_pitch = cols * itemsize, self.pitch * itemsize
+            copy.width_in_bytes, copy.height = cols * itemsize, rows
+            self.copy = copy
+
+    def refresh(self) -> None:
+        if self.copy is not None:
+            self.copy(aligned=False)
+
+
+class TransposedOperand(PitchedOperand):
+    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored (fp32 B is k x n). Rebuilt on every
+    launch by cuBLAS's geam (a tiled transpose, about 3x faster than an element-wise strided copy), so the
+    transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
+
+    def __init__(self, source, rows: int, cols: int, itemsize: int, storage: str):
+        import cupy
+        from cupy_backends.cuda.libs import cublas as lib
+
+        if storage != "float32":
+            raise ValueError(f"a transposed operand is only built for float32 storage, not {storage}")
+        self.rows, self.cols, self.itemsize = cols, rows, itemsize
+        self.pitch = pitch_elements(rows, itemsize)
+        self.copy = None
+        self._buffer = cupy.zeros((cols, self.pitch), dtype=storage)
+        self.pointer = int(self._buffer.data.ptr)
+        self._scalars = np.array([1.0, 0.0], dtype=np.float32)
+        one, zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
+        handle, source_ptr = cupy.cuda.device.get_cublas_handle(), int(source.gpudata)
+        # Column-major view: row-major B (k x n) is X (n x k, ld n); Xᵀ (k x n, ld pitch) is row-major Bᵀ.
+        self._geam = lambda: lib.sgeam(handle, lib.CUBLAS_OP_T, lib.CUBLAS_OP_T, rows, cols, one, source_ptr,
+                                       cols, zero, source_ptr, cols, self.pointer, self.pitch)
+
+    def refresh(self) -> None:
+        self._geam()
+
+
+TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
+
+
+@functools.lru_cache(maxsize=None)
+def _transpose_bytes(arch: str):
+    """kernels/transpose_bytes.cu compiled for `arch` and loaded into the current context, once per process."""
+    import pycuda.driver as cuda
+
+    from matmul_study.build.kernels import TRANSPOSE_BYTES_SOURCE, compile_with_pycuda
+
+    func = cuda.module_from_buffer(compile_with_pycuda(TRANSPOSE_BYTES_SOURCE, arch)).get_function("transpose_bytes")
+    func.prepare("PPiiii")
+    return func
+
+
+class ByteTransposedOperand(PitchedOperand):
+    """Bᵀ (n x k, K-major) of a 1-byte B (int8), for the int8 rung and cuBLAS's int8 call: tensor cores read 8-bit
+    operands only K-major. cuBLAS has no 8-bit geam, so kernels/transpose_bytes.cu rewrites it on every launch,
+    timed with the GEMM. Its pitch is padded to 16 bytes (TMA's and cuBLAS's alignment rules); the padding, and
+    rows up to `min_rows` below the n rows of Bᵀ, are zeros that no launch overwrites."""
+
+    def __init__(self, source, rows: int, cols: int, min_rows: int = 0):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = cols, rows, 1
+        self.pitch = pitch_elements(rows, 1)
+        self.copy = None
+        size = max(1, max(cols, min_rows) * self.pitch)
+        self._buffer = cuda.mem_alloc(size)
+        cuda.memset_d8(self._buffer, 0, size)
+        self.pointer = int(self._buffer)
+        major, minor = cuda.Context.get_device().compute_capability()
+        func = _transpose_bytes(f"sm_{major}{minor}")
+        grid = (-(-cols // TRANSPOSE_TILE), -(-rows // TRANSPOSE_TILE), 1)
+        args = (source.gpudata, self._buffer, np.int32(rows), np.int32(cols), np.int32(cols), np.int32(self.pitch))
+        self._launch = lambda: func.prepared_call(grid, (256, 1, 1), *args)
+
+    def refresh(self) -> None:
+        self._launch()
+
+
+def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str) -> PitchedOperand:
+    """Bᵀ of B (rows x cols) for a kernel that reads B K-major: by cuBLAS geam (fp32) or the byte transpose."""
+    if itemsize == 1:
+        return ByteTransposedOperand(source, rows, cols)
+    return TransposedOperand(source, rows, cols, itemsize, storage)
+
+
+class PrepassOperand:
+    """A buffer that the method's pre-pass writes and its tensor maps read (registry.PrepassOutput): rows x cols
+    with the row pitch padded to 16 bytes, allocated once per launcher; the pre-pass, not a copy, refreshes it."""
+
+    def __init__(self, rows: int, cols: int, itemsize: int):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = rows, cols, itemsize
+        self.pitch = pitch_elements(cols, itemsize)
+        self._buffer = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
+        self.pointer = int(self._buffer)
+
+    def refresh(self) -> None:
+        pass
