@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from matmul_study.build.operands import ByteTransposedOperand, DeviceBuffers, PitchedOperand
+from matmul_study.build.operands import DeviceBuffers, KMajorBytes
 
 if TYPE_CHECKING:
     from matmul_study.core.registry import Method, Problem
@@ -114,20 +114,8 @@ def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | No
 
     m, n, k = p.m, p.n, p.k
     n4, k16 = padded(n, k)
-    a_op = PitchedOperand(buffers.a, m, k, 1) if k != k16 else None  # its pitch is k16: zero columns k .. k16
-    if a_op is not None:
-        cuda.memset_d8(a_op.pointer, 0, m * a_op.pitch)
-    a_ptr, ld_a = (a_op.pointer, a_op.pitch) if a_op else (int(buffers.a.gpudata), k)
-    b_op = ByteTransposedOperand(buffers.b, k, n, min_rows=n4)  # zero rows n .. n4 and columns k .. k16
-    c_padded = cuda.mem_alloc(m * n4 * 4) if n != n4 else None
-    back = None
-    if c_padded is not None:
-        back = cuda.Memcpy2D()
-        back.set_src_device(c_padded)
-        back.set_dst_device(buffers.c.gpudata)
-        back.src_pitch, back.dst_pitch, back.width_in_bytes, back.height = n4 * 4, n * 4, n * 4, m
-    c_ptr = int(c_padded) if c_padded is not None else int(buffers.c.gpudata)
-    before = [op.refresh for op in (a_op, b_op) if op is not None]
+    ops = KMajorBytes(buffers, m, n, k, n4, k16)  # zero padding, copies timed with the call
+    b_op, a_ptr, ld_a, c_ptr = ops.bt, ops.a_ptr, ops.ld_a, ops.c_ptr
 
     fp8, fp32 = getattr(nvmath.CudaDataType, INPUT_TYPES[p.dtype.name]), nvmath.CudaDataType.CUDA_R_32F
     layouts = (lt.matrix_layout_create(fp8, k16, n4, b_op.pitch),  # cuBLAS's A (k16 x n4), read transposed
@@ -170,14 +158,10 @@ def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | No
             int(workspace) if workspace is not None else 0, workspace_bytes, 0)  # stream 0: the legacy default
 
     def matmul():
-        for step in before:
-            step()
-        lt.matmul(*args)
-        if back is not None:
-            back(aligned=False)
+        ops.run(lambda: lt.matmul(*args))
 
     matmul.algorithm = chosen_algorithm(lt, result)
-    matmul.keep_alive = (a_op, b_op, c_padded, back, scales, workspace, scalars, result)
+    matmul.keep_alive = (ops, scales, workspace, scalars, result)
     # The handle and descriptors go with the launcher (not at exit, when the CUDA context may be gone already).
     weakref.finalize(matmul, _destroy, lt, handle, desc, preference, layouts).atexit = False
     return matmul

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from matmul_study.build.operands import (ByteTransposedOperand, DeviceBuffers, PitchedOperand, PrepassOperand,
+from matmul_study.build.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
                                         transposed_operand)
 
 if TYPE_CHECKING:  # annotations only: the registry imports the backends, which name these launchers
@@ -279,56 +279,30 @@ def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None
 # dimensions m and k multiples of 4, pointers 4-byte (better 16-byte) aligned; on an H200 with CUDA 13.0 a C whose
 # leading dimension was not a multiple of 4 (n = 65, 511) failed with a CUBLASError. cuBLAS's A is our Bᵀ (it
 # computes Cᵀ = Bᵀ·Aᵀ in its column-major terms): our row-major A (m x k) is K-major already, our row-major B
-# (k x n) is not. So B is transposed first on every call (ByteTransposedOperand, the int8 rung's own transpose,
-# timed with the GEMM as the rung's is) and the call is TN. Where n or k is not a multiple of 4, the operands are
-# padded with zeros to the next multiple (which adds nothing to the sums) and C goes through a padded buffer,
-# copied back after the call; those copies are timed too. "NN" (B as it is) is kept for comparison only.
+# (k x n) is not. So B is transposed first on every call (operands.KMajorBytes: the int8 rung's own transpose,
+# timed with the GEMM as the rung's is) and the call is TN, with n and k padded to multiples of 4.
 # Measured on an H200 (CUDA 13.0, 2026-11-24, ncu kernel names at 4096³): TN runs the Hopper tensor-core kernel
 # sm90_xmma_gemm_i8i32_i8i32_i32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas
-# (82 µs; the transpose before it 9.5 µs), NN an Ampere WMMA fallback,
+# (82 µs; the transpose before it 9.5 µs); NN (B as it is) an Ampere WMMA fallback,
 # cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_nn_align4 (1.08 ms: about 10x slower than
 # transpose + TN, 125 TOPS at 4096³ and 8192³).
-CUBLAS_INT8_LAYOUT = "TN"
+CUBLAS_INT8_MULTIPLE = 4
 
 
-def cublas_int8(lib, handle, p: Problem, buffers: DeviceBuffers, types: tuple, scalars: tuple,
-                layout: str | None = None) -> Callable[[], None]:
-    """cuBLAS's int8 gemmEx over the job's buffers: "TN" (B transposed first, any shape) or "NN" (B as it is; n and
-    k multiples of 4)."""
-    import pycuda.driver as cuda
-
-    layout = layout or CUBLAS_INT8_LAYOUT
+def cublas_int8(lib, handle, p: Problem, buffers: DeviceBuffers, types: tuple, scalars: tuple) -> Callable[[], None]:
+    """cuBLAS's int8 gemmEx over the job's buffers, TN: B transposed first, n and k padded to multiples of 4."""
     (in_type, out_type, compute), (one, zero) = types, scalars
-    m, n, k = p.m, p.n, p.k
-    n4, k4 = -(-n // 4) * 4, -(-k // 4) * 4
-    a_op = PitchedOperand(buffers.a, m, k, 1) if k != k4 else None  # zero-padded columns k .. k4
-    if a_op is not None:
-        cuda.memset_d8(a_op.pointer, 0, m * a_op.pitch)
-    a_ptr, ld_a = (a_op.pointer, a_op.pitch) if a_op else (int(buffers.a.gpudata), k)
-    if layout == "TN":
-        b_op = ByteTransposedOperand(buffers.b, k, n, min_rows=n4)  # zero rows n .. n4 and columns k .. k4
-        b_ptr, ld_b, trans_b = b_op.pointer, b_op.pitch, lib.CUBLAS_OP_T
-    elif layout == "NN" and n == n4 and k == k4:
-        b_op, b_ptr, ld_b, trans_b = None, int(buffers.b.gpudata), n, lib.CUBLAS_OP_N
-    else:
-        raise ValueError(f"cuBLAS int8 layout {layout!r}: TN, or NN where n and k are multiples of 4")
-    c_padded = cuda.mem_alloc(max(1, m * n4 * 4)) if n != n4 else None
-    back = None
-    if c_padded is not None:
-        back = cuda.Memcpy2D()
-        back.set_src_device(c_padded)
-        back.set_dst_device(buffers.c.gpudata)
-        back.src_pitch, back.dst_pitch, back.width_in_bytes, back.height = n4 * 4, n * 4, n * 4, m
-    c_ptr = int(c_padded) if c_padded is not None else int(buffers.c.gpudata)
-    before = [op.refresh for op in (a_op, b_op) if op is not None]
+    n4, k4 = (-(-x // CUBLAS_INT8_MULTIPLE) * CUBLAS_INT8_MULTIPLE for x in (p.n, p.k))
+    ops = KMajorBytes(buffers, p.m, p.n, p.k, n4, k4)
+    bt, m = ops.bt, p.m
+
+    def call():
+        lib.gemmEx(handle, lib.CUBLAS_OP_T, lib.CUBLAS_OP_N, ops.n, m, ops.k, one.ctypes.data, bt.pointer, in_type,
+                   bt.pitch, ops.a_ptr, in_type, ops.ld_a, zero.ctypes.data, ops.c_ptr, out_type, ops.n, compute,
+                   -1)  # -1: CUBLAS_GEMM_DEFAULT
 
     def gemm_ex():
-        for step in before:
-            step()
-        lib.gemmEx(handle, trans_b, lib.CUBLAS_OP_N, n4, m, k4, one.ctypes.data, b_ptr, in_type, ld_b, a_ptr, in_type,
-                   ld_a, zero.ctypes.data, c_ptr, out_type, n4, compute, -1)  # -1: CUBLAS_GEMM_DEFAULT
-        if back is not None:
-            back(aligned=False)
+        ops.run(call)
 
-    gemm_ex.keep_alive = (a_op, b_op, c_padded, back, scalars)
+    gemm_ex.keep_alive = (ops, scalars)
     return gemm_ex

@@ -145,3 +145,41 @@ class PrepassOperand:
 
     def refresh(self) -> None:
         pass
+
+
+class KMajorBytes:
+    """A, Bᵀ and C of a row-major GEMM on 1-byte operands as a library's "TN" call wants them (cuBLAS int8, cuBLASLt
+    FP8: both operands K-major): our A as stored (m x k row-major is K-major), Bᵀ rewritten from B by the byte
+    transpose, and n and k padded to n_padded and k_padded (the library's alignment rules) with zeros, which add nothing to the sums: the
+    rows of Bᵀ past n, the columns past k of Bᵀ and, through a zero-padded copy of A, of A; C then goes through a
+    padded buffer, copied back. run(call) does the copies around the call, so they are timed with it."""
+
+    def __init__(self, buffers: DeviceBuffers, m: int, n: int, k: int, n_padded: int, k_padded: int,
+                 c_itemsize: int = 4):
+        import pycuda.driver as cuda
+
+        self.n, self.k = n_padded, k_padded
+        a_op = PitchedOperand(buffers.a, m, k, 1) if k != self.k else None  # its pitch covers self.k
+        if a_op is not None:
+            cuda.memset_d8(a_op.pointer, 0, m * a_op.pitch)
+        self.a_ptr, self.ld_a = (a_op.pointer, a_op.pitch) if a_op else (int(buffers.a.gpudata), k)
+        self.bt = ByteTransposedOperand(buffers.b, k, n, min_rows=self.n)
+        self._c_padded = cuda.mem_alloc(max(1, m * self.n * c_itemsize)) if n != self.n else None
+        self._back = None
+        if self._c_padded is not None:
+            back = cuda.Memcpy2D()
+            back.set_src_device(self._c_padded)
+            back.set_dst_device(buffers.c.gpudata)
+            back.src_pitch, back.dst_pitch = self.n * c_itemsize, n * c_itemsize
+            back.width_in_bytes, back.height = n * c_itemsize, m
+            self._back = back
+        self.c_ptr = int(self._c_padded) if self._c_padded is not None else int(buffers.c.gpudata)
+        self._before = [op.refresh for op in (a_op, self.bt) if op is not None]
+        self._keep = (a_op,)
+
+    def run(self, call) -> None:
+        for step in self._before:
+            step()
+        call()
+        if self._back is not None:
+            self._back(aligned=False)
