@@ -22,6 +22,10 @@
 // m, n, k works; stores of C are guarded.
 // Blocks are visited in groups of 8 block-rows (a swizzle computed from blockIdx) so that concurrently
 // running blocks share A and B panels in L2. Grid: (ceil(n / BN), ceil(m / BM)).
+//
+// Split-K (method warptiled, WARPTILED_SPLIT_K = S > 1; the registry's variants splitk<S>): grid z = S, block z
+// computes slice z of its tile's k steps and the last slice to finish sums the S partials in slice order
+// (split_k.cuh; the workspace is the kernel's last argument). For few tiles (1024^3 fp32: 32 on 132 SMs) or deep K.
 #pragma once
 
 #include <stdint.h>
@@ -29,6 +33,11 @@
 #include <type_traits>
 
 #include "simt_common.cuh"
+#include "split_k.cuh"
+
+#ifndef WARPTILED_SPLIT_K
+#define WARPTILED_SPLIT_K 1
+#endif
 
 namespace warptiled {
 
@@ -243,9 +252,10 @@ __device__ __forceinline__ void mbarrier_mainloop(int KT, T* smem, LoadSlice loa
 }
 
 // ---- the kernel body -----------------------------------------------------------------------------------
-template <class Cfg, typename T, typename Acc>
+// SPLIT > 1: this block's slice of the k steps (gridDim.z = SPLIT), summed through `workspace` (split_k.cuh).
+template <class Cfg, typename T, typename Acc, int SPLIT = 1>
 __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, Acc* __restrict__ C, int m, int n,
-                                     int k)
+                                     int k, void* workspace)
 {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN, S = Cfg::STAGES;
     constexpr int THREADS = Cfg::THREADS, MI = Cfg::MI, NI = Cfg::NI;
@@ -264,6 +274,9 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     int tm, tn;
     block_tile<Cfg::GROUP>(tm, tn);
     const int bm = tm * BM, bn = tn * BN;
+    // Split-K: this block's slice [kt0, kt1) of the tile's k steps (split_k.cuh); whole tiles start at step 0.
+    int kt0 = 0, kt1 = 0;
+    if constexpr (SPLIT > 1) split_k::slice((k + BK - 1) / BK, kt0, kt1);
 
     // ---- loader mapping ----
     // A: a pass of all threads covers A_RPP rows x 8 k (lane % 8 -> k, so 8 lanes read one row's 32 bytes);
@@ -281,14 +294,14 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     // Fast path: the whole block tile is inside C and B rows allow 16-byte chunks; then only whole slices
     // of k need no guard. Row offsets inside the block (< BM * k) fit an int.
     const bool interior = (bm + BM <= m) && (bn + BN <= n) && b_vec;
-    const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0;  // advanced by BK per slice
-    const T* b_cur = B + static_cast<size_t>(interior ? b_r0 : 0) * n + bn + b_c0;  // advanced by BK * n
+    const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice
+    const T* b_cur = B + static_cast<size_t>(interior ? b_r0 + kt0 * BK : 0) * n + bn + b_c0;  // += BK * n
     const int a_rstep = A_RPP * k, b_rstep = B_RPP * n;
 
     // All of one slice's copies; `fast` (uniform) selects the unguarded path for whole interior slices.
     auto load_slice = [&](int stage, int kt) {
         T* st = smem + stage * STAGE;
-        const int k0 = kt * BK;
+        const int k0 = (kt0 + kt) * BK;
         if (interior && k0 + BK <= k) {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i)
@@ -364,7 +377,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                 acc[i][j] += static_cast<Acc>(fa[cur][i]) * static_cast<Acc>(fb[cur][j]);
     };
 
-    const int KT = (k + BK - 1) / BK;
+    const int KT = (SPLIT > 1 ? kt1 : (k + BK - 1) / BK) - kt0;  // this block's k steps
     if constexpr (Cfg::SYNC == 0) {
         // The cp.async pipeline shared with dmma and mma_async_copy (simt_common.cuh): slices 0 .. S-2 in flight,
         // then slice kt + S - 1 fetched while slice kt is multiplied, fragments double-buffered in registers.
@@ -376,6 +389,11 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
         mbarrier_mainloop<Cfg, T>(KT, smem, load_slice, load_frags, outer);
     }
 
+    if constexpr (SPLIT > 1) {
+        static_assert(sizeof(acc) * THREADS == BM * BN * sizeof(Acc),
+                      "a partial is the block tile's accumulators (the registry sizes the workspace so)");
+        if (!split_k::sum_slices<SPLIT, THREADS>(acc, workspace)) return;  // not the tile's last slice
+    }
     store_tile<Cfg>(acc, C, m, n, bm + warp_m * WM, lane_r * 4, bn + warp_n * WN, lane_c * 4);
 }
 
@@ -384,13 +402,14 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 namespace warptiled {
 // Less dynamic shared memory than Cfg uses (a cubin built for another target than the device's) would corrupt
 // results silently: trap instead. One uniform special-register read and compare.
-template <class Cfg, typename T, typename Acc>
-__device__ __forceinline__ void guarded_gemm(const T* A, const T* B, Acc* C, int m, int n, int k)
+template <class Cfg, typename T, typename Acc, int SPLIT = 1>
+__device__ __forceinline__ void guarded_gemm(const T* A, const T* B, Acc* C, int m, int n, int k,
+                                             void* workspace = nullptr)
 {
     unsigned dynamic_smem;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_smem));
     if (dynamic_smem < static_cast<unsigned>(Cfg::template smem_bytes<T>())) __trap();
-    gemm<Cfg, T, Acc>(A, B, C, m, n, k);
+    gemm<Cfg, T, Acc, SPLIT>(A, B, C, m, n, k, workspace);
 }
 }  // namespace warptiled
 
@@ -398,10 +417,15 @@ __device__ __forceinline__ void guarded_gemm(const T* A, const T* B, Acc* C, int
 // MIN_BLOCKS = 1 for both dtypes; grid (ceil(n / BN), ceil(m / BM))). Dynamic shared memory smem_bytes<T>():
 // float 148992 B (128 x 256 x 32, 3 stages) on sm_80/87/90/100/103, 74496 B (BK 16) on other targets; double
 // 66048 B (128 x 128 x 8, 4 stages) everywhere. The host gives the first size its device's opt-in limit allows.
+// WARPTILED_SPLIT_K = S > 1: grid z = S and a workspace (split_k.cuh's host contract: S partial tiles of BM x BN
+// accumulators per tile, then a 32-bit counter per tile).
 template <typename T, typename Acc>
-__device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
+__device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C, int m, int n, int k,
+                                                 Acc* workspace = nullptr)
 {
-    warptiled::guarded_gemm<warptiled::Compiled<warptiled::Barrier<T>, T>, T, Acc>(A, B, C, m, n, k);
+    static_assert(WARPTILED_SPLIT_K >= 1 && WARPTILED_SPLIT_K <= 32, "WARPTILED_SPLIT_K: 1 (whole tiles) to 32 slices");
+    warptiled::guarded_gemm<warptiled::Compiled<warptiled::Barrier<T>, T>, T, Acc, WARPTILED_SPLIT_K>(A, B, C, m, n,
+                                                                                                     k, workspace);
 }
 
 // Entry of method warptiled_mbarrier (float only): Compiled<Mbarrier<T>, T>, 256 threads, the same grid; dynamic

@@ -21,11 +21,20 @@
 // Loads past the edges of A or B are zero-filled by cp.async (source size 0); rows that are not 16-byte
 // aligned (odd k or n) are copied one double at a time. Stores are guarded. Blocks are visited in groups of 8
 // block-rows for L2 reuse (swizzle from blockIdx); grid = (ceil(n / BN), ceil(m / BM)).
+//
+// Split-K (DMMA_SPLIT_K = S > 1; the registry's variants splitk<S>): grid z = S, block z computes slice z of its
+// tile's k steps and the last slice to finish sums the S fp64 partials in slice order (split_k.cuh; the workspace
+// is the kernel's last argument). 1024^3 is 64 tiles on 132 SMs; 256 x 256 x 8192 is 4 tiles of 512 k steps.
 #pragma once
 
 #include <stdint.h>
 
 #include "simt_common.cuh"
+#include "split_k.cuh"
+
+#ifndef DMMA_SPLIT_K
+#define DMMA_SPLIT_K 1
+#endif
 
 namespace dmma {
 
@@ -92,9 +101,10 @@ __device__ __forceinline__ void mma(double (&d)[4], const double (&a)[2 * KV], c
 // Grouped block order for L2 reuse (simt_common.cuh).
 __device__ __forceinline__ void block_tile(int& tm, int& tn) { simt_common::grouped_block_tile<8>(tm, tn); }
 
-template <class Cfg>
+// SPLIT > 1: this block's slice of the k steps (gridDim.z = SPLIT), summed through `workspace` (split_k.cuh).
+template <class Cfg, int SPLIT = 1>
 __device__ __forceinline__ void gemm(const double* __restrict__ A, const double* __restrict__ B, double* __restrict__ C,
-                                     int m, int n, int k)
+                                     int m, int n, int k, void* workspace)
 {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN, S = Cfg::STAGES;
     constexpr int THREADS = Cfg::THREADS, MT = Cfg::MT, NT = Cfg::NT, KV = Cfg::KV, MK = Cfg::MMA_K;
@@ -109,6 +119,9 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
     int tm, tn;
     block_tile(tm, tn);
     const int bm = tm * BM, bn = tn * BN;
+    // Split-K: this block's slice [kt0, kt1) of the tile's k steps (split_k.cuh); whole tiles start at step 0.
+    int kt0 = 0, kt1 = 0;
+    if constexpr (SPLIT > 1) split_k::slice((k + BK - 1) / BK, kt0, kt1);
 
     // ---- loader mapping: 16-byte chunks, consecutive threads along a row ----
     constexpr int A_CPR = BK / 2, A_RPP = THREADS / A_CPR, A_PER = BM / A_RPP;
@@ -122,8 +135,8 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
     const bool a_vec = (k % 2 == 0) && aligned16(A);
     const bool b_vec = (n % 2 == 0) && aligned16(B);
     const bool interior = (bm + BM <= m) && (bn + BN <= n) && a_vec && b_vec;
-    const double* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0;  // += BK per slice
-    const double* b_cur = B + static_cast<size_t>(interior ? b_r0 : 0) * n + bn + b_c0;  // += BK * n
+    const double* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice
+    const double* b_cur = B + static_cast<size_t>(interior ? b_r0 + kt0 * BK : 0) * n + bn + b_c0;  // += BK * n
     const int a_rstep = A_RPP * k, b_rstep = B_RPP * n;
 
     // One chunk of two doubles at (r, c) of a row-major matrix with `cols` columns; zero-filled outside.
@@ -143,7 +156,7 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
 
     auto load_slice = [&](int stage, int kt) {
         double* st = smem + stage * STAGE;
-        const int k0 = kt * BK;
+        const int k0 = (kt0 + kt) * BK;
         if (interior && k0 + BK <= k) {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i) cp_async<16>(st + a_soff0 + i * A_RPP * A_LD, a_cur + i * a_rstep, 16);
@@ -201,7 +214,7 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
             for (int j = 0; j < NT; ++j) mma<KV>(acc[i][j], fa[buf][i], fb[buf][j]);
     };
 
-    const int KT = (k + BK - 1) / BK;
+    const int KT = (SPLIT > 1 ? kt1 : (k + BK - 1) / BK) - kt0;  // this block's k steps
     simt_common::mma_pipeline_prologue<S>(KT, load_slice);
     if constexpr (DBUF) {
         simt_common::mma_pipeline_double_buffered<S, KSTEPS>(KT, load_slice, load_frags, compute);
@@ -223,6 +236,11 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
     }
     cp_async_wait<0>();
 
+    if constexpr (SPLIT > 1) {
+        static_assert(sizeof(acc) * THREADS == BM * BN * sizeof(double),
+                      "a partial is the block tile's accumulators (the registry sizes the workspace so)");
+        if (!split_k::sum_slices<SPLIT, THREADS>(acc, workspace)) return;  // not the tile's last slice
+    }
     simt_common::store_mma_tiles(C, acc, m, n, bm + warp_m * WM, bn + warp_n * WN, g, t);
 }
 
@@ -230,9 +248,13 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
 
 // Pipeline entry point (T = Acc = double): THREADS = 256, MIN_BLOCKS = 1, dynamic shared memory
 // dmma::DefaultConfig::SMEM_BYTES = 149504 bytes, tile 128 x 128 x 16, grid (ceil(n/128), ceil(m/128)).
+// DMMA_SPLIT_K = S > 1: grid z = S and a workspace (split_k.cuh's host contract: S partial tiles of 128 x 128
+// doubles per tile, then a 32-bit counter per tile).
 template <typename T, typename Acc>
-__device__ __forceinline__ void dmma_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
+__device__ __forceinline__ void dmma_matmul(const T* A, const T* B, Acc* C, int m, int n, int k,
+                                            Acc* workspace = nullptr)
 {
     static_assert(sizeof(T) == 8 && sizeof(Acc) == 8, "dmma_matmul is float64 only");
-    dmma::gemm<dmma::DefaultConfig>(A, B, C, m, n, k);
+    static_assert(DMMA_SPLIT_K >= 1 && DMMA_SPLIT_K <= 32, "DMMA_SPLIT_K: 1 (whole tiles) to 32 slices");
+    dmma::gemm<dmma::DefaultConfig, DMMA_SPLIT_K>(A, B, C, m, n, k, workspace);
 }

@@ -85,3 +85,18 @@ def test_fp8_rung_is_a_hopper_kernel_with_split_k_builds():
     assert {"splitk4", "cluster1", "no_streamk"} <= {v.name for v in m.variants}
     small = registry.Problem(256, 256, 8192, 0, FP8)
     assert m.choose(small, tuple(v.name for v in m.variants)).variant.startswith("splitk")
+
+
+@pytest.mark.parametrize("method, dtype, variant, expected", [
+    ("wgmma_fp8", "float8_e4m3", None, ("scales",)),
+    ("wgmma_fp8", "float8_e4m3", "splitk4", ("workspace", "scales")),
+    ("wgmma_warp_specialized", "float16", "splitk4", ("workspace",)),
+    ("wgmma_int8", "int8", None, ()),
+])
+def test_the_kernel_takes_exactly_the_pointers_its_launcher_passes(method, dtype, variant, expected):
+    # The launcher appends one pointer per name of trailing_arguments; the wrapper must declare the same, in order
+    # (a kernel reading its scales from the slot of a workspace it does not have faults on the GPU).
+    assert kernels.trailing_arguments(method, dtype, variant) == expected
+    signature = kernels.wrapper(method, dtype, 0, variant).split(")\n{")[0]
+    declared = [p.split()[-1] for p in signature.split("int k")[1].split(",")[1:]]
+    assert tuple(declared) == expected

@@ -67,20 +67,26 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
     else:
         params = f"const {d.c_input}* __restrict__ A, const {d.c_input}* __restrict__ B"
         operands = "A, B"
-    # A build with a workspace (registry.Variant.workspace) takes its pointer after k; the launcher allocates it. A
-    # scaled dtype's kernel then takes the workspace (null where the build has none) and the scales.
-    workspace = m.variant(variant).workspace is not None
-    # Typed as its partial tiles' accumulators (float; double in fp64).
-    extra_params = f", {d.c_accumulator}* __restrict__ workspace" if workspace else ""
-    extra_args = ", workspace" if workspace else ""
-    if d.scaled:
-        extra_params += ", const float* __restrict__ scales"
-        extra_args = f"{extra_args or ', nullptr'}, scales"
+    params += f", {d.c_output}* __restrict__ C, int m, int n, int k"
+    types = {"workspace": f"{d.c_accumulator}* __restrict__",  # its partial tiles' accumulators (double in fp64)
+             "scales": "const float* __restrict__"}
+    extra = trailing_arguments(method, dtype, variant)
+    params += "".join(f", {types[name]} {name}" for name in extra)
+    # A scaled dtype's kernel function takes a workspace pointer even where the build has none: null.
+    args = "".join(f", {name}" for name in extra)
+    if d.scaled and "workspace" not in extra:
+        args = ", nullptr" + args
     return (
-        f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}('
-        f"{params}, {d.c_output}* __restrict__ C, int m, int n, int k{extra_params})\n{{\n"
-        f"    {call}({operands}, C, m, n, k{extra_args});\n}}\n"
+        f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}({params})\n{{\n'
+        f"    {call}({operands}, C, m, n, k{args});\n}}\n"
     )
+
+
+def trailing_arguments(method: str, dtype: str, variant: str | None = None) -> tuple[str, ...]:
+    """The pointers a generated kernel takes after k, in order, which its launcher passes: a build's workspace
+    (registry.Variant.workspace, allocated by the launcher), then a scaled dtype's scales (DeviceBuffers.scales)."""
+    workspace = registry.get(method).variant(variant).workspace is not None
+    return (*(("workspace",) if workspace else ()), *(("scales",) if dtypes.get(dtype).scaled else ()))
 
 
 def module_source(method: str, instances: list[tuple[str, int]], variant: str | None = None) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from matmul_study.build.kernels import symbol, template_block, trailing_arguments
 from matmul_study.build.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
                                         transposed_operand)
 
@@ -67,8 +68,6 @@ def kernel(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str 
 
 
 def _symbol(method: Method, problem: Problem, variant: str | None) -> str:
-    from matmul_study.build.kernels import symbol, template_block
-
     return symbol(method.name, problem.dtype.name, template_block(method.name, problem.block), variant)
 
 
@@ -220,13 +219,10 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
-    workspace = kernel_workspace(method, p, variant)  # a split-K build's: its pointer follows k
-    if workspace is not None:
-        scalars += (ctypes.c_uint64(int(workspace)),)
-    if p.dtype.scaled:  # a scaled dtype's kernel takes a workspace (null where the build has none), then the scales
-        if workspace is None:
-            scalars += (ctypes.c_uint64(0),)
-        scalars += (ctypes.c_uint64(int(buffers.scales.gpudata)),)
+    workspace = kernel_workspace(method, p, variant)  # a split-K build's
+    pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
+    scalars += tuple(ctypes.c_uint64(int(pointers[name]))
+                     for name in trailing_arguments(method.name, p.dtype.name, variant))
     params = (ctypes.c_void_p * (2 + len(scalars)))(maps[first].getPtr(), maps[second].getPtr(),
                                                     *(ctypes.addressof(s) for s in scalars))
 

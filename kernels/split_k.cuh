@@ -1,0 +1,80 @@
+// Split-K for kernels that launch one block per output tile (07_warptiled.cu, 08_dmma.cu): the grid's z axis cuts
+// every tile's k steps into gridDim.z contiguous slices, one block each, so that a few tiles (1024^3 in fp32 is 32
+// tiles of 128x256 on 132 SMs) or a deep K still fill the GPU.
+//
+// Deterministic reduction, no atomics on C. Each slice stores its partial tile (the accumulator type) to a
+// workspace and counts itself in on the tile's counter (its stores fenced first); the block that counts last sums
+// the SPLIT partials in slice order 0, 1, .., SPLIT-1, whichever finished first, so two launches give the same
+// bits, and stores C with the kernel's own guarded stores. Its count resets the counter (atomicInc wraps at
+// SPLIT), so the workspace is zeroed once, when allocated, and every launch on the stream reuses it. No block
+// waits for another, so a grid larger than what is resident at once is safe, unlike the persistent rung's split
+// (ws_tile_schedule.cuh), which spreads the sum over the slices but needs them all running.
+//
+// Host contract: grid (tiles along n, tiles along m, SPLIT) exactly (the kernel traps on another z); workspace,
+// the kernel's last argument: per tile (blockIdx.y * gridDim.x + blockIdx.x) SPLIT partial tiles of
+// THREADS x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed once.
+#pragma once
+
+#include <type_traits>
+
+#include "simt_common.cuh"
+
+namespace split_k {
+
+// This block's k steps [kt0, kt1) of a tile's KT: slice blockIdx.z's [z*KT/S, (z+1)*KT/S), S = gridDim.z. Slices
+// differ by at most one step; where KT < S some are empty, and they still store their (zero) partial and count.
+__device__ __forceinline__ void slice(int KT, int& kt0, int& kt1)
+{
+    const long long s = gridDim.z, z = blockIdx.z;
+    kt0 = static_cast<int>(z * KT / s);
+    kt1 = static_cast<int>((z + 1) * KT / s);
+}
+
+// The split-K epilogue before the kernel stores C from `acc` (the thread's accumulators: any array of float or
+// double, in the kernel's own order). Stores this slice's partial, counts in, and returns true in the last block
+// of the tile with acc holding the sum over slices in slice order; false in the others (they are done). Every
+// thread of the block calls it. A partial is THREADS x N elements in 16-byte vectors, vector v of thread t at
+// v * THREADS + t: a warp stores and loads 512 contiguous bytes per instruction.
+template <int SPLIT, int THREADS, class Tile>
+__device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
+{
+    using Acc = std::remove_all_extents_t<Tile>;
+    using V = typename simt_common::Vec<Acc>::type;
+    constexpr int N = sizeof(Tile) / sizeof(Acc), VE = 16 / sizeof(Acc), NV = N / VE;
+    static_assert(SPLIT >= 2 && N % VE == 0, "2 or more slices of whole 16-byte vectors");
+    constexpr size_t PART = static_cast<size_t>(THREADS) * NV;  // vectors per partial tile
+    if (gridDim.z != SPLIT) __trap();  // a launch for another split would overrun the workspace
+
+    Acc* const a = reinterpret_cast<Acc*>(&acc);
+    const int tid = threadIdx.x, z = blockIdx.z;
+    const size_t tile = blockIdx.y * gridDim.x + blockIdx.x, tiles = gridDim.y * gridDim.x;
+    V* const parts = static_cast<V*>(workspace) + tile * SPLIT * PART + tid;
+    unsigned int* const counter = reinterpret_cast<unsigned int*>(static_cast<V*>(workspace) + tiles * SPLIT * PART)
+                                  + tile;
+
+    // L2 stores and loads (.cg): the other slices' partials come from other SMs.
+#pragma unroll
+    for (int v = 0; v < NV; ++v) __stcg(parts + z * PART + v * THREADS, simt_common::Vec<Acc>::make(a + v * VE));
+    __threadfence();  // this thread's partial is visible before the count that publishes it
+    __syncthreads();
+    int last = 0;
+    if (tid == 0) last = atomicInc(counter, SPLIT - 1) == SPLIT - 1;  // the last count wraps the counter to 0
+    if (!__syncthreads_or(last)) return false;
+    __threadfence();  // the others' partials are read after their counts were seen
+
+    // Slices 0..SPLIT-1 in order, each read whole (its own too: it is in L2 already, and the running sum leaves
+    // no registers to keep it): a slice's NV loads are in flight together.
+#pragma unroll 1
+    for (int s = 0; s < SPLIT; ++s) {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+            Acc part[VE];
+            simt_common::Vec<Acc>::get(__ldcg(parts + s * PART + v * THREADS), part);
+#pragma unroll
+            for (int e = 0; e < VE; ++e) a[v * VE + e] = s == 0 ? part[e] : a[v * VE + e] + part[e];
+        }
+    }
+    return true;
+}
+
+}  // namespace split_k

@@ -1,0 +1,154 @@
+"""Split-K of the one-block-per-tile kernels (warptiled in fp32 and fp64, dmma in fp64; kernels/split_k.cuh): the
+heuristic's picks and reasons, the variants' launch geometry and workspace, and what their builds contain."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from matmul_study.build import kernels
+from matmul_study.core import configs, dtypes, registry
+from matmul_study.core.registry import Problem
+
+# (method, dtype): the kernel's output tile and accumulator bytes (07_warptiled.cu's Barrier configs, dmma's
+# DefaultConfig), written out here so that the registry is checked against the kernels, not against itself.
+TILES = {("warptiled", "float32"): (128, 256, 4), ("warptiled", "float64"): (128, 128, 8),
+         ("dmma", "float64"): (128, 128, 8)}
+SPLITS = (2, 4, 8, 16, 32)
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def problem(m, n, k, dtype="float32", sms=132, shared=232_448):
+    return Problem(m, n, k, 0, dtypes.get(dtype), sms, shared)
+
+
+def pick(method, m, n, k, dtype="float32", sms=132):
+    return configs.choose(registry.get(method), problem(m, n, k, dtype, sms))
+
+
+def test_the_methods_register_every_split_with_its_compile_definition():
+    for method, define in (("warptiled", "WARPTILED_SPLIT_K"), ("dmma", "DMMA_SPLIT_K")):
+        m = registry.get(method)
+        assert [(v.name, v.defines) for v in m.variants] == [(f"splitk{s}", (f"{define}={s}",)) for s in SPLITS]
+        assert all(v.workspace is not None and "slice order" in v.description for v in m.variants)
+
+
+def test_few_tiles_split_to_fill_one_wave():
+    # fp32 1024^3: 32 tiles of 128x256 on 132 SMs; 4 slices of 8 k steps make 128 blocks, 8 would make 256.
+    choice = pick("warptiled", 1024, 1024, 1024)
+    assert choice.variant == "splitk4"
+    assert "32 output tiles of 128x256 on 132 SMs" in choice.reason and "128 blocks, one wave" in choice.reason
+    assert "slice order" in choice.reason
+    # fp64 1024^3: 64 tiles of 128x128, so 2 slices.
+    assert pick("warptiled", 1024, 1024, 1024, "float64").variant == "splitk2"
+    assert pick("dmma", 1024, 1024, 1024, "float64").variant == "splitk2"
+
+
+def test_a_full_wave_keeps_whole_tiles():
+    for method, dtype in TILES:
+        for n in (2048, 8192):
+            choice = pick(method, n, n, n, dtype)
+            assert choice.variant == "default", (method, dtype, n)
+            assert "whole tiles, 2 slices each would need a second wave" in choice.reason
+
+
+def test_deep_k_takes_a_large_split():
+    # 256x256x8192: 2 fp32 tiles (4 fp64 ones) of 256 (1024, 512) k steps: the largest registered split.
+    assert pick("warptiled", 256, 256, 8192).variant == "splitk32"
+    assert pick("warptiled", 256, 256, 8192, "float64").variant == "splitk32"
+    assert pick("dmma", 256, 256, 8192, "float64").variant == "splitk32"
+    # 512x512x16384: 8 fp32 tiles x 16 = 128 blocks; 16 fp64 tiles x 8.
+    assert pick("warptiled", 512, 512, 16384).variant == "splitk16"
+    assert pick("dmma", 512, 512, 16384, "float64").variant == "splitk8"
+
+
+def test_shallow_k_is_not_split():
+    for method, dtype in TILES:
+        choice = pick(method, 256, 256, 64, dtype)
+        assert choice.variant == "default" and "too shallow to split" in choice.reason
+        assert pick(method, 1, 1, 1, dtype).variant == "default"
+    # Each slice keeps at least 64 of K (dmma 128, its k steps cost half as much): 512^3 fp32 splits 8 ways, not 16.
+    assert pick("warptiled", 512, 512, 512).variant == "splitk8"
+    assert pick("warptiled", 256, 256, 255).variant == "splitk2"
+    assert pick("dmma", 512, 512, 512, "float64").variant == "splitk4"
+    assert pick("dmma", 256, 256, 255, "float64").variant == "default"
+
+
+def test_a_smaller_gpu_splits_less():
+    assert pick("warptiled", 1024, 1024, 1024, sms=64).variant == "splitk2"  # 32 tiles x 2 = 64 SMs
+    assert pick("warptiled", 1024, 1024, 1024, sms=16).variant == "default"
+
+
+def test_only_registered_splits_are_chosen():
+    choose = configs.wave_split_k(registry.get("warptiled").tile)
+    fp32 = problem(256, 256, 8192)
+    assert choose(fp32, ("splitk2", "splitk8")).variant == "splitk8"
+    nothing = choose(fp32, ())
+    assert nothing.variant == "default" and "no split-K build" in nothing.reason
+
+
+def test_a_jobs_reason_explains_the_split():
+    m = registry.get("warptiled")
+    reason = configs.reason_for(m, problem(256, 256, 8192), "auto", "splitk32")
+    assert reason.startswith("2 output tiles of 128x256 on 132 SMs leave SMs idle: K split 32 ways")
+    assert "256 k steps of 32, about 8 a slice" in reason
+
+
+@pytest.mark.parametrize("method,dtype", TILES)
+@pytest.mark.parametrize("shared", [232_448, 101_376])  # an H200, and a GPU whose blocks get 99 KB
+def test_split_launch_is_the_methods_launch_with_the_split_along_z(method, dtype, shared):
+    m = registry.get(method)
+    tile_m, tile_n, _ = TILES[method, dtype]
+    for shape in ((1, 1, 1), (257, 129, 511), (1000, 1200, 800)):
+        p = problem(*shape, dtype, shared=shared)
+        base = m.launch_for(p)
+        assert base.grid == (-(-shape[1] // tile_n), -(-shape[0] // tile_m), 1)
+        for s in SPLITS:
+            split = m.launch_for(p, f"splitk{s}")
+            assert split.grid == (*base.grid[:2], s)
+            assert (split.threads, split.shared_bytes, split.cluster, split.persistent) == (
+                base.threads, base.shared_bytes, base.cluster, base.persistent)
+
+
+@pytest.mark.parametrize("method,dtype", TILES)
+def test_workspace_holds_every_slices_partial_tile_and_a_counter_per_tile(method, dtype):
+    m = registry.get(method)
+    tile_m, tile_n, acc = TILES[method, dtype]
+    assert m.workspace_bytes(problem(512, 512, 512, dtype)) == 0  # the default build takes none
+    for rows, cols, k in ((1, 1, 1), (257, 129, 511), (1000, 1200, 800)):
+        tiles = -(-rows // tile_m) * -(-cols // tile_n)
+        for s in SPLITS:
+            assert m.workspace_bytes(problem(rows, cols, k, dtype), f"splitk{s}") == tiles * (
+                s * tile_m * tile_n * acc + 4)
+
+
+def test_the_wrapper_types_the_workspace_as_the_accumulators():
+    assert "float* __restrict__ workspace" in kernels.wrapper("warptiled", "float32", 0, "splitk4")
+    assert "double* __restrict__ workspace" in kernels.wrapper("warptiled", "float64", 0, "splitk4")
+    assert "double* __restrict__ workspace" in kernels.wrapper("dmma", "float64", 0, "splitk4")
+    assert "workspace" not in kernels.wrapper("dmma", "float64", 0)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant", [("warptiled", "splitk4"), ("dmma", "splitk16")])
+def test_a_split_build_sums_through_the_workspace_without_atomics_on_c(method, variant, tmp_path):
+    # One counter increment per block (atom.inc wraps it back to zero for the next launch), the partials through L2
+    # (st.cg / ld.cg), no floating-point atomics or reductions; the default build has no atomics at all.
+    def ptx(name):
+        source = tmp_path / f"{name}.cu"
+        source.write_text(kernels.module_source(method, [(d, 0) for d in registry.get(method).dtypes], name))
+        out = tmp_path / f"{name}.ptx"
+        result = subprocess.run(kernels.nvcc_command(source, out, "sm_90", kernels.compile_options(method, name),
+                                                     "ptx"), capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return out.read_text()
+
+    split, default = ptx(variant), ptx(None)
+    entries = len(registry.get(method).dtypes)
+    assert split.count("atom.global.inc.u32") == entries
+    assert "st.global.cg" in split and "ld.global.cg" in split
+    assert not re.search(r"\bred\.global|\batom\.global\.add", split)
+    assert not re.search(r"\batom\.|\bred\.global", default)
