@@ -26,8 +26,14 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4
-                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+def registered_splits(variants: tuple[str, ...]) -> list[int]:
+    """The S of the split-K variants (named splitk<S>) among `variants`, ascending."""
+    return sorted(int(v.removeprefix("splitk")) for v in variants
+                  if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
+
+
+def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
+                       narrow_n: int | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -36,7 +42,14 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     largest S (of the registered ones, at least `min_split`) with tiles x S <= SMs and at least
     `min_k_steps_per_slice` k steps a slice; otherwise the default build. On an H200 (bench/compare.py, 2b8205c)
     splitk2 never beat the default build in fp16 or bf16 (512³: 0.33 against 0.43 of cuBLAS): the partial
-    tiles' write and read cost what half the k steps save, hence min_split 4."""
+    tiles' write and read cost what half the k steps save, hence min_split 4.
+
+    `narrow_n`: the method also has tiles tile_m x narrow_n, builds named bn<narrow_n> and bn<narrow_n>_splitk<S>
+    (kernel 12's 128x128 tiles). Where the wide tiles fill less than half a wave, the narrow ones come first: more
+    tiles, each with less work, and no partial tiles to write and read. A split of either width is taken only
+    where it cuts each SM's work (tile width x k steps per slice) at least `min_split`-fold against whole narrow
+    tiles within one wave, the same bar as against whole wide tiles without them (at 128 against 256: bn128 splits
+    of 4, wide splits of 8 or more); of equal cuts the narrower tile, whose partials are smaller."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
@@ -45,16 +58,68 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
         if 2 * tiles > sms:
             return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
-        splits = sorted(int(v.removeprefix("splitk")) for v in variants
-                        if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
-        fitting = [s for s in splits
-                   if s >= min_split and tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
-        if not fitting:
+        idle = f"{where} leave{'s' if tiles == 1 else ''}"
+        narrow = f"bn{narrow_n}"
+        base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n  # the whole tiles to beat
+        builds = [(tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
+        if base_n != tile_n:
+            builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
+                tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
+        # (cut of each SM's work against whole base tiles, width, S, name, work items) of the splits that fit
+        fitting = [(s * base_n / width, width, s, name, cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
+                   for width, s, name in builds if k_steps >= min_k_steps_per_slice * s]
+        fitting = [f for f in fitting if f[0] >= min_split and f[4] <= sms]
+        if fitting:
+            cut, width, s, name, items = max(fitting, key=lambda f: (f[0], -f[1]))
+            size = "" if width == tile_n else f" of {tile_m}x{width} tiles"
+            against = "" if base_n == tile_n else f", {cut:g}x less work per SM than whole {tile_m}x{base_n} tiles"
+            return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
+                                f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
+        if base_n == tile_n:
             return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split "
                                    f"{min_split} or more ways")
-        s = fitting[-1]
-        return Choice(f"splitk{s}", f"{where} leave SMs idle: K split {s} ways ({k_steps} k steps of {tile_k}, "
-                                    f"about {cdiv(k_steps, s)} a slice) gives {tiles * s} work items")
+        narrow_tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, narrow_n)
+        return Choice(narrow, f"{idle} most SMs idle: {narrow_tiles} tile{'s' if narrow_tiles != 1 else ''} of "
+                              f"{tile_m}x{narrow_n} instead, {tile_n / narrow_n:g}x less work each; no split of "
+                              f"{k_steps} k steps of {tile_k} cuts each SM's work {min_split}-fold within one wave")
+
+    return choose
+
+
+def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: int = 64
+                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a kernel with one block per output tile, one block per SM, and split-K variants splitk<S>
+    that launch S blocks per tile along grid z, each over 1/S of K (kernels/split_k.cuh). `tile(block, dtype)` is
+    the method's (tile_m, tile_n, tile_k).
+
+    With fewer tiles than SMs the other SMs idle for the whole launch. S slices make tiles x S blocks of 1/S the
+    depth; beyond one wave (tiles x S > SMs) the extra blocks run in a second wave and the split saves nothing, while
+    every slice costs a partial tile stored and read back (the tile's last slice sums all S alone). So the largest
+    registered S with tiles x S <= SMs, the grid closest to one full wave (with power-of-two splits, more than half
+    of one where the SMs allow), as long as every slice keeps at least `min_slice_k` of K (min_slice_k / tile_k k
+    steps): shallower slices spend more on filling the pipeline and on their partial than on the product.
+    Otherwise the default build."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        tile_m, tile_n, tile_k = tile(problem.block, problem.dtype.name)
+        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+        k_steps = cdiv(problem.k, tile_k)
+        sms = problem.sm_count
+        where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
+        idle = f"{where} leave{'s' if tiles == 1 else ''} SMs idle"
+        splits = registered_splits(variants)
+        in_a_wave = [s for s in splits if tiles * s <= sms]
+        if not in_a_wave:
+            why = f"{splits[0]} slices each would need a second wave" if splits else "no split-K build"
+            return Choice(DEFAULT, f"{where}: whole tiles, {why}")
+        deep = [s for s in in_a_wave if problem.k >= min_slice_k * s]
+        if not deep:
+            return Choice(DEFAULT, f"{idle}, but K = {problem.k} is too shallow to split: {in_a_wave[0]} slices "
+                                   f"of at least {min_slice_k} need K >= {min_slice_k * in_a_wave[0]}")
+        s = deep[-1]
+        return Choice(f"splitk{s}", f"{idle}: K split {s} ways ({k_steps} k steps of {tile_k}, about "
+                                    f"{cdiv(k_steps, s)} a slice) gives {tiles * s} blocks, one wave; the last slice "
+                                    f"of each tile sums the {s} partials in slice order")
 
     return choose
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
-from matmul_study.core.backends import CUBLAS, NUMPY, PYCUDA, Backend
+from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA, Backend
 
 
 def cdiv(a: int, b: int) -> int:
@@ -147,7 +147,7 @@ class Variant:
     diagnostic: bool = False
     # Bytes of device memory the build needs besides A, B and C (a split-K build's partial tiles and counters),
     # for a problem; None: none. The launcher allocates it once, zeroed, and passes it as the kernel's last
-    # argument (the generated wrapper then takes `float* workspace`).
+    # argument (the generated wrapper then takes `float* workspace`, `double*` in fp64).
     workspace: Callable[[Problem], int] | None = None
 
 
@@ -284,33 +284,43 @@ WARPTILED_MBARRIER_LAUNCH, WARPTILED_MBARRIER_TILE = tiles_by_dtype({"float32": 
 
 
 # The warp-specialised Hopper kernel (kernels/12_wgmma_warp_specialized.cu) and its tf32 rung share one pipeline and
-# one shared-memory layout: a 1 KiB alignment slack, `stages` stages of A (128 rows) and B (256 columns) at 128 bytes
-# per row or column (fp16/bf16 BK 64, tf32 BK 32), the consumers' epilogue staging (8 warps x 16x64 fp32) and a full
-# and an empty mbarrier per stage: wgmma_ws::SMEM_BYTES, checked against this by tests/test_kernels_compile.py.
-WS_STAGES = 4  # the kernel's default (WGMMA_WS_STAGES)
+# one shared-memory layout: a 1 KiB alignment slack, `stages` stages of A (128 rows) and B (`bn` columns: the tile
+# width, 256 or 128) at 128 bytes per row or column (fp16/bf16 BK 64, tf32 BK 32), the consumers' epilogue staging
+# (8 warps x 16x64 fp32) and a full and an empty mbarrier per stage: wgmma_ws::SMEM_BYTES, checked against this by
+# tests/test_kernels_compile.py.
+WS_STAGES = 4  # the kernel's default at BN 256 (WGMMA_WS_STAGES: the most 48 KiB stages that fit)
+WS_BN128_STAGES = 6  # and at BN 128 (WGMMA_WS_BN=128: the most 32 KiB stages that fit)
 WS_CLUSTER = 2  # the kernel's default (WGMMA_WS_CLUSTER)
 
 
-def ws_shared_bytes(stages: int = WS_STAGES) -> int:
-    """Dynamic shared memory of a wgmma_warp_specialized / wgmma_tf32 build with `stages` pipeline stages."""
-    stage = (128 + 256) * 128
+def ws_stages(stages: int | None, bn: int) -> int:
+    """`stages`, or where None the kernel's default for tiles `bn` wide."""
+    return stages if stages is not None else WS_BN128_STAGES if bn == 128 else WS_STAGES
+
+
+def ws_shared_bytes(stages: int | None = None, bn: int = 256) -> int:
+    """Dynamic shared memory of a wgmma_warp_specialized / wgmma_tf32 build with `stages` pipeline stages (None:
+    the kernel's default) and tiles `bn` columns wide."""
+    stages = ws_stages(stages, bn)
+    stage = (128 + bn) * 128
     staging = 2 * 4 * 16 * 64 * 4
     return 1024 + stages * stage + staging + 2 * stages * 8
 
 
-def ws_launch(stages: int = WS_STAGES, cluster: int = WS_CLUSTER, split: int = 1) -> Callable[[Problem], Launch]:
-    """Persistent grid of 384-thread CTAs (a producer and two consumer warpgroups) over 128x256 tiles, in clusters
+def ws_launch(stages: int | None = None, cluster: int = WS_CLUSTER, split: int = 1, bn: int = 256
+              ) -> Callable[[Problem], Launch]:
+    """Persistent grid of 384-thread CTAs (a producer and two consumer warpgroups) over 128 x `bn` tiles, in clusters
     along M, launched as a programmatic dependent of the previous kernel. A split-K build (split > 1) has
-    `split` work items per cluster tile (256 x 256 with clusters of 2), so its grid is as large as those items,
+    `split` work items per cluster tile (256 x bn with clusters of 2), so its grid is as large as those items,
     up to one CTA per SM."""
+    smem = ws_shared_bytes(stages, bn)
     if split == 1:
-        return persistent(128, 256, 384, shared_bytes=ws_shared_bytes(stages), cluster=cluster, dependent=True)
+        return persistent(128, bn, 384, shared_bytes=smem, cluster=cluster, dependent=True)
 
     def launch(p: Problem) -> Launch:
-        items = cdiv(p.m, 128 * cluster) * cdiv(p.n, 256) * split
+        items = cdiv(p.m, 128 * cluster) * cdiv(p.n, bn) * split
         blocks = max(1, min(p.sm_count // cluster, items)) * cluster
-        return Launch((blocks, 1, 1), (384, 1, 1), ws_shared_bytes(stages), (cluster, 1, 1), persistent=True,
-                      dependent=True)
+        return Launch((blocks, 1, 1), (384, 1, 1), smem, (cluster, 1, 1), persistent=True, dependent=True)
 
     return launch
 
@@ -318,14 +328,14 @@ def ws_launch(stages: int = WS_STAGES, cluster: int = WS_CLUSTER, split: int = 1
 WS_SPLITS = (2, 4, 8, 16, 32)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
 
 
-def ws_split_workspace(split: int, cluster: int = WS_CLUSTER) -> Callable[[Problem], int]:
-    """A split-K build's workspace (kernels/12_wgmma_warp_specialized.cu, host contract): per 128x256 CTA tile
+def ws_split_workspace(split: int, cluster: int = WS_CLUSTER, bn: int = 256) -> Callable[[Problem], int]:
+    """A split-K build's workspace (kernels/12_wgmma_warp_specialized.cu, host contract): per 128 x `bn` CTA tile
     (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split` fp32 partial
     tiles, then one 32-bit counter per CTA tile."""
 
     def workspace(p: Problem) -> int:
-        cta_tiles = cdiv(p.m, 128 * cluster) * cluster * cdiv(p.n, 256)
-        return cta_tiles * (split * 128 * 256 * 4 + 4)
+        cta_tiles = cdiv(p.m, 128 * cluster) * cluster * cdiv(p.n, bn)
+        return cta_tiles * (split * 128 * bn * 4 + 4)
 
     return workspace
 
@@ -369,6 +379,32 @@ def ws_variants(groups_along_n: bool, clusters: tuple[int, ...]) -> tuple[Varian
     )
 
 
+WS_BN128_SPLITS = (2, 4)  # split-K builds of the 128x128 tiles
+
+
+def ws_bn128_variants() -> tuple[Variant, ...]:
+    """The 128x128-tile builds of the fp16/bf16 pipeline (WGMMA_WS_BN=128: each consumer warpgroup 64x128, wgmma
+    m64n128k16), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work; 6
+    stages of 32 KiB by default (what fits), 4 as the control; split-K on top where even those tiles are few."""
+    bn128 = "WGMMA_WS_BN=128"
+
+    def tile(block: int, dtype: str) -> tuple[int, int, int]:
+        return 128, 128, 64
+
+    return (
+        Variant("bn128", (bn128,), "128x128 tiles (twice as many, half the work each) and 6 stages of 32 KiB",
+                launch=ws_launch(bn=128), tile=tile),
+        Variant("bn128_stages4", (bn128, "WGMMA_WS_STAGES=4"),
+                "128x128 tiles with 4 stages instead of 6 (the copy latency covered at half the math per stage)",
+                launch=ws_launch(stages=4, bn=128), tile=tile),
+        *(Variant(f"bn128_splitk{s}", (bn128, f"WGMMA_WS_SPLIT_K={s}"),
+                  f"128x128 tiles, each tile's k steps in {s} slices on {s} clusters, summed in slice order through a "
+                  "workspace (deterministic); no stream-K tail",
+                  launch=ws_launch(split=s, bn=128), tile=tile, workspace=ws_split_workspace(s, bn=128))
+          for s in WS_BN128_SPLITS),
+    )
+
+
 # The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu): a pre-pass splits each fp32 operand into a big and a small tf32
 # part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x K'), each
 # block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's GEMM runs on
@@ -395,6 +431,35 @@ SPLIT_TF32_PREPASS = Prepass(
     (PrepassOutput("A3", lambda p: (p.m, split_tf32_k(p.k))),
      PrepassOutput("BT3", lambda p: (p.n, split_tf32_k(p.k)))),
     split_tf32_prepass_launch)
+
+
+def tile_split_k_variants(define: str, launch: Callable[[Problem], Launch],
+                          tile: Callable[[int, str], tuple[int, int, int]], splits: tuple[int, ...] = (2, 4, 8, 16, 32)
+                          ) -> tuple[Variant, ...]:
+    """Split-K builds of a kernel with one block per output tile (kernels/split_k.cuh, host contract): -D{define}=S,
+    the method's launch with grid z = S, and a workspace of S partial tiles of tile_m x tile_n accumulators per
+    output tile (the launch's grid x times y of them), then a 32-bit counter per tile."""
+
+    def variant(s: int) -> Variant:
+        def split_launch(p: Problem) -> Launch:
+            base = launch(p)
+            return replace(base, grid=(base.grid[0], base.grid[1], s))
+
+        def workspace(p: Problem) -> int:
+            grid = launch(p).grid
+            tile_m, tile_n, _ = tile(p.block, p.dtype.name)
+            return grid[0] * grid[1] * (s * tile_m * tile_n * p.dtype.output.itemsize + 4)
+
+        return Variant(f"splitk{s}", (f"{define}={s}",),
+                       f"split-K: each tile's k steps in {s} slices on {s} blocks (grid z); the last slice to finish "
+                       "sums the partials in slice order through a workspace (deterministic). For too few tiles or "
+                       "deep K", launch=split_launch, workspace=workspace)
+
+    return tuple(variant(s) for s in splits)
+
+
+# dmma (08_dmma.cu): dmma::DefaultConfig, 128x128x16 tiles, 256 threads, 149,504 bytes of shared memory.
+DMMA_LAUNCH, DMMA_TILE = tiles_by_dtype({"float64": (128, 128, 16, 256, 149_504)})
 
 
 METHODS: dict[str, Method] = {
@@ -482,6 +547,8 @@ METHODS: dict[str, Method] = {
             launch=WARPTILED_LAUNCH,
             tile=WARPTILED_TILE,
             launch_bounds=(256, 1),
+            variants=tile_split_k_variants("WARPTILED_SPLIT_K", WARPTILED_LAUNCH, WARPTILED_TILE),
+            choose=configs.wave_split_k(WARPTILED_TILE, min_slice_k=64),
         ),
         Method(
             "warptiled_mbarrier",
@@ -505,9 +572,12 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="08_dmma.cu",
             template="dmma_matmul<{T}, {Acc}>",
-            launch=fixed_tiles(128, 128, 256, shared_bytes=149_504),
-            tile=lambda block, dtype: (128, 128, 16),
+            launch=DMMA_LAUNCH,
+            tile=DMMA_TILE,
             launch_bounds=(256, 1),
+            variants=tile_split_k_variants("DMMA_SPLIT_K", DMMA_LAUNCH, DMMA_TILE),
+            # A k step costs DMMA half the time it costs the SIMT fp32/fp64 rungs: twice the minimum depth a slice.
+            choose=configs.wave_split_k(DMMA_TILE, min_slice_k=128),
         ),
         Method(
             "wmma_tiled",
@@ -560,8 +630,8 @@ METHODS: dict[str, Method] = {
             tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
             launch_bounds=(384, 1),
             requires=HOPPER,
-            variants=ws_variants(groups_along_n=True, clusters=(1, 2, 4)),
-            choose=configs.persistent_split_k(128, 256, 64),
+            variants=(*ws_variants(groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants()),
+            choose=configs.persistent_split_k(128, 256, 64, narrow_n=128),
         ),
         Method(
             "wgmma_tf32",
@@ -594,8 +664,8 @@ METHODS: dict[str, Method] = {
             launch_bounds=(384, 1),
             requires=HOPPER,
             prepass=SPLIT_TF32_PREPASS,
-            # Registered and verified, not in the default study (methods: all runs it): docs/tensor-cores.md.
-            default_study=False,
+            # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy).
+            variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
         ),
         Method(
             "wgmma_int8",
@@ -613,8 +683,23 @@ METHODS: dict[str, Method] = {
             requires=HOPPER,
             # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
             variants=tuple(v for v in ws_variants(groups_along_n=False, clusters=(1, 2)) if v.workspace is None),
-            # Registered and verified, not in the default study (methods: all runs it): docs/tensor-cores.md.
-            default_study=False,
+        ),
+        Method(
+            "wgmma_fp8",
+            "Hopper FP8: the int8 rung's pipeline on e4m3 operands with per-tensor scales (wgmma m64n256k32 e4m3, "
+            "fp32 accumulation, the scales applied to the accumulators as they leave); B is transposed on every "
+            "launch by the byte-transpose kernel, timed with the GEMM",
+            ("float8_e4m3",),
+            backend=PYCUDA,
+            source="16_wgmma_fp8.cu",
+            template="wgmma_fp8_matmul<{T}>",
+            launch=ws_launch(),
+            tile=lambda block, dtype: (128, 256, 128),
+            tensor_maps=(TensorMap("A", 128, 128), TensorMap("BT", 128, 128)),
+            launch_bounds=(384, 1),
+            requires=HOPPER,
+            variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
+            choose=configs.persistent_split_k(128, 256, 128),
         ),
         Method(
             "cublas",
@@ -622,6 +707,18 @@ METHODS: dict[str, Method] = {
             ("float16", "bfloat16", "tf32", "float32", "float64", "int8"),
             backend=CUBLAS,
             reference_line=True,
+        ),
+        Method(
+            "cublaslt",
+            "cuBLASLt FP8 GEMM through nvmath-python's bindings (e4m3 with per-tensor scale pointers, fp32 "
+            "accumulation and output); B is transposed first on every call (cuBLASLt's FP8 wants both operands "
+            "K-major), timed with the GEMM; the vendor line for FP8",
+            ("float8_e4m3",),
+            backend=CUBLASLT,
+            reference_line=True,
+            requires=Requirements(min_compute_capability=(8, 9)),
+            variants=(Variant("fast_accum", description="CUBLASLT_MATMUL_DESC_FAST_ACCUM on: the tensor cores' own "
+                                                        "accumulation over all of k, without cuBLASLt's promotion"),),
         ),
     ]
 }
@@ -637,6 +734,19 @@ def get(name: str) -> Method:
         return METHODS[name]
     except KeyError:
         raise KeyError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}") from None
+
+
+def vendor_methods() -> tuple[str, ...]:
+    """The vendor libraries' GPU lines (cuBLAS, cuBLASLt): each dtype has one of them, its "× cuBLAS" denominator."""
+    return tuple(name for name, m in METHODS.items() if m.reference_line and m.on_gpu)
+
+
+def vendor_method(dtype: str) -> str:
+    """The vendor's line for a dtype: the first GPU reference-line method that runs it (cuBLAS; cuBLASLt for FP8)."""
+    for name, m in METHODS.items():
+        if m.reference_line and m.on_gpu and dtype in m.dtypes:
+            return name
+    raise KeyError(f"no vendor library method runs {dtype!r}")
 
 
 def default_methods() -> tuple[str, ...]:
