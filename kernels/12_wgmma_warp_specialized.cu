@@ -7,17 +7,23 @@
 //   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
 //     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
 //     into the next tile while the consumers store the current one.
-//   consumers (warpgroups 1 and 2, setmaxnreg 232): each owns 64 rows of the CTA's 128x256 tile of C and issues
-//     wgmma m64n256k16 on the stages (fp32 accumulators: 128 registers per thread), then stores its rows.
+//   consumers (warpgroups 1 and 2, setmaxnreg 232): each owns 64 rows of the CTA's 128xBN tile of C and issues
+//     wgmma m64nBNk16 on the stages (fp32 accumulators: BN / 2 registers per thread), then stores its rows.
 //
-// Pipeline. Each stage (A 128x64 + B 64x256 = 48 KiB) has a "full" mbarrier (the copy engine completes it on
-// the stage's transaction byte count) and an "empty" one (one arrival per consumer warp of every CTA of the
-// cluster). The consumers keep one wgmma group in flight: a k step's stage is released as soon as the group
+// Tile width BN (WGMMA_WS_BN). 256 (default): 128x256 tiles, the most math per byte loaded. 128: 128x128 tiles
+// (64 accumulators per consumer thread) for problems whose 128x256 tiles leave most SMs idle (512^3: 8 tiles on
+// 132 SMs): twice the tiles, half the work per tile. Its stages are 32 KiB, so 6 fit where 4 of 48 KiB do; the
+// default stage count is what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of
+// the copy latency (in time) that 4 cover at BN 256. The tf32 and 8-bit operands are built at BN 256 only.
+//
+// Pipeline. Each stage (A 128x64 + B 64xBN: 48 KiB, or 32 KiB at BN 128) has a "full" mbarrier (the copy engine
+// completes it on the stage's transaction byte count) and an "empty" one (one arrival per consumer warp of every CTA
+// of the cluster). The consumers keep one wgmma group in flight: a k step's stage is released as soon as the group
 // that read it has retired, so the producer refills it while the next group runs.
 //
 // Clusters. CLUSTER (default 2) CTAs along M compute vertically adjacent tiles that need the same B slice per k
 // step: each CTA loads its own A and 1/CLUSTER of B, the B part multicast into every CTA of the cluster. That
-// cuts the L2->SM traffic per CTA and k step from 48 KiB to 32 KiB (cluster 2). Clusters of 4 fit only 30 at
+// cuts the L2->SM traffic per CTA and k step from 48 KiB to 32 KiB (cluster 2, BN 256). Clusters of 4 fit only 30 at
 // once on 132 SMs (a fifth wave at 4096^3: 0.886x cuBLAS against 0.96x, b929e7e), so 2 is the default.
 //
 // Schedule. The grid is persistent (no more CTAs than are co-resident) and each cluster walks its tiles in the
@@ -25,8 +31,8 @@
 // otherwise. The producer and the consumers walk the same schedule.
 //
 // Epilogue. While the consumers store C the tensor cores idle (the epilogue cost ~5-7 % of the run time at
-// 4096^3), and C's 128 KiB per tile leave the SM through the same path to L2 as the next tile's operands.
-//   whole tiles inside C: each consumer warp's 16x256 block goes out through a per-warp 16x64 fp32 staging
+// 4096^3), and C's 128 KiB per tile (BN 256) leave the SM through the same path to L2 as the next tile's operands.
+//   whole tiles inside C: each consumer warp's 16xBN block goes out through a per-warp 16x64 fp32 staging
 //     chunk in shared memory (XOR-swizzled, conflict-free), as 256-byte row segments, 2 rows per instruction;
 //   paced drain (DRAIN_EVERY k steps, default 2): a whole tile that is not the CTA's last leaves its last 64
 //     columns staged, and each warp stores 2 of the chunk's 16 rows every DRAIN_EVERY k steps of its next item,
@@ -41,7 +47,7 @@
 //     bytes per warp instruction) and counts itself in on the tile's counter; once all S are in, slice j sums
 //     its 1/S of the tile over slices 0, 1, .., S-1 (always that order, whichever finished first) and stores it
 //     to C. Spreading the sum over the S slices, rather than leaving it to the last one to finish,
-//     keeps it off one SM's path to L2: each slice reads 128 KiB, not (S - 1) x 128 KiB. Each slice counts
+//     keeps it off one SM's path to L2: each slice reads one tile's bytes, not S - 1 tiles'. Each slice counts
 //     itself out again after its sum, and the last one out resets the counter for the next launch.
 // An asynchronous TMA-store epilogue (it needs the smem of one stage: 3 stages lose 5-6 %, b575698) and
 // ping-pong consumers (one 128x128 tile each, epilogues under the other's wgmmas: 3a96bf5) measured slower.
@@ -60,19 +66,21 @@
 // the next 16 k-rows 2048 bytes on. Edges: TMA zero-fills outside (k, m) and (n, k); the epilogue guards rows >= m
 // and columns >= n; k = 0 writes C = 0.
 //
-// Host contract: block THREADS (384), dynamic smem SMEM_BYTES (230,464 with 4 stages, both dtypes), cluster
-// (CLUSTER, 1, 1), programmatic stream serialisation allowed; grid (G, 1, 1) with G a multiple of CLUSTER and no
-// more than the co-resident CTAs (#SMs, or with clusters CLUSTER * cuOccupancyMaxActiveClusters): the stream-K
-// tail and split-K slices wait on other CTAs' flags. Fewer CTAs than tiles is fine (they loop).
+// Host contract: block THREADS (384), dynamic smem SMEM_BYTES (230,464 with 4 stages at BN 256, 230,496 with 6 at
+// BN 128; both dtypes), cluster (CLUSTER, 1, 1), programmatic stream serialisation allowed; grid (G, 1, 1) with G a
+// multiple of CLUSTER and no more than the co-resident CTAs (#SMs, or with clusters CLUSTER *
+// cuOccupancyMaxActiveClusters): the stream-K tail and split-K slices wait on other CTAs' flags. Fewer CTAs than
+// tiles is fine (they loop).
 // Split-K builds take a workspace (last kernel argument): per CTA tile (ceil(m / (128 CLUSTER)) * CLUSTER rows of
-// tiles, ceil(n / 256) columns) S partial tiles of 128x256 accumulators (4 bytes each), then one 32-bit counter
+// tiles, ceil(n / BN) columns) S partial tiles of 128xBN accumulators (4 bytes each), then one 32-bit counter
 // per CTA tile; zeroed once when allocated (the kernel leaves the counters at zero).
 // tmap_a: dims (k, m), box (rows BM = 128, cols BK = 64), 128B swizzle. tmap_b: dims (n, k), box (rows BK = 64,
 // cols 64), 128B swizzle. Zero OOB fill.
 //
 // Configuration (compile definitions; the registry's variants of the method name them):
-//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 (default) or 4.
-//   WGMMA_WS_STAGES       pipeline stages: 2 to 4 (default; what fits in shared memory).
+//   WGMMA_WS_BN           tile width: 256 (default) or 128 (fp16/bf16 operands only).
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 (default) or 4 (4: BN 256 only).
+//   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the default: 4 at BN 256, 6 at 128).
 //   WGMMA_WS_STREAMK      1 (default): split the last wave by k steps where it pays; 0: whole tiles only.
 //   WGMMA_WS_BALANCED     1 (default): unsplit tails go to the fewest clusters that keep the waves.
 //   WGMMA_WS_GROUP_ORDER  0 (default): the tile order the operands prefer; 1: groups of rows; 2: of columns.
@@ -85,11 +93,14 @@
 #include "simt_common.cuh"
 #include "ws_tile_schedule.cuh"
 
+#ifndef WGMMA_WS_BN
+#define WGMMA_WS_BN 256
+#endif
 #ifndef WGMMA_WS_CLUSTER
 #define WGMMA_WS_CLUSTER 2
 #endif
 #ifndef WGMMA_WS_STAGES
-#define WGMMA_WS_STAGES 4
+#define WGMMA_WS_STAGES (WGMMA_WS_BN == 128 ? 6 : 4)
 #endif
 #ifndef WGMMA_WS_STREAMK
 #define WGMMA_WS_STREAMK 1
@@ -112,8 +123,9 @@
 
 namespace wgmma_ws {
 
-constexpr int BM = 128, BN = 256, BK = 64;  // CTA tile; BK of the fp16/bf16 operands (Op::BK in general)
-constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows each
+constexpr int BM = 128, BN = WGMMA_WS_BN, BK = 64;  // CTA tile; BK of the fp16/bf16 operands (Op::BK in general)
+constexpr int ACCUMULATORS = BN / 2;  // per consumer thread: its warpgroup's 64 x BN over 128 threads
+constexpr int CONSUMERS = 2;          // consumer warpgroups, 64 rows each
 constexpr int THREADS = 128 * (CONSUMERS + 1);  // + one producer warpgroup
 constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;
@@ -126,7 +138,7 @@ constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
 constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
 
 constexpr int A_BYTES = BM * 128;                 // 128 rows of 128 bytes (16 KiB)
-constexpr int STAGE_BYTES = A_BYTES + BN * 128;   // + B, 256 columns of 128 bytes (32 KiB)
+constexpr int STAGE_BYTES = A_BYTES + BN * 128;   // + B, BN columns of 128 bytes (32 or 16 KiB)
 constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wgmma descriptor's address units
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), turning the accumulator layout (8 rows x 32
 // bytes per store instruction) into whole-row 256-byte stores.
@@ -144,22 +156,33 @@ constexpr int BOX_A_ROWS = BM, BOX_A_COLS = BK;
 constexpr int BOX_B_ROWS = BK, BOX_B_COLS = 64;
 constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB
 
+static_assert(BN == 256 || BN == 128, "WGMMA_WS_BN: 256 or 128 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
+static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs (each multicasts whole 64-column strips "
+                                      "of B): 4 with WGMMA_WS_BN=256, 2 with 128");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(SMEM_BYTES <= 227 * 1024, "WGMMA_WS_STAGES: the stages fit the opt-in shared memory of one SM");
 static_assert(GROUP_ORDER >= 0 && GROUP_ORDER <= 2, "WGMMA_WS_GROUP_ORDER: 0 (operands'), 1 (rows) or 2 (columns)");
 static_assert(GROUP_M >= 1, "WGMMA_WS_GROUP_M: at least 1");
 static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k steps");
-static_assert(SPLIT_K >= 1 && SPLIT_K <= 32, "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile");
+// (the split-K sum loads a quad of every slice into the accumulators at once: BN / 8 quads per thread)
+static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
+              "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
 template <class Op>
 constexpr bool GROUP_ALONG_N = GROUP_ORDER == 0 ? Op::GROUP_ALONG_N : GROUP_ORDER == 2;
+// Whether an Op's result is multiplied by per-tensor scales (Op::SCALED: the FP8 operands of 16_wgmma_fp8.cu; an
+// Op without the member is not scaled, and its build has no trace of the scales).
+template <class Op, class = void>
+constexpr bool SCALED = false;
+template <class Op>
+constexpr bool SCALED<Op, decltype(void(Op::SCALED))> = Op::SCALED;
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
-// Split-K workspace: 16-byte units (4 accumulators) per partial tile (128x256 32-bit).
+// Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
 constexpr int PART_QUADS = BM * BN / 4;
 
 #if HOPPER_SM90A
@@ -174,8 +197,8 @@ struct Op16 {
     static constexpr bool GROUP_ALONG_N = true;
     static_assert(BK * sizeof(T) == 128 && A_BYTES == BM * BK * sizeof(T) && STAGE_BYTES - A_BYTES == BK * BN * 2,
                   "stage layout");
-    // This CTA's share of the stage's B (k rows kt*BK.., columns n0..n0+255): the 64-column strips
-    // rank*4/CLUSTER .. , multicast to every CTA of the cluster.
+    // This CTA's share of the stage's B (k rows kt*BK.., columns n0..n0+BN-1): BN / 64 / CLUSTER of its
+    // 64-column strips from strip rank * BN / 64 / CLUSTER on, multicast to every CTA of the cluster.
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_b, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
@@ -192,12 +215,12 @@ struct Op16 {
     }
     // Low descriptor words of a warpgroup's A rows and of B in stage 0; stage s is s * STAGE_DESC on (the
     // mainloop adds it). A: SBO = 1024 bytes between groups of 8 rows. B: LBO = distance between 64-column
-    // strips, SBO = 1024 bytes between groups of 8 k-rows.
+    // strips, SBO = 1024 bytes between groups of 8 k-rows; the same at either BN (n128 reads 2 strips, n256 4).
     static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
     static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, B_STRIP_BYTES); }
     // One stage for one consumer warpgroup. The next 16 columns of K are 32 bytes on in each swizzled 128-byte
     // row of A, and 16 k-rows (2048 bytes) on in B: the address field counts 16-byte units.
-    static __device__ __forceinline__ void mma(float (&d)[128], uint32_t da, uint32_t db, bool accumulate)
+    static __device__ __forceinline__ void mma(float (&d)[ACCUMULATORS], uint32_t da, uint32_t db, bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
@@ -323,11 +346,11 @@ struct PacedDrain {
 // The k steps [k0, k1) of one item into d. Each k step: wait for the stage, issue its wgmmas, keep one group in
 // flight, release the stage that the previous group read. The first k step overwrites the accumulators (scale-d
 // = 0): zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515). `it` counts the ring's
-// k steps over the CTA's items (unsigned: % and / by STAGES are a mask and a shift); desc_a0 / desc_b0 are the
-// stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the previous tile's
-// staged columns leave at the drain's pace; what is left goes before the chunk is reused.
+// k steps over the CTA's items (unsigned: % and / by a power-of-two STAGES are a mask and a shift); desc_a0 /
+// desc_b0 are the stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the
+// previous tile's staged columns leave at the drain's pace; what is left goes before the chunk is reused.
 template <class Op, typename V = typename Op::Acc>
-__device__ __forceinline__ void mainloop(V (&d)[128], uint32_t& it, int k0, int k1, uint32_t desc_a0,
+__device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
                                          uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane)
 {
     using namespace hopper;
@@ -357,8 +380,8 @@ __device__ __forceinline__ void mainloop(V (&d)[128], uint32_t& it, int k0, int 
 // Stream-K piece > 0 of a tail tile: once the tile's piece 0 is in C (its flag), add this piece's sums into it
 // with L2 reductions; the tile's last piece resets the flag for the next launch.
 template <typename V>
-__device__ __forceinline__ void add_piece(const V (&d)[128], unsigned int* flag, int pieces, V* C, int m, int n,
-                                          int row0, int col0, int tid)
+__device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned int* flag, int pieces, V* C, int m,
+                                          int n, int row0, int col0, int tid)
 {
     using namespace hopper;
     if (tid == 128) flag_wait_ge(flag, 1u);
@@ -373,9 +396,9 @@ __device__ __forceinline__ void add_piece(const V (&d)[128], unsigned int* flag,
 // whole tile that is not the CTA's last item leaves its last 64 columns to the paced drain. Piece 0 then raises its
 // flag.
 template <typename V>
-__device__ __forceinline__ void epilogue(const V (&d)[128], const ws_schedule::Work& w, int i, int n_items, int m0,
-                                         int n0, V* C, int m, int n, uint32_t rank, int tid, int c, int warp, int lane,
-                                         unsigned char* chunk, PacedDrain<V>& drain)
+__device__ __forceinline__ void epilogue(const V (&d)[ACCUMULATORS], const ws_schedule::Work& w, int i, int n_items,
+                                         int m0, int n0, V* C, int m, int n, uint32_t rank, int tid, int c, int warp,
+                                         int lane, unsigned char* chunk, PacedDrain<V>& drain)
 {
     using namespace hopper;
     const int row0 = m0 + c * 64 + warp * 16 + lane / 4;
@@ -427,18 +450,18 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
 
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
 // partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
-// free once the partial is out, are the load buffer: a thread's whole share (32 / SPLIT_K quads of each slice)
+// free once the partial is out, are the load buffer: a thread's whole share (BN / 8 / SPLIT_K quads of each slice)
 // is in flight at once, in no registers beyond d's (ptxas budgets the kernel at the launch bound's 168, and d
 // stays allocated for the next item's wgmmas; a buffer of its own spilled beyond 4 quads). Against 4 loads at a
 // time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200, fp16). Quad q*256 + ct is consumer
 // thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns 8q + 2 (ct % 4) and the
 // next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by other SMs.
 template <typename V>
-__device__ __forceinline__ void sum_slices(V (&d)[128], const quad_t<V>* parts, int slice, int splits, V* C, int m,
-                                           int n, int m0, int n0, int ct)
+__device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>* parts, int slice, int splits, V* C,
+                                           int m, int n, int m0, int n0, int ct)
 {
     constexpr int STRIDE = 128 * CONSUMERS;
-    constexpr int XB = SPLIT_K >= 32 ? 1 : 32 / SPLIT_K;  // quads of one slice per thread and batch
+    constexpr int XB = ACCUMULATORS / 4 / SPLIT_K;  // quads of one slice per thread and batch
     const int lo = slice * PART_QUADS / splits, hi = (slice + 1) * PART_QUADS / splits;
     for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
 #pragma unroll
@@ -482,7 +505,7 @@ __device__ __forceinline__ void sum_slices(V (&d)[128], const quad_t<V>* parts, 
 // count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads' buffer),
 // count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
 template <typename V>
-__device__ __forceinline__ void split_k_epilogue(V (&d)[128], const ws_schedule::Work& w, int cta_tile,
+__device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_schedule::Work& w, int cta_tile,
                                                  int cta_tiles, int m0, int n0, V* C, int m, int n, int tid,
                                                  void* workspace)
 {
@@ -495,7 +518,7 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[128], const ws_schedule:
                                         static_cast<size_t>(cta_tiles) * SPLIT_K * PART_QUADS) + cta_tile;
     V4* const mine = parts + static_cast<size_t>(w.piece) * PART_QUADS;
 #pragma unroll
-    for (int q = 0; q < 32; ++q)
+    for (int q = 0; q < ACCUMULATORS / 4; ++q)
         __stcg(mine + q * (128 * CONSUMERS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
     __threadfence();
     named_barrier(1, 128 * CONSUMERS);
@@ -508,14 +531,18 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[128], const ws_schedule:
     if (tid == 128 && atomicAdd(counter, 1u) == 2u * w.pieces - 1u) atomicExch(counter, 0u);
 }
 
-// Consumer warpgroup c (64 rows of each tile): every item of the schedule, mainloop then epilogue.
+// Consumer warpgroup c (64 rows of each tile): every item of the schedule, mainloop then epilogue. A scaled Op's
+// accumulators are multiplied by scale_a * scale_b (scales[0], scales[1]) before they leave: a stream-K piece or a
+// split-K slice is scaled before it is summed, which the sum's linearity allows.
 template <class Op, typename V = typename Op::Acc>
 __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
                                          const Smem& sm, V* C, int m, int n, uint32_t rank, int tid, int c,
-                                         void* workspace)
+                                         void* workspace, const float* scales)
 {
     const int warp = (tid % 128) / 32, lane = (tid % 128) % 32;
-    V d[128];
+    float factor = 1.0f;
+    if constexpr (SCALED<Op>) factor = scales[0] * scales[1];
+    V d[ACCUMULATORS];
     uint32_t it = 0;
     const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128)), desc_b0 = Op::desc_b(sm.tiles + A_BYTES);
     unsigned char* const chunk = staging_chunk(smem_raw, raw, sm, c, warp);
@@ -525,6 +552,10 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
         mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane);
+        if constexpr (SCALED<Op>) {
+#pragma unroll
+            for (int j = 0; j < ACCUMULATORS; ++j) d[j] *= factor;
+        }
         if constexpr (SPLIT_K > 1) {
             if (w.pieces > 1) {
                 const int cta_tiles = sched.rows * sched.cols * CLUSTER;
@@ -550,7 +581,8 @@ __device__ __forceinline__ void zero_c(V* C, int m, int n)
 
 template <class Op>
 __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, typename Op::Acc* C,
-                                        int m, int n, int k, void* workspace = nullptr)
+                                        int m, int n, int k, void* workspace = nullptr,
+                                        const float* scales = nullptr)
 {
     using namespace hopper;
     // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
@@ -599,7 +631,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;
-        consumer<Op>(sched, smem_raw, raw, sm, C, m, n, rank, tid, c, workspace);
+        consumer<Op>(sched, smem_raw, raw, sm, C, m, n, rank, tid, c, workspace, scales);
     }
     // No CTA of a cluster may exit while its peer can still multicast into it or arrive on its barriers.
     if constexpr (CLUSTER > 1) {

@@ -36,6 +36,7 @@ constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK * 4;  // 16 KiB
 #if HOPPER_SM90A
 struct OpTf32 {
     using Acc = float;  // accumulators and C
+    static_assert(wgmma_ws::BN == 256, "WGMMA_WS_BN: the tf32 operands have 128x256 tiles only (WGMMA_WS_BN=256)");
     static constexpr int BK = wgmma_tf32::BK;
     static constexpr bool GROUP_ALONG_N = false;  // groups of cluster-rows: columns measured 0.3 % slower at 4096^3
     static_assert(BK * 4 == 128 && wgmma_ws::A_BYTES == wgmma_ws::BM * BK * 4 &&

@@ -54,6 +54,8 @@ constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
 template <class Kind>
 struct OpBytes {
     using Acc = typename Kind::Acc;  // accumulators and C
+    static_assert(wgmma_ws::BN == 256,
+                  "WGMMA_WS_BN: the 8-bit operands (int8, e4m3) have 128x256 tiles only (WGMMA_WS_BN=256)");
     static constexpr bool SCALED = Kind::SCALED;
     static constexpr int BK = wgmma_int8::BK;
     // The tf32 rung's order (groups of cluster-rows), whose operands have the same byte layout; not measured apart.

@@ -30,12 +30,55 @@ def test_few_tiles_and_deep_k_split_k_as_far_as_the_sms_allow():
 
 def test_the_registered_heuristic_never_splits_only_two_ways():
     # Measured on an H200 (2b8205c): splitk2 lost to whole tiles in fp16/bf16 at 512^3 (0.33 vs 0.43 of cuBLAS).
+    tf32 = registry.get("wgmma_tf32")
+    f32 = dtypes.get("tf32")
+    assert configs.choose(tf32, Problem(512, 512, 512, 0, f32)).variant == "splitk4"  # 16 k steps of 32: 4 slices
+    assert configs.choose(tf32, Problem(512, 512, 256, 0, f32)).variant == "default"  # 8: 2 slices of 4 only
+    assert configs.choose(tf32, Problem(256, 256, 8192, 0, f32)).variant == "splitk32"
+
+
+# wgmma_warp_specialized's 128x256 tiles, with its 128x128 builds (bn128, bn128_splitk<S>) beside them.
+NARROW = configs.persistent_split_k(128, 256, 64, narrow_n=128)
+WIDE_AND_NARROW = ("cluster1", "splitk2", "splitk4", "splitk8", "splitk16", "splitk32", "bn128", "bn128_splitk2",
+                   "bn128_splitk4")
+
+
+def test_few_wide_tiles_take_128x128_tiles_first():
     ws = registry.get("wgmma_warp_specialized")
-    assert configs.choose(ws, problem(512, 512, 512)).variant == "default"  # 8 k steps: 2 slices of 4 only
-    assert configs.choose(ws, problem(1024, 1024, 1024)).variant == "splitk4"
-    assert configs.choose(ws, problem(256, 256, 8192)).variant == "splitk32"
-    assert configs.choose(ws, problem(512, 512, 16384)).variant == "splitk16"
-    assert configs.choose(ws, problem(4096, 4096, 4096)).variant == "default"
+    # 512^3: 8 tiles of 128x256, 16 of 128x128; 8 k steps: no split cuts each SM's work 4-fold.
+    pick = configs.choose(ws, problem(512, 512, 512))
+    assert pick.variant == "bn128"
+    assert "8 output tiles of 128x256" in pick.reason and "16 tiles of 128x128" in pick.reason
+    # 1024^3: 64 tiles of 128x128, short of half a wave, but splitk4 of 128x256 tiles only halves their work.
+    assert configs.choose(ws, problem(1024, 1024, 1024)).variant == "bn128"
+    assert configs.choose(ws, problem(1024, 1024, 1024, sms=114)).variant == "bn128"
+    # Half a wave of 128x256 tiles or more: the default build, whatever K.
+    for shape in ((8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (2048, 2048, 16384)):
+        assert configs.choose(ws, problem(*shape)).variant == "default", shape
+
+
+def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold():
+    ws = registry.get("wgmma_warp_specialized")
+    # 256x256x8192: 4 tiles of 128x128 would each do 128 k steps; 32 slices of the 2 wide tiles do 4 (x2 the width).
+    pick = configs.choose(ws, problem(256, 256, 8192))
+    assert pick.variant == "splitk32"
+    assert "64 work items" in pick.reason and "16x less work per SM than whole 128x128 tiles" in pick.reason
+    assert configs.choose(ws, problem(512, 512, 16384)).variant == "splitk16"  # 8 wide tiles x 16 = 128 items
+    # Equal cuts (4-fold: bn128 in 4 slices, or the wide tiles in 8): the narrow tiles, whose partials are half.
+    pick = NARROW(problem(256, 256, 2048), WIDE_AND_NARROW)
+    assert pick.variant == "bn128_splitk4" and "of 128x128 tiles" in pick.reason and "16 work items" in pick.reason
+    # A 4-fold cut needs 4 slices of at least 4 k steps: 16 k steps.
+    assert NARROW(problem(256, 256, 1024), WIDE_AND_NARROW).variant == "bn128_splitk4"
+    assert NARROW(problem(256, 256, 960), WIDE_AND_NARROW).variant == "bn128"
+
+
+def test_without_128x128_builds_the_narrow_heuristic_is_the_wide_one():
+    wide = configs.persistent_split_k(128, 256, 64)
+    only_wide = tuple(v for v in WIDE_AND_NARROW if not v.startswith("bn128"))
+    for shape in ((512, 512, 512), (1024, 1024, 1024), (256, 256, 8192), (256, 256, 2048), (8192, 8192, 8192)):
+        assert NARROW(problem(*shape), only_wide) == wide(problem(*shape), only_wide), shape
+    # bn128 splits without bn128 itself are not offered either: the wide tiles are the ones to beat.
+    assert NARROW(problem(1024, 1024, 1024), (*only_wide, "bn128_splitk4")).variant == "splitk4"
 
 
 def test_too_few_k_steps_are_not_split():

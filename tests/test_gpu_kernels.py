@@ -35,6 +35,7 @@ import pycuda.gpuarray as gpuarray  # noqa: E402
 
 from matmul_study.build import launchers  # noqa: E402
 from matmul_study.build.launchers import DeviceBuffers  # noqa: E402
+from matmul_study.measure import gpu_job  # noqa: E402
 
 DEVICE = cuda.Context.get_device()
 CC = DEVICE.compute_capability()
@@ -117,7 +118,8 @@ def test_persistent_kernel_with_several_tiles_per_block_matches_reference(cubin_
 # later ones need the counters the first one reset).
 SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp_specialized", "splitk8", "bfloat16"),
                   ("wgmma_warp_specialized", "splitk16", "float16"), ("wgmma_warp_specialized", "splitk32", "bfloat16"),
-                  ("wgmma_tf32", "splitk4", "tf32")]
+                  ("wgmma_warp_specialized", "bn128_splitk2", "bfloat16"),
+                  ("wgmma_tf32", "splitk4", "tf32"), ("wgmma_fp8", "splitk4", "float8_e4m3")]
 SPLIT_K_SHAPES = [(129, 3001, 17), (1, 1000, 129), (17, 100, 1), (300, 8193, 520)]
 
 
@@ -130,6 +132,58 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
     if registry.get(method).unmet_requirement(CC, module_available) is None:
         kernels.compile_cubin(method, dtype, 0, ARCH, cubin, variant)
     check_kernel(lambda *_: cubin, method, dtype, 0, shape, launches=3, variant=variant, same_bits=True)
+
+
+# The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both dtypes: odd shapes
+# (every edge guard; 1000x1200x800 is 80 CTAs) and the persistent shapes (several tiles per CTA, the paced drain, the
+# stream-K tail of the whole build), each launched twice; the split build three times, giving the same bits.
+WS_TILE_BUILDS = [("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_splitk4") for d in ("float16", "bfloat16")]
+WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES]
+
+
+@pytest.mark.parametrize("shape", WS_TILE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", WS_TILE_BUILDS)
+def test_128x128_tile_builds_match_reference(variant_cubin, method, variant, dtype, shape):
+    split = registry.get(method).variant(variant).workspace is not None
+    check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape, launches=3 if split else 2,
+                 variant=variant, same_bits=split)
+
+
+# Split-K builds of the one-block-per-tile kernels (kernels/split_k.cuh): every registered split of warptiled and
+# dmma in each dtype, compiled once each, with the same checks. Shapes (m, k, n): 1x1x1 and 17x100x1 (fewer k steps
+# than slices: empty slices store zeros and count), ragged edges and k (257x511x129, 129x3001x17), several tiles
+# of deep uneven slices (300x8193x520).
+TILE_SPLIT_K_BUILDS = [(m, v.name, dtype) for m in ("warptiled", "dmma") for v in registry.get(m).variants
+                       if v.workspace is not None for dtype in registry.get(m).dtypes]
+TILE_SPLIT_K_SHAPES = [(1, 1, 1), (17, 100, 1), (257, 511, 129), (129, 3001, 17), (300, 8193, 520)]
+
+
+@pytest.fixture(scope="module")
+def variant_cubin(tmp_path_factory):
+    """Compile each (method, variant, dtype) once."""
+    root, cache = tmp_path_factory.mktemp("variants"), {}
+
+    def get(method, variant, dtype):
+        if (method, variant, dtype) not in cache:
+            cache[method, variant, dtype] = str(root / f"{method}_{variant}_{dtype}.cubin")
+            kernels.compile_cubin(method, dtype, 0, ARCH, cache[method, variant, dtype], variant)
+        return cache[method, variant, dtype]
+
+    return get
+
+
+def test_every_tile_split_k_variant_is_checked():
+    assert {v for _, v, _ in TILE_SPLIT_K_BUILDS} >= {"splitk2", "splitk4", "splitk8", "splitk16"}
+    assert {(m, d) for m, _, d in TILE_SPLIT_K_BUILDS} == {("warptiled", "float32"), ("warptiled", "float64"),
+                                                         ("dmma", "float64")}
+
+
+@pytest.mark.parametrize("shape", TILE_SPLIT_K_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", TILE_SPLIT_K_BUILDS)
+def test_tile_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(variant_cubin, method, variant,
+                                                                                   dtype, shape):
+    check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape, launches=3,
+                 variant=variant, same_bits=True)
 
 
 @pytest.fixture(scope="module")
@@ -212,11 +266,12 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
     if unmet:
         pytest.skip(unmet)
     m, k, n = shape
-    a, b = inputs.generate(m, k, n, dtype, SEED)
+    operands = inputs.generate(m, k, n, dtype, SEED)
+    a, b = operands
     sentinel = np.iinfo(np.int32).min if record.exact else np.nan
     c_and_guard = gpuarray.to_gpu(np.full(m * n + GUARD, sentinel, dtype=record.output))
-    buffers = DeviceBuffers(gpuarray.to_gpu(a.view(record.device_view)), gpuarray.to_gpu(b.view(record.device_view)),
-                            c_and_guard[: m * n])
+    uploaded = gpu_job.upload(a, b, record, operands.scales)  # the pipeline's buffers (and a scaled dtype's scales)
+    buffers = DeviceBuffers(uploaded.a, uploaded.b, c_and_guard[: m * n], uploaded.scales)
     shared = max_shared_bytes or DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
     launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared), buffers,
                             cubin_for(method, dtype, block), variant)
@@ -231,8 +286,8 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
         assert all(r.tobytes() == out.tobytes() for r in results), "launches on the same inputs gave different bits"
     c, guard = out[: m * n].reshape(m, n), out[m * n:]
 
-    # The reference multiplies exactly the (possibly rounded) inputs the kernel saw.
-    ref = dtypes.to_float64(a, record) @ dtypes.to_float64(b, record)
+    # The reference multiplies exactly the (possibly rounded) inputs the kernel saw, times a scaled dtype's scales.
+    ref = dtypes.to_float64(a, record) @ dtypes.to_float64(b, record) * operands.scale
     if record.exact:
         assert not (guard != sentinel).any(), "kernel wrote past the end of C"
         assert not (c == sentinel).any(), "some elements of C were never written"

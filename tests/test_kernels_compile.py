@@ -224,7 +224,9 @@ WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xt
 def test_registry_launch_matches_the_warp_specialized_kernels_config(method, variant, tmp_path):
     m = registry.get(method)
     launch = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0]), 132, 232_448), variant)
-    checks = {"SMEM_BYTES": launch.shared_bytes, "THREADS": launch.threads[0], "CLUSTER": launch.cluster[0]}
+    tile_m, tile_n, _ = (m.variant(variant).tile or m.tile)(0, m.dtypes[0])  # 128x128 in the bn128 builds
+    checks = {"SMEM_BYTES": launch.shared_bytes, "THREADS": launch.threads[0], "CLUSTER": launch.cluster[0],
+              "BM": tile_m, "BN": tile_n}
     source = f'#include "{m.source}"\n' + "".join(
         f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
         for name, value in checks.items())
@@ -258,34 +260,41 @@ SPLIT_K_VARIANTS = [(m, v.name) for m in ("wgmma_warp_specialized", "wgmma_tf32"
 
 def test_split_k_variants_exist_and_only_they_take_a_workspace():
     assert {v for _, v in SPLIT_K_VARIANTS} >= {"splitk2", "splitk4", "splitk8"}
+    assert {m for m in COMPILED if any(v.workspace for v in registry.get(m).variants)} >= {
+        "wgmma_warp_specialized", "wgmma_tf32", "warptiled", "dmma"}
     for method in COMPILED:
         m = registry.get(method)
-        problem = Problem(512, 512, 512, 0, dtypes.get(m.dtypes[0]))
-        assert m.workspace_bytes(problem) == 0
-        assert "workspace" not in kernels.wrapper(method, m.dtypes[0], blocks_for(method)[0])
-        for v in m.variants:
-            takes = "float* __restrict__ workspace" in kernels.wrapper(method, m.dtypes[0], 0, v.name)
-            assert takes == (v.workspace is not None) == (m.workspace_bytes(problem, v.name) > 0)
+        for dtype in m.dtypes:
+            problem = Problem(512, 512, 512, 0, dtypes.get(dtype))
+            assert m.workspace_bytes(problem) == 0
+            assert "workspace" not in kernels.wrapper(method, dtype, blocks_for(method)[0])
+            for v in m.variants:
+                # Typed as the accumulators of its partial tiles.
+                wrapper = kernels.wrapper(method, dtype, 0, v.name)
+                takes = f"{dtypes.get(dtype).c_accumulator}* __restrict__ workspace" in wrapper
+                assert takes == (v.workspace is not None) == (m.workspace_bytes(problem, v.name) > 0)
 
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", SPLIT_K_VARIANTS)
 def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path):
-    # The registry sizes the workspace as the kernel lays it out: per 128x256 CTA tile (whole clusters of them
-    # along M) S partial tiles of 4-byte accumulators, then a counter per CTA tile; and the grid has room for S
-    # slices of every tile.
+    # The registry sizes the workspace as the kernel lays it out: per 128x256 CTA tile (128x128 in the bn128 builds;
+    # whole clusters of them along M) S partial tiles of 4-byte accumulators, then a counter per CTA tile; and the
+    # grid has room for S slices of every tile.
     m = registry.get(method)
-    split = int(variant.removeprefix("splitk"))
+    split = int(variant.rpartition("splitk")[2])
     cluster = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0])), variant).cluster[0]
-    # (m, n, k) -> CTA tiles with clusters of 1 and of 2 (300 rows: 3 tiles, or 2 clusters of 2)
-    for shape, cta_tiles in (((512, 512, 512), {1: 8, 2: 8}), ((129, 17, 3001), {1: 2, 2: 2}),
-                             ((300, 520, 8193), {1: 3 * 3, 2: 4 * 3})):
-        cta_tiles = cta_tiles[cluster]
+    bn = 128 if variant.startswith("bn128") else 256
+    # (m, n, k) -> CTA tiles with clusters of 1 and of 2 (300 rows: 3 tiles, or 2 clusters of 2), 256 or 128 wide
+    for shape, cta_tiles in (((512, 512, 512), {(1, 256): 8, (2, 256): 8, (2, 128): 16}),
+                             ((129, 17, 3001), {(1, 256): 2, (2, 256): 2, (2, 128): 2}),
+                             ((300, 520, 8193), {(1, 256): 3 * 3, (2, 256): 4 * 3, (2, 128): 4 * 5})):
+        cta_tiles = cta_tiles[cluster, bn]
         problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
-        assert m.workspace_bytes(problem, variant) == cta_tiles * (split * 128 * 256 * 4 + 4)
+        assert m.workspace_bytes(problem, variant) == cta_tiles * (split * 128 * bn * 4 + 4)
         assert m.launch_for(problem, variant).grid[0] == min(132, cta_tiles * split)
     source = f'#include "{m.source}"\n' + (
         f'static_assert(wgmma_ws::SPLIT_K == {split} && !wgmma_ws::STREAMK, "split and stream-K tail");\n'
-        'static_assert(wgmma_ws::PART_QUADS * 16 == wgmma_ws::BM * wgmma_ws::BN * 4, "partial tile bytes");\n')
+        f'static_assert(wgmma_ws::PART_QUADS * 16 == 128 * {bn} * 4 && wgmma_ws::BN == {bn}, "partial tile bytes");\n')
     result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, kernels.compile_options(method, variant))
     assert result.returncode == 0, result.stderr

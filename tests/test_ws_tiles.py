@@ -1,0 +1,93 @@
+"""The warp-specialised kernel's 128x128-tile builds (WGMMA_WS_BN=128, variants bn128*): their launch geometry,
+workspace and shared memory as the kernel lays them out, their instruction, and the builds the kernel refuses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from matmul_study.build import kernels
+from matmul_study.core import dtypes, registry
+from matmul_study.core.registry import Problem
+
+NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
+
+WS = registry.get("wgmma_warp_specialized")
+BN128 = [v for v in WS.variants if "WGMMA_WS_BN=128" in v.defines]
+
+
+def problem(m, n, k, dtype="float16"):
+    return Problem(m, n, k, 0, dtypes.get(dtype), 132, 232_448)
+
+
+def test_the_128x128_builds_are_registered_for_fp16_and_bf16_only():
+    assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
+    assert all(v.tile(0, d) == (128, 128, 64) for v in BN128 for d in WS.dtypes)
+    assert WS.tile(0, "float16") == (128, 256, 64)
+    # The tf32 and 8-bit operands are built at BN 256 only (their Op refuses 128).
+    for method in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8"):
+        assert not any("WGMMA_WS_BN" in d for v in registry.get(method).variants for d in v.defines), method
+
+
+def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full():
+    # 512^3: 4 x 2 tiles of 128x256 (8 CTAs), 4 x 4 of 128x128 (16 CTAs, 8 clusters of 2); 6 stages of 32 KiB.
+    wide, narrow = WS.launch_for(problem(512, 512, 512)), WS.launch_for(problem(512, 512, 512), "bn128")
+    assert wide.grid == (8, 1, 1) and narrow.grid == (16, 1, 1)
+    assert narrow.shared_bytes == 1024 + 6 * 32_768 + 32_768 + 6 * 16 == 230_496
+    assert narrow.threads == (384, 1, 1) and narrow.cluster == (2, 1, 1) and narrow.persistent and narrow.dependent
+    assert WS.launch_for(problem(512, 512, 512), "bn128_stages4").shared_bytes == 1024 + 4 * 32_768 + 32_768 + 64
+    # 1000 x 1200: 8 x 10 tiles of 128x128 = 80 CTAs; 4096^3: 1024 tiles, one CTA per SM.
+    assert WS.launch_for(problem(1000, 1200, 800), "bn128").grid == (80, 1, 1)
+    assert WS.launch_for(problem(4096, 4096, 4096), "bn128").grid == (132, 1, 1)
+    # A last cluster row past m still takes a whole cluster: 129 rows are 2 CTA rows.
+    assert WS.launch_for(problem(129, 17, 1), "bn128").grid == (2, 1, 1)
+
+
+def ptx(method: str, variant: str | None, tmp_path, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    m = registry.get(method)
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(method, [(d, 0) for d in m.dtypes], variant))
+    options = [*kernels.compile_options(method, variant), *(f"-D{d}" for d in extra)]
+    return subprocess.run(kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", options, "ptx"),
+                          capture_output=True, text=True)
+
+
+@needs_nvcc
+def test_128x128_builds_issue_m64n128k16_in_both_dtypes(tmp_path):
+    result = ptx("wgmma_warp_specialized", "bn128", tmp_path)
+    assert result.returncode == 0, result.stderr
+    code = (tmp_path / "module.ptx").read_text()
+    assert "m64n128k16.f32.f16.f16" in code and "m64n128k16.f32.bf16.bf16" in code
+    assert "m64n256k16" not in code
+
+
+@needs_nvcc
+def test_the_kernels_constants_at_bn_128(tmp_path):
+    # Stage and accumulator counts as the kernel derives them from WGMMA_WS_BN=128.
+    source = tmp_path / "check.cu"
+    source.write_text('#include "12_wgmma_warp_specialized.cu"\n'
+                      "static_assert(wgmma_ws::BN == 128 && wgmma_ws::ACCUMULATORS == 64, \"tile\");\n"
+                      "static_assert(wgmma_ws::STAGES == 6 && wgmma_ws::STAGE_BYTES == 32768, \"stages\");\n"
+                      "static_assert(wgmma_ws::PART_QUADS == 128 * 128 / 4, \"partial tile\");\n")
+    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
+                                                 kernels.compile_options("wgmma_warp_specialized", "bn128")),
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant,extra,message", [
+    ("wgmma_tf32", None, ("WGMMA_WS_BN=128",), "the tf32 operands have 128x256 tiles only"),
+    ("wgmma_int8", None, ("WGMMA_WS_BN=128",), "the 8-bit operands (int8, e4m3) have 128x256 tiles only"),
+    ("wgmma_fp8", None, ("WGMMA_WS_BN=128",), "the 8-bit operands (int8, e4m3) have 128x256 tiles only"),
+    ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_CLUSTER=4",), "at most BN / 64 CTAs"),
+    ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_SPLIT_K=32",), "16 with WGMMA_WS_BN=128"),
+    ("wgmma_warp_specialized", None, ("WGMMA_WS_BN=192",), "WGMMA_WS_BN: 256 or 128"),
+])
+def test_builds_the_kernel_refuses_say_why(method, variant, extra, message, tmp_path):
+    result = ptx(method, variant, tmp_path, extra)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
