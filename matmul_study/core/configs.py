@@ -65,10 +65,10 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if base_n != tile_n:
             builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
                 tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
-        # (cut of each SM's work against whole base tiles, width, S, name, work items) of the splits that fit
-        fitting = [(s * base_n / width, width, s, name, cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
-                   for width, s, name in builds if k_steps >= min_k_steps_per_slice * s]
-        fitting = [f for f in fitting if f[0] >= min_split and f[4] <= sms]
+        # (cut of each SM's work against whole base tiles, width, S, name, work items) of every split build
+        splits = [(s * base_n / width, width, s, name, cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
+                  for width, s, name in builds]
+        fitting = [f for f in splits if f[0] >= min_split and f[4] <= sms and k_steps >= min_k_steps_per_slice * f[2]]
         if fitting:
             cut, width, s, name, items = max(fitting, key=lambda f: (f[0], -f[1]))
             size = "" if width == tile_n else f" of {tile_m}x{width} tiles"
