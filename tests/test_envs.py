@@ -51,10 +51,10 @@ def test_study_env_matches_core_dependencies():
     assert env_requirements("study.yaml") == as_conda(requirements(project()["dependencies"]))
 
 
-def test_gpu_env_adds_the_gpu_cublas_and_hopper_extras_and_nvcc():
+def test_gpu_env_adds_the_gpu_cublas_hopper_and_fp8_extras_and_nvcc():
     extras = project()["optional-dependencies"]
     expected = as_conda(requirements(project()["dependencies"] + extras["gpu"] + extras["cublas"]
-                                     + extras["hopper"]))
+                                     + extras["hopper"] + extras["fp8"]))
     assert env_requirements("gpu.yaml") == {**expected, **GPU_CONDA_ONLY}
 
 
