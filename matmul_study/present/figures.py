@@ -902,7 +902,7 @@ def _datasheet_lines(ax, device: str, names: list, palette: dict) -> bool:
 @_themed
 def plot_precision(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """Relative error against TF/s, one point per (dtype, kernel) at the dtype's largest square shape (the fastest
-    verified kernel of ours and the vendor line, analysis.precision), one panel per GPU device; the datasheet
+    two verified kernels of ours, named, and the vendor line, analysis.precision), one panel per GPU device; the datasheet
     peaks as dotted lines, exact results on a floor, FP8's quantization error above its GEMM's."""
     title = "What precision costs: throughput against error"
     table = precision_table(results)
@@ -930,6 +930,9 @@ def plot_precision(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
             ax.scatter(pts["tflops"], pts["y"], marker=marker, s=size, zorder=3 if vendor else 4,
                        facecolors="none" if vendor else colours, edgecolors=colours if vendor else "white",
                        linewidths=1.8 if vendor else 0.6)
+        for _, point in part[~part["vendor"]].iterrows():  # which kernel of ours each dot is
+            ax.annotate(point["label"], xy=(point["tflops"], point["y"]), xytext=(6, -3), textcoords="offset points",
+                        fontsize=7, color=palette[point["dtype"]])
         fp8 = part[part["quant"].notna()]
         if not fp8.empty:
             colours = [palette[d] for d in fp8["dtype"]]
@@ -963,7 +966,7 @@ def plot_precision(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
                 for d in names]
     handles.append(Line2D([], [], color="none", label="kernel"))
     if (~table["vendor"].astype(bool)).any():
-        handles.append(Line2D([], [], color="dimgrey", marker="o", linestyle="", label="ours (fastest verified)"))
+        handles.append(Line2D([], [], color="dimgrey", marker="o", linestyle="", label="ours (the two fastest, verified)"))
     if table["vendor"].any():
         handles.append(Line2D([], [], color="dimgrey", marker="s", markerfacecolor="none", markersize=8,
                               markeredgewidth=1.8, linestyle="", label=f"vendor ({_vendor_names(table)})"))
