@@ -14,7 +14,8 @@
 // (64 accumulators per consumer thread) for problems whose 128x256 tiles leave most SMs idle (512^3: 8 tiles on
 // 132 SMs): twice the tiles, half the work per tile. Its stages are 32 KiB, so 6 fit where 4 of 48 KiB do; the
 // default stage count is what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of
-// the copy latency (in time) that 4 cover at BN 256. The tf32 and 8-bit operands are built at BN 256 only.
+// the copy latency (in time) that 4 cover at BN 256. The tf32 and int8 operands are built at BN 256 only; the FP8
+// ones also at 128, where the registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop).
 //
 // Pipeline. Each stage (A 128x64 + B 64xBN: 48 KiB, or 32 KiB at BN 128) has a "full" mbarrier (the copy engine
 // completes it on the stage's transaction byte count) and an "empty" one (one arrival per consumer warp of every CTA
@@ -78,7 +79,7 @@
 // cols 64), 128B swizzle. Zero OOB fill.
 //
 // Configuration (compile definitions; the registry's variants of the method name them):
-//   WGMMA_WS_BN           tile width: 256 (default) or 128 (fp16/bf16 operands only).
+//   WGMMA_WS_BN           tile width: 256 (default) or 128 (fp16/bf16 and e4m3 operands).
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 (default) or 4 (4: BN 256 only).
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the default: 4 at BN 256, 6 at 128).
 //   WGMMA_WS_STREAMK      1 (default): split the last wave by k steps where it pays; 0: whole tiles only.
@@ -87,6 +88,7 @@
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order (default 8).
 //   WGMMA_WS_DRAIN_EVERY  paced drain interval in k steps (default 2); 0 stores every tile whole at its end.
 //   WGMMA_WS_SPLIT_K      slices per tile along K (default 1: whole tiles); above 1 the stream-K tail is off.
+//   WGMMA_WS_PROMOTE      0 (default) or 1: FP8 sums promoted to fp32 every k step (e4m3 operands, BN 128 only).
 #pragma once
 
 #include "hopper.cuh"
@@ -120,6 +122,9 @@
 #ifndef WGMMA_WS_SPLIT_K
 #define WGMMA_WS_SPLIT_K 1
 #endif
+#ifndef WGMMA_WS_PROMOTE
+#define WGMMA_WS_PROMOTE 0
+#endif
 
 namespace wgmma_ws {
 
@@ -136,6 +141,8 @@ constexpr bool STREAMK = WGMMA_WS_STREAMK != 0 && SPLIT_K == 1;  // split-K buil
 constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
 constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
 constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
+constexpr bool PROMOTE = WGMMA_WS_PROMOTE != 0;
+constexpr int PROMOTE_CHAIN = 8;  // k steps per chain of the promoted mainloop (see mainloop; even: two sets)
 
 constexpr int A_BYTES = BM * 128;                 // 128 rows of 128 bytes (16 KiB)
 constexpr int STAGE_BYTES = A_BYTES + BN * 128;   // + B, BN columns of 128 bytes (32 or 16 KiB)
@@ -169,6 +176,10 @@ static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k 
 static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
               "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
+static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");
+// (the fp32 set and two scratch sets: 3 x 64 accumulators per thread; 3 x 128 at BN 256 exceed a thread's 255)
+static_assert(!PROMOTE || BN == 128, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128 (the accumulator sets of 128x256 "
+                                     "tiles do not fit in a consumer's registers)");
 
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
 template <class Op>
@@ -343,34 +354,90 @@ struct PacedDrain {
     }
 };
 
+// k step kt of an item that began at k0, into acc: wait for the stage, issue its wgmmas (`accumulate` false:
+// scale-d = 0), then, where an earlier step's group is in flight (`previous`), wait for it (one stays in flight)
+// and release the stage it read; the paced drain stores its rows between steps.
+template <class Op, typename V>
+__device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int kt, int k0, bool accumulate,
+                                       bool previous, uint32_t desc_a0, uint32_t desc_b0, const Smem& sm,
+                                       PacedDrain<V>& drain, int n, int lane)
+{
+    using namespace hopper;
+    const uint32_t s = it % STAGES;
+    mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
+    wgmma_fence();
+    Op::mma(acc, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, accumulate);
+    wgmma_commit();
+    if (previous) {
+        wgmma_wait<1>();
+        release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+    }
+    if constexpr (DRAIN_EVERY > 0) {
+        if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
+    }
+    ++it;
+}
+
 // The k steps [k0, k1) of one item into d. Each k step: wait for the stage, issue its wgmmas, keep one group in
 // flight, release the stage that the previous group read. The first k step overwrites the accumulators (scale-d
 // = 0): zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515). `it` counts the ring's
 // k steps over the CTA's items (unsigned: % and / by a power-of-two STAGES are a mask and a shift); desc_a0 /
 // desc_b0 are the stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the
 // previous tile's staged columns leave at the drain's pace; what is left goes before the chunk is reused.
+//
+// Promotion (WGMMA_WS_PROMOTE, FP8 operands): the FP8 wgmma adds into its accumulators with fewer bits than fp32
+// (16_wgmma_fp8.cu), so no tensor-core sum runs longer than one k step (128 k, DeepGEMM's interval): each step
+// starts from zero (scale-d = 0) in a scratch set, and its finished partial is added into d with fp32 adds (d is
+// no wgmma operand here, so zeroing it with moves costs nothing). Two scratch sets alternate, so that step kt is
+// issued before step kt - 1's partial is added: the adds run while the tensor cores work on step kt, and the
+// wgmma that overwrites a set comes after its adds. The steps go in chains of PROMOTE_CHAIN with nothing in
+// flight from one chain to the next: where a group is in flight across a loop's back edge while other
+// accumulators are read, ptxas serialises every wgmma (C7514), so a loop of single steps alternating between the
+// sets cannot do this. The adds of a chain's last two steps follow its final wait (ptxas moves that wait above
+// the second-to-last step's adds), and so do those of a remainder step, which runs alone; the other consumer
+// warpgroup's wgmmas keep the tensor cores busy meanwhile. Chains of 8 leave a quarter of the adds after a wait
+// (chains of 2: all of them), for a kernel of 4,784 SASS instructions instead of 3,976 (nvcc 13.0).
 template <class Op, typename V = typename Op::Acc>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
                                          uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane)
 {
     using namespace hopper;
-    for (int kt = k0; kt < k1; ++kt) {
-        const uint32_t s = it % STAGES;
-        mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
-        wgmma_fence();
-        Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0);
-        wgmma_commit();
-        if (kt > k0) {
-            wgmma_wait<1>();
+    static_assert(!PROMOTE || SCALED<Op>, "WGMMA_WS_PROMOTE: for the FP8 operands only (wgmma_fp8); the other "
+                                          "operands' wgmmas accumulate in full fp32 (int8: exactly)");
+    if constexpr (PROMOTE) {
+        auto add = [&](const V (&partial)[ACCUMULATORS]) {
+#pragma unroll
+            for (int j = 0; j < ACCUMULATORS; ++j) d[j] += partial[j];
+        };
+        auto finish = [&](const V (&partial)[ACCUMULATORS]) {  // the last group in flight: retire, release, add
+            wgmma_wait<0>();
             release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+            add(partial);
+        };
+        V p0[ACCUMULATORS], p1[ACCUMULATORS];
+#pragma unroll
+        for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
+        int kt = k0;
+        for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
+#pragma unroll
+            for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
+                k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane);
+                if (u > 0) add(p1);  // step u - 1's, retired by the wait in step u
+                k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane);
+                add(p0);
+            }
+            finish(p1);
         }
-        if constexpr (DRAIN_EVERY > 0) {
-            if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
+        for (; kt < k1; ++kt) {
+            k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
+            finish(p0);
         }
-        ++it;
+    } else {
+        for (int kt = k0; kt < k1; ++kt)
+            k_step<Op>(d, it, kt, k0, kt > k0, kt > k0, desc_a0, desc_b0, sm, drain, n, lane);
+        wgmma_wait<0>();
+        if (k1 > k0) release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
     }
-    wgmma_wait<0>();
-    if (k1 > k0) release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
     if constexpr (DRAIN_EVERY > 0) {
         while (drain.left > 0) drain.step(n, lane);
         __syncwarp();

@@ -50,12 +50,10 @@ constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
 #if HOPPER_SM90A
 // 8-bit operands, both K-major in 128-byte swizzled rows: the int8 operands here and the e4m3 ones of
 // 16_wgmma_fp8.cu differ only in the instruction, the accumulator type and the scales, which Kind supplies (Acc,
-// SCALED where the result is scaled, and mma_k32: one wgmma m64n256k32).
+// SCALED where the result is scaled, and mma_k32: one wgmma m64nBNk32 on the warpgroup's BN / 2 accumulators).
 template <class Kind>
 struct OpBytes {
     using Acc = typename Kind::Acc;  // accumulators and C
-    static_assert(wgmma_ws::BN == 256,
-                  "WGMMA_WS_BN: the 8-bit operands (int8, e4m3) have 128x256 tiles only (WGMMA_WS_BN=256)");
     static constexpr bool SCALED = Kind::SCALED;
     static constexpr int BK = wgmma_int8::BK;
     // The tf32 rung's order (groups of cluster-rows), whose operands have the same byte layout; not measured apart.
@@ -63,18 +61,28 @@ struct OpBytes {
     static_assert(BK == 128 && wgmma_ws::A_BYTES == wgmma_ws::BM * BK &&
                       wgmma_ws::STAGE_BYTES - wgmma_ws::A_BYTES == wgmma_ws::BN * BK,
                   "stage layout: 128-byte rows of 128 one-byte elements");
-    static_assert(wgmma_ws::BN == 2 * BOX_BT_ROWS, "two Bt halves per tile");
-    static_assert(CLUSTER <= 2, "WGMMA_WS_CLUSTER: 1 or 2 for 8-bit operands (one Bt half per CTA of the cluster)");
+    static_assert(CLUSTER <= 2,
+                  "WGMMA_WS_CLUSTER: 1 or 2 for 8-bit operands (the CTAs of a cluster share the Bt tile's boxes)");
+    // BN 256: two Bt boxes of 128 rows, one per CTA of a 2-cluster, multicast. BN 128: the tile is one box (the
+    // method's one tensor map serves every build, so its box stays 128 rows and cannot be split in halves): the
+    // CTAs of a 2-cluster take turns by k step, each multicasting the whole tile, which reads it from L2 once
+    // per cluster as the halves do, and spreads the copies over both producers.
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
-        hopper::load_halves<CLUSTER, BT_HALF_BYTES, BOX_BT_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
+        if constexpr (wgmma_ws::BN == 2 * BOX_BT_ROWS)
+            hopper::load_halves<CLUSTER, BT_HALF_BYTES, BOX_BT_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
+        else if constexpr (CLUSTER == 1)
+            hopper::tma_load_2d(sb, tmap_bt, bar, kt * BK, n0);
+        else if (kt % CLUSTER == static_cast<int>(rank))
+            hopper::tma_load_2d_multicast(sb, tmap_bt, bar, kt * BK, n0, static_cast<uint16_t>((1u << CLUSTER) - 1));
     }
     // Both operands K-major with 128-byte swizzled rows (SBO 1024 bytes between groups of 8 rows); the next 32
     // k are 32 bytes on in each row, 2 units of the descriptors' 16-byte address field.
     static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
     static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, 16); }
-    static __device__ __forceinline__ void mma(Acc (&d)[128], uint32_t da, uint32_t db, bool accumulate)
+    static __device__ __forceinline__ void mma(Acc (&d)[wgmma_ws::ACCUMULATORS], uint32_t da, uint32_t db,
+                                               bool accumulate)
     {
 #pragma unroll
         for (int kk = 0; kk < BK / 32; ++kk)
@@ -87,8 +95,10 @@ struct OpBytes {
 struct S8 {
     using Acc = int;
     static constexpr bool SCALED = false;
-    static __device__ __forceinline__ void mma_k32(int (&d)[128], uint64_t da, uint64_t db, bool accumulate)
+    template <int ACC>
+    static __device__ __forceinline__ void mma_k32(int (&d)[ACC], uint64_t da, uint64_t db, bool accumulate)
     {
+        static_assert(ACC == 128, "WGMMA_WS_BN: the int8 operands have 128x256 tiles only (WGMMA_WS_BN=256)");
         hopper::wgmma_m64n256k32_s8(d, da, db, accumulate);
     }
 };

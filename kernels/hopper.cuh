@@ -204,12 +204,18 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t d
     HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
 }
 
-// D(64x256, fp32) (+)= A(64x32, K-major, smem) * B(32x256, K-major, smem), e4m3 operands (no transpose immediates
-// for 8-bit operands either). The tensor cores add the k products into D with fewer bits than an fp32 add keeps
-// (docs/tensor-cores.md, FP8), which is why long sums lose precision.
-__device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[128], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+// D(64xN, fp32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), e4m3 operands (no transpose immediates for
+// 8-bit operands either), N = 128 (64 accumulators per thread) or 256 (128). The tensor cores add the k products
+// into D with fewer bits than an fp32 add keeps (docs/tensor-cores.md, FP8), which is why long sums lose precision.
+template <int N>
+__device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
+                                                  bool scale_d = true)
 {
-    HOPPER_WGMMA("m64n256k32.f32.e4m3.e4m3", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
+    static_assert(N == 128 || N == 256, "N = 128 or 256");
+    if constexpr (N == 128)
+        HOPPER_WGMMA("m64n128k32.f32.e4m3.e4m3", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");
+    else
+        HOPPER_WGMMA("m64n256k32.f32.e4m3.e4m3", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
 }
 
 // D(64x256, s32) (+)= A(64x32, K-major, smem) * B(32x256, K-major, smem), signed 8-bit operands, exact int32

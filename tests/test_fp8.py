@@ -1,8 +1,14 @@
 """FP8 (float8_e4m3): the dtype record, per-tensor scaled inputs and their quantization error, the scaled
-reference, and the FP8 rung's build (its scales argument). The rung's GPU checks (odd shapes, k not a multiple of
-32, split-K bits) come from tests/test_gpu_kernels.py, which runs every registry method on each of its dtypes."""
+reference, and the FP8 rung's builds (its scales argument; its 128x128 tiles with and without promoted sums). The
+rung's GPU checks (odd shapes, k not a multiple of 32, split-K bits, the promoted error) come from
+tests/test_gpu_kernels.py, which runs every registry method on each of its dtypes."""
 
 from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
 
 import ml_dtypes
 import numpy as np
@@ -14,6 +20,8 @@ from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
 
 FP8 = dtypes.get("float8_e4m3")
+NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
 def test_record_is_a_scaled_one_byte_float_with_fp32_output():
@@ -100,3 +108,61 @@ def test_the_kernel_takes_exactly_the_pointers_its_launcher_passes(method, dtype
     signature = kernels.wrapper(method, dtype, 0, variant).split(")\n{")[0]
     declared = [p.split()[-1] for p in signature.split("int k")[1].split(",")[1:]]
     assert tuple(declared) == expected
+
+
+FP8_TILE_BUILDS = ("bn128", "bn128_promote")
+
+
+def test_fp8_128x128_builds_are_the_control_and_the_promoted_accumulation():
+    m = registry.get("wgmma_fp8")
+    bn128, promote = (m.variant(name) for name in FP8_TILE_BUILDS)
+    assert bn128.defines == ("WGMMA_WS_BN=128",)
+    assert promote.defines == ("WGMMA_WS_BN=128", "WGMMA_WS_PROMOTE=1")
+    assert m.tile(0, "float8_e4m3") == (128, 256, 128)
+    for name in FP8_TILE_BUILDS:
+        assert m.variant(name).tile(0, "float8_e4m3") == (128, 128, 128) and m.variant(name).workspace is None
+        # 512^3: 4 x 4 tiles of 128x128 (16 CTAs in clusters of 2) where 128x256 tiles give 8; 6 stages of 32 KiB.
+        launch = m.launch_for(registry.Problem(512, 512, 512, 0, FP8), name)
+        assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1) and launch.threads == (384, 1, 1)
+        assert launch.shared_bytes == 1024 + 6 * 32_768 + 32_768 + 6 * 16 == 230_496
+        assert launch.persistent and launch.dependent
+        assert m.launch_for(registry.Problem(4096, 4096, 4096, 0, FP8), name).grid == (132, 1, 1)
+    assert m.launch_for(registry.Problem(512, 512, 512, 0, FP8)).grid == (8, 1, 1)
+    # The heuristic does not trade the default's speed for accuracy on its own: these are asked for by name.
+    names = tuple(v.name for v in m.variants)
+    for shape in ((512, 512, 512), (256, 256, 8192), (4096, 4096, 4096)):
+        assert m.choose(registry.Problem(*shape, 0, FP8), names).variant not in FP8_TILE_BUILDS
+
+
+def fp8_build(variant: str, tmp_path, target: str, extra: tuple[str, ...] = ()) -> tuple[str, str]:
+    """The FP8 rung's `variant` compiled to `target` ("ptx" or "cubin"): (the PTX or "", nvcc's messages)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source("wgmma_fp8", [("float8_e4m3", 0)], variant))
+    output = tmp_path / f"module.{target}"
+    options = [*kernels.compile_options("wgmma_fp8", variant), *extra]
+    result = subprocess.run(kernels.nvcc_command(source, output, "sm_90a", options, target), capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    return (output.read_text() if target == "ptx" else ""), result.stdout + result.stderr
+
+
+@needs_nvcc
+def test_fp8_128x128_builds_issue_m64n128k32_and_only_the_promoted_one_adds_partials(tmp_path):
+    control, _ = fp8_build("bn128", tmp_path / "bn128", "ptx")
+    promoted, _ = fp8_build("bn128_promote", tmp_path / "promote", "ptx")
+    for code in (control, promoted):
+        assert "m64n128k32.f32.e4m3.e4m3" in code and "m64n256k32" not in code
+    # Each k step's partial is added into the fp32 set: 64 adds per step, in a chain of 8 steps and a remainder step
+    # (the stream-K tail's atom.global.add.f32 in both is not counted).
+    adds = [len(re.findall(r"^\s*add\.f32", code, re.MULTILINE)) for code in (control, promoted)]
+    assert adds == [0, 9 * 64]
+
+
+@needs_nvcc
+def test_promoted_build_keeps_its_wgmmas_pipelined_without_spills(tmp_path):
+    # Three accumulator sets of 64 fit a consumer's 232 registers; ptxas says where it serialises the wgmmas
+    # (C7514, C7515: "Potential Performance Loss") or spills.
+    _, report = fp8_build("bn128_promote", tmp_path, "cubin", ("-Xptxas", "-v"))
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert "Potential Performance Loss" not in report, report

@@ -134,11 +134,16 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
     check_kernel(lambda *_: cubin, method, dtype, 0, shape, launches=3, variant=variant, same_bits=True)
 
 
-# The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both dtypes: odd shapes
-# (every edge guard; 1000x1200x800 is 80 CTAs) and the persistent shapes (several tiles per CTA, the paced drain, the
-# stream-K tail of the whole build), each launched twice; the split build three times, giving the same bits.
-WS_TILE_BUILDS = [("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_splitk4") for d in ("float16", "bfloat16")]
-WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES]
+# The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both dtypes, and the FP8
+# rung's with and without promoted sums (one Bt box per k step, multicast by the CTAs in turn; the promoted k loop's
+# chains and remainder steps): odd shapes (every edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
+# (several tiles per CTA, the paced drain, the stream-K tail of the fp16 builds) and 300x4300x4300 (on 132 SMs 68
+# cluster tiles for 66 clusters, of 34 k steps in FP8: a tail split by k steps in every whole build), each launched
+# twice; the split build three times, giving the same bits.
+WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_splitk4")
+                    for d in ("float16", "bfloat16")),
+                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn128", "bn128_promote"))]
+WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 
 @pytest.mark.parametrize("shape", WS_TILE_SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -314,3 +319,22 @@ def test_tf32_rung_rounds_like_cublas(shape):
     assert ours.passed and theirs.passed
     assert theirs.rel_fro_error > 1e-5, "cuBLAS did not run tf32 here: the comparison says nothing"
     assert ours.rel_fro_error <= 1.5 * theirs.rel_fro_error
+
+
+def test_fp8_promoted_sums_err_like_cublaslt():
+    # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
+    # cuBLASLt's default (which promotes); adding each k step's sum into fp32 accumulators must bring ours to within
+    # 2x of it.
+    from matmul_study.measure import compare
+
+    why = registry.get("wgmma_fp8").unmet_requirement(CC, module_available)
+    if why:
+        pytest.skip(why)
+    bench = compare.Bench()
+    _, check = bench.prepare(compare.make_case("wgmma_fp8", "bn128_promote", "float8_e4m3", "2048x2048x8192"))
+    ours, theirs = check("ours"), check("cublas")
+    _, check_control = bench.prepare(compare.make_case("wgmma_fp8", "bn128", "float8_e4m3", "2048x2048x8192"))
+    control = check_control("ours")
+    assert ours.passed and theirs.passed and control.passed
+    assert control.rel_fro_error > 2 * theirs.rel_fro_error, "no accumulation error to remove here: says nothing"
+    assert ours.rel_fro_error <= 2 * theirs.rel_fro_error

@@ -215,7 +215,7 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
 
 
 # The warp-specialised pipeline's launch geometry, per build: the registry's launch must be the kernel's.
-WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8")
+WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8")
              for v in ["default", *(v.name for v in registry.get(m).variants)]]
 
 

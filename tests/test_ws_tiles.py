@@ -28,8 +28,9 @@ def test_the_128x128_builds_are_registered_for_fp16_and_bf16_only():
     assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
     assert all(v.tile(0, d) == (128, 128, 64) for v in BN128 for d in WS.dtypes)
     assert WS.tile(0, "float16") == (128, 256, 64)
-    # The tf32 and 8-bit operands are built at BN 256 only (their Op refuses 128).
-    for method in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8"):
+    # The tf32 and int8 operands are built at BN 256 only (their Op refuses 128); FP8's 128x128 builds are
+    # tests/test_fp8.py's.
+    for method in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_int8"):
         assert not any("WGMMA_WS_BN" in d for v in registry.get(method).variants for d in v.defines), method
 
 
@@ -82,8 +83,12 @@ def test_the_kernels_constants_at_bn_128(tmp_path):
 @needs_nvcc
 @pytest.mark.parametrize("method,variant,extra,message", [
     ("wgmma_tf32", None, ("WGMMA_WS_BN=128",), "the tf32 operands have 128x256 tiles only"),
-    ("wgmma_int8", None, ("WGMMA_WS_BN=128",), "the 8-bit operands (int8, e4m3) have 128x256 tiles only"),
-    ("wgmma_fp8", None, ("WGMMA_WS_BN=128",), "the 8-bit operands (int8, e4m3) have 128x256 tiles only"),
+    ("wgmma_int8", None, ("WGMMA_WS_BN=128",), "the int8 operands have 128x256 tiles only"),
+    # Promotion: FP8 operands only (the others accumulate in fp32 already), at BN 128 only (registers), 0 or 1.
+    ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_PROMOTE=1",), "WGMMA_WS_PROMOTE: for the FP8 operands only"),
+    ("wgmma_int8", None, ("WGMMA_WS_PROMOTE=1",), "WGMMA_WS_PROMOTE: for the FP8 operands only"),
+    ("wgmma_fp8", None, ("WGMMA_WS_PROMOTE=1",), "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
+    ("wgmma_fp8", "bn128", ("WGMMA_WS_PROMOTE=2",), "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
     ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_CLUSTER=4",), "at most BN / 64 CTAs"),
     ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_SPLIT_K=32",), "16 with WGMMA_WS_BN=128"),
     ("wgmma_warp_specialized", None, ("WGMMA_WS_BN=192",), "WGMMA_WS_BN: 256 or 128"),

@@ -405,6 +405,29 @@ def ws_bn128_variants() -> tuple[Variant, ...]:
     )
 
 
+def fp8_bn128_variants() -> tuple[Variant, ...]:
+    """The FP8 rung's 128x128-tile builds (WGMMA_WS_BN=128: m64n128k32, 6 stages of 32 KiB), where a consumer's
+    registers hold the promoted accumulation (WGMMA_WS_PROMOTE, kernels/16_wgmma_fp8.cu), and the same tiles without
+    it as the control that tells the promotion's cost from the tile's."""
+    bn128 = "WGMMA_WS_BN=128"
+
+    def tile(block: int, dtype: str) -> tuple[int, int, int]:
+        return 128, 128, 128
+
+    return (
+        Variant("bn128", (bn128,),
+                "128x128 tiles, 6 stages of 32 KiB, the tensor cores' FP8 sums as they come (the control of "
+                "bn128_promote): twice the tiles of 128x256 ones, each with 3/4 of their math per byte loaded",
+                launch=ws_launch(bn=128), tile=tile),
+        Variant("bn128_promote", (bn128, "WGMMA_WS_PROMOTE=1"),
+                "128x128 tiles with each k step's FP8 sum (128 k) promoted into fp32 accumulators (DeepGEMM's "
+                "remedy, cuBLASLt's default): an error that does not grow with k, for 64 fp32 adds per thread and "
+                "k step, some of them not hidden under the tensor cores' work, and the smaller tiles that the "
+                "three accumulator sets need",
+                launch=ws_launch(bn=128), tile=tile),
+    )
+
+
 # The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu): a pre-pass splits each fp32 operand into a big and a small tf32
 # part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x K'), each
 # block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's GEMM runs on
@@ -698,7 +721,7 @@ METHODS: dict[str, Method] = {
             tensor_maps=(TensorMap("A", 128, 128), TensorMap("BT", 128, 128)),
             launch_bounds=(384, 1),
             requires=HOPPER,
-            variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
+            variants=(*ws_variants(groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants()),
             choose=configs.persistent_split_k(128, 256, 128),
         ),
         Method(
