@@ -3,7 +3,7 @@
 redrawn and the HTML rendered by the same functions as the pipeline's figure and report rules
 (workflow/scripts/figure.py and report.py).
 
-    python report/rerender.py results/reference/NVIDIA_H200 --set threads=16
+    python report/rerender.py results/reference/NVIDIA_H200 --palette 256
     python report/rerender.py results/reference/NVIDIA_H200 --methods numpy --set threads=16 \\
         --out results/reference/cpu-only
 
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", nargs="+")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--figures", type=Path, help="where the figures are drawn (default: OUT/figures)")
+    parser.add_argument("--palette", type=int, metavar="N",
+                        help="store each figure as a PNG of N colours (256 keeps committed result sets small)")
     args = parser.parse_args(argv)
 
     src, out = args.result_dir, args.out or args.result_dir
@@ -101,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         png = (args.figures or out / "figures") / f"{name}.png"
         save_figure(spec.plot(results, calibration), png, png.with_suffix(".svg"))
+        if args.palette:
+            from PIL import Image
+
+            Image.open(png).convert("RGB").quantize(colors=args.palette).save(png, optimize=True)
         figures[name] = png
     extra = []
     if not_drawn:

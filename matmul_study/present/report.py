@@ -652,6 +652,14 @@ def _kernel(row) -> str:
     return row["label"] if variant in ("default", "nan") else f"{row['label']} ({variant} configuration)"
 
 
+def _vendor(dtype: str) -> str:
+    """The vendor line's name in prose: cuBLAS, or cuBLASLt (FP8), as the ratios of that dtype divide by it."""
+    try:
+        return "cuBLASLt" if registry.vendor_method(dtype) == "cublaslt" else "cuBLAS"
+    except KeyError:
+        return "cuBLAS"
+
+
 def _headline_sentences(results: pd.DataFrame) -> list[str]:
     """One or two sentences per device, generated from the data: the fastest rate of ours at the largest shape,
     against cuBLAS of the same run and the datasheet peak; then the other element types in a list. A CPU (the
@@ -671,7 +679,7 @@ def _headline_sentences(results: pd.DataFrame) -> list[str]:
                     f"{_tf(lead['tflops'])} TF/s at {shape}")
             clauses = []
             if np.isfinite(lead["vs_cublas"]):
-                clauses.append(f"{lead['vs_cublas']:.2f}× cuBLAS measured in the same run")
+                clauses.append(f"{lead['vs_cublas']:.2f}× {_vendor(lead['dtype'])} measured in the same run")
             if np.isfinite(lead["pct_of_datasheet"]):
                 clauses.append(f"{_pct(lead['pct_of_datasheet'])} of the datasheet's "
                                f"{lead['datasheet_tflops']:.4g} TF/s dense peak")
@@ -681,7 +689,7 @@ def _headline_sentences(results: pd.DataFrame) -> list[str]:
                 other_shape = _shape_text(row["m"], row["k"], row["n"])
                 detail = [_kernel(row)]
                 if np.isfinite(row["vs_cublas"]):
-                    detail.append(f"{row['vs_cublas']:.2f}× cuBLAS")
+                    detail.append(f"{row['vs_cublas']:.2f}× {_vendor(row['dtype'])}")
                 others.append(f"{row['dtype']} {_tf(row['tflops'])} TF/s" + (f" at {other_shape}" if other_shape
                               != shape else "") + f" ({', '.join(detail)})")
             if others:
@@ -735,7 +743,8 @@ def _headline(results: pd.DataFrame) -> dict | None:
     rows = []
     for (device, dtype, shape), group in ok.groupby(["device", "dtype", "shape"], sort=False):
         ours = group[~group["method"].isin(reference)] if has_ours else group
-        cublas = group[group["method"] == "cublas"]["gflops"]
+        # the dtype's vendor line (cuBLAS; cuBLASLt for FP8), in the cuBLAS columns
+        cublas = group[group["method"].isin(registry.vendor_methods())]["gflops"]
         if ours.empty:
             continue
         best = ours.loc[ours["gflops"].idxmax()]
