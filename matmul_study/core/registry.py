@@ -485,6 +485,20 @@ def tile_split_k_variants(define: str, launch: Callable[[Problem], Launch],
 DMMA_LAUNCH, DMMA_TILE = tiles_by_dtype({"float64": (128, 128, 16, 256, 149_504)})
 
 
+def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, template: str, bk: int,
+            operands: tuple[str, str], **fields) -> Method:
+    """A rung on the warp-specialised pipeline (kernel 12, and the files that reuse it with other operands): a
+    persistent grid of 384-thread CTAs over 128x256 tiles, fed by TMA in 128-byte rows of `bk` elements, built for
+    sm_90a. `operands` names the tensor maps' operands: A (or a pre-pass's A3), then B, read in 64-column strips,
+    or a K-major Bᵀ (BT, BT3) read in 128-row boxes like A. `fields` are the rest of the Method's (variants, choose,
+    requires, prepass, ...)."""
+    a, b = operands
+    b_map = TensorMap(b, 64, 64) if b == "B" else TensorMap(b, 128, bk)
+    return Method(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=ws_launch(),
+                  tile=lambda block, dtype: (128, 256, bk), tensor_maps=(TensorMap(a, 128, bk), b_map),
+                  launch_bounds=(384, 1), **{"requires": HOPPER, **fields})
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in [
@@ -640,87 +654,48 @@ METHODS: dict[str, Method] = {
             launch_bounds=(128, 1),
             requires=HOPPER,
         ),
-        Method(
+        ws_rung(
             "wgmma_warp_specialized",
             "Hopper, fast: a TMA producer warpgroup and two wgmma consumer warpgroups (setmaxnreg), 128x256 "
             "tiles, 4 stages, persistent grid in grouped order, 2-CTA clusters sharing B by TMA multicast",
-            ("float16", "bfloat16"),
-            backend=PYCUDA,
-            source="12_wgmma_warp_specialized.cu",
-            template="wgmma_ws_matmul<{T}>",
-            launch=ws_launch(),
-            tile=lambda block, dtype: (128, 256, 64),
-            tensor_maps=(TensorMap("A", 128, 64), TensorMap("B", 64, 64)),
-            launch_bounds=(384, 1),
-            requires=HOPPER,
+            ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", 64, ("A", "B"),
             variants=(*ws_variants(groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants()),
             choose=configs.persistent_split_k(128, 256, 64, narrow_n=128),
         ),
-        Method(
+        ws_rung(
             "wgmma_tf32",
             "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is "
             "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
-            ("tf32",),
-            backend=PYCUDA,
-            source="13_wgmma_tf32.cu",
-            template="wgmma_tf32_matmul<{T}>",
-            launch=ws_launch(),
-            tile=lambda block, dtype: (128, 256, 32),
-            tensor_maps=(TensorMap("A", 128, 32), TensorMap("BT", 128, 32)),
-            launch_bounds=(384, 1),
+            ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", 32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
             variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
             choose=configs.persistent_split_k(128, 256, 32),
         ),
-        Method(
+        ws_rung(
             "wgmma_3xtf32",
             "Hopper fp32 at tensor-core speed (3xTF32): a pre-pass splits A and B into big and small tf32 parts "
             "(and transposes B), then wgmma_tf32's pipeline sums big·small + small·big + big·big over K' = 3k; "
             "the pre-pass is timed with the GEMM",
-            ("float32",),
-            backend=PYCUDA,
-            source="14_wgmma_3xtf32.cu",
-            template="wgmma_3xtf32_matmul<{T}>",
-            launch=ws_launch(),
-            tile=lambda block, dtype: (128, 256, 32),
-            tensor_maps=(TensorMap("A3", 128, 32), TensorMap("BT3", 128, 32)),
-            launch_bounds=(384, 1),
-            requires=HOPPER,
+            ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", 32, ("A3", "BT3"),
             prepass=SPLIT_TF32_PREPASS,
             # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy).
             variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
         ),
-        Method(
+        ws_rung(
             "wgmma_int8",
             "Hopper int8: wgmma_warp_specialized's pipeline on int8 operands, both K-major (wgmma m64n256k32 s8, "
             "exact int32 accumulation and output); B is transposed on every launch by a byte-transpose kernel "
             "(kernels/transpose_bytes.cu), and that transpose is timed with the kernel",
-            ("int8",),
-            backend=PYCUDA,
-            source="15_wgmma_int8.cu",
-            template="wgmma_int8_matmul<{T}>",
-            launch=ws_launch(),
-            tile=lambda block, dtype: (128, 256, 128),
-            tensor_maps=(TensorMap("A", 128, 128), TensorMap("BT", 128, 128)),
-            launch_bounds=(384, 1),
-            requires=HOPPER,
+            ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", 128, ("A", "BT"),
             # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
             variants=tuple(v for v in ws_variants(groups_along_n=False, clusters=(1, 2)) if v.workspace is None),
         ),
-        Method(
+        ws_rung(
             "wgmma_fp8",
             "Hopper FP8: the int8 rung's pipeline on e4m3 operands with per-tensor scales (wgmma m64n256k32 e4m3, "
             "fp32 accumulation, the scales applied to the accumulators as they leave); B is transposed on every "
             "launch by the byte-transpose kernel, timed with the GEMM",
-            ("float8_e4m3",),
-            backend=PYCUDA,
-            source="16_wgmma_fp8.cu",
-            template="wgmma_fp8_matmul<{T}>",
-            launch=ws_launch(),
-            tile=lambda block, dtype: (128, 256, 128),
-            tensor_maps=(TensorMap("A", 128, 128), TensorMap("BT", 128, 128)),
-            launch_bounds=(384, 1),
-            requires=HOPPER,
+            ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", 128, ("A", "BT"),
             variants=(*ws_variants(groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants()),
             choose=configs.persistent_split_k(128, 256, 128),
         ),

@@ -829,8 +829,8 @@ def _precision_sentence(row: pd.Series) -> str:
 
 
 def _precision(results: pd.DataFrame, figures: list[dict]) -> dict | None:
-    """Precision and speed (analysis.precision): per element type at its largest square shape, the fastest
-    verified kernel of ours and the vendor line with their rates and errors, the figure, and a sentence per
+    """Precision and speed (analysis.precision): per element type at its largest square shape, the two fastest
+    verified kernels of ours and the vendor line with their rates and errors, the figure, and a sentence per
     comparison of an element type with the more precise one it stands in for. None without a verified GPU job."""
     table = precision.precision_table(results)
     if table.empty:
