@@ -10,7 +10,7 @@ configuration, and the report's regret table compares the heuristic's pick with 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 DEFAULT = "default"
 ONE_CONFIGURATION = "the method has one configuration"
@@ -30,6 +30,15 @@ def registered_splits(variants: tuple[str, ...]) -> list[int]:
     """The S of the split-K variants (named splitk<S>) among `variants`, ascending."""
     return sorted(int(v.removeprefix("splitk")) for v in variants
                   if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
+
+
+class _Split(NamedTuple):
+    """A split build of a persistent tile kernel, as persistent_split_k weighs it."""
+    cut: float  # how many times less work each SM does than with whole base tiles
+    width: int  # its tile's columns
+    s: int  # slices of K
+    name: str  # the variant
+    items: int  # work items: tiles x s
 
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
@@ -65,12 +74,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if base_n != tile_n:
             builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
                 tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
-        # (cut of each SM's work against whole base tiles, width, S, name, work items) of every split build
-        splits = [(s * base_n / width, width, s, name, cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
+        splits = [_Split(s * base_n / width, width, s, name, cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
                   for width, s, name in builds]
-        fitting = [f for f in splits if f[0] >= min_split and f[4] <= sms and k_steps >= min_k_steps_per_slice * f[2]]
+        fitting = [f for f in splits
+                   if f.cut >= min_split and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
-            cut, width, s, name, items = max(fitting, key=lambda f: (f[0], -f[1]))
+            cut, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.width))
             size = "" if width == tile_n else f" of {tile_m}x{width} tiles"
             against = "" if base_n == tile_n else f", {cut:g}x less work per SM than whole {tile_m}x{base_n} tiles"
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "

@@ -30,7 +30,7 @@ from matmul_study.analysis import collate
 from matmul_study.core import registry
 from matmul_study.analysis import precision, regret, why
 from matmul_study.analysis.claims import check_claims
-from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
+from matmul_study.analysis.ladder import VENDOR_NAMES, datasheet_tflops, ladder_table, vendor_line
 from matmul_study.analysis.result_devices import device_kind, device_labels, devices_table, gpu_devices
 from matmul_study.present.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
 from matmul_study.core.records import BURST_SAMPLE_MAX_S
@@ -654,10 +654,7 @@ def _kernel(row) -> str:
 
 def _vendor(dtype: str) -> str:
     """The vendor line's name in prose: cuBLAS, or cuBLASLt (FP8), as the ratios of that dtype divide by it."""
-    try:
-        return "cuBLASLt" if registry.vendor_method(dtype) == "cublaslt" else "cuBLAS"
-    except KeyError:
-        return "cuBLAS"
+    return VENDOR_NAMES.get(vendor_line(dtype), "cuBLAS")
 
 
 def _headline_sentences(results: pd.DataFrame) -> list[str]:
