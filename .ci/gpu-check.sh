@@ -30,6 +30,9 @@ WHEELS=${WHEELS:-.devkit/wheels}
 { python3 -m pip install -q --no-index --no-deps "$WHEELS"/*.whl \
     && python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . ; } \
     >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
+# The GPU image sets PYTHONDONTWRITEBYTECODE=1, so every job's Python would compile this package from source again
+# (an editable install writes no bytecode): compile it once, as the first import does on an ordinary machine.
+python3 -m compileall -q matmul_study workflow/scripts >/dev/null
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
     | tee "$OUT/gpu-state-before.csv"
 status=0

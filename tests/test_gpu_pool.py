@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 
 from matmul_study.measure import gpu_slots as gpu_pool
@@ -252,11 +253,13 @@ def test_a_job_holds_a_gpu_only_when_it_runs_on_one(monkeypatch, tmp_path):
         assert index is None and "CUDA_VISIBLE_DEVICES" not in os.environ
 
 
-def _fake_ceilings(config, size, index):
+def _fake_ceilings(config, size, index, known=None):
     from matmul_study.core.records import CALIBRATION_COLUMNS as COLUMNS
 
     import pandas as pd
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if known is not None and f"uuid-{gpu}" in set(known["device_uuid"]):  # the study's job measured this GPU
+        return known[known["device_uuid"] == f"uuid-{gpu}"].assign(device_index=index)
     return pd.DataFrame([("GPU X", f"uuid-{gpu}", index, "float32", 100.0 + int(gpu), "GFLOP/s", "fake")],
                         columns=COLUMNS)
 
@@ -277,6 +280,12 @@ def test_calibration_holds_each_gpu_of_the_host_in_turn(monkeypatch, tmp_path):
     spread = ceiling_spread(table)
     assert len(spread) == 1 and spread.iloc[0]["gpus"] == 3
     assert spread.iloc[0]["spread"] == pytest.approx(102 / 100 - 1)
+    # Ceilings the study's own jobs measured reach the GPU they were measured on, and only that one.
+    from matmul_study.core.records import CALIBRATION_COLUMNS
+
+    known = pd.DataFrame([("GPU X", "uuid-1", 1, "float32", 555.0, "GFLOP/s", "job")], columns=CALIBRATION_COLUMNS)
+    table = calibrate.calibrate({}, size=64, known=known)
+    assert table["value"].tolist() == [100.0, 555.0, 102.0]
 
 
 def test_calibration_of_a_scheduler_gpu_or_a_single_gpu_takes_that_one(monkeypatch, tmp_path):

@@ -38,6 +38,16 @@ def test_sample_warms_up_then_repeats_until_done():
     assert len(times) == 4 and len(calls) == 6
 
 
+def test_a_warm_up_that_already_ran_max_time_s_ends_early():
+    calls = []
+    slow = Policy(warmup=3, min_reps=2, max_time_s=1.0, noise_target=1e-9)
+    times = sample(lambda: calls.append(1) or 0.3, slow, launches=5)  # 1.5 s samples
+    assert len(calls) - len(times) == 1  # one warm-up sample, not three
+    calls.clear()
+    times = sample(lambda: calls.append(1) or 0.3, slow, launches=1)  # 0.3 s samples: warmed after 0.9 s
+    assert len(calls) - len(times) == 3
+
+
 def test_short_launches_are_batched_into_one_millisecond_samples():
     from matmul_study.measure.timing import launches_per_sample
 

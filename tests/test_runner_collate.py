@@ -192,6 +192,33 @@ def test_ceilings_are_measured_at_the_studys_largest_dimension_within_limits(mak
     assert calibration_size(make_config(sizes=[64])) == 1024
 
 
+def _cublas_record(dtype, size, uuid, status="passed", median_s=0.5):
+    return {"method": "cublas", "dtype": dtype, "m": size, "k": size, "n": size, "status": status,
+            "burst": {"median_s": median_s, "samples_kept": 9, "samples_total": 10},
+            "env": {"device_name": "GPU X", "device_uuid": uuid, "device_index": 0}}
+
+
+def test_the_studys_cublas_jobs_at_the_calibration_size_are_its_ceilings(make_config):
+    from matmul_study.measure.calibrate import ceilings_from_jobs
+    from matmul_study.pipeline.steps import calibration_jobs
+
+    records = [_cublas_record("float16", 4096, "GPU-a"), _cublas_record("float64", 4096, "GPU-b", median_s=2.0),
+               _cublas_record("float32", 2048, "GPU-a"),  # another size: not a ceiling
+               _cublas_record("tf32", 4096, "GPU-a", status="failed"),  # unverified: never a ceiling
+               {**_cublas_record("int8", 4096, "GPU-a"), "method": "wgmma_int8"}]  # not cuBLAS
+    table = ceilings_from_jobs(records, 4096)
+    assert list(zip(table["device_uuid"], table["ceiling"])) == [("GPU-a", "float16"), ("GPU-b", "float64")]
+    assert table["value"].tolist() == pytest.approx([2 * 4096**3 / 0.5 / 1e9, 2 * 4096**3 / 2.0 / 1e9])
+    assert (table["unit"] == "GFLOP/s").all() and table["detail"].str.contains("this study's own job").all()
+
+    jobs = pd.DataFrame([("cublas", "float16", 0, "default", 4096, 4096, 4096),
+                         ("cublas", "float16", 0, "default", 512, 512, 512),
+                         ("wgmma_tma", "float16", 0, "default", 4096, 4096, 4096)],
+                        columns=["method", "dtype", "block", "variant", "m", "k", "n"])
+    picked = calibration_jobs(jobs, make_config(sizes=[512, 4096]))
+    assert picked[["method", "m"]].values.tolist() == [["cublas", 4096]]
+
+
 # Configurations (registry variants) as a job axis.
 def test_a_numpy_job_records_its_one_configuration(make_config, tmp_path):
     rec = run_job(Job("numpy", "float32", 0, 16, 16, 16), make_config(measurement=FAST), str(tmp_path / "r.json"))

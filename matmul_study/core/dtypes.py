@@ -154,7 +154,8 @@ def to_float64(x, dtype: DType, xp=np):
     floats as their raw bytes). The values as stored: a scaled dtype's scales are not applied."""
     if dtype.storage == "bfloat16" and x.dtype == np.uint16:
         # bf16 is the top half of an fp32: shift the bits up and reinterpret.
-        return (x.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+        # xp.left_shift, not `<<`: CuPy's operators given a Python scalar import cupyx.scipy (verify.py).
+        return xp.left_shift(x.astype(xp.uint32), xp.uint32(16)).view(xp.float32).astype(xp.float64)
     if dtype.itemsize == 1 and dtype.storage in ML_DTYPES and x.dtype == np.uint8:
         # 256 possible bytes: look each one up in the table of their values.
         table = xp.asarray(np.arange(256, dtype=np.uint8).view(dtype.numpy).astype(np.float64))

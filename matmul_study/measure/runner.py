@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from matmul_study.measure import environment, inputs
+from matmul_study.measure import environment, input_cache
 
 from matmul_study.core import configs, dtypes, registry, results
 from matmul_study.core.records import config_hash
@@ -66,17 +66,19 @@ def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threads: int | None = None) -> dict:
+def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threads: int | None = None,
+            inputs_dir: str | None = None) -> dict:
     """Run one job on the GPU it holds (gpu_pool.job_slot) and write its result file; `threads` (Snakemake's grant)
-    defaults to config's threads."""
+    defaults to config's threads; `inputs_dir`: where the run's jobs share their large inputs (input_cache)."""
     from matmul_study.measure.gpu_slots import job_slot
 
     with job_slot(job.method_record.on_gpu) as gpu_index:
-        record = _run_job(job, config, output, cubin, threads, gpu_index)
+        record = _run_job(job, config, output, cubin, threads, gpu_index, inputs_dir)
     return record
 
 
-def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index) -> dict:
+def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index,
+             inputs_dir: str | None = None) -> dict:
     t_start = time.perf_counter()
     started = _utc_now()  # inside the GPU slot: the GPU is this job's from here to `finished`
     method, dtype = job.method_record, job.dtype_record
@@ -85,7 +87,7 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
         from matmul_study.measure.gpu_job import ensure_fits
 
         ensure_fits(method, dtype, job.m, job.k, job.n)
-    operands = inputs.generate(job.m, job.k, job.n, dtype, meas.seed, meas.low, meas.high)
+    operands = input_cache.load_or_generate(job.m, job.k, job.n, dtype, meas.seed, meas.low, meas.high, inputs_dir)
     a, b = operands
     t_inputs = time.perf_counter()
 

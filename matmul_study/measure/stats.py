@@ -85,11 +85,16 @@ def done(times: list[float], policy: Policy, launches: int = 1) -> bool:
 def sample(time_once: Callable[[], float], policy: Policy, before_each: Callable[[], None] | None = None,
            launches: int = 1) -> list[float]:
     """Warm up, then call time_once (seconds per launch of a `launches`-launch sample) until the policy is
-    satisfied."""
+    satisfied. The warm-up is `warmup` samples, but ends once it has run max_time_s: a kernel whose samples take
+    seconds (naive fp64 at 8192^3: five 0.3 s launches each) is warm after one of them, and a second would only
+    add to the job's time."""
+    warmed_s = 0.0
     for _ in range(policy.warmup):
+        if warmed_s >= policy.max_time_s:
+            break
         if before_each:
             before_each()
-        time_once()
+        warmed_s += time_once() * launches
     times: list[float] = []
     while not done(times, policy, launches):
         if before_each:

@@ -60,10 +60,21 @@ def calibration_size(config) -> int:
     return min(8192, max(1024, largest))
 
 
-def write_calibration(config, output) -> None:
-    from matmul_study.measure.calibrate import calibrate
+def calibration_jobs(jobs: pd.DataFrame, config) -> pd.DataFrame:
+    """The study's cuBLAS jobs that are also ceilings: at calibration_size cubed, in the dtypes cuBLAS runs."""
+    size = calibration_size(config)
+    return jobs[(jobs["method"] == "cublas") & (jobs["m"] == size) & (jobs["k"] == size)
+                & (jobs["n"] == size)].reset_index(drop=True)
 
-    table = calibrate(config, calibration_size(config))
+
+def write_calibration(config, output, job_results=()) -> None:
+    """The ceilings at calibration_size, taken from `job_results` (the study's cuBLAS results at that size, see
+    calibration_jobs) where they have them, timed where not."""
+    from matmul_study.core import results
+    from matmul_study.measure.calibrate import calibrate, ceilings_from_jobs
+
+    size = calibration_size(config)
+    table = calibrate(config, size, ceilings_from_jobs([results.read(p) for p in job_results], size))
     print(table.to_string())
     write_csv(table, output)
 

@@ -7,6 +7,7 @@ from snakemake.utils import Paramspace
 
 from matmul_study.pipeline import config as study_config
 from matmul_study.measure import gpu_device as device
+from matmul_study.measure import input_cache
 from matmul_study.core import dtypes, registry
 from matmul_study.pipeline import grid, scripting
 
@@ -76,6 +77,17 @@ IMPORTED_RUNS = sorted(str(p) for p in Path("results/imported").glob("*/runs/**/
 IMPORTED_CALIBRATIONS = sorted(str(p) for p in Path("results/imported").glob("*/tables/calibration.csv"))
 
 
+def calibration_job_files(wildcards=None):
+    """The result files of the study's cuBLAS jobs that calibration reuses as ceilings (steps.calibration_jobs)."""
+    from matmul_study.pipeline.steps import calibration_jobs
+
+    reused = calibration_jobs(JOBS, config)
+    if reused.empty:
+        return []
+    space = Paramspace(reused[grid.GRID_COLUMNS], filename_params=["block", "variant", "m", "k", "n"])
+    return expand(f"results/runs/{{params}}.json", params=space.instance_patterns)
+
+
 def calibration_files():
     """This run's ceilings (only when it has GPU jobs and config `calibrate` is on) plus imported ones."""
     local = ["results/tables/calibration.csv"] if grid.gpu_methods(JOBS) and config["calibrate"] else []
@@ -122,6 +134,12 @@ onstart:
     scripting.start_progress(pending)
 
 
+onsuccess:
+    # The inputs the jobs shared (matmul_study.measure.input_cache) go when the run ends, either way.
+    input_cache.clear()
+
+
 onerror:
     # A result written just before a stop is whole: record it finished, so that the same command resumes.
     scripting.keep_finished_results(workflow)
+    input_cache.clear()

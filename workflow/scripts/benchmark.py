@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 from matmul_study.core import registry, results
+from matmul_study.measure import input_cache
 from matmul_study.measure.runner import Job, run_job
 from matmul_study.pipeline.scripting import job_finished, logged, progress_line
 
@@ -19,7 +20,8 @@ if __name__ == "__main__":
         cubin = snakemake.input.get("cubin") or None
         on_cpu = not registry.get(job.method).on_gpu
         try:
-            record = run_job(job, snakemake.config, str(partial), cubin=cubin, threads=snakemake.threads)
+            record = run_job(job, snakemake.config, str(partial), cubin=cubin, threads=snakemake.threads,
+                             inputs_dir=input_cache.RUN_DIRECTORY)
             # What the numbers were measured with, in the result itself: the report shows these values.
             record["measured_config"] = {"measurement": dict(snakemake.params.measurement)}
             if on_cpu:

@@ -6,4 +6,4 @@ from matmul_study.pipeline.scripting import logged
 # Guarded: a process the job spawns imports this file as __mp_main__.
 if __name__ == "__main__":
     with logged(snakemake.log[0]):
-        write_calibration(snakemake.config, snakemake.output[0])
+        write_calibration(snakemake.config, snakemake.output[0], snakemake.input.jobs)
