@@ -8,6 +8,7 @@ GPU machine) and with plain nvcc (in CI, no driver needed).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -103,11 +104,59 @@ def module_source(method: str, instances: list[tuple[str, int]], variant: str | 
 def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, ...] = COMPILE_OPTIONS,
                         target: str = "cubin") -> bytes:
     """Compile to a cubin through PyCUDA (needs PyCUDA, not a GPU). `arch` may be arch-specific (sm_90a); target
-    "ptx" with a virtual arch (compute_86) gives PTX, which the driver compiles for the GPU it is loaded on."""
+    "ptx" with a virtual arch (compute_86) gives PTX, which the driver compiles for the GPU it is loaded on.
+
+    The result is kept in build_cache_dir() under a key of everything it depends on (build_key). PyCUDA has a
+    cache of its own, but finds its entries by running the preprocessor (nvcc -E) on the source first: 0.1 s of
+    every GPU job, which builds the stream-hold helper (timing.StreamHold) on each start."""
+    key = build_key(source, arch, options, target)
+    cached = build_cache_dir() / f"{key}.{target}"
+    try:
+        return cached.read_bytes()
+    except OSError:
+        pass
     from pycuda.compiler import compile as pycuda_compile
 
-    return pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options), include_dirs=[str(KERNEL_DIR)],
-                          target=target)
+    binary = pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options),
+                            include_dirs=[str(KERNEL_DIR)], target=target)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")
+        partial.write_bytes(binary)
+        os.replace(partial, cached)
+    except OSError:
+        pass  # an unwritable cache costs the next build a compile, nothing else
+    return binary
+
+
+def build_cache_dir() -> Path:
+    """Where compile_with_pycuda keeps its builds: $MATMUL_STUDY_BUILD_CACHE, else matmul_study/ in the user's
+    cache folder (XDG_CACHE_HOME, else ~/.cache)."""
+    if os.environ.get("MATMUL_STUDY_BUILD_CACHE"):
+        return Path(os.environ["MATMUL_STUDY_BUILD_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "matmul_study" / "builds"
+
+
+def build_key(source: str, arch: str, options, target: str) -> str:
+    """A build's identity: its source, arch, options and target, the text of every file in kernels/ (the
+    source's includes come from there), and the compiler (nvcc's path, size and time stamp, PyCUDA's version)."""
+    import hashlib
+
+    digest = hashlib.sha256(repr((source, arch, tuple(options), target)).encode())
+    for path in sorted(KERNEL_DIR.glob("*")):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        stat = Path(nvcc).resolve().stat()
+        digest.update(f"{Path(nvcc).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    try:
+        import pycuda
+
+        digest.update(pycuda.VERSION_TEXT.encode())
+    except ImportError:
+        pass
+    return digest.hexdigest()[:32]
 
 
 def nvcc_command(source_file: Path, output: Path, arch: str, options=COMPILE_OPTIONS, target="cubin") -> list[str]:

@@ -78,6 +78,14 @@ def uses_device_reference(method: Method, dtype: dt.DType, have_cupy: bool) -> b
     return have_cupy and not (method.backend is CUBLAS and dtype.name == "float64")
 
 
+def checked_on_device(method: Method, dtype: dt.DType, have_cupy: bool, multiply_adds: int,
+                      measurement: Measurement) -> bool:
+    """Whether a job's reference is computed on the device (CuPy's DGEMM) rather than on the host. A product small
+    enough to be checked whole on the host (full_verify_max_flops; numpy's fp64 GEMM takes milliseconds there) is
+    checked on the host: the device reference would cost the job CuPy's import and kernel loads, about 0.3 s."""
+    return multiply_adds > measurement.full_verify_max_flops and uses_device_reference(method, dtype, have_cupy)
+
+
 def ensure_fits(method: Method, record: dt.DType, m: int, k: int, n: int) -> None:
     """Refuse, before allocating anything, a job whose buffers cannot fit in free GPU memory."""
     cuda = require_pycuda()
@@ -129,7 +137,8 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     n = b.shape[1]
     device = pycuda.autoprimaryctx.device
     env = device_environment(cuda, device)
-    device_reference = uses_device_reference(method, record, bool(env["cupy"]))
+    full = m * k * n <= measurement.full_verify_max_flops
+    device_reference = checked_on_device(method, record, bool(env["cupy"]), m * k * n, measurement)
     buffers = upload(a, b, record, scales)
     a_gpu, b_gpu, c_gpu = buffers.a, buffers.b, buffers.c
     scale = float(np.prod(scales, dtype=np.float64)) if record.scaled else 1.0
@@ -137,7 +146,6 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
                       device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
     launch = launchers.make(method, problem, buffers, cubin, variant)
 
-    full = m * k * n <= measurement.full_verify_max_flops
 
     def verified_run() -> Verification:
         poisoned_launch(cuda, launch, c_gpu, record)
