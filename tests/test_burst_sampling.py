@@ -100,3 +100,18 @@ def test_the_untimed_sample_after_a_cool_down_is_not_recorded():
     sampled = run(card)
     timed_launches = 5 * (len(sampled.times) + CONFIG["warmup"])
     assert len(card.launch_times) == timed_launches + 5 * sampled.cool_downs
+
+
+def test_samples_that_each_run_max_time_s_stop_after_three():
+    # naive fp64 at 8192^3: 0.3 s launches, five to a 1.5 s sample. Three such samples give the burst (here the
+    # sustained) rate after one warm-up sample; min_reps (5) still holds for samples shorter than max_time_s.
+    card = LimitedCard(window_s=1e9)
+    global LAUNCH_S
+    saved, LAUNCH_S = LAUNCH_S, 0.3
+    try:
+        out = run(card, batch=5)
+        assert len(out.times) == 3 and len(card.launch_times) == 4 * 5
+        assert out.burst.median_s == pytest.approx(0.3) and out.burst.kept == 3 and not out.burst.note
+    finally:
+        LAUNCH_S = saved
+    assert len(run(LimitedCard(window_s=1e9), batch=5).times) >= 5  # 10 ms samples: min_reps as before

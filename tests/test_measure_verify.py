@@ -38,6 +38,13 @@ def test_sample_warms_up_then_repeats_until_done():
     assert len(times) == 4 and len(calls) == 6
 
 
+def test_samples_that_each_run_max_time_s_need_only_three():
+    p = Policy(min_reps=5, max_reps=100, min_time_s=0.5, max_time_s=1.0, noise_target=0.01)
+    assert not done([1.5, 1.5], p) and done([1.5, 1.5, 1.5], p)
+    assert done([0.3] * 3, p, launches=5)  # each sample averaged five 0.3 s launches
+    assert not done([0.5] * 3, p) and done([0.5] * 5, p)  # shorter samples: min_reps
+
+
 def test_a_warm_up_that_already_ran_max_time_s_ends_early():
     calls = []
     slow = Policy(warmup=3, min_reps=2, max_time_s=1.0, noise_target=1e-9)

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from matmul_study.measure.stats import Measurement, sample
+from matmul_study.measure.stats import Measurement, reps_needed, sample
 from matmul_study.measure.timing import Burst, at_full_clock, off_fastest, select_burst, wait_until
 
 COOL_DOWN_BUDGET = 10  # at most this many full cool-down waits (recovery_max_s each) per job
@@ -50,16 +50,21 @@ def sample_burst(card: Card, batch: int, measurement: Measurement, threshold_mhz
     out = Sampled([])
     before, after = out.clocks_before, out.clocks_after  # in step with seen until the warm-up is dropped
 
+    def needed(first: int) -> int:  # min_reps, fewer where every sample is a long run (stats.reps_needed)
+        return reps_needed(seen[first:], policy, batch)
+
     def burst_of(first: int) -> Burst:
         # at_fastest against the fastest sample seen: timed samples that all ran slower than a warm-up sample
         # are throttled, however many of them agree.
         return select_burst(seen[first:], before[first:] if card.clock_readable else [], after[first:],
-                            threshold_mhz, policy.min_reps, plateau_samples, band, fastest_s=min(seen))
+                            threshold_mhz, needed(first), min(plateau_samples, needed(first)), band,
+                            fastest_s=min(seen))
 
     def cool_down_if_needed() -> None:
         if not seen or out.cool_down_s >= COOL_DOWN_BUDGET * measurement.recovery_max_s:
             return
-        if burst_of(min(policy.warmup, len(seen) - 1)).at_fastest >= plateau_samples:
+        first = min(policy.warmup, len(seen) - 1)
+        if burst_of(first).at_fastest >= min(plateau_samples, needed(first)):
             return
         throttled = bool(after) and not at_full_clock(after[-1], threshold_mhz)
         if throttled or off_fastest(seen[-1], min(seen), band):
@@ -82,8 +87,8 @@ def sample_burst(card: Card, batch: int, measurement: Measurement, threshold_mhz
     # of timed launches and max_reps samples) until plateau_samples samples ran at the fastest level (min_reps
     # of them at full clock by NVML's reading).
     burst, extra_s = burst_of(warmup), 0.0
-    while ((burst.median_s is None or burst.at_fastest < plateau_samples) and len(times) < policy.max_reps
-           and extra_s < policy.max_time_s):
+    while ((burst.median_s is None or burst.at_fastest < min(plateau_samples, needed(warmup)))
+           and len(times) < policy.max_reps and extra_s < policy.max_time_s):
         if before_each:
             before_each()
         times.append(time_once())

@@ -71,11 +71,25 @@ def rsd(times) -> float:
     return float(t.std(ddof=1) / t.mean())
 
 
+# Samples needed where each sample alone has run max_time_s (reps_needed).
+LONG_SAMPLE_REPS = 3
+
+
+def reps_needed(times: list[float], policy: Policy, launches: int = 1) -> int:
+    """min_reps; but where every sample alone has run max_time_s (naive fp64 at 8192^3: five 0.3 s launches, 1.5 s
+    a sample), LONG_SAMPLE_REPS of them: such samples are long runs of launches already, and min_reps of them
+    cost the job several seconds that add nothing to the median."""
+    if times and min(times) * launches >= policy.max_time_s:
+        return min(policy.min_reps, LONG_SAMPLE_REPS)
+    return policy.min_reps
+
+
 def done(times: list[float], policy: Policy, launches: int = 1) -> bool:
-    """Stop after min_reps once the timed launches add up to min_time_s and are quiet enough, or at a cap.
-    Each time is one sample's mean over `launches` launches, so the time spent is their sum times `launches`."""
+    """Stop after reps_needed samples (min_reps) once the timed launches add up to min_time_s and are quiet
+    enough, or at a cap. Each time is one sample's mean over `launches` launches, so the time spent is their sum
+    times `launches`."""
     n, total = len(times), sum(times) * launches
-    if n < policy.min_reps:
+    if n < reps_needed(times, policy, launches):
         return False
     if n >= policy.max_reps or total >= policy.max_time_s:
         return True
