@@ -88,7 +88,8 @@
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order (default 8).
 //   WGMMA_WS_DRAIN_EVERY  paced drain interval in k steps (default 2); 0 stores every tile whole at its end.
 //   WGMMA_WS_SPLIT_K      slices per tile along K (default 1: whole tiles); above 1 the stream-K tail is off.
-//   WGMMA_WS_PROMOTE      0 (default) or 1: FP8 sums promoted to fp32 every k step (e4m3 operands, BN 128 only).
+//   WGMMA_WS_PROMOTE      0 (default) or 1: FP8 sums promoted to fp32 every k step (e4m3 operands, BN 128 only;
+//                         block-scaled operands, 17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
 #pragma once
 
 #include "hopper.cuh"
@@ -190,6 +191,14 @@ template <class Op, class = void>
 constexpr bool SCALED = false;
 template <class Op>
 constexpr bool SCALED<Op, decltype(void(Op::SCALED))> = Op::SCALED;
+// Whether an Op's k steps are weighted by block scales (Op::BLOCK_SCALED: the FP8 operands of
+// 17_wgmma_fp8_block.cu, A scaled per row and 128 k, B per 128x128 block): the promoted mainloop adds each step's
+// partial into the fp32 accumulators times its rows' weights (Op::Weights, see mainloop), and no per-tensor factor
+// applies. Like SCALED, absent from every other Op and without a trace in its build.
+template <class Op, class = void>
+constexpr bool BLOCK_SCALED = false;
+template <class Op>
+constexpr bool BLOCK_SCALED<Op, decltype(void(Op::BLOCK_SCALED))> = Op::BLOCK_SCALED;
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
@@ -354,6 +363,23 @@ struct PacedDrain {
     }
 };
 
+// The weights of k steps' partials in the promoted mainloop for an Op without block scales: none (Step is empty, at
+// loads nothing), the partials are added as they are. A block-scaled Op brings its own (Op::Weights: at(kt) gives
+// the thread's two weights of step kt as Step, a float2).
+struct Unweighted {
+    struct Step {};
+    __device__ __forceinline__ Step at(int) const { return {}; }
+};
+
+// Where a consumer thread's block-scaled weights come from (Op::Weights, built per item from the kernel's scales
+// argument, the thread's first row and the tile's first column), or Unweighted for every other Op.
+template <class Op>
+__device__ __forceinline__ auto step_weights(const float* scales, int m, int row0, int n0, int ktiles, int cols)
+{
+    if constexpr (BLOCK_SCALED<Op>) return typename Op::Weights(scales, m, row0, n0, ktiles, cols);
+    else return Unweighted{};
+}
+
 // k step kt of an item that began at k0, into acc: wait for the stage, issue its wgmmas (`accumulate` false:
 // scale-d = 0), then, where an earlier step's group is in flight (`previous`), wait for it (one stays in flight)
 // and release the stage it read; the paced drain stores its rows between steps.
@@ -397,40 +423,63 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // the second-to-last step's adds), and so do those of a remainder step, which runs alone; the other consumer
 // warpgroup's wgmmas keep the tensor cores busy meanwhile. Chains of 8 leave a quarter of the adds after a wait
 // (chains of 2: all of them), for a kernel of 4,784 SASS instructions instead of 3,976 (nvcc 13.0).
-template <class Op, typename V = typename Op::Acc>
+//
+// Block scales (BLOCK_SCALED<Op>, 17_wgmma_fp8_block.cu): a k step is one scale block (128 k), so each partial is
+// added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
+// `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16),
+// asked for before the step's wgmmas and used after the next step's are issued, so the loads' latency runs under
+// the tensor cores' work. (ptxas 13.0 issues the loads just after the next step's first wgmma, wherever they stand
+// in the source: they then overlap the wait for the step's own group.) For every other Op `weights` is Unweighted:
+// no loads, the FADD, the same build.
+template <class Op, typename V = typename Op::Acc, class Weights = Unweighted>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
-                                         uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane)
+                                         uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane,
+                                         const Weights& weights = {})
 {
     using namespace hopper;
-    static_assert(!PROMOTE || SCALED<Op>, "WGMMA_WS_PROMOTE: for the FP8 operands only (wgmma_fp8); the other "
-                                          "operands' wgmmas accumulate in full fp32 (int8: exactly)");
+    static_assert(!PROMOTE || SCALED<Op> || BLOCK_SCALED<Op>,
+                  "WGMMA_WS_PROMOTE: for the FP8 operands only (wgmma_fp8, wgmma_fp8_block); the other operands' "
+                  "wgmmas accumulate in full fp32 (int8: exactly)");
+    static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
+                                                "step's partial is weighted by its scales as it is promoted");
+    static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),
+                  "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
+                  "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
     if constexpr (PROMOTE) {
-        auto add = [&](const V (&partial)[ACCUMULATORS]) {
+        using Step = typename Weights::Step;
+        auto add = [&](const V (&partial)[ACCUMULATORS], const Step& w) {
 #pragma unroll
-            for (int j = 0; j < ACCUMULATORS; ++j) d[j] += partial[j];
+            for (int j = 0; j < ACCUMULATORS; ++j) {
+                if constexpr (BLOCK_SCALED<Op>) d[j] = fmaf(partial[j], (j & 2) ? w.y : w.x, d[j]);  // rows +8: j & 2
+                else d[j] += partial[j];
+            }
         };
-        auto finish = [&](const V (&partial)[ACCUMULATORS]) {  // the last group in flight: retire, release, add
+        auto finish = [&](const V (&partial)[ACCUMULATORS], const Step& w) {  // the last group: retire, release, add
             wgmma_wait<0>();
             release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
-            add(partial);
+            add(partial, w);
         };
         V p0[ACCUMULATORS], p1[ACCUMULATORS];
+        Step w0{}, w1{};  // the weights of the steps in p0 and p1
 #pragma unroll
         for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
         int kt = k0;
         for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
 #pragma unroll
             for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
+                w0 = weights.at(kt + u);
                 k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane);
-                if (u > 0) add(p1);  // step u - 1's, retired by the wait in step u
+                if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
+                w1 = weights.at(kt + u + 1);
                 k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane);
-                add(p0);
+                add(p0, w0);
             }
-            finish(p1);
+            finish(p1, w1);
         }
         for (; kt < k1; ++kt) {
+            w0 = weights.at(kt);
             k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
-            finish(p0);
+            finish(p0, w0);
         }
     } else {
         for (int kt = k0; kt < k1; ++kt)
@@ -600,12 +649,15 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
 
 // Consumer warpgroup c (64 rows of each tile): every item of the schedule, mainloop then epilogue. A scaled Op's
 // accumulators are multiplied by scale_a * scale_b (scales[0], scales[1]) before they leave: a stream-K piece or a
-// split-K slice is scaled before it is summed, which the sum's linearity allows.
+// split-K slice is scaled before it is summed, which the sum's linearity allows. A block-scaled Op's are weighted
+// in the mainloop, step by step (`scales` is then its block scales); the same linearity lets stream-K pieces and
+// split-K slices, which are whole k steps, be weighted apart.
 template <class Op, typename V = typename Op::Acc>
 __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
                                          const Smem& sm, V* C, int m, int n, uint32_t rank, int tid, int c,
                                          void* workspace, const float* scales)
 {
+    static_assert(!(SCALED<Op> && BLOCK_SCALED<Op>), "an Op's result is scaled per tensor or per block, not both");
     const int warp = (tid % 128) / 32, lane = (tid % 128) % 32;
     float factor = 1.0f;
     if constexpr (SCALED<Op>) factor = scales[0] * scales[1];
@@ -618,7 +670,8 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         const ws_schedule::Work w = sched.item(i);
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
-        mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane);
+        mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
+                     step_weights<Op>(scales, m, m0 + c * 64 + warp * 16 + lane / 4, n0, sched.ktiles, sched.cols));
         if constexpr (SCALED<Op>) {
 #pragma unroll
             for (int j = 0; j < ACCUMULATORS; ++j) d[j] *= factor;

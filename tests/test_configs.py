@@ -137,3 +137,14 @@ def test_a_method_with_variants_but_no_heuristic_runs_its_default_build():
     lone = Method("lone", "test", ("float16",), backend=plain.backend, variants=(Variant("splitk2"),))
     pick = configs.choose(lone, problem(256, 256, 8192))
     assert pick.variant == "default" and "no heuristic" in pick.reason
+
+
+def test_a_build_limited_to_some_dtypes_is_swept_and_forced_only_on_those():
+    lt = registry.get("cublaslt")
+    per_tensor = Problem(4096, 4096, 4096, 0, dtypes.get("float8_e4m3"))
+    block = Problem(4096, 4096, 4096, 0, dtypes.get("float8_e4m3_block"))
+    assert [c.variant for c in configs.plan(lt, per_tensor, "all")] == ["default", "fast_accum"]
+    assert [c.variant for c in configs.plan(lt, block, "all")] == ["default"]  # fast_accum: per-tensor only
+    assert [c.variant for c in configs.plan(lt, block, {"cublaslt": ["default", "fast_accum"]})] == ["default"]
+    with pytest.raises(ValueError, match="no variant 'slow'"):
+        configs.plan(lt, block, {"cublaslt": ["slow"]})

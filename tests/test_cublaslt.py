@@ -85,7 +85,7 @@ def test_the_launcher_refuses_what_it_cannot_run_before_importing_any_library():
         cublaslt.cublaslt(lt_method(), problem(64, 64, 64), buffers, None, "no_such_variant")
     with pytest.raises(ValueError, match="no settings for variant 'split_k'; it knows default, fast_accum"):
         cublaslt.cublaslt(lt_method(("fast_accum", "split_k")), problem(64, 64, 64), buffers, None, "split_k")
-    with pytest.raises(ValueError, match="runs float8_e4m3, not float16"):
+    with pytest.raises(ValueError, match="runs float8_e4m3, float8_e4m3_block, not float16"):
         cublaslt.cublaslt(lt_method(), problem(64, 64, 64, "float16"), buffers)
     with pytest.raises(ValueError, match=r"needs its per-tensor scales on the device \(DeviceBuffers.scales"):
         cublaslt.cublaslt(lt_method(), problem(64, 64, 64), launchers.DeviceBuffers(None, None, None), None,
@@ -124,3 +124,38 @@ def test_cublaslt_fp8_matches_the_fp64_product_of_the_dequantized_inputs(shape, 
         check = verify_on_host(*operands, buffers.c.get(), record, True, 0, 0, operands.scale)
         assert check.passed and check.unwritten == 0, check
     assert isinstance(launch.algorithm["id"], int) and launch.algorithm["workspace_bytes"] >= 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1, 1), (17, 33, 65), (257, 511, 129), (100, 37, 250), (33, 384, 36),
+                                   (256, 256, 256), (513, 1000, 384), (128, 8192, 256)])
+def test_cublaslt_block_scaled_fp8_matches_the_fp64_product_of_the_dequantized_inputs(shape):
+    # (m, k, n) of float8_e4m3_block: k not a multiple of 128 (a partial last scale block, padded to a whole one),
+    # m not a multiple of 4 (padded: cuBLASLt's VEC128 scales), n past a 128-column scale block, aligned shapes and
+    # a deep K. The scales are relaid into cuBLASLt's layouts (cublaslt.BLOCK_SCALE_MODES, an assumption this
+    # checks: a wrong layout weights the blocks wrongly and fails the fp64 comparison). Launched twice, C poisoned
+    # before each.
+    cuda = pytest.importorskip("pycuda.driver")
+    pytest.importorskip("nvmath")
+    try:
+        import pycuda.autoprimaryctx
+    except Exception as exc:  # no driver or no device
+        pytest.skip(f"no usable CUDA device: {exc}")
+    capability = pycuda.autoprimaryctx.device.compute_capability()
+    if capability != (9, 0):
+        pytest.skip(f"cuBLASLt's 128-element FP8 block scales are Hopper's (9.0); this GPU has {capability}")
+    from matmul_study.measure import gpu_job, inputs
+    from matmul_study.measure.verify import verify_on_host
+
+    m, k, n = shape
+    record = dtypes.get("float8_e4m3_block")
+    operands = inputs.generate(m, k, n, record, seed=11)
+    buffers = gpu_job.upload(*operands, record, operands.scales)
+    method = registry.Method("cublaslt", "cuBLASLt FP8 GEMM through nvmath-python", ("float8_e4m3_block",),
+                             backend=CUBLASLT, reference_line=True)
+    launch = launchers.make(method, problem(m, n, k, "float8_e4m3_block"), buffers, None, None)
+    for _ in range(2):
+        gpu_job.poisoned_launch(cuda, launch, buffers.c, record)
+        check = verify_on_host(*operands, buffers.c.get(), record, True, 0, 0, block_scales=operands.scales)
+        assert check.passed and check.unwritten == 0, check
+    assert isinstance(launch.algorithm["id"], int)

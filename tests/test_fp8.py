@@ -28,7 +28,7 @@ def test_record_is_a_scaled_one_byte_float_with_fp32_output():
     assert FP8.scaled and not FP8.exact and FP8.itemsize == 1
     assert FP8.numpy == np.dtype(ml_dtypes.float8_e4m3fn) and FP8.device_view == np.dtype(np.uint8)
     assert FP8.output == np.dtype(np.float32) and FP8.cublas_types is None
-    assert not any(dtypes.get(name).scaled for name in dtypes.NAMES if name != "float8_e4m3")
+    assert {name for name in dtypes.NAMES if dtypes.get(name).scaled} == {"float8_e4m3", "float8_e4m3_block"}
 
 
 def test_raw_bytes_convert_to_the_values_they_encode():

@@ -11,7 +11,7 @@ def small_cached(monkeypatch):
     monkeypatch.setattr(input_cache, "MIN_MULTIPLY_ADDS", 1)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3", "int8", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3", "float8_e4m3_block", "int8", "float64"])
 def test_a_cached_pair_is_the_generated_pair(tmp_path, small_cached, dtype):
     fresh = inputs.generate(33, 17, 9, dtype, 7)
     first = input_cache.load_or_generate(33, 17, 9, dtype, 7, directory=tmp_path)

@@ -70,7 +70,7 @@ def test_module_defines_expected_symbols(method):
 @pytest.mark.parametrize("method", COMPILED)
 def test_module_compiles(method, arch, tmp_path):
     source = kernels.module_source(method, instances(method))
-    result = kernels.compile_with_nvcc(source, arch, tmp_path)
+    result = kernels.compile_with_nvcc(source, arch, tmp_path, kernels.compile_options(method))  # as the pipeline
     assert result.returncode == 0, f"nvcc failed for {method} on {arch}:\n{result.stderr}"
     # extern "C" names go into the cubin's symbol table unmangled; PyCUDA looks them up by these names.
     cubin = (tmp_path / "module.cubin").read_bytes()

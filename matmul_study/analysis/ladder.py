@@ -16,9 +16,9 @@ from matmul_study.core import registry
 # tensor-core (DMMA) rate; plain fp64 FMA runs at half of it.
 DATASHEET_TFLOPS = {
     "H200": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9,
-             "float8_e4m3": 1978.9},
+             "float8_e4m3": 1978.9, "float8_e4m3_block": 1978.9},
     "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9,
-             "float8_e4m3": 1978.9},
+             "float8_e4m3": 1978.9, "float8_e4m3_block": 1978.9},
 }
 # The vendor libraries as the figures and the report name them.
 VENDOR_NAMES = {"cublas": "cuBLAS", "cublaslt": "cuBLASLt"}

@@ -29,7 +29,7 @@ COLUMNS = ["device", "dtype", "shape", "method", "label", "vendor", "tflops", "r
 # Each element type against the more precise one it stands in for, where the two errors measure the same thing
 # (see above): FP8 and int8 against fp16 (both the GEMM's own error), tf32 against fp32 (both against the fp32
 # inputs), fp32 against fp64.
-COMPARED_WITH = {"float8_e4m3": "float16", "int8": "float16", "tf32": "float32", "float32": "float64"}
+COMPARED_WITH = {"float8_e4m3": "float16", "float8_e4m3_block": "float16", "int8": "float16", "tf32": "float32", "float32": "float64"}
 COMPARISON_COLUMNS = ["device", "dtype", "against", "method", "against_method", "shape", "against_shape", "tflops",
                       "against_tflops", "rate_ratio", "rel_error", "against_rel_error", "error_ratio",
                       "quantization_rel_error"]

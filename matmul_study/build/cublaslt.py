@@ -1,11 +1,13 @@
-"""The cuBLASLt launcher: NVIDIA's FP8 GEMM, the vendor line of float8_e4m3 (cuBLAS's gemmEx has no FP8).
+"""The cuBLASLt launcher: NVIDIA's FP8 GEMM, the vendor line of float8_e4m3 and float8_e4m3_block (cuBLAS's gemmEx
+has no FP8).
 
 It is called through nvmath-python's low-level bindings (nvmath.bindings.cublasLt: raw pointers and descriptors),
 not through nvmath.linalg, which would want torch tensors for FP8 operands. C = scale_a * scale_b * (A·B), with the
-per-tensor scales read from the device (DeviceBuffers.scales) and fp32 accumulation and output. Everything that does
-not change between launches (handle, descriptors, layouts, the heuristic's algorithm, its workspace, alpha and beta)
-is made once per launcher; a launch queues only the copies the layout needs and the GEMM, on the legacy default
-stream, like every launcher.
+per-tensor scales read from the device (DeviceBuffers.scales), or with block scales (cuBLASLt's VEC128 and
+BLK128x128 scale modes, see BLOCK_SCALE_MODES), and fp32 accumulation and output. Everything that does not change
+between launches (handle, descriptors, layouts, the scales in cuBLASLt's layout, the heuristic's algorithm, its
+workspace, alpha and beta) is made once per launcher; a launch queues only the copies the layout needs and the
+GEMM, on the legacy default stream, like every launcher.
 
 Its own module, imported by launchers.make only when a job needs it, so that nothing else loads nvmath.
 """
@@ -18,13 +20,14 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from matmul_study.build.operands import DeviceBuffers, KMajorBytes
+from matmul_study.core import dtypes
 
 if TYPE_CHECKING:
     from matmul_study.core.registry import Method, Problem
 
 # cudaDataType_t (nvmath.CudaDataType) of the inputs, by dtype: E4M3 operands with fp32 C and D and fp32 compute
 # and scale types are one of cuBLASLt's FP8 combinations (cuBLAS documentation, cublasLtMatmul, FP8 data types).
-INPUT_TYPES = {"float8_e4m3": "CUDA_R_8F_E4M3"}
+INPUT_TYPES = {"float8_e4m3": "CUDA_R_8F_E4M3", "float8_e4m3_block": "CUDA_R_8F_E4M3"}
 
 # cuBLASLt's FP8 kernels want A transposed and B not ("TN") and pointers and matrix dimensions aligned to 16 bytes
 # (cuBLAS documentation, cublasLtMatmul, "To use FP8 kernels"). Column-major, cuBLAS computes Cᵀ = Bᵀ·Aᵀ (n x m)
@@ -38,6 +41,24 @@ INPUT_TYPES = {"float8_e4m3": "CUDA_R_8F_E4M3"}
 # of A through a padded copy made on every launch), n to a multiple of 4 (the rows of Bᵀ past n, and C through a
 # padded buffer copied back after the GEMM); those copies are timed with it. m is never padded.
 K_ALIGNMENT, N_ALIGNMENT = 16, 4
+
+# Block scales (float8_e4m3_block, cuBLASLt 12.9 and later on Hopper: 1D blocks of 128 k for one operand, 2D blocks of
+# 128 x 128 for the other). In the TN call above cuBLAS's A is our Bᵀ and its B our A, so cuBLAS's A takes B's 2D
+# scales (BLK128x128_32F) and cuBLAS's B takes A's 1D ones (VEC128_32F), DeepSeek-V3's weights x activations.
+# cuBLASLt's scale tensors, each operand seen K-major as it is stored (K rows, its outer dimension X columns) and
+# without a stride of their own (cublasLtMatmulDescAttributes has none): VEC128 at x + q * roundup(X, 4), X
+# contiguous per k block q; BLK128x128 at q + j * roundup(ceil(K / 128), 4), the k blocks of column block j
+# contiguous. This is what PyTorch's torch._scaled_mm hands cuBLASLt (its 1x128 scales "outer-dim-major", stride
+# (1, M); its 128x128 ones with a row stride of round_up(ceil(K / 128), 4)) and what NVIDIA's cuBLASMp samples
+# compute for a reference; not taken from the cuBLAS documentation, and not yet checked here on a GPU: the GPU tests
+# verify against the fp64 product of the dequantized inputs, which a wrong layout fails. The two sources differ on
+# X's padding (X or roundup(X, 4)); padding m to a multiple of 4 (zero rows of A, which add nothing) makes them
+# agree. k is padded to a multiple of 128 (zero columns, in whole scale blocks), so that no k block is partial:
+# whether cuBLASLt's block-scaled kernels take a partial last block is not measured. Our scale buffer
+# (dtypes.block_scale_layout: A's as kb x m, B's as kb x nb) is relaid into these two (block_scales_for_cublaslt)
+# once per launcher.
+BLOCK_SCALE_MODES = {"A": "BLK128x128_32F", "B": "VEC128_32F"}  # cuBLAS's A (our Bᵀ), cuBLAS's B (our A)
+BLOCK_K_ALIGNMENT, BLOCK_M_ALIGNMENT, BLOCK_SCALE_LD_ALIGNMENT = 128, 4, 4
 
 SCALE_STRIDE = 16  # bytes between the launcher's copies of scale_a and scale_b (see cublaslt())
 
@@ -53,9 +74,24 @@ MAX_WORKSPACE_BYTES = 32 * 2**20
 VARIANT_ATTRIBUTES = {"default": {}, "fast_accum": {"FAST_ACCUM": 1}}
 
 
-def padded(n: int, k: int) -> tuple[int, int]:
-    """cuBLAS's M and K for our n and k: n rounded up to a multiple of N_ALIGNMENT, k to one of K_ALIGNMENT."""
-    return -(-n // N_ALIGNMENT) * N_ALIGNMENT, -(-k // K_ALIGNMENT) * K_ALIGNMENT
+def padded(n: int, k: int, k_alignment: int = K_ALIGNMENT) -> tuple[int, int]:
+    """cuBLAS's M and K for our n and k: n rounded up to a multiple of N_ALIGNMENT, k to one of k_alignment
+    (K_ALIGNMENT; BLOCK_K_ALIGNMENT with block scales)."""
+    return -(-n // N_ALIGNMENT) * N_ALIGNMENT, -(-k // k_alignment) * k_alignment
+
+
+def block_scales_for_cublaslt(scales, dtype: dtypes.DType, m: int, n: int, k: int,
+                              m_padded: int) -> tuple[np.ndarray, np.ndarray]:
+    """Our block scale buffer (dtypes.block_scale_layout of an m x k by k x n product) in cuBLASLt's layouts (see
+    BLOCK_SCALE_MODES): (A's VEC128 scales for cuBLAS's B, kb x m_padded; B's BLK128x128 scales for cuBLAS's A,
+    nb x roundup(kb, 4)), float32, C-ordered, the padding ones (it scales zeros)."""
+    sa, sb = dtypes.block_scale_layout(dtype, m, k, n).split(np.asarray(scales, np.float32))
+    (kb, nb), align = sb.shape, BLOCK_SCALE_LD_ALIGNMENT
+    vec = np.ones((kb, max(m, m_padded)), np.float32)
+    vec[:, :m] = sa
+    blk = np.ones((nb, -(-kb // align) * align), np.float32)
+    blk[:, :kb] = sb.T
+    return vec, blk
 
 
 def _set(setter, dtype_of, target: int, attribute, value) -> None:
@@ -96,43 +132,64 @@ def _destroy(lt, handle: int, desc: int, preference: int, layouts: tuple[int, ..
 
 def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None = None,
              variant: str | None = None) -> Callable[[], None]:
-    """cuBLASLt's FP8 GEMM over the job's buffers: B transposed first ("TN"), n and k padded where cuBLASLt
-    refuses them (padded). The returned callable's `algorithm` says what cuBLASLt chose (chosen_algorithm)."""
+    """cuBLASLt's FP8 GEMM over the job's buffers: B transposed first ("TN"), n and k (and with block scales m)
+    padded where cuBLASLt refuses them (padded, BLOCK_SCALE_MODES). The returned callable's `algorithm` says what
+    cuBLASLt chose (chosen_algorithm)."""
     name = method.variant(variant).name  # a name the method does not register raises, naming its variants
     if name not in VARIANT_ATTRIBUTES:
         raise ValueError(f"{method.name}: the cuBLASLt launcher has no settings for variant {name!r}; it knows "
                          f"{', '.join(VARIANT_ATTRIBUTES)}")
     if p.dtype.name not in INPUT_TYPES:
         raise ValueError(f"{method.name}: cuBLASLt's FP8 GEMM runs {', '.join(INPUT_TYPES)}, not {p.dtype.name}")
+    block = p.dtype.block_scaled
+    if block and VARIANT_ATTRIBUTES[name]:
+        raise ValueError(f"{method.name}: variant {name!r} is for per-tensor scales; {p.dtype.name} runs the "
+                         "default build only (block scales are applied to each 128-k partial, which leaves no "
+                         "fast accumulation to choose)")
     if buffers.scales is None:
-        raise ValueError(f"{method.name}: {p.dtype.name} needs its per-tensor scales on the device "
-                         f"(DeviceBuffers.scales: float32 scale_a, scale_b)")
+        what = "block scales (dtypes.block_scale_layout)" if block else "per-tensor scales"
+        raise ValueError(f"{method.name}: {p.dtype.name} needs its {what} on the device "
+                         f"(DeviceBuffers.scales{'' if block else ': float32 scale_a, scale_b'})")
     import nvmath
     import pycuda.driver as cuda
     from nvmath.bindings import cublas
     from nvmath.bindings import cublasLt as lt
 
     m, n, k = p.m, p.n, p.k
-    n4, k16 = padded(n, k)
-    ops = KMajorBytes(buffers, m, n, k, n4, k16)  # zero padding, copies timed with the call
+    n4, kp = padded(n, k, BLOCK_K_ALIGNMENT if block else K_ALIGNMENT)
+    mp = -(-m // BLOCK_M_ALIGNMENT) * BLOCK_M_ALIGNMENT if block else m
+    ops = KMajorBytes(buffers, m, n, k, n4, kp, m_padded=mp)  # zero padding, copies timed with the call
     b_op, a_ptr, ld_a, c_ptr = ops.bt, ops.a_ptr, ops.ld_a, ops.c_ptr
 
     fp8, fp32 = getattr(nvmath.CudaDataType, INPUT_TYPES[p.dtype.name]), nvmath.CudaDataType.CUDA_R_32F
-    layouts = (lt.matrix_layout_create(fp8, k16, n4, b_op.pitch),  # cuBLAS's A (k16 x n4), read transposed
-               lt.matrix_layout_create(fp8, k16, m, ld_a),  # cuBLAS's B (k16 x m)
-               lt.matrix_layout_create(fp32, n4, m, n4))  # C and D (n4 x m); beta = 0: C is not read
+    layouts = (lt.matrix_layout_create(fp8, kp, n4, b_op.pitch),  # cuBLAS's A (kp x n4), read transposed
+               lt.matrix_layout_create(fp8, kp, mp, ld_a),  # cuBLAS's B (kp x mp)
+               lt.matrix_layout_create(fp32, n4, mp, n4))  # C and D (n4 x mp); beta = 0: C is not read
     desc = lt.matmul_desc_create(cublas.ComputeType.COMPUTE_32F, fp32)
-    # Each scale pointer must be 16-byte aligned, where DeviceBuffers.scales holds scale_b 4 bytes after scale_a:
-    # measured on an H100 (cuBLASLt 13.1, 2026-11-24), a scale pointer 4 bytes past a 16-byte boundary made
-    # cublasLtMatmul fail with CUBLAS_STATUS_NOT_SUPPORTED (its heuristic had accepted it), one 16 bytes past ran.
-    # So the two scales are copied once, here, SCALE_STRIDE bytes apart: a job's scales do not change while it runs.
-    scales = cuda.mem_alloc(2 * SCALE_STRIDE)
-    for i in range(2):
-        cuda.memcpy_dtod(int(scales) + i * SCALE_STRIDE, int(buffers.scales.gpudata) + 4 * i, 4)
-    scale_a, scale_b = int(scales), int(scales) + SCALE_STRIDE
-    attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N,
-                  # cuBLAS's A is our Bᵀ, its B our A: each scale goes with its operand.
-                  "A_SCALE_POINTER": scale_b, "B_SCALE_POINTER": scale_a, **VARIANT_ATTRIBUTES[name]}
+    if block:
+        # The scales in cuBLASLt's layouts, in buffers of their own (256-byte aligned), made once.
+        import pycuda.gpuarray as gpuarray
+
+        vec, blk = block_scales_for_cublaslt(buffers.scales.get(), p.dtype, m, n, k, mp)
+        scales = (gpuarray.to_gpu(blk), gpuarray.to_gpu(vec))
+        scale_a, scale_b = (int(x.gpudata) for x in scales)  # cuBLAS's A's (our B's), cuBLAS's B's (our A's)
+        modes = {f"{operand}_SCALE_MODE": int(lt.MatmulMatrixScale[mode])
+                 for operand, mode in BLOCK_SCALE_MODES.items()}
+        attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N, **modes,
+                      "A_SCALE_POINTER": scale_a, "B_SCALE_POINTER": scale_b}
+    else:
+        # Each scale pointer must be 16-byte aligned, where DeviceBuffers.scales holds scale_b 4 bytes after
+        # scale_a: measured on an H100 (cuBLASLt 13.1, 2026-11-24), a scale pointer 4 bytes past a 16-byte boundary
+        # made cublasLtMatmul fail with CUBLAS_STATUS_NOT_SUPPORTED (its heuristic had accepted it), one 16 bytes
+        # past ran. So the two scales are copied once, here, SCALE_STRIDE bytes apart: a job's scales do not change
+        # while it runs.
+        scales = cuda.mem_alloc(2 * SCALE_STRIDE)
+        for i in range(2):
+            cuda.memcpy_dtod(int(scales) + i * SCALE_STRIDE, int(buffers.scales.gpudata) + 4 * i, 4)
+        scale_a, scale_b = int(scales), int(scales) + SCALE_STRIDE
+        attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N,
+                      # cuBLAS's A is our Bᵀ, its B our A: each scale goes with its operand.
+                      "A_SCALE_POINTER": scale_b, "B_SCALE_POINTER": scale_a, **VARIANT_ATTRIBUTES[name]}
     for attribute, value in attributes.items():
         _set(lt.matmul_desc_set_attribute, lt.get_matmul_desc_attribute_dtype, desc,
              lt.MatmulDescAttribute[attribute], value)
@@ -141,7 +198,7 @@ def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | No
          lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES, MAX_WORKSPACE_BYTES)
     handle = lt.create()
     result, count = lt.MatmulHeuristicResult(), np.zeros(1, np.int32)
-    shape = f"{p.dtype.name} {m}x{k}x{n} (cuBLAS's TN {n4}x{m}x{k16})"
+    shape = f"{p.dtype.name} {m}x{k}x{n} (cuBLAS's TN {n4}x{mp}x{kp})"
     try:
         lt.matmul_algo_get_heuristic(handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], preference, 1,
                                      result.ptr, count.ctypes.data)

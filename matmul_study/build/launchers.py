@@ -41,7 +41,7 @@ CUBLAS_COMPUTE_TYPES = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_64F": 70,
 TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                   "tf32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
                   "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",  # 8-bit operands: bytes moved as they are
-                  "float8_e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
+                  "float8_e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "float8_e4m3_block": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
 
 
 def make(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,

@@ -104,11 +104,11 @@ class ByteTransposedOperand(PitchedOperand):
     timed with the GEMM. Its pitch is padded to 16 bytes (TMA's and cuBLAS's alignment rules); the padding, and
     rows up to `min_rows` below the n rows of Bᵀ, are zeros that no launch overwrites."""
 
-    def __init__(self, source, rows: int, cols: int, min_rows: int = 0):
+    def __init__(self, source, rows: int, cols: int, min_rows: int = 0, min_pitch: int = 0):
         import pycuda.driver as cuda
 
         self.rows, self.cols, self.itemsize = cols, rows, 1
-        self.pitch = pitch_elements(rows, 1)
+        self.pitch = pitch_elements(max(rows, min_pitch), 1)  # min_pitch: zero columns a library's K padding reads
         self.copy = None
         size = max(1, max(cols, min_rows) * self.pitch)
         self._buffer = cuda.mem_alloc(size)
@@ -147,24 +147,46 @@ class PrepassOperand:
         pass
 
 
+class ZeroPaddedBytes(PitchedOperand):
+    """A 1-byte operand (rows x cols) inside a zeroed buffer of at least rows_padded rows whose pitch covers
+    cols_padded (and 16 bytes), rewritten from the source on every launch (refresh), so that the copy is timed: the
+    zeros past the source's rows and columns are the padding a library's alignment rules ask for."""
+
+    def __init__(self, source, rows: int, cols: int, rows_padded: int, cols_padded: int):
+        import pycuda.driver as cuda
+
+        self.rows, self.cols, self.itemsize = rows, cols, 1
+        self.pitch = pitch_elements(max(cols, cols_padded), 1)
+        size = max(1, max(rows, rows_padded) * self.pitch)
+        self._padded = cuda.mem_alloc(size)
+        cuda.memset_d8(self._padded, 0, size)
+        self.pointer = int(self._padded)
+        copy = cuda.Memcpy2D()
+        copy.set_src_device(source.gpudata)
+        copy.set_dst_device(self._padded)
+        copy.src_pitch, copy.dst_pitch = cols, self.pitch
+        copy.width_in_bytes, copy.height = cols, rows
+        self.copy = copy
+
+
 class KMajorBytes:
     """A, Bᵀ and C of a row-major GEMM on 1-byte operands as a library's "TN" call wants them (cuBLAS int8, cuBLASLt
     FP8: both operands K-major): our A as stored (m x k row-major is K-major), Bᵀ rewritten from B by the byte
-    transpose, and n and k padded to n_padded and k_padded (the library's alignment rules) with zeros, which add nothing to the sums: the
-    rows of Bᵀ past n, the columns past k of Bᵀ and, through a zero-padded copy of A, of A; C then goes through a
-    padded buffer, copied back. run(call) does the copies around the call, so they are timed with it."""
+    transpose, and n, k and m padded to n_padded, k_padded and m_padded (the library's alignment rules; m_padded
+    None: m) with zeros, which add nothing to the sums: the rows of Bᵀ past n, the columns past k of Bᵀ and, through
+    a zero-padded copy of A, of A, and that copy's rows past m; C then goes through a padded buffer, copied back.
+    run(call) does the copies around the call, so they are timed with it."""
 
     def __init__(self, buffers: DeviceBuffers, m: int, n: int, k: int, n_padded: int, k_padded: int,
-                 c_itemsize: int = 4):
+                 c_itemsize: int = 4, m_padded: int | None = None):
         import pycuda.driver as cuda
 
-        self.n, self.k = n_padded, k_padded
-        a_op = PitchedOperand(buffers.a, m, k, 1) if k != self.k else None  # its pitch covers self.k
-        if a_op is not None:
-            cuda.memset_d8(a_op.pointer, 0, m * a_op.pitch)
+        self.m, self.n, self.k = m if m_padded is None else m_padded, n_padded, k_padded
+        a_op = ZeroPaddedBytes(buffers.a, m, k, self.m, self.k) if (m, k) != (self.m, self.k) else None
         self.a_ptr, self.ld_a = (a_op.pointer, a_op.pitch) if a_op else (int(buffers.a.gpudata), k)
-        self.bt = ByteTransposedOperand(buffers.b, k, n, min_rows=self.n)
-        self._c_padded = cuda.mem_alloc(max(1, m * self.n * c_itemsize)) if n != self.n else None
+        self.bt = ByteTransposedOperand(buffers.b, k, n, min_rows=self.n, min_pitch=self.k)
+        padded_c = n != self.n or m != self.m
+        self._c_padded = cuda.mem_alloc(max(1, self.m * self.n * c_itemsize)) if padded_c else None
         self._back = None
         if self._c_padded is not None:
             back = cuda.Memcpy2D()

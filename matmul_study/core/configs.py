@@ -163,10 +163,12 @@ def setting_for(setting, method_name: str):
     return AUTO if setting is None else setting
 
 
-def runnable(method) -> tuple[str, ...]:
-    """The method's variant names a study may run: all but the diagnostic builds (which compute a wrong result on
-    purpose; bench/compare.py times them)."""
-    return tuple(v.name for v in method.variants if not v.diagnostic)
+def runnable(method, dtype: str | None = None) -> tuple[str, ...]:
+    """The method's variant names a study may run (for `dtype`, where given: a variant limited to other dtypes is
+    left out): all but the diagnostic builds (which compute a wrong result on purpose; bench/compare.py times
+    them)."""
+    return tuple(v.name for v in method.variants
+                 if not v.diagnostic and (dtype is None or not v.dtypes or dtype in v.dtypes))
 
 
 def plan(method, problem, setting) -> list[Choice]:
@@ -182,12 +184,13 @@ def plan(method, problem, setting) -> list[Choice]:
     if setting == DEFAULT:
         return [Choice(DEFAULT, FORCED)]
     if setting == ALL:
-        return [Choice(name, SWEPT) for name in (DEFAULT, *runnable(method))]
+        return [Choice(name, SWEPT) for name in (DEFAULT, *runnable(method, problem.dtype.name))]
     known = (DEFAULT, *runnable(method))
     unknown = [name for name in setting if name not in known]
     if unknown:
         raise ValueError(f"{method.name} has no variant {unknown[0]!r}; its variants: {', '.join(known)}")
-    return [Choice(name, FORCED) for name in dict.fromkeys(setting)]
+    here = (DEFAULT, *runnable(method, problem.dtype.name))  # a build limited to other dtypes skips this one
+    return [Choice(name, FORCED) for name in dict.fromkeys(setting) if name in here]
 
 
 def reason_for(method, problem, setting, variant: str) -> str:

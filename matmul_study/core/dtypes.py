@@ -2,8 +2,10 @@
 
 A record says how the inputs are stored (numpy, with ml_dtypes for bfloat16), which C++ types a kernel is
 instantiated with, what the output is, how the arithmetic is done (IEEE, tf32 tensor-core math, exact
-integers, or 8-bit floats with per-tensor scales), how close to the fp64 reference a result must be, how cuBLAS is asked for it, and where the dtype
-sorts in tables and figures.
+integers, or 8-bit floats with per-tensor or per-block scales), how close to the fp64 reference a result must be,
+how cuBLAS is asked for it, and where the dtype sorts in tables and figures. A block-scaled dtype's scales travel
+in one fp32 buffer whose layout is defined here (block_scale_layout), for the kernels, the library launchers and
+the verification alike.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ class DType:
     c_accumulator: str
     c_output: str
     # "ieee": the storage type's own arithmetic; "tf32": fp32 storage, tensor cores round to 10 mantissa bits;
-    # "exact": integers, which must match the reference bit for bit; "scaled": 8-bit floats, each operand with a
-    # per-tensor fp32 scale (its value is the stored value times the scale), applied to the fp32 result.
+    # "exact": integers, which must match the reference bit for bit; "scaled": 8-bit floats with fp32 scales (an
+    # element's value is its stored value times its scale): one per tensor, applied to the fp32 result, or one per
+    # block where scale_block says so.
     math: str
     # Relative Frobenius error allowed against the fp64 reference of the same (already rounded) inputs.
     tolerance: float
@@ -36,6 +39,9 @@ class DType:
     # Integer inputs drawn from this closed range whatever the config's distribution says (None: the config's
     # [low, high]); int8 takes its whole range, so that every sign and magnitude reaches the tensor cores.
     value_range: tuple[int, int] | None = None
+    # A scaled dtype's scale granularity: None, one scale per tensor; else the block edge S of DeepSeek-V3's layout,
+    # one scale per row of A and S k (1 x S blocks) and one per S x S block of B (block_scale_layout).
+    scale_block: int | None = None
 
     @property
     def numpy(self) -> np.dtype:
@@ -68,8 +74,14 @@ class DType:
 
     @property
     def scaled(self) -> bool:
-        """Inputs that carry per-tensor scales (the 8-bit floats): see matmul_study.measure.inputs."""
+        """Inputs that carry scales (the 8-bit floats), per tensor or per block: see matmul_study.measure.inputs."""
         return self.math == "scaled"
+
+    @property
+    def block_scaled(self) -> bool:
+        """Scales per block (scale_block), not per tensor: the result has no single factor, and the reference is the
+        product of the dequantized inputs (dequantize_blocks)."""
+        return self.scaled and self.scale_block is not None
 
     def input_range(self, low: float, high: float) -> tuple[int, int]:
         """The closed integer range an exact dtype's inputs are drawn from, given the config's [low, high]."""
@@ -112,6 +124,13 @@ DTYPE_LIST = [
     # quantization's own error is measured apart (inputs.Operands.quantization).
     DType("float8_e4m3", "float8_e4m3fn", "__nv_fp8_e4m3", "float", "float", "scaled", 1e-2,
           "fp8 e4m3 inputs with per-tensor fp32 scales, fp32 accumulation and output"),
+    # The same storage with DeepSeek-V3's block scales: one fp32 scale per row of A and 128 k, one per 128 x 128
+    # block of B, each block's largest magnitude on 448; C = sum over k blocks kb of (A_kb · B_kb) times
+    # sa[row, kb] * sb[kb, col / 128]. Checked the same way, against the fp64 product of the dequantized inputs
+    # (each stored value times its block's scale).
+    DType("float8_e4m3_block", "float8_e4m3fn", "__nv_fp8_e4m3", "float", "float", "scaled", 1e-2,
+          "fp8 e4m3 inputs with fp32 block scales (A: 1x128, B: 128x128, DeepSeek-V3's), fp32 accumulation and "
+          "output", scale_block=128),
     DType("float16", "float16", "__half", "float", "float", "ieee", 1e-3,
           "fp16 inputs, fp32 accumulation and output",
           ("CUDA_R_16F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F")),
@@ -161,3 +180,67 @@ def to_float64(x, dtype: DType, xp=np):
         table = xp.asarray(np.arange(256, dtype=np.uint8).view(dtype.numpy).astype(np.float64))
         return table[x]
     return x.astype(xp.float64)
+
+
+@dataclass(frozen=True)
+class BlockScaleLayout:
+    """Where a block-scaled dtype's scales lie in its one fp32 buffer (inputs.Operands.scales on the host,
+    DeviceBuffers.scales on the device), for A (m x k) times B (k x n) with blocks of edge S = dtype.scale_block:
+
+        [ sa: kb x m, k-block-major | sb: kb x nb, k-block-major ],   kb = ceil(k / S), nb = ceil(n / S),
+
+    sa[q, i] scaling A[i, qS : (q + 1)S] and sb[q, j] scaling B[qS : (q + 1)S, jS : (j + 1)S]. k-block-major, so that
+    what one k step needs is contiguous: a kernel's consumer rows read consecutive sa values, and one buffer is one
+    pointer for a kernel's arguments. Libraries with a layout of their own relay it (build/cublaslt.py)."""
+    m: int
+    k: int
+    n: int
+    block: int
+
+    @property
+    def kb(self) -> int:
+        return -(-self.k // self.block)
+
+    @property
+    def nb(self) -> int:
+        return -(-self.n // self.block)
+
+    @property
+    def size(self) -> int:
+        """fp32 elements of the whole buffer."""
+        return self.kb * (self.m + self.nb)
+
+    def split(self, scales, xp=np):
+        """(sa, sb): views of the buffer as kb x m and kb x nb; a buffer of another size raises ValueError."""
+        if scales.size != self.size:
+            raise ValueError(f"block scales of {self.m}x{self.k} by {self.k}x{self.n} with {self.block}-element "
+                             f"blocks: {scales.size} values given, the layout holds {self.size} (kb {self.kb} x "
+                             f"(m {self.m} + nb {self.nb}))")
+        flat = scales.reshape(-1)
+        return flat[: self.kb * self.m].reshape(self.kb, self.m), flat[self.kb * self.m:].reshape(self.kb, self.nb)
+
+
+def block_scale_layout(dtype: DType, m: int, k: int, n: int) -> BlockScaleLayout:
+    """The scale buffer's layout of a block-scaled dtype for an m x k by k x n product (ValueError for other dtypes,
+    which have no blocks)."""
+    if not dtype.block_scaled:
+        raise ValueError(f"{dtype.name} has no block scales (scale_block None); block-scaled dtypes: "
+                         f"{', '.join(d.name for d in DTYPE_LIST if d.block_scaled)}")
+    return BlockScaleLayout(m, k, n, dtype.scale_block)
+
+
+def dequantize_blocks(a64, b64, scales, dtype: DType, xp=np):
+    """A block-scaled dtype's fp64 operands (to_float64: the values as stored), A m x k and B k x n, multiplied in
+    place by their blocks' scales (the buffer of block_scale_layout, on the host or the device): the values the
+    GEMM multiplies. One k block at a time, so that no temporary as large as an operand is made (device memory is
+    counted for the reference's own arrays only); ufuncs by name, with `out`, as CuPy wants them (verify.py)."""
+    (m, k), n = a64.shape, b64.shape[1]
+    layout = block_scale_layout(dtype, m, k, n)
+    sa, sb = layout.split(xp.asarray(scales), xp)
+    sa, sb = sa.astype(xp.float64), sb.astype(xp.float64)
+    size = layout.block
+    for q in range(layout.kb):
+        ks = slice(q * size, min(k, (q + 1) * size))
+        xp.multiply(a64[:, ks], sa[q][:, None], out=a64[:, ks])
+        xp.multiply(b64[ks, :], xp.repeat(sb[q], size)[:n][None, :], out=b64[ks, :])
+    return a64, b64

@@ -149,6 +149,9 @@ class Variant:
     # for a problem; None: none. The launcher allocates it once, zeroed, and passes it as the kernel's last
     # argument (the generated wrapper then takes `float* workspace`, `double*` in fp64).
     workspace: Callable[[Problem], int] | None = None
+    # The dtypes the build exists for (empty: every dtype of its method): a sweep or a forced list runs it only
+    # on those (configs.runnable).
+    dtypes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -428,6 +431,29 @@ def fp8_bn128_variants() -> tuple[Variant, ...]:
     )
 
 
+FP8_BLOCK_DEFINES = ("WGMMA_WS_BN=128", "WGMMA_WS_PROMOTE=1")  # wgmma_fp8_block: the bn128_promote build's
+FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so of whole scale blocks)
+
+
+def fp8_block_variants() -> tuple[Variant, ...]:
+    """The configurations of the block-scaled FP8 rung (kernels/17_wgmma_fp8_block.cu), whose every build is
+    128x128 tiles with promoted sums (FP8_BLOCK_DEFINES, the method's compile options): the cluster, the stream-K
+    tail, and split-K for too few tiles. A k step is one scale block, and slices and stream-K pieces are whole k
+    steps, so every one of them weights its partials itself."""
+    return (
+        Variant("cluster1", ("WGMMA_WS_CLUSTER=1",),
+                "no cluster: every CTA loads its own Bt tile (the 2-CTA clusters multicast it on alternate k steps)",
+                launch=ws_launch(cluster=1, bn=128)),
+        Variant("no_streamk", ("WGMMA_WS_STREAMK=0",),
+                "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would pay"),
+        *(Variant(f"splitk{s}", (f"WGMMA_WS_SPLIT_K={s}",),
+                  f"split-K: each tile's k steps (scale blocks) in {s} slices on {s} clusters, summed in slice "
+                  "order through a workspace (deterministic); no stream-K tail. For too few tiles or deep K",
+                  launch=ws_launch(split=s, bn=128), workspace=ws_split_workspace(s, bn=128))
+          for s in FP8_BLOCK_SPLITS),
+    )
+
+
 # The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu): a pre-pass splits each fp32 operand into a big and a small tf32
 # part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x K'), each
 # block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's GEMM runs on
@@ -486,16 +512,16 @@ DMMA_LAUNCH, DMMA_TILE = tiles_by_dtype({"float64": (128, 128, 16, 256, 149_504)
 
 
 def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, template: str, bk: int,
-            operands: tuple[str, str], **fields) -> Method:
+            operands: tuple[str, str], bn: int = 256, **fields) -> Method:
     """A rung on the warp-specialised pipeline (kernel 12, and the files that reuse it with other operands): a
-    persistent grid of 384-thread CTAs over 128x256 tiles, fed by TMA in 128-byte rows of `bk` elements, built for
-    sm_90a. `operands` names the tensor maps' operands: A (or a pre-pass's A3), then B, read in 64-column strips,
-    or a K-major Bᵀ (BT, BT3) read in 128-row boxes like A. `fields` are the rest of the Method's (variants, choose,
-    requires, prepass, ...)."""
+    persistent grid of 384-thread CTAs over 128 x `bn` tiles (256, or 128 for a rung built at WGMMA_WS_BN=128 by its
+    compile options), fed by TMA in 128-byte rows of `bk` elements, built for sm_90a. `operands` names the tensor
+    maps' operands: A (or a pre-pass's A3), then B, read in 64-column strips, or a K-major Bᵀ (BT, BT3) read in
+    128-row boxes like A. `fields` are the rest of the Method's (variants, choose, requires, prepass, ...)."""
     a, b = operands
     b_map = TensorMap(b, 64, 64) if b == "B" else TensorMap(b, 128, bk)
-    return Method(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=ws_launch(),
-                  tile=lambda block, dtype: (128, 256, bk), tensor_maps=(TensorMap(a, 128, bk), b_map),
+    return Method(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=ws_launch(bn=bn),
+                  tile=lambda block, dtype: (128, bn, bk), tensor_maps=(TensorMap(a, 128, bk), b_map),
                   launch_bounds=(384, 1), **{"requires": HOPPER, **fields})
 
 
@@ -699,6 +725,17 @@ METHODS: dict[str, Method] = {
             variants=(*ws_variants(groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants()),
             choose=configs.persistent_split_k(128, 256, 128),
         ),
+        ws_rung(
+            "wgmma_fp8_block",
+            "Hopper FP8 with block scales (DeepSeek-V3's: A 1x128, B 128x128): wgmma_fp8's 128x128-tile build with "
+            "promoted sums (m64n128k32 e4m3), each k step's partial (one 128-k scale block) added into the fp32 "
+            "accumulators times its rows' A scales and its tile's B scale; B transposed on every launch by the "
+            "byte-transpose kernel, timed with the GEMM",
+            ("float8_e4m3_block",), "17_wgmma_fp8_block.cu", "wgmma_fp8_block_matmul<{T}>", 128, ("A", "BT"),
+            bn=128, compile_options=tuple(f"-D{d}" for d in FP8_BLOCK_DEFINES),
+            variants=fp8_block_variants(),
+            choose=configs.persistent_split_k(128, 128, 128),
+        ),
         Method(
             "cublas",
             "cuBLAS GEMM through CuPy (gemmEx with the dtype's data and compute types); the vendor line",
@@ -708,15 +745,17 @@ METHODS: dict[str, Method] = {
         ),
         Method(
             "cublaslt",
-            "cuBLASLt FP8 GEMM through nvmath-python's bindings (e4m3 with per-tensor scale pointers, fp32 "
-            "accumulation and output); B is transposed first on every call (cuBLASLt's FP8 wants both operands "
-            "K-major), timed with the GEMM; the vendor line for FP8",
-            ("float8_e4m3",),
+            "cuBLASLt FP8 GEMM through nvmath-python's bindings (e4m3 with per-tensor scale pointers, or block "
+            "scales: VEC128 for A, BLK128x128 for B; fp32 accumulation and output); B is transposed first on every "
+            "call (cuBLASLt's FP8 wants both operands K-major), timed with the GEMM; the vendor line for FP8",
+            ("float8_e4m3", "float8_e4m3_block"),
             backend=CUBLASLT,
             reference_line=True,
             requires=Requirements(min_compute_capability=(8, 9)),
             variants=(Variant("fast_accum", description="CUBLASLT_MATMUL_DESC_FAST_ACCUM on: the tensor cores' own "
-                                                        "accumulation over all of k, without cuBLASLt's promotion"),),
+                                                        "accumulation over all of k, without cuBLASLt's promotion "
+                                                        "(float8_e4m3 only: block scales are applied to each 128-k "
+                                                        "partial)", dtypes=("float8_e4m3",)),),
         ),
     ]
 }

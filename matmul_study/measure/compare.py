@@ -210,6 +210,8 @@ class Bench:
         # The vendor's line for the dtype (cuBLAS, or cuBLASLt for FP8) over the same inputs, into its own C.
         vendor = launchers.DeviceBuffers(ours.a, ours.b, gpuarray.empty((case.m, case.n), record.output), ours.scales)
         outputs = {"ours": ours.c, "cublas": vendor.c}
+        # Per-tensor scales multiply the product; block scales dequantize each block (they have no single factor).
+        scaling = {"block_scales": operands.scales} if record.block_scaled else {"scale": operands.scale}
         launches = {
             "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant),
             "cublas": launchers.make(registry.get(registry.vendor_method(case.dtype)), problem, vendor, None)}
@@ -217,7 +219,7 @@ class Bench:
         def check(name: str) -> Verification:
             """Poisoned C, one launch, the fp64 reference on the device (cuBLAS DGEMM through CuPy)."""
             gpu_job.poisoned_launch(self.cuda, launches[name], outputs[name], record)
-            return gpu_job.verify_on_device(ours.a, ours.b, outputs[name], record, operands.scale)
+            return gpu_job.verify_on_device(ours.a, ours.b, outputs[name], record, **scaling)
 
         return launches, check
 

@@ -22,7 +22,7 @@ from matmul_study.measure.stats import Measurement
 from matmul_study.measure.timing import (Batch, StreamHold, at_full_clock, energy, idle, l2_flusher,
                                          launches_per_sample, modes, summarize_state, summarize_sustained,
                                          wait_until)
-from matmul_study.measure.verify import Verification, compare, poison_value, verify_on_host
+from matmul_study.measure.verify import Verification, compare, dequantized, poison_value, verify_on_host
 
 SUSTAINED_BATCH_S = 0.05  # readings every ~50 ms of continuous load
 
@@ -37,10 +37,16 @@ class GpuRun:
     rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
 
 
-def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType, scale: float = 1.0) -> Verification:
-    """Full fp64 reference through cuBLAS DGEMM, compared on the device; `scale` as in verify_on_host."""
+def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType, scale: float = 1.0, block_scales=None) -> Verification:
+    """Full fp64 reference through cuBLAS DGEMM, compared on the device; `scale` and `block_scales` as in
+    verify_on_host."""
     import cupy
 
+    if dtype.block_scaled:
+        a64, b64 = dequantized(cupy.asarray(a_gpu), cupy.asarray(b_gpu), dtype, block_scales, cupy)
+        ref = a64 @ b64
+        del a64, b64
+        return compare(cupy.asarray(c_gpu), ref, dtype, "full", "cuBLAS DGEMM (CuPy)", xp=cupy)
     a64 = dt.to_float64(cupy.asarray(a_gpu), dtype, cupy)
     b64 = dt.to_float64(cupy.asarray(b_gpu), dtype, cupy)
     if scale != 1.0:
@@ -113,11 +119,14 @@ def held_seconds(stream_hold: StreamHold, start, end, launch, launches: int) -> 
 
 def upload(a: np.ndarray, b: np.ndarray, record: dt.DType, scales=None):
     """The job's device buffers: A and B as stored (raw bits for ml_dtypes' types), C uninitialised, and a scaled
-    dtype's scales (float32 scale_a, scale_b; inputs.Operands.scales), else None."""
+    dtype's scales (inputs.Operands.scales: float32 scale_a, scale_b, or the block scales' one buffer, whose size
+    is checked against its layout here: a kernel would read past a short one), else None."""
     import pycuda.gpuarray as gpuarray
 
     from matmul_study.build.launchers import DeviceBuffers
 
+    if record.block_scaled:
+        dt.block_scale_layout(record, a.shape[0], a.shape[1], b.shape[1]).split(np.asarray(scales))
     a_gpu, b_gpu = (gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b))
     c_gpu = gpuarray.empty((a.shape[0], b.shape[1]), record.output)
     scales_gpu = gpuarray.to_gpu(np.asarray(scales, np.float32)) if record.scaled else None
@@ -141,7 +150,8 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     device_reference = checked_on_device(method, record, bool(env["cupy"]), m * k * n, measurement)
     buffers = upload(a, b, record, scales)
     a_gpu, b_gpu, c_gpu = buffers.a, buffers.b, buffers.c
-    scale = float(np.prod(scales, dtype=np.float64)) if record.scaled else 1.0
+    block_scales = scales if record.block_scaled else None  # the reference dequantizes each block
+    scale = float(np.prod(scales, dtype=np.float64)) if record.scaled and block_scales is None else 1.0
     problem = Problem(m, n, k, block, record, env["sm_count"],
                       device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
     launch = launchers.make(method, problem, buffers, cubin, variant)
@@ -150,8 +160,9 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     def verified_run() -> Verification:
         poisoned_launch(cuda, launch, c_gpu, record)
         if device_reference:
-            return verify_on_device(a_gpu, b_gpu, c_gpu, record, scale)
-        return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed, scale)
+            return verify_on_device(a_gpu, b_gpu, c_gpu, record, scale, block_scales)
+        return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed, scale,
+                              block_scales)
 
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)

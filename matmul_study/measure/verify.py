@@ -68,11 +68,16 @@ def sample_indices(size: int, count: int, rng: np.random.Generator) -> np.ndarra
 
 
 def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: dtypes.DType | str, full: bool, samples: int,
-                   seed: int, scale: float = 1.0) -> Verification:
+                   seed: int, scale: float = 1.0, block_scales=None) -> Verification:
     """numpy fp64 reference: the whole product when `full`, else sampled rows and columns of it. `scale`: a scaled
-    dtype's scale_a * scale_b (inputs.Operands.scale), by which the product of the stored values is multiplied."""
+    dtype's scale_a * scale_b (inputs.Operands.scale), by which the product of the stored values is multiplied.
+    `block_scales`: a block-scaled dtype's scale buffer (inputs.Operands.scales), by which each stored value is
+    multiplied before the product (dtypes.dequantize_blocks); required for those dtypes."""
     record = dtypes.get(dtype)
-    a64, b64 = dtypes.to_float64(a, record), dtypes.to_float64(b, record) * scale
+    if record.block_scaled:
+        a64, b64 = dequantized(a, b, record, block_scales)
+    else:
+        a64, b64 = dtypes.to_float64(a, record), dtypes.to_float64(b, record) * scale
     if full:
         return compare(c, a64 @ b64, dtype, "full", "numpy float64")
     rng = np.random.default_rng(seed)
@@ -85,3 +90,13 @@ def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: dtypes.DT
     result.unwritten = unwritten(c)
     result.passed = result.passed and result.unwritten == 0
     return result
+
+
+def dequantized(a, b, record: dtypes.DType, block_scales, xp=np):
+    """A block-scaled dtype's operands as fp64 values (stored value times its block's scale), on the host or, with
+    xp = cupy, on the device: the operands of its reference product."""
+    if block_scales is None:
+        raise ValueError(f"{record.name}: verification needs block_scales, the inputs' scale buffer "
+                         "(inputs.Operands.scales, dtypes.block_scale_layout), and none was given")
+    return dtypes.dequantize_blocks(dtypes.to_float64(a, record, xp), dtypes.to_float64(b, record, xp), block_scales,
+                                    record, xp)

@@ -95,9 +95,9 @@ def _method_palette(methods) -> dict:
 # One colour per element type wherever a figure colours by it (colour-blind-safe; grey and yellow left out): fp32
 # and fp64 blue and vermillion, tf32 the light blue of its fp32 storage, the 16- and 8-bit types apart from both.
 DTYPE_COLOURS = {"float32": 0, "float64": 3, "tf32": 9, "float16": 2, "bfloat16": 4, "float8_e4m3": 1, "int8": 5,
-                 "int32": 6}
+                 "int32": 6, "float8_e4m3_block": 8}
 # Short names where a label has little room (the precision figure's datasheet lines).
-DTYPE_SHORT = {"float8_e4m3": "fp8", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+DTYPE_SHORT = {"float8_e4m3": "fp8", "float8_e4m3_block": "fp8 block", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
 
 def _dtype_palette(names) -> dict:
