@@ -102,6 +102,16 @@ def test_command_line_strings_become_numbers():
     assert validate(cfg)["sizes"][0] == 256
 
 
+def test_command_line_true_and_false_become_booleans():
+    # `snakemake --config calibrate=false` hands over the string "false" (only True and False are parsed).
+    schema = load_schema()
+    assert coerce_numbers({"calibrate": "false"}, schema)["calibrate"] is False
+    assert coerce_numbers({"calibrate": "Yes"}, schema)["calibrate"] is True
+    assert validate({"calibrate": "false"})["calibrate"] is False
+    with pytest.raises(ConfigError, match="calibrate.*maybe.*true or false"):
+        validate({"calibrate": "maybe"})
+
+
 @pytest.mark.parametrize("key, value", [("methods", "tiled_turbo"), ("dtypes", "float8")])
 def test_names_outside_the_registry_and_dtype_records_are_refused_with_the_allowed_ones(make_config, key, value):
     known = list(registry.METHODS) if key == "methods" else list(dtypes.NAMES)

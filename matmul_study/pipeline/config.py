@@ -139,9 +139,17 @@ def format_workflow_error(exc: Exception) -> str | None:
     return None
 
 
+# How `snakemake --config key=...` spells a boolean: it turns True and False into booleans, but keeps YAML's
+# true, false, yes and no as strings.
+BOOLEAN_WORDS = {"true": True, "false": False, "yes": True, "no": False}
+
+
 def coerce_numbers(value, schema: dict):
-    """`snakemake --config 'sizes=[256]'` parses list items as strings: turn numeric strings into the
-    numbers the schema asks for, so command-line overrides behave like config.yaml."""
+    """`snakemake --config 'sizes=[256]'` parses list items as strings, and `calibrate=false` as the string
+    "false": turn numeric strings into the numbers, and true/false/yes/no into the booleans, that the schema asks
+    for, so command-line overrides behave like config.yaml."""
+    if isinstance(value, str) and schema_accepts(schema, "boolean") and value.lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[value.lower()]
     if isinstance(value, str) and schema_accepts(schema, "integer"):
         try:
             return int(value)
