@@ -93,6 +93,21 @@ def test_the_launcher_refuses_what_it_cannot_run_before_importing_any_library():
 
 
 # ------------------------------------------------------------------------------------------------- GPU
+def fp8_device(usable, why: str):
+    """pycuda.driver, with the primary context of a GPU whose compute capability `usable` accepts; else skip,
+    saying `why` and what this GPU has."""
+    cuda = pytest.importorskip("pycuda.driver")
+    pytest.importorskip("nvmath")
+    try:
+        import pycuda.autoprimaryctx
+    except Exception as exc:  # no driver or no device
+        pytest.skip(f"no usable CUDA device: {exc}")
+    capability = pycuda.autoprimaryctx.device.compute_capability()
+    if not usable(capability):
+        pytest.skip(f"{why}; this GPU has {capability}")
+    return cuda
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", [None, "fast_accum"])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (17, 65, 33), (100, 37, 250), (33, 64, 36), (256, 256, 256),
@@ -101,15 +116,7 @@ def test_cublaslt_fp8_matches_the_fp64_product_of_the_dequantized_inputs(shape, 
     # (m, k, n): k not a multiple of 16 or n not one of 4 (padded copies), m odd (never padded), n = 36 (taken as
     # it is) and aligned shapes. Launched twice, C poisoned before each: the padded buffers and the transpose are
     # reused from launch to launch.
-    cuda = pytest.importorskip("pycuda.driver")
-    pytest.importorskip("nvmath")
-    try:
-        import pycuda.autoprimaryctx
-    except Exception as exc:  # no driver or no device
-        pytest.skip(f"no usable CUDA device: {exc}")
-    capability = pycuda.autoprimaryctx.device.compute_capability()
-    if capability < (8, 9):
-        pytest.skip(f"FP8 tensor cores need compute capability 8.9 or newer; this GPU has {capability}")
+    cuda = fp8_device(lambda cc: cc >= (8, 9), "FP8 tensor cores need compute capability 8.9 or newer")
     from matmul_study.measure import gpu_job, inputs
     from matmul_study.measure.verify import verify_on_host
 
@@ -135,15 +142,7 @@ def test_cublaslt_block_scaled_fp8_matches_the_fp64_product_of_the_dequantized_i
     # a deep K. The scales are relaid into cuBLASLt's layouts (cublaslt.BLOCK_SCALE_MODES, an assumption this
     # checks: a wrong layout weights the blocks wrongly and fails the fp64 comparison). Launched twice, C poisoned
     # before each.
-    cuda = pytest.importorskip("pycuda.driver")
-    pytest.importorskip("nvmath")
-    try:
-        import pycuda.autoprimaryctx
-    except Exception as exc:  # no driver or no device
-        pytest.skip(f"no usable CUDA device: {exc}")
-    capability = pycuda.autoprimaryctx.device.compute_capability()
-    if capability != (9, 0):
-        pytest.skip(f"cuBLASLt's 128-element FP8 block scales are Hopper's (9.0); this GPU has {capability}")
+    cuda = fp8_device(lambda cc: cc == (9, 0), "cuBLASLt's 128-element FP8 block scales are Hopper's (9.0)")
     from matmul_study.measure import gpu_job, inputs
     from matmul_study.measure.verify import verify_on_host
 

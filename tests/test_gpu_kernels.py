@@ -151,6 +151,11 @@ WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *
 @pytest.mark.parametrize("shape", WS_TILE_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("method,variant,dtype", WS_TILE_BUILDS)
 def test_128x128_tile_builds_match_reference(variant_cubin, method, variant, dtype, shape):
+    check_build(variant_cubin, method, variant, dtype, shape)
+
+
+def check_build(variant_cubin, method, variant, dtype, shape):
+    """One registered build against fp64 on `shape`, launched twice; a split-K build three times, the same bits."""
     split = registry.get(method).variant(variant).workspace is not None
     check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape, launches=3 if split else 2,
                  variant=variant, same_bits=split)
@@ -169,9 +174,7 @@ FP8_BLOCK_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (129, 255, 300), (
 @pytest.mark.parametrize("shape", FP8_BLOCK_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("method,variant,dtype", FP8_BLOCK_BUILDS)
 def test_block_scaled_fp8_builds_match_reference(variant_cubin, method, variant, dtype, shape):
-    split = registry.get(method).variant(variant).workspace is not None
-    check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape, launches=3 if split else 2,
-                 variant=variant, same_bits=split)
+    check_build(variant_cubin, method, variant, dtype, shape)
 
 
 # Split-K builds of the one-block-per-tile kernels (kernels/split_k.cuh): every registered split of warptiled and
