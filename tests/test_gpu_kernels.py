@@ -331,18 +331,24 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
         assert err <= record.tolerance, f"relative Frobenius error {err:.3e} > {record.tolerance:.0e}"
 
 
+def checks_beside_vendor(method, variant, dtype, shape):
+    """The verifications of `method`'s build and of its vendor line on one case (bench/compare.py's protocol, C
+    poisoned before each); skips where the method cannot run on this GPU."""
+    from matmul_study.measure import compare
+
+    why = registry.get(method).unmet_requirement(CC, module_available)
+    if why:
+        pytest.skip(why)
+    _, check = compare.Bench().prepare(compare.make_case(method, variant, dtype, shape))
+    return check("ours"), check("cublas")
+
+
 @pytest.mark.parametrize("shape", ["2048", "1000x2200x4300"])
 def test_tf32_rung_rounds_like_cublas(shape):
     # The tf32 rung reads fp32 through tensor maps typed TFLOAT32, so the copy engine rounds to nearest; raw fp32
     # bits would be truncated by wgmma, at about 2.6x cuBLAS's error. Where cuBLAS itself runs tf32 (an error well
     # above fp32's), ours must stay within 1.5x of it.
-    from matmul_study.measure import compare
-
-    why = registry.get("wgmma_tf32").unmet_requirement(CC, module_available)
-    if why:
-        pytest.skip(why)
-    _, check = compare.Bench().prepare(compare.make_case("wgmma_tf32", None, "tf32", shape))
-    ours, theirs = check("ours"), check("cublas")
+    ours, theirs = checks_beside_vendor("wgmma_tf32", None, "tf32", shape)
     assert ours.passed and theirs.passed
     assert theirs.rel_fro_error > 1e-5, "cuBLAS did not run tf32 here: the comparison says nothing"
     assert ours.rel_fro_error <= 1.5 * theirs.rel_fro_error
@@ -352,16 +358,8 @@ def test_fp8_promoted_sums_err_like_cublaslt():
     # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
     # cuBLASLt's default (which promotes); adding each k step's sum into fp32 accumulators must bring ours to within
     # 2x of it.
-    from matmul_study.measure import compare
-
-    why = registry.get("wgmma_fp8").unmet_requirement(CC, module_available)
-    if why:
-        pytest.skip(why)
-    bench = compare.Bench()
-    _, check = bench.prepare(compare.make_case("wgmma_fp8", "bn128_promote", "float8_e4m3", "2048x2048x8192"))
-    ours, theirs = check("ours"), check("cublas")
-    _, check_control = bench.prepare(compare.make_case("wgmma_fp8", "bn128", "float8_e4m3", "2048x2048x8192"))
-    control = check_control("ours")
+    ours, theirs = checks_beside_vendor("wgmma_fp8", "bn128_promote", "float8_e4m3", "2048x2048x8192")
+    control, _ = checks_beside_vendor("wgmma_fp8", "bn128", "float8_e4m3", "2048x2048x8192")
     assert ours.passed and theirs.passed and control.passed
     assert control.rel_fro_error > 2 * theirs.rel_fro_error, "no accumulation error to remove here: says nothing"
     assert ours.rel_fro_error <= 2 * theirs.rel_fro_error
@@ -370,13 +368,6 @@ def test_fp8_promoted_sums_err_like_cublaslt():
 def test_fp8_block_scaled_error_is_cublaslts():
     # Both promote every 128-k block's sum into fp32 (the scales need it), so ours must err within 2x of cuBLASLt's
     # block-scaled GEMM at a deep K; both against the fp64 product of the dequantized inputs.
-    from matmul_study.measure import compare
-
-    why = registry.get("wgmma_fp8_block").unmet_requirement(CC, module_available)
-    if why:
-        pytest.skip(why)
-    bench = compare.Bench()
-    _, check = bench.prepare(compare.make_case("wgmma_fp8_block", None, "float8_e4m3_block", "2048x2048x8192"))
-    ours, theirs = check("ours"), check("cublas")
+    ours, theirs = checks_beside_vendor("wgmma_fp8_block", None, "float8_e4m3_block", "2048x2048x8192")
     assert ours.passed and theirs.passed
     assert ours.rel_fro_error <= 2 * theirs.rel_fro_error

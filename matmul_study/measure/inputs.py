@@ -86,11 +86,12 @@ def quantize_blocks(a: np.ndarray, b: np.ndarray, record: dtypes.DType) -> Opera
     size = record.scale_block
     sa = _block_scales(_block_amax(a, 1, size))  # m x kb
     sb = _block_scales(_block_amax(b, size, size))  # kb x nb
-    aq = _blockwise(a, sa, 1, size, np.divide).astype(record.numpy)
-    bq = _blockwise(b, sb, size, size, np.divide).astype(record.numpy)
-    error = quantization_error(a, b, _blockwise(aq.astype(np.float32), sa, 1, size, np.multiply),
-                               _blockwise(bq.astype(np.float32), sb, size, size, np.multiply))
+    aq = _divide_blockwise(a, sa, 1, size).astype(record.numpy)
+    bq = _divide_blockwise(b, sb, size, size).astype(record.numpy)
     scales = np.concatenate([sa.T.ravel(), sb.ravel()])
+    # Dequantized in fp32, as the per-tensor error is computed, by the verification's own dequantizer.
+    error = quantization_error(a, b, *dtypes.dequantize_blocks(aq.astype(np.float32), bq.astype(np.float32), scales,
+                                                               record))
     return Operands(aq, bq, scales, {**error, "scale_block": size,
                                      "scale_range": [float(scales.min()), float(scales.max())]})
 
@@ -115,12 +116,11 @@ def _block_scales(amax: np.ndarray) -> np.ndarray:
     return np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1.0)).astype(np.float32)
 
 
-def _blockwise(x: np.ndarray, scale: np.ndarray, rows: int, cols: int, op) -> np.ndarray:
-    """op(x, the scale of each element's rows x cols block): x / scale to quantize, stored value * scale to
-    dequantize; scale is ceil(r / rows) x ceil(c / cols)."""
+def _divide_blockwise(x: np.ndarray, scale: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """x divided by the scale of each element's rows x cols block (scale: ceil(r / rows) x ceil(c / cols))."""
     r, c = x.shape
     padded = _padded(x, scale.shape[0] * rows, scale.shape[1] * cols)
-    out = op(padded.reshape(scale.shape[0], rows, scale.shape[1], cols), scale[:, None, :, None])
+    out = np.divide(padded.reshape(scale.shape[0], rows, scale.shape[1], cols), scale[:, None, :, None])
     return out.reshape(padded.shape)[:r, :c]
 
 

@@ -41,7 +41,8 @@ for _note in grid.pruned_methods_note(PRUNED):
     print(_note, file=sys.stderr)
 
 # block~, variant~, m~, k~, n~ go in the file name; method and dtype become folders.
-RUNS = Paramspace(JOBS[grid.GRID_COLUMNS], filename_params=["block", "variant", "m", "k", "n"])
+RUN_FILENAME_PARAMS = ["block", "variant", "m", "k", "n"]
+RUNS = Paramspace(JOBS[grid.GRID_COLUMNS], filename_params=RUN_FILENAME_PARAMS)
 RUN_PATTERN = RUNS.wildcard_pattern
 CPU_METHODS = [name for name, m in registry.METHODS.items() if not m.on_gpu]
 GPU_METHODS = [name for name, m in registry.METHODS.items() if m.on_gpu]
@@ -68,7 +69,12 @@ wildcard_constraints:
 
 
 def run_files():
-    return expand(f"results/runs/{{params}}.json", params=RUNS.instance_patterns)
+    return result_files(RUNS)
+
+
+def result_files(space):
+    """The result files of the jobs of a Paramspace over GRID_COLUMNS (RUNS, or a part of JOBS)."""
+    return expand(f"results/runs/{{params}}.json", params=space.instance_patterns)
 
 
 # Result sets from other machines: copy their results/runs and results/tables/calibration.csv into
@@ -84,8 +90,7 @@ def calibration_job_files(wildcards=None):
     reused = calibration_jobs(JOBS, config)
     if reused.empty:
         return []
-    space = Paramspace(reused[grid.GRID_COLUMNS], filename_params=["block", "variant", "m", "k", "n"])
-    return expand(f"results/runs/{{params}}.json", params=space.instance_patterns)
+    return result_files(Paramspace(reused[grid.GRID_COLUMNS], filename_params=RUN_FILENAME_PARAMS))
 
 
 def calibration_files():
