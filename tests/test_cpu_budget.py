@@ -1,5 +1,7 @@
 """The CPU job's time budget (measurement.cpu_max_s): what it plans, and what the result says it did."""
 
+import contextlib
+import os
 import time
 from dataclasses import replace
 
@@ -102,3 +104,16 @@ def test_a_failure_in_the_timing_process_is_raised_in_the_job_with_its_traceback
         cpu_job.call_in_fresh_process(divmod, 1, 0)
     assert cpu_job.call_in_fresh_process(divmod, 7, 2) == (3, 1)
     assert np.isfinite(cpu_job.STARTUP_GUESS_S)
+
+
+def test_what_a_timing_process_prints_goes_to_the_jobs_log_not_to_the_console(tmp_path, capfd):
+    # A child stopped mid-start-up prints to its file descriptor 2: inside a job's log (scripting.logged) that is
+    # the log, not Snakemake's console.
+    log = tmp_path / "job.log"
+    with open(log, "w") as stream, contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
+        assert cpu_job.call_in_fresh_process(os.write, 2, b"written by the child\n") > 0
+        print("the job's own line")
+    assert "written by the child" in log.read_text()
+    os.write(2, b"the console again\n")  # the job's descriptor 2 is the console again after the start
+    console = capfd.readouterr()
+    assert "written by the child" not in console.err + console.out and "the console again" in console.err

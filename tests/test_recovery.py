@@ -272,3 +272,25 @@ def test_a_live_run_keeps_its_locks(tmp_path):
     removed = clear_stale_locks(tmp_path)
     assert any(r.startswith(".snakemake/locks/") for r in removed)
     assert not list((tmp_path / ".snakemake/locks").glob("*.lock"))
+
+
+def test_a_process_a_job_spawns_ignores_ctrl_c_and_does_not_watch_for_stops(tmp_path):
+    # Ctrl-C reaches the job's whole process group. Its spawned children (numpy timing, per-GPU calibration)
+    # import the job's script as __mp_main__ before multiprocessing marks them as children: there they must
+    # neither raise KeyboardInterrupt (a traceback on the console) nor start a second stop watcher.
+    script = tmp_path / "job.py"
+    script.write_text(f"""
+import multiprocessing, signal, sys
+sys.path.insert(0, {str(REPO)!r})
+from matmul_study.pipeline import scripting
+scripting.stop_with_snakemake()
+print(__name__, scripting.in_spawned_child(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+      scripting._JOB["watching"], flush=True)
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=print, args=("child ran",))
+    child.start()
+    child.join()
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["__main__ False False True", "__mp_main__ True True False", "child ran"]

@@ -16,10 +16,12 @@ The check after timing (a second verified call) runs where the budget leaves roo
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
 import signal
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -153,13 +155,37 @@ def _child_main(sender, fn, args) -> None:
     sender.close()
 
 
+@contextlib.contextmanager
+def _children_write_to_log():
+    """Processes started inside this block write their file descriptors 1 and 2 where this job's sys.stdout and
+    sys.stderr point (its log, inside scripting.logged), not to Snakemake's console: what a child prints when a
+    stop reaches it mid-start-up stays in the job's log."""
+    saved = []
+    try:
+        for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+            try:
+                target = stream.fileno()
+            except (AttributeError, OSError, ValueError):
+                continue
+            if target != fd:
+                stream.flush()
+                saved.append((fd, os.dup(fd)))
+                os.dup2(target, fd)
+        yield
+    finally:
+        for fd, copy in reversed(saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
 def call_in_fresh_process(fn, *args):
     """fn(*args) in a fresh interpreter ("spawn": nothing inherited from this one); its exceptions are raised here
     with the child's traceback. The child is killed if this call is interrupted (the job is stopped)."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child_main, args=(sender, fn, args), name="numpy-timing", daemon=True)
-    process.start()
+    with _children_write_to_log():
+        process.start()
     sender.close()
     try:
         try:

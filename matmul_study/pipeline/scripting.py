@@ -79,6 +79,15 @@ def job_finished() -> None:
             signal.signal(sig, signal.SIG_IGN)
 
 
+def in_spawned_child() -> bool:
+    """True in a process that multiprocessing started for a job, also while it imports the job's script as
+    __mp_main__ (before multiprocessing.parent_process() is set there)."""
+    # While the child runs the script, sys.modules["__mp_main__"] is that script's module, not "__main__".
+    script = sys.modules.get("__mp_main__")
+    return multiprocessing.parent_process() is not None or (script is not None and
+                                                           script is not sys.modules.get("__main__"))
+
+
 def stop_with_snakemake() -> None:
     """Make this job process stop promptly: on SIGTERM or SIGINT (Snakemake ending its jobs, or Ctrl-C to the
     process group), and when the Snakemake process that started it is gone (killed with -9): a job left running on
@@ -89,8 +98,12 @@ def stop_with_snakemake() -> None:
     The signal raises JobStopped in the job (it unwinds cleanly) and, at once, a watcher thread kills the job's
     child processes (a numpy call in flight there is abandoned). A job whose main thread is itself inside a long
     call (where Python cannot raise) is ended by the watcher GRACE_S later."""
-    if (_JOB["watching"] or threading.current_thread() is not threading.main_thread()
-            or multiprocessing.parent_process() is not None):
+    if _JOB["watching"] or threading.current_thread() is not threading.main_thread():
+        return
+    if in_spawned_child():
+        # Ctrl-C reaches the whole process group: the job stops and kills this process; a KeyboardInterrupt
+        # here would only print a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         return
 
     def on_signal(signum, frame):
