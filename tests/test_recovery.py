@@ -305,3 +305,21 @@ if __name__ == "__main__":
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:3] == ["__main__ False False True", "__mp_main__ True True False", "child ran"]
+
+
+def test_a_stop_before_the_job_opens_its_log_ends_it_with_one_line_and_no_traceback(tmp_path):
+    # The signal can arrive while the job still imports, or opens its log (seen: SIGINT to the process group
+    # inside `open`): JobStopped then escapes every handler of the job.
+    script = tmp_path / "job.py"
+    script.write_text(f"""
+import os, signal, sys, time
+sys.path.insert(0, {str(REPO)!r})
+from matmul_study.pipeline import scripting
+scripting.stop_with_snakemake()
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(5)
+print("not stopped")
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "not stopped" not in out.stdout
+    assert out.stderr.strip() == "stopped by SIGINT: not finished" and "Traceback" not in out.stderr

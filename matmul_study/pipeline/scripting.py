@@ -112,6 +112,17 @@ def stop_with_snakemake() -> None:
         _JOB["stopping"] = True
         raise JobStopped(f"stopped by {signal.Signals(signum).name}")
 
+    def quiet_stop(kind, value, tb):
+        # A stop that arrives before `logged` has taken over (the job's imports, the opening of its log) ends the
+        # job as quietly as one inside it: one line, no traceback.
+        if issubclass(kind, JobStopped):
+            print(f"{value}: not finished", file=sys.__stderr__, flush=True)
+        else:
+            excepthook(kind, value, tb)
+
+    excepthook = sys.excepthook
+    sys.excepthook = quiet_stop
+
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)  # the C-level handler writes here at once
