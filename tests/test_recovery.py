@@ -323,3 +323,26 @@ print("not stopped")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "not stopped" not in out.stdout
     assert out.stderr.strip() == "stopped by SIGINT: not finished" and "Traceback" not in out.stderr
+
+
+def test_a_stop_that_python_wraps_in_another_exception_is_still_a_quiet_stop(tmp_path):
+    # Python 3.11 turns an exception raised in a class body's __set_name__ (a dataclass being defined while the
+    # job imports) into RuntimeError: the job must still end as stopped, its traceback in the log only.
+    script = tmp_path / "job.py"
+    log = tmp_path / "job.log"
+    script.write_text(f"""
+import os, signal, sys, time
+sys.path.insert(0, {str(REPO)!r})
+from matmul_study.pipeline import scripting
+with scripting.logged({str(log)!r}):
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    except scripting.JobStopped as exc:
+        raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+print("not stopped")
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "not stopped" not in out.stdout
+    assert out.stderr.strip() == f"stopped by SIGTERM: not finished (log: {log})"
+    assert "RuntimeError: Error calling __set_name__" in log.read_text()

@@ -52,12 +52,13 @@ def logged(log_path: str):
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:
             yield
-        except JobStopped as exc:
-            traceback.print_exc()
-            print(f"{exc}: not finished (log: {log_path})", file=real_stderr, flush=True)
-            raise SystemExit(STOPPED_EXIT) from None
         except BaseException as exc:
             traceback.print_exc()
+            # Stopped: JobStopped, or whatever Python made of it where it cannot pass through (Python 3.11 wraps
+            # an exception raised in a class body's __set_name__ in RuntimeError).
+            if isinstance(exc, JobStopped) or _JOB["stopping"]:
+                print(f"{_JOB['stopped_by']}: not finished (log: {log_path})", file=real_stderr, flush=True)
+                raise SystemExit(STOPPED_EXIT) from None
             print(f"error: {exc} (full log: {log_path})", file=real_stderr)
             raise
 
@@ -67,7 +68,7 @@ class JobStopped(KeyboardInterrupt):
     half written is left behind (results.write_atomic removes its temporary file)."""
 
 
-_JOB = {"watching": False, "stopping": False, "finished": False}
+_JOB = {"watching": False, "stopping": False, "finished": False, "stopped_by": "stopped"}
 
 
 def job_finished() -> None:
@@ -110,13 +111,14 @@ def stop_with_snakemake() -> None:
         if _JOB["finished"] or _JOB["stopping"]:
             return
         _JOB["stopping"] = True
-        raise JobStopped(f"stopped by {signal.Signals(signum).name}")
+        _JOB["stopped_by"] = f"stopped by {signal.Signals(signum).name}"
+        raise JobStopped(_JOB["stopped_by"])
 
     def quiet_stop(kind, value, tb):
         # A stop that arrives before `logged` has taken over (the job's imports, the opening of its log) ends the
         # job as quietly as one inside it: one line, no traceback.
-        if issubclass(kind, JobStopped):
-            print(f"{value}: not finished", file=sys.__stderr__, flush=True)
+        if issubclass(kind, JobStopped) or _JOB["stopping"]:
+            print(f"{_JOB['stopped_by']}: not finished", file=sys.__stderr__, flush=True)
         else:
             excepthook(kind, value, tb)
 
