@@ -56,7 +56,7 @@ def logged(log_path: str):
             traceback.print_exc()
             # Stopped: JobStopped, or whatever Python made of it where it cannot pass through (Python 3.11 wraps
             # an exception raised in a class body's __set_name__ in RuntimeError).
-            if isinstance(exc, JobStopped) or _JOB["stopping"]:
+            if _JOB["stopped_by"]:
                 print(f"{_JOB['stopped_by']}: not finished (log: {log_path})", file=real_stderr, flush=True)
                 raise SystemExit(STOPPED_EXIT) from None
             print(f"error: {exc} (full log: {log_path})", file=real_stderr)
@@ -68,7 +68,8 @@ class JobStopped(KeyboardInterrupt):
     half written is left behind (results.write_atomic removes its temporary file)."""
 
 
-_JOB = {"watching": False, "stopping": False, "finished": False, "stopped_by": "stopped"}
+# stopped_by: what stopped the job ("stopped by SIGTERM"), None while it runs.
+_JOB = {"watching": False, "finished": False, "stopped_by": None}
 
 
 def job_finished() -> None:
@@ -108,16 +109,15 @@ def stop_with_snakemake() -> None:
         return
 
     def on_signal(signum, frame):
-        if _JOB["finished"] or _JOB["stopping"]:
+        if _JOB["finished"] or _JOB["stopped_by"]:
             return
-        _JOB["stopping"] = True
         _JOB["stopped_by"] = f"stopped by {signal.Signals(signum).name}"
         raise JobStopped(_JOB["stopped_by"])
 
     def quiet_stop(kind, value, tb):
         # A stop that arrives before `logged` has taken over (the job's imports, the opening of its log) ends the
         # job as quietly as one inside it: one line, no traceback.
-        if issubclass(kind, JobStopped) or _JOB["stopping"]:
+        if _JOB["stopped_by"]:
             print(f"{_JOB['stopped_by']}: not finished", file=sys.__stderr__, flush=True)
         else:
             excepthook(kind, value, tb)
