@@ -156,7 +156,6 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
                       device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
     launch = launchers.make(method, problem, buffers, cubin, variant)
 
-
     def verified_run() -> Verification:
         poisoned_launch(cuda, launch, c_gpu, record)
         if device_reference:
