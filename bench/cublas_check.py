@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from matmul_study.build import launchers
+from matmul_study.launch import launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.records import flops
 from matmul_study.measure import inputs

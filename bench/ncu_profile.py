@@ -19,7 +19,7 @@ from pathlib import Path
 
 import compare as front  # bench/compare.py, beside this file
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 
 CUBLAS_KERNELS = ("nvjet", "gemm")  # substrings of cuBLAS's GEMM kernel names (nvjet_* on Hopper)
 ROUNDS = 3  # launches of each; the second is profiled, warm

@@ -20,7 +20,7 @@
 // k are 32 bytes on), exactly the byte layout of the tf32 rung, whose k8 instructions also step 32 bytes.
 //
 // Measured on an H200 (bench/compare.py, 2026-11-24), against cuBLAS int8 in the same run, both with the same
-// timed transpose of B in front (cuBLAS's int8 tensor-core kernel also wants B K-major: build/launchers.py):
+// timed transpose of B in front (cuBLAS's int8 tensor-core kernel also wants B K-major: launch/launchers.py):
 // 4096^3 1302 TOPS, 0.970x cuBLAS; 8192^3 1542 TOPS, 1.09x. The transpose alone took 13.9 us at 4096^2 and 44.7 us at
 // 8192^2 (2.4 and 3.0 TB/s), 12 % and 6 % of the time. At 4096^3 the stores of C weigh twice as much as in fp16
 // (the same 128 KiB of 32-bit C per tile against half the k-loop time), which the pipeline's epilogue does not hide.

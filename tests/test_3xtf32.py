@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.registry import Problem, cdiv, split_tf32_k
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from matmul_study.build import kernels, launchers
+from matmul_study.launch import kernels, launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.registry import Problem, Variant
 from matmul_study.measure import compare

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The cuBLASLt FP8 vendor line (matmul_study/build/cublaslt.py): its backend and the install command it names, the
+"""The cuBLASLt FP8 vendor line (matmul_study/launch/cublaslt.py): its backend and the install command it names, the
 lazy dispatch from launchers.make, the padding rule and the checks made before any library is imported, on any
 CPU; on a GPU with nvmath-python, the GEMM on odd and even shapes against the fp64 product of the dequantized inputs.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from matmul_study.build import cublaslt, launchers
+from matmul_study.launch import cublaslt, launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.backends import CUBLASLT
 
@@ -45,22 +45,22 @@ def test_make_imports_the_cublaslt_module_only_when_a_job_needs_it():
     # its own module by the backend's name, and the launcher checks the variant before importing nvmath.
     script = """
 import sys
-from matmul_study.build import launchers
+from matmul_study.launch import launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.backends import CUBLASLT
-assert "matmul_study.build.cublaslt" not in sys.modules
+assert "matmul_study.launch.cublaslt" not in sys.modules
 method = registry.Method("cublaslt", "test", ("float8_e4m3",), backend=CUBLASLT)
 p = registry.Problem(64, 64, 64, 0, dtypes.get("float8_e4m3"))
 try:
     launchers.make(method, p, launchers.DeviceBuffers(None, None, None, None), None, "no_such_variant")
 except KeyError as exc:
     print(exc)
-print(sorted(name for name in ("matmul_study.build.cublaslt", "nvmath") if name in sys.modules))
+print(sorted(name for name in ("matmul_study.launch.cublaslt", "nvmath") if name in sys.modules))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ['"cublaslt has no variant \'no_such_variant\'; its variants: default"',
-                                        "['matmul_study.build.cublaslt']"]
+                                        "['matmul_study.launch.cublaslt']"]
 
 
 def test_make_hands_the_job_to_the_cublaslt_launcher(monkeypatch):

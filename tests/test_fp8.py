@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host

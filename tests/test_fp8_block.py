@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from matmul_study.build import cublaslt, kernels, launchers
+from matmul_study.launch import cublaslt, kernels, launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.backends import CUBLASLT
 from matmul_study.measure import inputs

@@ -19,7 +19,7 @@ from matmul_study.core import dtypes, registry
 
 from matmul_study.measure import inputs
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 from matmul_study.core.backends import module_available
 from matmul_study.core.registry import Problem
 
@@ -33,8 +33,8 @@ except Exception as exc:  # no driver, no device, or a PyCUDA too old to have au
 
 import pycuda.gpuarray as gpuarray  # noqa: E402
 
-from matmul_study.build import launchers  # noqa: E402
-from matmul_study.build.launchers import DeviceBuffers  # noqa: E402
+from matmul_study.launch import launchers  # noqa: E402
+from matmul_study.launch.launchers import DeviceBuffers  # noqa: E402
 from matmul_study.measure import gpu_job  # noqa: E402
 from matmul_study.measure.verify import dequantized  # noqa: E402
 
@@ -251,7 +251,7 @@ import pycuda.autoprimaryctx
 import pycuda.driver as cuda
 import pycuda.gpuarray as gpuarray
 from matmul_study.core import dtypes, registry
-from matmul_study.build import launchers
+from matmul_study.launch import launchers
 from matmul_study.core.registry import Problem
 
 buffers = launchers.DeviceBuffers(*(gpuarray.zeros(64 * 64, np.float32) for _ in range(3)))

@@ -7,7 +7,7 @@ import pytest
 
 from matmul_study.measure import gpu_device as device
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 
 from matmul_study.core import registry
 from matmul_study.core.backends import PYCUDA, module_available

@@ -171,7 +171,7 @@ def test_a_dependent_launch_asks_the_driver_for_programmatic_stream_serialisatio
     from dataclasses import replace
 
     from matmul_study.core import dtypes, registry
-    from matmul_study.build.launchers import launch_config
+    from matmul_study.launch.launchers import launch_config
     from matmul_study.core.registry import Problem
 
     launch = registry.get("wgmma_warp_specialized").launch(Problem(4096, 4096, 4096, 16, dtypes.get("float16"), 132,

@@ -12,7 +12,7 @@ import pytest
 
 from matmul_study.core import dtypes, registry
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 from matmul_study.core.registry import Problem
 
 BLOCKS = [1, 8, 16, 24, 32]

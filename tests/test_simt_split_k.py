@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from matmul_study.build import kernels
+from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.registry import Problem
 

@@ -12,11 +12,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "matmul_study"
 # builds or measures. The workflow glue wires everything together.
 ALLOWED = {
     "core": set(),
-    "build": {"core"},
-    "measure": {"core", "build"},
+    "launch": {"core"},
+    "measure": {"core", "launch"},
     "analysis": {"core"},
     "present": {"core", "analysis"},
-    "pipeline": {"core", "build", "measure", "analysis", "present"},
+    "pipeline": {"core", "launch", "measure", "analysis", "present"},
 }
 
 

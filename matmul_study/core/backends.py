@@ -28,8 +28,8 @@ class Backend:
     # The import it needs, and how a user gets it.
     module: str
     install: str
-    # The function that builds a launcher over a GPU job's buffers (None: CPU): one of matmul_study.build.launchers,
-    # or else the function of that name in its own module matmul_study.build.<name>, imported only when a job needs
+    # The function that builds a launcher over a GPU job's buffers (None: CPU): one of matmul_study.launch.launchers,
+    # or else the function of that name in its own module matmul_study.launch.<name>, imported only when a job needs
     # it. launchers.make looks it up, so this module imports nothing of the package.
     launcher: str | None = None
 

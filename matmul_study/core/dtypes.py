@@ -191,7 +191,7 @@ class BlockScaleLayout:
 
     sa[q, i] scaling A[i, qS : (q + 1)S] and sb[q, j] scaling B[qS : (q + 1)S, jS : (j + 1)S]. k-block-major, so that
     what one k step needs is contiguous: a kernel's consumer rows read consecutive sa values, and one buffer is one
-    pointer for a kernel's arguments. Libraries with a layout of their own relay it (build/cublaslt.py)."""
+    pointer for a kernel's arguments. Libraries with a layout of their own relay it (launch/cublaslt.py)."""
     m: int
     k: int
     n: int

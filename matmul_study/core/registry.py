@@ -1,7 +1,7 @@
 """The methods the study can run: one entry per method, the single place a new kernel is registered.
 
 A CUDA method names its `kernels/*.cu` file, the C++ template call that instantiates it, its launch geometry
-and what it needs of the GPU. `matmul_study.build.kernels` turns (method, dtype, block) into an `extern "C"` wrapper
+and what it needs of the GPU. `matmul_study.launch.kernels` turns (method, dtype, block) into an `extern "C"` wrapper
 around that call, so the driver can find the kernel by a plain name. The order of METHODS is the ladder's order:
 tables, legends and the schema's list of names all come from it.
 """

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from matmul_study.build import kernels, launchers
+from matmul_study.launch import kernels, launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import flops

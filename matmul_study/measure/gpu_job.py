@@ -1,6 +1,6 @@
 """One GPU job: upload, verify (poisoned output against fp64), time with CUDA events, verify again.
 
-The launch itself comes from the method's backend (matmul_study.build.launchers); the device facts from
+The launch itself comes from the method's backend (matmul_study.launch.launchers); the device facts from
 matmul_study.measure.gpu_device; the batching and stream hold from matmul_study.measure.timing. PyCUDA and CuPy are imported
 lazily: nothing here is needed for a CPU-only run.
 """
@@ -123,7 +123,7 @@ def upload(a: np.ndarray, b: np.ndarray, record: dt.DType, scales=None):
     is checked against its layout here: a kernel would read past a short one), else None."""
     import pycuda.gpuarray as gpuarray
 
-    from matmul_study.build.launchers import DeviceBuffers
+    from matmul_study.launch.launchers import DeviceBuffers
 
     if record.block_scaled:
         dt.block_scale_layout(record, a.shape[0], a.shape[1], b.shape[1]).split(np.asarray(scales))
@@ -139,7 +139,7 @@ def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarr
     default build); `scales`: a scaled dtype's (inputs.Operands.scales)."""
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
-    from matmul_study.build import launchers
+    from matmul_study.launch import launchers
 
     record = dt.get(record)  # a record passes through; a name (bench/, tests) is resolved here
     m, k = a.shape

@@ -23,7 +23,7 @@ class StreamHold:
     """
 
     def __init__(self, cuda, arch: str, timeout_s: float = 2.0):
-        from matmul_study.build.kernels import HOLD_STREAM_SOURCE, compile_with_pycuda
+        from matmul_study.launch.kernels import HOLD_STREAM_SOURCE, compile_with_pycuda
 
         self._cuda = cuda
         self._kernel = cuda.module_from_buffer(compile_with_pycuda(HOLD_STREAM_SOURCE, arch)).get_function(

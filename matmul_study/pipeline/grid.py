@@ -131,7 +131,7 @@ def no_jobs_message(config: dict, pruned: pd.DataFrame) -> str:
 def compile_units(jobs: pd.DataFrame) -> pd.DataFrame:
     """One compile per (method, dtype, template block, variant): blocks that are only launch parameters share a
     cubin; each variant is a build of its own."""
-    from matmul_study.build.kernels import template_block
+    from matmul_study.launch.kernels import template_block
 
     compiled = jobs[jobs["method"].isin(registry.compiled_methods())]
     variants = compiled["variant"] if "variant" in compiled else pd.Series(configs.DEFAULT, index=compiled.index)

@@ -101,7 +101,7 @@ def calibration_files():
 
 def cubin_path(method, dtype, block, variant="default"):
     """The default build keeps its name; a variant's cubin carries the variant's name."""
-    from matmul_study.build.kernels import template_block
+    from matmul_study.launch.kernels import template_block
 
     tag = "" if variant == "default" else f"_{variant}"
     return f"results/kernels/{ARCH}/{method}/{dtype}_b{template_block(method, int(block))}{tag}.cubin"

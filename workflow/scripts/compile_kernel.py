@@ -1,6 +1,6 @@
 import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
 
-from matmul_study.build.kernels import compile_cubin
+from matmul_study.launch.kernels import compile_cubin
 from matmul_study.measure.gpu_device import device_arch
 from matmul_study.pipeline.scripting import logged
 

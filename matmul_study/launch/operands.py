@@ -91,7 +91,7 @@ def _transpose_bytes(arch: str):
     """kernels/transpose_bytes.cu compiled for `arch` and loaded into the current context, once per process."""
     import pycuda.driver as cuda
 
-    from matmul_study.build.kernels import TRANSPOSE_BYTES_SOURCE, compile_with_pycuda
+    from matmul_study.launch.kernels import TRANSPOSE_BYTES_SOURCE, compile_with_pycuda
 
     func = cuda.module_from_buffer(compile_with_pycuda(TRANSPOSE_BYTES_SOURCE, arch)).get_function("transpose_bytes")
     func.prepare("PPiiii")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from matmul_study.build.operands import DeviceBuffers, KMajorBytes
+from matmul_study.launch.operands import DeviceBuffers, KMajorBytes
 from matmul_study.core import dtypes
 
 if TYPE_CHECKING:

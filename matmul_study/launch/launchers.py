@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from matmul_study.build.kernels import symbol, template_block, trailing_arguments
-from matmul_study.build.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
+from matmul_study.launch.kernels import symbol, template_block, trailing_arguments
+from matmul_study.launch.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
                                         transposed_operand)
 
 if TYPE_CHECKING:  # annotations only: the registry imports the backends, which name these launchers
@@ -48,14 +48,14 @@ def make(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | 
          variant: str | None = None) -> Callable[[], None]:
     """The launcher the method's backend names (Backend.launcher), over the job's buffers; `variant` names one of
     the method's registered variants (None: the default build). A launcher that is not a function of this module is
-    the function of that name in its own module (build/cublaslt.py), imported only when a job needs it, so that
+    the function of that name in its own module (launch/cublaslt.py), imported only when a job needs it, so that
     only that job loads the library it calls."""
     name = method.backend.launcher
     build = globals().get(name)
     if build is None:
         import importlib
 
-        build = getattr(importlib.import_module(f"matmul_study.build.{name}"), name)
+        build = getattr(importlib.import_module(f"matmul_study.launch.{name}"), name)
     return build(method, problem, buffers, cubin, variant)
 
 
