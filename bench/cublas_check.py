@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from matmul_study.launch import launchers
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.records import flops
 from matmul_study.measure import inputs
 from matmul_study.measure.compare import DEFAULTS
@@ -30,7 +30,7 @@ def direct_tflops(dtype: str, size: int, reps: int = 20) -> float:
     a, b = inputs.generate(size, size, size, dtype, DEFAULTS.seed)
     buffers = launchers.DeviceBuffers(*(gpuarray.to_gpu(x.view(record.device_view)) for x in (a, b)),
                                       gpuarray.empty((size, size), record.output))
-    gemm = launchers.make(registry.get("cublas"), registry.Problem(size, size, size, 0, record), buffers, None)
+    gemm = launchers.make(registry.get("cublas"), specs.Problem(size, size, size, 0, record), buffers, None)
     start, end = cuda.Event(), cuda.Event()
     times = []
     for rep in range(reps + 3):  # the first three warm up

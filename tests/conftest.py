@@ -32,7 +32,7 @@ def make_config():
 def variant_method():
     """A throwaway GPU method with three registered variants (one a diagnostic build) and a heuristic that splits K
     while its 64x64 tiles fill less than half the SMs: registered for the test, removed after it."""
-    from matmul_study.core import configs, registry
+    from matmul_study.core import configs, geometry, registry, specs
     from matmul_study.core.backends import PYCUDA
 
     def choose(problem, names):
@@ -41,11 +41,11 @@ def variant_method():
             return configs.Choice("default", f"{tiles} tiles on {problem.sm_count} SMs: whole tiles")
         return configs.Choice("deep_k", f"{tiles} tiles on {problem.sm_count} SMs: K split")
 
-    method = registry.Method(
+    method = specs.Method(
         "fake_tiles", "a test's kernel with configurations", ("float32", "float16"), backend=PYCUDA,
-        source="01_naive.cu", template="naive_matmul<{T}, {Acc}>", launch=registry.square_thread_blocks,
-        variants=(registry.Variant("wide", ("FAKE_WIDE=1",)), registry.Variant("deep_k", ("FAKE_DEEP_K=1",)),
-                  registry.Variant("probe", ("FAKE_PROBE=1",), diagnostic=True)),
+        source="01_naive.cu", template="naive_matmul<{T}, {Acc}>", launch=geometry.square_thread_blocks,
+        variants=(specs.Variant("wide", ("FAKE_WIDE=1",)), specs.Variant("deep_k", ("FAKE_DEEP_K=1",)),
+                  specs.Variant("probe", ("FAKE_PROBE=1",), diagnostic=True)),
         choose=choose)
     registry.register(method)
     yield method

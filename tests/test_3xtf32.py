@@ -14,7 +14,8 @@ import pytest
 
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
-from matmul_study.core.registry import Problem, cdiv, split_tf32_k
+from matmul_study.core.specs import Problem, cdiv
+from matmul_study.core.warp_specialized import split_tf32_k
 
 METHOD = "wgmma_3xtf32"
 FP32 = dtypes.get("float32")

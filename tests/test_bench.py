@@ -15,7 +15,7 @@ import pytest
 
 from matmul_study.launch import kernels, launchers
 from matmul_study.core import dtypes, registry
-from matmul_study.core.registry import Problem, Variant
+from matmul_study.core.specs import Problem, Variant
 from matmul_study.measure import compare
 from matmul_study.measure.verify import Verification
 

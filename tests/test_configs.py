@@ -3,7 +3,7 @@
 import pytest
 
 from matmul_study.core import configs, dtypes, registry
-from matmul_study.core.registry import Method, Problem, Variant
+from matmul_study.core.specs import Method, Problem, Variant
 
 
 def problem(m, n, k, sms=132):

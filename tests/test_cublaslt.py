@@ -13,20 +13,20 @@ from pathlib import Path
 import pytest
 
 from matmul_study.launch import cublaslt, launchers
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, specs
 from matmul_study.core.backends import CUBLASLT
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def lt_method(variants=("fast_accum",)) -> registry.Method:
+def lt_method(variants=("fast_accum",)) -> specs.Method:
     """The line as the registry holds it (built here, so that these tests do not depend on its entry)."""
-    return registry.Method("cublaslt", "cuBLASLt FP8 GEMM through nvmath-python", ("float8_e4m3",), backend=CUBLASLT,
-                           reference_line=True, variants=tuple(registry.Variant(v) for v in variants))
+    return specs.Method("cublaslt", "cuBLASLt FP8 GEMM through nvmath-python", ("float8_e4m3",), backend=CUBLASLT,
+                           reference_line=True, variants=tuple(specs.Variant(v) for v in variants))
 
 
-def problem(m: int, n: int, k: int, dtype: str = "float8_e4m3") -> registry.Problem:
-    return registry.Problem(m, n, k, 0, dtypes.get(dtype))
+def problem(m: int, n: int, k: int, dtype: str = "float8_e4m3") -> specs.Problem:
+    return specs.Problem(m, n, k, 0, dtypes.get(dtype))
 
 
 def test_a_missing_nvmath_is_reported_with_the_install_command():
@@ -46,11 +46,11 @@ def test_make_imports_the_cublaslt_module_only_when_a_job_needs_it():
     script = """
 import sys
 from matmul_study.launch import launchers
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, specs
 from matmul_study.core.backends import CUBLASLT
 assert "matmul_study.launch.cublaslt" not in sys.modules
-method = registry.Method("cublaslt", "test", ("float8_e4m3",), backend=CUBLASLT)
-p = registry.Problem(64, 64, 64, 0, dtypes.get("float8_e4m3"))
+method = specs.Method("cublaslt", "test", ("float8_e4m3",), backend=CUBLASLT)
+p = specs.Problem(64, 64, 64, 0, dtypes.get("float8_e4m3"))
 try:
     launchers.make(method, p, launchers.DeviceBuffers(None, None, None, None), None, "no_such_variant")
 except KeyError as exc:
@@ -150,7 +150,7 @@ def test_cublaslt_block_scaled_fp8_matches_the_fp64_product_of_the_dequantized_i
     record = dtypes.get("float8_e4m3_block")
     operands = inputs.generate(m, k, n, record, seed=11)
     buffers = gpu_job.upload(*operands, record, operands.scales)
-    method = registry.Method("cublaslt", "cuBLASLt FP8 GEMM through nvmath-python", ("float8_e4m3_block",),
+    method = specs.Method("cublaslt", "cuBLASLt FP8 GEMM through nvmath-python", ("float8_e4m3_block",),
                              backend=CUBLASLT, reference_line=True)
     launch = launchers.make(method, problem(m, n, k, "float8_e4m3_block"), buffers, None, None)
     for _ in range(2):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from matmul_study.launch import kernels
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, registry, specs
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
 
@@ -91,7 +91,7 @@ def test_fp8_rung_is_a_hopper_kernel_with_split_k_builds():
     assert m.unmet_requirement((8, 9), lambda name: True) is not None  # sm_90a only
     assert m.unmet_requirement((9, 0), lambda name: True) is None
     assert {"splitk4", "cluster1", "no_streamk"} <= {v.name for v in m.variants}
-    small = registry.Problem(256, 256, 8192, 0, FP8)
+    small = specs.Problem(256, 256, 8192, 0, FP8)
     assert m.choose(small, tuple(v.name for v in m.variants)).variant.startswith("splitk")
 
 
@@ -122,16 +122,16 @@ def test_fp8_128x128_builds_are_the_control_and_the_promoted_accumulation():
     for name in FP8_TILE_BUILDS:
         assert m.variant(name).tile(0, "float8_e4m3") == (128, 128, 128) and m.variant(name).workspace is None
         # 512^3: 4 x 4 tiles of 128x128 (16 CTAs in clusters of 2) where 128x256 tiles give 8; 6 stages of 32 KiB.
-        launch = m.launch_for(registry.Problem(512, 512, 512, 0, FP8), name)
+        launch = m.launch_for(specs.Problem(512, 512, 512, 0, FP8), name)
         assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1) and launch.threads == (384, 1, 1)
         assert launch.shared_bytes == 1024 + 6 * 32_768 + 32_768 + 6 * 16 == 230_496
         assert launch.persistent and launch.dependent
-        assert m.launch_for(registry.Problem(4096, 4096, 4096, 0, FP8), name).grid == (132, 1, 1)
-    assert m.launch_for(registry.Problem(512, 512, 512, 0, FP8)).grid == (8, 1, 1)
+        assert m.launch_for(specs.Problem(4096, 4096, 4096, 0, FP8), name).grid == (132, 1, 1)
+    assert m.launch_for(specs.Problem(512, 512, 512, 0, FP8)).grid == (8, 1, 1)
     # The heuristic does not trade the default's speed for accuracy on its own: these are asked for by name.
     names = tuple(v.name for v in m.variants)
     for shape in ((512, 512, 512), (256, 256, 8192), (4096, 4096, 4096)):
-        assert m.choose(registry.Problem(*shape, 0, FP8), names).variant not in FP8_TILE_BUILDS
+        assert m.choose(specs.Problem(*shape, 0, FP8), names).variant not in FP8_TILE_BUILDS
 
 
 def fp8_build(variant: str, tmp_path, target: str, extra: tuple[str, ...] = ()) -> tuple[str, str]:

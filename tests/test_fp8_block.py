@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from matmul_study.launch import cublaslt, kernels, launchers
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLASLT
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import dequantized, verify_on_host
@@ -226,15 +226,15 @@ def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only(
     assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "splitk2", "splitk4", "splitk8"}
     for v in m.variants:  # a variant never changes the tile, promotion or the scales: those are the method's
         assert not any(d.startswith(("WGMMA_WS_BN", "WGMMA_WS_PROMOTE")) for d in v.defines), v.name
-    launch = m.launch_for(registry.Problem(512, 512, 512, 0, BLOCK))
+    launch = m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK))
     assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1) and launch.shared_bytes == 230_496
-    assert m.launch_for(registry.Problem(512, 512, 512, 0, BLOCK), "cluster1").cluster == (1, 1, 1)
+    assert m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK), "cluster1").cluster == (1, 1, 1)
     split = m.variant("splitk4")
-    assert split.workspace(registry.Problem(300, 520, 8193, 0, BLOCK)) == 4 * 5 * (4 * 128 * 128 * 4 + 4)
+    assert split.workspace(specs.Problem(300, 520, 8193, 0, BLOCK)) == 4 * 5 * (4 * 128 * 128 * 4 + 4)
     # The heuristic splits deep K over few tiles and keeps whole tiles where they fill the GPU.
     names = tuple(v.name for v in m.variants)
-    assert m.choose(registry.Problem(512, 512, 8192, 0, BLOCK), names).variant == "splitk8"
-    assert m.choose(registry.Problem(4096, 4096, 4096, 0, BLOCK), names).variant == "default"
+    assert m.choose(specs.Problem(512, 512, 8192, 0, BLOCK), names).variant == "splitk8"
+    assert m.choose(specs.Problem(4096, 4096, 4096, 0, BLOCK), names).variant == "default"
 
 
 @pytest.mark.parametrize("variant, expected", [(None, ("scales",)), ("splitk4", ("workspace", "scales"))])
@@ -317,7 +317,7 @@ def test_every_block_build_keeps_its_wgmmas_pipelined_without_spills(variant, tm
 @pytest.mark.parametrize("variant", [None, *(v.name for v in registry.get("wgmma_fp8_block").variants)])
 def test_registry_launch_matches_the_block_kernels_config(variant, tmp_path):
     m = registry.get("wgmma_fp8_block")
-    launch = m.launch_for(registry.Problem(4096, 4096, 4096, 0, BLOCK, 132, 232_448), variant)
+    launch = m.launch_for(specs.Problem(4096, 4096, 4096, 0, BLOCK, 132, 232_448), variant)
     tile_m, tile_n, _ = (m.variant(variant).tile or m.tile)(0, "float8_e4m3_block")
     checks = {"SMEM_BYTES": launch.shared_bytes, "THREADS": launch.threads[0], "CLUSTER": launch.cluster[0],
               "BM": tile_m, "BN": tile_n, "SPLIT_K": int(m.variant(variant).defines[0].split("=")[1])
@@ -377,14 +377,14 @@ def test_block_scaled_calls_pad_m_to_4_and_k_to_whole_scale_blocks():
     assert cublaslt.BLOCK_SCALE_MODES == {"A": "BLK128x128_32F", "B": "VEC128_32F"}
 
 
-def lt_method() -> registry.Method:
-    return registry.Method("cublaslt", "test", ("float8_e4m3", "float8_e4m3_block"), backend=CUBLASLT,
-                           reference_line=True, variants=(registry.Variant("fast_accum"),))
+def lt_method() -> specs.Method:
+    return specs.Method("cublaslt", "test", ("float8_e4m3", "float8_e4m3_block"), backend=CUBLASLT,
+                           reference_line=True, variants=(specs.Variant("fast_accum"),))
 
 
 def test_the_launcher_refuses_fast_accumulation_and_missing_block_scales_before_any_library():
     # This CPU environment has no nvmath: getting past a check would raise ImportError instead.
-    p = registry.Problem(64, 64, 64, 0, BLOCK)
+    p = specs.Problem(64, 64, 64, 0, BLOCK)
     with pytest.raises(ValueError, match="variant 'fast_accum' is for per-tensor scales; float8_e4m3_block runs the "
                                          "default build only"):
         cublaslt.cublaslt(lt_method(), p, launchers.DeviceBuffers(None, None, None, object()), None, "fast_accum")

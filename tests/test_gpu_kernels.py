@@ -21,7 +21,7 @@ from matmul_study.measure import inputs
 
 from matmul_study.launch import kernels
 from matmul_study.core.backends import module_available
-from matmul_study.core.registry import Problem
+from matmul_study.core.specs import Problem
 
 pytestmark = pytest.mark.gpu
 
@@ -252,7 +252,7 @@ import pycuda.driver as cuda
 import pycuda.gpuarray as gpuarray
 from matmul_study.core import dtypes, registry
 from matmul_study.launch import launchers
-from matmul_study.core.registry import Problem
+from matmul_study.core.specs import Problem
 
 buffers = launchers.DeviceBuffers(*(gpuarray.zeros(64 * 64, np.float32) for _ in range(3)))
 problem = Problem(64, 64, 64, 0, dtypes.get("float32"), 1, int(sys.argv[2]))

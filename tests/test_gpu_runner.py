@@ -9,7 +9,7 @@ from matmul_study.measure import gpu_device as device
 
 from matmul_study.launch import kernels
 
-from matmul_study.core import registry
+from matmul_study.core import geometry, registry, specs
 from matmul_study.core.backends import PYCUDA, module_available
 from matmul_study.measure.runner import Job, run_job
 
@@ -80,9 +80,9 @@ def test_a_wrong_kernel_is_reported_failed_not_fast(arch, make_config, tmp_path,
         "__device__ void broken_matmul(const T* A, const T* B, Acc* C, int m, int n, int k) {\n"
         "    if (blockIdx.y * blockDim.y + threadIdx.y == m - 1) return;\n"
         "    naive_matmul<T, Acc>(A, B, C, m, n, k);\n}\n")
-    broken = registry.Method("broken", "test only", ("float32",), backend=PYCUDA, block_axis=True,
+    broken = specs.Method("broken", "test only", ("float32",), backend=PYCUDA, block_axis=True,
                              source="9_broken.cu", template="broken_matmul<{T}, {Acc}>",
-                             launch=registry.square_thread_blocks)
+                             launch=geometry.square_thread_blocks)
     monkeypatch.setitem(registry.METHODS, "broken", broken)
     monkeypatch.setattr(kernels, "KERNEL_DIR", kernel_dir)
     cubin = tmp_path / "broken.cubin"

@@ -134,7 +134,7 @@ def test_a_config_that_selects_no_job_is_refused_with_what_each_method_supports(
 
 def test_a_kernel_with_several_geometries_launches_the_one_the_gpu_can_hold():
     from matmul_study.core import dtypes, registry
-    from matmul_study.core.registry import Problem
+    from matmul_study.core.specs import Problem
 
     warptiled, fp32 = registry.get("warptiled"), dtypes.get("float32")
     h200 = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 132, 232_448))
@@ -153,7 +153,7 @@ def test_only_kernels_that_wait_for_the_previous_grid_are_launched_as_dependents
     from dataclasses import replace
 
     from matmul_study.core import dtypes, registry
-    from matmul_study.core.registry import Problem
+    from matmul_study.core.specs import Problem
 
     def launch(name):
         method = registry.get(name)
@@ -172,7 +172,7 @@ def test_a_dependent_launch_asks_the_driver_for_programmatic_stream_serialisatio
 
     from matmul_study.core import dtypes, registry
     from matmul_study.launch.launchers import launch_config
-    from matmul_study.core.registry import Problem
+    from matmul_study.core.specs import Problem
 
     launch = registry.get("wgmma_warp_specialized").launch(Problem(4096, 4096, 4096, 16, dtypes.get("float16"), 132,
                                                                    232_448))

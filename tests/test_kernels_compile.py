@@ -13,7 +13,7 @@ import pytest
 from matmul_study.core import dtypes, registry
 
 from matmul_study.launch import kernels
-from matmul_study.core.registry import Problem
+from matmul_study.core.specs import Problem
 
 BLOCKS = [1, 8, 16, 24, 32]
 ARCHS = ["sm_80", "sm_90", "sm_90a"]

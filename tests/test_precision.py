@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from matmul_study.analysis import ladder
 from matmul_study.analysis.precision import comparisons, precision_table
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLAS
 from matmul_study.present import figures, report
 
@@ -35,7 +35,7 @@ def cublaslt(monkeypatch):
     """FP8's vendor line, cuBLASLt: a reference-line GPU method of float8_e4m3 (a stand-in where the registry has
     none yet)."""
     if "cublaslt" not in registry.METHODS:
-        monkeypatch.setitem(registry.METHODS, "cublaslt", registry.Method(
+        monkeypatch.setitem(registry.METHODS, "cublaslt", specs.Method(
             "cublaslt", "FP8 GEMM through cuBLASLt (test stand-in)", ("float8_e4m3",), backend=CUBLAS,
             reference_line=True))
 

@@ -11,7 +11,7 @@ import pytest
 
 from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
-from matmul_study.core.registry import Problem
+from matmul_study.core.specs import Problem
 
 # (method, dtype): the kernel's output tile and accumulator bytes (07_warptiled.cu's Barrier configs, dmma's
 # DefaultConfig), written out here so that the registry is checked against the kernels, not against itself.

@@ -108,11 +108,11 @@ def test_a_config_that_selects_no_job_stops_before_any_job_and_says_what_is_supp
 
 THROWAWAY = """
 import sys
-from matmul_study.core import registry
+from matmul_study.core import geometry, registry, specs
 from matmul_study.core.backends import PYCUDA
-registry.register(registry.Method("throwaway", "a test's kernel", ("float32",), backend=PYCUDA,
+registry.register(specs.Method("throwaway", "a test's kernel", ("float32",), backend=PYCUDA,
                                   source=sys.argv[1], template="naive_matmul<{T}, {Acc}>",
-                                  launch=registry.square_thread_blocks, block_axis=True))
+                                  launch=geometry.square_thread_blocks, block_axis=True))
 from snakemake.cli import main
 sys.argv = ["snakemake", *sys.argv[2:]]
 main()
@@ -138,17 +138,17 @@ def test_a_new_kernel_is_one_cu_file_and_one_registry_entry(tmp_path):
 
 THROWAWAY_VARIANTS = """
 import sys
-from matmul_study.core import configs, registry
+from matmul_study.core import configs, geometry, registry, specs
 from matmul_study.core.backends import PYCUDA
 
 def choose(problem, names):
     return configs.Choice("deep_k" if problem.k > 40 else "default", f"k {problem.k} on {problem.sm_count} SMs")
 
-registry.register(registry.Method(
+registry.register(specs.Method(
     "throwaway", "a test's kernel with configurations", ("float32",), backend=PYCUDA, source=sys.argv[1],
-    template="naive_matmul<{T}, {Acc}>", launch=registry.square_thread_blocks, block_axis=True,
-    variants=(registry.Variant("wide", ("THROWAWAY_WIDE=1",)), registry.Variant("deep_k", ("THROWAWAY_DEEP=1",)),
-              registry.Variant("probe", diagnostic=True)),
+    template="naive_matmul<{T}, {Acc}>", launch=geometry.square_thread_blocks, block_axis=True,
+    variants=(specs.Variant("wide", ("THROWAWAY_WIDE=1",)), specs.Variant("deep_k", ("THROWAWAY_DEEP=1",)),
+              specs.Variant("probe", diagnostic=True)),
     choose=choose))
 from snakemake.cli import main
 sys.argv = ["snakemake", *sys.argv[2:]]

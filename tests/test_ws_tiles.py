@@ -11,7 +11,7 @@ import pytest
 
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
-from matmul_study.core.registry import Problem
+from matmul_study.core.specs import Problem
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")

@@ -10,7 +10,7 @@ kernel asks of memory as written, an upper bound on DRAM traffic.
 from __future__ import annotations
 
 from matmul_study.core import dtypes, registry
-from matmul_study.core.registry import cdiv
+from matmul_study.core.specs import cdiv
 from matmul_study.core.records import flops
 
 

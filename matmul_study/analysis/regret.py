@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matmul_study.core import configs, dtypes, registry
+from matmul_study.core import configs, dtypes, registry, specs
 
 COLUMNS = ["device", "method", "dtype", "block", "shape", "m", "k", "n", "variants", "pick", "pick_gflops", "best",
            "best_gflops", "regret"]
@@ -24,7 +24,7 @@ def _pick(method: str, dtype: str, block: int, m: int, k: int, n: int, sm_count)
     if method not in registry.METHODS or dtype not in dtypes.DTYPES:
         return None
     extra = {"sm_count": int(sm_count)} if pd.notna(sm_count) and sm_count else {}
-    problem = registry.Problem(m, n, k, block, dtypes.get(dtype), **extra)
+    problem = specs.Problem(m, n, k, block, dtypes.get(dtype), **extra)
     return configs.choose(registry.get(method), problem).variant
 
 

@@ -23,7 +23,7 @@ from matmul_study.launch.operands import DeviceBuffers, KMajorBytes
 from matmul_study.core import dtypes
 
 if TYPE_CHECKING:
-    from matmul_study.core.registry import Method, Problem
+    from matmul_study.core.specs import Method, Problem
 
 # cudaDataType_t (nvmath.CudaDataType) of the inputs, by dtype: E4M3 operands with fp32 C and D and fp32 compute
 # and scale types are one of cuBLASLt's FP8 combinations (cuBLAS documentation, cublasLtMatmul, FP8 data types).

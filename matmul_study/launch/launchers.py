@@ -5,10 +5,10 @@
   thread-block clusters, so they go through cuda-bindings' cuLaunchKernelEx, in PyCUDA's primary context.
 - `cublas`: cuBLAS gemmEx through CuPy's handle, with the dtype record's data and compute types.
 
-A method may name a pre-pass (registry.Prepass): a kernel of its own module that writes the operands its tensor maps
+A method may name a pre-pass (specs.Prepass): a kernel of its own module that writes the operands its tensor maps
 read, into buffers allocated once per launcher; it runs before the GEMM in every launch, so it is timed with it.
 
-A kernel of ours may be a named variant of its method (registry.Variant): its symbol and launch geometry come from
+A kernel of ours may be a named variant of its method (specs.Variant): its symbol and launch geometry come from
 the registry (kernels.symbol, Method.launch_for), and its cubin must have been built for that variant.
 
 Every launch is queued on the legacy default stream, the one the timing events and the stream hold use.
@@ -25,8 +25,8 @@ from matmul_study.launch.kernels import symbol, template_block, trailing_argumen
 from matmul_study.launch.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
                                         transposed_operand)
 
-if TYPE_CHECKING:  # annotations only: the registry imports the backends, which name these launchers
-    from matmul_study.core.registry import Method, Problem
+if TYPE_CHECKING:  # annotations only: the records import the backends, which name these launchers
+    from matmul_study.core.specs import Method, Problem
 
 
 # cudaDataType_t and cublasComputeType_t values, for CuPy builds that do not export every name.
@@ -72,7 +72,7 @@ def _symbol(method: Method, problem: Problem, variant: str | None) -> str:
 
 
 def kernel_workspace(method: Method, p: Problem, variant: str | None):
-    """The build's workspace (registry.Variant.workspace: a split-K build's partial tiles and counters), allocated
+    """The build's workspace (specs.Variant.workspace: a split-K build's partial tiles and counters), allocated
     once per launcher and zeroed, or None where the build takes none. The kernel keeps its counters at zero
     between launches, so the launches of one launcher share it (one at a time: they are queued on one stream)."""
     import pycuda.driver as cuda
@@ -117,7 +117,7 @@ def checked(result):
 
 
 def prepass(method: Method, p: Problem, buffers: DeviceBuffers, module, operands: dict) -> Callable[[], None] | None:
-    """The method's pre-pass (registry.Prepass), or None: its outputs, allocated here and added to `operands` for
+    """The method's pre-pass (specs.Prepass), or None: its outputs, allocated here and added to `operands` for
     the tensor maps, and a callable that launches it from the method's module over A and B."""
     from cuda.bindings import driver as cu
 

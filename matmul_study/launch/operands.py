@@ -132,7 +132,7 @@ def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str
 
 
 class PrepassOperand:
-    """A buffer that the method's pre-pass writes and its tensor maps read (registry.PrepassOutput): rows x cols
+    """A buffer that the method's pre-pass writes and its tensor maps read (specs.PrepassOutput): rows x cols
     with the row pitch padded to 16 bytes, allocated once per launcher; the pre-pass, not a copy, refreshes it."""
 
     def __init__(self, rows: int, cols: int, itemsize: int):

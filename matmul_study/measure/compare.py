@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from matmul_study.launch import kernels, launchers
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import flops
 from matmul_study.measure import gpu_job, inputs
@@ -203,7 +203,7 @@ class Bench:
         gpu_job.ensure_fits(method, record, case.m, case.k, case.n)
         operands = inputs.generate(case.m, case.k, case.n, case.dtype, self.seed, DEFAULTS.low, DEFAULTS.high)
         attribute = self.cuda.device_attribute
-        problem = registry.Problem(case.m, case.n, case.k, case.block, record,
+        problem = specs.Problem(case.m, case.n, case.k, case.block, record,
                                    self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
                                    self.device.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
         ours = gpu_job.upload(*operands, record, operands.scales)

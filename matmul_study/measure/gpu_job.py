@@ -15,7 +15,7 @@ import numpy as np
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import BURST_SAMPLE_MAX_S
-from matmul_study.core.registry import Method, Problem
+from matmul_study.core.specs import Method, Problem
 from matmul_study.measure.burst import Card, sample_burst
 from matmul_study.measure.gpu_device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
 from matmul_study.measure.stats import Measurement

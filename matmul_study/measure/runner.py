@@ -9,7 +9,7 @@ import numpy as np
 
 from matmul_study.measure import environment, input_cache
 
-from matmul_study.core import configs, dtypes, registry, results
+from matmul_study.core import configs, dtypes, registry, results, specs
 from matmul_study.core.records import config_hash
 from matmul_study.core.records import gflops
 from matmul_study.measure.stats import Measurement, summarize
@@ -27,8 +27,8 @@ class Job:
     k: int
     n: int
     variant: str = configs.DEFAULT
-    method_record: registry.Method = field(init=False, repr=False, compare=False)
-    variant_record: registry.Variant = field(init=False, repr=False, compare=False)
+    method_record: specs.Method = field(init=False, repr=False, compare=False)
+    variant_record: specs.Variant = field(init=False, repr=False, compare=False)
     dtype_record: dtypes.DType = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -42,11 +42,11 @@ class Job:
         return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]),
                    wc.get("variant") or configs.DEFAULT)
 
-    def problem(self, sm_count: int | None = None) -> registry.Problem:
+    def problem(self, sm_count: int | None = None) -> specs.Problem:
         """The job as the configuration heuristics see it, on a device with `sm_count` SMs (None: the registry
         Problem's default)."""
         extra = {"sm_count": int(sm_count)} if sm_count else {}
-        return registry.Problem(self.m, self.n, self.k, self.block, self.dtype_record, **extra)
+        return specs.Problem(self.m, self.n, self.k, self.block, self.dtype_record, **extra)
 
 
 def variant_fields(job: Job, config: dict, sm_count: int | None) -> dict:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import pandas as pd
 
-from matmul_study.core import configs, dtypes, registry
+from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.backends import module_available
 from matmul_study.pipeline.config import ConfigError, shapes
 
@@ -22,7 +22,7 @@ from matmul_study.pipeline.config import ConfigError, shapes
 GRID_COLUMNS = ["method", "dtype", "block", "variant", "m", "k", "n"]
 PLAN_COLUMNS = [*GRID_COLUMNS, "variant_reason"]
 NO_BLOCK = 0  # the block value of methods without a block axis
-DEFAULT_SM_COUNT = next(f.default for f in dataclasses.fields(registry.Problem) if f.name == "sm_count")
+DEFAULT_SM_COUNT = next(f.default for f in dataclasses.fields(specs.Problem) if f.name == "sm_count")
 
 
 class PlanningDevice:
@@ -43,14 +43,14 @@ class PlanningDevice:
         return self._read
 
 
-def variant_choices(method: registry.Method, dtype: str, block: int, shape, setting,
+def variant_choices(method: specs.Method, dtype: str, block: int, shape, setting,
                     device: PlanningDevice) -> list[configs.Choice]:
     """The configurations of one (method, dtype, block, shape) the config's `variants` asks for (configs.plan),
     with the planning device's SM count in the heuristic's reason."""
     mode = configs.setting_for(setting, method.name)
     planned_by_heuristic = mode == configs.AUTO and method.variants and method.choose is not None
     sm_count, source = device.read() if planned_by_heuristic else (DEFAULT_SM_COUNT, "")
-    problem = registry.Problem(shape.m, shape.n, shape.k, int(block), dtypes.get(dtype), sm_count)
+    problem = specs.Problem(shape.m, shape.n, shape.k, int(block), dtypes.get(dtype), sm_count)
     choices = configs.plan(method, problem, mode)
     if planned_by_heuristic:
         choices = [configs.Choice(c.variant, f"{c.reason} ({source})") for c in choices]

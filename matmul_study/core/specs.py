@@ -1,0 +1,205 @@
+"""The records a method is made of: the problem a launch is planned for, the launch geometry, tensor maps, a pre-pass,
+what a method requires of the GPU, its named builds (Variant) and the method itself. The method table is
+core/registry.py; the geometry helpers that fill these records are core/geometry.py and core/warp_specialized.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from matmul_study.core import dtypes as dt
+from matmul_study.core.backends import PYCUDA, Backend
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a launch geometry depends on: the shape, the block axis, the dtype and the device."""
+    m: int
+    n: int
+    k: int
+    block: int
+    dtype: dt.DType
+    sm_count: int = 132
+    max_shared_bytes: int = 232_448  # the most dynamic shared memory a block may opt in to (H100/H200)
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    threads: tuple[int, int, int]
+    shared_bytes: int = 0  # dynamic shared memory; over 48 KB the launcher raises the kernel's limit
+    cluster: tuple[int, int, int] = (1, 1, 1)  # thread-block cluster (cuLaunchKernelEx); (1, 1, 1): none
+    # A persistent grid's blocks loop over the tiles, so the grid may shrink to what fits on the GPU at once.
+    persistent: bool = False
+    # Programmatic dependent launch (cuLaunchKernelEx): the kernel may start while the previous kernel on the
+    # stream ends, because it waits (griddepcontrol.wait) before its first global access.
+    dependent: bool = False
+
+    @property
+    def clustered(self) -> bool:
+        return self.cluster != (1, 1, 1)
+
+    def resized(self, blocks: int) -> "Launch":
+        return replace(self, grid=(blocks, 1, 1))
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA tensor map over one row-major operand, built on the host and passed to the kernel by value.
+
+    A is m x k and B is k x n; "BT" is B transposed (n x k), for kernels whose tensor-core instruction needs
+    both operands K-major (wgmma in tf32): the launcher transposes B into it on every launch, inside the
+    timed region. The box is the tile one copy brings into shared memory, and `swizzle` (0, 32, 64 or 128
+    bytes) must match how the kernel's shared-memory descriptors read it. Elements past the matrix come back
+    zero."""
+    operand: str
+    box_rows: int
+    box_cols: int
+    swizzle: int = 128
+
+
+@dataclass(frozen=True)
+class PrepassOutput:
+    """A device buffer that a method's pre-pass writes and its tensor maps read (a TensorMap whose operand is this
+    name): rows x cols elements of the dtype's storage, given by the problem, with the row pitch padded to 16
+    bytes. The launcher allocates it once, not per launch."""
+    name: str
+    shape: Callable[["Problem"], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Prepass:
+    """A kernel of the method's own source run before its GEMM in the same timed launch, to turn the user's A and
+    B into the operands the GEMM's tensor maps read: extern "C" `symbol`(const A, const B, one pointer per
+    output in order, int m, int n, int k), launched with `launch`."""
+    symbol: str
+    outputs: tuple[PrepassOutput, ...]
+    launch: Callable[["Problem"], "Launch"]
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a method needs of the GPU and the host, so that it is pruned with a reason instead of trapping."""
+    min_compute_capability: tuple[int, int] = (0, 0)
+    # Compiled for the arch-specific target (sm_90a: wgmma, setmaxnreg), whose code runs on that exact
+    # compute capability only.
+    arch_specific: bool = False
+    # Python modules the launch needs beyond the backend's (cuda.bindings for tensor maps and clusters).
+    modules: tuple[str, ...] = ()
+
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named build of a method: compile definitions (-D) on top of its source, and the launch geometry they
+    imply where it differs from the method's. Variants are how a kernel's configurations (tile, stages, cluster,
+    split-K or stream-K, raster order) and its experiments live in the registry instead of in copies of its
+    source or its launch code: bench/ and the pipeline build and launch them through the same path."""
+    name: str
+    defines: tuple[str, ...] = ()  # "NAME=VALUE" or "NAME", passed to nvcc as -DNAME=VALUE
+    description: str = ""
+    launch: Callable[[Problem], Launch] | None = None  # None: the method's own launch
+    tile: Callable[[int, str], tuple[int, int, int]] | None = None  # None: the method's own tile
+    # A diagnostic build computes a wrong result on purpose (a stage left out): it is timed, never reported.
+    diagnostic: bool = False
+    # Bytes of device memory the build needs besides A, B and C (a split-K build's partial tiles and counters),
+    # for a problem; None: none. The launcher allocates it once, zeroed, and passes it as the kernel's last
+    # argument (the generated wrapper then takes `float* workspace`, `double*` in fp64).
+    workspace: Callable[[Problem], int] | None = None
+    # The dtypes the build exists for (empty: every dtype of its method): a sweep or a forced list runs it only
+    # on those (configs.runnable).
+    dtypes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    dtypes: tuple[str, ...]
+    backend: Backend
+    # Whether the config's block sizes apply; methods without the axis run once per (dtype, shape).
+    block_axis: bool = False
+    source: str | None = None
+    # C++ call with {T} (input), {Acc} (accumulator and output) and {BLOCK} placeholders.
+    template: str | None = None
+    launch: Callable[[Problem], Launch] | None = None
+    # Block sizes the kernel supports beyond the config's 1..32 (None: all of them).
+    blocks: tuple[int, ...] | None = None
+    reference_line: bool = False
+    # Whether config `methods: default` (the default study, config.yaml) runs it; `methods: all` runs every method.
+    default_study: bool = True
+    # The traffic model's unit of work, as a function of the block size and dtype: (tile_m, tile_n, tile_k). A unit reads
+    # its tile_m rows of A and tile_n columns of B from global memory once, and computes over whole tiles, zero
+    # padding included. None: a library call, modelled as ideal (each input read once, no padding).
+    tile: Callable[[int, str], tuple[int, int, int]] | None = None
+    # Kernels fed by TMA take tensor maps of A and B instead of their pointers.
+    tensor_maps: tuple[TensorMap, ...] = ()
+    # __launch_bounds__(threads, min blocks per SM) on the generated kernel; setmaxnreg needs it.
+    launch_bounds: tuple[int, int] | None = None
+    compile_options: tuple[str, ...] = ()
+    requires: Requirements = field(default_factory=Requirements)
+    # Named builds beyond the default (see Variant); the default build is the method itself.
+    variants: tuple[Variant, ...] = ()
+    # A kernel run before the GEMM in every launch, writing the operands its tensor maps read (see Prepass).
+    prepass: Prepass | None = None
+    # The per-problem heuristic over the variants (core/configs.py): (problem, variant names) -> Choice.
+    choose: Callable | None = None
+
+    def variant(self, name: str | None) -> Variant:
+        """The named variant, or the default build (name None or "default")."""
+        if name in (None, "", "default"):
+            return Variant("default")
+        for v in self.variants:
+            if v.name == name:
+                return v
+        known = ", ".join(["default", *(v.name for v in self.variants)])
+        raise KeyError(f"{self.name} has no variant {name!r}; its variants: {known}")
+
+    def launch_for(self, problem: Problem, variant: str | None = None) -> Launch:
+        v = self.variant(variant)
+        return (v.launch or self.launch)(problem)
+
+    def workspace_bytes(self, problem: Problem, variant: str | None = None) -> int:
+        """Device memory the build needs besides A, B and C (0: none; see Variant.workspace)."""
+        v = self.variant(variant)
+        return v.workspace(problem) if v.workspace else 0
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.backend.on_gpu
+
+    @property
+    def compiled(self) -> bool:
+        """A kernel of ours, compiled from kernels/ (as opposed to a library call)."""
+        return self.source is not None
+
+    @property
+    def block_in_template(self) -> bool:
+        return bool(self.template and "{BLOCK}" in self.template)
+
+    def unmet_requirement(self, compute_capability: tuple[int, int] | None,
+                          have_module: Callable[[str], bool]) -> str | None:
+        """Why this method cannot run here, or None. An unknown compute capability (no GPU visible at
+        planning time) prunes nothing: the GPU check before the first job says what is missing."""
+        # A missing PyCUDA is not pruned: the check before the first GPU job stops the run and says so.
+        ok, why = self.backend.available(have_module)
+        if not ok and self.backend is not PYCUDA:
+            return f"{why}, so {self.name} is not run"
+        for module in self.requires.modules:
+            if not have_module(module):
+                return f"{module} is not installed (pip install -e '.[hopper]'), so {self.name} is not run"
+        if compute_capability is None:
+            return None
+        need = self.requires.min_compute_capability
+        if compute_capability < need:
+            return (f"{self.name} needs compute capability {need[0]}.{need[1]} or newer; this GPU has "
+                    f"{compute_capability[0]}.{compute_capability[1]}")
+        if self.requires.arch_specific and compute_capability != need:
+            return (f"{self.name} is built for sm_{need[0]}{need[1]}a, which runs on compute capability "
+                    f"{need[0]}.{need[1]} only; this GPU has {compute_capability[0]}.{compute_capability[1]}")
+        return None
