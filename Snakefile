@@ -3,7 +3,7 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-from matmul_study.pipeline.config import ConfigError, check_yaml_syntax
+from matmul_study.pipeline.config import ConfigError, check_config_file, check_yaml_syntax
 from matmul_study.pipeline.scripting import fail
 
 # Snakemake's own message for a YAML syntax error names neither the file nor the line, and it keeps the last of a
@@ -12,6 +12,7 @@ from matmul_study.pipeline.scripting import fail
 for _path in ["config.yaml", *workflow.overwrite_configfiles]:
     try:
         check_yaml_syntax(_path)
+        check_config_file(_path)
     except ConfigError as exc:
         fail(f"Invalid configuration: {exc}")
 

@@ -194,3 +194,62 @@ def test_bad_variants_name_key_value_and_what_is_allowed(variant_method, variant
         validate({"variants": variants})
     message = str(err.value)
     assert f"config key {key}" in message and value in message and allowed in message, message
+
+
+@pytest.mark.parametrize(
+    "override, key, value, allowed",
+    [
+        # JSON Schema counts 256.0 as an integer; the study indexes and counts with these keys.
+        ({"sizes": [256.0]}, "sizes[0]", "256.0", "an integer >= 1"),
+        ({"sizes": [{"m": 3.0, "k": 4, "n": 5}]}, "sizes[0].m", "3.0", "an integer >= 1"),
+        ({"block_sizes": [16.0]}, "block_sizes[0]", "16.0", "an integer from 1 to 32"),
+        ({"measurement": {"cpu_processes": 2.0}}, "measurement.cpu_processes", "2.0", "an integer"),
+        ({"measurement": {"warmup": 1.0}}, "measurement.warmup", "1.0", "an integer >= 0"),
+        ({"threads": 4.0}, "threads", "4.0", "an integer >= 1 or one of auto"),
+        # Bounds that cannot verify: infinite, or so large that fp32 sums of products overflow.
+        ({"measurement": {"distribution": {"low": -1e300, "high": 1e300}}}, "measurement.distribution.low",
+         "-1e+300", "a number from -1000 to 1000"),
+        ({"measurement": {"distribution": {"high": float("inf")}}}, "measurement.distribution.high", "inf",
+         "a finite number"),
+        ({"measurement": {"min_time_s": float("nan")}}, "measurement.min_time_s", "nan", "a finite number"),
+    ],
+)
+def test_floats_for_integers_and_unverifiable_bounds_are_refused(override, key, value, allowed):
+    with pytest.raises(ConfigError) as err:
+        validate(override)
+    message = str(err.value)
+    assert key in message and value in message and allowed in message, message
+
+
+def test_integral_numbers_on_the_command_line_stay_integers_and_decimals_are_refused():
+    assert validate({"sizes": ["256"]})["sizes"] == [256]
+    with pytest.raises(ConfigError, match=r"sizes\[0\]': value \"256\.0\" is not allowed; allowed: an integer >= 1"):
+        validate({"sizes": ["256.0"]})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("variants: {}\n", "config key 'variants': value {}"),
+    ("sizes: [256.0]\n", r"config key 'sizes\[0\]': value 256.0"),
+    ("measurement:\n  distribution: {high: .inf}\n", "measurement.distribution.high"),
+])
+def test_a_config_files_own_values_are_checked_before_the_merge_can_hide_them(tmp_path, text, message):
+    from matmul_study.pipeline.config import check_config_file
+
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        check_config_file(path)
+    check_config_file(tmp_path / "missing.yaml")  # a missing file is Snakemake's to report
+
+
+def test_an_empty_variants_mapping_in_a_configfile_stops_the_run_before_any_job(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "study.yaml").write_text("variants: {}\nmethods: [numpy]\nsizes: [32]\n")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+                          str(REPO), "-n", "--cores", "1", "--configfile", str(tmp_path / "study.yaml")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "Invalid configuration" in out.stderr and "'variants'" in out.stderr, out.stderr
+    assert "Traceback" not in out.stdout + out.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,21 @@ def check_yaml_syntax(path: str | Path) -> None:
         raise ConfigError(f"{where}: YAML syntax error: {what}.") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}.") from None
+
+
+def check_config_file(path: str | Path) -> None:
+    """Check a config file's own values before Snakemake merges it into config.yaml's: the merge keeps the old
+    value where the file gives an empty mapping (`variants: {}` would leave `variants: auto` in place without a
+    word), so those are errors here, as are the floats and infinities of check_strict_types."""
+    if not Path(path).is_file():
+        return
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping of keys to values, not {type(data).__name__}.")
+    schema = load_schema()
+    check_strict_types(data, schema)
+    if "variants" in data:
+        check_variants({"variants": data["variants"]})
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
@@ -175,12 +191,45 @@ def schema_accepts(schema: dict, kind: str) -> bool:
     return schema.get("type") == kind or any(b.get("type") == kind for b in schema.get("oneOf", []))
 
 
+def _branches(schema: dict) -> list[dict]:
+    return [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]
+
+
+def check_strict_types(value, schema: dict, path: tuple = ()) -> None:
+    """What JSON Schema lets through but the study cannot use: a float where only an integer is allowed (JSON
+    Schema counts 256.0 as an integer, and Python code then indexes or counts with it), and an infinite or NaN
+    number anywhere."""
+    branches = _branches(schema)
+    kinds = {b.get("type") for b in branches}
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key '{_key(path)}': value {value} is not allowed; allowed: {_allowed(schema)} "
+                          "(a finite number).")
+    if isinstance(value, float) and "integer" in kinds and "number" not in kinds:
+        raise ConfigError(f"config key '{_key(path)}': value {value} is not allowed; allowed: {_allowed(schema)} "
+                          f"(written without a decimal point, e.g. {int(value) if value.is_integer() else 256}).")
+    if isinstance(value, list):
+        items = [b["items"] for b in branches if "items" in b]
+        for i, item in enumerate(value):
+            for item_schema in items[:1]:
+                check_strict_types(item, item_schema, (*path, i))
+    elif isinstance(value, dict):
+        props = {k: v for b in branches for k, v in b.get("properties", {}).items()}
+        extra = next((b["additionalProperties"] for b in branches if isinstance(b.get("additionalProperties"), dict)),
+                     None)
+        for key, item in value.items():
+            sub = props.get(key, extra)
+            if sub is not None:
+                check_strict_types(item, sub, (*path, key))
+
+
 def validate(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     """Validate and fill defaults outside Snakemake (CLI, tests), with Snakemake's own validator."""
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate as snakemake_validate
 
-    config.update(coerce_numbers(config, load_schema(schema_path)))
+    schema = load_schema(schema_path)
+    config.update(coerce_numbers(config, schema))
+    check_strict_types(config, schema)
     check_variants(config)
     try:
         snakemake_validate(config, str(schema_path), set_default=True)
