@@ -4,7 +4,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 from matmul_study.pipeline.config import ConfigError, check_config_file, check_yaml_syntax
-from matmul_study.pipeline.scripting import fail
+from matmul_study.pipeline.stops import fail
 
 # Snakemake's own message for a YAML syntax error names neither the file nor the line, and it keeps the last of a
 # key given twice. It reads --configfile files before this file runs (a syntax error there is its message; add

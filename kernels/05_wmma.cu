@@ -1,7 +1,9 @@
 // Kernel 05 (wmma): tensor cores through nvcuda::wmma, fp16 in, fp32 accumulate and out.
 // Each warp owns one 16x16 tile of C; a block of 4 warps (128 threads) covers a 2x2 arrangement of them,
 // a 32x32 tile of C. Works for any m, n, k: a 16x16 operand tile that is not fully in bounds, or that wmma
-// cannot read straight from global memory, is staged through shared memory with zero fill.
+// cannot read straight from global memory, is staged through shared memory with zero fill. The block tile and
+// thread count are the registry's (core/geometry.py, WMMA: -DWMMA_BM, _BN, _BK, _THREADS), the warp tile the
+// wmma fragment (m16n16k16).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -11,7 +13,9 @@
 namespace wmma_kernel {
 
 constexpr int WM = 16, WN = 16, WK = 16;
-constexpr int WARPS_M = 2, WARPS_N = 2;
+constexpr int WARPS_M = WMMA_BM / WM, WARPS_N = WMMA_BN / WN;
+static_assert(WMMA_BM % WM == 0 && WMMA_BN % WN == 0 && WMMA_BK == WK, "whole fragments per warp, one k step each");
+static_assert(WMMA_THREADS == 32 * WARPS_M * WARPS_N, "the registry's thread count is not one warp per 16x16 tile");
 
 // load/store_matrix_sync need a 256-bit aligned pointer and ldm a multiple of 16 bytes.
 __device__ __forceinline__ bool wmma_ok(const void* p, int ldm, int elem_bytes)

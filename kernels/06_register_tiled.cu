@@ -4,7 +4,9 @@
 // for 64 FMAs. The A slice is stored transposed (k-major) so a thread's 8 A values are contiguous and come
 // in as 16-byte vector reads. Shared memory is double-buffered: the next slice is fetched from global into
 // registers while the current one is being multiplied, so one __syncthreads() per step suffices.
-// Any m, n, k: loads past the edges are zero-filled, stores are guarded.
+// Any m, n, k: loads past the edges are zero-filled, stores are guarded. Block tile, k slice and thread count are
+// the registry's (core/geometry.py, REGISTER_TILED: -DREGISTER_TILED_BM, _BN, _BK, _THREADS), the thread's 8x8
+// sub-tile the kernel's own.
 #pragma once
 
 #include <stdint.h>
@@ -13,12 +15,12 @@
 
 namespace register_tiled {
 
-constexpr int BM = 128, BN = 128, BK = 8;  // block tile of C, and k slice
-constexpr int TM = 8, TN = 8;              // per-thread tile of C
-constexpr int THREADS = (BM / TM) * (BN / TN);
-constexpr int A_PAD = 4;                   // keeps the transposed stores into As free of bank conflicts
+constexpr int BM = REGISTER_TILED_BM, BN = REGISTER_TILED_BN, BK = REGISTER_TILED_BK;  // block tile of C, k slice
+constexpr int TM = 8, TN = 8;  // per-thread tile of C
+constexpr int THREADS = REGISTER_TILED_THREADS;
+constexpr int A_PAD = 4;  // keeps the transposed stores into As free of bank conflicts
 
-static_assert(THREADS == 256, "launch geometry in the registry assumes 256 threads");
+static_assert(THREADS == (BM / TM) * (BN / TN), "the registry's thread count is not one thread per 8x8 sub-tile");
 static_assert(BM * BK == THREADS * 4 && BK * BN == THREADS * 4, "each thread loads 4 elements of A and of B");
 
 using simt_common::aligned16;

@@ -1,8 +1,8 @@
 // Methods warptiled and warptiled_mbarrier: warp-tiled SIMT GEMM with a multi-stage cp.async pipeline (float32,
 // float64; plain FMA, no tensor cores).
 //
-// Hierarchy (default float32 config: 128 x 256 block tile, BK = 32 (16 on targets whose blocks get only 99 KB of
-// shared memory), 3 stages, 8 warps of 64 x 64, lanes 4 x 8):
+// Hierarchy (float32, method warptiled: 128 x 256 block tile, BK = 32 (16 on targets whose blocks get only 99 KB of
+// shared memory), 3 stages, 8 warps of 64 x 64, lanes 4 x 8; the registry's configuration, below):
 //   block  BM x BN of C, stepping through k in slices of BK; STAGES slices are in flight in shared memory,
 //          filled by cp.async (global -> shared without passing through registers), so the loads for slice
 //          t + STAGES - 1 are issued while slice t is multiplied.
@@ -42,11 +42,9 @@
 namespace warptiled {
 
 // ---- tile configuration -------------------------------------------------------------------------------
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_ = 1, int LANES_M_ = 8,
-          int SYNC_ = 0, int GROUP_ = 8>
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int LANES_M_ = 8, int SYNC_ = 0, int GROUP_ = 8>
 struct Config {
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
-    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
     // Synchronisation and block order:
     //   SYNC  0: one __syncthreads per slice, refill distance STAGES - 1 (method warptiled).
     //         1: no __syncthreads in the loop: per stage a "full" mbarrier (cp.async.mbarrier.arrive.noinc
@@ -75,48 +73,53 @@ struct Config {
     template <typename T> __host__ __device__ static constexpr int smem_bytes() { return STAGES * stage_elems<T>() * static_cast<int>(sizeof(T)); }
 };
 
-// Configuration families, each a big configuration and a small one for GPUs that give a block less shared
-// memory (sm_86/89/120/121: 99 KB); one of the two is compiled per target (Compiled, below).
-// Method warptiled: a block barrier per k slice. float: BK 32, 3 stages (148,992 B; H200 sweep 2026-11-22: fewer
-// syncs per k, +1.4-1.8 % over BK 16) or BK 16 (74,496 B); double: one configuration (66,048 B). 256 threads.
-template <typename T> struct Barrier;
-template <> struct Barrier<float> {
-    using big = Config<128, 256, 32, 64, 64, 3, 1, 4>;
-    using small = Config<128, 256, 16, 64, 64, 3, 1, 4>;
-};
-template <> struct Barrier<double> {
-    using big = Config<128, 128, 8, 64, 32, 4, 1>;
-    using small = big;
-};
-
-// Method warptiled_mbarrier (float): the mbarrier ring (SYNC 1) with 4 stages, BK 32 (198,656 B), or BK 16
-// (99,328 B). H200 pipeline: 0.985x cuBLAS at 8192^3 (warptiled 0.965x), 0.940x at 4096^3 (0.955x), so a study
-// may run both; its answer takes the faster per shape.
-template <typename T> struct Mbarrier;
-template <> struct Mbarrier<float> {
-    using big = Config<128, 256, 32, 64, 64, 4, 1, 4, 1>;
-    using small = Config<128, 256, 16, 64, 64, 4, 1, 4, 1>;
+// The configuration of each entry is the registry's (core/geometry.py: WARPTILED, WARPTILED_MBARRIER), passed as
+// -D definitions per element type: <PREFIX>_BM, _BN, _BK (block tile and k slice), _STAGES, _THREADS and
+// _SMEM_BYTES (the launch's dynamic shared memory). Where a dtype has two configurations the registry picks, for the
+// target being compiled, the first whose shared memory every GPU of the target lets a block opt in to, and the
+// launch gives the same one for the device: BK 32 where the target allows it, else BK 16 (sm_86/89/120/121: 99 KB).
+// Compiling both behind a run-time branch cost ~0.5 % at 4096^3 on the H200. The warp layout (warp tile, lanes) and
+// the synchronisation are the kernel's own; Contract checks that the registry's numbers fit them.
+template <class Cfg, typename T, int THREADS, int SMEM_BYTES>
+struct Contract {
+    static_assert(THREADS == Cfg::THREADS, "the registry's thread count is not the warp layout's");
+    static_assert(Cfg::template smem_bytes<T>() <= SMEM_BYTES,
+                  "the registry gives a block less shared memory than this configuration's stages take");
+    using type = Cfg;
 };
 
-// The most dynamic shared memory a block may opt in to on the target being compiled, for the targets we know
-// (sm_80/87: 163 KB; sm_90/100/103: 227 KB); any other target gets the smallest, 99 KB (sm_86/89/120/121).
-__host__ __device__ constexpr int target_smem_optin()
-{
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || __CUDA_ARCH__ == 1030)
-    return 232448;
-#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 870)
-    return 166912;
-#else
-    return 101376;
+// Method warptiled: a block barrier per k slice, 8 warps. float: 64 x 64 warp tiles of 4 x 8 lanes; BK 32 (fewer
+// barriers per k, +1.4-1.8 % over BK 16 in an H200 sweep) or BK 16, 3 stages. double: 64 x 32 warp tiles, BK 8,
+// 4 stages.
+template <typename T> struct Barrier {
+    static_assert(sizeof(T) == 0, "no WARPTILED_* configuration for this element type: build with the registry's "
+                                  "definitions for the target (kernels.compile_options(method, variant, arch))");
+};
+#ifdef WARPTILED_F32_BK
+template <> struct Barrier<float> : Contract<Config<WARPTILED_F32_BM, WARPTILED_F32_BN, WARPTILED_F32_BK, 64, 64,
+                                                    WARPTILED_F32_STAGES, 4>,
+                                             float, WARPTILED_F32_THREADS, WARPTILED_F32_SMEM_BYTES> {};
 #endif
-}
+#ifdef WARPTILED_F64_BK
+template <> struct Barrier<double> : Contract<Config<WARPTILED_F64_BM, WARPTILED_F64_BN, WARPTILED_F64_BK, 64, 32,
+                                                     WARPTILED_F64_STAGES>,
+                                              double, WARPTILED_F64_THREADS, WARPTILED_F64_SMEM_BYTES> {};
+#endif
 
-// The one configuration of a family compiled for this target: big where every GPU of the target lets a block opt
-// in to its shared memory, else small, which fits any GPU with cp.async. Compiling both behind a run-time branch
-// cost ~0.5 % at 4096^3 on the H200. The host picks the launch's shared memory by the same limits (registry.py).
-template <class Family, typename T>
-using Compiled = typename std::conditional<Family::big::template smem_bytes<T>() <= target_smem_optin(),
-                                           typename Family::big, typename Family::small>::type;
+// Method warptiled_mbarrier (float): the mbarrier ring (SYNC 1), the float warp layout, 4 stages of BK 32 or 16.
+// H200 pipeline: 0.985x cuBLAS at 8192^3 (warptiled 0.965x), 0.940x at 4096^3 (0.955x), so a study may run both;
+// its answer takes the faster per shape.
+template <typename T> struct Mbarrier {
+    static_assert(sizeof(T) == 0, "no WARPTILED_MBARRIER_* configuration for this element type: build with the "
+                                  "registry's definitions for the target "
+                                  "(kernels.compile_options(method, variant, arch))");
+};
+#ifdef WARPTILED_MBARRIER_F32_BK
+template <> struct Mbarrier<float>
+    : Contract<Config<WARPTILED_MBARRIER_F32_BM, WARPTILED_MBARRIER_F32_BN, WARPTILED_MBARRIER_F32_BK, 64, 64,
+                      WARPTILED_MBARRIER_F32_STAGES, 4, 1>,
+               float, WARPTILED_MBARRIER_F32_THREADS, WARPTILED_MBARRIER_F32_SMEM_BYTES> {};
+#endif
 
 // ---- shared helpers (simt_common.cuh): 16-byte vectors, cp.async with zero fill, grouped block order ---
 using simt_common::aligned16;
@@ -413,10 +416,8 @@ __device__ __forceinline__ void guarded_gemm(const T* A, const T* B, Acc* C, int
 }
 }  // namespace warptiled
 
-// Pipeline entry point: the configuration compiled for the target, Compiled<Barrier<T>, T> (THREADS = 256,
-// MIN_BLOCKS = 1 for both dtypes; grid (ceil(n / BN), ceil(m / BM))). Dynamic shared memory smem_bytes<T>():
-// float 148992 B (128 x 256 x 32, 3 stages) on sm_80/87/90/100/103, 74496 B (BK 16) on other targets; double
-// 66048 B (128 x 128 x 8, 4 stages) everywhere. The host gives the first size its device's opt-in limit allows.
+// Pipeline entry point: the registry's configuration Barrier<T>::type, WARPTILED_<F32|F64>_THREADS threads, grid
+// (ceil(n / BN), ceil(m / BM)), dynamic shared memory WARPTILED_<F32|F64>_SMEM_BYTES (at least smem_bytes<T>()).
 // WARPTILED_SPLIT_K = S > 1: grid z = S and a workspace (split_k.cuh's host contract: S partial tiles of BM x BN
 // accumulators per tile, then a 32-bit counter per tile).
 template <typename T, typename Acc>
@@ -424,15 +425,15 @@ __device__ __forceinline__ void warptiled_matmul(const T* A, const T* B, Acc* C,
                                                  Acc* workspace = nullptr)
 {
     static_assert(WARPTILED_SPLIT_K >= 1 && WARPTILED_SPLIT_K <= 32, "WARPTILED_SPLIT_K: 1 (whole tiles) to 32 slices");
-    warptiled::guarded_gemm<warptiled::Compiled<warptiled::Barrier<T>, T>, T, Acc, WARPTILED_SPLIT_K>(A, B, C, m, n,
-                                                                                                     k, workspace);
+    warptiled::guarded_gemm<typename warptiled::Barrier<T>::type, T, Acc, WARPTILED_SPLIT_K>(A, B, C, m, n, k,
+                                                                                            workspace);
 }
 
-// Entry of method warptiled_mbarrier (float only): Compiled<Mbarrier<T>, T>, 256 threads, the same grid; dynamic
-// shared memory 198656 B (BK 32) on sm_90/100/103, 99328 B (BK 16) on other targets (plus 64 B of static
-// mbarriers).
+// Entry of method warptiled_mbarrier (float only): the registry's configuration Mbarrier<T>::type,
+// WARPTILED_MBARRIER_F32_THREADS threads, the same grid, dynamic shared memory WARPTILED_MBARRIER_F32_SMEM_BYTES
+// (plus 64 B of static mbarriers).
 template <typename T, typename Acc>
 __device__ __forceinline__ void warptiled_mbarrier_matmul(const T* A, const T* B, Acc* C, int m, int n, int k)
 {
-    warptiled::guarded_gemm<warptiled::Compiled<warptiled::Mbarrier<T>, T>, T, Acc>(A, B, C, m, n, k);
+    warptiled::guarded_gemm<typename warptiled::Mbarrier<T>::type, T, Acc>(A, B, C, m, n, k);
 }

@@ -4,7 +4,7 @@
 // m16n8k4 / m16n8k8 / m16n8k16 .f64 on sm_90 (MMA_K = 4, 8, 16), and on sm_80 the same tile computed as
 // m8n8k4 pairs (the only f64 shape there), so the file compiles and runs on both.
 //
-// Hierarchy (default: 128 x 128 block tile, BK = 16, 8 warps of 64 x 32, 4 stages, m16n8k4):
+// Hierarchy (the registry's configuration: 128 x 128 block tile, BK = 16, 8 warps of 64 x 32, 4 stages; m16n8k4):
 //   block  BM x BN of C; STAGES slices of BK are in flight in shared memory, filled by cp.async in 16-byte
 //          chunks (two doubles), so the slice kt + STAGES - 1 is fetched while slice kt is multiplied.
 //   warp   WM x WN: MT = WM/16 by NT = WN/8 mma tiles, 64 x 32 -> 16 accumulator tiles of 16 x 8, 64
@@ -38,10 +38,9 @@
 
 namespace dmma {
 
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MMA_K_, int MIN_BLOCKS_ = 1>
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MMA_K_>
 struct Config {
     static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_, MMA_K = MMA_K_;
-    static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     static constexpr int MT = WM / 16, NT = WN / 8, KV = MMA_K / 4;
@@ -56,8 +55,14 @@ struct Config {
     static_assert(STAGES >= 2, "");
 };
 
-// Default used by dmma_matmul<double, double>: THREADS = 256, MIN_BLOCKS = 1, 149504 bytes of shared memory.
-using DefaultConfig = Config<128, 128, 16, 64, 32, 4, 4, 1>;
+// The configuration dmma_matmul compiles: block tile, k slice and stages are the registry's (core/geometry.py, DMMA:
+// -DDMMA_BM, _BN, _BK, _STAGES), warp tile (64 x 32) and mma shape (m16n8k4) the kernel's own. The registry's
+// thread count and dynamic shared memory (-DDMMA_THREADS, -DDMMA_SMEM_BYTES) are what the launch gives: checked
+// against the warp layout and the stages.
+using DefaultConfig = Config<DMMA_BM, DMMA_BN, DMMA_BK, 64, 32, DMMA_STAGES, 4>;
+static_assert(DMMA_THREADS == DefaultConfig::THREADS, "the registry's thread count is not the warp layout's");
+static_assert(DefaultConfig::SMEM_BYTES <= DMMA_SMEM_BYTES,
+              "the registry gives a block less shared memory than the stages take");
 
 using simt_common::aligned16;
 using simt_common::cp_async;
@@ -246,10 +251,9 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
 
 }  // namespace dmma
 
-// Pipeline entry point (T = Acc = double): THREADS = 256, MIN_BLOCKS = 1, dynamic shared memory
-// dmma::DefaultConfig::SMEM_BYTES = 149504 bytes, tile 128 x 128 x 16, grid (ceil(n/128), ceil(m/128)).
-// DMMA_SPLIT_K = S > 1: grid z = S and a workspace (split_k.cuh's host contract: S partial tiles of 128 x 128
-// doubles per tile, then a 32-bit counter per tile).
+// Pipeline entry point (T = Acc = double): DMMA_THREADS threads, dynamic shared memory DMMA_SMEM_BYTES, grid
+// (ceil(n / DMMA_BN), ceil(m / DMMA_BM)). DMMA_SPLIT_K = S > 1: grid z = S and a workspace (split_k.cuh's host
+// contract: S partial tiles of DMMA_BM x DMMA_BN doubles per tile, then a 32-bit counter per tile).
 template <typename T, typename Acc>
 __device__ __forceinline__ void dmma_matmul(const T* A, const T* B, Acc* C, int m, int n, int k,
                                             Acc* workspace = nullptr)

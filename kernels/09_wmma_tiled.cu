@@ -2,6 +2,8 @@
 // A block of 8 warps computes a 128x128 tile of C; warps sit 2 (rows) x 4 (columns) and each owns a 64x32
 // region, 4x2 accumulator fragments. Each k step of BK = 32 stages a 128x32 slice of A and a 32x128 slice of
 // B in shared memory; every fragment loaded from there feeds 2 (A) or 4 (B) mma_syncs instead of one.
+// Block tile, k slice and thread count are the registry's (core/geometry.py, WMMA_TILED: -DWMMA_TILED_BM, _BN,
+// _BK, _THREADS), the warp arrangement the kernel's own.
 // Shared memory is double-buffered with the next slice prefetched into registers during the MMAs.
 // Any m, n, k: loads past the edges are zero-filled, edge tiles of C are stored through shared memory.
 #pragma once
@@ -12,8 +14,8 @@
 
 namespace wmma_tiled {
 
-constexpr int BM = 128, BN = 128, BK = 32;
-constexpr int WARPS_M = 2, WARPS_N = 4, THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int BM = WMMA_TILED_BM, BN = WMMA_TILED_BN, BK = WMMA_TILED_BK;
+constexpr int WARPS_M = 2, WARPS_N = 4, THREADS = WMMA_TILED_THREADS;
 constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N;  // 64 x 32 per warp
 constexpr int FM = WTM / 16, FN = WTN / 16;            // 4 x 2 fragments per warp
 // Rows padded by 8 halves (16 bytes): the 8 rows an ldmatrix phase reads then start in different banks.
@@ -23,7 +25,8 @@ constexpr int A_TILE = BM * A_LD, B_TILE = BK * B_LD;  // halves per buffer
 constexpr int SMEM_BYTES = 2 * (A_TILE + B_TILE) * 2;  // double-buffered: 37,888 bytes
 constexpr int LOADS = (BM * BK / 8) / THREADS;         // 16-byte chunks per thread, per operand
 
-static_assert(THREADS == 256, "launch geometry in the registry assumes 256 threads");
+static_assert(THREADS == 32 * WARPS_M * WARPS_N, "the registry's thread count is not the warp arrangement's");
+static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "whole 16 x 16 x 16 fragments");
 static_assert((BM * BK / 8) % THREADS == 0 && BM * BK == BK * BN, "A and B slices split evenly");
 static_assert(SMEM_BYTES <= 48 * 1024, "static shared memory is limited to 48 KB");
 static_assert(SMEM_BYTES >= THREADS / 32 * 16 * 16 * 4, "epilogue staging reuses the operand buffers");

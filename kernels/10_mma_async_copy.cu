@@ -3,7 +3,7 @@
 // pipeline fills. No Hopper-only instruction: it builds for sm_80 and newer, and is the best a pre-Hopper kernel
 // does. On Hopper mma.sync issues at about half of wgmma's rate, so kernels 11 and 12 are the rungs above it.
 //
-// Hierarchy (default: 128 x 256 block tile, BK = 32, 8 warps of 64 x 64, 4 stages):
+// Hierarchy (the registry's configuration: 128 x 256 block tile, BK = 32, 8 warps of 64 x 64, 4 stages):
 //   block  BM x BN of C; STAGES slices of BK are in flight in shared memory, filled by cp.async in 16-byte
 //          chunks (eight elements), so the slice kt + STAGES - 1 is fetched while slice kt is multiplied.
 //   warp   WM x WN: MT = WM/16 by NT = WN/8 mma tiles, 64 x 64 -> 32 accumulator tiles of 16 x 8, 128 floats
@@ -52,8 +52,14 @@ struct Config {
     static_assert((A_CHUNKS & (A_CHUNKS - 1)) == 0 && (B_CHUNKS & (B_CHUNKS - 1)) == 0, "swizzle: power-of-two rows");
 };
 
-// Default used by mma_async_copy_matmul<T>: THREADS = 256, MIN_BLOCKS = 1, 98304 bytes of shared memory.
-using DefaultConfig = Config<128, 256, 32, 64, 64, 4>;
+// The configuration mma_async_copy_matmul compiles: block tile, k slice and stages are the registry's
+// (core/geometry.py, MMA_ASYNC_COPY: -DMMA_ASYNC_COPY_BM, _BN, _BK, _STAGES), the warp tile (64 x 64) the kernel's
+// own. The registry's thread count and dynamic shared memory (_THREADS, _SMEM_BYTES) are what the launch gives:
+// checked against the warp layout and the stages.
+using DefaultConfig = Config<MMA_ASYNC_COPY_BM, MMA_ASYNC_COPY_BN, MMA_ASYNC_COPY_BK, 64, 64, MMA_ASYNC_COPY_STAGES>;
+static_assert(MMA_ASYNC_COPY_THREADS == DefaultConfig::THREADS, "the registry's thread count is not the warp layout's");
+static_assert(DefaultConfig::SMEM_BYTES <= MMA_ASYNC_COPY_SMEM_BYTES,
+              "the registry gives a block less shared memory than the stages take");
 
 using simt_common::aligned16;
 using simt_common::cp_async;
@@ -227,9 +233,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 
 }  // namespace mma_async_copy
 
-// Pipeline entry point (T = __half or __nv_bfloat16, fp32 C): THREADS = 256, MIN_BLOCKS = 1, dynamic shared
-// memory mma_async_copy::DefaultConfig::SMEM_BYTES = 98304 bytes, tile 128 x 256 x 32,
-// grid (ceil(n/256), ceil(m/128)).
+// Pipeline entry point (T = __half or __nv_bfloat16, fp32 C): MMA_ASYNC_COPY_THREADS threads, dynamic shared memory
+// MMA_ASYNC_COPY_SMEM_BYTES, grid (ceil(n / MMA_ASYNC_COPY_BN), ceil(m / MMA_ASYNC_COPY_BM)).
 template <typename T>
 __device__ __forceinline__ void mma_async_copy_matmul(const T* A, const T* B, float* C, int m, int n, int k)
 {

@@ -12,7 +12,8 @@
 // Edges: the tensor maps zero-fill everything outside (m, k) and (k, n), so partial tiles need no special
 // case in the main loop; the epilogue guards rows >= m and columns >= n.
 //
-// Host contract: grid (ceil(n/BN), ceil(m/BM)), block THREADS, dynamic smem SMEM_BYTES, no cluster.
+// Host contract, the registry's (core/geometry.py, WGMMA_TMA), passed as -DWGMMA_TMA_BM, _BN, _BK, _THREADS,
+// _STAGES, _SMEM_BYTES: grid (ceil(n/BN), ceil(m/BM)), block THREADS, dynamic smem SMEM_BYTES, no cluster.
 // tmap_a: dims (k, m), box (rows BM, cols BK), 128B swizzle. tmap_b: dims (n, k), box (rows BK, cols 64),
 // 128B swizzle. Both zero-fill out of bounds.
 #pragma once
@@ -21,17 +22,21 @@
 
 namespace wgmma_tma {
 
-constexpr int BM = 64, BN = 128, BK = 64;
-constexpr int THREADS = 128, STAGES = 1;
+constexpr int BM = WGMMA_TMA_BM, BN = WGMMA_TMA_BN, BK = WGMMA_TMA_BK;
+constexpr int THREADS = WGMMA_TMA_THREADS, STAGES = WGMMA_TMA_STAGES;
 constexpr int BOX_A_ROWS = BM, BOX_A_COLS = BK;  // tensor map boxes, 128-byte swizzle
 constexpr int BOX_B_ROWS = BK, BOX_B_COLS = 64;
-constexpr int A_BYTES = BM * BK * 2;       // 8 KiB
+constexpr int A_BYTES = BM * BK * 2;        // 8 KiB
 constexpr int B_STRIP_BYTES = BK * 64 * 2;  // 8 KiB: 64 k-rows x 64 n-columns
-constexpr int B_BYTES = BK * BN * 2;       // 16 KiB
-constexpr int SMEM_BYTES = 1024 /* alignment slack */ + A_BYTES + B_BYTES + 16 /* mbarrier */;  // 25,616
+constexpr int B_BYTES = BK * BN * 2;        // 16 KiB
+constexpr int SMEM_BYTES = 1024 /* alignment slack */ + A_BYTES + B_BYTES + 16 /* mbarrier */;
 
+static_assert(THREADS == 128, "the registry's thread count is not one warpgroup's (the kernel's one wgmma issuer)");
+static_assert(BM == 64, "one warpgroup's wgmma (m64) computes the tile's rows");
+static_assert(STAGES == 1, "one stage: the copy of slice kt + 1 waits for the math of slice kt");
 static_assert(BK * 2 == 128, "one 128-byte swizzle row per K slice");
 static_assert(BN % 64 == 0 && BN <= 256, "B is loaded in 64-column strips");
+static_assert(SMEM_BYTES <= WGMMA_TMA_SMEM_BYTES, "the registry gives a block less shared memory than the tiles take");
 
 }  // namespace wgmma_tma
 
@@ -61,9 +66,9 @@ __device__ __forceinline__ void wgmma_tma_matmul(const CUtensorMap* tmap_a, cons
     }
     __syncthreads();
 
-    float d[64];
+    float d[BN / 2];  // the thread's share of the 64 x BN accumulators (128 threads)
 #pragma unroll
-    for (int i = 0; i < 64; ++i) d[i] = 0.f;
+    for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
 
     const int ktiles = (k + BK - 1) / BK;
     for (int kt = 0; kt < ktiles; ++kt) {

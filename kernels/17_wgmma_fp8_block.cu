@@ -2,79 +2,22 @@
 // fp32 block scales, A one per row and 128 k (1x128), B one per 128x128 block, and
 // C = sum over k blocks kb of (A_kb · B_kb) * sa[row, kb] * sb[kb, col / 128] in fp32.
 //
-// It is the FP8 rung's promoted build (16_wgmma_fp8.cu built as bn128_promote: WGMMA_WS_BN=128, WGMMA_WS_PROMOTE=1,
-// which the registry gives this method as its compile options) with the weights that kernel 12's mainloop applies
-// for a block-scaled Op (BLOCK_SCALED): the promoted mainloop already starts every k step (BK = 128 k, exactly one
-// scale block) from zero in a scratch accumulator set and adds the finished partial into fp32 accumulators, so the
-// block scales cost one multiply folded into that add, d = fma(partial, sa[row, kt] * sb[kt, n0 / 128], d): an FFMA
-// where the per-tensor build has an FADD, and no per-tensor factor at the end. The tile's 128 columns lie in one
-// column block of B's scales (n0 / 128), so a thread needs three scales per k step: its two rows' (each consumer
-// thread holds rows l/4 and l/4 + 8 of its warp's 16 in the wgmma accumulator layout) and the tile's B scale. They
-// are read through the read-only path (__ldg) and used only after the next step's wgmmas are issued, so their
-// latency runs under the tensor cores' work (ptxas 13.0 issues them just after the next step's first wgmma, where
-// they overlap the wait for the step's own group); consecutive lanes read consecutive rows of one k block, and
-// the scales (kb x (m + nb) floats, 2 MiB at 8192^3) stay in L2.
-// Stream-K pieces and split-K slices are whole k steps, each weighted as it is computed, and summed as in the
-// per-tensor builds. This is DeepGEMM's scheme (its promotion, its scale per 1x128 and 128x128 block).
+// It is wgmma_fp8's promoted 128x128-tile build (the registry's record of this method has WGMMA_WS_BN=128 and
+// WGMMA_WS_PROMOTE=1 in every build) with each k step's partial weighted by its block scales as it is promoted
+// (operands_fp8_block.cuh, OpFp8Block, where the scheme and the scales' layout are explained).
 //
 // Accuracy: as the promoted per-tensor build's (no tensor-core sum runs longer than 128 k), with finer scales.
 // Speed and error on a GPU: not measured yet (docs/tensor-cores.md).
 //
-// Scales (matmul_study.core.dtypes.block_scale_layout): one fp32 buffer, kb = ceil(k / 128), nb = ceil(n / 128):
-// [ sa: kb x m, k-block-major (row i's scale of k block q at q * m + i) | sb: kb x nb, k-block-major ]. Rows past m
-// (the last tile's) read row m - 1's scale: their partials are zero (TMA's zero fill), and the loads stay inside sa.
-//
-// Host contract: as wgmma_fp8's (16_wgmma_fp8.cu) at 128x128 tiles (6 stages, 230,496 bytes of shared memory),
-// with `scales` the block scales above instead of (scale_a, scale_b). The kernel's arguments end with a split-K
-// build's workspace (null in other builds) and the scales.
+// Host contract: as wgmma_fp8's (16_wgmma_fp8.cu) at 128x128 tiles, with `scales` the block scales instead of
+// (scale_a, scale_b). The kernel's arguments end with a split-K build's workspace (null in other builds) and the
+// scales.
 #pragma once
 
-#include "16_wgmma_fp8.cu"
+#include <cuda_fp8.h>
 
-namespace wgmma_fp8_block {
-
-constexpr int SCALE_BLOCK = 128;  // the scales' block edge (dtypes: float8_e4m3_block's scale_block)
-
-#if HOPPER_SM90A
-// The FP8 rung's e4m3 operands and instruction without its per-tensor factor: their scales are the blocks'.
-struct E4M3Block : wgmma_fp8::E4M3 {
-    static constexpr bool SCALED = false;
-};
-
-struct OpFp8Block : wgmma_int8::OpBytes<E4M3Block> {
-    static constexpr bool BLOCK_SCALED = true;
-    static_assert(BK == SCALE_BLOCK && wgmma_ws::BN == SCALE_BLOCK,
-                  "a k step is one 128-k scale block and a tile one 128-column block of B's scales");
-
-    // One consumer thread's weights of its k steps in one tile: at(kt) = (sa[kt, r0], sa[kt, r1]) * sb[kt, n0 / 128]
-    // for its rows r0 and r1 = r0 + 8 (clamped to m - 1), as the mainloop's Step (x: r0, y: r1).
-    struct Weights {
-        using Step = float2;
-        const float* sa;  // row r0's scale at k step 0; a k step further is m on
-        const float* sb;  // the tile's B scale at k step 0; a k step further is nb on
-        int r1;           // from r0's scale to r1's
-        int m, nb;
-
-        __device__ __forceinline__ Weights(const float* scales, int m_, int row0, int n0, int ktiles, int cols)
-            : m(m_), nb(cols)
-        {
-            const int r0 = min(row0, m_ - 1);
-            r1 = min(row0 + 8, m_ - 1) - r0;
-            sa = scales + r0;
-            sb = scales + static_cast<size_t>(ktiles) * m_ + n0 / SCALE_BLOCK;
-        }
-
-        __device__ __forceinline__ float2 at(int kt) const
-        {
-            const float* const a = sa + static_cast<size_t>(kt) * m;
-            const float b = __ldg(sb + static_cast<size_t>(kt) * nb);
-            return make_float2(__ldg(a) * b, __ldg(a + r1) * b);
-        }
-    };
-};
-#endif
-
-}  // namespace wgmma_fp8_block
+#include "warp_specialized/kernel.cuh"
+#include "warp_specialized/operands_fp8_block.cuh"
 
 // workspace: a split-K build's, else null (the generated wrapper passes what the build takes).
 template <typename T>
@@ -83,6 +26,6 @@ __device__ __forceinline__ void wgmma_fp8_block_matmul(const CUtensorMap* tmap_a
 {
     static_assert(sizeof(T) == 1, "e4m3 operands");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_fp8_block::OpFp8Block>(tmap_a, tmap_bt, C, m, n, k, workspace, scales);
+    wgmma_ws::ws_gemm<wgmma_ws::OpFp8Block>(tmap_a, tmap_bt, C, m, n, k, workspace, scales);
 #endif
 }

@@ -1,6 +1,8 @@
-// Helpers shared by the CUDA-core and mma.sync kernels (5, 9, 10, 11): 16-byte vectors, alignment, cp.async
-// (sm_80+), the mma.sync kernels' cp.async pipeline and accumulator stores, and the grouped tile order (which
-// kernel 12's persistent loop uses too). Hopper's TMA and wgmma helpers are in hopper.cuh.
+// Helpers shared by the CUDA-core and mma.sync kernels 06 (register_tiled), 07 (warptiled), 08 (dmma) and 10
+// (mma_async_copy), and by split_k.cuh: 16-byte vectors and alignment, cp.async (sm_80+) and the multi-stage
+// pipeline of 07, 08 and 10, the mma.sync accumulator stores of 08 and 10, and the grouped tile order (07, 08, 10,
+// and the warp-specialised Hopper kernels' persistent tile schedule). Hopper's TMA and wgmma helpers are in
+// hopper.cuh.
 #pragma once
 
 #include <stdint.h>

@@ -8,11 +8,13 @@
 // bits, and stores C with the kernel's own guarded stores. Its count resets the counter (atomicInc wraps at
 // SPLIT), so the workspace is zeroed once, when allocated, and every launch on the stream reuses it. No block
 // waits for another, so a grid larger than what is resident at once is safe, unlike the persistent rung's split
-// (ws_tile_schedule.cuh), which spreads the sum over the slices but needs them all running.
+// (warp_specialized/tile_schedule.cuh), which spreads the sum over the slices but needs them all running.
 //
 // Host contract: grid (tiles along n, tiles along m, SPLIT) exactly (the kernel traps on another z); workspace,
 // the kernel's last argument: per tile (blockIdx.y * gridDim.x + blockIdx.x) SPLIT partial tiles of
-// THREADS x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed once.
+// THREADS x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed once. The registry's
+// split-K builds (core/geometry.py, tile_split_k_variants) size it from the kernel's record as BM x BN
+// accumulators per partial tile, which each kernel static_asserts is THREADS x its accumulators per thread.
 #pragma once
 
 #include <type_traits>

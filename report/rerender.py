@@ -1,18 +1,18 @@
 #!/usr/bin/env python
 """Render a study's report again from its committed tables and result files, without a GPU: the figures are
-redrawn and the HTML rendered by the same functions as the pipeline's figure and report rules
-(workflow/scripts/figure.py and report.py).
+redrawn and the report assembled by the same functions as the pipeline's figure and report rules
+(workflow/scripts/figure.py and report.py; the report by pipeline.steps.write_report).
 
     python report/rerender.py results/reference/NVIDIA_H200 --palette 256
-    python report/rerender.py results/reference/NVIDIA_H200 --methods numpy --set threads=16 \\
-        --out results/reference/cpu-only
+    python report/rerender.py results/reference/NVIDIA_H200 --methods numpy --out results/reference/cpu-only
 
 RESULT_DIR holds tables/ (results.csv, the summaries, pruned.csv, calibration.csv) and runs/ (one JSON per job), as
-results/reference/<device>/ does. --set KEY=VALUE overrides config.yaml as `snakemake --config` did for the run
-(the reference H200 study ran with --config threads=16; its log names the command). --methods keeps only those
-methods' jobs and rebuilds the summaries and the pruned list from them: a CPU-only report from a GPU run's numpy
-jobs, say. The report goes to --out (default: RESULT_DIR), the figures to --figures (default: OUT/figures); the
-report embeds them, so it needs nothing else.
+results/reference/<device>/ does. --set KEY=VALUE overrides config.yaml as `snakemake --config` did for the run,
+so that the report states what the run asked for. The reference H200 study needs none: it ran the plain
+`snakemake --cores 1` (its log names the command), so its numpy jobs ran with one BLAS thread (`threads: auto`
+under one core), as their results record. --methods keeps only those methods' jobs and rebuilds the summaries and
+the pruned list from them: a CPU-only report from a GPU run's numpy jobs, say. The report goes to --out (default:
+RESULT_DIR), the figures to --figures (default: OUT/figures); the report embeds them, so it needs nothing else.
 """
 
 from __future__ import annotations
@@ -26,17 +26,13 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
-from markupsafe import escape  # noqa: E402
 
 from matmul_study.analysis import collate  # noqa: E402
 from matmul_study.analysis.result_devices import gpu_devices  # noqa: E402
-from matmul_study.core import results as result_files  # noqa: E402
 from matmul_study.pipeline import config as study_config  # noqa: E402
 from matmul_study.pipeline import grid  # noqa: E402
-from matmul_study.pipeline.scripting import config_as_measured  # noqa: E402
-from matmul_study.pipeline.steps import read_results  # noqa: E402
+from matmul_study.pipeline.steps import read_results, write_report  # noqa: E402
 from matmul_study.present.figures import FIGURES, left_out, save_figure  # noqa: E402
-from matmul_study.present.report import render_report  # noqa: E402
 
 TABLES = ["best", "speedup", "blocks", "float_vs_double"]  # workflow/rules/collate.smk
 
@@ -51,6 +47,37 @@ def load_config(path: Path, overrides: list[str], methods: list[str] | None) -> 
     if methods:
         config["methods"] = list(methods)
     return study_config.validate(config)
+
+
+def measured_keys_only(config: dict, results: pd.DataFrame) -> dict:
+    """`config` without the measurement keys newer than the results (a schema default they were never measured
+    with); the results table flattens nested keys (distribution.low) with "_"."""
+    recorded = [c.removeprefix("measured_config_measurement_") for c in results.columns
+                if c.startswith("measured_config_measurement_")]
+    if recorded and isinstance(config.get("measurement"), dict):
+        config["measurement"] = {k: v for k, v in config["measurement"].items()
+                                 if any(r == k or r.startswith(f"{k}_") for r in recorded)}
+    return config
+
+
+def draw_figures(results: pd.DataFrame, calibration: pd.DataFrame, folder: Path, palette: int | None,
+                 not_drawn: dict[str, str]) -> dict[str, Path]:
+    """As the figure rule (pipeline.steps.write_figure): every figure this run can have data for (those in
+    `not_drawn` left out), as PNG and SVG in `folder`, a sweep's several configurations of one job drawn as the
+    fastest verified one; with `palette`, each PNG stored in that many colours."""
+    results = collate.best_variants(results)
+    figures = {}
+    for name, spec in FIGURES.items():
+        if name in not_drawn:
+            continue
+        png = folder / f"{name}.png"
+        save_figure(spec.plot(results, calibration), png, png.with_suffix(".svg"))
+        if palette:
+            from PIL import Image
+
+            Image.open(png).convert("RGB").quantize(colors=palette).save(png, optimize=True)
+        figures[name] = png
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,41 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         pruned = pd.read_csv(tables_dir / "pruned.csv", dtype=str, keep_default_na=False)
     if results.empty:
         raise SystemExit(f"{tables_dir / 'results.csv'}: no jobs of methods {args.methods}")
-    # As the report rule: the configuration the results were measured with; tables with no rows left out.
-    config = config_as_measured(config, [result_files.read(p) for p in run_paths])
-    # measurement keys newer than the results (a schema default they were never measured with) are left out;
-    # nested keys (distribution.low) are flattened with "_" in the results table
-    recorded = [c.removeprefix("measured_config_measurement_") for c in results.columns
-                if c.startswith("measured_config_measurement_")]
-    if recorded and isinstance(config.get("measurement"), dict):
-        config["measurement"] = {k: v for k, v in config["measurement"].items()
-                                 if any(r == k or r.startswith(f"{k}_") for r in recorded)}
-    summaries = {name: df for name, df in summaries.items() if not df.empty}
     calibration = collate.load_calibration([tables_dir / "calibration.csv"]
                                            if (tables_dir / "calibration.csv").exists() else [])
     if not gpu_devices(results):
         calibration = calibration.iloc[0:0]  # a CPU-only run calibrates no GPU
-
-    # As the figure rules: every figure this run can have data for, drawn; the others named with the reason.
     not_drawn = left_out(results[["method", "dtype"]], len(gpu_devices(results)))
-    figures = {}
-    for name, spec in FIGURES.items():
-        if name in not_drawn:
-            continue
-        png = (args.figures or out / "figures") / f"{name}.png"
-        save_figure(spec.plot(results, calibration), png, png.with_suffix(".svg"))
-        if args.palette:
-            from PIL import Image
-
-            Image.open(png).convert("RGB").quantize(colors=args.palette).save(png, optimize=True)
-        figures[name] = png
-    extra = []
-    if not_drawn:
-        extra.append(("Figures not drawn", "".join(f"<p>{escape(text)}</p>" for text in not_drawn.values())))
-
-    html = render_report(results, summaries, pruned, figures, config, extra_sections=extra, calibration=calibration)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.html").write_text(html, encoding="utf-8")
+    figures = draw_figures(results, calibration, args.figures or out / "figures", args.palette, not_drawn)
+    write_report(out / "report.html", results, summaries, pruned, figures, measured_keys_only(config, results),
+                 run_paths, calibration=calibration, not_drawn=not_drawn)
     print(out / "report.html")
     return 0
 

@@ -65,10 +65,12 @@ def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
                       f"\"blocks {m}x{n}x{k}\");")
     checks.append(f"static_assert(wgmma_3xtf32::PREPASS_THREADS == {32 * 8}, \"threads\");")
     source = f'#include "{registry.get(METHOD).source}"\n' + "\n".join(checks) + "\n"
-    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path)
+    options = kernels.compile_options(METHOD)  # the registry's definitions of the default build
+    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, options)
     assert result.returncode == 0, result.stderr
     broken = source + "static_assert(wgmma_3xtf32::wide_k(1) == 4, \"guard: one block only\");\n"
-    assert kernels.compile_with_nvcc(broken, "sm_90a", tmp_path / "broken").returncode != 0
+    failed = kernels.compile_with_nvcc(broken, "sm_90a", tmp_path / "broken", options)
+    assert failed.returncode != 0 and "guard: one block only" in failed.stderr
 
 
 @needs_nvcc

@@ -56,7 +56,9 @@ def tiled_with_variants(monkeypatch):
 
 def test_the_default_build_is_unchanged():
     assert kernels.module_source(WS, [("float16", 0)]) == WS_FLOAT16_SOURCE
-    assert kernels.compile_options(WS) == ["-std=c++17", "-O3", "-lineinfo"]
+    # The default build's options are the common ones plus its contract, stated once by its record.
+    assert kernels.compile_options(WS) == [*kernels.COMPILE_OPTIONS,
+                                           *(f"-D{d}" for d in registry.get(WS).config.defines)]
     assert kernels.symbol(WS, "float16", 0) == "wgmma_warp_specialized_float16_b0"
     for method in registry.compiled_methods():
         instances = [(d, 16) for d in registry.get(method).dtypes]
@@ -90,9 +92,10 @@ def test_launchers_pass_the_variant_to_the_backend_and_name_its_symbol(tiled_wit
     monkeypatch.setattr(launchers, "kernel", lambda *args: seen.append(args) or "launch")
     problem = Problem(100, 100, 100, 16, dtypes.get("float32"))
     assert launchers.make(tiled_with_variants, problem, None, "x.cubin", "tagged") == "launch"
-    assert seen[0][-1] == "tagged"
-    assert launchers._symbol(tiled_with_variants, problem, "tagged") == "bench_tiled_tagged_float32_b16"
-    assert launchers._symbol(tiled_with_variants, problem, None) == "bench_tiled_float32_b16"
+    assert seen[0][-1] is TILED_VARIANTS[0]  # the name resolved once, to the record the launchers take
+    tagged, default = tiled_with_variants.variant("tagged"), tiled_with_variants.variant(None)
+    assert launchers._symbol(tiled_with_variants, problem, tagged) == "bench_tiled_tagged_float32_b16"
+    assert launchers._symbol(tiled_with_variants, problem, default) == "bench_tiled_float32_b16"
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

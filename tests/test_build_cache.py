@@ -1,5 +1,5 @@
 """compile_with_pycuda keeps its builds: the same build is compiled once, and any change to what it depends on
-(source, arch, options, a file in kernels/) compiles again."""
+(source, arch, options, a file the source includes, however deep) compiles again."""
 
 import sys
 import types
@@ -58,3 +58,21 @@ def test_an_unwritable_cache_still_builds(fake_pycuda, monkeypatch, tmp_path):
     monkeypatch.setenv("MATMUL_STUDY_BUILD_CACHE", str(blocker / "cache"))
     assert kernels.compile_with_pycuda("x", "sm_90").startswith(b"binary of x")
     assert kernels.compile_with_pycuda("x", "sm_90") and len(calls) == 2
+
+
+def test_an_edit_to_a_file_included_through_another_folder_changes_the_key(fake_pycuda):
+    _, sources = fake_pycuda
+    (sources / "family").mkdir()
+    (sources / "rung.cu").write_text('#include "family/mainloop.cuh"\n')
+    (sources / "family/mainloop.cuh").write_text('#include "../shared.cuh"\n')
+    (sources / "shared.cuh").write_text("// one\n")
+    source = '#include "rung.cu"\n'
+
+    def key():
+        return kernels.build_key(source, "sm_90a", kernels.COMPILE_OPTIONS, "cubin")
+
+    before = key()
+    (sources / "helper.cu").write_text("// not included\n")
+    assert key() == before  # a build does not depend on the kernels it does not include
+    (sources / "shared.cuh").write_text("// two\n")
+    assert key() != before

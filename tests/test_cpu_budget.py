@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from matmul_study.core import dtypes
 from matmul_study.measure import cpu_job
 from matmul_study.measure.inputs import generate
 from matmul_study.measure.stats import Measurement, Policy
@@ -60,7 +61,7 @@ def _run(size: int, measurement: Measurement):
     a, b = generate(size, size, size, "float64", 1, -5, 5)
     spec = cpu_job.InputSpec(size, size, size, "float64", 1, -5, 5)
     t0 = time.monotonic()
-    times, verifications, medians = cpu_job.run(a, b, "float64", measurement, 1, spec)
+    times, verifications, medians = cpu_job.run(a, b, dtypes.get("float64"), measurement, 1, spec)
     return time.monotonic() - t0, times, verifications, medians, cpu_job.last_run_budget()
 
 
@@ -107,7 +108,7 @@ def test_a_failure_in_the_timing_process_is_raised_in_the_job_with_its_traceback
 
 
 def test_what_a_timing_process_prints_goes_to_the_jobs_log_not_to_the_console(tmp_path, capfd):
-    # A child stopped mid-start-up prints to its file descriptor 2: inside a job's log (scripting.logged) that is
+    # A child stopped mid-start-up prints to its file descriptor 2: inside a job's log (stops.logged) that is
     # the log, not Snakemake's console.
     log = tmp_path / "job.log"
     with open(log, "w") as stream, contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):

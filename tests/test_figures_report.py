@@ -14,6 +14,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from matmul_study.present import figures, report
+from matmul_study.present.report import page as report_page
+from matmul_study.present.report import text as report_text
 from matmul_study.present.figures import FIGURES, save_figure
 
 XSS = "<script>alert(1)</script>"
@@ -524,8 +526,8 @@ def test_report_embeds_every_figure_and_caption(rendered):
             continue
         # The headline figures open the report, beside the answer table; a section's figure stands in its section;
         # the rest are under Figures.
-        where = (_section(doc, "answer") if name in report.HEADLINE_FIGURES else
-                 _section(doc, name) if name in report.SECTION_FIGURES else figs)
+        where = (_section(doc, "answer") if name in report_page.HEADLINE_FIGURES else
+                 _section(doc, name) if name in report_page.SECTION_FIGURES else figs)
         assert uri in where, f"figure {name} not embedded"
         assert str(escape(FIGURES[name].caption)) in where
     # self-contained: nothing fetched from elsewhere
@@ -612,13 +614,13 @@ def test_report_floats_are_formatted(rendered, results):
     jobs = _section(doc, "all-jobs")
     seconds = results["timing_median_s"].iloc[0]
     assert repr(seconds) not in jobs, "floats printed at full precision"
-    assert f"<td>{report.format_float(seconds)}</td>" in jobs
+    assert f"<td>{report_text.format_float(seconds)}</td>" in jobs
     assert "<td>nan</td>" not in jobs.lower()  # missing values (failed job's GFLOP/s) are blank
 
 
 def test_format_float():
     cases = {12345.678: "12346", 0.00123: "0.001230", 1.5e-7: "1.5e-07", 1e-4: "0.0001", 0.0: "0", np.nan: ""}
-    assert {x: report.format_float(x) for x in cases} == cases
+    assert {x: report_text.format_float(x) for x in cases} == cases
 
 
 def _render(results, calibration=None, config=None):
@@ -740,9 +742,9 @@ def test_report_shows_the_spread_between_gpus_of_one_model():
     cal = pd.DataFrame([("GPU X", "GPU-aaaa", 0, "float32", 100.0, "GFLOP/s", ""),
                         ("GPU X", "GPU-bbbb", 1, "float32", 104.0, "GFLOP/s", ""),
                         ("GPU X", "GPU-aaaa", 0, "memory", 4000.0, "GB/s", "")], columns=COLUMNS)
-    html = str(report._ceilings(cal))
+    html = str(report_page.ceilings(cal))
     assert "Spread between GPUs of one model" in html and "4.0%" in html and "GPU-bbbb" in html
-    one_gpu = str(report._ceilings(cal[cal["device_uuid"] == "GPU-aaaa"]))
+    one_gpu = str(report_page.ceilings(cal[cal["device_uuid"] == "GPU-aaaa"]))
     assert "Spread" not in one_gpu and "GPU-aaaa" in one_gpu
 
 
@@ -926,7 +928,7 @@ def test_a_cpu_only_report_still_opens_with_the_answer(results):
     assert "<th>× cuBLAS</th>" in table and "<th>% of datasheet peak</th>" in table
     assert table.count("<td>numpy</td>") == cpu_only["shape"].nunique() * 2
     top = cpu_only.loc[cpu_only["gflops"].idxmax()]
-    assert f"<td>{report.format_float(top['gflops'] / 1e3)}</td>" in table
+    assert f"<td>{report_text.format_float(top['gflops'] / 1e3)}</td>" in table
     assert "<td>—</td>" in table and "cuBLAS was not run" in answer and "datasheet peaks are GPU peaks" in answer
     assert "No verified kernel of ours" not in answer
     # a section with nothing to show says why in one paragraph, without the intro of a table that is not there
@@ -953,7 +955,7 @@ def test_the_report_opens_with_a_headline_sentence_from_the_data(rendered, resul
     cublas = results[(results["method"] == "cublas") & (results["dtype"] == best["dtype"])
                      & (results["shape"] == best["shape"])]["gflops"].iloc[0]
     tf = best["gflops"] / 1e3
-    assert (f"On this {GPU}, our fastest kernel, {best['label']}, runs {best['dtype']} at {report._tf(tf)} TF/s at "
+    assert (f"On this {GPU}, our fastest kernel, {best['label']}, runs {best['dtype']} at {report_text.tf(tf)} TF/s at "
             f"{best['m']}×{best['k']}×{best['n']}: {best['gflops'] / cublas:.2f}× cuBLAS") in headline
     pct = 100 * tf / 66.9  # the H200's float32 datasheet peak
     share = f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
@@ -982,8 +984,9 @@ def test_the_why_section_gives_each_step_its_technique_traffic_and_gain(rendered
         assert cells[0] == step["dtype"]
         assert cells[1] == f"{step['from']} → {step['to']}"
         assert cells[2] == str(escape(why.technique(step["to"].split()[0], step["from"].split()[0])))
-        assert cells[3].startswith(f"{report._tf(step['traffic_from_gb'])} → {report._tf(step['traffic_to_gb'])}")
-        assert cells[5] == f"{report._tf(step['tflops_from'])} → {report._tf(step['tflops_to'])}"
+        traffic = f"{report_text.tf(step['traffic_from_gb'])} → {report_text.tf(step['traffic_to_gb'])}"
+        assert cells[3].startswith(traffic)
+        assert cells[5] == f"{report_text.tf(step['tflops_from'])} → {report_text.tf(step['tflops_to'])}"
         assert cells[6] == f"{step['gain']:.2f}×"
     # the traffic the table states is the model's, from the tidy table's columns
     f32 = results[(results["dtype"] == "float32") & (results["shape"] == "1024x512x2048")
@@ -1010,7 +1013,7 @@ def test_the_wide_figures_take_the_content_width_and_the_others_their_drawn_size
 
         with Image.open(paths[name]) as image:
             inches = image.width / image.info["dpi"][0]
-        assert f"max-width: {round(inches * report.CSS_PX_PER_INCH)}px" in tag
+        assert f"max-width: {round(inches * report_page.CSS_PX_PER_INCH)}px" in tag
 
 
 def test_wide_tables_scroll_instead_of_being_cut_off(rendered):

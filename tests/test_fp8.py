@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -18,6 +19,7 @@ from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry, specs
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
+from matmul_study.core.warp_specialized import NARROW_BN, SM90_SHARED_BYTES
 
 FP8 = dtypes.get("float8_e4m3")
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
@@ -116,15 +118,20 @@ FP8_TILE_BUILDS = ("bn128", "bn128_promote")
 def test_fp8_128x128_builds_are_the_control_and_the_promoted_accumulation():
     m = registry.get("wgmma_fp8")
     bn128, promote = (m.variant(name) for name in FP8_TILE_BUILDS)
-    assert bn128.defines == ("WGMMA_WS_BN=128",)
-    assert promote.defines == ("WGMMA_WS_BN=128", "WGMMA_WS_PROMOTE=1")
-    assert m.tile(0, "float8_e4m3") == (128, 256, 128)
+    # The rung's record with the tile width moved, then promotion on top: nothing else differs.
+    assert bn128.config == replace(m.config, bn=NARROW_BN) and not bn128.config.promote
+    assert promote.config == replace(bn128.config, promote=True)
+    bm, _, bk = m.tile(0, "float8_e4m3")
     for name in FP8_TILE_BUILDS:
-        assert m.variant(name).tile(0, "float8_e4m3") == (128, 128, 128) and m.variant(name).workspace is None
-        # 512^3: 4 x 4 tiles of 128x128 (16 CTAs in clusters of 2) where 128x256 tiles give 8; 6 stages of 32 KiB.
-        launch = m.launch_for(specs.Problem(512, 512, 512, 0, FP8), name)
-        assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1) and launch.threads == (384, 1, 1)
-        assert launch.shared_bytes == 1024 + 6 * 32_768 + 32_768 + 6 * 16 == 230_496
+        assert m.variant(name).tile(0, "float8_e4m3") == (bm, NARROW_BN, bk) and m.variant(name).workspace is None
+        # 512^3: 4 x 4 tiles of 128x128 (16 CTAs in clusters of 2) where 128x256 tiles give 8; as many stages of
+        # the narrow tiles as fit.
+        launch, wide = m.launch_for(specs.Problem(512, 512, 512, 0, FP8), name), m.launch_for(specs.Problem(
+            512, 512, 512, 0, FP8))
+        assert launch.grid == (16, 1, 1) and (launch.cluster, launch.threads) == (wide.cluster, wide.threads)
+        config = m.variant(name).config
+        assert launch.shared_bytes == config.shared_bytes <= SM90_SHARED_BYTES
+        assert replace(config, stages=config.stage_count + 1).shared_bytes > SM90_SHARED_BYTES
         assert launch.persistent and launch.dependent
         assert m.launch_for(specs.Problem(4096, 4096, 4096, 0, FP8), name).grid == (132, 1, 1)
     assert m.launch_for(specs.Problem(512, 512, 512, 0, FP8)).grid == (8, 1, 1)

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -220,17 +221,22 @@ def test_dequantize_blocks_multiplies_each_element_by_its_blocks_scale():
 def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only():
     m = registry.get("wgmma_fp8_block")
     assert m.dtypes == ("float8_e4m3_block",) and m.source == "17_wgmma_fp8_block.cu" and m.default_study
-    assert m.compile_options == ("-DWGMMA_WS_BN=128", "-DWGMMA_WS_PROMOTE=1")
-    assert m.tile(0, "float8_e4m3_block") == (128, 128, 128)
+    # Its record is wgmma_fp8's bn128_promote build's (every definition comes from it, none from the method).
+    promoted = registry.get("wgmma_fp8").variant("bn128_promote")
+    assert m.config == promoted.config and m.compile_options == ()
+    assert m.tile(0, "float8_e4m3_block") == promoted.tile(0, "float8_e4m3")
     assert m.unmet_requirement((8, 9), lambda name: True) is not None  # sm_90a only
     assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "splitk2", "splitk4", "splitk8"}
     for v in m.variants:  # a variant never changes the tile, promotion or the scales: those are the method's
-        assert not any(d.startswith(("WGMMA_WS_BN", "WGMMA_WS_PROMOTE")) for d in v.defines), v.name
+        assert (v.config.bn, v.config.bk, v.config.promote) == (m.config.bn, m.config.bk, True), v.name
     launch = m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK))
-    assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1) and launch.shared_bytes == 230_496
+    assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1)
+    assert launch == registry.get("wgmma_fp8").launch_for(specs.Problem(512, 512, 512, 0, PER_TENSOR), "bn128_promote")
     assert m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK), "cluster1").cluster == (1, 1, 1)
     split = m.variant("splitk4")
-    assert split.workspace(specs.Problem(300, 520, 8193, 0, BLOCK)) == 4 * 5 * (4 * 128 * 128 * 4 + 4)
+    assert split.config == replace(m.config, split_k=4)
+    tile_bytes = m.config.BM * m.config.bn * 4  # a partial tile of fp32 accumulators
+    assert split.workspace(specs.Problem(300, 520, 8193, 0, BLOCK)) == 4 * 5 * (4 * tile_bytes + 4)
     # The heuristic splits deep K over few tiles and keeps whole tiles where they fill the GPU.
     names = tuple(v.name for v in m.variants)
     assert m.choose(specs.Problem(512, 512, 8192, 0, BLOCK), names).variant == "splitk8"
@@ -319,9 +325,9 @@ def test_registry_launch_matches_the_block_kernels_config(variant, tmp_path):
     m = registry.get("wgmma_fp8_block")
     launch = m.launch_for(specs.Problem(4096, 4096, 4096, 0, BLOCK, 132, 232_448), variant)
     tile_m, tile_n, _ = (m.variant(variant).tile or m.tile)(0, "float8_e4m3_block")
-    checks = {"SMEM_BYTES": launch.shared_bytes, "THREADS": launch.threads[0], "CLUSTER": launch.cluster[0],
-              "BM": tile_m, "BN": tile_n, "SPLIT_K": int(m.variant(variant).defines[0].split("=")[1])
-              if variant and variant.startswith("splitk") else 1}
+    checks = {"LAYOUT_BYTES + wgmma_ws::ALIGN_SLACK": launch.shared_bytes, "THREADS": launch.threads[0],
+              "CLUSTER": launch.cluster[0], "BM": tile_m, "BN": tile_n, "SPLIT_K": m.variant(variant).config.split_k,
+              "PROMOTE": 1}
     source = f'#include "{m.source}"\n' + "".join(
         f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
         for name, value in checks.items())
@@ -331,13 +337,15 @@ def test_registry_launch_matches_the_block_kernels_config(variant, tmp_path):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("defines, message", [
-    (("-DWGMMA_WS_BN=128", "-DWGMMA_WS_PROMOTE=0"), "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
-    (("-DWGMMA_WS_BN=256", "-DWGMMA_WS_PROMOTE=1"), "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
-    (("-DWGMMA_WS_BN=256", "-DWGMMA_WS_PROMOTE=0"), "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
+@pytest.mark.parametrize("moved, message", [
+    ({"promote": False}, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
+    ({"bn": 256}, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
+    ({"bn": 256, "promote": False}, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
 ])
-def test_a_block_build_without_promotion_or_at_128x256_tiles_does_not_compile(defines, message, tmp_path):
-    options = [*kernels.COMPILE_OPTIONS, *defines]
+def test_a_block_build_without_promotion_or_at_128x256_tiles_does_not_compile(moved, message, tmp_path):
+    # The rung's record with promotion or the tile width moved (its shared memory follows the tile).
+    config = replace(registry.get("wgmma_fp8_block").config, stages=None, **moved)
+    options = [*kernels.COMPILE_OPTIONS, *(f"-D{d}" for d in config.defines)]
     status, _, messages = block_build(None, tmp_path, "cubin", options=options)
     assert status != 0 and message in messages, messages
 
@@ -387,6 +395,6 @@ def test_the_launcher_refuses_fast_accumulation_and_missing_block_scales_before_
     p = specs.Problem(64, 64, 64, 0, BLOCK)
     with pytest.raises(ValueError, match="variant 'fast_accum' is for per-tensor scales; float8_e4m3_block runs the "
                                          "default build only"):
-        cublaslt.cublaslt(lt_method(), p, launchers.DeviceBuffers(None, None, None, object()), None, "fast_accum")
+        launchers.make(lt_method(), p, launchers.DeviceBuffers(None, None, None, object()), None, "fast_accum")
     with pytest.raises(ValueError, match=r"needs its block scales \(dtypes.block_scale_layout\) on the device"):
         cublaslt.cublaslt(lt_method(), p, launchers.DeviceBuffers(None, None, None), None)

@@ -21,7 +21,8 @@ from matmul_study.measure import inputs
 
 from matmul_study.launch import kernels
 from matmul_study.core.backends import module_available
-from matmul_study.core.specs import Problem
+from matmul_study.core.geometry import WARPTILED, WARPTILED_MBARRIER
+from matmul_study.core.specs import Problem, shared_opt_in_bytes
 
 pytestmark = pytest.mark.gpu
 
@@ -90,7 +91,7 @@ def test_kernel_matches_reference(cubin_for, method, dtype, block, shape):
 
 
 def is_persistent(method: str, dtype: str) -> bool:
-    problem = Problem(4096, 4096, 4096, blocks_for(method)[0], dtypes.get(dtype), SM_COUNT, 232_448)
+    problem = Problem(4096, 4096, 4096, blocks_for(method)[0], dtypes.get(dtype), SM_COUNT)
     return registry.get(method).launch(problem).persistent
 
 
@@ -224,22 +225,23 @@ def warptiled_fp32_ptx(tmp_path_factory):
         path = root / f"{method}_float32_{arch}.ptx"
         if not path.exists():
             source = kernels.module_source(method, [("float32", 0)])
-            options = kernels.compile_options(method)
+            options = kernels.compile_options(method, None, arch)
             path.write_bytes(kernels.compile_with_pycuda(source, arch, options, target="ptx"))
         return str(path)
 
     return get
 
 
-@pytest.mark.parametrize("method,small_bytes", [("warptiled", 74_496), ("warptiled_mbarrier", 99_328)])
+@pytest.mark.parametrize("method,family", [("warptiled", WARPTILED), ("warptiled_mbarrier", WARPTILED_MBARRIER)])
 @pytest.mark.parametrize("shape", [(17, 33, 65), (257, 511, 129), (1000, 1200, 800)])
-def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(warptiled_fp32_ptx, method, small_bytes, shape):
+def test_warptiled_fp32_fallback_for_gpus_with_less_shared_memory(warptiled_fp32_ptx, method, family, shape):
     # A 99 KB GPU (sm_86/89/120) runs the BK-16 build with the launch its opt-in limit gets: the same here.
     m, k, n = shape
-    assert registry.get(method).launch(Problem(m, n, k, 0, dtypes.get("float32"), SM_COUNT, 101_376)) \
-        .shared_bytes == small_bytes
+    limit = shared_opt_in_bytes("sm_86")
+    assert registry.get(method).launch(Problem(m, n, k, 0, dtypes.get("float32"), SM_COUNT, limit)) \
+        .shared_bytes == family.configs["float32"][-1].shared_bytes
     fallback = warptiled_fp32_ptx("compute_86", method)
-    check_kernel(lambda *_: fallback, method, "float32", 0, shape, max_shared_bytes=101_376)
+    check_kernel(lambda *_: fallback, method, "float32", 0, shape, max_shared_bytes=limit)
 
 
 # Launches warptiled float32 from the module file argv[1] as on a device whose blocks may opt in to argv[2] bytes;
@@ -268,8 +270,8 @@ except cuda.Error as exc:
 def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_compiled_for(warptiled_fp32_ptx):
     # The BK-32 build (compute_80) given a 99 KB GPU's launch must fail, not compute garbage. In subprocesses: a
     # trap leaves the CUDA context unusable.
-    opt_in = DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-    if opt_in < 148_992:
+    opt_in = shared_opt_in_bytes(CC)  # as the pipeline launches on this GPU
+    if opt_in < WARPTILED.configs["float32"][0].shared_bytes:
         pytest.skip("this GPU cannot give the BK-32 build the shared memory it needs")
     repo = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
@@ -278,9 +280,9 @@ def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_
         return subprocess.run([sys.executable, "-c", LAUNCH_WARPTILED, warptiled_fp32_ptx("compute_80"),
                                str(max_shared_bytes)], capture_output=True, text=True, env=env, cwd=repo)
 
-    runs = launch(opt_in)  # the control: with this GPU's own limit the launch gives 148,992 B and succeeds
+    runs = launch(opt_in)  # the control: with this GPU's own limit the launch gives the BK-32 size and succeeds
     assert runs.returncode == 0, runs.stdout + runs.stderr
-    traps = launch(101_376)  # 74,496 B
+    traps = launch(shared_opt_in_bytes("sm_86"))  # the BK-16 size
     assert traps.returncode == 3, traps.stdout + traps.stderr
 
 
@@ -300,7 +302,7 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
     c_and_guard = gpuarray.to_gpu(np.full(m * n + GUARD, sentinel, dtype=record.output))
     uploaded = gpu_job.upload(a, b, record, operands.scales)  # the pipeline's buffers (and a scaled dtype's scales)
     buffers = DeviceBuffers(uploaded.a, uploaded.b, c_and_guard[: m * n], uploaded.scales)
-    shared = max_shared_bytes or DEVICE.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    shared = max_shared_bytes or shared_opt_in_bytes(CC)  # as the pipeline launches on this GPU
     launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared), buffers,
                             cubin_for(method, dtype, block), variant)
     results = []

@@ -134,19 +134,26 @@ def test_a_config_that_selects_no_job_is_refused_with_what_each_method_supports(
 
 def test_a_kernel_with_several_geometries_launches_the_one_the_gpu_can_hold():
     from matmul_study.core import dtypes, registry
-    from matmul_study.core.specs import Problem
+    from matmul_study.core.geometry import WARPTILED, WARPTILED_MBARRIER
+    from matmul_study.core.specs import Problem, shared_opt_in_bytes
 
     warptiled, fp32 = registry.get("warptiled"), dtypes.get("float32")
-    h200 = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 132, 232_448))
-    rtx = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 24, 101_376))  # sm_89: 99 KB per block
-    assert (h200.shared_bytes, rtx.shared_bytes) == (148_992, 74_496)
-    assert h200.grid == rtx.grid == (16, 32, 1)  # the same 128 x 256 tile, only BK differs
-    assert warptiled.launch(Problem(64, 64, 64, 0, dtypes.get("float64"), 24, 101_376)).shared_bytes == 66_048
-    assert warptiled.tile(0, "float32") == (128, 256, 32)
+    big, small = WARPTILED.configs["float32"]
+    h200 = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 132, shared_opt_in_bytes("sm_90")))
+    rtx = warptiled.launch(Problem(4096, 4096, 4096, 0, fp32, 24, shared_opt_in_bytes("sm_89")))  # 99 KB per block
+    assert shared_opt_in_bytes("sm_89") < big.shared_bytes <= shared_opt_in_bytes("sm_90")
+    assert (h200.shared_bytes, rtx.shared_bytes) == (big.shared_bytes, small.shared_bytes)
+    assert h200.grid == rtx.grid == (4096 // big.tile_n, 4096 // big.tile_m, 1)  # the same tile, only BK differs
+    assert (small.tile_m, small.tile_n) == (big.tile_m, big.tile_n) and small.tile_k < big.tile_k
+    (fp64,) = WARPTILED.configs["float64"]
+    assert warptiled.launch(Problem(64, 64, 64, 0, dtypes.get("float64"), 24, shared_opt_in_bytes("sm_89"))
+                            ).shared_bytes == fp64.shared_bytes
+    assert warptiled.tile(0, "float32") == big.tile()
     # The mbarrier configuration's 4 stages of BK 32 need 199 KB: an A100 (163 KB) gets its BK-16 size.
     mbarrier = registry.get("warptiled_mbarrier")
-    assert [mbarrier.launch(Problem(4096, 4096, 4096, 0, fp32, 108, limit)).shared_bytes
-            for limit in (232_448, 166_912, 101_376)] == [198_656, 99_328, 99_328]
+    deep, shallow = WARPTILED_MBARRIER.configs["float32"]
+    assert [mbarrier.launch(Problem(4096, 4096, 4096, 0, fp32, 108, shared_opt_in_bytes(arch))).shared_bytes
+            for arch in ("sm_90", "sm_80", "sm_89")] == [deep.shared_bytes, shallow.shared_bytes, shallow.shared_bytes]
 
 
 def test_only_kernels_that_wait_for_the_previous_grid_are_launched_as_dependents():
@@ -157,7 +164,7 @@ def test_only_kernels_that_wait_for_the_previous_grid_are_launched_as_dependents
 
     def launch(name):
         method = registry.get(name)
-        return method.launch(Problem(4096, 4096, 4096, 16, dtypes.get(method.dtypes[0]), 132, 232_448))
+        return method.launch(Problem(4096, 4096, 4096, 16, dtypes.get(method.dtypes[0]), 132))
 
     assert {name for name in registry.compiled_methods() if launch(name).dependent} == {
         "wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8", "wgmma_fp8_block"}
@@ -174,8 +181,7 @@ def test_a_dependent_launch_asks_the_driver_for_programmatic_stream_serialisatio
     from matmul_study.launch.launchers import launch_config
     from matmul_study.core.specs import Problem
 
-    launch = registry.get("wgmma_warp_specialized").launch(Problem(4096, 4096, 4096, 16, dtypes.get("float16"), 132,
-                                                                   232_448))
+    launch = registry.get("wgmma_warp_specialized").launch(Problem(4096, 4096, 4096, 16, dtypes.get("float16"), 132))
     ids = cu.CUlaunchAttributeID
     dependent, independent = launch_config(launch), launch_config(replace(launch, dependent=False))  # kept alive:
     # the attributes read back point into their configuration

@@ -55,10 +55,10 @@ def test_larger_k_is_refused_with_the_bound_named():
 def test_int8_reference_is_exact_and_a_one_off_fails():
     a, b = inputs.generate(33, 129, 65, "int8", seed=5)
     c = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
-    ok = verify_on_host(a, b, c, "int8", True, 8, 0)
+    ok = verify_on_host(a, b, c, dtypes.get("int8"), True, 8, 0)
     assert ok.passed and ok.max_abs_error == 0.0
     c[7, 11] += 1
-    assert not verify_on_host(a, b, c, "int8", True, 8, 0).passed
+    assert not verify_on_host(a, b, c, dtypes.get("int8"), True, 8, 0).passed
     # The fp64 reference of worst-case inputs at the bound is exact: -128 * -128 summed 131071 times.
     worst = dtypes.to_float64(np.full((1, 131071), -128, np.int8), dtypes.get("int8"))
     assert (worst @ worst.T).item() == 131071 * 16384
@@ -84,7 +84,7 @@ def test_int8_rung_has_no_split_k_builds():
     # The split-K workspace sums fp32 partials; the kernel refuses WGMMA_WS_SPLIT_K > 1 for int8.
     m = registry.get("wgmma_int8")
     assert m.variants and all(v.workspace is None for v in m.variants)
-    assert not any("WGMMA_WS_SPLIT_K" in d for v in m.variants for d in v.defines)
+    assert all(v.config.split_k == m.config.split_k == 1 for v in m.variants)
 
 
 def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):

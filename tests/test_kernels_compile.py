@@ -3,6 +3,7 @@ sm_80, sm_90 and sm_90a; the Hopper rungs' arch-specific build holds the instruc
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -13,7 +14,9 @@ import pytest
 from matmul_study.core import dtypes, registry
 
 from matmul_study.launch import kernels
+from matmul_study.core import geometry, specs
 from matmul_study.core.specs import Problem
+from matmul_study.core.warp_specialized import SM90_SHARED_BYTES, WsConfig, WsMethod
 
 BLOCKS = [1, 8, 16, 24, 32]
 ARCHS = ["sm_80", "sm_90", "sm_90a"]
@@ -42,7 +45,8 @@ def expected_symbols(method: str) -> set[str]:
 def compile_ptx(method: str, module_instances: list[tuple[str, int]], arch: str, tmp_path) -> str:
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(method, module_instances))
-    command = kernels.nvcc_command(source, tmp_path / "module.ptx", arch, kernels.compile_options(method), "ptx")
+    command = kernels.nvcc_command(source, tmp_path / "module.ptx", arch, kernels.compile_options(method, None, arch),
+                                   "ptx")
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return (tmp_path / "module.ptx").read_text()
@@ -70,7 +74,8 @@ def test_module_defines_expected_symbols(method):
 @pytest.mark.parametrize("method", COMPILED)
 def test_module_compiles(method, arch, tmp_path):
     source = kernels.module_source(method, instances(method))
-    result = kernels.compile_with_nvcc(source, arch, tmp_path, kernels.compile_options(method))  # as the pipeline
+    result = kernels.compile_with_nvcc(source, arch, tmp_path,
+                                       kernels.compile_options(method, None, arch))  # as the pipeline
     assert result.returncode == 0, f"nvcc failed for {method} on {arch}:\n{result.stderr}"
     # extern "C" names go into the cubin's symbol table unmangled; PyCUDA looks them up by these names.
     cubin = (tmp_path / "module.cubin").read_bytes()
@@ -118,48 +123,130 @@ def test_the_pre_hopper_rung_is_mma_sync_with_ldmatrix_and_cp_async(arch, tmp_pa
     assert "wgmma" not in ptx and "cp.async.bulk" not in ptx
 
 
-# Kernels whose tile geometry is a C++ config: the registry's launch and tile must be that config's.
-CONFIGS = {"dmma": ("float64", "dmma::DefaultConfig"), "mma_async_copy": ("float16", "mma_async_copy::DefaultConfig")}
+# The launch contract of kernels 05-11 is stated once, in a geometry record (core/geometry.py): the registry's
+# launch, tile and -D definitions are that record's, and the kernel static_asserts that it can work with them.
+CONTRACTS = {m: registry.get(m).contract_defines.__self__ for m in COMPILED if registry.get(m).contract_defines}
+
+
+def records(record) -> list[tuple[str, geometry.BlockTile]]:
+    """(dtype, configuration) of a record: a BlockTile's one, or every configuration of a TileFamily."""
+    if isinstance(record, geometry.BlockTile):
+        return [("", record)]
+    return [(dtype, config) for dtype, options in record.configs.items() for config in options]
+
+
+def test_the_pre_hopper_kernels_take_their_launch_contract_from_one_record():
+    assert set(CONTRACTS) >= {"wmma", "register_tiled", "warptiled", "warptiled_mbarrier", "dmma", "wmma_tiled",
+                              "mma_async_copy", "wgmma_tma"}
+    for method, record in CONTRACTS.items():
+        m = registry.get(method)
+        assert m.launch.__self__ is record, f"{method}: its launch is not its record's"
+        if method != "wmma":  # wmma's traffic unit is a warp's 16x16 fragment, not the block's tile
+            assert m.tile.__self__ is record, f"{method}: its tile is not its record's"
+        for dtype in m.dtypes:
+            problem = Problem(1000, 1000, 1000, 0, dtypes.get(dtype))
+            config = record if isinstance(record, geometry.BlockTile) else record.config(dtype,
+                                                                                         problem.max_shared_bytes)
+            launch = m.launch(problem)
+            assert launch.grid == (-(-1000 // config.tile_n), -(-1000 // config.tile_m), 1)
+            assert (launch.threads, launch.shared_bytes) == ((config.threads, 1, 1), config.shared_bytes)
+            assert m.launch_bounds in (None, (config.threads, 1))
+
+
+@pytest.mark.parametrize("method", CONTRACTS)
+def test_a_stage_count_changes_the_definitions_and_the_launch_together(method):
+    # One record states the stages; the shared memory the kernel is compiled for and launched with follows from it.
+    for dtype, config in records(CONTRACTS[method]):
+        if config.stages is None:
+            continue
+        deeper = dataclasses.replace(config, stages=config.stages + 1)
+        problem = Problem(1000, 1000, 1000, 0, dtypes.get(dtype or registry.get(method).dtypes[0]))
+        launched = deeper.launch(problem).shared_bytes
+        assert launched > config.launch(problem).shared_bytes
+        assert set(deeper.defines()) - set(config.defines()) == {
+            f"{config.name}_STAGES={config.stages + 1}", f"{config.name}_SMEM_BYTES={launched}"}
+
+
+def compile_contract(method: str, defines, arch: str, tmp_path):
+    """The method's source alone (its namespace-scope checks of the contract; no kernel instantiated), compiled with
+    the given contract definitions instead of the registry's."""
+    source = f'#include "{registry.get(method).source}"\n'
+    options = [*kernels.COMPILE_OPTIONS, *registry.get(method).compile_options, *(f"-D{d}" for d in defines)]
+    return kernels.compile_with_nvcc(source, kernels.target(method, arch), tmp_path, options)
+
+
+def with_value(defines, key: str, value: int) -> tuple[str, ...]:
+    return tuple(f"{d.partition('=')[0]}={value}" if d.partition("=")[0].endswith("_" + key) else d for d in defines)
 
 
 @needs_nvcc
-@pytest.mark.parametrize("method", CONFIGS)
-def test_registry_launch_matches_the_kernels_config(method, tmp_path):
-    dtype, cfg = CONFIGS[method]
-    m = registry.get(method)
-    launch = m.launch(Problem(1000, 1000, 1000, 0, dtypes.get(dtype)))
-    tile_m, tile_n, tile_k = m.tile(0, dtype)
-    assert launch.grid[:2] == (-(-1000 // tile_n), -(-1000 // tile_m))
-    checks = {"THREADS": launch.threads[0], "SMEM_BYTES": launch.shared_bytes, "BM": tile_m, "BN": tile_n,
-              "BK": tile_k}
-    source = f'#include "{m.source}"\n' + "".join(
-        f'static_assert({cfg}::{name} == {value}, "{name} is not the registry\'s {value}");\n'
-        for name, value in checks.items())
-    assert m.launch_bounds == (launch.threads[0], 1)
-    result = kernels.compile_with_nvcc(source, "sm_80", tmp_path)
-    assert result.returncode == 0, result.stderr
-
-
-# The most shared memory a block may opt in to, by target (CUDA C++ Programming Guide, technical specifications
-# per compute capability): 163 KB, 99 KB or 227 KB.
-OPT_IN_SHARED_BYTES = {"sm_80": 166_912, "sm_86": 101_376, "sm_87": 166_912, "sm_89": 101_376, "sm_90": 232_448,
-                       "sm_100": 232_448, "sm_103": 232_448, "sm_120": 101_376, "sm_121": 101_376}
-
-
-# Kernel 07's fp32 methods: the BK of each launch size.
-WARPTILED_BK = {"warptiled": {148_992: 32, 74_496: 16}, "warptiled_mbarrier": {198_656: 32, 99_328: 16}}
+@pytest.mark.parametrize("method,index", [(m, i) for m, r in CONTRACTS.items() for i in range(len(records(r)))])
+def test_the_kernel_checks_the_records_threads_and_shared_memory(method, index, tmp_path):
+    # The record's definitions build; one byte of shared memory less, or another warp, fails the kernel's
+    # static_assert: so the record's shared memory is exactly what the kernel's layout uses.
+    _, config = records(CONTRACTS[method])[index]
+    arch = "sm_90"
+    ok = compile_contract(method, config.defines(), arch, tmp_path / "ok")
+    assert ok.returncode == 0, ok.stderr
+    threads = compile_contract(method, with_value(config.defines(), "THREADS", config.threads + 32), arch,
+                               tmp_path / "threads")
+    assert threads.returncode != 0 and "thread count" in threads.stderr, threads.stderr
+    if config.layout is not None:
+        short = compile_contract(method, with_value(config.defines(), "SMEM_BYTES", config.shared_bytes - 1), arch,
+                                 tmp_path / "short")
+        assert short.returncode != 0 and "less shared memory" in short.stderr, short.stderr
 
 
 @needs_nvcc
-@pytest.mark.parametrize("method", WARPTILED_BK)
-@pytest.mark.parametrize("arch", OPT_IN_SHARED_BYTES)
+@pytest.mark.parametrize("method", [m for m, r in CONTRACTS.items() if records(r)[0][1].stages is not None
+                                    and m != "wgmma_tma"])  # wgmma_tma has one stage by design
+def test_the_kernel_takes_the_records_stage_count(method, tmp_path):
+    # One more stage: the record's new shared memory fits the kernel exactly, so the kernel read the stage count.
+    _, config = records(CONTRACTS[method])[0]
+    deeper = dataclasses.replace(config, stages=config.stages + 1)
+    ok = compile_contract(method, deeper.defines(), "sm_90", tmp_path / "ok")
+    assert ok.returncode == 0, ok.stderr
+    short = compile_contract(method, with_value(deeper.defines(), "SMEM_BYTES", deeper.shared_bytes - 1), "sm_90",
+                             tmp_path / "short")
+    assert short.returncode != 0 and "less shared memory" in short.stderr, short.stderr
+
+
+@needs_nvcc
+def test_a_build_without_the_registrys_definitions_fails_to_compile(tmp_path):
+    # Kernel 07's float32 configuration depends on the target: without one, compile_options leaves it out, and the
+    # kernel keeps no default of its own.
+    source = kernels.module_source("warptiled", [("float32", 0)])
+    result = kernels.compile_with_nvcc(source, "sm_90", tmp_path, kernels.compile_options("warptiled"))
+    assert result.returncode != 0 and "no WARPTILED_* configuration" in result.stderr, result.stderr
+
+
+# Kernel 07's fp32 methods: which configuration each target with a known opt-in limit compiles.
+OPT_IN_TARGETS = [f"sm_{major}{minor}" for major, minor in specs.SHARED_OPT_IN_BYTES]
+WARPTILED_FAMILIES = {"warptiled": geometry.WARPTILED, "warptiled_mbarrier": geometry.WARPTILED_MBARRIER}
+
+
+@pytest.mark.parametrize("method", WARPTILED_FAMILIES)
+def test_every_warptiled_fp32_configuration_is_some_targets_choice(method):
+    family = WARPTILED_FAMILIES[method]
+    assert registry.get(method).launch.__self__ is family
+    chosen = {family.config("float32", specs.shared_opt_in_bytes(arch)) for arch in OPT_IN_TARGETS}
+    assert chosen == set(family.configs["float32"])
+    # A target the table does not know compiles the smallest, which every GPU with cp.async can hold.
+    assert family.config("float32", specs.shared_opt_in_bytes("sm_110")) == family.configs["float32"][-1]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method", WARPTILED_FAMILIES)
+@pytest.mark.parametrize("arch", OPT_IN_TARGETS)
 def test_warptiled_fp32_compiles_one_configuration_the_one_its_launch_gives_shared_memory_for(method, arch, tmp_path):
     # The main loop is BK fully unrolled k steps of a thread's 16 x 8 FMAs, so the FMA count tells which BK was
     # compiled (both, behind a run-time branch, would give 6144). A launch with less shared memory than it needs traps.
     ptx = compile_ptx(method, [("float32", 0)], arch, tmp_path)
     launch = registry.get(method).launch(Problem(4096, 4096, 4096, 0, dtypes.get("float32"), 1,
-                                                 OPT_IN_SHARED_BYTES[arch]))
-    assert ptx.count("fma.rn.f32") == 16 * 8 * WARPTILED_BK[method][launch.shared_bytes]
+                                                 specs.shared_opt_in_bytes(arch)))
+    compiled = WARPTILED_FAMILIES[method].config("float32", specs.shared_opt_in_bytes(arch))
+    assert launch.shared_bytes == compiled.shared_bytes
+    assert ptx.count("fma.rn.f32") == 16 * 8 * compiled.tile_k
 
 
 def test_arch_specific_methods_target_sm_90a_and_others_the_plain_arch():
@@ -187,8 +274,8 @@ def ptx_code(method: str, variant: str | None, tmp_path) -> str:
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(method, instances(method), variant))
     ptx = tmp_path / "module.ptx"
-    command = kernels.nvcc_command(source, ptx, kernels.target(method, "sm_90"),
-                                   kernels.compile_options(method, variant), "ptx")
+    arch = kernels.target(method, "sm_90")
+    command = kernels.nvcc_command(source, ptx, arch, kernels.compile_options(method, variant, arch), "ptx")
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, f"nvcc failed for {method} variant {variant}:\n{result.stderr}"
     code = ptx.read_text().split(".section\t.debug_str")[0]
@@ -205,7 +292,7 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
     # (a renamed or removed switch) builds the default again, and fails the comparison.
     arch = kernels.target(method, "sm_90")
     source = kernels.module_source(method, instances(method), variant)
-    result = kernels.compile_with_nvcc(source, arch, tmp_path / "cubin", kernels.compile_options(method, variant))
+    result = kernels.compile_with_nvcc(source, arch, tmp_path / "cubin", kernels.compile_options(method, variant, arch))
     assert result.returncode == 0, f"nvcc failed for {method} variant {variant} on {arch}:\n{result.stderr}"
     cubin = (tmp_path / "cubin" / "module.cubin").read_bytes()
     for dtype, block in instances(method):
@@ -214,25 +301,129 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
     assert ptx_code(method, variant, tmp_path / "variant") != ptx_code(method, None, tmp_path / "default")
 
 
-# The warp-specialised pipeline's launch geometry, per build: the registry's launch must be the kernel's.
-WS_BUILDS = [(m, v) for m in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8")
-             for v in ["default", *(v.name for v in registry.get(m).variants)]]
+# The warp-specialised family (kernels 12-17, kernels/warp_specialized/): every build is one record
+# (core/warp_specialized.WsConfig) whose -D definitions, launch, tile and workspace the registry derives; the kernel
+# has no defaults for them and static_asserts what it needs.
+WS_METHODS = tuple(m for m in COMPILED if isinstance(registry.get(m), WsMethod))
+WS_BUILDS = [(m, v) for m in WS_METHODS for v in ["default", *(v.name for v in registry.get(m).variants)]]
+
+
+def test_the_warp_specialized_rungs_are_one_family():
+    assert set(WS_METHODS) == {"wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8",
+                               "wgmma_fp8_block"}
+    for method in WS_METHODS:  # a rung is the collectives and its operand policy, nothing of another rung
+        text = (kernels.KERNEL_DIR / registry.get(method).source).read_text()
+        includes = re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, re.M)
+        assert "warp_specialized/kernel.cuh" in includes, method
+        assert len([i for i in includes if i.startswith("warp_specialized/operands_")]) == 1, method
+
+
+def test_no_kernel_source_includes_another_cu_file():
+    # Shared code lives in headers (.cuh); a .cu file is one method's (or helper's) entry points.
+    sources = sorted(kernels.KERNEL_DIR.rglob("*.cu")) + sorted(kernels.KERNEL_DIR.rglob("*.cuh"))
+    assert any(p.parent.name == "warp_specialized" for p in sources)
+    for path in sources:
+        includes = re.findall(r'^\s*#\s*include\s*"([^"]+)"', path.read_text(), re.M)
+        assert not [name for name in includes if name.endswith(".cu")], f"{path.name} includes a .cu file"
+
+
+@pytest.mark.parametrize("method,variant", WS_BUILDS)
+def test_each_warp_specialized_build_takes_its_definitions_and_launch_from_one_record(method, variant):
+    m = registry.get(method)
+    build = m.variant(variant)
+    config = build.config
+    assert isinstance(config, WsConfig) and (variant != "default" or config is m.config)
+    # The kernel's definitions are the record's, every one once; the method adds none of its own.
+    defines = [o.removeprefix("-D") for o in kernels.compile_options(method, variant) if o.startswith("-D")]
+    assert defines == list(config.defines)
+    names = [d.partition("=")[0] for d in defines]
+    assert len(set(names)) == len(names) and all(name.startswith("WGMMA_WS_") for name in names)
+    # The launch, tile and workspace are the same record's.
+    assert m.launch_bounds == (config.THREADS, 1)
+    assert (build.tile or m.tile)(0, m.dtypes[0]) == config.tile()
+    for shape in ((512, 512, 512), (300, 520, 8193), (4096, 4096, 4096)):
+        problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
+        launch = m.launch_for(problem, variant)
+        assert launch == config.launch(problem)
+        assert (launch.threads, launch.shared_bytes, launch.cluster) == (
+            (config.THREADS, 1, 1), config.shared_bytes, (config.cluster, 1, 1))
+        assert launch.persistent and launch.dependent
+        assert m.workspace_bytes(problem, variant) == (config.workspace_bytes(problem) if config.split_k > 1 else 0)
+    if variant != "default":  # a variant moves its rung's record; nothing else tells it apart
+        assert config != m.config
+
+
+@pytest.mark.parametrize("method", WS_METHODS)
+def test_a_stage_count_moves_the_definitions_and_the_launch_together(method):
+    m = registry.get(method)
+    config, problem = m.config, Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0]))
+    fewer = dataclasses.replace(config, stages=config.stage_count - 1)
+    assert set(config.defines) ^ set(fewer.defines) == {
+        f"WGMMA_WS_STAGES={config.stage_count}", f"WGMMA_WS_SMEM_BYTES={config.launch(problem).shared_bytes}",
+        f"WGMMA_WS_STAGES={fewer.stage_count}", f"WGMMA_WS_SMEM_BYTES={fewer.launch(problem).shared_bytes}"}
+    assert config.launch(problem).shared_bytes - fewer.launch(problem).shared_bytes == (
+        config.stage_bytes + config.BARRIER_BYTES)
+    # The default stage count is the most that fit an SM's opt-in shared memory.
+    deeper = dataclasses.replace(config, stages=config.stage_count + 1)
+    assert config.shared_bytes <= SM90_SHARED_BYTES < deeper.shared_bytes
+    if "stages3" in {v.name for v in m.variants}:  # the registry's stage variant: the record, its stages moved
+        assert m.variant("stages3").config == dataclasses.replace(config, stages=3)
+
+
+def compile_ws_checks(method: str, defines, checks: dict[str, int], tmp_path) -> subprocess.CompletedProcess:
+    """The rung's source alone (the namespace-scope checks of its configuration; no kernel instantiated) with
+    `defines` as its definitions, and a static_assert that each of the kernel's constants `checks` has its value."""
+    m = registry.get(method)
+    source = f'#include "{m.source}"\n' + "".join(
+        f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
+        for name, value in checks.items())
+    options = [*kernels.COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in defines)]
+    return kernels.compile_with_nvcc(source, kernels.target(method, "sm_90"), tmp_path, options)
+
+
+def with_define(defines, name: str, value) -> tuple[str, ...]:
+    return tuple(f"WGMMA_WS_{name}={value}" if d.startswith(f"WGMMA_WS_{name}=") else d for d in defines)
 
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", WS_BUILDS)
 def test_registry_launch_matches_the_warp_specialized_kernels_config(method, variant, tmp_path):
+    # The compiled module's own constants (its layout's bytes among them) against the registry's launch and tile.
     m = registry.get(method)
-    launch = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0]), 132, 232_448), variant)
-    tile_m, tile_n, _ = (m.variant(variant).tile or m.tile)(0, m.dtypes[0])  # 128x128 in the bn128 builds
-    checks = {"SMEM_BYTES": launch.shared_bytes, "THREADS": launch.threads[0], "CLUSTER": launch.cluster[0],
-              "BM": tile_m, "BN": tile_n}
-    source = f'#include "{m.source}"\n' + "".join(
-        f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
-        for name, value in checks.items())
-    assert m.launch_bounds == (launch.threads[0], 1) and launch.persistent and launch.dependent
-    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, kernels.compile_options(method, variant))
+    launch = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0])), variant)
+    tile_m, tile_n, tile_k = (m.variant(variant).tile or m.tile)(0, m.dtypes[0])
+    checks = {"LAYOUT_BYTES + wgmma_ws::ALIGN_SLACK": launch.shared_bytes, "THREADS": launch.threads[0],
+              "CLUSTER": launch.cluster[0], "BM": tile_m, "BN": tile_n, "BK": tile_k,
+              "SPLIT_K": m.variant(variant).config.split_k}
+    result = compile_ws_checks(method, m.variant(variant).config.defines, checks, tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method", ["wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8_block"])
+def test_a_warp_specialized_build_given_other_shared_memory_than_its_layout_fails_to_compile(method, tmp_path):
+    # The record's bytes build; one byte fewer, the bytes of one stage fewer than its stages take, or more than the
+    # layout and its alignment slack, fail the kernel's static_asserts: the registry's formula is the kernel's layout.
+    config = registry.get(method).config
+    ok = compile_ws_checks(method, config.defines, {}, tmp_path / "ok")
+    assert ok.returncode == 0, ok.stderr
+    too_few = "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages"
+    for name, defines, message in (
+            ("short", with_define(config.defines, "SMEM_BYTES", config.shared_bytes - 1), too_few),
+            ("deeper", with_define(config.defines, "STAGES", config.stage_count + 1), too_few),
+            ("spare", with_define(config.defines, "SMEM_BYTES", config.shared_bytes + config.ALIGN_SLACK),
+             "WGMMA_WS_SMEM_BYTES: more bytes than the layout")):
+        result = compile_ws_checks(method, defines, {}, tmp_path / name)
+        assert result.returncode != 0 and message in result.stderr, f"{name}: {result.stderr}"
+
+
+@needs_nvcc
+def test_a_warp_specialized_build_without_a_registry_definition_stops_at_its_error(tmp_path):
+    config = registry.get("wgmma_warp_specialized").config
+    defines = [d for d in config.defines if not d.startswith("WGMMA_WS_STAGES=")]
+    result = compile_ws_checks("wgmma_warp_specialized", defines, {}, tmp_path)
+    assert result.returncode != 0, result.stderr
+    assert "WGMMA_WS_STAGES is set by the registry (matmul_study/core/warp_specialized.py)" in result.stderr
 
 
 @needs_nvcc
@@ -254,8 +445,7 @@ def test_dependent_launch_rungs_wait_for_the_previous_grid_before_any_global_acc
 
 
 # Split-K builds take a workspace as their last argument; every other build keeps the wrapper it had.
-SPLIT_K_VARIANTS = [(m, v.name) for m in ("wgmma_warp_specialized", "wgmma_tf32") for v in registry.get(m).variants
-                    if v.workspace is not None]
+SPLIT_K_VARIANTS = [(m, v.name) for m in WS_METHODS for v in registry.get(m).variants if v.workspace is not None]
 
 
 def test_split_k_variants_exist_and_only_they_take_a_workspace():
@@ -278,23 +468,20 @@ def test_split_k_variants_exist_and_only_they_take_a_workspace():
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", SPLIT_K_VARIANTS)
 def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path):
-    # The registry sizes the workspace as the kernel lays it out: per 128x256 CTA tile (128x128 in the bn128 builds;
-    # whole clusters of them along M) S partial tiles of 4-byte accumulators, then a counter per CTA tile; and the
-    # grid has room for S slices of every tile.
+    # The registry sizes the workspace as the kernel lays it out: per CTA tile (whole clusters of them along M) S
+    # partial tiles of 4-byte accumulators (the kernel's PART_QUADS 16-byte units each), then a counter per CTA tile;
+    # and the grid has room for S slices of every tile.
     m = registry.get(method)
-    split = int(variant.rpartition("splitk")[2])
-    cluster = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0])), variant).cluster[0]
-    bn = 128 if variant.startswith("bn128") else 256
+    config = m.variant(variant).config
+    split, part_bytes = config.split_k, config.BM * config.bn * 4
     # (m, n, k) -> CTA tiles with clusters of 1 and of 2 (300 rows: 3 tiles, or 2 clusters of 2), 256 or 128 wide
     for shape, cta_tiles in (((512, 512, 512), {(1, 256): 8, (2, 256): 8, (2, 128): 16}),
                              ((129, 17, 3001), {(1, 256): 2, (2, 256): 2, (2, 128): 2}),
                              ((300, 520, 8193), {(1, 256): 3 * 3, (2, 256): 4 * 3, (2, 128): 4 * 5})):
-        cta_tiles = cta_tiles[cluster, bn]
+        cta_tiles = cta_tiles[config.cluster, config.bn]
         problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
-        assert m.workspace_bytes(problem, variant) == cta_tiles * (split * 128 * bn * 4 + 4)
+        assert m.workspace_bytes(problem, variant) == cta_tiles * (split * part_bytes + 4)
         assert m.launch_for(problem, variant).grid[0] == min(132, cta_tiles * split)
-    source = f'#include "{m.source}"\n' + (
-        f'static_assert(wgmma_ws::SPLIT_K == {split} && !wgmma_ws::STREAMK, "split and stream-K tail");\n'
-        f'static_assert(wgmma_ws::PART_QUADS * 16 == 128 * {bn} * 4 && wgmma_ws::BN == {bn}, "partial tile bytes");\n')
-    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, kernels.compile_options(method, variant))
+    checks = {"SPLIT_K": split, "STREAMK": 0, "PART_QUADS * 16": part_bytes}
+    result = compile_ws_checks(method, config.defines, checks, tmp_path)
     assert result.returncode == 0, result.stderr

@@ -115,16 +115,16 @@ def test_correct_product_passes_in_its_precision(dtype):
     c = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64 if dtype == "float64" else np.float32)
     if dtype == "float64":
         c = a @ b
-    v = verify_on_host(a, b, c, dtype, full=True, samples=8, seed=0)
+    v = verify_on_host(a, b, c, dtypes.get(dtype), full=True, samples=8, seed=0)
     assert v.passed and v.unwritten == 0 and v.rel_fro_error < dtypes.get(dtype).tolerance
 
 
 def test_int32_must_be_exact():
     a, b = inputs.generate(20, 20, 20, "int32", seed=1)
     c = a @ b
-    assert verify_on_host(a, b, c, "int32", True, 8, 0).passed
+    assert verify_on_host(a, b, c, dtypes.get("int32"), True, 8, 0).passed
     c[3, 4] += 1
-    v = verify_on_host(a, b, c, "int32", True, 8, 0)
+    v = verify_on_host(a, b, c, dtypes.get("int32"), True, 8, 0)
     assert not v.passed and v.max_abs_error == 1.0
 
 
@@ -132,7 +132,7 @@ def test_unwritten_outputs_fail_even_if_everything_else_is_right():
     a, b = inputs.generate(16, 16, 16, "float32", seed=1)
     c = a @ b
     c[15, 15] = np.nan
-    v = verify_on_host(a, b, c, "float32", True, 8, 0)
+    v = verify_on_host(a, b, c, dtypes.get("float32"), True, 8, 0)
     assert not v.passed and v.unwritten == 1
     ci = np.full((4, 4), INT_SENTINEL, np.int32)
     assert unwritten(ci) == 16
@@ -145,24 +145,24 @@ def test_tf32_rounding_fails_the_float32_tolerance():
         return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
     c = tf32(a) @ tf32(b)
-    v = verify_on_host(a, b, c, "float32", True, 8, 0)
+    v = verify_on_host(a, b, c, dtypes.get("float32"), True, 8, 0)
     assert not v.passed and 1e-4 < v.rel_fro_error < 1e-2
 
 
 def test_sampled_verification_catches_a_wrong_edge_row_and_column():
     a, b = inputs.generate(300, 40, 200, "float64", seed=2)
     good = a @ b
-    v = verify_on_host(a, b, good, "float64", full=False, samples=16, seed=0)
+    v = verify_on_host(a, b, good, dtypes.get("float64"), full=False, samples=16, seed=0)
     assert v.passed and v.scope.startswith("sampled 16 rows")
     bad = good.copy()
     bad[-1, :] += 1.0  # last row: the one a missing guard gets wrong
-    assert not verify_on_host(a, b, bad, "float64", full=False, samples=16, seed=0).passed
+    assert not verify_on_host(a, b, bad, dtypes.get("float64"), full=False, samples=16, seed=0).passed
     bad = good.copy()
     bad[:, -1] = 0.0
-    assert not verify_on_host(a, b, bad, "float64", full=False, samples=16, seed=0).passed
+    assert not verify_on_host(a, b, bad, dtypes.get("float64"), full=False, samples=16, seed=0).passed
     bad = good.copy()
     bad[150, 100] = np.nan  # an unwritten element outside the sample still fails
-    assert not verify_on_host(a, b, bad, "float64", full=False, samples=16, seed=0).passed
+    assert not verify_on_host(a, b, bad, dtypes.get("float64"), full=False, samples=16, seed=0).passed
 
 
 def test_sample_indices_include_edges_and_are_distinct():
@@ -172,5 +172,5 @@ def test_sample_indices_include_edges_and_are_distinct():
 
 
 def test_compare_zero_reference():
-    v = compare(np.zeros(3), np.zeros(3), "float32", "full", "x")
+    v = compare(np.zeros(3), np.zeros(3), dtypes.get("float32"), "full", "x")
     assert v.passed and v.rel_fro_error == 0

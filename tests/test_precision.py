@@ -15,6 +15,7 @@ from matmul_study.analysis.precision import comparisons, precision_table
 from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLAS
 from matmul_study.present import figures, report
+from matmul_study.present.figures.style import dtype_palette
 
 H200 = "NVIDIA H200"
 BIG = 8192
@@ -204,7 +205,7 @@ def test_shared_peaks_alternate_the_colours_of_their_dtypes():
     try:
         ax = fig.axes[0]
         at_67 = [ln for ln in ax.get_lines() if len(set(ln.get_xdata())) == 1 and ln.get_xdata()[0] == 66.9]
-        palette = figures._dtype_palette(["float32", "float64"])
+        palette = dtype_palette(["float32", "float64"])
         assert {matplotlib.colors.to_hex(ln.get_color()) for ln in at_67} == {
             matplotlib.colors.to_hex(palette["float32"]), matplotlib.colors.to_hex(palette["float64"])}
         assert len({tuple(ln._dash_pattern[1]) for ln in at_67}) == 1

@@ -152,7 +152,7 @@ def test_sustained_uses_the_second_half_of_the_window():
 def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_out():
     import pandas as pd
 
-    from matmul_study.present.report import _rates
+    from matmul_study.present.report.measurement import rates
 
     results = pd.DataFrame({
         "label": ["cublas", "wgmma_warp_specialized", "naive b16"], "dtype": ["float16", "float16", "float64"],
@@ -167,7 +167,7 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
         "burst_modes_s": ["0.0002", "0.0002", "0.281;0.298"], "burst_mode_shares": ["1", "1", "0.6;0.4"],
         "cpu_processes": [None, None, None], "cpu_spread": [None, None, None],
     })
-    html = str(_rates(results, {"measurement": {"settle_power_fraction": 0.3, "throttle_fraction": 0.9,
+    html = str(rates(results, {"measurement": {"settle_power_fraction": 0.3, "throttle_fraction": 0.9,
                                                 "sustained_s": 2, "burst_band": 0.02,
                                                 "burst_plateau_samples": 5, "recovery_max_s": 0.5}}))
     assert "burst" in html and "sustained" in html and "GFLOP per joule" in html
@@ -181,31 +181,31 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
     # With a CPU line, its paragraph is appended and the GPU part still renders as markup.
     with_cpu = results.assign(label=["numpy", "wgmma_warp_specialized", "naive b16"], cpu_processes=[3, None, None],
                               cpu_spread=[0.2, None, None])
-    html = str(_rates(with_cpu, {"measurement": {}}))
+    html = str(rates(with_cpu, {"measurement": {}}))
     assert "3 fresh processes" in html and "&lt;" not in html and html.count("<p>") >= 3
 
 
 def test_the_report_states_how_far_apart_the_cpu_processes_landed():
     import pandas as pd
 
-    from matmul_study.present.report import _rates
+    from matmul_study.present.report.measurement import rates
 
     results = pd.DataFrame({"label": ["numpy"] * 2, "dtype": ["float32", "float64"], "shape": ["64x64x64"] * 2,
                             "cpu_processes": [3, 3], "cpu_spread": [0.10, 0.90]})
-    html = str(_rates(results, {}))
+    html = str(rates(results, {}))
     assert "3 fresh processes" in html and "50.0% at the median" in html and "90.0% at worst" in html
 
 
 def test_a_run_where_no_claim_can_be_checked_says_so_once():
     import pandas as pd
 
-    from matmul_study.present.report import _claims
+    from matmul_study.present.report.answer import claims
 
     results = pd.DataFrame({"method": ["numpy"] * 2, "label": ["numpy"] * 2, "dtype": ["float32", "float64"],
                             "block": [0, 0], "m": [64] * 2, "k": [64] * 2, "n": [64] * 2,
                             "shape": ["64x64x64"] * 2, "size": [64.0] * 2, "status": ["passed"] * 2,
                             "gflops": [10.0, 5.0], "env_device_kind": ["cpu"] * 2, "env_device_name": ["CPU"] * 2})
-    html = str(_claims(results))
+    html = str(claims(results))
     assert "None of the source study's claims could be checked" in html
     assert "<table" not in html and "not measured" not in html
 

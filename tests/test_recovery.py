@@ -151,7 +151,7 @@ def test_sigterm_then_sigint_stop_every_job_within_seconds_and_the_plain_command
 def test_a_numpy_call_in_flight_is_abandoned(tmp_path):
     # One 6144^3 float64 call on one thread takes far longer than the stop may: the job is inside it (its first,
     # verified call, in the job's own process) when Snakemake is told to stop.
-    from matmul_study.pipeline.scripting import descendants
+    from matmul_study.pipeline.processes import descendants
 
     run = start(tmp_path, {"sizes": [6144], "methods": ["numpy"], "dtypes": ["float64"], "threads": 1})
     assert wait_until(lambda: bool(job_pids(tmp_path)), 120)
@@ -231,7 +231,7 @@ def test_the_incomplete_flag_of_a_whole_result_is_cleared_when_no_run_is_alive(t
     from base64 import urlsafe_b64encode
 
     from matmul_study.core import results as result_files
-    from matmul_study.pipeline.scripting import clear_stale_locks
+    from matmul_study.pipeline.recovery import clear_stale_locks
 
     whole = "results/runs/method~numpy/dtype~float32/block~0_m~8_k~8_n~8.json"
     broken = "results/runs/method~numpy/dtype~float64/block~0_m~8_k~8_n~8.json"
@@ -250,7 +250,7 @@ def test_the_incomplete_flag_of_a_whole_result_is_cleared_when_no_run_is_alive(t
 
 def test_a_live_run_keeps_its_locks(tmp_path):
     """The stale-lock clean-up never touches the locks of a run that is still going."""
-    from matmul_study.pipeline.scripting import clear_stale_locks
+    from matmul_study.pipeline.recovery import clear_stale_locks
 
     run = start(tmp_path)
     try:
@@ -293,10 +293,10 @@ def test_a_process_a_job_spawns_ignores_ctrl_c_and_does_not_watch_for_stops(tmp_
     script.write_text(f"""
 import multiprocessing, signal, sys
 sys.path.insert(0, {str(REPO)!r})
-from matmul_study.pipeline import scripting
-scripting.stop_with_snakemake()
-print(__name__, scripting.in_spawned_child(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
-      scripting._JOB["watching"], flush=True)
+from matmul_study.pipeline import stops
+stops.stop_with_snakemake()
+print(__name__, stops.in_spawned_child(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+      stops._JOB["watching"], flush=True)
 if __name__ == "__main__":
     child = multiprocessing.get_context("spawn").Process(target=print, args=("child ran",))
     child.start()
@@ -314,8 +314,8 @@ def test_a_stop_before_the_job_opens_its_log_ends_it_with_one_line_and_no_traceb
     script.write_text(f"""
 import os, signal, sys, time
 sys.path.insert(0, {str(REPO)!r})
-from matmul_study.pipeline import scripting
-scripting.stop_with_snakemake()
+from matmul_study.pipeline import stops
+stops.stop_with_snakemake()
 os.kill(os.getpid(), signal.SIGINT)
 time.sleep(5)
 print("not stopped")
@@ -333,12 +333,12 @@ def test_a_stop_that_python_wraps_in_another_exception_is_still_a_quiet_stop(tmp
     script.write_text(f"""
 import os, signal, sys, time
 sys.path.insert(0, {str(REPO)!r})
-from matmul_study.pipeline import scripting
-with scripting.logged({str(log)!r}):
+from matmul_study.pipeline import stops
+with stops.logged({str(log)!r}):
     try:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
-    except scripting.JobStopped as exc:
+    except stops.JobStopped as exc:
         raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
 print("not stopped")
 """)

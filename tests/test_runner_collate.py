@@ -239,11 +239,12 @@ def test_a_jobs_configuration_fields_follow_the_config_on_the_device_that_ran_it
     from matmul_study.measure.runner import variant_fields
 
     few_tiles = Job("fake_tiles", "float32", 0, 128, 4096, 128, "deep_k")
-    assert variant_fields(few_tiles, {"variants": "auto"}, 132) == {
+    assert variant_fields(few_tiles, {"variants": "auto"}, few_tiles.problem(132)) == {
         "variant": "deep_k", "variant_reason": "4 tiles on 132 SMs: K split", "variant_pick": "deep_k"}
-    swept = variant_fields(Job("fake_tiles", "float32", 0, 128, 4096, 128, "wide"), {"variants": "all"}, 132)
+    wide = Job("fake_tiles", "float32", 0, 128, 4096, 128, "wide")
+    swept = variant_fields(wide, {"variants": "all"}, wide.problem(132))
     assert swept == {"variant": "wide", "variant_reason": "swept", "variant_pick": "deep_k"}
-    forced = variant_fields(few_tiles, {"variants": {"fake_tiles": ["deep_k"]}}, None)  # no SM count: 132
+    forced = variant_fields(few_tiles, {"variants": {"fake_tiles": ["deep_k"]}}, few_tiles.problem())  # 132 SMs
     assert forced["variant_reason"] == "forced by config" and forced["variant_pick"] == "deep_k"
 
 

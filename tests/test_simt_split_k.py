@@ -4,25 +4,31 @@ heuristic's picks and reasons, the variants' launch geometry and workspace, and 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import pytest
 
 from matmul_study.launch import kernels
-from matmul_study.core import configs, dtypes, registry
-from matmul_study.core.specs import Problem
+from matmul_study.core import configs, dtypes, geometry, registry
+from matmul_study.core.specs import Problem, shared_opt_in_bytes
+from test_kernels_compile import needs_nvcc
 
-# (method, dtype): the kernel's output tile and accumulator bytes (07_warptiled.cu's Barrier configs, dmma's
-# DefaultConfig), written out here so that the registry is checked against the kernels, not against itself.
-TILES = {("warptiled", "float32"): (128, 256, 4), ("warptiled", "float64"): (128, 128, 8),
-         ("dmma", "float64"): (128, 128, 8)}
+# (method, dtype): the record whose tiles the split builds cut (core/geometry.py). Each kernel static_asserts that
+# its partial tile (THREADS x its accumulators per thread) is the record's BM x BN accumulators, and a split build
+# compiles that check (test_kernels_compile's variant builds).
+FAMILIES = {("warptiled", "float32"): geometry.WARPTILED, ("warptiled", "float64"): geometry.WARPTILED,
+            ("dmma", "float64"): geometry.DMMA}
 SPLITS = (2, 4, 8, 16, 32)
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
-def problem(m, n, k, dtype="float32", sms=132, shared=232_448):
+def problem(m, n, k, dtype="float32", sms=132, shared=Problem.max_shared_bytes):
     return Problem(m, n, k, 0, dtypes.get(dtype), sms, shared)
+
+
+def tile(method, dtype, shared=Problem.max_shared_bytes):
+    """The launched configuration's output tile and its accumulators' bytes."""
+    config = FAMILIES[method, dtype].config(dtype, shared)
+    return config.tile_m, config.tile_n, dtypes.get(dtype).output.itemsize
 
 
 def pick(method, m, n, k, dtype="float32", sms=132):
@@ -32,6 +38,7 @@ def pick(method, m, n, k, dtype="float32", sms=132):
 def test_the_methods_register_every_split_with_its_compile_definition():
     for method, define in (("warptiled", "WARPTILED_SPLIT_K"), ("dmma", "DMMA_SPLIT_K")):
         m = registry.get(method)
+        assert m.launch.__self__ is FAMILIES[method, m.dtypes[-1]]
         assert [(v.name, v.defines) for v in m.variants] == [(f"splitk{s}", (f"{define}={s}",)) for s in SPLITS]
         assert all(v.workspace is not None and "slice order" in v.description for v in m.variants)
 
@@ -48,7 +55,7 @@ def test_few_tiles_split_to_fill_one_wave():
 
 
 def test_a_full_wave_keeps_whole_tiles():
-    for method, dtype in TILES:
+    for method, dtype in FAMILIES:
         for n in (2048, 8192):
             choice = pick(method, n, n, n, dtype)
             assert choice.variant == "default", (method, dtype, n)
@@ -66,7 +73,7 @@ def test_deep_k_takes_a_large_split():
 
 
 def test_shallow_k_is_not_split():
-    for method, dtype in TILES:
+    for method, dtype in FAMILIES:
         choice = pick(method, 256, 256, 64, dtype)
         assert choice.variant == "default" and "too shallow to split" in choice.reason
         assert pick(method, 1, 1, 1, dtype).variant == "default"
@@ -97,11 +104,12 @@ def test_a_jobs_reason_explains_the_split():
     assert "256 k steps of 32, about 8 a slice" in reason
 
 
-@pytest.mark.parametrize("method,dtype", TILES)
-@pytest.mark.parametrize("shared", [232_448, 101_376])  # an H200, and a GPU whose blocks get 99 KB
-def test_split_launch_is_the_methods_launch_with_the_split_along_z(method, dtype, shared):
+@pytest.mark.parametrize("method,dtype", FAMILIES)
+@pytest.mark.parametrize("arch", ["sm_90", "sm_89"])  # an H200, and a GPU whose blocks get 99 KB
+def test_split_launch_is_the_methods_launch_with_the_split_along_z(method, dtype, arch):
     m = registry.get(method)
-    tile_m, tile_n, _ = TILES[method, dtype]
+    shared = shared_opt_in_bytes(arch)
+    tile_m, tile_n, _ = tile(method, dtype, shared)
     for shape in ((1, 1, 1), (257, 129, 511), (1000, 1200, 800)):
         p = problem(*shape, dtype, shared=shared)
         base = m.launch_for(p)
@@ -113,10 +121,10 @@ def test_split_launch_is_the_methods_launch_with_the_split_along_z(method, dtype
                 base.threads, base.shared_bytes, base.cluster, base.persistent)
 
 
-@pytest.mark.parametrize("method,dtype", TILES)
+@pytest.mark.parametrize("method,dtype", FAMILIES)
 def test_workspace_holds_every_slices_partial_tile_and_a_counter_per_tile(method, dtype):
     m = registry.get(method)
-    tile_m, tile_n, acc = TILES[method, dtype]
+    tile_m, tile_n, acc = tile(method, dtype)
     assert m.workspace_bytes(problem(512, 512, 512, dtype)) == 0  # the default build takes none
     for rows, cols, k in ((1, 1, 1), (257, 129, 511), (1000, 1200, 800)):
         tiles = -(-rows // tile_m) * -(-cols // tile_n)
@@ -141,7 +149,8 @@ def test_a_split_build_sums_through_the_workspace_without_atomics_on_c(method, v
         source = tmp_path / f"{name}.cu"
         source.write_text(kernels.module_source(method, [(d, 0) for d in registry.get(method).dtypes], name))
         out = tmp_path / f"{name}.ptx"
-        result = subprocess.run(kernels.nvcc_command(source, out, "sm_90", kernels.compile_options(method, name),
+        result = subprocess.run(kernels.nvcc_command(source, out, "sm_90", kernels.compile_options(method, name,
+                                                                                                   "sm_90"),
                                                      "ptx"), capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         return out.read_text()

@@ -529,7 +529,7 @@ def test_a_cpu_only_report_leaves_out_what_it_cannot_show_and_says_why_once(cpu_
 
 
 def test_the_stated_config_is_the_measured_one_where_results_differ_from_it():
-    from matmul_study.pipeline.scripting import ASKED_KEY, config_as_measured
+    from matmul_study.pipeline.report_inputs import ASKED_KEY, config_as_measured
 
     config = {"threads": 4, "measurement": {"min_reps": 5, "max_reps": 50, "mode": "hot"}}
     records = [
@@ -549,7 +549,7 @@ def test_the_stated_config_is_the_measured_one_where_results_differ_from_it():
 
 
 class _Workflow:
-    """What scripting.cpu_job_cores reads of Snakemake's workflow object."""
+    """What resources.cpu_job_cores reads of Snakemake's workflow object."""
 
     def __init__(self, cores, gpu_slots=None, local=True):
         self.cores, self.local_exec, self.remote_exec = cores, local, not local
@@ -564,6 +564,6 @@ class _Workflow:
     (32, 16, 2, True, 14),          # at most the cores held
 ])
 def test_numpys_threads_are_the_jobs_cores_unless_the_config_sets_them(threads, cores, gpu_slots, local, expected):
-    from matmul_study.pipeline.scripting import blas_threads
+    from matmul_study.pipeline.resources import blas_threads
 
     assert blas_threads({"threads": threads}, _Workflow(cores, gpu_slots, local)) == expected

@@ -1,23 +1,26 @@
 """The warp-specialised kernel's 128x128-tile builds (WGMMA_WS_BN=128, variants bn128*): their launch geometry,
-workspace and shared memory as the kernel lays them out, their instruction, and the builds the kernel refuses."""
+workspace and shared memory as the kernel lays them out, their instruction, and the builds the kernel refuses (each
+the registry's record of a build with one axis moved, core/warp_specialized.WsConfig)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
+from matmul_study.core.warp_specialized import NARROW_BN, SM90_SHARED_BYTES
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 WS = registry.get("wgmma_warp_specialized")
-BN128 = [v for v in WS.variants if "WGMMA_WS_BN=128" in v.defines]
+BN128 = [v for v in WS.variants if v.config.bn == NARROW_BN]
 
 
 def problem(m, n, k, dtype="float16"):
@@ -26,21 +29,29 @@ def problem(m, n, k, dtype="float16"):
 
 def test_the_128x128_builds_are_registered_for_fp16_and_bf16_only():
     assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
-    assert all(v.tile(0, d) == (128, 128, 64) for v in BN128 for d in WS.dtypes)
-    assert WS.tile(0, "float16") == (128, 256, 64)
+    bm, bn, bk = WS.tile(0, "float16")
+    assert all(v.tile(0, d) == (bm, NARROW_BN, bk) for v in BN128 for d in WS.dtypes) and bn == 2 * NARROW_BN
     # The tf32 and int8 operands are built at BN 256 only (their Op refuses 128); FP8's 128x128 builds are
     # tests/test_fp8.py's.
     for method in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_int8"):
-        assert not any("WGMMA_WS_BN" in d for v in registry.get(method).variants for d in v.defines), method
+        m = registry.get(method)
+        assert all(v.config.bn == m.config.bn == bn for v in m.variants), method
 
 
 def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full():
-    # 512^3: 4 x 2 tiles of 128x256 (8 CTAs), 4 x 4 of 128x128 (16 CTAs, 8 clusters of 2); 6 stages of 32 KiB.
+    # 512^3: 4 x 2 tiles of 128x256 (8 CTAs), 4 x 4 of 128x128 (16 CTAs, 8 clusters of 2).
     wide, narrow = WS.launch_for(problem(512, 512, 512)), WS.launch_for(problem(512, 512, 512), "bn128")
     assert wide.grid == (8, 1, 1) and narrow.grid == (16, 1, 1)
-    assert narrow.shared_bytes == 1024 + 6 * 32_768 + 32_768 + 6 * 16 == 230_496
-    assert narrow.threads == (384, 1, 1) and narrow.cluster == (2, 1, 1) and narrow.persistent and narrow.dependent
-    assert WS.launch_for(problem(512, 512, 512), "bn128_stages4").shared_bytes == 1024 + 4 * 32_768 + 32_768 + 64
+    # As many stages of the narrow tiles as fit (more than of the wide ones: each is smaller); 4 in bn128_stages4.
+    config = WS.variant("bn128").config
+    assert config == replace(WS.config, bn=NARROW_BN) and config.stage_count > WS.config.stage_count
+    assert narrow.shared_bytes == config.shared_bytes <= SM90_SHARED_BYTES
+    assert replace(config, stages=config.stage_count + 1).shared_bytes > SM90_SHARED_BYTES
+    assert (narrow.threads, narrow.cluster) == (wide.threads, wide.cluster) and narrow.persistent and narrow.dependent
+    stages4 = WS.variant("bn128_stages4").config
+    assert stages4 == replace(config, stages=4)
+    assert WS.launch_for(problem(512, 512, 512), "bn128_stages4").shared_bytes == narrow.shared_bytes - (
+        config.stage_count - 4) * (config.stage_bytes + config.BARRIER_BYTES)
     # 1000 x 1200: 8 x 10 tiles of 128x128 = 80 CTAs; 4096^3: 1024 tiles, one CTA per SM.
     assert WS.launch_for(problem(1000, 1200, 800), "bn128").grid == (80, 1, 1)
     assert WS.launch_for(problem(4096, 4096, 4096), "bn128").grid == (132, 1, 1)
@@ -48,11 +59,15 @@ def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full
     assert WS.launch_for(problem(129, 17, 1), "bn128").grid == (2, 1, 1)
 
 
-def ptx(method: str, variant: str | None, tmp_path, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def ptx(method: str, variant: str | None, tmp_path, moved: dict | None = None) -> subprocess.CompletedProcess:
+    """The method's module built as `variant`, or as that build's record with the axes `moved` moved."""
     m = registry.get(method)
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(method, [(d, 0) for d in m.dtypes], variant))
-    options = [*kernels.compile_options(method, variant), *(f"-D{d}" for d in extra)]
+    options = kernels.compile_options(method, variant)
+    if moved:
+        config = replace(m.variant(variant).config, **moved)
+        options = [*kernels.COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in config.defines)]
     return subprocess.run(kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", options, "ptx"),
                           capture_output=True, text=True)
 
@@ -68,12 +83,15 @@ def test_128x128_builds_issue_m64n128k16_in_both_dtypes(tmp_path):
 
 @needs_nvcc
 def test_the_kernels_constants_at_bn_128(tmp_path):
-    # Stage and accumulator counts as the kernel derives them from WGMMA_WS_BN=128.
+    # Accumulators, stages and partial tiles as the kernel derives them from the bn128 record's definitions.
+    config = WS.variant("bn128").config
     source = tmp_path / "check.cu"
     source.write_text('#include "12_wgmma_warp_specialized.cu"\n'
-                      "static_assert(wgmma_ws::BN == 128 && wgmma_ws::ACCUMULATORS == 64, \"tile\");\n"
-                      "static_assert(wgmma_ws::STAGES == 6 && wgmma_ws::STAGE_BYTES == 32768, \"stages\");\n"
-                      "static_assert(wgmma_ws::PART_QUADS == 128 * 128 / 4, \"partial tile\");\n")
+                      f"static_assert(wgmma_ws::BN == {config.bn} && wgmma_ws::ACCUMULATORS == {config.bn // 2}, "
+                      '"tile");\n'
+                      f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
+                      f"wgmma_ws::STAGE_BYTES == {config.stage_bytes}, \"stages\");\n"
+                      f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4, \"partial tile\");\n")
     result = subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
                                                  kernels.compile_options("wgmma_warp_specialized", "bn128")),
                             capture_output=True, text=True)
@@ -81,18 +99,20 @@ def test_the_kernels_constants_at_bn_128(tmp_path):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("method,variant,extra,message", [
-    ("wgmma_tf32", None, ("WGMMA_WS_BN=128",), "the tf32 operands have 128x256 tiles only"),
-    ("wgmma_int8", None, ("WGMMA_WS_BN=128",), "the int8 operands have 128x256 tiles only"),
+@pytest.mark.parametrize("method,variant,moved,message", [
+    ("wgmma_tf32", None, {"bn": 128}, "the tf32 operands have 128x256 tiles only"),
+    ("wgmma_int8", None, {"bn": 128}, "the int8 operands have 128x256 tiles only"),
     # Promotion: FP8 operands only (the others accumulate in fp32 already), at BN 128 only (registers), 0 or 1.
-    ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_PROMOTE=1",), "WGMMA_WS_PROMOTE: for the FP8 operands only"),
-    ("wgmma_int8", None, ("WGMMA_WS_PROMOTE=1",), "WGMMA_WS_PROMOTE: for the FP8 operands only"),
-    ("wgmma_fp8", None, ("WGMMA_WS_PROMOTE=1",), "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
-    ("wgmma_fp8", "bn128", ("WGMMA_WS_PROMOTE=2",), "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
-    ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_CLUSTER=4",), "at most BN / 64 CTAs"),
-    ("wgmma_warp_specialized", "bn128", ("WGMMA_WS_SPLIT_K=32",), "16 with WGMMA_WS_BN=128"),
-    ("wgmma_warp_specialized", None, ("WGMMA_WS_BN=192",), "WGMMA_WS_BN: 256 or 128"),
+    ("wgmma_warp_specialized", "bn128", {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 operands only"),
+    ("wgmma_int8", None, {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 operands only"),
+    ("wgmma_fp8", None, {"promote": True}, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
+    ("wgmma_fp8", "bn128", {"promote": 2}, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
+    ("wgmma_warp_specialized", "bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
+    ("wgmma_warp_specialized", "bn128", {"split_k": 32}, "16 with WGMMA_WS_BN=128"),
+    ("wgmma_warp_specialized", None, {"bn": 192}, "WGMMA_WS_BN: 256 or 128"),
+    ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),
+    ("wgmma_warp_specialized", None, {"bk": 32}, "WGMMA_WS_BK: 64 for 16-bit operands"),
 ])
-def test_builds_the_kernel_refuses_say_why(method, variant, extra, message, tmp_path):
-    result = ptx(method, variant, tmp_path, extra)
+def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_path):
+    result = ptx(method, variant, tmp_path, moved)
     assert result.returncode != 0 and message in result.stderr, result.stderr

@@ -1,4 +1,7 @@
 """Collate and model: result files to tidy tables, the traffic model, the ladder, what precision costs, the source
-study's claims, the devices of a results table and the comparison of two runs.
+study's claims, the devices of a results table and the comparison of two runs; and what the report states from
+them: the headline answer (headline), how well each job was measured (measurement: caps, CPU budget, throttled
+clocks, noise), the burst and sustained rates (burst), each device's provenance (provenance), a rate's spread
+(spread) and the results table read column by column (columns).
 
 May import: core. It never imports measuring or building code: it reads what they wrote."""

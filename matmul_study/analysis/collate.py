@@ -9,7 +9,7 @@ import pandas as pd
 
 from matmul_study.core import registry, results
 from matmul_study.core.configs import DEFAULT
-from matmul_study.core.records import CALIBRATION_COLUMNS, JOB_KEYS
+from matmul_study.core.records import CALIBRATION_COLUMNS
 from matmul_study.analysis.model import model
 
 

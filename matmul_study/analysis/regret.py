@@ -2,9 +2,10 @@
 method on one shape, how close the per-problem heuristic's pick (core/configs.py) came to the fastest one measured.
 
 The pick is the one each result recorded (`variant_pick`: the heuristic on the device that ran the job); results
-without it get the heuristic's pick now, for the SM count the job's device reported (the registry Problem's default
-where none). Regret is the pick's verified rate over the best verified rate: 1.00 means the heuristic chose the
-fastest configuration measured, 0.80 that it left 20 % on the table.
+without it get the heuristic's pick now (configs.choose on configs.job_problem, as the grid and the job make it),
+for the SM count the job's device reported (the registry Problem's default where none). Regret is the pick's
+verified rate over the best verified rate: 1.00 means the heuristic chose the fastest configuration measured, 0.80
+that it left 20 % on the table.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matmul_study.core import configs, dtypes, registry, specs
+from matmul_study.core import configs, dtypes, registry
 
 COLUMNS = ["device", "method", "dtype", "block", "shape", "m", "k", "n", "variants", "pick", "pick_gflops", "best",
            "best_gflops", "regret"]
@@ -20,11 +21,11 @@ COLUMNS = ["device", "method", "dtype", "block", "shape", "m", "k", "n", "varian
 
 def _pick(method: str, dtype: str, block: int, m: int, k: int, n: int, sm_count) -> str | None:
     """The heuristic's pick for a job whose result did not record it; None for a method or dtype the registry
-    does not know."""
+    does not know. A result table holds names: they are resolved here, once per such group."""
     if method not in registry.METHODS or dtype not in dtypes.DTYPES:
         return None
-    extra = {"sm_count": int(sm_count)} if pd.notna(sm_count) and sm_count else {}
-    problem = specs.Problem(m, n, k, block, dtypes.get(dtype), **extra)
+    problem = configs.job_problem(dtypes.get(dtype), block, m, k, n,
+                                  sm_count=int(sm_count) if pd.notna(sm_count) and sm_count else None)
     return configs.choose(registry.get(method), problem).variant
 
 

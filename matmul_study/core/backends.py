@@ -35,7 +35,8 @@ class Backend:
 
     def available(self, have_module: Callable[[str], bool] = module_available) -> tuple[bool, str]:
         """(True, "") or (False, why not, with the command that installs it). The versions a job records come
-        from the device and host environments (device.device_environment, environment.host_environment)."""
+        from the device and host environments (measure.gpu_device.device_environment,
+        measure.environment.host_environment)."""
         if have_module(self.module):
             return True, ""
         return False, f"{self.module} is not installed ({self.install})"

@@ -5,12 +5,20 @@ function of the problem alone (shape, dtype, the device's SM count) that names o
 sentence the report prints beside the result ("why this tile" is always answerable). The pipeline runs the choice
 unless the config forces a variant or sweeps them all (`variants:` in config.yaml); a sweep measures every
 configuration, and the report's regret table compares the heuristic's pick with the best one measured.
+
+job_problem builds the Problem a pick is made for and a kernel is launched with; choose makes the pick. The grid,
+the job and the regret table all go through these two, so that they cannot disagree on what the pick was.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
+
+from matmul_study.core.specs import Problem
+
+if TYPE_CHECKING:
+    from matmul_study.core.dtypes import DType
 
 DEFAULT = "default"
 ONE_CONFIGURATION = "the method has one configuration"
@@ -49,7 +57,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     schedule. Splitting each tile's K range S ways multiplies the work items by S at the cost of an fp32
     reduction of S partial tiles, which pays while every slice keeps enough k steps to fill its pipeline. So the
     largest S (of the registered ones, at least `min_split`) with tiles x S <= SMs and at least
-    `min_k_steps_per_slice` k steps a slice; otherwise the default build. On an H200 (bench/compare.py, 2b8205c)
+    `min_k_steps_per_slice` k steps a slice; otherwise the default build. On an H200 (bench/compare.py)
     splitk2 never beat the default build in fp16 or bf16 (512³: 0.33 against 0.43 of cuBLAS): the partial
     tiles' write and read cost what half the k steps save, hence min_split 4.
 
@@ -133,9 +141,22 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
     return choose
 
 
+def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
+            max_shared_bytes: int | None = None) -> Problem:
+    """A job's Problem, the one way it is built (the grid's plan, the job's pick and launch, the regret of results
+    that did not record their pick, the bench): the dtype's record, the block, the shape (m x k times k x n), and
+    the device's facts, its SM count and the shared memory a block may opt in to. A fact that is None or 0 (no GPU
+    at planning, a CPU job, a result that did not record it) takes the registry Problem's default."""
+    facts = {"sm_count": int(sm_count)} if sm_count else {}
+    if max_shared_bytes:
+        facts["max_shared_bytes"] = int(max_shared_bytes)
+    return Problem(m, n, k, int(block), dtype, **facts)
+
+
 def choose(method, problem) -> Choice:
     """The method's configuration for `problem`: its heuristic's pick among its variants (diagnostic builds left
-    out), or the default build where it has none."""
+    out), or the default build where it has none. The one place a pick is made: the grid plans with it (plan), a
+    job records it for the device that ran it, the regret table asks it for results that did not record it."""
     names = runnable(method)
     if not names:
         return Choice(DEFAULT, ONE_CONFIGURATION)
@@ -171,16 +192,16 @@ def runnable(method, dtype: str | None = None) -> tuple[str, ...]:
                  if not v.diagnostic and (dtype is None or not v.dtypes or dtype in v.dtypes))
 
 
-def plan(method, problem, setting) -> list[Choice]:
+def plan(method, problem, setting, pick: Choice | None = None) -> list[Choice]:
     """The configurations of `method` to run on `problem` under the config's `variants` value for it (see
     setting_for), each with the reason the report prints: the heuristic's sentence ("auto"), FORCED ("default" or
     a list of names) or SWEPT ("all": the default build, then every variant). A method without variants runs its
-    default build whatever the setting."""
+    default build whatever the setting. `pick`: choose(method, problem), where the caller has made it already."""
     setting = setting_for(setting, method.name)
     if not method.variants:
         return [Choice(DEFAULT, ONE_CONFIGURATION)]
     if setting == AUTO:
-        return [choose(method, problem)]
+        return [pick or choose(method, problem)]
     if setting == DEFAULT:
         return [Choice(DEFAULT, FORCED)]
     if setting == ALL:
@@ -193,15 +214,15 @@ def plan(method, problem, setting) -> list[Choice]:
     return [Choice(name, FORCED) for name in dict.fromkeys(setting) if name in here]
 
 
-def reason_for(method, problem, setting, variant: str) -> str:
+def reason_for(method, problem, setting, variant: str, pick: Choice | None = None) -> str:
     """Why `variant` of `method` runs `problem` (the result's variant_reason): the reason plan() gives it, computed
     with the device that runs the job. A variant the plan does not give on this device (planned with another SM
-    count, or asked for by its result path) says so and what the plan would run."""
-    planned = plan(method, problem, setting)
+    count, or asked for by its result path) says so and what the plan would run. `pick`: as in plan()."""
+    planned = plan(method, problem, setting, pick)
     for choice in planned:
         if choice.variant == variant:
             return choice.reason
-    pick = choose(method, problem)
+    pick = pick or choose(method, problem)
     mode = setting_for(setting, method.name)
     if mode == AUTO:
         return (f"planned with another SM count than this device's {problem.sm_count}; here the heuristic picks "

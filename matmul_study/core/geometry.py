@@ -1,14 +1,15 @@
-"""Launch geometry of the one-block-per-tile kernels: square thread blocks, fixed tiles, persistent grids, tiles that
-depend on the dtype and the device's shared memory, and split-K builds over any of them (kernels/split_k.cuh). The
-warp-specialised Hopper family has its own module, core/warp_specialized.py."""
+"""Launch geometry of the one-block-per-tile kernels: square thread blocks, persistent grids, and the launch contract
+of kernels 05-11 stated once per configuration (BlockTile; TileFamily where it depends on the dtype and the
+device's shared memory), from which both their -D definitions and their launches come, and split-K builds over any
+of them (kernels/split_k.cuh). The warp-specialised Hopper family has its own module, core/warp_specialized.py."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from matmul_study.core import dtypes as dt
-from matmul_study.core.specs import Launch, Problem, Variant, cdiv
+from matmul_study.core.specs import Launch, Problem, Variant, cdiv, shared_opt_in_bytes
 
 
 def square_thread_blocks(p: Problem) -> Launch:
@@ -20,17 +21,6 @@ def square_thread_blocks_dynamic_tiles(p: Problem) -> Launch:
     """As above, plus two BLOCK x BLOCK tiles (A and B) in dynamic shared memory."""
     return Launch((cdiv(p.n, p.block), cdiv(p.m, p.block), 1), (p.block, p.block, 1),
                   2 * p.block * p.block * p.dtype.itemsize)
-
-
-def fixed_tiles(tile_m: int, tile_n: int, threads: int,
-                shared_bytes: Callable[[dt.DType], int] | int = 0) -> Callable[[Problem], Launch]:
-    """Kernels whose block computes a fixed tile_m x tile_n tile of C with a fixed thread count."""
-
-    def launch(p: Problem) -> Launch:
-        smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
-        return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
-
-    return launch
 
 
 def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[dt.DType], int] | int,
@@ -46,67 +36,162 @@ def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[d
     return launch
 
 
+@dataclass(frozen=True)
+class BlockTile:
+    """The launch contract of one configuration of a kernel whose block computes a tile_m x tile_n tile of C, k in
+    slices of tile_k, stated once: the kernel is compiled with it (defines: -D{name}_BM, _BN, _BK, _THREADS, then
+    _STAGES and _SMEM_BYTES where it has them) and keeps no copy of its own, only static_asserts that it can work
+    with it (the thread count is its warp layout's, the tile divides as it needs, its shared-memory layout fits the
+    bytes); the launch gives the same numbers (grid over the tiles of C, threads, dynamic shared memory).
 
-def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
-    return block, block, block
+    `layout` gives the dynamic shared memory of the kernel's layout for this configuration (None: the kernel has
+    only static shared memory), so that a change of tile or stages changes the definitions and the launch together;
+    the kernel's static_assert (and the compile test of one byte less) keeps it equal to what the kernel uses."""
+    name: str  # the definitions' prefix
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    threads: int
+    stages: int | None = None  # shared-memory stages of a pipeline whose depth is a parameter of the kernel
+    layout: Callable[["BlockTile"], int] | None = field(default=None, compare=False)
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory a block of this configuration is launched with."""
+        return self.layout(self) if self.layout else 0
+
+    def defines(self, arch: str | None = None) -> tuple[str, ...]:
+        """The -D definitions ("NAME=VALUE") the kernel is compiled with; the same for every target."""
+        values = {"BM": self.tile_m, "BN": self.tile_n, "BK": self.tile_k, "THREADS": self.threads,
+                  "STAGES": self.stages, "SMEM_BYTES": self.shared_bytes if self.layout else None}
+        return tuple(f"{self.name}_{key}={value}" for key, value in values.items() if value is not None)
+
+    def launch(self, p: Problem) -> Launch:
+        """One block per tile_m x tile_n tile of C, grid (tiles along n, tiles along m)."""
+        return Launch((cdiv(p.n, self.tile_n), cdiv(p.m, self.tile_m), 1), (self.threads, 1, 1), self.shared_bytes)
+
+    def tile(self, block: int = 0, dtype: str = "") -> tuple[int, int, int]:
+        """(tile_m, tile_n, tile_k), as Method.tile takes it (the block and dtype do not matter)."""
+        return self.tile_m, self.tile_n, self.tile_k
+
+    @property
+    def launch_bounds(self) -> tuple[int, int]:
+        """__launch_bounds__(threads, 1): one block per SM."""
+        return self.threads, 1
 
 
-Geometry = tuple[int, int, int, int, int]  # tile_m, tile_n, tile_k, threads, shared bytes
+@dataclass(frozen=True, eq=False)
+class TileFamily:
+    """A kernel entry whose configuration depends on the dtype and, where it lists several for one dtype (in order
+    of preference), on the shared memory a block may opt in to: a target compiles the first whose shared memory
+    fits its GPUs' limit (specs.shared_opt_in_bytes), and a launch gives the first that fits the device's
+    (Problem.max_shared_bytes, from the same table), so the two make the same choice. The interface is
+    BlockTile's: defines(arch), launch(problem), tile(block, dtype)."""
+    name: str  # the method's prefix: its split-K builds' definition is {name}_SPLIT_K
+    configs: dict[str, tuple[BlockTile, ...]]  # dtype -> configurations in order of preference
+
+    def config(self, dtype: str, max_shared_bytes: int) -> BlockTile:
+        """The first configuration whose shared memory a block may have, else the last (the smallest)."""
+        options = self.configs[dtype]
+        return next((c for c in options if c.shared_bytes <= max_shared_bytes), options[-1])
+
+    def defines(self, arch: str | None = None) -> tuple[str, ...]:
+        """The -D definitions of every dtype's configuration for the nvcc target `arch` (sm_XY, compute_XY). Without
+        one, only those of the dtypes with a single configuration: the others' entries then fail to compile."""
+        chosen = [self.config(dtype, shared_opt_in_bytes(arch)) if arch is not None else options[0]
+                  for dtype, options in self.configs.items() if arch is not None or len(options) == 1]
+        out: dict[str, str] = {}
+        for config in chosen:
+            for define in config.defines():
+                key, _, value = define.partition("=")
+                if out.setdefault(key, value) != value:
+                    raise ValueError(f"{self.name}: two configurations define {key} differently")
+        return tuple(f"{key}={value}" for key, value in out.items())
+
+    def launch(self, p: Problem) -> Launch:
+        return self.config(p.dtype.name, p.max_shared_bytes).launch(p)
+
+    def tile(self, block: int, dtype: str) -> tuple[int, int, int]:
+        """The first (preferred) configuration's tile: the traffic model's and the split-K heuristic's."""
+        return self.configs[dtype][0].tile()
+
+    @property
+    def launch_bounds(self) -> tuple[int, int]:
+        bounds = {c.launch_bounds for options in self.configs.values() for c in options}
+        if len(bounds) != 1:
+            raise ValueError(f"{self.name}: the generated wrapper has one __launch_bounds__, the configurations "
+                             f"{sorted(bounds)}")
+        return bounds.pop()
 
 
-def tiles_by_dtype(geometry: dict[str, Geometry | list[Geometry]]) -> tuple[Callable, Callable]:
-    """(launch, tile) for kernels whose tile depends on the dtype: {dtype: geometry, or a list of them in order of
-    preference}. A launch takes the first whose shared memory the device allows a block (the configuration compiled
-    for the device's arch must fit in it); the tile is the first's."""
-    options = {dtype: g if isinstance(g, list) else [g] for dtype, g in geometry.items()}
+# ---- the records of kernels 05-11 ------------------------------------------------------------------------------
 
-    def launch(p: Problem) -> Launch:
-        fitting = [g for g in options[p.dtype.name] if g[4] <= p.max_shared_bytes] or options[p.dtype.name][-1:]
-        tile_m, tile_n, _, threads, smem = fitting[0]
-        return Launch((cdiv(p.n, tile_n), cdiv(p.m, tile_m), 1), (threads, 1, 1), smem)
+# 05_wmma.cu: one warp per 16 x 16 tile of C (the wmma fragment, m16n16k16), 2 x 2 warps per block; static shared
+# memory only (each warp's staging tiles).
+WMMA = BlockTile("WMMA", 32, 32, 16, 128)
 
-    def tile(block: int, dtype: str) -> tuple[int, int, int]:
-        return options[dtype][0][:3]
-
-    return launch, tile
+# 06_register_tiled.cu: 128 x 128 tiles, k slices of 8, 256 threads of 8 x 8 outputs each; both slices' buffers in
+# static shared memory.
+REGISTER_TILED = BlockTile("REGISTER_TILED", 128, 128, 8, 256)
 
 
-# warptiled (07_warptiled.cu) compiles, per target, the first configuration that fits the opt-in shared memory of
-# that target's GPUs (warptiled::target_smem_optin: 163 KB on sm_80/87, 227 KB on sm_90/100/103, else 99 KB), and
-# the launch gives the first that fits the device's own limit: the same choice for a cubin of the device's arch. A
-# target the kernel does not know compiles the small one and, should its GPU allow more, gets the big size: part
-# unused, harmless. The reverse (an sm_90 cubin on an sm_86 GPU) traps.
-# warptiled fp32: BK 32 (149 KB) or BK 16; fp64 one configuration.
-WARPTILED_LAUNCH, WARPTILED_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 148_992),
-                                                               (128, 256, 16, 256, 74_496)],
-                                                   "float64": (128, 128, 8, 256, 66_048)})
-# warptiled_mbarrier fp32: BK 32 with 4 stages (199 KB: sm_90/100/103) or BK 16.
-WARPTILED_MBARRIER_LAUNCH, WARPTILED_MBARRIER_TILE = tiles_by_dtype({"float32": [(128, 256, 32, 256, 198_656),
-                                                                                 (128, 256, 16, 256, 99_328)]})
+def _warptiled_layout(itemsize: int) -> Callable[[BlockTile], int]:
+    """07_warptiled.cu's shared memory: per stage A transposed (tile_k rows of tile_m, padded by one 16-byte vector)
+    and B (tile_k rows of tile_n)."""
+    return lambda c: c.stages * c.tile_k * (c.tile_m + 16 // itemsize + c.tile_n) * itemsize
 
 
-# dmma (08_dmma.cu): dmma::DefaultConfig, 128x128x16 tiles, 256 threads, 149,504 bytes of shared memory.
-DMMA_LAUNCH, DMMA_TILE = tiles_by_dtype({"float64": (128, 128, 16, 256, 149_504)})
+# 07_warptiled.cu, method warptiled (a block barrier per k slice), 8 warps. fp32: BK 32 where a block may have its
+# 149 KB (fewer barriers per k: +1.4-1.8 % over BK 16 in an H200 sweep), else BK 16 (sm_86/89/120/121: 99 KB);
+# fp64 one configuration. A target the table does not know compiles the last.
+_WARPTILED_F32 = BlockTile("WARPTILED_F32", 128, 256, 32, 256, stages=3, layout=_warptiled_layout(4))
+WARPTILED = TileFamily("WARPTILED", {
+    "float32": (_WARPTILED_F32, replace(_WARPTILED_F32, tile_k=16)),
+    "float64": (BlockTile("WARPTILED_F64", 128, 128, 8, 256, stages=4, layout=_warptiled_layout(8)),),
+})
+# Method warptiled_mbarrier (fp32; a full and an empty mbarrier per stage): 4 stages of BK 32 (199 KB: sm_90/100/103)
+# or of BK 16.
+_WARPTILED_MBARRIER_F32 = BlockTile("WARPTILED_MBARRIER_F32", 128, 256, 32, 256, stages=4,
+                                    layout=_warptiled_layout(4))
+WARPTILED_MBARRIER = TileFamily("WARPTILED_MBARRIER", {
+    "float32": (_WARPTILED_MBARRIER_F32, replace(_WARPTILED_MBARRIER_F32, tile_k=16)),
+})
+
+# 08_dmma.cu: 128 x 128 x 16 tiles of 8 warps (64 x 32 each), 4 stages; rows padded by 4 doubles (A: tile_k + 4,
+# B: tile_n + 4).
+DMMA = TileFamily("DMMA", {"float64": (BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
+    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8)),)})
+
+# 09_wmma_tiled.cu: 128 x 128 tiles of 8 warps (64 x 32 each), k slices of 32 double-buffered in static shared memory.
+WMMA_TILED = BlockTile("WMMA_TILED", 128, 128, 32, 256)
+
+# 10_mma_async_copy.cu: 128 x 256 x 32 tiles of 8 warps (64 x 64 each), 4 stages of fp16 / bf16 (swizzled, no padding).
+MMA_ASYNC_COPY = BlockTile("MMA_ASYNC_COPY", 128, 256, 32, 256, stages=4,
+                           layout=lambda c: c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2)
+
+# 11_wgmma_tma.cu: one warpgroup per 64 x 128 tile (wgmma m64n128k16), k slices of 64, one stage: A and B tiles on a
+# 1024-byte boundary (alignment slack) and the stage's 16-byte mbarrier.
+WGMMA_TMA = BlockTile("WGMMA_TMA", 64, 128, 64, 128, stages=1,
+                      layout=lambda c: 1024 + c.stages * ((c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2 + 16))
 
 
-def tile_split_k_variants(define: str, launch: Callable[[Problem], Launch],
-                          tile: Callable[[int, str], tuple[int, int, int]], splits: tuple[int, ...] = (2, 4, 8, 16, 32)
-                          ) -> tuple[Variant, ...]:
-    """Split-K builds of a kernel with one block per output tile (kernels/split_k.cuh, host contract): -D{define}=S,
-    the method's launch with grid z = S, and a workspace of S partial tiles of tile_m x tile_n accumulators per
-    output tile (the launch's grid x times y of them), then a 32-bit counter per tile."""
+def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8, 16, 32)) -> tuple[Variant, ...]:
+    """Split-K builds of a kernel with one block per output tile (kernels/split_k.cuh, host contract):
+    -D{family.name}_SPLIT_K=S, the family's launch with grid z = S, and a workspace of S partial tiles of tile_m x
+    tile_n accumulators (of the configuration the problem launches) per output tile (the launch's grid x times y of
+    them), then a 32-bit counter per tile."""
 
     def variant(s: int) -> Variant:
         def split_launch(p: Problem) -> Launch:
-            base = launch(p)
+            base = family.launch(p)
             return replace(base, grid=(base.grid[0], base.grid[1], s))
 
         def workspace(p: Problem) -> int:
-            grid = launch(p).grid
-            tile_m, tile_n, _ = tile(p.block, p.dtype.name)
-            return grid[0] * grid[1] * (s * tile_m * tile_n * p.dtype.output.itemsize + 4)
+            config = family.config(p.dtype.name, p.max_shared_bytes)
+            grid = config.launch(p).grid
+            return grid[0] * grid[1] * (s * config.tile_m * config.tile_n * p.dtype.output.itemsize + 4)
 
-        return Variant(f"splitk{s}", (f"{define}={s}",),
+        return Variant(f"splitk{s}", (f"{family.name}_SPLIT_K={s}",),
                        f"split-K: each tile's k steps in {s} slices on {s} blocks (grid z); the last slice to finish "
                        "sums the partials in slice order through a workspace (deterministic). For too few tiles or "
                        "deep K", launch=split_launch, workspace=workspace)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from matmul_study.core import configs
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
-from matmul_study.core.geometry import (DMMA_LAUNCH, DMMA_TILE, WARPTILED_LAUNCH, WARPTILED_MBARRIER_LAUNCH,
-                                        WARPTILED_MBARRIER_TILE, WARPTILED_TILE, fixed_tiles, square_thread_blocks,
-                                        square_thread_blocks_dynamic_tiles, tile_split_k_variants)
+from matmul_study.core.geometry import (DMMA, MMA_ASYNC_COPY, REGISTER_TILED, WARPTILED, WARPTILED_MBARRIER, WGMMA_TMA,
+                                        WMMA, WMMA_TILED, square_thread_blocks, square_thread_blocks_dynamic_tiles,
+                                        tile_split_k_variants)
 from matmul_study.core.specs import Method, Requirements, TensorMap, Variant
-from matmul_study.core.warp_specialized import (FP8_BLOCK_DEFINES, HOPPER, SPLIT_TF32_PREPASS, fp8_bn128_variants,
-                                                fp8_block_variants, ws_bn128_variants, ws_rung, ws_variants)
+from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
+                                                WS_FP8_BLOCK, WS_TF32, fp8_bn128_variants, fp8_block_variants,
+                                                ws_bn128_variants, ws_rung, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -85,8 +86,10 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="05_wmma.cu",
             template="wmma_matmul",
-            launch=fixed_tiles(32, 32, 128),
-            tile=lambda block, dtype: (16, 16, 16),  # one warp per 16x16 tile of C, loading its own strips
+            launch=WMMA.launch,
+            # The traffic model's unit is a warp's 16x16 tile of C (the m16n16k16 fragment): it loads its own strips.
+            tile=lambda block, dtype: (16, 16, 16),
+            contract_defines=WMMA.defines,
         ),
         Method(
             "register_tiled",
@@ -95,8 +98,9 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="06_register_tiled.cu",
             template="register_tiled_matmul<{T}, {Acc}>",
-            launch=fixed_tiles(128, 128, 256),
-            tile=lambda block, dtype: (128, 128, 8),
+            launch=REGISTER_TILED.launch,
+            tile=REGISTER_TILED.tile,
+            contract_defines=REGISTER_TILED.defines,
         ),
         Method(
             "warptiled",
@@ -106,11 +110,12 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="07_warptiled.cu",
             template="warptiled_matmul<{T}, {Acc}>",
-            launch=WARPTILED_LAUNCH,
-            tile=WARPTILED_TILE,
-            launch_bounds=(256, 1),
-            variants=tile_split_k_variants("WARPTILED_SPLIT_K", WARPTILED_LAUNCH, WARPTILED_TILE),
-            choose=configs.wave_split_k(WARPTILED_TILE, min_slice_k=64),
+            launch=WARPTILED.launch,
+            tile=WARPTILED.tile,
+            contract_defines=WARPTILED.defines,
+            launch_bounds=WARPTILED.launch_bounds,
+            variants=tile_split_k_variants(WARPTILED),
+            choose=configs.wave_split_k(WARPTILED.tile, min_slice_k=64),
         ),
         Method(
             "warptiled_mbarrier",
@@ -121,9 +126,10 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="07_warptiled.cu",
             template="warptiled_mbarrier_matmul<{T}, {Acc}>",
-            launch=WARPTILED_MBARRIER_LAUNCH,
-            tile=WARPTILED_MBARRIER_TILE,
-            launch_bounds=(256, 1),
+            launch=WARPTILED_MBARRIER.launch,
+            tile=WARPTILED_MBARRIER.tile,
+            contract_defines=WARPTILED_MBARRIER.defines,
+            launch_bounds=WARPTILED_MBARRIER.launch_bounds,
             default_study=False,
         ),
         Method(
@@ -134,12 +140,13 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="08_dmma.cu",
             template="dmma_matmul<{T}, {Acc}>",
-            launch=DMMA_LAUNCH,
-            tile=DMMA_TILE,
-            launch_bounds=(256, 1),
-            variants=tile_split_k_variants("DMMA_SPLIT_K", DMMA_LAUNCH, DMMA_TILE),
+            launch=DMMA.launch,
+            tile=DMMA.tile,
+            contract_defines=DMMA.defines,
+            launch_bounds=DMMA.launch_bounds,
+            variants=tile_split_k_variants(DMMA),
             # A k step costs DMMA half the time it costs the SIMT fp32/fp64 rungs: twice the minimum depth a slice.
-            choose=configs.wave_split_k(DMMA_TILE, min_slice_k=128),
+            choose=configs.wave_split_k(DMMA.tile, min_slice_k=128),
         ),
         Method(
             "wmma_tiled",
@@ -148,8 +155,9 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="09_wmma_tiled.cu",
             template="wmma_tiled_matmul",
-            launch=fixed_tiles(128, 128, 256),
-            tile=lambda block, dtype: (128, 128, 32),
+            launch=WMMA_TILED.launch,
+            tile=WMMA_TILED.tile,
+            contract_defines=WMMA_TILED.defines,
         ),
         Method(
             "mma_async_copy",
@@ -160,9 +168,10 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="10_mma_async_copy.cu",
             template="mma_async_copy_matmul<{T}>",
-            launch=fixed_tiles(128, 256, 256, shared_bytes=98_304),
-            tile=lambda block, dtype: (128, 256, 32),
-            launch_bounds=(256, 1),
+            launch=MMA_ASYNC_COPY.launch,
+            tile=MMA_ASYNC_COPY.tile,
+            contract_defines=MMA_ASYNC_COPY.defines,
+            launch_bounds=MMA_ASYNC_COPY.launch_bounds,
             requires=Requirements(min_compute_capability=(8, 0)),
         ),
         Method(
@@ -173,56 +182,59 @@ METHODS: dict[str, Method] = {
             backend=PYCUDA,
             source="11_wgmma_tma.cu",
             template="wgmma_tma_matmul<{T}>",
-            launch=fixed_tiles(64, 128, 128, shared_bytes=25_616),
-            tile=lambda block, dtype: (64, 128, 64),
-            tensor_maps=(TensorMap("A", 64, 64), TensorMap("B", 64, 64)),
-            launch_bounds=(128, 1),
+            launch=WGMMA_TMA.launch,
+            tile=WGMMA_TMA.tile,
+            contract_defines=WGMMA_TMA.defines,
+            # A's box is a tile_m x tile_k tile; B's a tile_k x 64 strip (one 128-byte swizzle row of 2-byte elements).
+            tensor_maps=(TensorMap("A", WGMMA_TMA.tile_m, WGMMA_TMA.tile_k), TensorMap("B", WGMMA_TMA.tile_k, 64)),
+            launch_bounds=WGMMA_TMA.launch_bounds,
             requires=HOPPER,
         ),
         ws_rung(
             "wgmma_warp_specialized",
-            "Hopper, fast: a TMA producer warpgroup and two wgmma consumer warpgroups (setmaxnreg), 128x256 "
-            "tiles, 4 stages, persistent grid in grouped order, 2-CTA clusters sharing B by TMA multicast",
-            ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", 64, ("A", "B"),
-            variants=(*ws_variants(groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants()),
-            choose=configs.persistent_split_k(128, 256, 64, narrow_n=128),
+            "Hopper, fast: a TMA producer warpgroup and two wgmma consumer warpgroups (setmaxnreg), "
+            f"{WS_16BIT.BM}x{WS_16BIT.bn} tiles, {WS_16BIT.stage_count} stages, persistent grid in grouped order, "
+            f"{WS_16BIT.cluster}-CTA clusters sharing B by TMA multicast",
+            ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", WS_16BIT, ("A", "B"),
+            variants=(*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT)),
+            choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN),
         ),
         ws_rung(
             "wgmma_tf32",
             "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is "
             "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
-            ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", 32, ("A", "BT"),
+            ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
-            variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
-            choose=configs.persistent_split_k(128, 256, 32),
+            variants=ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
+            choose=configs.persistent_split_k(*WS_TF32.tile()),
         ),
         ws_rung(
             "wgmma_3xtf32",
             "Hopper fp32 at tensor-core speed (3xTF32): a pre-pass splits A and B into big and small tf32 parts "
             "(and transposes B), then wgmma_tf32's pipeline sums big·small + small·big + big·big over K' = 3k; "
             "the pre-pass is timed with the GEMM",
-            ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", 32, ("A3", "BT3"),
+            ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", WS_TF32, ("A3", "BT3"),
             prepass=SPLIT_TF32_PREPASS,
             # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy).
-            variants=ws_variants(groups_along_n=False, clusters=(1, 2)),
+            variants=ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
         ),
         ws_rung(
             "wgmma_int8",
             "Hopper int8: wgmma_warp_specialized's pipeline on int8 operands, both K-major (wgmma m64n256k32 s8, "
             "exact int32 accumulation and output); B is transposed on every launch by a byte-transpose kernel "
             "(kernels/transpose_bytes.cu), and that transpose is timed with the kernel",
-            ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", 128, ("A", "BT"),
+            ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
-            variants=tuple(v for v in ws_variants(groups_along_n=False, clusters=(1, 2)) if v.workspace is None),
+            variants=ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
         ),
         ws_rung(
             "wgmma_fp8",
             "Hopper FP8: the int8 rung's pipeline on e4m3 operands with per-tensor scales (wgmma m64n256k32 e4m3, "
             "fp32 accumulation, the scales applied to the accumulators as they leave); B is transposed on every "
             "launch by the byte-transpose kernel, timed with the GEMM",
-            ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", 128, ("A", "BT"),
-            variants=(*ws_variants(groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants()),
-            choose=configs.persistent_split_k(128, 256, 128),
+            ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
+            variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants(WS_BYTES)),
+            choose=configs.persistent_split_k(*WS_BYTES.tile()),
         ),
         ws_rung(
             "wgmma_fp8_block",
@@ -230,10 +242,10 @@ METHODS: dict[str, Method] = {
             "promoted sums (m64n128k32 e4m3), each k step's partial (one 128-k scale block) added into the fp32 "
             "accumulators times its rows' A scales and its tile's B scale; B transposed on every launch by the "
             "byte-transpose kernel, timed with the GEMM",
-            ("float8_e4m3_block",), "17_wgmma_fp8_block.cu", "wgmma_fp8_block_matmul<{T}>", 128, ("A", "BT"),
-            bn=128, compile_options=tuple(f"-D{d}" for d in FP8_BLOCK_DEFINES),
-            variants=fp8_block_variants(),
-            choose=configs.persistent_split_k(128, 128, 128),
+            ("float8_e4m3_block",), "17_wgmma_fp8_block.cu", "wgmma_fp8_block_matmul<{T}>", WS_FP8_BLOCK,
+            ("A", "BT"),
+            variants=fp8_block_variants(WS_FP8_BLOCK),
+            choose=configs.persistent_split_k(*WS_FP8_BLOCK.tile()),
         ),
         Method(
             "cublas",

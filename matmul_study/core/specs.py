@@ -5,6 +5,7 @@ core/registry.py; the geometry helpers that fill these records are core/geometry
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -16,6 +17,36 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# The most dynamic shared memory a block may opt in to, per compute capability (CUDA C++ Programming Guide, technical
+# specifications per compute capability: 163 KB, 99 KB or 227 KB). A kernel whose configuration depends on it is
+# compiled for a target with the configuration this table allows there (core/geometry.py, TileFamily), and launched
+# on a device with the one it allows for the device's compute capability (measure/ sets Problem.max_shared_bytes
+# from it): one table, so both make the same choice.
+SHARED_OPT_IN_BYTES: dict[tuple[int, int], int] = {
+    (8, 0): 166_912, (8, 6): 101_376, (8, 7): 166_912, (8, 9): 101_376,
+    (9, 0): 232_448, (10, 0): 232_448, (10, 3): 232_448,
+    (12, 0): 101_376, (12, 1): 101_376,
+}
+# The compute capability the planning defaults describe (H100, H200) where no device is known.
+DEFAULT_COMPUTE_CAPABILITY = (9, 0)
+
+
+def compute_capability(target: str | tuple[int, int]) -> tuple[int, int]:
+    """(8, 6) for sm_86, compute_86 or (8, 6); (9, 0) for sm_90a; (10, 0) for sm_100."""
+    if isinstance(target, tuple):
+        return target
+    match = re.fullmatch(r"(?:sm|compute)_(\d+)(\d)[af]?", target)
+    if not match:
+        raise ValueError(f"not an nvcc target: {target!r} (sm_XY, sm_XYa or compute_XY)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def shared_opt_in_bytes(target: str | tuple[int, int]) -> int:
+    """SHARED_OPT_IN_BYTES of a target (sm_XY, compute_XY) or compute capability; one the table does not know gets
+    the least of them, which every GPU with cp.async (sm_80 and newer) allows."""
+    return SHARED_OPT_IN_BYTES.get(compute_capability(target), min(SHARED_OPT_IN_BYTES.values()))
+
+
 @dataclass(frozen=True)
 class Problem:
     """What a launch geometry depends on: the shape, the block axis, the dtype and the device."""
@@ -25,7 +56,9 @@ class Problem:
     block: int
     dtype: dt.DType
     sm_count: int = 132
-    max_shared_bytes: int = 232_448  # the most dynamic shared memory a block may opt in to (H100/H200)
+    # The most dynamic shared memory a block may opt in to on the device (shared_opt_in_bytes of its compute
+    # capability; the default: H100/H200's).
+    max_shared_bytes: int = shared_opt_in_bytes(DEFAULT_COMPUTE_CAPABILITY)
 
 
 @dataclass(frozen=True)
@@ -142,6 +175,10 @@ class Method:
     # __launch_bounds__(threads, min blocks per SM) on the generated kernel; setmaxnreg needs it.
     launch_bounds: tuple[int, int] | None = None
     compile_options: tuple[str, ...] = ()
+    # The launch contract the kernel is compiled with, as -D definitions ("NAME=VALUE"), for an nvcc target (sm_XY,
+    # compute_XY; None: only the definitions that do not depend on one): its geometry record's (core/geometry.py),
+    # whose launch and tile are this method's. None: the kernel takes none.
+    contract_defines: Callable[[str | None], tuple[str, ...]] | None = None
     requires: Requirements = field(default_factory=Requirements)
     # Named builds beyond the default (see Variant); the default build is the method itself.
     variants: tuple[Variant, ...] = ()

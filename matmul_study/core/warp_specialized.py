@@ -1,10 +1,16 @@
-"""The warp-specialised Hopper family (kernels 12-17): its shared-memory arithmetic, persistent launches, split-K
-workspaces, the configurations (variants) of its pipeline, the 3xTF32 rung's pre-pass, and `ws_rung`, which makes a
-method of the family from its operands."""
+"""The warp-specialised Hopper family (kernels 12-17, kernels/warp_specialized/): the one record of a build's
+configuration (WsConfig), from which its compile definitions, its launch, its tile and its split-K workspace all come;
+the configurations (variants) of its pipeline, each its rung's record with one axis moved; the 3xTF32 rung's
+pre-pass; and `ws_rung`, which makes a method of the family from its operands and its record.
+
+The kernel receives every fact of the record as a WGMMA_WS_* definition and has no defaults of its own: a missing
+one stops the build, and kernels/warp_specialized/config.cuh checks the rest (among them that its shared-memory
+layout takes exactly the bytes that `WsConfig.shared_bytes` gives the launch, alignment slack included)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.geometry import persistent
@@ -13,180 +19,246 @@ from matmul_study.core.specs import (Launch, Method, Prepass, PrepassOutput, Pro
 
 HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules=("cuda.bindings",))
 
+# The most dynamic shared memory a block may opt in to on sm_90 (227 KiB): a record's default stage count is the most
+# stages that fit in it, and the kernel refuses a layout past it.
+SM90_SHARED_BYTES = 232_448
 
 
-# The warp-specialised Hopper kernel (kernels/12_wgmma_warp_specialized.cu) and its tf32 rung share one pipeline and
-# one shared-memory layout: a 1 KiB alignment slack, `stages` stages of A (128 rows) and B (`bn` columns: the tile
-# width, 256 or 128) at 128 bytes per row or column (fp16/bf16 BK 64, tf32 BK 32), the consumers' epilogue staging
-# (8 warps x 16x64 fp32) and a full and an empty mbarrier per stage: wgmma_ws::SMEM_BYTES, checked against this by
-# tests/test_kernels_compile.py.
-WS_STAGES = 4  # the kernel's default at BN 256 (WGMMA_WS_STAGES: the most 48 KiB stages that fit)
-WS_BN128_STAGES = 6  # and at BN 128 (WGMMA_WS_BN=128: the most 32 KiB stages that fit)
-WS_CLUSTER = 2  # the kernel's default (WGMMA_WS_CLUSTER)
+@dataclass(frozen=True)
+class WsConfig:
+    """One build of the warp-specialised pipeline, the single source of its contract with the host: `defines` (the
+    -D definitions the kernel requires, WGMMA_WS_*), `launch` (threads, dynamic shared memory, cluster, persistent
+    grid), `tile` and `workspace_bytes` are all derived from these fields. A rung's default build is one record
+    (ws_rung); each of its variants is that record with one axis moved (dataclasses.replace)."""
+
+    bk: int  # k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32, 128 bytes)
+    bn: int = 256  # tile width: 256, or 128 (twice the tiles, half the work each)
+    stages: int | None = None  # pipeline stages; None: the most that fit in an SM's shared memory (stage_count)
+    cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
+    split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
+    streamk: bool = True  # split the last wave by k steps where that pays (the kernel ignores it in split-K builds)
+    promote: bool = False  # FP8 sums promoted into fp32 accumulators every k step (BN 128 only)
+    # Knobs that change no launch, stated here too so that a build is one list of facts:
+    balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
+    group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
+    group_m: int = 8  # cluster tiles per group of the tile order
+    drain_every: int = 2  # paced drain of the epilogue every so many k steps (0: every tile stored whole)
+
+    # The pipeline's fixed shape (the kernel asserts the first two against its warpgroups).
+    BM: ClassVar[int] = 128  # tile rows: 64 per consumer warpgroup
+    THREADS: ClassVar[int] = 384  # a producer warpgroup and two consumer warpgroups
+    # Its shared memory (kernels/warp_specialized/config.cuh, LAYOUT_BYTES): the slack that aligns the stages to
+    # 1024 bytes, each stage's BM rows of A and bn columns of B at 128 bytes each, the epilogue's staging (a 16x64
+    # fp32 chunk per consumer warp) and a full and an empty mbarrier per stage.
+    ALIGN_SLACK: ClassVar[int] = 1024
+    ROW_BYTES: ClassVar[int] = 128
+    STAGING_BYTES: ClassVar[int] = 2 * 4 * 16 * 64 * 4
+    BARRIER_BYTES: ClassVar[int] = 2 * 8
+    ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes of one pipeline stage: A (BM rows) and B (bn columns), 128 bytes each."""
+        return (self.BM + self.bn) * self.ROW_BYTES
+
+    @property
+    def stage_count(self) -> int:
+        """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128)."""
+        if self.stages is not None:
+            return self.stages
+        return (SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES) // (self.stage_bytes + self.BARRIER_BYTES)
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory of the launch (WGMMA_WS_SMEM_BYTES), as the kernel lays it out."""
+        return (self.ALIGN_SLACK + self.stage_count * (self.stage_bytes + self.BARRIER_BYTES)
+                + self.STAGING_BYTES)
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
+        values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
+                  "SMEM_BYTES": self.shared_bytes, "CLUSTER": self.cluster, "SPLIT_K": self.split_k,
+                  "STREAMK": int(self.streamk), "PROMOTE": int(self.promote), "BALANCED": int(self.balanced),
+                  "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
+        return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
+
+    def tile(self, block: int = 0, dtype: str | None = None) -> tuple[int, int, int]:
+        """The traffic model's unit of work (Method.tile): BM x bn tiles, bk per k step."""
+        return self.BM, self.bn, self.bk
+
+    def launch(self, p: Problem) -> Launch:
+        """Persistent grid of THREADS-thread CTAs (a producer and two consumer warpgroups) over BM x bn tiles, in
+        clusters along M, launched as a programmatic dependent of the previous kernel. A split-K build has
+        `split_k` work items per cluster tile, so its grid is as large as those items, up to one CTA per SM."""
+        if self.split_k == 1:
+            return persistent(self.BM, self.bn, self.THREADS, shared_bytes=self.shared_bytes, cluster=self.cluster,
+                              dependent=True)(p)
+        items = cdiv(p.m, self.BM * self.cluster) * cdiv(p.n, self.bn) * self.split_k
+        blocks = max(1, min(p.sm_count // self.cluster, items)) * self.cluster
+        return Launch((blocks, 1, 1), (self.THREADS, 1, 1), self.shared_bytes, (self.cluster, 1, 1), persistent=True,
+                      dependent=True)
+
+    def workspace_bytes(self, p: Problem) -> int:
+        """A split-K build's workspace (kernels/warp_specialized/epilogue.cuh, host contract): per BM x bn CTA tile
+        (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split_k` partial tiles
+        of 32-bit accumulators, then one 32-bit counter per CTA tile."""
+        cta_tiles = cdiv(p.m, self.BM * self.cluster) * self.cluster * cdiv(p.n, self.bn)
+        return cta_tiles * (self.split_k * self.BM * self.bn * self.ACC_BYTES + self.ACC_BYTES)
+
+    def variant(self, name: str, description: str = "") -> "WsVariant":
+        """This record as a named build: its defines, launch, tile, and a workspace where it splits K."""
+        return WsVariant(name, self.defines, description, launch=self.launch, tile=self.tile,
+                         workspace=self.workspace_bytes if self.split_k > 1 else None, config=self)
 
 
-def ws_stages(stages: int | None, bn: int) -> int:
-    """`stages`, or where None the kernel's default for tiles `bn` wide."""
-    return stages if stages is not None else WS_BN128_STAGES if bn == 128 else WS_STAGES
+@dataclass(frozen=True)
+class WsVariant(Variant):
+    """A build of the family: a Variant that keeps the record it was derived from."""
+    config: WsConfig | None = None
 
 
-def ws_shared_bytes(stages: int | None = None, bn: int = 256) -> int:
-    """Dynamic shared memory of a wgmma_warp_specialized / wgmma_tf32 build with `stages` pipeline stages (None:
-    the kernel's default) and tiles `bn` columns wide."""
-    stages = ws_stages(stages, bn)
-    stage = (128 + bn) * 128
-    staging = 2 * 4 * 16 * 64 * 4
-    return 1024 + stages * stage + staging + 2 * stages * 8
+@dataclass(frozen=True)
+class WsMethod(Method):
+    """A method of the family: its default build is its record too (`config`), so that the default's definitions
+    and launch come from the same place as every variant's. Method.compile_options carries none of them, so no
+    definition is passed twice."""
+    config: WsConfig | None = None
+
+    def variant(self, name: str | None) -> Variant:
+        if name in (None, "", "default"):
+            return self.config.variant("default")
+        return super().variant(name)
 
 
-def ws_launch(stages: int | None = None, cluster: int = WS_CLUSTER, split: int = 1, bn: int = 256
-              ) -> Callable[[Problem], Launch]:
-    """Persistent grid of 384-thread CTAs (a producer and two consumer warpgroups) over 128 x `bn` tiles, in clusters
-    along M, launched as a programmatic dependent of the previous kernel. A split-K build (split > 1) has
-    `split` work items per cluster tile (256 x bn with clusters of 2), so its grid is as large as those items,
-    up to one CTA per SM."""
-    smem = ws_shared_bytes(stages, bn)
-    if split == 1:
-        return persistent(128, bn, 384, shared_bytes=smem, cluster=cluster, dependent=True)
-
-    def launch(p: Problem) -> Launch:
-        items = cdiv(p.m, 128 * cluster) * cdiv(p.n, bn) * split
-        blocks = max(1, min(p.sm_count // cluster, items)) * cluster
-        return Launch((blocks, 1, 1), (384, 1, 1), smem, (cluster, 1, 1), persistent=True, dependent=True)
-
-    return launch
-
+# The rungs' default records (the registry's ws_rung entries). A k step is one 128-byte swizzle row of the operands.
+WS_16BIT = WsConfig(bk=64)  # fp16 / bf16 (kernel 12)
+WS_TF32 = WsConfig(bk=32)  # tf32, and 3xTF32's split operands (kernels 13, 14)
+WS_BYTES = WsConfig(bk=128)  # int8 and e4m3 (kernels 15, 16)
+NARROW_BN = 128  # the 128x128-tile builds' width (variants bn128*)
+# The block-scaled FP8 rung (kernel 17): every build is wgmma_fp8's bn128_promote (fp8_bn128_variants).
+WS_FP8_BLOCK = replace(WS_BYTES, bn=NARROW_BN, promote=True)
 
 WS_SPLITS = (2, 4, 8, 16, 32)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
 
 
-def ws_split_workspace(split: int, cluster: int = WS_CLUSTER, bn: int = 256) -> Callable[[Problem], int]:
-    """A split-K build's workspace (kernels/12_wgmma_warp_specialized.cu, host contract): per 128 x `bn` CTA tile
-    (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split` fp32 partial
-    tiles, then one 32-bit counter per CTA tile."""
+def ws_variants(base: WsConfig, groups_along_n: bool, clusters: tuple[int, ...],
+                splits: tuple[int, ...] = WS_SPLITS) -> tuple[Variant, ...]:
+    """The configuration axes of the warp-specialised pipeline, each moved away from the rung's record `base` by
+    one step: clusters (those the operands allow), stages, the stream-K tail, balanced waves, the tile order (the
+    operands' own order is the default: groups along N or along M) and group size, the paced drain of the epilogue,
+    and split-K (`splits`; none for operands whose partials the workspace cannot hold)."""
+    def moved(name: str, description: str, **axis) -> Variant:
+        return replace(base, **axis).variant(name, description)
 
-    def workspace(p: Problem) -> int:
-        cta_tiles = cdiv(p.m, 128 * cluster) * cluster * cdiv(p.n, bn)
-        return cta_tiles * (split * 128 * bn * 4 + 4)
-
-    return workspace
-
-
-def ws_variants(groups_along_n: bool, clusters: tuple[int, ...]) -> tuple[Variant, ...]:
-    """The configuration axes of the warp-specialised pipeline (compile definitions WGMMA_WS_*), each moved away
-    from the default by one step: clusters (those the operands allow), stages, the stream-K tail, balanced waves,
-    the tile order (the operands' own order is the default: groups along N or along M) and group size, and the
-    paced drain of the epilogue."""
+    stages = base.stage_count
     cluster_variants = tuple(
-        Variant(f"cluster{c}", (f"WGMMA_WS_CLUSTER={c}",),
-                "no cluster: every CTA loads all of B (48 KiB per k step from L2 instead of 32)" if c == 1 else
-                f"clusters of {c} CTAs along M, each loading 1/{c} of B and multicasting it (fewer clusters fit "
-                "at once: 30 of 4 on 132 SMs)",
-                launch=ws_launch(cluster=c))
-        for c in clusters if c != WS_CLUSTER)
-    order = (Variant("row_groups", ("WGMMA_WS_GROUP_ORDER=1",),
-                     "tile order in groups of cluster-rows walked column by column (the default groups columns)")
+        moved(f"cluster{c}",
+              "no cluster: every CTA loads all of B (48 KiB per k step from L2 instead of 32)" if c == 1 else
+              f"clusters of {c} CTAs along M, each loading 1/{c} of B and multicasting it (fewer clusters fit "
+              "at once: 30 of 4 on 132 SMs)", cluster=c)
+        for c in clusters if c != base.cluster)
+    order = (moved("row_groups",
+                   "tile order in groups of cluster-rows walked column by column (the default groups columns)",
+                   group_order=1)
              if groups_along_n else
-             Variant("column_groups", ("WGMMA_WS_GROUP_ORDER=2",),
-                     "tile order in groups of cluster-columns walked row by row (the default groups rows)"))
+             moved("column_groups",
+                   "tile order in groups of cluster-columns walked row by row (the default groups rows)",
+                   group_order=2))
     return (
         *cluster_variants,
-        Variant("stages3", ("WGMMA_WS_STAGES=3",), "3 pipeline stages instead of 4 (less copy latency covered)",
-                launch=ws_launch(stages=3)),
-        Variant("no_streamk", ("WGMMA_WS_STREAMK=0",),
-                "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would pay"),
-        Variant("unbalanced", ("WGMMA_WS_BALANCED=0",),
-                "every cluster takes tiles, instead of the fewest clusters that keep the number of waves"),
+        moved("stages3", f"3 pipeline stages instead of {stages} (less copy latency covered)", stages=3),
+        moved("no_streamk", "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would "
+                            "pay", streamk=False),
+        moved("unbalanced",
+              "every cluster takes tiles, instead of the fewest clusters that keep the number of waves",
+              balanced=False),
         order,
-        Variant("group4", ("WGMMA_WS_GROUP_M=4",), "tile groups of 4 cluster tiles instead of 8"),
-        Variant("group16", ("WGMMA_WS_GROUP_M=16",), "tile groups of 16 cluster tiles instead of 8"),
-        Variant("drain0", ("WGMMA_WS_DRAIN_EVERY=0",),
-                "no paced drain: every tile is stored whole at its end, none during the next tile's k steps"),
-        Variant("drain4", ("WGMMA_WS_DRAIN_EVERY=4",), "paced drain every 4 k steps instead of 2"),
-        *(Variant(f"splitk{s}", (f"WGMMA_WS_SPLIT_K={s}",),
-                  f"split-K: each tile's k steps in {s} slices on {s} clusters, summed in slice order through a "
-                  "workspace (deterministic); no stream-K tail. For too few tiles or deep K",
-                  launch=ws_launch(split=s), workspace=ws_split_workspace(s))
-          for s in WS_SPLITS),
+        moved("group4", f"tile groups of 4 cluster tiles instead of {base.group_m}", group_m=4),
+        moved("group16", f"tile groups of 16 cluster tiles instead of {base.group_m}", group_m=16),
+        moved("drain0", "no paced drain: every tile is stored whole at its end, none during the next tile's k steps",
+              drain_every=0),
+        moved("drain4", f"paced drain every 4 k steps instead of {base.drain_every}", drain_every=4),
+        *(moved(f"splitk{s}", f"split-K: each tile's k steps in {s} slices on {s} clusters, summed in slice order "
+                              "through a workspace (deterministic); no stream-K tail. For too few tiles or deep K",
+                split_k=s)
+          for s in splits),
     )
 
 
 WS_BN128_SPLITS = (2, 4)  # split-K builds of the 128x128 tiles
 
 
-def ws_bn128_variants() -> tuple[Variant, ...]:
-    """The 128x128-tile builds of the fp16/bf16 pipeline (WGMMA_WS_BN=128: each consumer warpgroup 64x128, wgmma
-    m64n128k16), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work; 6
-    stages of 32 KiB by default (what fits), 4 as the control; split-K on top where even those tiles are few."""
-    bn128 = "WGMMA_WS_BN=128"
-
-    def tile(block: int, dtype: str) -> tuple[int, int, int]:
-        return 128, 128, 64
-
+def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
+    """The 128x128-tile builds of the fp16/bf16 pipeline (bn NARROW_BN: each consumer warpgroup 64x128, wgmma
+    m64n128k16), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work; as many
+    stages of their size as fit, 4 as the control; split-K on top where even those tiles are few."""
+    narrow = replace(base, bn=NARROW_BN)
+    tiles = f"{narrow.BM}x{narrow.bn} tiles"
+    stage = f"stages of {narrow.stage_bytes // 1024} KiB"
     return (
-        Variant("bn128", (bn128,), "128x128 tiles (twice as many, half the work each) and 6 stages of 32 KiB",
-                launch=ws_launch(bn=128), tile=tile),
-        Variant("bn128_stages4", (bn128, "WGMMA_WS_STAGES=4"),
-                "128x128 tiles with 4 stages instead of 6 (the copy latency covered at half the math per stage)",
-                launch=ws_launch(stages=4, bn=128), tile=tile),
-        *(Variant(f"bn128_splitk{s}", (bn128, f"WGMMA_WS_SPLIT_K={s}"),
-                  f"128x128 tiles, each tile's k steps in {s} slices on {s} clusters, summed in slice order through a "
-                  "workspace (deterministic); no stream-K tail",
-                  launch=ws_launch(split=s, bn=128), tile=tile, workspace=ws_split_workspace(s, bn=128))
+        narrow.variant(f"bn{NARROW_BN}",
+                       f"{tiles} (twice as many, half the work each) and {narrow.stage_count} {stage}"),
+        replace(narrow, stages=4).variant(
+            f"bn{NARROW_BN}_stages4",
+            f"{tiles} with 4 stages instead of {narrow.stage_count} (the copy latency covered at half the math per "
+            "stage)"),
+        *(replace(narrow, split_k=s).variant(
+            f"bn{NARROW_BN}_splitk{s}",
+            f"{tiles}, each tile's k steps in {s} slices on {s} clusters, summed in slice order through a workspace "
+            "(deterministic); no stream-K tail")
           for s in WS_BN128_SPLITS),
     )
 
 
-def fp8_bn128_variants() -> tuple[Variant, ...]:
-    """The FP8 rung's 128x128-tile builds (WGMMA_WS_BN=128: m64n128k32, 6 stages of 32 KiB), where a consumer's
-    registers hold the promoted accumulation (WGMMA_WS_PROMOTE, kernels/16_wgmma_fp8.cu), and the same tiles without
-    it as the control that tells the promotion's cost from the tile's."""
-    bn128 = "WGMMA_WS_BN=128"
-
-    def tile(block: int, dtype: str) -> tuple[int, int, int]:
-        return 128, 128, 128
-
+def fp8_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
+    """The FP8 rung's 128x128-tile builds (bn NARROW_BN: m64n128k32, as many stages as fit), where a consumer's
+    registers hold the promoted accumulation (WGMMA_WS_PROMOTE, kernels/warp_specialized/mainloop.cuh), and the
+    same tiles without it as the control that tells the promotion's cost from the tile's."""
+    narrow = replace(base, bn=NARROW_BN)
+    tiles = f"{narrow.BM}x{narrow.bn} tiles"
     return (
-        Variant("bn128", (bn128,),
-                "128x128 tiles, 6 stages of 32 KiB, the tensor cores' FP8 sums as they come (the control of "
-                "bn128_promote): twice the tiles of 128x256 ones, each with 3/4 of their math per byte loaded",
-                launch=ws_launch(bn=128), tile=tile),
-        Variant("bn128_promote", (bn128, "WGMMA_WS_PROMOTE=1"),
-                "128x128 tiles with each k step's FP8 sum (128 k) promoted into fp32 accumulators (DeepGEMM's "
-                "remedy, cuBLASLt's default): an error that does not grow with k, for 64 fp32 adds per thread and "
-                "k step, some of them not hidden under the tensor cores' work, and the smaller tiles that the "
-                "three accumulator sets need",
-                launch=ws_launch(bn=128), tile=tile),
+        narrow.variant(f"bn{NARROW_BN}",
+                       f"{tiles}, {narrow.stage_count} stages of {narrow.stage_bytes // 1024} KiB, the tensor cores' "
+                       f"FP8 sums as they come (the control of bn{NARROW_BN}_promote): twice the tiles of "
+                       f"{base.BM}x{base.bn} ones, each with 3/4 of their math per byte loaded"),
+        replace(narrow, promote=True).variant(
+            f"bn{NARROW_BN}_promote",
+            f"{tiles} with each k step's FP8 sum ({narrow.bk} k) promoted into fp32 accumulators (DeepGEMM's "
+            "remedy, cuBLASLt's default): an error that does not grow with k, for 64 fp32 adds per thread and "
+            "k step, some of them not hidden under the tensor cores' work, and the smaller tiles that the "
+            "three accumulator sets need"),
     )
 
 
-FP8_BLOCK_DEFINES = ("WGMMA_WS_BN=128", "WGMMA_WS_PROMOTE=1")  # wgmma_fp8_block: the bn128_promote build's
 FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so of whole scale blocks)
 
 
-def fp8_block_variants() -> tuple[Variant, ...]:
+def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
     """The configurations of the block-scaled FP8 rung (kernels/17_wgmma_fp8_block.cu), whose every build is
-    128x128 tiles with promoted sums (FP8_BLOCK_DEFINES, the method's compile options): the cluster, the stream-K
-    tail, and split-K for too few tiles. A k step is one scale block, and slices and stream-K pieces are whole k
-    steps, so every one of them weights its partials itself."""
+    128x128 tiles with promoted sums (its record, WS_FP8_BLOCK): the cluster, the stream-K tail, and split-K for too
+    few tiles. A k step is one scale block, and slices and stream-K pieces are whole k steps, so every one of them
+    weights its partials itself."""
     return (
-        Variant("cluster1", ("WGMMA_WS_CLUSTER=1",),
-                "no cluster: every CTA loads its own Bt tile (the 2-CTA clusters multicast it on alternate k steps)",
-                launch=ws_launch(cluster=1, bn=128)),
-        Variant("no_streamk", ("WGMMA_WS_STREAMK=0",),
-                "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would pay"),
-        *(Variant(f"splitk{s}", (f"WGMMA_WS_SPLIT_K={s}",),
-                  f"split-K: each tile's k steps (scale blocks) in {s} slices on {s} clusters, summed in slice "
-                  "order through a workspace (deterministic); no stream-K tail. For too few tiles or deep K",
-                  launch=ws_launch(split=s, bn=128), workspace=ws_split_workspace(s, bn=128))
+        replace(base, cluster=1).variant(
+            "cluster1",
+            "no cluster: every CTA loads its own Bt tile (the 2-CTA clusters multicast it on alternate k steps)"),
+        replace(base, streamk=False).variant(
+            "no_streamk",
+            "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would pay"),
+        *(replace(base, split_k=s).variant(
+            f"splitk{s}",
+            f"split-K: each tile's k steps (scale blocks) in {s} slices on {s} clusters, summed in slice order "
+            "through a workspace (deterministic); no stream-K tail. For too few tiles or deep K")
           for s in FP8_BLOCK_SPLITS),
     )
 
 
-# The 3xTF32 rung (kernels/14_wgmma_3xtf32.cu): a pre-pass splits each fp32 operand into a big and a small tf32
-# part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x K'), each
-# block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's GEMM runs on
-# them over K'. These mirror the kernel's wgmma_3xtf32::wide_k and prepass_blocks (checked by tests/test_3xtf32.py).
+# The 3xTF32 rung (kernels/warp_specialized/operands_3xtf32.cuh): a pre-pass splits each fp32 operand into a big and
+# a small tf32 part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x
+# K'), each block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's
+# GEMM runs on them over K'. These mirror the kernel's wgmma_3xtf32::wide_k and prepass_blocks (checked by
+# tests/test_3xtf32.py).
 SPLIT_K_ALIGN = 4  # floats: 16 bytes
 SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
 
@@ -210,18 +282,18 @@ SPLIT_TF32_PREPASS = Prepass(
      PrepassOutput("BT3", lambda p: (p.n, split_tf32_k(p.k)))),
     split_tf32_prepass_launch)
 
+BT_BOX_ROWS = 128  # a K-major Bt tile is read in boxes of 128 rows (kernels/warp_specialized/operands_*.cuh)
 
 
-def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, template: str, bk: int,
-            operands: tuple[str, str], bn: int = 256, **fields) -> Method:
-    """A rung on the warp-specialised pipeline (kernel 12, and the files that reuse it with other operands): a
-    persistent grid of 384-thread CTAs over 128 x `bn` tiles (256, or 128 for a rung built at WGMMA_WS_BN=128 by its
-    compile options), fed by TMA in 128-byte rows of `bk` elements, built for sm_90a. `operands` names the tensor
-    maps' operands: A (or a pre-pass's A3), then B, read in 64-column strips, or a K-major Bᵀ (BT, BT3) read in
-    128-row boxes like A. `fields` are the rest of the Method's (variants, choose, requires, prepass, ...)."""
+def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, template: str, config: WsConfig,
+            operands: tuple[str, str], **fields) -> WsMethod:
+    """A rung on the warp-specialised pipeline (kernels 12-17): a persistent grid of CTAs over the tiles of its
+    record `config` (default build; its variants come in `fields`), fed by TMA in 128-byte rows of config.bk
+    elements, built for sm_90a. `operands` names the tensor maps' operands: A (or a pre-pass's A3), then B, read in
+    64-column strips, or a K-major Bᵀ (BT, BT3) read in 128-row boxes like A. `fields` are the rest of the Method's
+    (variants, choose, requires, prepass, ...)."""
     a, b = operands
-    b_map = TensorMap(b, 64, 64) if b == "B" else TensorMap(b, 128, bk)
-    return Method(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=ws_launch(bn=bn),
-                  tile=lambda block, dtype: (128, bn, bk), tensor_maps=(TensorMap(a, 128, bk), b_map),
-                  launch_bounds=(384, 1), **{"requires": HOPPER, **fields})
-
+    b_map = TensorMap(b, config.bk, 64) if b == "B" else TensorMap(b, BT_BOX_ROWS, config.bk)
+    return WsMethod(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=config.launch,
+                    tile=config.tile, tensor_maps=(TensorMap(a, config.BM, config.bk), b_map),
+                    launch_bounds=(config.THREADS, 1), config=config, **{"requires": HOPPER, **fields})

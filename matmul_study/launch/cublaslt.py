@@ -23,7 +23,7 @@ from matmul_study.launch.operands import DeviceBuffers, KMajorBytes
 from matmul_study.core import dtypes
 
 if TYPE_CHECKING:
-    from matmul_study.core.specs import Method, Problem
+    from matmul_study.core.specs import Method, Problem, Variant
 
 # cudaDataType_t (nvmath.CudaDataType) of the inputs, by dtype: E4M3 operands with fp32 C and D and fp32 compute
 # and scale types are one of cuBLASLt's FP8 combinations (cuBLAS documentation, cublasLtMatmul, FP8 data types).
@@ -34,7 +34,7 @@ INPUT_TYPES = {"float8_e4m3": "CUDA_R_8F_E4M3", "float8_e4m3_block": "CUDA_R_8F_
 # for our row-major C = A·B: its A is our Bᵀ (n x k, K-major, written by the byte transpose on every launch, as for
 # cuBLAS's int8 call in launchers.py), its B our A as stored (m x k row-major is k x m column-major, K-major
 # already) and its D our C (n x m column-major, leading dimension n). So its M is our n, its N our m, its K our k.
-# Measured on an H100 (cuBLASLt 13.1, 2026-11-24), the heuristic refuses (CUBLAS_STATUS_NOT_SUPPORTED) a K that is
+# Measured on an H100 (cuBLASLt 13.1), the heuristic refuses (CUBLAS_STATUS_NOT_SUPPORTED) a K that is
 # not a multiple of 16 (8, 65, 68, 72), even with leading dimensions padded to 16, and an M that is not a multiple
 # of 4 (33, even with D's leading dimension padded to 36 or 48); it takes M = 4 or 36, and any N (1, 17). Such
 # shapes are padded with zeros, which add nothing to the sums: k to a multiple of 16 (the columns of Bᵀ past k, and
@@ -50,10 +50,10 @@ K_ALIGNMENT, N_ALIGNMENT = 16, 4
 # contiguous per k block q; BLK128x128 at q + j * roundup(ceil(K / 128), 4), the k blocks of column block j
 # contiguous. This is what PyTorch's torch._scaled_mm hands cuBLASLt (its 1x128 scales "outer-dim-major", stride
 # (1, M); its 128x128 ones with a row stride of round_up(ceil(K / 128), 4)) and what NVIDIA's cuBLASMp samples
-# compute for a reference; not taken from the cuBLAS documentation, but checked on an H200 (f28f658, cuBLASLt 13.1) by
-# the GPU tests on eight shapes against the fp64 product of the dequantized inputs, which a wrong layout fails. The two sources differ on
-# X's padding (X or roundup(X, 4)); padding m to a multiple of 4 (zero rows of A, which add nothing) makes them
-# agree. k is padded to a multiple of 128 (zero columns, in whole scale blocks), so that no k block is partial:
+# compute for a reference; not taken from the cuBLAS documentation, but checked on an H200 (cuBLASLt 13.1) by the
+# GPU tests on eight shapes against the fp64 product of the dequantized inputs, which a wrong layout fails. The two
+# sources differ on X's padding (X or roundup(X, 4)); padding m to a multiple of 4 (zero rows of A, which add
+# nothing) makes them agree. k is padded to a multiple of 128 (zero columns, in whole scale blocks), so that no k block is partial:
 # whether cuBLASLt's block-scaled kernels take a partial last block is not measured. Our scale buffer
 # (dtypes.block_scale_layout: A's as kb x m, B's as kb x nb) is relaid into these two (block_scales_for_cublaslt)
 # once per launcher.
@@ -68,7 +68,7 @@ MAX_WORKSPACE_BYTES = 32 * 2**20
 
 # Matmul descriptor attributes (cublasLtMatmulDescAttributes_t) each registered variant sets. FAST_ACCUM: the
 # tensor cores' partial sums are no longer promoted to fp32 at intervals (cuBLAS documentation); the default build
-# leaves cuBLASLt's default, precise accumulation. Measured on an H100 (2026-11-24, uniform inputs, two runs of 50
+# leaves cuBLASLt's default, precise accumulation. Measured on an H100 (uniform inputs, two runs of 50
 # launches, B's transpose included): relative error 1.1e-4 precise against 1.2e-3 fast at 4096³ (1.9e-3 at 8192³),
 # 1108-1114 against 1179-1186 TF/s at 4096³ and 1333-1338 against 1343-1367 TF/s at 8192³.
 VARIANT_ATTRIBUTES = {"default": {}, "fast_accum": {"FAST_ACCUM": 1}}
@@ -131,31 +131,19 @@ def _destroy(lt, handle: int, desc: int, preference: int, layouts: tuple[int, ..
 
 
 def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None = None,
-             variant: str | None = None) -> Callable[[], None]:
+             variant: Variant | None = None) -> Callable[[], None]:
     """cuBLASLt's FP8 GEMM over the job's buffers: B transposed first ("TN"), n and k (and with block scales m)
-    padded where cuBLASLt refuses them (padded, BLOCK_SCALE_MODES). The returned callable's `algorithm` says what
-    cuBLASLt chose (chosen_algorithm)."""
-    name = method.variant(variant).name  # a name the method does not register raises, naming its variants
-    if name not in VARIANT_ATTRIBUTES:
-        raise ValueError(f"{method.name}: the cuBLASLt launcher has no settings for variant {name!r}; it knows "
-                         f"{', '.join(VARIANT_ATTRIBUTES)}")
-    if p.dtype.name not in INPUT_TYPES:
-        raise ValueError(f"{method.name}: cuBLASLt's FP8 GEMM runs {', '.join(INPUT_TYPES)}, not {p.dtype.name}")
-    block = p.dtype.block_scaled
-    if block and VARIANT_ATTRIBUTES[name]:
-        raise ValueError(f"{method.name}: variant {name!r} is for per-tensor scales; {p.dtype.name} runs the "
-                         "default build only (block scales are applied to each 128-k partial, which leaves no "
-                         "fast accumulation to choose)")
-    if buffers.scales is None:
-        what = "block scales (dtypes.block_scale_layout)" if block else "per-tensor scales"
-        raise ValueError(f"{method.name}: {p.dtype.name} needs its {what} on the device "
-                         f"(DeviceBuffers.scales{'' if block else ': float32 scale_a, scale_b'})")
+    padded where cuBLASLt refuses them (padded, BLOCK_SCALE_MODES). `variant`: the job's Variant record (None: the
+    default build). The returned callable's `algorithm` says what cuBLASLt chose (chosen_algorithm)."""
+    name = variant.name if variant is not None else "default"
+    refuse_unrunnable(method, p, buffers, name)
     import nvmath
     import pycuda.driver as cuda
     from nvmath.bindings import cublas
     from nvmath.bindings import cublasLt as lt
 
     m, n, k = p.m, p.n, p.k
+    block = p.dtype.block_scaled
     n4, kp = padded(n, k, BLOCK_K_ALIGNMENT if block else K_ALIGNMENT)
     mp = -(-m // BLOCK_M_ALIGNMENT) * BLOCK_M_ALIGNMENT if block else m
     ops = KMajorBytes(buffers, m, n, k, n4, kp, m_padded=mp)  # zero padding, copies timed with the call
@@ -166,30 +154,10 @@ def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | No
                lt.matrix_layout_create(fp8, kp, mp, ld_a),  # cuBLAS's B (kp x mp)
                lt.matrix_layout_create(fp32, n4, mp, n4))  # C and D (n4 x mp); beta = 0: C is not read
     desc = lt.matmul_desc_create(cublas.ComputeType.COMPUTE_32F, fp32)
-    if block:
-        # The scales in cuBLASLt's layouts, in buffers of their own (256-byte aligned), made once.
-        import pycuda.gpuarray as gpuarray
-
-        vec, blk = block_scales_for_cublaslt(buffers.scales.get(), p.dtype, m, n, k, mp)
-        scales = (gpuarray.to_gpu(blk), gpuarray.to_gpu(vec))
-        scale_a, scale_b = (int(x.gpudata) for x in scales)  # cuBLAS's A's (our B's), cuBLAS's B's (our A's)
-        modes = {f"{operand}_SCALE_MODE": int(lt.MatmulMatrixScale[mode])
-                 for operand, mode in BLOCK_SCALE_MODES.items()}
-        attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N, **modes,
-                      "A_SCALE_POINTER": scale_a, "B_SCALE_POINTER": scale_b}
-    else:
-        # Each scale pointer must be 16-byte aligned, where DeviceBuffers.scales holds scale_b 4 bytes after
-        # scale_a: measured on an H100 (cuBLASLt 13.1, 2026-11-24), a scale pointer 4 bytes past a 16-byte boundary
-        # made cublasLtMatmul fail with CUBLAS_STATUS_NOT_SUPPORTED (its heuristic had accepted it), one 16 bytes
-        # past ran. So the two scales are copied once, here, SCALE_STRIDE bytes apart: a job's scales do not change
-        # while it runs.
-        scales = cuda.mem_alloc(2 * SCALE_STRIDE)
-        for i in range(2):
-            cuda.memcpy_dtod(int(scales) + i * SCALE_STRIDE, int(buffers.scales.gpudata) + 4 * i, 4)
-        scale_a, scale_b = int(scales), int(scales) + SCALE_STRIDE
-        attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N,
-                      # cuBLAS's A is our Bᵀ, its B our A: each scale goes with its operand.
-                      "A_SCALE_POINTER": scale_b, "B_SCALE_POINTER": scale_a, **VARIANT_ATTRIBUTES[name]}
+    scales, scale_attributes = (block_scale_attributes(lt, buffers, p, mp) if block else
+                                tensor_scale_attributes(cuda, buffers))
+    attributes = {"TRANSA": cublas.Operation.T, "TRANSB": cublas.Operation.N, **scale_attributes,
+                  **VARIANT_ATTRIBUTES[name]}
     for attribute, value in attributes.items():
         _set(lt.matmul_desc_set_attribute, lt.get_matmul_desc_attribute_dtype, desc,
              lt.MatmulDescAttribute[attribute], value)
@@ -197,15 +165,8 @@ def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | No
     _set(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype, preference,
          lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES, MAX_WORKSPACE_BYTES)
     handle = lt.create()
-    result, count = lt.MatmulHeuristicResult(), np.zeros(1, np.int32)
-    shape = f"{p.dtype.name} {m}x{k}x{n} (cuBLAS's TN {n4}x{mp}x{kp})"
-    try:
-        lt.matmul_algo_get_heuristic(handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], preference, 1,
-                                     result.ptr, count.ctypes.data)
-    except lt.cuBLASLtError as exc:
-        raise RuntimeError(f"{method.name}: cuBLASLt's heuristic failed for {shape}: {exc}") from exc
-    if count[0] < 1:
-        raise RuntimeError(f"{method.name}: cuBLASLt has no algorithm for {shape} on this GPU")
+    result = heuristic_algorithm(lt, handle, desc, layouts, preference,
+                                 f"{method.name}: cuBLASLt", f"{p.dtype.name} {m}x{k}x{n} (cuBLAS's TN {n4}x{mp}x{kp})")
     workspace_bytes = int(result.workspace_size)
     workspace = cuda.mem_alloc(workspace_bytes) if workspace_bytes else None
     scalars = np.array([1.0, 0.0], np.float32)  # alpha and beta, in the scale type (fp32), read from the host
@@ -222,3 +183,65 @@ def cublaslt(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | No
     # The handle and descriptors go with the launcher (not at exit, when the CUDA context may be gone already).
     weakref.finalize(matmul, _destroy, lt, handle, desc, preference, layouts).atexit = False
     return matmul
+
+
+def refuse_unrunnable(method: Method, p: Problem, buffers: DeviceBuffers, variant: str) -> None:
+    """Refuse, before any library is imported, what this launcher cannot run: a variant it has no settings for,
+    a dtype other than the FP8 ones, fast accumulation with block scales, and scales missing from the device."""
+    if variant not in VARIANT_ATTRIBUTES:
+        raise ValueError(f"{method.name}: the cuBLASLt launcher has no settings for variant {variant!r}; it knows "
+                         f"{', '.join(VARIANT_ATTRIBUTES)}")
+    if p.dtype.name not in INPUT_TYPES:
+        raise ValueError(f"{method.name}: cuBLASLt's FP8 GEMM runs {', '.join(INPUT_TYPES)}, not {p.dtype.name}")
+    block = p.dtype.block_scaled
+    if block and VARIANT_ATTRIBUTES[variant]:
+        raise ValueError(f"{method.name}: variant {variant!r} is for per-tensor scales; {p.dtype.name} runs the "
+                         "default build only (block scales are applied to each 128-k partial, which leaves no "
+                         "fast accumulation to choose)")
+    if buffers.scales is None:
+        what = "block scales (dtypes.block_scale_layout)" if block else "per-tensor scales"
+        raise ValueError(f"{method.name}: {p.dtype.name} needs its {what} on the device "
+                         f"(DeviceBuffers.scales{'' if block else ': float32 scale_a, scale_b'})")
+
+
+def block_scale_attributes(lt, buffers: DeviceBuffers, p: Problem, m_padded: int) -> tuple[tuple, dict]:
+    """The block scales in cuBLASLt's layouts, in device buffers of their own (256-byte aligned), made once, and
+    the descriptor attributes that point cuBLAS's A and B at them with their scale modes: (buffers, attributes)."""
+    import pycuda.gpuarray as gpuarray
+
+    vec, blk = block_scales_for_cublaslt(buffers.scales.get(), p.dtype, p.m, p.n, p.k, m_padded)
+    scales = (gpuarray.to_gpu(blk), gpuarray.to_gpu(vec))
+    scale_a, scale_b = (int(x.gpudata) for x in scales)  # cuBLAS's A's (our B's), cuBLAS's B's (our A's)
+    modes = {f"{operand}_SCALE_MODE": int(lt.MatmulMatrixScale[mode]) for operand, mode in BLOCK_SCALE_MODES.items()}
+    return scales, {**modes, "A_SCALE_POINTER": scale_a, "B_SCALE_POINTER": scale_b}
+
+
+def tensor_scale_attributes(cuda, buffers: DeviceBuffers) -> tuple[object, dict]:
+    """The per-tensor scales copied SCALE_STRIDE bytes apart, and the descriptor attributes that point each of
+    cuBLAS's operands at its own: (buffer, attributes).
+
+    Each scale pointer must be 16-byte aligned, where DeviceBuffers.scales holds scale_b 4 bytes after scale_a:
+    measured on an H100 (cuBLASLt 13.1), a scale pointer 4 bytes past a 16-byte boundary made
+    cublasLtMatmul fail with CUBLAS_STATUS_NOT_SUPPORTED (its heuristic had accepted it), one 16 bytes past ran. So
+    the two scales are copied once, here: a job's scales do not change while it runs."""
+    scales = cuda.mem_alloc(2 * SCALE_STRIDE)
+    for i in range(2):
+        cuda.memcpy_dtod(int(scales) + i * SCALE_STRIDE, int(buffers.scales.gpudata) + 4 * i, 4)
+    scale_a, scale_b = int(scales), int(scales) + SCALE_STRIDE
+    # cuBLAS's A is our Bᵀ, its B our A: each scale goes with its operand.
+    return scales, {"A_SCALE_POINTER": scale_b, "B_SCALE_POINTER": scale_a}
+
+
+def heuristic_algorithm(lt, handle: int, desc: int, layouts: tuple[int, int, int], preference: int, who: str,
+                        shape: str):
+    """cuBLASLt's heuristic's first algorithm for the descriptor and layouts (its MatmulHeuristicResult); an error
+    or no algorithm at all raises RuntimeError naming `who` and the `shape`."""
+    result, count = lt.MatmulHeuristicResult(), np.zeros(1, np.int32)
+    try:
+        lt.matmul_algo_get_heuristic(handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], preference, 1,
+                                     result.ptr, count.ctypes.data)
+    except lt.cuBLASLtError as exc:
+        raise RuntimeError(f"{who}'s heuristic failed for {shape}: {exc}") from exc
+    if count[0] < 1:
+        raise RuntimeError(f"{who} has no algorithm for {shape} on this GPU")
+    return result

@@ -22,6 +22,31 @@ COMPILE_OPTIONS = ("-std=c++17", "-O3", "-lineinfo")
 HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
 # The byte transpose that the int8 rung and cuBLAS's int8 call run before their GEMM (launchers.ByteTransposedOperand).
 TRANSPOSE_BYTES_SOURCE = '#include "transpose_bytes.cu"\n'
+# A quoted include at the start of a line (one in a // comment is not); <...> names the toolkit's headers.
+QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+def included_files(source: Path, kernel_dir: Path = KERNEL_DIR) -> list[Path]:
+    """Every file that `source` includes with #include "...", directly or through another, sorted. A name is looked
+    up as nvcc does, in the including file's folder first, then in `kernel_dir` (the compile's -I); one found in
+    neither is a toolkit header and left out. #if is not evaluated: a file that only some -D includes is listed for
+    every build (a needless rebuild, never a missed one)."""
+    source = Path(source).resolve()
+    return [p for p in _included(source.read_text(), source.parent, Path(kernel_dir)) if p != source]
+
+
+def _included(text: str, folder: Path, kernel_dir: Path) -> list[Path]:
+    found: set[Path] = set()
+    pending = [(text, folder)]
+    while pending:
+        text, folder = pending.pop()
+        for name in QUOTED_INCLUDE.findall(text):
+            path = next((p.resolve() for p in (folder / name, kernel_dir / name) if p.is_file()), None)
+            # A file seen before is not read again: include guards and #pragma once make cycles legal.
+            if path is not None and path not in found:
+                found.add(path)
+                pending.append((path.read_text(), path.parent))
+    return sorted(found)
 
 
 def variant_name(method: str, variant: str | None) -> str | None:
@@ -50,10 +75,14 @@ def target(method: str, arch: str) -> str:
     return base + "a" if registry.get(method).requires.arch_specific else base
 
 
-def compile_options(method: str, variant: str | None = None) -> list[str]:
-    """nvcc options of a method's module: the common ones, the method's own, then the variant's -D definitions."""
-    defines = registry.get(method).variant(variant).defines
-    return [*COMPILE_OPTIONS, *registry.get(method).compile_options, *(f"-D{d}" for d in defines)]
+def compile_options(method: str, variant: str | None = None, arch: str | None = None) -> list[str]:
+    """nvcc options of a method's module: the common ones, the method's own, its launch contract's -D definitions
+    for the target `arch` (Method.contract_defines; kernel 07's configuration depends on the target, and without
+    an arch its entries that need one fail to compile), then the variant's -D definitions."""
+    m = registry.get(method)
+    contract = m.contract_defines(arch) if m.contract_defines else ()
+    defines = (*contract, *m.variant(variant).defines)
+    return [*COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in defines)]
 
 
 def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> str:
@@ -85,7 +114,7 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
 
 def trailing_arguments(method: str, dtype: str, variant: str | None = None) -> tuple[str, ...]:
     """The pointers a generated kernel takes after k, in order, which its launcher passes: a build's workspace
-    (registry.Variant.workspace, allocated by the launcher), then a scaled dtype's scales (DeviceBuffers.scales)."""
+    (specs.Variant.workspace, allocated by the launcher), then a scaled dtype's scales (DeviceBuffers.scales)."""
     workspace = registry.get(method).variant(variant).workspace is not None
     return (*(("workspace",) if workspace else ()), *(("scales",) if dtypes.get(dtype).scaled else ()))
 
@@ -138,14 +167,14 @@ def build_cache_dir() -> Path:
 
 
 def build_key(source: str, arch: str, options, target: str) -> str:
-    """A build's identity: its source, arch, options and target, the text of every file in kernels/ (the
-    source's includes come from there), and the compiler (nvcc's path, size and time stamp, PyCUDA's version)."""
+    """A build's identity: its source, arch, options and target, the name and text of every file the source
+    includes (included_files; PyCUDA compiles it in a folder of its own, so names resolve in KERNEL_DIR), and the
+    compiler (nvcc's path, size and time stamp, PyCUDA's version)."""
     import hashlib
 
     digest = hashlib.sha256(repr((source, arch, tuple(options), target)).encode())
-    for path in sorted(KERNEL_DIR.glob("*")):
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in _included(source, KERNEL_DIR, KERNEL_DIR):
+        digest.update(os.path.relpath(path, KERNEL_DIR).encode() + b"\0" + path.read_bytes() + b"\0")
     nvcc = shutil.which("nvcc")
     if nvcc:
         stat = Path(nvcc).resolve().stat()
@@ -180,7 +209,7 @@ def compile_cubin(method: str, dtype: str, block: int, arch: str, output: str, v
     """Compile one (method, dtype, block) instance, of the default build or a named variant, to `output` for
     `arch` (sm_XY; the caller resolves "auto")."""
     arch = target(method, arch)
-    options = compile_options(method, variant)
+    options = compile_options(method, variant, arch)
     source = module_source(method, [(dtype, block)], variant)
     built = f" variant {variant}" if variant_name(method, variant) else ""
     print(f"compiling {method}{built} {dtype} block {block} for {arch} with options {options}")

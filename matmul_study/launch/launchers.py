@@ -4,12 +4,15 @@
   tensor maps by value (64-byte aligned, which PyCUDA's packed arguments do not deliver intact) and may run in
   thread-block clusters, so they go through cuda-bindings' cuLaunchKernelEx, in PyCUDA's primary context.
 - `cublas`: cuBLAS gemmEx through CuPy's handle, with the dtype record's data and compute types.
+- `cublaslt`: cuBLASLt's FP8 GEMM, in its own module (launch/cublaslt.py), which `make` imports only for the jobs
+  that call it.
 
 A method may name a pre-pass (specs.Prepass): a kernel of its own module that writes the operands its tensor maps
 read, into buffers allocated once per launcher; it runs before the GEMM in every launch, so it is timed with it.
 
-A kernel of ours may be a named variant of its method (specs.Variant): its symbol and launch geometry come from
-the registry (kernels.symbol, Method.launch_for), and its cubin must have been built for that variant.
+A kernel of ours may be a named variant of its method (specs.Variant): the job hands its Variant record over
+(`make` resolves a name, from bench/ or a test, once); its launch geometry and workspace come from that record,
+its symbol from kernels.symbol, and its cubin must have been built for that variant.
 
 Every launch is queued on the legacy default stream, the one the timing events and the stream hold use.
 """
@@ -25,8 +28,10 @@ from matmul_study.launch.kernels import symbol, template_block, trailing_argumen
 from matmul_study.launch.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
                                         transposed_operand)
 
-if TYPE_CHECKING:  # annotations only: the records import the backends, which name these launchers
-    from matmul_study.core.specs import Method, Problem
+from matmul_study.core.specs import Variant
+
+if TYPE_CHECKING:  # annotations only
+    from matmul_study.core.specs import Launch, Method, Problem
 
 
 # cudaDataType_t and cublasComputeType_t values, for CuPy builds that do not export every name.
@@ -36,7 +41,7 @@ CUBLAS_COMPUTE_TYPES = {"CUBLAS_COMPUTE_32F": 68, "CUBLAS_COMPUTE_64F": 70,
                         "CUBLAS_COMPUTE_32F_FAST_TF32": 77, "CUBLAS_COMPUTE_32I": 72}
 # The tensor map's element type, by the job's dtype. tf32 is fp32 in memory, read as TFLOAT32: the copy engine
 # rounds each element to tf32 (to nearest) as it lands in shared memory, where wgmma would otherwise truncate the
-# raw fp32 bits. Measured on an H200 (2026-11-24, bench/compare.py): the relative error at 4096³ and 8192³ fell
+# raw fp32 bits. Measured on an H200 (bench/compare.py): the relative error at 4096³ and 8192³ fell
 # from 8.2e-4 to 3.1e-4, cuBLAS's own, at the same rate.
 TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                   "tf32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
@@ -45,39 +50,45 @@ TMA_DATA_TYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_
 
 
 def make(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,
-         variant: str | None = None) -> Callable[[], None]:
-    """The launcher the method's backend names (Backend.launcher), over the job's buffers; `variant` names one of
-    the method's registered variants (None: the default build). A launcher that is not a function of this module is
-    the function of that name in its own module (launch/cublaslt.py), imported only when a job needs it, so that
-    only that job loads the library it calls."""
+         variant: Variant | str | None = None) -> Callable[[], None]:
+    """The launcher the method's backend names (Backend.launcher), over the job's buffers, for `variant`: the job's
+    Variant record, or a name of one of the method's variants (bench/ and tests; None: the default build), resolved
+    here, once. A launcher that is not a function of this module is the function of that name in its own module
+    (launch/cublaslt.py), imported only when a job needs it, so that only that job loads the library it calls."""
     name = method.backend.launcher
     build = globals().get(name)
     if build is None:
         import importlib
 
         build = getattr(importlib.import_module(f"matmul_study.launch.{name}"), name)
-    return build(method, problem, buffers, cubin, variant)
+    return build(method, problem, buffers, cubin, variant if isinstance(variant, Variant) else method.variant(variant))
 
 
 def kernel(method: Method, problem: Problem, buffers: DeviceBuffers, cubin: str | None,
-           variant: str | None = None) -> Callable[[], None]:
+           variant: Variant) -> Callable[[], None]:
     """The PyCUDA backend's launcher: a kernel of ours, fed by pointers or by tensor maps."""
     if method.tensor_maps:
         return tensor_map_kernel(method, problem, buffers, cubin, variant)
     return pointer_kernel(method, problem, buffers, cubin, variant)
 
 
-def _symbol(method: Method, problem: Problem, variant: str | None) -> str:
-    return symbol(method.name, problem.dtype.name, template_block(method.name, problem.block), variant)
+def _symbol(method: Method, problem: Problem, variant: Variant) -> str:
+    return symbol(method.name, problem.dtype.name, template_block(method.name, problem.block), variant.name)
 
 
-def kernel_workspace(method: Method, p: Problem, variant: str | None):
+def geometry(method: Method, p: Problem, variant: Variant) -> Launch:
+    """The build's launch geometry: the variant's own where it has one, else the method's (Method.launch_for, from
+    the record the job holds instead of its name)."""
+    return (variant.launch or method.launch)(p)
+
+
+def kernel_workspace(p: Problem, variant: Variant):
     """The build's workspace (specs.Variant.workspace: a split-K build's partial tiles and counters), allocated
     once per launcher and zeroed, or None where the build takes none. The kernel keeps its counters at zero
     between launches, so the launches of one launcher share it (one at a time: they are queued on one stream)."""
     import pycuda.driver as cuda
 
-    size = method.workspace_bytes(p, variant)
+    size = variant.workspace(p) if variant.workspace else 0
     if size <= 0:
         return None
     workspace = cuda.mem_alloc(size)
@@ -86,13 +97,13 @@ def kernel_workspace(method: Method, p: Problem, variant: str | None):
 
 
 def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
-                   variant: str | None = None) -> Callable[[], None]:
+                   variant: Variant) -> Callable[[], None]:
     import pycuda.driver as cuda
 
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
-    workspace = kernel_workspace(method, p, variant)
+    workspace = kernel_workspace(p, variant)
     func.prepare("PPPiii" + ("P" if workspace is not None else ""))
-    launch = method.launch_for(p, variant)
+    launch = geometry(method, p, variant)
     if launch.shared_bytes > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
     args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k),
@@ -184,7 +195,7 @@ def launch_config(launch, stream: int = 0):
 
 
 def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
-                      variant: str | None = None) -> Callable[[], None]:
+                      variant: Variant) -> Callable[[], None]:
     from pathlib import Path
 
     from cuda.bindings import driver as cu
@@ -193,7 +204,7 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
     module = checked(cu.cuModuleLoadData(image.ctypes.data))  # into the current (primary) context
     func = checked(cu.cuModuleGetFunction(module, _symbol(method, p, variant).encode()))
-    launch = method.launch_for(p, variant)
+    launch = geometry(method, p, variant)
     if launch.shared_bytes > 48 * 1024:
         checked(cu.cuFuncSetAttribute(
             func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
@@ -219,10 +230,10 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
-    workspace = kernel_workspace(method, p, variant)  # a split-K build's
+    workspace = kernel_workspace(p, variant)  # a split-K build's
     pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
     scalars += tuple(ctypes.c_uint64(int(pointers[name]))
-                     for name in trailing_arguments(method.name, p.dtype.name, variant))
+                     for name in trailing_arguments(method.name, p.dtype.name, variant.name))
     params = (ctypes.c_void_p * (2 + len(scalars)))(maps[first].getPtr(), maps[second].getPtr(),
                                                     *(ctypes.addressof(s) for s in scalars))
 
@@ -239,9 +250,9 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
 
 
 def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None = None,
-           variant: str | None = None) -> Callable[[], None]:
-    """The CuPy backend's launcher: cuBLAS gemmEx on the job's buffers (no copies); cuBLAS has no variants."""
-    method.variant(variant)  # a name other than the default raises, naming the method's variants
+           variant: Variant | None = None) -> Callable[[], None]:
+    """The CuPy backend's launcher: cuBLAS gemmEx on the job's buffers (no copies). cuBLAS has no variants: `make`
+    refuses any name but the default build's."""
     import cupy
     from cupy_backends.cuda.libs import cublas as lib
 
@@ -277,7 +288,7 @@ def cublas(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str | None
 # computes Cᵀ = Bᵀ·Aᵀ in its column-major terms): our row-major A (m x k) is K-major already, our row-major B
 # (k x n) is not. So B is transposed first on every call (operands.KMajorBytes: the int8 rung's own transpose,
 # timed with the GEMM as the rung's is) and the call is TN, with n and k padded to multiples of 4.
-# Measured on an H200 (CUDA 13.0, 2026-11-24, ncu kernel names at 4096³): TN runs the Hopper tensor-core kernel
+# Measured on an H200 (CUDA 13.0, ncu kernel names at 4096³): TN runs the Hopper tensor-core kernel
 # sm90_xmma_gemm_i8i32_i8i32_i32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas
 # (82 µs; the transpose before it 9.5 µs); NN (B as it is) an Ampere WMMA fallback,
 # cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_nn_align4 (1.08 ms: about 10x slower than

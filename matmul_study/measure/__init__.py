@@ -2,4 +2,4 @@
 burst and sustained rates, the GPU device and its slots, device ceilings (calibrate), and the job runner that
 writes one result file.
 
-May import: core, build."""
+May import: core, launch."""

@@ -1,6 +1,6 @@
 """The burst sampling loop of a GPU job: time samples, cool down while too few ran at the fastest level, top up,
-select. Pure logic: the card comes in as a few callables (gpu.run_gpu wires them to CUDA events and NVML), so
-the loop runs against a simulated power limiter in the tests."""
+select. Pure logic: the card comes in as a few callables (gpu_job.time_launches wires them to CUDA events and
+NVML), so the loop runs against a simulated power limiter in the tests."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from matmul_study.measure import inputs
 
-from matmul_study.core import registry
+from matmul_study.core import dtypes, registry
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import CALIBRATION_COLUMNS, gflops
 from matmul_study.measure.stats import Measurement, Policy
@@ -71,14 +71,14 @@ def calibrate(config: dict, size: int = 8192, known: pd.DataFrame | None = None)
     only GPU, is calibrated in this process; several GPUs of the host are calibrated at once, each in a fresh
     process that holds that GPU's lock (CUDA_VISIBLE_DEVICES must be set before CUDA starts). `known`: ceilings
     the study's jobs already measured (ceilings_from_jobs), kept for their GPU instead of being timed again."""
-    from matmul_study.measure import gpu_slots as gpu_pool
+    from matmul_study.measure import gpu_slots
 
-    count = gpu_pool.host_gpu_count()
-    listed = gpu_pool.scheduler_devices()
-    if gpu_pool.visible_device() is not None or (listed is None and count <= 1):
-        with gpu_pool.job_slot(True) as index:
+    count = gpu_slots.host_gpu_count()
+    listed = gpu_slots.scheduler_devices()
+    if gpu_slots.visible_device() is not None or (listed is None and count <= 1):
+        with gpu_slots.job_slot(True) as index:
             return calibrate_device(config, size, index, known)
-    indices = [gpu_pool.as_device(d) for d in listed] if listed else list(range(count))
+    indices = [gpu_slots.as_device(d) for d in listed] if listed else list(range(count))
     frames = in_fresh_processes(_calibrate_held, [(config, size, count, index, known) for index in indices])
     return pd.concat(frames, ignore_index=True)
 
@@ -94,9 +94,9 @@ def in_fresh_processes(function, argument_tuples: list[tuple]) -> list:
 
 
 def _calibrate_held(config: dict, size: int, count: int, index, known: pd.DataFrame | None) -> pd.DataFrame:
-    from matmul_study.measure import gpu_slots as gpu_pool
+    from matmul_study.measure import gpu_slots
 
-    with gpu_pool.acquire_gpu(count, devices=[index]) as held:
+    with gpu_slots.acquire_gpu(count, devices=[index]) as held:
         return calibrate_device(config, size, held, known)
 
 
@@ -119,14 +119,15 @@ def calibrate_device(config: dict, size: int, index, known: pd.DataFrame | None 
     # The study's rows for this GPU, named by this process's index and name for it.
     mine = {} if known is None else {row.ceiling: (*ids, row.ceiling, row.value, row.unit, row.detail)
                                      for row in known[known["device_uuid"] == ids[1]].itertuples()}
-    cublas = registry.get("cublas")
+    cublas = registry.get("cublas")  # this job's method, resolved once; each dtype's record below likewise
     if module_available(CUBLAS.module):
         for dtype in cublas.dtypes:
             if dtype in mine:
                 rows.append(mine[dtype])
                 continue
-            a, b = inputs.generate(size, size, size, dtype, meas.seed, meas.low, meas.high)
-            run = gpu.run(cublas, dtype, 0, a, b, meas, None)
+            record = dtypes.get(dtype)
+            a, b = inputs.generate(size, size, size, record, meas.seed, meas.low, meas.high)
+            run = gpu.run(cublas, record, 0, a, b, meas, None)
             rows.append((*ids, dtype, *cublas_ceiling(run, size)))
     return pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
 

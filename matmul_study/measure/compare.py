@@ -1,9 +1,10 @@
 """A kernel of ours against cuBLAS in one process: the protocol behind bench/compare.py and bench/ncu_profile.py.
 
-A case is (method, variant, dtype, shape). Its kernel is built from the registry (the variant's -D definitions,
-kernels.compile_options) and launched through build.launchers (the variant's launch geometry, Method.launch_for),
-so the bench times exactly what the pipeline would run. Both outputs are checked first: C poisoned, one launch,
-compared with the fp64 reference of the same inputs at the dtype's tolerance. Then the two are timed in the batch
+A case is (method, variant, dtype, shape); like a pipeline job it resolves its method, variant and dtype records
+once and hands them on. Its kernel is built from the registry (the variant's -D definitions,
+kernels.compile_options) and launched through launch.launchers (the variant's launch geometry), so the bench times
+exactly what the pipeline would run. Both outputs are checked first: C poisoned, one launch, compared with the
+fp64 reference of the same inputs at the dtype's tolerance. Then the two are timed in the batch
 protocol: a sample is `batch` back-to-back launches queued behind the stream hold (timing.StreamHold), so the host's
 time to queue them is not timed, and ours and cuBLAS alternate sample by sample, so that a drifting clock falls on
 both alike. ratio = cuBLAS's median time / ours (above 1: ours is faster); pair = the median of the ratios of each
@@ -25,8 +26,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.launch import kernels, launchers
-from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import flops
 from matmul_study.measure import gpu_job, inputs
@@ -40,6 +41,8 @@ DEFAULTS = Measurement(Policy())  # the pipeline's default seed, input range and
 
 @dataclass(frozen=True)
 class Case:
+    """One comparison. Its method, variant and dtype records are resolved here, once (an unknown name raises
+    KeyError naming the known ones), and handed on to the build, the launchers and the checks."""
     method: str
     variant: str | None  # None: the method's default build
     dtype: str
@@ -47,6 +50,14 @@ class Case:
     n: int
     k: int
     block: int = 0
+    method_record: specs.Method = field(init=False, repr=False, compare=False)
+    variant_record: specs.Variant = field(init=False, repr=False, compare=False)
+    dtype_record: dtypes.DType = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "method_record", registry.get(self.method))
+        object.__setattr__(self, "variant_record", self.method_record.variant(self.variant))
+        object.__setattr__(self, "dtype_record", dtypes.get(self.dtype))
 
     @property
     def shape(self) -> str:
@@ -196,16 +207,17 @@ class Bench:
         """Launchers of ours and of cuBLAS over the case's inputs (each its own C), and a check of either."""
         import pycuda.gpuarray as gpuarray
 
-        method, record = registry.get(case.method), dtypes.get(case.dtype)
+        method, record = case.method_record, case.dtype_record
         why = method.unmet_requirement(self.device.compute_capability(), module_available)
         if why:
             raise GpuUnavailable(why)
         gpu_job.ensure_fits(method, record, case.m, case.k, case.n)
-        operands = inputs.generate(case.m, case.k, case.n, case.dtype, self.seed, DEFAULTS.low, DEFAULTS.high)
+        operands = inputs.generate(case.m, case.k, case.n, record, self.seed, DEFAULTS.low, DEFAULTS.high)
         attribute = self.cuda.device_attribute
-        problem = specs.Problem(case.m, case.n, case.k, case.block, record,
-                                   self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
-                                   self.device.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+        problem = configs.job_problem(
+            record, case.block, case.m, case.k, case.n,
+            sm_count=self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
+            max_shared_bytes=specs.shared_opt_in_bytes(self.device.compute_capability()))
         ours = gpu_job.upload(*operands, record, operands.scales)
         # The vendor's line for the dtype (cuBLAS, or cuBLASLt for FP8) over the same inputs, into its own C.
         vendor = launchers.DeviceBuffers(ours.a, ours.b, gpuarray.empty((case.m, case.n), record.output), ours.scales)
@@ -213,7 +225,7 @@ class Bench:
         # Per-tensor scales multiply the product; block scales dequantize each block (they have no single factor).
         scaling = {"block_scales": operands.scales} if record.block_scaled else {"scale": operands.scale}
         launches = {
-            "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant),
+            "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant_record),
             "cublas": launchers.make(registry.get(registry.vendor_method(case.dtype)), problem, vendor, None)}
 
         def check(name: str) -> Verification:
@@ -229,7 +241,7 @@ class Bench:
 
     def compare(self, case: Case, samples: int = 20, batch: int | None = None) -> Result:
         """Check both, then time them alternating; batch None: launches_per_sample of one launch of ours."""
-        diagnostic = registry.get(case.method).variant(case.variant).diagnostic
+        diagnostic = case.variant_record.diagnostic
         result = Result(case, diagnostic=diagnostic)
         launches, check = self.prepare(case)
         result.checks = {name: check(name) for name in launches}
@@ -246,7 +258,7 @@ class Bench:
     def profile(self, case: Case, rounds: int = 3) -> Result:
         """For a profiler: ours and cuBLAS launched alternately `rounds` times (no stream hold, nothing timed),
         then ours checked. Launch 2r of a kernel name filter matching both is ours, 2r + 1 cuBLAS's."""
-        result = Result(case, diagnostic=registry.get(case.method).variant(case.variant).diagnostic)
+        result = Result(case, diagnostic=case.variant_record.diagnostic)
         launches, check = self.prepare(case)
         alternate(launches, lambda launch: launch() or 0.0, rounds)
         self.cuda.Context.synchronize()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from matmul_study.core.dtypes import DType
 from matmul_study.measure.stats import Policy, done
 from matmul_study.measure.verify import poison_value, verify_on_host
 
@@ -158,7 +159,7 @@ def _child_main(sender, fn, args) -> None:
 @contextlib.contextmanager
 def _children_write_to_log():
     """Processes started inside this block write their file descriptors 1 and 2 where this job's sys.stdout and
-    sys.stderr point (its log, inside scripting.logged), not to Snakemake's console: what a child prints when a
+    sys.stderr point (its log, inside stops.logged), not to Snakemake's console: what a child prints when a
     stop reaches it mid-start-up stays in the job's log."""
     saved = []
     try:
@@ -236,9 +237,9 @@ def below_minimum(times: list[float], warmup: int, policy: Policy) -> bool:
 
 # --- The job ---------------------------------------------------------------------------------------------------------
 
-def run(a: np.ndarray, b: np.ndarray, dtype, measurement, threads, spec: InputSpec | None = None):
-    """Return (times or None, [verifications], per-process medians). Timing runs only after a passed
-    verification, within measurement.cpu_max_s (see the module docstring); with `spec` in
+def run(a: np.ndarray, b: np.ndarray, dtype: DType, measurement, threads, spec: InputSpec | None = None):
+    """Return (times or None, [verifications], per-process medians) for the job's inputs and dtype record. Timing
+    runs only after a passed verification, within measurement.cpu_max_s (see the module docstring); with `spec` in
     measurement.cpu_processes fresh processes, without it in this one. last_run_budget() says what the cap did."""
     from threadpoolctl import threadpool_limits
 

@@ -1,21 +1,25 @@
 """One GPU job: upload, verify (poisoned output against fp64), time with CUDA events, verify again.
 
-The launch itself comes from the method's backend (matmul_study.launch.launchers); the device facts from
-matmul_study.measure.gpu_device; the batching and stream hold from matmul_study.measure.timing. PyCUDA and CuPy are imported
-lazily: nothing here is needed for a CPU-only run.
+run reads top-down: the device and its facts, the buffers, the job's Problem on this device (configs.job_problem),
+the launcher, the check (verifier), the burst and sustained timing (time_launches), the check again. The launch
+itself comes from the method's backend (launch.launchers), given the records the job resolved; the device facts
+from measure.gpu_device; the burst loop from measure.burst; the batching and stream hold from measure.timing.
+PyCUDA and CuPy are imported lazily: nothing here is needed for a CPU-only run.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
+from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import BURST_SAMPLE_MAX_S
-from matmul_study.core.specs import Method, Problem
+from matmul_study.core.specs import Method, Problem, Variant, shared_opt_in_bytes
 from matmul_study.measure.burst import Card, sample_burst
 from matmul_study.measure.gpu_device import device_arch, device_environment, gpu_state, nvml_handle, require_pycuda
 from matmul_study.measure.stats import Measurement
@@ -35,6 +39,7 @@ class GpuRun:
     state: dict = field(default_factory=dict)
     launches_per_sample: int = 0  # back-to-back launches averaged into each timed sample (0: not timed)
     rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
+    problem: Problem | None = None  # what was launched: the job's shape, block and dtype on this device
 
 
 def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType, scale: float = 1.0, block_scales=None) -> Verification:
@@ -97,7 +102,6 @@ def ensure_fits(method: Method, record: dt.DType, m: int, k: int, n: int) -> Non
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401
 
-    record = dt.get(record)  # a record passes through; a name (bench/, tests) is resolved here
     need = bytes_needed(m, k, n, record, uses_device_reference(method, record, module_available(CUBLAS.module)))
     free, total = cuda.mem_get_info()
     if need > 0.95 * free:
@@ -133,105 +137,136 @@ def upload(a: np.ndarray, b: np.ndarray, record: dt.DType, scales=None):
     return DeviceBuffers(a_gpu, b_gpu, c_gpu, scales_gpu)
 
 
-def run(method: Method, record: dt.DType, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
-        cubin: str | None, variant: str | None = None, scales=None) -> GpuRun:
-    """Verify and time one GPU job; `variant` names the method's registered build that `cubin` holds (None: the
-    default build); `scales`: a scaled dtype's (inputs.Operands.scales)."""
+def run(method: Method, dtype: dt.DType, block: int, a: np.ndarray, b: np.ndarray, measurement: Measurement,
+        cubin: str | None, variant: Variant | None = None, scales=None) -> GpuRun:
+    """Verify and time one GPU job, from the records the job resolved (its method, dtype and variant: None for the
+    default build), its block, its host inputs, the cubin of the variant's build and a scaled dtype's scales
+    (inputs.Operands.scales). The Problem it launched, with this device's facts, comes back in GpuRun.problem."""
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
     from matmul_study.launch import launchers
 
-    record = dt.get(record)  # a record passes through; a name (bench/, tests) is resolved here
-    m, k = a.shape
-    n = b.shape[1]
     device = pycuda.autoprimaryctx.device
     env = device_environment(cuda, device)
-    full = m * k * n <= measurement.full_verify_max_flops
-    device_reference = checked_on_device(method, record, bool(env["cupy"]), m * k * n, measurement)
-    buffers = upload(a, b, record, scales)
-    a_gpu, b_gpu, c_gpu = buffers.a, buffers.b, buffers.c
-    block_scales = scales if record.block_scaled else None  # the reference dequantizes each block
-    scale = float(np.prod(scales, dtype=np.float64)) if record.scaled and block_scales is None else 1.0
-    problem = Problem(m, n, k, block, record, env["sm_count"],
-                      device.get_attribute(cuda.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+    buffers = upload(a, b, dtype, scales)
+    problem = configs.job_problem(dtype, block, a.shape[0], a.shape[1], b.shape[1], sm_count=env["sm_count"],
+                                  max_shared_bytes=shared_opt_in_bytes(device.compute_capability()))
     launch = launchers.make(method, problem, buffers, cubin, variant)
-
-    def verified_run() -> Verification:
-        poisoned_launch(cuda, launch, c_gpu, record)
-        if device_reference:
-            return verify_on_device(a_gpu, b_gpu, c_gpu, record, scale, block_scales)
-        return verify_on_host(a, b, c_gpu.get(), record, full, measurement.sample_rows, measurement.seed, scale,
-                              block_scales)
-
+    verified_run = verifier(cuda, launch, buffers, (a, b), scales, method, dtype, measurement, bool(env["cupy"]))
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)
     verifications = [verified_run()]
-    times = None
-    clocks_after: list[float] = []
-    batch = 0
-    rates: dict = {}
+    timed = Timed()
     if verifications[0].passed:
-        start, end = cuda.Event(), cuda.Event()
-        flush = l2_flusher(cuda, env["l2_bytes"]) if measurement.cold else None
-        stream_hold = StreamHold(cuda, device_arch(device))
-
-        load = {"launches": 0, "seconds": 0.0}  # every launch the sampling runs, timed or not, and its time
-
-        def elapsed(launches: int) -> float:
-            seconds = held_seconds(stream_hold, start, end, launch, launches)
-            load["launches"] += launches
-            load["seconds"] += seconds
-            return seconds
-
-        def sm_clock() -> float:
-            return gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan) if handle else math.nan
-
-        top = before.get("sm_clock_max_mhz")
-        threshold = measurement.throttle_fraction * top if top else None
-        limit_w = before.get("power_limit_w")
-        # Burst: start from an idle card (NVML's 1 s average power low: the slow limiter has nothing to remember).
-        settled = wait_until(lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), limit_w,
-                                          measurement.settle_power_fraction), measurement.settle_max_s)
-
-        def cooled() -> bool:
-            # Idle power by the instantaneous reading (the 1 s average lags by a second), and the clock back at
-            # its top (at its threshold where the top is unknown).
-            reading = gpu_state(handle, ("power_instant_w", "sm_clock_mhz"))
-            return (idle(reading.get("power_instant_w"), limit_w, measurement.settle_power_fraction)
-                    and at_full_clock(reading.get("sm_clock_mhz", math.nan), top or threshold))
-
-        def before_each() -> None:
-            if flush:
-                flush()
-
-        # A sample is a batch of launches long enough for the events' resolution, divided by its size, and
-        # short enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every
-        # sample, so it times one launch at a time.
-        one_launch_s = elapsed(1)
-        batch = 1 if measurement.cold else launches_per_sample(one_launch_s, measurement.stopping.min_launches_per_sample)
-        energy_before = gpu_state(handle, ("energy_mj",)).get("energy_mj")
-        load.update(launches=0, seconds=0.0)
-        sampled = sample_burst(Card(elapsed, sm_clock, cooled, clock_readable=handle is not None), batch, measurement,
-                               threshold, before_each)
-        times, burst, clocks_after = sampled.times, sampled.burst, sampled.clocks_after
-        rates["burst"] = {**burst.as_dict(), "settle_s": settled.waited_s, "settled": settled.reached,
-                          "recovery_s": sampled.cool_down_s, "cool_downs": sampled.cool_downs}
-        found = modes(times)
-        rates["burst"]["modes_s"] = [mode["median_s"] for mode in found]
-        rates["burst"]["mode_shares"] = [mode["share"] for mode in found]
-        if m * k * n >= measurement.sustained_min_size ** 3:
-            if one_launch_s >= BURST_SAMPLE_MAX_S and load["seconds"] >= measurement.sustained_s and not flush:
-                # Each launch outlasts the limiter's window, so the burst samples already ran at the power limit
-                # for longer than a sustained window: their load is the sustained state, and a second window
-                # would only repeat it.
-                rates["sustained"] = sustained_from_load(load["launches"], load["seconds"], 2 * m * k * n,
-                                                         energy_before, clocks_after, handle)
-            else:
-                rates["sustained"] = sustained(launch, one_launch_s, 2 * m * k * n, measurement.sustained_s,
-                                               handle, cuda, start, end)
+        timed = time_launches(cuda, device, env, launch, handle, before, measurement, problem)
         verifications.append(verified_run())  # the kernel must still be right after being timed
-    state = summarize_state(before, gpu_state(handle), clocks_after, measurement.throttle_fraction)
-    return GpuRun(times, verifications, env, state, batch, rates)
+    state = summarize_state(before, gpu_state(handle), timed.clocks_after, measurement.throttle_fraction)
+    return GpuRun(timed.times, verifications, env, state, timed.batch, timed.rates, problem)
+
+
+def verifier(cuda, launch, buffers, host: tuple[np.ndarray, np.ndarray], scales, method: Method, record: dt.DType,
+             measurement: Measurement, have_cupy: bool) -> Callable[[], Verification]:
+    """The run every verification checks (poisoned_launch) and its check: on the device (CuPy's DGEMM) where
+    checked_on_device says so, else on the host, whole up to full_verify_max_flops, sampled beyond."""
+    a, b = host
+    multiply_adds = a.shape[0] * a.shape[1] * b.shape[1]
+    full = multiply_adds <= measurement.full_verify_max_flops
+    device_reference = checked_on_device(method, record, have_cupy, multiply_adds, measurement)
+    block_scales = scales if record.block_scaled else None  # the reference dequantizes each block
+    scale = float(np.prod(scales, dtype=np.float64)) if record.scaled and block_scales is None else 1.0
+
+    def verified_run() -> Verification:
+        poisoned_launch(cuda, launch, buffers.c, record)
+        if device_reference:
+            return verify_on_device(buffers.a, buffers.b, buffers.c, record, scale, block_scales)
+        return verify_on_host(a, b, buffers.c.get(), record, full, measurement.sample_rows, measurement.seed, scale,
+                              block_scales)
+
+    return verified_run
+
+
+@dataclass
+class Timed:
+    """What timing a verified job gave: seconds per launch of each sample (None: not timed), the launches per
+    sample, the burst and sustained rates, and the SM clock after each sample."""
+    times: list[float] | None = None
+    batch: int = 0
+    rates: dict = field(default_factory=dict)
+    clocks_after: list[float] = field(default_factory=list)
+
+
+class HeldLaunches:
+    """Back-to-back launches queued behind the stream hold and timed by a pair of events; counts every launch it
+    runs, timed or not, and their seconds: the load the sampling put on the card."""
+
+    def __init__(self, cuda, arch: str, launch: Callable[[], None]):
+        self.start, self.end = cuda.Event(), cuda.Event()
+        self.hold = StreamHold(cuda, arch)
+        self.launch = launch
+        self.launches, self.seconds = 0, 0.0
+
+    def __call__(self, launches: int) -> float:
+        seconds = held_seconds(self.hold, self.start, self.end, self.launch, launches)
+        self.launches += launches
+        self.seconds += seconds
+        return seconds
+
+
+def card_readings(handle, before: dict, measurement: Measurement) -> tuple[Callable[[], float], Callable[[], bool],
+                                                                             float | None]:
+    """What the burst loop reads on the card through NVML: the SM clock now (NaN without NVML), whether the card
+    has cooled down (idle power by the instantaneous reading, which the 1 s average lags by a second, and the clock
+    back at its top, or at the throttle threshold where the top is unknown), and that threshold (None: unknown)."""
+    top = before.get("sm_clock_max_mhz")
+    threshold = measurement.throttle_fraction * top if top else None
+
+    def sm_clock() -> float:
+        return gpu_state(handle, ("sm_clock_mhz",)).get("sm_clock_mhz", math.nan) if handle else math.nan
+
+    def cooled() -> bool:
+        reading = gpu_state(handle, ("power_instant_w", "sm_clock_mhz"))
+        return (idle(reading.get("power_instant_w"), before.get("power_limit_w"), measurement.settle_power_fraction)
+                and at_full_clock(reading.get("sm_clock_mhz", math.nan), top or threshold))
+
+    return sm_clock, cooled, threshold
+
+
+def time_launches(cuda, device, env: dict, launch: Callable[[], None], handle, before: dict,
+                  measurement: Measurement, problem: Problem) -> Timed:
+    """Burst samples from an idle card (burst.sample_burst), then, for a product of at least sustained_min_size³,
+    the sustained state at the power limit."""
+    flush = l2_flusher(cuda, env["l2_bytes"]) if measurement.cold else None
+    held = HeldLaunches(cuda, device_arch(device), launch)
+    sm_clock, cooled, threshold = card_readings(handle, before, measurement)
+    # Burst: start from an idle card (NVML's 1 s average power low: the slow limiter has nothing to remember).
+    settled = wait_until(lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), before.get("power_limit_w"),
+                                      measurement.settle_power_fraction), measurement.settle_max_s)
+    # A sample is a batch of launches long enough for the events' resolution, divided by its size, and short
+    # enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every sample, so
+    # it times one launch at a time.
+    one_launch_s = held(1)
+    batch = 1 if measurement.cold else launches_per_sample(one_launch_s, measurement.stopping.min_launches_per_sample)
+    energy_before = gpu_state(handle, ("energy_mj",)).get("energy_mj")
+    held.launches, held.seconds = 0, 0.0
+    sampled = sample_burst(Card(held, sm_clock, cooled, clock_readable=handle is not None), batch, measurement,
+                           threshold, flush)
+    found = modes(sampled.times)
+    rates = {"burst": {**sampled.burst.as_dict(), "settle_s": settled.waited_s, "settled": settled.reached,
+                       "recovery_s": sampled.cool_down_s, "cool_downs": sampled.cool_downs,
+                       "modes_s": [mode["median_s"] for mode in found],
+                       "mode_shares": [mode["share"] for mode in found]}}
+    multiply_adds = problem.m * problem.k * problem.n
+    if multiply_adds >= measurement.sustained_min_size ** 3:
+        if one_launch_s >= BURST_SAMPLE_MAX_S and held.seconds >= measurement.sustained_s and not flush:
+            # Each launch outlasts the limiter's window, so the burst samples already ran at the power limit for
+            # longer than a sustained window: their load is the sustained state, and a second window would only
+            # repeat it.
+            rates["sustained"] = sustained_from_load(held.launches, held.seconds, 2 * multiply_adds, energy_before,
+                                                     sampled.clocks_after, handle)
+        else:
+            rates["sustained"] = sustained(launch, one_launch_s, 2 * multiply_adds, measurement.sustained_s, handle,
+                                           cuda, held.start, held.end)
+    return Timed(sampled.times, batch, rates, sampled.clocks_after)
 
 
 def sustained_from_load(launches: int, seconds: float, flops_per_launch: int, energy_before_mj: float | None,

@@ -1,7 +1,8 @@
 """Verification against an fp64 reference: poison, compare, decide.
 
 The reference is always computed in float64 from the exact inputs the method saw (fp16 inputs upcast), so
-the error measures the method's arithmetic, not the rounding of the inputs.
+the error measures the method's arithmetic, not the rounding of the inputs. The checks take the job's dtype record
+(its tolerance, storage and scales), never its name.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from matmul_study.core import dtypes
+
 INT_SENTINEL = np.iinfo(np.int32).min  # no product of inputs in [-5, 5] can reach it
 
 
@@ -41,9 +43,10 @@ class Verification:
         return asdict(self)
 
 
-def compare(c, ref, dtype: dtypes.DType | str, scope: str, reference: str, xp=np) -> Verification:
-    """Compare output (or sampled part of it) with an fp64 reference of the same shape, on host or device."""
-    tol = dtypes.get(dtype).tolerance
+def compare(c, ref, dtype: dtypes.DType, scope: str, reference: str, xp=np) -> Verification:
+    """Compare output (or sampled part of it) with an fp64 reference of the same shape, on host or device, at the
+    dtype's tolerance."""
+    tol = dtype.tolerance
     missing = unwritten(c, xp)
     diff = c.astype(xp.float64) - ref
     ref_norm = float(xp.linalg.norm(ref))
@@ -67,25 +70,24 @@ def sample_indices(size: int, count: int, rng: np.random.Generator) -> np.ndarra
     return np.sort(np.concatenate([[0, size - 1], picks]))
 
 
-def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: dtypes.DType | str, full: bool, samples: int,
+def verify_on_host(a: np.ndarray, b: np.ndarray, c: np.ndarray, record: dtypes.DType, full: bool, samples: int,
                    seed: int, scale: float = 1.0, block_scales=None) -> Verification:
     """numpy fp64 reference: the whole product when `full`, else sampled rows and columns of it. `scale`: a scaled
     dtype's scale_a * scale_b (inputs.Operands.scale), by which the product of the stored values is multiplied.
     `block_scales`: a block-scaled dtype's scale buffer (inputs.Operands.scales), by which each stored value is
     multiplied before the product (dtypes.dequantize_blocks); required for those dtypes."""
-    record = dtypes.get(dtype)
     if record.block_scaled:
         a64, b64 = dequantized(a, b, record, block_scales)
     else:
         a64, b64 = dtypes.to_float64(a, record), dtypes.to_float64(b, record) * scale
     if full:
-        return compare(c, a64 @ b64, dtype, "full", "numpy float64")
+        return compare(c, a64 @ b64, record, "full", "numpy float64")
     rng = np.random.default_rng(seed)
     rows = sample_indices(a.shape[0], samples, rng)
     cols = sample_indices(b.shape[1], samples, rng)
     got = np.concatenate([c[rows, :].ravel(), c[:, cols].ravel()])
     ref = np.concatenate([(a64[rows, :] @ b64).ravel(), (a64 @ b64[:, cols]).ravel()])
-    result = compare(got, ref, dtype, f"sampled {len(rows)} rows + {len(cols)} columns", "numpy float64")
+    result = compare(got, ref, record, f"sampled {len(rows)} rows + {len(cols)} columns", "numpy float64")
     # Unwritten elements outside the sample are still counted: the NaN check over all of C is cheap.
     result.unwritten = unwritten(c)
     result.passed = result.passed and result.unwritten == 0

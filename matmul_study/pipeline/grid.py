@@ -2,8 +2,10 @@
 and what is left out is listed with its reason.
 
 The configuration axis is the method's registry variants, chosen per problem by config `variants:`
-(core/configs.py): the heuristic's pick ("auto"), the default build, a sweep of all of them, or a list. Each job
-keeps the reason in the plan's variant_reason column; the job itself records the reason on the device that ran it.
+(core/configs.py): the heuristic's pick ("auto"), the default build, a sweep of all of them, or a list. The plan's
+Problem is configs.job_problem's, for the planning device, and its pick configs.choose's, as the job's and the
+regret table's are. Each job keeps the reason in the plan's variant_reason column; the job itself records the
+reason on the device that ran it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Callable
 import pandas as pd
 
 from matmul_study.core import configs, dtypes, registry, specs
+from matmul_study.core.dtypes import DType
 from matmul_study.core.backends import module_available
 from matmul_study.pipeline.config import ConfigError, shapes
 
@@ -43,14 +46,14 @@ class PlanningDevice:
         return self._read
 
 
-def variant_choices(method: specs.Method, dtype: str, block: int, shape, setting,
+def variant_choices(method: specs.Method, dtype: DType, block: int, shape, setting,
                     device: PlanningDevice) -> list[configs.Choice]:
-    """The configurations of one (method, dtype, block, shape) the config's `variants` asks for (configs.plan),
-    with the planning device's SM count in the heuristic's reason."""
+    """The configurations of one (method, dtype record, block, shape) the config's `variants` asks for
+    (configs.plan), with the planning device's SM count in the heuristic's reason."""
     mode = configs.setting_for(setting, method.name)
     planned_by_heuristic = mode == configs.AUTO and method.variants and method.choose is not None
     sm_count, source = device.read() if planned_by_heuristic else (DEFAULT_SM_COUNT, "")
-    problem = specs.Problem(shape.m, shape.n, shape.k, int(block), dtypes.get(dtype), sm_count)
+    problem = configs.job_problem(dtype, block, shape.m, shape.k, shape.n, sm_count=sm_count)
     choices = configs.plan(method, problem, mode)
     if planned_by_heuristic:
         choices = [configs.Choice(c.variant, f"{c.reason} ({source})") for c in choices]
@@ -77,17 +80,19 @@ def build(config: dict, compute_capability: tuple[int, int] | None = None,
             continue
         blocks = config["block_sizes"] if method.block_axis else [NO_BLOCK]
         if not method.block_axis and len(config["block_sizes"]) > 1:
-            pruned.append((name, "*", "other blocks", f"{name} has no block-size axis; it runs once per dtype and shape"))
+            pruned.append((name, "*", "other blocks",
+                           f"{name} has no block-size axis; it runs once per dtype and shape"))
         for dtype in config["dtypes"]:
             if dtype not in method.dtypes:
                 pruned.append((name, dtype, "*", f"{name} supports {', '.join(method.dtypes)} only"))
                 continue
+            record = dtypes.get(dtype)  # once per (method, dtype): every block and shape plans with it
             for block in blocks:
                 if method.blocks is not None and block not in method.blocks:
                     pruned.append((name, dtype, block, f"{name} supports blocks {method.blocks} only"))
                     continue
                 for s in shapes(config):
-                    for choice in variant_choices(method, dtype, block, s, setting, device):
+                    for choice in variant_choices(method, record, block, s, setting, device):
                         jobs.append((name, dtype, int(block), choice.variant, s.m, s.k, s.n, choice.reason))
     jobs_df = pd.DataFrame(jobs, columns=PLAN_COLUMNS).drop_duplicates(GRID_COLUMNS, ignore_index=True)
     pruned_df = pd.DataFrame(pruned, columns=["method", "dtype", "block", "reason"]).astype(str)

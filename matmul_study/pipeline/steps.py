@@ -79,15 +79,29 @@ def write_calibration(config, output, job_results=()) -> None:
     write_csv(table, output)
 
 
-def write_report(results_csv, summary_csvs, table_names, pruned_csv, figure_pngs, figure_names, calibration_csvs,
-                 config, output) -> None:
+def write_report(output, results: pd.DataFrame, tables: dict[str, pd.DataFrame], pruned: pd.DataFrame,
+                 figures: dict, config: dict, runs, calibration: pd.DataFrame | None = None,
+                 not_drawn: dict[str, str] | None = None) -> None:
+    """The self-contained HTML report of `results`, written to `output`: the one way it is assembled, by the report
+    rule and by report/rerender.py alike.
+
+    The configuration is stated as the result files `runs` were measured with it (report_inputs.config_as_measured:
+    e.g. --config threads=2 under --cores 1 still measures with one thread); summary `tables` with no rows are left
+    out (a CPU-only run has no speedup over naive, no block sizes); `figures` maps each figure drawn to its PNG,
+    and `not_drawn` each figure this run cannot have data for to the sentence the report shows instead
+    (figures.left_out)."""
+    from markupsafe import escape
+
+    from matmul_study.core import results as result_files
+    from matmul_study.pipeline.report_inputs import config_as_measured
     from matmul_study.present.report import render_report
 
-    tables = {name: pd.read_csv(path) for name, path in zip(table_names, summary_csvs)}
-    pruned = pd.read_csv(pruned_csv, dtype=str, keep_default_na=False)
-    figures = {name: Path(p) for name, p in zip(figure_names, figure_pngs)}
-    calibration = collate.load_calibration(list(calibration_csvs))
-    results = read_results(results_csv)
-    html = render_report(results, tables, pruned, figures, dict(config), calibration=calibration)
+    config = config_as_measured(dict(config), [result_files.read(path) for path in runs])
+    tables = {name: df for name, df in tables.items() if not df.empty}
+    extra = []
+    if not_drawn:
+        extra.append(("Figures not drawn", "".join(f"<p>{escape(text)}</p>" for text in not_drawn.values())))
+    html = render_report(results, tables, pruned, {name: Path(png) for name, png in figures.items()}, config,
+                         extra_sections=extra, calibration=calibration)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text(html, encoding="utf-8")

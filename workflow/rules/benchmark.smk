@@ -1,20 +1,20 @@
 # One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
 import sys
 
-from matmul_study.pipeline import scripting
+from matmul_study.pipeline import recovery, resources, stops
 
 # After a crash (Snakemake killed), remove the locks, temporary result files and incomplete flags of whole results
 # it left, where no Snakemake process or job of a run in this directory is still alive: the same command resumes.
-for _left in scripting.clear_stale_locks():
+for _left in recovery.clear_stale_locks():
     print(f"Removed {_left}, left by a run that is no longer running.", file=sys.stderr)
 
 # Stop before any job when a pending job cannot fit in this machine's memory.
 try:
-    scripting.check_host_memory(
+    resources.check_host_memory(
         config, JOBS[[not Path(f).exists() for f in run_files()]].reset_index(drop=True)
     )
 except study_config.ConfigError as exc:
-    scripting.fail(f"Invalid configuration: {exc}")
+    stops.fail(f"Invalid configuration: {exc}")
 
 
 rule benchmark_cpu:
@@ -30,10 +30,10 @@ rule benchmark_cpu:
         measurement=config["measurement"],
         # numpy's BLAS threads (every core the job holds, or config threads, at most that): a param, so that
         # changing either reruns the CPU jobs (Snakemake's default rerun triggers include params).
-        threads=lambda wildcards: scripting.blas_threads(config, workflow),
+        threads=lambda wildcards: resources.blas_threads(config, workflow),
     # Every core but one per GPU slot: CPU steps would slow BLAS down by a different amount in every run, so
     # none runs beside it; the GPU jobs (one core each) do, so that the GPUs do not idle while numpy runs.
-    threads: lambda wildcards: scripting.cpu_job_cores(workflow)
+    threads: lambda wildcards: resources.cpu_job_cores(workflow)
     conda:
         "../../envs/study.yaml"
     script:

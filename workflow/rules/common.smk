@@ -9,11 +9,11 @@ from matmul_study.pipeline import config as study_config
 from matmul_study.measure import gpu_device as device
 from matmul_study.measure import input_cache
 from matmul_study.core import dtypes, registry
-from matmul_study.pipeline import grid, scripting
+from matmul_study.pipeline import grid, progress, recovery, resources, stops
 
 REPO = Path(workflow.basedir)
 
-# A config error stops the run with its message alone (scripting.fail; --verbose adds Snakemake's frames).
+# A config error stops the run with its message alone (stops.fail; --verbose adds Snakemake's frames).
 # `methods: default` and `methods: all` become the registry's lists here; a method listed by name that needs a
 # package not installed stops the run, one of a set is left out with a note.
 _METHODS_LISTED = isinstance(config.get("methods"), list)
@@ -22,12 +22,12 @@ try:
     if _METHODS_LISTED:
         grid.check_listed_methods(config)
 except study_config.ConfigError as exc:
-    scripting.fail(f"Invalid configuration: {exc}")
+    stops.fail(f"Invalid configuration: {exc}")
 
 # threads "auto" becomes every core a numpy job holds (--cores less one per GPU slot), here, once: every job then
 # runs with the same config (and records the same config hash).
 if config["threads"] == "auto":
-    config["threads"] = scripting.blas_threads(config, workflow)
+    config["threads"] = resources.blas_threads(config, workflow)
 
 # "auto" becomes GPU 0's arch where one is usable, so cubins built for one GPU are never reused on another.
 ARCH = device.resolve_arch(config["arch"])
@@ -36,7 +36,7 @@ ARCH = device.resolve_arch(config["arch"])
 try:
     JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH), sm_count=device.sm_count)
 except study_config.ConfigError as exc:
-    scripting.fail(f"Invalid configuration: {exc}")
+    stops.fail(f"Invalid configuration: {exc}")
 for _note in grid.pruned_methods_note(PRUNED):
     print(_note, file=sys.stderr)
 
@@ -113,6 +113,30 @@ def cubin_for(wildcards):
     return cubin_path(wildcards.method, wildcards.dtype, wildcards.block, wildcards.variant)
 
 
+def kernel_source(wildcards):
+    return REPO / "kernels" / registry.get(wildcards.method).source
+
+
+def kernel_includes(wildcards):
+    """The files the source includes: an edit to a shared header rebuilds the cubins built from it, and through
+    them reruns their benchmark jobs, and no others."""
+    from matmul_study.launch.kernels import included_files
+
+    return included_files(kernel_source(wildcards), REPO / "kernels")
+
+
+def build_recipe(wildcards):
+    """What the registry puts into a build: a param, so that a change to a method's template, options or a
+    variant's -D definitions rebuilds its cubins (the code trigger watches the script file only)."""
+    from matmul_study.launch.kernels import compile_options, module_source, target
+
+    variant = wildcards.get("variant")
+    # "auto" is GPU 0's arch, known to the job only: its build's target-dependent definitions are not in the param.
+    arch = None if wildcards.arch == "auto" else target(wildcards.method, wildcards.arch)
+    return {"options": compile_options(wildcards.method, variant, arch),
+            "source": module_source(wildcards.method, [(wildcards.dtype, int(wildcards.block))], variant)}
+
+
 def get_final_output():
     return ["report/report.html"]
 
@@ -128,15 +152,15 @@ onstart:
         try:
             device.require_pycuda()
         except device.GpuUnavailable as exc:
-            scripting.fail(f"{len(pending_gpu)} GPU job(s) cannot run: {exc}")
+            stops.fail(f"{len(pending_gpu)} GPU job(s) cannot run: {exc}")
         # Two GPU jobs at once would time each other: with several cores, the GPU must be a counted resource.
         if workflow.cores > 1 and "gpu" not in workflow.global_resources:
-            scripting.fail(
+            stops.fail(
                 f"--cores {workflow.cores} could run GPU benchmark jobs side by side; add --resources gpu=1 "
                 "(or use --cores 1).")
     # SIGTERM or SIGINT ends every running job at once; each finished job prints a progress line.
-    scripting.stop_jobs_promptly()
-    scripting.start_progress(pending)
+    stops.stop_jobs_promptly()
+    progress.start_progress(pending)
 
 
 onsuccess:
@@ -146,5 +170,5 @@ onsuccess:
 
 onerror:
     # A result written just before a stop is whole: record it finished, so that the same command resumes.
-    scripting.keep_finished_results(workflow)
+    recovery.keep_finished_results(workflow)
     input_cache.clear()

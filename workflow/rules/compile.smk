@@ -4,7 +4,8 @@
 
 rule compile_kernel:
     input:
-        source=lambda wc: REPO / "kernels" / registry.get(wc.method).source,
+        source=kernel_source,
+        includes=kernel_includes,
     output:
         cubin="results/kernels/{arch}/{method}/{dtype}_b{block}.cubin",
     log:
@@ -13,6 +14,7 @@ rule compile_kernel:
         method="|".join(COMPILED_METHODS),
     params:
         arch=lambda wc: wc.arch,
+        recipe=build_recipe,
     conda:
         "../../envs/gpu.yaml"
     script:

@@ -2,11 +2,12 @@
 # one job: each figure in a job of its own paid for starting Python and matplotlib seven times.
 from matmul_study.present.figures import FIGURES
 from matmul_study.present.figures import left_out as figures_left_out
+from matmul_study.pipeline import report_inputs
 
 # Figures this run cannot have data for (a CPU-only run has no naive kernel, no block axis, no GPU) are not
 # drawn; the report says in one sentence each why.
-_RUN_KEYS = scripting.run_keys(JOBS, IMPORTED_RUNS)
-FIGURES_LEFT_OUT = figures_left_out(_RUN_KEYS, scripting.gpu_sources(_RUN_KEYS))
+_RUN_KEYS = report_inputs.run_keys(JOBS, IMPORTED_RUNS)
+FIGURES_LEFT_OUT = figures_left_out(_RUN_KEYS, report_inputs.gpu_sources(_RUN_KEYS))
 DRAWN_FIGURES = [name for name in FIGURES if name not in FIGURES_LEFT_OUT]
 
 

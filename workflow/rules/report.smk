@@ -1,4 +1,5 @@
 # The self-contained HTML report: configuration, environment, failures, figures, tables, pruned jobs.
+from matmul_study.pipeline import report_inputs, stops
 
 
 rule report:
@@ -26,7 +27,7 @@ rule report:
 
 
 # Snakemake's own report (--report FILE) needs a finished run of the same config: say so, and what to type.
-if scripting.report_mode():
-    _hint = scripting.report_needs_a_finished_run(config, run_files())
+if report_inputs.report_mode():
+    _hint = report_inputs.report_needs_a_finished_run(config, run_files())
     if _hint:
-        scripting.fail(_hint)
+        stops.fail(_hint)

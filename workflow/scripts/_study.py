@@ -5,7 +5,7 @@ copies an env file under .snakemake/conda/, so a local path in it (`pip: -e ../`
 this repository. This module (found because Snakemake puts the script's folder on sys.path) puts the repository
 that holds this workflow first on sys.path, so jobs run the same code as the Snakefile. Then, before the slow
 imports, the job starts watching its Snakemake (killed, it takes its running job with it) and stops promptly on
-SIGTERM or SIGINT (scripting.stop_with_snakemake).
+SIGTERM or SIGINT (stops.stop_with_snakemake).
 """
 
 import sys
@@ -15,6 +15,6 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from matmul_study.pipeline.scripting import stop_with_snakemake  # noqa: E402
+from matmul_study.pipeline.stops import stop_with_snakemake  # noqa: E402
 
 stop_with_snakemake()

@@ -3,10 +3,11 @@ import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm 
 import sys
 from pathlib import Path
 
-from matmul_study.core import registry, results
+from matmul_study.core import results
 from matmul_study.measure import input_cache
 from matmul_study.measure.runner import Job, run_job
-from matmul_study.pipeline.scripting import job_finished, logged, progress_line
+from matmul_study.pipeline.progress import progress_line
+from matmul_study.pipeline.stops import job_finished, logged
 
 # The CPU job times numpy in fresh "spawn" processes, which import this file as __mp_main__: only the job itself
 # (run as __main__) may touch the `snakemake` object.
@@ -18,7 +19,7 @@ if __name__ == "__main__":
     with logged(snakemake.log[0]):
         job = Job.from_wildcards(snakemake.wildcards)
         cubin = snakemake.input.get("cubin") or None
-        on_cpu = not registry.get(job.method).on_gpu
+        on_cpu = not job.method_record.on_gpu
         try:
             record = run_job(job, snakemake.config, str(partial), cubin=cubin, threads=snakemake.threads,
                              inputs_dir=input_cache.RUN_DIRECTORY)

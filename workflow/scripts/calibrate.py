@@ -1,7 +1,7 @@
 import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm conda)
 
 from matmul_study.pipeline.steps import write_calibration
-from matmul_study.pipeline.scripting import logged
+from matmul_study.pipeline.stops import logged
 
 # Guarded: a process the job spawns imports this file as __mp_main__.
 if __name__ == "__main__":

@@ -2,7 +2,7 @@ import _study  # noqa: F401  (the workflow's own matmul_study, also under --sdm 
 
 from matmul_study.launch.kernels import compile_cubin
 from matmul_study.measure.gpu_device import device_arch
-from matmul_study.pipeline.scripting import logged
+from matmul_study.pipeline.stops import logged
 
 # Guarded: a process the job spawns imports this file as __mp_main__.
 if __name__ == "__main__":

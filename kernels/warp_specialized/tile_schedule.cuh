@@ -1,6 +1,6 @@
-// Persistent tile schedule of the warp-specialised Hopper GEMM (12_wgmma_warp_specialized.cu, and the tf32 rung
-// 13_wgmma_tf32.cu that reuses it): which output tiles, and which k steps of them, each cluster of CTAs computes.
-// The kernel's producer and consumers walk the same schedule, so they agree on every stage without talking.
+// Persistent tile schedule of the warp-specialised Hopper GEMM (kernels 12-17, kernel.cuh): which output tiles, and
+// which k steps of them, each cluster of CTAs computes. The kernel's producer and consumers walk the same schedule,
+// so they agree on every stage without talking.
 //
 // Units. A "cluster tile" is CLUSTER vertically adjacent CTA tiles (CLUSTER*BM x BN of C); the grid has G
 // clusters, each walking cluster tiles. The schedule works in these units and k steps (BK columns of A).
@@ -17,29 +17,29 @@
 // most two tiles (the tail has fewer tiles than there are clusters), and each cluster does the start of the later
 // tile (a piece 0) before the end of the earlier one, so every piece that waits for a piece 0 waits on work
 // another cluster did first: no chains, no deadlock with all CTAs resident. The kernel sums a split tile in C
-// (piece 0 stores, the others add with L2 reductions; see the kernel's epilogue). That fix-up costs ~15 us per
-// launch at 4096^3 (H200), so the split is taken only where it saves each cluster more than MIN_SAVED_STEPS k
-// steps: not at 4096^3 (58 of 66 cluster tiles in the last wave, 64 k steps: it would save ~4 us), but at
-// 8192^3 (34 of 66, 128 k steps: ~35 us saved, +0.3..2.8 % measured in the pair ratio to cuBLAS, 35434c4, 2026-11-22).
+// (piece 0 stores, the others add with L2 reductions; see epilogue.cuh). That fix-up costs ~15 us per launch at
+// 4096^3 (H200), so the split is taken only where it saves each cluster more than MIN_SAVED_STEPS k steps: not at
+// 4096^3 (58 of 66 cluster tiles in the last wave, 64 k steps: it would save ~4 us), but at 8192^3 (34 of 66, 128
+// k steps: ~35 us saved, +0.3..2.8 % measured on an H200 in the pair ratio to cuBLAS in the same run).
 //
 // Balanced waves (BALANCED). Where the tail is not split, the tiles go to the fewest clusters that keep the
 // number of waves (4096^3: 64 of 66 clusters doing 4 tiles each, instead of 58 doing a fourth); the others have
 // no work. The same time in an ideal world, but two SMs less of power draw throughout the first waves: measured
-// +0.4..2.3 % at 4096^3 (b929e7e, 2026-11-22).
+// +0.4..2.3 % at 4096^3 (on an H200, in the pair ratio to cuBLAS in the same run, three A/B runs).
 //
 // Split-K (SPLIT > 1). Where the tiles are too few for the grid (512^3: 4 cluster tiles for 66 clusters) or
 // too deep for their number (256 x 256 x 8192: one cluster tile of 128 k steps), every tile's k steps are cut
 // into `splits` contiguous slices (split(): slice j does [j*ktiles/splits, (j+1)*ktiles/splits)), and the
 // tiles x splits slices are the work items, dealt to the clusters like whole tiles. The kernel sums a tile's
 // slices in slice order through a workspace, each slice adding up 1/splits of the tile once every slice has
-// written its part (see the kernel's epilogue), so a slice waits for the other slices of its tile. That is
+// written its part (see epilogue.cuh), so a slice waits for the other slices of its tile. That is
 // safe because they run at the same time: the grid takes a multiple of `splits` clusters, so item i of every
 // cluster belongs to one wave and the slices of a tile are item i of `splits` different clusters; all of them
 // reach item i once every item i - 1 is done. `splits` is SPLIT cut to the k steps (no empty slice) and to
 // the clusters; the stream-K tail and balanced waves are off (the waves are whole tiles' slices).
 #pragma once
 
-#include "simt_common.cuh"
+#include "../simt_common.cuh"
 
 namespace ws_schedule {
 

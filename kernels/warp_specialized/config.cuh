@@ -1,0 +1,183 @@
+// The configuration a warp-specialised build receives (kernels 12-17), its shared-memory layout, and the
+// static_asserts that reject incompatible choices.
+//
+// One source. Every WGMMA_WS_* below is a compile definition that the registry passes: each build of each rung is
+// a record (WsConfig in matmul_study/core/warp_specialized.py) from which both its -D definitions and its launch
+// (threads, dynamic shared memory, cluster, grid), its tile and its split-K workspace are derived. The kernel has no
+// defaults for them, so that no number is stated twice: a definition that is missing stops the build (#error), and
+// one that disagrees with what the kernel needs stops it at a static_assert below (or at one of an operand policy,
+// operands_*.cuh, for what depends on the operands). WGMMA_WS_SMEM_BYTES in particular is the registry's figure of
+// the dynamic shared memory the launch gives; the kernel lays out its stages, staging and barriers and checks that
+// they fit in it, with the alignment slack and without more to spare.
+//
+// The definitions (the registry's variants of a rung move one of them each):
+//   WGMMA_WS_THREADS      threads per CTA: 384, a producer warpgroup and two consumer warpgroups.
+//   WGMMA_WS_BM           tile rows: 128, 64 per consumer warpgroup.
+//   WGMMA_WS_BN           tile width: 256 or 128 (fp16/bf16 and e4m3 operands).
+//   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
+//                         128 int8 or e4m3); the operand policy checks it.
+//   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
+//                         that fit, 4 at BN 256, 6 at BN 128).
+//   WGMMA_WS_SMEM_BYTES   dynamic shared memory of the launch, in bytes: the layout below, alignment slack included.
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (4: BN 256 only; the 8-bit and tf32 operands 1 or 2).
+//   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
+//   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
+//   WGMMA_WS_PROMOTE      0 or 1: FP8 sums promoted to fp32 every k step (e4m3 operands, BN 128 only; block-scaled
+//                         operands, 17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
+//   WGMMA_WS_BALANCED     1: unsplit tails go to the fewest clusters that keep the waves; 0: to every cluster.
+//   WGMMA_WS_GROUP_ORDER  0: the tile order the operands prefer; 1: groups of rows; 2: of columns.
+//   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order.
+//   WGMMA_WS_DRAIN_EVERY  paced drain interval in k steps; 0 stores every tile whole at its end.
+// The last four change no launch, but come from the same record, so that a build is one list of facts.
+//
+// Tile width BN. 256: 128x256 tiles, the most math per byte loaded. 128: 128x128 tiles (64 accumulators per
+// consumer thread) for problems whose 128x256 tiles leave most SMs idle (512^3: 8 tiles on 132 SMs): twice the
+// tiles, half the work per tile. Its stages are 32 KiB, so 6 fit where 4 of 48 KiB do; the default stage count is
+// what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of the copy latency (in time)
+// that 4 cover at BN 256. The tf32 and int8 operands are built at BN 256 only; the FP8 ones also at 128, where the
+// registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop.cuh).
+#pragma once
+
+#include "../hopper.cuh"
+#include "tile_schedule.cuh"
+
+#ifndef WGMMA_WS_THREADS
+#error "WGMMA_WS_THREADS is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_BM
+#error "WGMMA_WS_BM is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_BN
+#error "WGMMA_WS_BN is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_BK
+#error "WGMMA_WS_BK is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_STAGES
+#error "WGMMA_WS_STAGES is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_SMEM_BYTES
+#error "WGMMA_WS_SMEM_BYTES is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_CLUSTER
+#error "WGMMA_WS_CLUSTER is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_SPLIT_K
+#error "WGMMA_WS_SPLIT_K is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_STREAMK
+#error "WGMMA_WS_STREAMK is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_PROMOTE
+#error "WGMMA_WS_PROMOTE is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_BALANCED
+#error "WGMMA_WS_BALANCED is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_GROUP_ORDER
+#error "WGMMA_WS_GROUP_ORDER is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_GROUP_M
+#error "WGMMA_WS_GROUP_M is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_DRAIN_EVERY
+#error "WGMMA_WS_DRAIN_EVERY is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+
+namespace wgmma_ws {
+
+constexpr int BM = WGMMA_WS_BM, BN = WGMMA_WS_BN, BK = WGMMA_WS_BK;  // CTA tile; BK: Op::BK (checked in ws_gemm)
+constexpr int ACCUMULATORS = BN / 2;  // per consumer thread: its warpgroup's 64 x BN over 128 threads
+constexpr int CONSUMERS = 2;          // consumer warpgroups, 64 rows each
+constexpr int THREADS = WGMMA_WS_THREADS;
+constexpr int STAGES = WGMMA_WS_STAGES;
+constexpr int CLUSTER = WGMMA_WS_CLUSTER;
+constexpr int GROUP_M = WGMMA_WS_GROUP_M;
+constexpr int GROUP_ORDER = WGMMA_WS_GROUP_ORDER;
+constexpr int SPLIT_K = WGMMA_WS_SPLIT_K;
+constexpr bool STREAMK = WGMMA_WS_STREAMK != 0 && SPLIT_K == 1;  // split-K builds sum their own way
+constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
+constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
+constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
+constexpr bool PROMOTE = WGMMA_WS_PROMOTE != 0;
+constexpr int PROMOTE_CHAIN = 8;  // k steps per chain of the promoted mainloop (see mainloop; even: two sets)
+
+// ------------------------------------------------------------------------------------------- shared memory
+// From the first 1024-byte boundary of the dynamic window (128-byte swizzle atoms need it; the launch gives up to
+// ALIGN_SLACK bytes more for it): STAGES stages of A then B, the consumers' staging chunks, then the full and the
+// empty barrier of each stage (ws_gemm computes the same addresses into Smem).
+constexpr int ALIGN_SLACK = 1024;
+constexpr int A_BYTES = BM * 128;                 // 128 rows of 128 bytes (16 KiB)
+constexpr int STAGE_BYTES = A_BYTES + BN * 128;   // + B, BN columns of 128 bytes (32 or 16 KiB)
+constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wgmma descriptor's address units
+// Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), turning the accumulator layout (8 rows x 32
+// bytes per store instruction) into whole-row 256-byte stores.
+constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
+constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
+constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;
+constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+// Arrivals that free a stage: every consumer warp of every CTA in the cluster.
+constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER;
+constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
+constexpr int SK_MIN_SAVED_STEPS = 32;  // split the tail only if that saves each cluster more k steps than this
+// Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
+constexpr int PART_QUADS = BM * BN / 4;
+
+// Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, the consumers'
+// staging chunks at epi, then the full and the empty barrier of each stage.
+struct Smem {
+    uint32_t tiles, epi, full_bar, empty_bar;
+};
+
+static_assert(THREADS == 128 * (CONSUMERS + 1), "WGMMA_WS_THREADS: 384, one producer and two consumer warpgroups");
+static_assert(BM == 64 * CONSUMERS, "WGMMA_WS_BM: 128 rows, 64 per consumer warpgroup");
+static_assert(BN == 256 || BN == 128, "WGMMA_WS_BN: 256 or 128 columns per tile");
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
+static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs (each multicasts whole 64-column strips "
+                                      "of B): 4 with WGMMA_WS_BN=256, 2 with 128");
+static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
+static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
+              "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "
+              "take (the registry's shared_bytes and this layout disagree)");
+static_assert(SMEM_BYTES <= LAYOUT_BYTES + ALIGN_SLACK,
+              "WGMMA_WS_SMEM_BYTES: more bytes than the layout and its alignment slack take (the registry's "
+              "shared_bytes and this layout disagree)");
+static_assert(SMEM_BYTES <= 227 * 1024, "WGMMA_WS_STAGES: the stages fit the opt-in shared memory of one SM");
+static_assert(GROUP_ORDER >= 0 && GROUP_ORDER <= 2, "WGMMA_WS_GROUP_ORDER: 0 (operands'), 1 (rows) or 2 (columns)");
+static_assert(GROUP_M >= 1, "WGMMA_WS_GROUP_M: at least 1");
+static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k steps");
+// (the split-K sum loads a quad of every slice into the accumulators at once: BN / 8 quads per thread)
+static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
+              "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128");
+static_assert(WGMMA_WS_STREAMK == 0 || WGMMA_WS_STREAMK == 1, "WGMMA_WS_STREAMK: 0 (off) or 1 (on)");
+static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
+static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");
+// (the fp32 set and two scratch sets: 3 x 64 accumulators per thread; 3 x 128 at BN 256 exceed a thread's 255)
+static_assert(!PROMOTE || BN == 128, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128 (the accumulator sets of 128x256 "
+                                     "tiles do not fit in a consumer's registers)");
+
+// ------------------------------------------------------------------------------------------- operand traits
+// The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
+template <class Op>
+constexpr bool GROUP_ALONG_N = GROUP_ORDER == 0 ? Op::GROUP_ALONG_N : GROUP_ORDER == 2;
+// Whether an Op's result is multiplied by per-tensor scales (Op::SCALED: the e4m3 operands of operands_bytes.cuh;
+// an Op without the member is not scaled, and its build has no trace of the scales).
+template <class Op, class = void>
+constexpr bool SCALED = false;
+template <class Op>
+constexpr bool SCALED<Op, decltype(void(Op::SCALED))> = Op::SCALED;
+// Whether an Op's k steps are weighted by block scales (Op::BLOCK_SCALED: the FP8 operands of
+// operands_fp8_block.cuh, A scaled per row and 128 k, B per 128x128 block): the promoted mainloop adds each step's
+// partial into the fp32 accumulators times its rows' weights (Op::Weights, see mainloop), and no per-tensor factor
+// applies. Like SCALED, absent from every other Op and without a trace in its build.
+template <class Op, class = void>
+constexpr bool BLOCK_SCALED = false;
+template <class Op>
+constexpr bool BLOCK_SCALED<Op, decltype(void(Op::BLOCK_SCALED))> = Op::BLOCK_SCALED;
+template <class Op>
+using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
+                                                 SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
+
+}  // namespace wgmma_ws

@@ -1,0 +1,169 @@
+// The warp-specialised, persistent wgmma + TMA GEMM for Hopper (sm_90a) that kernels 12-17 share: ws_gemm<Op>, which
+// ties the configuration (config.cuh), the tile schedule (tile_schedule.cuh), the mainloop (mainloop.cuh) and the
+// epilogue (epilogue.cuh) to an operand policy Op (operands_*.cuh). A rung (kernels/12_*.cu .. 17_*.cu) is its
+// policy and a __device__ entry point that calls ws_gemm<Op>.
+//
+// Warpgroups. A CTA is 3 warpgroups (384 threads) that do different jobs, so that copies, math and stores
+// overlap without any of them waiting for a block-wide barrier:
+//   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
+//     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
+//     into the next tile while the consumers store the current one.
+//   consumers (warpgroups 1 and 2, setmaxnreg 232): each owns 64 rows of the CTA's 128xBN tile of C and issues
+//     the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores its rows.
+//
+// Clusters. CLUSTER CTAs along M compute vertically adjacent tiles that need the same B slice per k step: each
+// CTA loads its own A and 1/CLUSTER of B, the B part multicast into every CTA of the cluster. That cuts the
+// L2->SM traffic per CTA and k step from 48 KiB to 32 KiB (cluster 2, BN 256). Clusters of 4 fit only 30 at once
+// on 132 SMs (a fifth wave at 4096^3: 0.886x cuBLAS against 0.96x with clusters of 2, on an H200 in the pair ratio
+// to cuBLAS in the same run), so the registry's default is 2.
+//
+// Schedule. The grid is persistent (no more CTAs than are co-resident) and each cluster walks its tiles in the
+// order tile_schedule.cuh defines: grouped for L2 reuse, a stream-K tail where that pays, balanced waves
+// otherwise. The producer and the consumers walk the same schedule.
+//
+// Programmatic dependent launch: with programmatic stream serialisation the kernel starts while the previous
+// kernel on the stream ends. Barrier set-up, the cluster barrier and the schedule run early, griddepcontrol.wait
+// holds back every global access until the previous grid has completed, and griddepcontrol.launch_dependents at
+// entry lets the next launch do the same (+3-5 % on small problems, on an H200 in the pair ratio to cuBLAS in the
+// same run). Launched without the attribute, both instructions are no-ops.
+//
+// Operands are pluggable (template parameter Op: tile loads, descriptors, the wgmmas of one stage, its preferred
+// tile order, and the 32-bit type Op::Acc of the accumulators and C: float, or int for the int8 operands):
+//   Op::Acc, Op::BK (= WGMMA_WS_BK), Op::GROUP_ALONG_N;
+//   Op::load_b(sb, tmap_b, bar, n0, kt, rank): this CTA's share of the stage's B (A is the pipeline's own load);
+//   Op::desc_a(sa), Op::desc_b(sb): low descriptor words of a warpgroup's A rows and of B in stage 0;
+//   Op::mma(d, da, db, accumulate): one stage's wgmmas for one consumer warpgroup;
+//   optional: Op::SCALED (per-tensor scales), Op::BLOCK_SCALED and Op::Weights (block scales; config.cuh).
+// Edges: TMA zero-fills outside the operands; the epilogue guards rows >= m and columns >= n; k = 0 writes C = 0.
+//
+// Host contract: block WGMMA_WS_THREADS, dynamic shared memory WGMMA_WS_SMEM_BYTES, cluster (CLUSTER, 1, 1),
+// programmatic stream serialisation allowed (all three the registry's, from the build's record); grid (G, 1, 1)
+// with G a multiple of CLUSTER and no more than the co-resident CTAs (#SMs, or with clusters CLUSTER *
+// cuOccupancyMaxActiveClusters): the stream-K tail and split-K slices wait on other CTAs' flags. Fewer CTAs than
+// tiles is fine (they loop). Split-K builds take a workspace (epilogue.cuh), the tensor maps are the policy's.
+#pragma once
+
+#include "config.cuh"
+#include "epilogue.cuh"
+#include "mainloop.cuh"
+
+namespace wgmma_ws {
+
+#if HOPPER_SM90A
+// Consumer warpgroup c (64 rows of each tile): every item of the schedule, mainloop then epilogue. A scaled Op's
+// accumulators are multiplied by scale_a * scale_b (scales[0], scales[1]) before they leave: a stream-K piece or a
+// split-K slice is scaled before it is summed, which the sum's linearity allows. A block-scaled Op's are weighted
+// in the mainloop, step by step (`scales` is then its block scales); the same linearity lets stream-K pieces and
+// split-K slices, which are whole k steps, be weighted apart.
+template <class Op, typename V = typename Op::Acc>
+__device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
+                                         const Smem& sm, V* C, int m, int n, uint32_t rank, int tid, int c,
+                                         void* workspace, const float* scales)
+{
+    static_assert(!(SCALED<Op> && BLOCK_SCALED<Op>), "an Op's result is scaled per tensor or per block, not both");
+    const int warp = (tid % 128) / 32, lane = (tid % 128) % 32;
+    float factor = 1.0f;
+    if constexpr (SCALED<Op>) factor = scales[0] * scales[1];
+    V d[ACCUMULATORS];
+    uint32_t it = 0;
+    const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128)), desc_b0 = Op::desc_b(sm.tiles + A_BYTES);
+    unsigned char* const chunk = staging_chunk(smem_raw, raw, sm, c, warp);
+    PacedDrain<V> drain{chunk, 0, nullptr};
+    for (int i = 0; i < sched.n_items; ++i) {
+        const ws_schedule::Work w = sched.item(i);
+        const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
+        const int n0 = w.tn * BN;
+        mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
+                     step_weights<Op>(scales, m, m0 + c * 64 + warp * 16 + lane / 4, n0, sched.ktiles, sched.cols));
+        if constexpr (SCALED<Op>) {
+#pragma unroll
+            for (int j = 0; j < ACCUMULATORS; ++j) d[j] *= factor;
+        }
+        if constexpr (SPLIT_K > 1) {
+            if (w.pieces > 1) {
+                const int cta_tiles = sched.rows * sched.cols * CLUSTER;
+                split_k_epilogue(d, w, w.u * CLUSTER + static_cast<int>(rank), cta_tiles, m0, n0, C, m, n, tid,
+                                 workspace);
+                continue;
+            }
+        }
+        epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, c, warp, lane, chunk, drain);
+    }
+}
+
+// ------------------------------------------------------------------------------------------- the kernel
+// k = 0: C = 0 (every item of the schedule has at least one k step), once the previous grid is done with C.
+template <typename V>
+__device__ __forceinline__ void zero_c(V* C, int m, int n)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < static_cast<size_t>(m) * n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x)
+        C[i] = V(0);
+}
+
+template <class Op>
+__device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, typename Op::Acc* C,
+                                        int m, int n, int k, void* workspace = nullptr,
+                                        const float* scales = nullptr)
+{
+    using namespace hopper;
+    static_assert(Op::BK == BK, "WGMMA_WS_BK: the operands' k step (Op::BK, one 128-byte row of their elements)");
+    // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
+    // exit), and touch no global memory before the previous grid has completed (griddepcontrol.wait).
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (k <= 0) {
+        zero_c(C, m, n);
+        return;
+    }
+
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = smem_addr(smem_raw);
+    Smem sm;
+    sm.tiles = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment (ALIGN_SLACK)
+    sm.epi = sm.tiles + STAGES * STAGE_BYTES;
+    sm.full_bar = sm.epi + EPI_BYTES;
+    sm.empty_bar = sm.full_bar + STAGES * 8;
+
+    const int tid = threadIdx.x;
+    // The warpgroup index through a shuffle: the compiler then knows it is the same in every lane, and keeps the
+    // consumers' wgmma descriptors (which depend on it) on the uniform datapath instead of moving them into uniform
+    // registers before every wgmma (static R2UR 374 -> 314; +0.4 % at 4096^3, on an H200 in the pair ratio to
+    // cuBLAS in the same run).
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
+    const uint32_t rank = (CLUSTER > 1) ? cluster_rank() : 0;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(sm.full_bar + 8 * s, 1);
+            mbar_init(sm.empty_bar + 8 * s, EMPTY_ARRIVALS);
+        }
+        fence_mbar_init();
+    }
+    if constexpr (CLUSTER > 1) cluster_sync();  // peers' barriers exist before any multicast or remote arrive
+    else __syncthreads();
+
+    const int rows = (m + CLUSTER * BM - 1) / (CLUSTER * BM);  // cluster tiles along M
+    const int cols = (n + BN - 1) / BN;
+    const int ktiles = (k + Op::BK - 1) / Op::BK;
+    const Schedule<Op> sched(rows, cols, ktiles);
+    // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid.
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // its writes (A, B, C, the stream-K flags) are visible
+
+    if (wg == 0) {
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (tid == 0) producer<Op>(tmap_a, tmap_b, sm, sched, rank);
+    } else {
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1;
+        consumer<Op>(sched, smem_raw, raw, sm, C, m, n, rank, tid, c, workspace, scales);
+    }
+    // No CTA of a cluster may exit while its peer can still multicast into it or arrive on its barriers.
+    if constexpr (CLUSTER > 1) {
+        __syncwarp();
+        cluster_sync();
+    }
+}
+#endif  // HOPPER_SM90A
+
+}  // namespace wgmma_ws

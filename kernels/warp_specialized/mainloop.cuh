@@ -1,0 +1,192 @@
+// The mainloop of the warp-specialised pipeline (kernels 12-17): the producer's k loop, which fills the ring of
+// shared-memory stages by TMA, and the consumers' k loop, which runs the operand policy's wgmmas on them (Op::mma)
+// and, for the FP8 operands, promotes each k step's sum into fp32 accumulators.
+//
+// Pipeline. Each stage (A 128x64 + B 64xBN for 16-bit operands, the same 128-byte rows for the others: 48 KiB, or
+// 32 KiB at BN 128) has a "full" mbarrier (the copy engine completes it on the stage's transaction byte count) and an
+// "empty" one (one arrival per consumer warp of every CTA of the cluster). The consumers keep one wgmma group in
+// flight: a k step's stage is released as soon as the group that read it has retired, so the producer refills it
+// while the next group runs. The producer runs ahead of the math by up to STAGES k steps, and into the next tile
+// while the consumers store the current one.
+#pragma once
+
+#include "config.cuh"
+#include "epilogue.cuh"  // PacedDrain: the previous tile's staged rows leave between k steps
+
+namespace wgmma_ws {
+
+#if HOPPER_SM90A
+// ------------------------------------------------------------------------------------------- producer
+// One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
+// released the stage, announce its bytes, copy this CTA's A and its share of B (multicast).
+template <class Op>
+__device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, const Smem& sm,
+                                         const Schedule<Op>& sched, uint32_t rank)
+{
+    using namespace hopper;
+    int it = 0;
+    for (int i = 0; i < sched.n_items; ++i) {
+        int t, k0, k1, piece, pieces, u, tm, tn;  // of these the producer needs the tile and its k steps
+        sched.split(i, t, k0, k1, piece, pieces, u);
+        sched.coords(t, tm, tn);
+        const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
+        const int n0 = tn * BN;
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int s = it % STAGES;
+            const uint32_t round = static_cast<uint32_t>(it / STAGES);
+            mbar_wait(sm.empty_bar + 8 * s, (round & 1u) ^ 1u);
+            const uint32_t fb = sm.full_bar + 8 * s;
+            const uint32_t sa = sm.tiles + s * STAGE_BYTES;
+            mbar_arrive_expect_tx(fb, STAGE_BYTES);
+            tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
+            Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------- consumers
+// Free stage `stage` for the producers: one arrival per consumer warp on the stage's empty barrier in every CTA of
+// the cluster (the peers' copy engines write into this CTA's stage too).
+__device__ __forceinline__ void release_stage(uint32_t empty_bar, int stage, int lane)
+{
+    using namespace hopper;
+    if (lane == 0) {
+        if constexpr (CLUSTER == 1) mbar_arrive_local(empty_bar + 8 * stage);
+        else
+            for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * stage, r);
+    }
+}
+
+// The weights of k steps' partials in the promoted mainloop for an Op without block scales: none (Step is empty, at
+// loads nothing), the partials are added as they are. A block-scaled Op brings its own (Op::Weights: at(kt) gives
+// the thread's two weights of step kt as Step, a float2).
+struct Unweighted {
+    struct Step {};
+    __device__ __forceinline__ Step at(int) const { return {}; }
+};
+
+// Where a consumer thread's block-scaled weights come from (Op::Weights, built per item from the kernel's scales
+// argument, the thread's first row and the tile's first column), or Unweighted for every other Op.
+template <class Op>
+__device__ __forceinline__ auto step_weights(const float* scales, int m, int row0, int n0, int ktiles, int cols)
+{
+    if constexpr (BLOCK_SCALED<Op>) return typename Op::Weights(scales, m, row0, n0, ktiles, cols);
+    else return Unweighted{};
+}
+
+// k step kt of an item that began at k0, into acc: wait for the stage, issue its wgmmas (`accumulate` false:
+// scale-d = 0), then, where an earlier step's group is in flight (`previous`), wait for it (one stays in flight)
+// and release the stage it read; the paced drain stores its rows between steps.
+template <class Op, typename V>
+__device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int kt, int k0, bool accumulate,
+                                       bool previous, uint32_t desc_a0, uint32_t desc_b0, const Smem& sm,
+                                       PacedDrain<V>& drain, int n, int lane)
+{
+    using namespace hopper;
+    const uint32_t s = it % STAGES;
+    mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
+    wgmma_fence();
+    Op::mma(acc, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, accumulate);
+    wgmma_commit();
+    if (previous) {
+        wgmma_wait<1>();
+        release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+    }
+    if constexpr (DRAIN_EVERY > 0) {
+        if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
+    }
+    ++it;
+}
+
+// The k steps [k0, k1) of one item into d. Each k step: wait for the stage, issue its wgmmas, keep one group in
+// flight, release the stage that the previous group read. The first k step overwrites the accumulators (scale-d
+// = 0): zeroing them with ordinary moves makes ptxas serialise the wgmmas (warning C7515). `it` counts the ring's
+// k steps over the CTA's items (unsigned: % and / by a power-of-two STAGES are a mask and a shift); desc_a0 /
+// desc_b0 are the stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the
+// previous tile's staged columns leave at the drain's pace; what is left goes before the chunk is reused.
+//
+// Promotion (WGMMA_WS_PROMOTE, FP8 operands): the FP8 wgmma adds into its accumulators with fewer bits than fp32
+// (operands_bytes.cuh, E4M3), so no tensor-core sum runs longer than one k step (128 k, DeepGEMM's interval): each step
+// starts from zero (scale-d = 0) in a scratch set, and its finished partial is added into d with fp32 adds (d is
+// no wgmma operand here, so zeroing it with moves costs nothing). Two scratch sets alternate, so that step kt is
+// issued before step kt - 1's partial is added: the adds run while the tensor cores work on step kt, and the
+// wgmma that overwrites a set comes after its adds. The steps go in chains of PROMOTE_CHAIN with nothing in
+// flight from one chain to the next: where a group is in flight across a loop's back edge while other
+// accumulators are read, ptxas serialises every wgmma (C7514), so a loop of single steps alternating between the
+// sets cannot do this. The adds of a chain's last two steps follow its final wait (ptxas moves that wait above
+// the second-to-last step's adds), and so do those of a remainder step, which runs alone; the other consumer
+// warpgroup's wgmmas keep the tensor cores busy meanwhile. Chains of 8 leave a quarter of the adds after a wait
+// (chains of 2: all of them), for a kernel of 4,784 SASS instructions instead of 3,976 (nvcc 13.0).
+//
+// Block scales (BLOCK_SCALED<Op>, operands_fp8_block.cuh): a k step is one scale block (128 k), so each partial is
+// added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
+// `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16),
+// asked for before the step's wgmmas and used after the next step's are issued, so the loads' latency runs under
+// the tensor cores' work. (ptxas 13.0 issues the loads just after the next step's first wgmma, wherever they stand
+// in the source: they then overlap the wait for the step's own group.) For every other Op `weights` is Unweighted:
+// no loads, the FADD, the same build.
+template <class Op, typename V = typename Op::Acc, class Weights = Unweighted>
+__device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
+                                         uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane,
+                                         const Weights& weights = {})
+{
+    using namespace hopper;
+    static_assert(!PROMOTE || SCALED<Op> || BLOCK_SCALED<Op>,
+                  "WGMMA_WS_PROMOTE: for the FP8 operands only (wgmma_fp8, wgmma_fp8_block); the other operands' "
+                  "wgmmas accumulate in full fp32 (int8: exactly)");
+    static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
+                                                "step's partial is weighted by its scales as it is promoted");
+    static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),
+                  "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
+                  "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
+    if constexpr (PROMOTE) {
+        using Step = typename Weights::Step;
+        auto add = [&](const V (&partial)[ACCUMULATORS], const Step& w) {
+#pragma unroll
+            for (int j = 0; j < ACCUMULATORS; ++j) {
+                if constexpr (BLOCK_SCALED<Op>) d[j] = fmaf(partial[j], (j & 2) ? w.y : w.x, d[j]);  // rows +8: j & 2
+                else d[j] += partial[j];
+            }
+        };
+        auto finish = [&](const V (&partial)[ACCUMULATORS], const Step& w) {  // the last group: retire, release, add
+            wgmma_wait<0>();
+            release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+            add(partial, w);
+        };
+        V p0[ACCUMULATORS], p1[ACCUMULATORS];
+        Step w0{}, w1{};  // the weights of the steps in p0 and p1
+#pragma unroll
+        for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
+        int kt = k0;
+        for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
+#pragma unroll
+            for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
+                w0 = weights.at(kt + u);
+                k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane);
+                if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
+                w1 = weights.at(kt + u + 1);
+                k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane);
+                add(p0, w0);
+            }
+            finish(p1, w1);
+        }
+        for (; kt < k1; ++kt) {
+            w0 = weights.at(kt);
+            k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
+            finish(p0, w0);
+        }
+    } else {
+        for (int kt = k0; kt < k1; ++kt)
+            k_step<Op>(d, it, kt, k0, kt > k0, kt > k0, desc_a0, desc_b0, sm, drain, n, lane);
+        wgmma_wait<0>();
+        if (k1 > k0) release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+    }
+    if constexpr (DRAIN_EVERY > 0) {
+        while (drain.left > 0) drain.step(n, lane);
+        __syncwarp();
+    }
+}
+
+#endif  // HOPPER_SM90A
+
+}  // namespace wgmma_ws

@@ -1,0 +1,115 @@
+// Operand policy of the 8-bit rungs (kernels/15_wgmma_int8.cu and 16_wgmma_fp8.cu; 17_wgmma_fp8_block.cu adds block
+// scales on top, operands_fp8_block.cuh): one-byte A and B, both K-major in 128-byte swizzled rows, for the
+// warp-specialised pipeline (kernel.cuh). The int8 and e4m3 operands differ only in the instruction, the accumulator
+// type and the scales, which a Kind supplies (Acc, SCALED where the result is scaled, and mma_k32: one wgmma
+// m64nBNk32 on the warpgroup's BN / 2 accumulators): S8 and E4M3 below, OpInt8 and OpFp8 their policies.
+//
+// Operands. wgmma reads 8-bit operands only K-major (no transpose immediates for them), so B comes in transposed,
+// as for tf32: the launcher passes a tensor map over Bt = B^T (n x k row-major, i.e. K-major B) in the B slot of
+// the ABI and rewrites Bt from B before each launch (kernels/transpose_bytes.cu, timed with the GEMM). A 128-byte
+// swizzle row is 128 k-elements: BK = 128 per k step, A 128 x 128 (16 KiB) and Bt 256 x 128 (32 KiB), the same
+// 48 KiB stage as the other operands, and twice the multiply-adds of an fp16 stage (2 x 128 x 256 x 128 = 8.4 M
+// operations, at the tensor cores' 8-bit rate, which is twice the fp16 one: a k step takes as long). Each CTA of a
+// cluster loads one 128-row half of the Bt tile and multicasts it to both. Per stage 4 wgmma m64n256k32 per
+// consumer warpgroup, A and B descriptors both K-major (SBO = 1024 bytes between 8-row swizzle atoms; the next 32
+// k are 32 bytes on), exactly the byte layout of the tf32 operands, whose k8 instructions also step 32 bytes.
+//
+// int8 (S8): exact int32 accumulation and int32 C (Op::Acc = int), 128x256 tiles only. The epilogue moves C's 32-bit
+// elements as bits, so it is the fp32 one unchanged; the stream-K tail adds its pieces into C with integer L2
+// reductions, which are exact and do not depend on the order in which the pieces arrive (unlike the fp32 ones).
+// |A|, |B| <= 128, so each product is at most 2^14 in size and a sum of k of them fits in int32 for k <= 131071
+// (matmul_study.core.dtypes refuses larger k); the instruction has no saturation, and none is needed.
+//
+// e4m3 (E4M3): per-tensor fp32 scales. Each consumer multiplies its accumulators by scale_a * scale_b (read once
+// from the device, where the host wrote them, as cuBLASLt's A/B scale pointers are read) before they leave for C,
+// the stream-K tail's reductions or a split-K workspace: one multiply per accumulator and tile, nothing in the k
+// loop. 128x256 tiles (m64n256k32) or 128x128 (WGMMA_WS_BN=128: m64n128k32).
+// Accumulation. The FP8 wgmma adds its k products into the fp32 accumulators with fewer bits than an fp32 add
+// keeps (DeepSeek-V3's report measured about 14 bits on H800), so the error grows with k: at 128x256 tiles 1.2e-3
+// at 4096^3 and 1.9e-3 at 8192^3 against cuBLASLt's 1.1e-4 (H200), as cuBLASLt's own FAST_ACCUM. The remedy that
+// cuBLASLt's default and DeepGEMM use, promotion, is WGMMA_WS_PROMOTE=1: every k step (128 k) the wgmmas start
+// from zero in a scratch set of accumulators, and the partial is added into a second, true fp32 set with ordinary
+// adds (mainloop.cuh). With two scratch sets, so that the adds overlap the next step's wgmmas, that is three sets
+// per consumer thread: 384 registers for a 64x256 warpgroup tile, more than the 232 that setmaxnreg gives, but 192
+// at 128x128 tiles (64x128 per warpgroup), so promotion is built at WGMMA_WS_BN=128 only (ptxas: no spills; the
+// SASS uses registers up to R224). Split-K builds (WGMMA_WS_SPLIT_K) bound each tensor-core sum another way, by
+// slices that meet in an fp32 workspace. docs/tensor-cores.md has the measured errors beside cuBLASLt's.
+//
+// Tensor maps: tmap_a over A (bytes as UINT8, dims (k, m), row pitch a multiple of 16 bytes): box (rows 128, cols
+// 128), 128B swizzle. tmap_bt over Bt (the same, dims (k, n)): box (rows 128, cols 128), 128B swizzle. Both
+// zero-fill out of bounds (the zero byte is the int8 zero, and +0.0 in e4m3, so the fill past the edges adds
+// nothing).
+#pragma once
+
+#include "config.cuh"
+
+namespace wgmma_ws {
+
+#if HOPPER_SM90A
+template <class Kind>
+struct OpBytes {
+    using Acc = typename Kind::Acc;  // accumulators and C
+    static constexpr bool SCALED = Kind::SCALED;
+    static constexpr int BK = wgmma_ws::BK;
+    static constexpr int BOX_BT_ROWS = 128;                // Bt's box: 128 rows of BK bytes
+    static constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
+    // The tf32 operands' order (groups of cluster-rows), whose operands have the same byte layout; not measured apart.
+    static constexpr bool GROUP_ALONG_N = false;
+    static_assert(BK == 128 && A_BYTES == BM * BK && STAGE_BYTES - A_BYTES == BN * BK,
+                  "WGMMA_WS_BK: 128 for 8-bit operands (stage layout: 128-byte rows of one-byte elements)");
+    static_assert(CLUSTER <= 2,
+                  "WGMMA_WS_CLUSTER: 1 or 2 for 8-bit operands (the CTAs of a cluster share the Bt tile's boxes)");
+    // BN 256: two Bt boxes of 128 rows, one per CTA of a 2-cluster, multicast. BN 128: the tile is one box (the
+    // method's one tensor map serves every build, so its box stays 128 rows and cannot be split in halves): the
+    // CTAs of a 2-cluster take turns by k step, each multicasting the whole tile, which reads it from L2 once
+    // per cluster as the halves do, and spreads the copies over both producers.
+    static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
+                                                  uint32_t rank)
+    {
+        if constexpr (BN == 2 * BOX_BT_ROWS)
+            hopper::load_halves<CLUSTER, BT_HALF_BYTES, BOX_BT_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
+        else if constexpr (CLUSTER == 1)
+            hopper::tma_load_2d(sb, tmap_bt, bar, kt * BK, n0);
+        else if (kt % CLUSTER == static_cast<int>(rank))
+            hopper::tma_load_2d_multicast(sb, tmap_bt, bar, kt * BK, n0, static_cast<uint16_t>((1u << CLUSTER) - 1));
+    }
+    // Both operands K-major with 128-byte swizzled rows (SBO 1024 bytes between groups of 8 rows); the next 32
+    // k are 32 bytes on in each row, 2 units of the descriptors' 16-byte address field.
+    static __device__ __forceinline__ uint32_t desc_a(uint32_t sa) { return hopper::desc_lo(sa, 16); }
+    static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, 16); }
+    static __device__ __forceinline__ void mma(Acc (&d)[ACCUMULATORS], uint32_t da, uint32_t db, bool accumulate)
+    {
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; ++kk)
+            Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(db + kk * (32 >> 4), 1024),
+                          kk > 0 || accumulate);
+    }
+};
+
+// Signed 8-bit integers, exact int32 sums.
+struct S8 {
+    using Acc = int;
+    static constexpr bool SCALED = false;
+    template <int ACC>
+    static __device__ __forceinline__ void mma_k32(int (&d)[ACC], uint64_t da, uint64_t db, bool accumulate)
+    {
+        static_assert(ACC == 128, "WGMMA_WS_BN: the int8 operands have 128x256 tiles only (WGMMA_WS_BN=256)");
+        hopper::wgmma_m64n256k32_s8(d, da, db, accumulate);
+    }
+};
+using OpInt8 = OpBytes<S8>;
+
+// e4m3 with per-tensor scales, fp32 sums.
+struct E4M3 {
+    using Acc = float;
+    static constexpr bool SCALED = true;
+    template <int ACC>  // m64n256k32 at BN 256 (128 accumulators per thread), m64n128k32 at BN 128
+    static __device__ __forceinline__ void mma_k32(float (&d)[ACC], uint64_t da, uint64_t db, bool accumulate)
+    {
+        hopper::wgmma_m64k32_e4m3<2 * ACC>(d, da, db, accumulate);
+    }
+};
+using OpFp8 = OpBytes<E4M3>;
+#endif  // HOPPER_SM90A
+
+}  // namespace wgmma_ws

@@ -1,0 +1,98 @@
+"""What a job holds of the host: the cores a numpy job is granted and the BLAS threads it uses (with GPU jobs
+beside it), and the check, before any job, that every pending job fits in the host's memory."""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def _granted_cores(workflow) -> int | None:
+    """--cores, or None in modes that run nothing (--report and the like: Snakemake raises a WorkflowError)."""
+    try:
+        return workflow.cores
+    except Exception:
+        return None
+
+
+def cpu_job_cores(workflow) -> int:
+    """The cores a numpy job holds on this host: every core but one per GPU slot (--resources gpu=N). The N GPU
+    jobs, one core each, run beside it on cores BLAS does not use, and nothing else does; with no GPU slots, or
+    under a cluster executor, every core."""
+    cores = _granted_cores(workflow)
+    if cores is None:
+        return 1
+    if not workflow.local_exec or workflow.remote_exec:
+        return cores  # a cluster executor: the job has a node of its own (see the Slurm profile), GPU jobs others
+    gpu_slots = workflow.global_resources.get("gpu")
+    gpu_slots = int(getattr(gpu_slots, "value", gpu_slots) or 0)  # Snakemake 9 wraps it in a Resource
+    return max(1, cores - gpu_slots)
+
+
+def blas_threads(config: dict, workflow) -> int:
+    """The BLAS threads a numpy job uses: every core it holds (config `threads: auto`, the default), or config
+    `threads`, at most the cores it holds (run_job takes the same minimum); without --cores (nothing runs) the
+    config's number, or 1 for auto."""
+    asked = config["threads"]
+    if _granted_cores(workflow) is None:
+        return 1 if asked == "auto" else asked
+    held = cpu_job_cores(workflow)
+    return held if asked == "auto" else min(asked, held)
+
+
+def host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def host_bytes_needed(m: int, k: int, n: int, dtype: str, on_gpu: bool) -> int:
+    """A lower bound on the host memory one job needs: its inputs A and B, float64 copies of them for the
+    reference, and for a CPU job its output C twice (the verified run's and the timed run's)."""
+    from matmul_study.core import dtypes
+
+    record = dtypes.get(dtype)
+    need = (m * k + k * n) * (record.itemsize + 8)
+    if not on_gpu:
+        need += 2 * m * n * record.output.itemsize
+    return need
+
+
+def _size_key(config: dict, m: int, k: int, n: int) -> tuple[str, object]:
+    from matmul_study.pipeline.config import parse_size
+
+    for i, entry in enumerate(config["sizes"]):
+        shape = parse_size(entry)
+        if (shape.m, shape.k, shape.n) == (m, k, n):
+            return f"sizes[{i}]", entry
+    return "sizes", f"{m}x{k}x{n}"
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:,.1f} GiB" if x < 2**40 else f"{x / 2**40:,.2f} TiB"
+
+
+def check_host_memory(config: dict, jobs, memory: int | None = None) -> None:
+    """Stop before any job when a job cannot fit in this machine's memory: names the size's config key, its
+    value, what the job needs and the limit."""
+    from matmul_study.core import registry
+    from matmul_study.pipeline.config import ConfigError
+
+    memory = host_memory_bytes() if memory is None else memory
+    if not memory:
+        return
+    worst = None
+    for job in jobs.itertuples():
+        need = host_bytes_needed(job.m, job.k, job.n, job.dtype, registry.get(job.method).on_gpu)
+        if need > memory and (worst is None or need > worst[0]):
+            worst = (need, job)
+    if worst is None:
+        return
+    need, job = worst
+    key, value = _size_key(config, job.m, job.k, job.n)
+    raise ConfigError(
+        f"config key '{key}': value {json.dumps(value)} is too large for this machine: the {job.method} "
+        f"{job.dtype} job at {job.m}x{job.k}x{job.n} needs at least {_gib(need)} of host memory (inputs, their "
+        f"float64 copies for verification and the output), and this machine has {_gib(memory)}; allowed: sizes "
+        f"whose jobs fit in {_gib(memory)}.")

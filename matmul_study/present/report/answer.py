@@ -1,0 +1,313 @@
+"""The report's answer and its reasons, in words and tables: the headline (the fastest kernel of ours against
+cuBLAS and the datasheet peak), why each rung of the ladder is faster, what precision costs, how well the
+configuration heuristic picked, the source study's claims checked, and what each method does. The numbers come
+from analysis (headline, why, precision, regret, claims, collate); this module writes them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup, escape
+
+from matmul_study.analysis import collate
+from matmul_study.analysis.claims import check_claims
+from matmul_study.analysis.columns import distinct, has_configurations, several_gpus
+from matmul_study.analysis.headline import headline as headline_table
+from matmul_study.analysis.ladder import ladder_table
+from matmul_study.analysis.precision import comparisons, precision_table
+from matmul_study.analysis.regret import regret_table
+from matmul_study.analysis.regret import summary as regret_summary
+from matmul_study.analysis.why import climb, headline_facts, ladder_steps, reference_lines
+from matmul_study.core import registry
+from matmul_study.present.figures import dtype_order, method_order
+from matmul_study.present.report.text import (
+    and_join, error, html_table, in_order, kernel_name, pct, shape_text, shape_words, table_text, tf, times,
+    vendor_name,
+)
+
+VERDICT_CLASSES = {"holds": "holds", "partly holds": "partly", "does not hold": "fails", "not measured": "unmeasured"}
+
+# Steps of the classic ladder that change one thing, with what the report says that thing is.
+LADDER_STEPS = [
+    ("tiled", "tiled_runtime_block",
+     "tiled (the source study's kernel) fixes BLOCK at compile time; tiled_runtime_block reads it from blockDim at "
+     "run time and keeps the inner loop rolled, so it pays for loop overhead and computed shared-memory offsets."),
+    ("tiled_unrolled", "tiled",
+     "tiled_unrolled is tiled with an explicit #pragma unroll on the inner loop (the A100 post's step). With BLOCK a "
+     "compile-time constant the compiler may unroll tiled already, so the two can run alike."),
+]
+
+
+def _dtype_rank(name: str) -> int:
+    order = dtype_order()
+    return order.index(name) if name in order else len(order)
+
+
+def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: bool) -> str:
+    """A GPU's sentences: its fastest kernel of ours at the largest shape against cuBLAS and the datasheet peak,
+    then the other element types in a list."""
+    shape = shape_text(lead["m"], lead["k"], lead["n"])
+    where = f"this {device}" if one_gpu else f"the {device}"
+    text = (f"On {where}, our fastest kernel, {kernel_name(lead)}, runs {lead['dtype']} at "
+            f"{tf(lead['tflops'])} TF/s at {shape}")
+    clauses = []
+    if np.isfinite(lead["vs_cublas"]):
+        clauses.append(f"{lead['vs_cublas']:.2f}× {vendor_name(lead['dtype'])} measured in the same run")
+    if np.isfinite(lead["pct_of_datasheet"]):
+        clauses.append(f"{pct(lead['pct_of_datasheet'])} of the datasheet's "
+                       f"{lead['datasheet_tflops']:.4g} TF/s dense peak")
+    text += (": " + " and ".join(clauses) if clauses else "") + "."
+    others = []
+    for _, row in part.iloc[1:].sort_values("dtype", key=lambda c: c.map(_dtype_rank)).iterrows():
+        other_shape = shape_text(row["m"], row["k"], row["n"])
+        detail = [kernel_name(row)]
+        if np.isfinite(row["vs_cublas"]):
+            detail.append(f"{row['vs_cublas']:.2f}× {vendor_name(row['dtype'])}")
+        others.append(f"{row['dtype']} {tf(row['tflops'])} TF/s" + (f" at {other_shape}" if other_shape
+                      != shape else "") + f" ({', '.join(detail)})")
+    if others:
+        text += f" At the largest shape of the other element types: {', '.join(others)}."
+    return text
+
+
+def _cpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, only_cpu: bool) -> str:
+    """A CPU's sentence: its fastest method's rate at each element type."""
+    shape = shape_text(lead["m"], lead["k"], lead["n"])
+    threads = lead["threads"]
+    with_threads = f", {threads:.0f} BLAS thread{'s' if threads != 1 else ''}" if np.isfinite(threads) else ""
+    rates = [f"{row['dtype']} at {tf(row['tflops'])} TF/s" + (
+        f" at {shape_text(row['m'], row['k'], row['n'])}" if i == 0 or
+        shape_text(row["m"], row["k"], row["n"]) != shape else "")
+        for i, (_, row) in enumerate(part.sort_values("dtype", key=lambda c: c.map(_dtype_rank)).iterrows())]
+    if only_cpu:
+        return f"On this CPU ({device}{with_threads}), {lead['label']} runs {and_join(rates)}."
+    return f"The CPU line ({lead['label']} on {device}{with_threads}) runs {and_join(rates)}."
+
+
+def headline_sentences(results: pd.DataFrame) -> list[str]:
+    """One or two sentences per device, generated from the data: the fastest rate of ours at the largest shape,
+    against cuBLAS of the same run and the datasheet peak; then the other element types in a list. A CPU (the
+    only device of a CPU-only run, or the reference line of a GPU run) gets its fastest method's rates."""
+    facts = headline_facts(results)
+    if facts.empty:
+        return []
+    gpus = facts.loc[facts["kind"] == "gpu", "device"].unique()
+    out = []
+    for device, part in facts.groupby("device", sort=False):
+        lead = part.iloc[0]  # fastest first
+        if lead["kind"] == "gpu":
+            out.append(_gpu_sentence(lead, part, device, len(gpus) == 1))
+        else:
+            out.append(_cpu_sentence(lead, part, device, len(gpus) == 0))
+    return out
+
+
+def headline(results: pd.DataFrame) -> dict | None:
+    """The answer first: a sentence or two per device (see headline_sentences), then per device, dtype and shape
+    the fastest verified kernel of ours, its TF/s, its ratio to cuBLAS and its share of the datasheet peak, beside
+    cuBLAS itself. A run with no kernel of ours (CPU only) ranks the reference lines instead, and says why the
+    ratios are blank. None without a verified job."""
+    facts = headline_table(results)
+    if facts is None:
+        return None
+    column = "fastest of ours" if facts.ours else "fastest method"
+    table = facts.table.rename(columns={
+        "label": column, "tflops": "TF/s", "vs_cublas": "× cuBLAS", "pct_of_datasheet": "% of datasheet peak",
+        "cublas_tflops": "cuBLAS TF/s"})
+    if not several_gpus(results):
+        table = table.drop(columns="device")
+    if not has_configurations(facts.ranked):
+        table = table.drop(columns="configuration")  # no kernel with variants ran: nothing was chosen
+    if table["cuBLAS TF/s"].isna().all():
+        table = table.drop(columns="cuBLAS TF/s")
+    blank = [c for c in ("× cuBLAS", "% of datasheet peak") if table[c].isna().all()]
+    for c in blank:  # a dash, not an empty cell that reads as a bug; the note says why
+        table[c] = "—"
+    notes = []
+    if not facts.ours:
+        lines = in_order(distinct(facts.ranked["method"]), method_order())
+        notes.append(f"This run has no GPU kernel of ours, only the reference line{'s' if len(lines) > 1 else ''} "
+                     f"({', '.join(lines)}): the table gives the fastest verified method at each element type and "
+                     "shape.")
+    why_blank = {"× cuBLAS": "cuBLAS was not run",
+                 "% of datasheet peak": "no datasheet peak is on file for this device (the datasheet peaks are "
+                                        "listed in matmul_study/analysis/ladder.py)"
+                 if facts.gpu else "the datasheet peaks are GPU peaks and this run has no GPU job"}
+    if blank:
+        notes.append(f"The — under {' and '.join(blank)}: {'; '.join(why_blank[c] for c in blank)}.")
+    return {"table": html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None,
+            "sentences": headline_sentences(results)}
+
+
+def _precision_sentence(row: pd.Series) -> str:
+    """One comparison of analysis.precision.comparisons in words: the rates, the errors, FP8's quantization."""
+    a, b = row["dtype"], row["against"]
+    shapes = ("" if row["shape"] == row["against_shape"] else
+              f", at {shape_words(row['shape'])} and {shape_words(row['against_shape'])}")
+    text = (f"{a} runs at {times(row['rate_ratio'])} the rate of {b} ({tf(row['tflops'])} against "
+            f"{tf(row['against_tflops'])} TF/s, {row['method']} against {row['against_method']}{shapes})")
+    mine, theirs = row["rel_error"], row["against_rel_error"]
+    if np.isfinite(row["error_ratio"]) and mine > 0:
+        text += f" at {times(row['error_ratio'])} its error ({error(mine)} against {error(theirs)})"
+    elif mine == 0 and theirs > 0:
+        text += f" and exactly (error 0, against {error(theirs)})"
+    elif mine > 0 and theirs == 0:
+        text += f" at an error of {error(mine)}, where {b} matched the reference exactly"
+    elif mine == 0 and theirs == 0:
+        text += "; both are exact"
+    quantized = row["quantization_rel_error"]
+    if np.isfinite(quantized):
+        text += f"; quantizing fp32 inputs to {a} costs an error of {error(quantized)} of its own"
+    return text + "."
+
+
+def precision(results: pd.DataFrame, figures: list[dict]) -> dict | None:
+    """Precision and speed (analysis.precision): per element type at its largest square shape, the two fastest
+    verified kernels of ours and the vendor line with their rates and errors, the figure, and a sentence per
+    comparison of an element type with the more precise one it stands in for. None without a verified GPU job."""
+    table = precision_table(results)
+    if table.empty:
+        return None
+    several = table["device"].nunique() > 1
+    shown = pd.DataFrame({
+        **({"device": table["device"]} if several else {}),
+        "element type": table["dtype"],
+        "shape": [shape_words(s) for s in table["shape"]],
+        "kernel": [f"{label} (vendor)" if vendor else label for label, vendor in zip(table["label"], table["vendor"])],
+        "TF/s": [tf(x) for x in table["tflops"]],
+        "× vendor": ["—" if vendor or not np.isfinite(r) else f"{r:.2f}"
+                     for r, vendor in zip(table["vs_vendor"], table["vendor"])],
+        "rel. error": [error(x) for x in table["rel_error"]],
+        "vendor's rel. error": ["—" if vendor else error(x) for x, vendor in zip(table["vendor_rel_error"],
+                                                                                table["vendor"])],
+        "quantization error": [error(x) for x in table["quantization_rel_error"]],
+    })
+    if not np.isfinite(table["quantization_rel_error"].astype(float)).any():
+        shown = shown.drop(columns="quantization error")
+    sentences = [(f"On {row['device']}: " if several else "") + _precision_sentence(row)
+                 for _, row in comparisons(table).iterrows()]
+    return {"table": html_table(shown), "sentences": sentences, "figures": figures}
+
+
+def _climb_sentence(row: pd.Series, several: bool) -> str:
+    """One element type's climb up the ladder (a row of analysis.why.climb) in a sentence."""
+    shape = shape_text(*(int(x) for x in str(row["shape"]).split("x"))) if str(row["shape"]).count("x") == 2 \
+        else row["shape"]
+    return (f"{row['dtype']}" + (f" on {row['device']}" if several else "") + f" at {shape}: from "
+            f"{row['first']} at {tf(row['first_tflops'])} TF/s to {row['top']} at {tf(row['top_tflops'])} TF/s "
+            f"({row['factor']:.3g}×); the largest single step, {row['biggest_from']} → {row['biggest_to']}, "
+            f"bought {row['biggest_gain']:.2f}×.")
+
+
+def why(results: pd.DataFrame) -> dict | None:
+    """The ladder's steps at the largest shape (analysis.why): what each adds, the modelled traffic and intensity
+    before and after, and the rate it bought in the same run; one sentence per element type on the whole climb.
+    None without two rungs of one element type."""
+    steps = ladder_steps(results)
+    if steps.empty:
+        return None
+    several = steps["device"].nunique() > 1
+    table = pd.DataFrame({
+        "element type": steps["dtype"],
+        "step": steps["from"] + " → " + steps["to"],
+        "what the step adds": steps["adds"],
+        "modelled traffic (GB)": [f"{tf(a)} → {tf(b)}" + (f" (÷{c:.3g})" if c >= 1.005 else
+                                                          f" (×{1 / c:.3g})" if c <= 0.995 else " (same)")
+                                  for a, b, c in zip(steps["traffic_from_gb"], steps["traffic_to_gb"],
+                                                     steps["traffic_cut"])],
+        "intensity (FLOP/B)": [f"{tf(a)} → {tf(b)}" for a, b in zip(steps["intensity_from"], steps["intensity_to"])],
+        "TF/s": [f"{tf(a)} → {tf(b)}" for a, b in zip(steps["tflops_from"], steps["tflops_to"])],
+        "gain": [f"{g:.2f}×" for g in steps["gain"]],
+        "reading": steps["reading"],
+        **({"device": steps["device"]} if several else {}),  # last: the template styles columns 3 and 8
+    })
+    climbs = [_climb_sentence(row, several) for _, row in climb(results).iterrows()]
+    rungs = ladder_table(results)
+    rungs = rungs[~rungs["method"].isin(reference_lines())]
+    single = [f"{dtype} has one rung ({part['label'].iloc[0]}), so no step to explain."
+              for (_, dtype), part in rungs.groupby(["device", "dtype"], sort=False) if len(part) == 1]
+    return {"table": html_table(table), "climbs": climbs, "single": single}
+
+
+def regret(results: pd.DataFrame) -> dict | None:
+    """Configuration regret (analysis.regret): where a sweep measured several configurations of a method on one
+    shape, the heuristic's pick against the fastest verified one, per problem, with the median and the worst in a
+    sentence. None where no method had two configurations verified on one shape."""
+    table = regret_table(results)
+    facts = regret_summary(table)
+    if facts is None:
+        return None
+    several = table["device"].nunique() > 1
+    shown = pd.DataFrame({
+        **({"device": table["device"]} if several else {}),
+        "method": table["method"] + table["block"].map(lambda b: f" b{b}" if b else ""),
+        "element type": table["dtype"],
+        "shape": [shape_text(m, k, n) for m, k, n in zip(table["m"], table["k"], table["n"])],
+        "configurations measured": table["variants"],
+        "heuristic's pick": table["pick"],
+        "pick TF/s": table["pick_gflops"] / 1e3,
+        "fastest measured": table["best"],
+        "fastest TF/s": table["best_gflops"] / 1e3,
+        "pick ÷ fastest": [f"{r:.2f}" if np.isfinite(r) else "not measured" for r in table["regret"]],
+    })
+    return {"table": html_table(shown), "sentences": _regret_sentences(facts)}
+
+
+def _regret_sentences(facts: dict) -> list[str]:
+    """analysis.regret.summary in words: the median and worst pick, or no regret; and the picks not measured."""
+    sentences = []
+    problems = f"{facts['measured']} problem{'s' if facts['measured'] != 1 else ''}"
+    if facts["measured"] and facts["no_regret"] == facts["measured"]:
+        sentences.append(f"Over {problems} with several configurations measured, the heuristic picked the fastest "
+                         "configuration every time (no regret).")
+    elif facts["measured"]:
+        worst = facts["worst_row"]
+        sentences.append(
+            f"Over {problems} with several configurations measured, the heuristic's pick ran at "
+            f"{facts['median']:.2f}× the fastest configuration at the median and {facts['worst']:.2f}× at worst "
+            f"({worst['method']} {worst['dtype']} at {shape_text(worst['m'], worst['k'], worst['n'])}: it picked "
+            f"{worst['pick']}, {worst['best']} ran fastest); it picked the fastest in {facts['no_regret']} of "
+            f"{facts['measured']}.")
+    if facts["unmeasured"]:
+        sentences.append(f"In {facts['unmeasured']} problem{'s' if facts['unmeasured'] != 1 else ''} the pick was "
+                         "not among the verified configurations measured (a sweep by a list of names that left it "
+                         "out, or a pick that failed verification): no regret is stated there.")
+    return sentences
+
+
+def claims(results: pd.DataFrame) -> Markup | None:
+    """The source study's claims (analysis.claims) with their verdicts; one sentence where none could be checked."""
+    if results.empty or "method" not in results:
+        return None
+    table = check_claims(results)
+    if not table.empty and (table["verdict"] == "not measured").all():
+        # Rows of "not measured" say nothing one sentence cannot (a CPU-only run, say).
+        return Markup('<p class="none">None of the source study\'s claims could be checked: each compares GPU '
+                      "kernels (or a GPU kernel with the CPU), and this run has no verified job on one side of every "
+                      "comparison.</p>")
+    if not several_gpus(results):
+        table = table.drop(columns="device")
+    text = table_text(table)
+    for verdict, css in VERDICT_CLASSES.items():
+        # cell text is escaped already, so an exact match can only hit a verdict cell
+        text = text.replace(f"<td>{verdict}</td>", f'<td class="verdict {css}">{verdict}</td>')
+    return Markup(text)
+
+
+def methods(results: pd.DataFrame) -> Markup:
+    """The registry's description of each method run, and the measured effect of each one-change ladder step."""
+    ran = [name for name in registry.METHODS if "method" in results and name in set(results["method"])]
+    rows = []
+    for name in ran:
+        method = registry.get(name)
+        rows.append({"method": name, "what it does": method.description,
+                     "kernel": f"kernels/{method.source}" if method.source else "(library)",
+                     "dtypes": ", ".join(method.dtypes), "block axis": "yes" if method.block_axis else "no"})
+    html = table_text(pd.DataFrame(rows)) if rows else ""
+    for numerator, denominator, text in LADDER_STEPS:
+        effect = collate.method_ratio(results, numerator, denominator)
+        if not effect.empty:
+            html += f"<p>{escape(text)} Measured ({escape(numerator)} over {escape(denominator)}):</p>"
+            html += effect.to_html(escape=True, index=False, float_format=lambda x: f"{x:.2f}", border=0,
+                                   classes="data", justify="left")
+    return Markup(html)
