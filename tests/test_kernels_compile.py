@@ -15,7 +15,7 @@ from matmul_study.core import dtypes, registry
 
 from matmul_study.launch import kernels
 from matmul_study.core import geometry, specs
-from matmul_study.core.specs import Problem
+from matmul_study.core.specs import Problem, shared_opt_in_bytes
 from matmul_study.core.warp_specialized import SM90_SHARED_BYTES, WsConfig, WsMethod
 
 BLOCKS = [1, 8, 16, 24, 32]
@@ -432,7 +432,7 @@ def test_dependent_launch_rungs_wait_for_the_previous_grid_before_any_global_acc
     # Launched with programmatic stream serialisation (registry: Launch.dependent) these kernels may start while the
     # previous kernel still runs, so no copy, load or store of global memory may come before griddepcontrol.wait.
     assert registry.get(method).launch(Problem(4096, 4096, 4096, 0, dtypes.get(registry.get(method).dtypes[0]),
-                                               132, 232_448)).dependent
+                                               132, shared_opt_in_bytes("sm_90a"))).dependent
     dtype = registry.get(method).dtypes[0]
     ptx = compile_ptx(method, [(dtype, 0)], kernels.target(method, "sm_90"), tmp_path)
     body = ptx[ptx.index(".entry"):]

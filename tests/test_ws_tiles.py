@@ -24,7 +24,7 @@ BN128 = [v for v in WS.variants if v.config.bn == NARROW_BN]
 
 
 def problem(m, n, k, dtype="float16"):
-    return Problem(m, n, k, 0, dtypes.get(dtype), 132, 232_448)
+    return Problem(m, n, k, 0, dtypes.get(dtype), 132, SM90_SHARED_BYTES)
 
 
 def test_the_128x128_builds_are_registered_for_fp16_and_bf16_only():

@@ -15,13 +15,13 @@ from typing import ClassVar
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (Launch, Method, Prepass, PrepassOutput, Problem, Requirements, TensorMap,
-                                     Variant, cdiv)
+                                     Variant, cdiv, shared_opt_in_bytes)
 
 HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules=("cuda.bindings",))
 
 # The most dynamic shared memory a block may opt in to on sm_90 (227 KiB): a record's default stage count is the most
 # stages that fit in it, and the kernel refuses a layout past it.
-SM90_SHARED_BYTES = 232_448
+SM90_SHARED_BYTES = shared_opt_in_bytes("sm_90a")
 
 
 @dataclass(frozen=True)
