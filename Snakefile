@@ -33,7 +33,12 @@ include: "workflow/rules/report.smk"
 
 # The results are targets too: a deleted result is measured again by the plain command (otherwise Snakemake would
 # keep the newer report and tables as they are).
+# So are the tables: a deleted table is written again (Snakemake rebuilds a missing input of an up-to-date report
+# only when asked for it).
 rule all:
     input:
         get_final_output(),
         run_files(),
+        "results/tables/results.csv",
+        expand("results/tables/{name}.csv", name=TABLES),
+        "results/tables/pruned.csv",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from matmul_study.core import dtypes, registry
@@ -74,5 +75,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# What a shell reports for a command that SIGPIPE ended (128 + 13), as for `cat big | head`. Not 0: the output was
+# cut short, and `gpus` uses 0 and 1 for its answer, which a reader that stopped early never saw.
+CLOSED_STDOUT = 141
+
+
+def run(argv: list[str] | None = None) -> int:
+    """main, ending quietly when the reader of stdout goes away (`... | head`)."""
+    try:
+        status = main(argv)
+        # Flush here, not at interpreter exit, so that a pipe closed during the last buffered write lands in this
+        # handler rather than in an "Exception ignored" message at shutdown.
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python ignores SIGPIPE, so the write raises instead of the process dying quietly. Point stdout at devnull
+        # so the flush at interpreter exit has somewhere to go and does not raise a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return CLOSED_STDOUT
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -244,7 +244,7 @@ def test_the_incomplete_flag_of_a_whole_result_is_cleared_when_no_run_is_alive(t
     for path in (whole, broken):
         (flags / urlsafe_b64encode(path.encode()).decode()).write_text('{"external_jobid": null}')
     removed = clear_stale_locks(tmp_path)
-    assert removed == [f"the incomplete flag of {whole} (a whole result)"]
+    assert removed == [f"the incomplete flag of {whole} (written whole)"]
     assert [p.name for p in flags.iterdir()] == [urlsafe_b64encode(broken.encode()).decode()]
 
 
@@ -346,3 +346,62 @@ print("not stopped")
     assert out.returncode == 1 and "not stopped" not in out.stdout
     assert out.stderr.strip() == f"stopped by SIGTERM: not finished (log: {log})"
     assert "RuntimeError: Error calling __set_name__" in log.read_text()
+
+
+# A finished study of two tiny numpy jobs, copied for each stop case below: each case then reruns one job and the
+# steps after it, and is stopped inside one of them.
+TINY = {"sizes": [32], "methods": ["numpy"], "dtypes": ["float32", "float64"],
+        "measurement": {"warmup": 1, "min_reps": 3, "max_reps": 10, "min_time_s": 0.01, "max_time_s": 0.1,
+                        "cpu_processes": 1}}
+STEPS = ["benchmark", "collate", "figures", "report"]
+STOPS = {"sigterm-to-snakemake": (signal.SIGTERM, False), "sigint-to-group": (signal.SIGINT, True),
+         "sigkill-to-group": (signal.SIGKILL, True)}
+
+
+@pytest.fixture(scope="module")
+def finished_tiny_study(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("tiny")
+    (workdir / "config.yaml").write_text(yaml.safe_dump(TINY))
+    out = subprocess.run([*SNAKEMAKE, "--directory", str(workdir), *PLAIN], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return workdir
+
+
+@needs_proc
+@pytest.mark.parametrize("how", list(STOPS))
+@pytest.mark.parametrize("step", STEPS)
+def test_a_stop_inside_any_step_then_the_plain_command_finishes(tmp_path, finished_tiny_study, step, how):
+    """One result deleted, the study rerun and stopped while the step has written part of its outputs (or, for a
+    benchmark job, its result but not yet told Snakemake): the plain command then finishes, with no
+    --rerun-incomplete."""
+    import shutil
+
+    workdir = tmp_path / "study"
+    shutil.copytree(finished_tiny_study, workdir, symlinks=True)
+    deleted = next((workdir / "results/runs").rglob("*.json"))
+    deleted.unlink()
+    paused = tmp_path / "paused"
+    env = {**os.environ, "MATMUL_STUDY_PAUSE_IN": f"{step}:{paused}"}
+    run = subprocess.Popen([*SNAKEMAKE, "--directory", str(workdir), *PLAIN], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
+    try:
+        assert wait_until(paused.exists, 120), "the step never reached its pause"
+    finally:
+        if not paused.exists():
+            os.killpg(run.pid, signal.SIGKILL)
+    sig, group = STOPS[how]
+    elapsed, console = stop(run, sig, group)
+    assert run.returncode != 0 and elapsed < STOP_WITHIN_S, console[-3000:]
+    assert wait_until(lambda: not job_pids(workdir), 20), "a job outlived the stop"
+
+    out = subprocess.run([*SNAKEMAKE, "--directory", str(workdir), *PLAIN], capture_output=True, text=True,
+                         timeout=600)
+    ran = out.stdout + out.stderr
+    assert out.returncode == 0 and "IncompleteFilesException" not in ran, ran[-3000:]
+    assert deleted.is_file() and json.loads(deleted.read_text())["status"] == "passed"
+    assert len(pd.read_csv(workdir / "results/tables/results.csv")) == 2
+    assert (workdir / "report/report.html").stat().st_mtime >= deleted.stat().st_mtime
+    assert not [p for d in ("results", "report") for p in (workdir / d).rglob(".*.tmp")]
+    assert not list((workdir / ".snakemake/incomplete").rglob("*")) or all(
+        p.name == "migration_underway" or p.is_dir() for p in (workdir / ".snakemake/incomplete").rglob("*"))

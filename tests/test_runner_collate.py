@@ -38,6 +38,22 @@ def test_numpy_job_writes_a_complete_verified_result(make_config, tmp_path):
     assert not list(tmp_path.glob("*.tmp"))  # the atomic write left no temp file
 
 
+def test_a_result_records_its_identity_and_passes_the_start_up_check(make_config, tmp_path):
+    from matmul_study.core.records import JOB_KEYS, config_hash
+    from matmul_study.pipeline.result_check import check
+
+    cfg = make_config(measurement=FAST)
+    out = tmp_path / "r.json"
+    job = Job("numpy", "float64", 0, 17, 33, 65)
+    run_job(job, cfg, str(out))
+    on_disk = results.read(out)
+    identity = {key: getattr(job, key) for key in JOB_KEYS}
+    assert {key: on_disk[key] for key in JOB_KEYS} == identity
+    assert on_disk["env"]["config_hash"] == config_hash(cfg)
+    assert on_disk["schema_version"] == results.SCHEMA_VERSION
+    check(out, identity)  # its own job's: kept
+
+
 def test_numpy_job_granted_every_core_uses_the_configured_blas_threads(make_config, tmp_path):
     cfg = make_config(measurement=FAST, threads=1)
     rec = run_job(Job("numpy", "float64", 0, 64, 64, 64), cfg, str(tmp_path / "r.json"), threads=8)

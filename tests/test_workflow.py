@@ -483,14 +483,16 @@ def test_a_size_too_large_for_host_memory_stops_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_a_corrupt_result_file_is_named_by_collate(cpu_study, tmp_path):
+def test_a_corrupt_result_file_is_set_aside_and_measured_again_by_the_plain_command(cpu_study, tmp_path):
     workdir = copy_study(cpu_study, tmp_path)
     corrupt = sorted((workdir / "results/runs").rglob("*.json"))[0]
     corrupt.write_text(corrupt.read_text()[:100])  # cut short, as a full disk would leave it
     out = snakemake(workdir, "--cores", "1")
-    assert out.returncode != 0
-    assert f"{corrupt.relative_to(workdir)}: not a valid result file" in out.stderr
-    assert "Delete it and rerun" in out.stderr
+    assert out.returncode == 0, out.stderr
+    assert f"{corrupt.relative_to(workdir)}:" in out.stderr and "set aside" in out.stderr
+    assert corrupt.with_name(corrupt.name + ".corrupt").is_file()
+    assert json.loads(corrupt.read_text())["status"] in ("passed", "failed")  # measured again, whole
+    assert "Traceback" not in out.stderr
 
 
 def test_the_yaml_check_names_the_line_and_column_and_passes_a_valid_file(tmp_path):

@@ -39,6 +39,11 @@ def tidy(records: list[dict], calibration: pd.DataFrame | None = None) -> pd.Dat
     df["label"] = [label(m, b) for m, b in zip(df["method"], df["block"])]
     df["shape"] = [f"{m}x{k}x{n}" for m, k, n in zip(df["m"], df["k"], df["n"])]
     df["size"] = np.cbrt(df["m"].astype(float) * df["k"] * df["n"]).round(3)
+    # Rates are numbers from here on: a failed job's is null, and where every job failed pandas would otherwise keep
+    # the column as objects (None), which numpy's NaN tests refuse.
+    for col in ("gflops", "gflops_all_samples", "sustained_gflops"):
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     df["tflops"] = df["gflops"] / 1e3
     df["verification_passed"] = df["verification_passed"].astype(bool)
     df = add_ratios(df)
@@ -72,10 +77,11 @@ def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
     naive = ok[ok["method"] == "naive"]
     same_block = naive.set_index(keys + ["block"])["gflops"]
     best_block = naive.groupby(keys)["gflops"].max()
-    by_block = same_block.reindex(pd.MultiIndex.from_frame(df[keys + ["block"]])).to_numpy()
-    best = best_block.reindex(idx).to_numpy()
+    # As floats: without a verified naive row the lookups are empty, and their NaNs would be objects.
+    by_block = same_block.reindex(pd.MultiIndex.from_frame(df[keys + ["block"]])).to_numpy(dtype=float)
+    best = best_block.reindex(idx).to_numpy(dtype=float)
     base = np.where(np.isnan(by_block), best, by_block)
-    df["speedup_over_naive"] = df["gflops"].to_numpy() / base
+    df["speedup_over_naive"] = df["gflops"].to_numpy(dtype=float) / base
     return df.drop(columns="_device")
 
 
@@ -103,7 +109,7 @@ def pct_of_peak(df: pd.DataFrame, calibration: pd.DataFrame | None) -> np.ndarra
         by_uuid = by_uuid[~by_uuid.index.duplicated(keep="last")]
         own = by_uuid.reindex(pd.MultiIndex.from_arrays([df["env_device_uuid"], df["dtype"]])).to_numpy(float)
         peak = np.where(np.isnan(own), peak, own)
-    return 100 * df["gflops"].to_numpy() / peak
+    return 100 * df["gflops"].to_numpy(dtype=float) / peak
 
 
 def load(paths: list[str | Path], calibration_paths: list[str | Path] = ()) -> pd.DataFrame:

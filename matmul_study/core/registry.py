@@ -8,7 +8,10 @@ tables, legends and the schema's list of names all come from it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from matmul_study.core import configs
+from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DMMA, MMA_ASYNC_COPY, REGISTER_TILED, WARPTILED, WARPTILED_MBARRIER, WGMMA_TMA,
                                         WMMA, WMMA_TILED, square_thread_blocks, square_thread_blocks_dynamic_tiles,
@@ -305,3 +308,18 @@ def default_methods() -> tuple[str, ...]:
 def compiled_methods() -> tuple[str, ...]:
     return tuple(name for name, m in METHODS.items() if m.compiled)
 
+
+
+@dataclass(frozen=True)
+class JobRecords:
+    """A base for what names one job (a method, its variant and a dtype, as the fields `method`, `variant` and
+    `dtype` of the subclass): its records, resolved once at construction (an unknown name raises KeyError naming
+    the known ones) and handed on, so that nothing downstream looks a name up again."""
+    method_record: Method = field(init=False, repr=False, compare=False)
+    variant_record: Variant = field(init=False, repr=False, compare=False)
+    dtype_record: dt.DType = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "method_record", get(self.method))
+        object.__setattr__(self, "variant_record", self.method_record.variant(self.variant))
+        object.__setattr__(self, "dtype_record", dt.get(self.dtype))

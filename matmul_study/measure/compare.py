@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from matmul_study.core import configs, dtypes, registry, specs
+from matmul_study.core import configs, registry, specs
 from matmul_study.launch import kernels, launchers
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import flops
@@ -40,7 +40,7 @@ DEFAULTS = Measurement(Policy())  # the pipeline's default seed, input range and
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(registry.JobRecords):
     """One comparison. Its method, variant and dtype records are resolved here, once (an unknown name raises
     KeyError naming the known ones), and handed on to the build, the launchers and the checks."""
     method: str
@@ -50,14 +50,6 @@ class Case:
     n: int
     k: int
     block: int = 0
-    method_record: specs.Method = field(init=False, repr=False, compare=False)
-    variant_record: specs.Variant = field(init=False, repr=False, compare=False)
-    dtype_record: dtypes.DType = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "method_record", registry.get(self.method))
-        object.__setattr__(self, "variant_record", self.method_record.variant(self.variant))
-        object.__setattr__(self, "dtype_record", dtypes.get(self.dtype))
 
     @property
     def shape(self) -> str:

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from matmul_study.core import configs, dtypes, registry, results, specs
+from matmul_study.core import configs, registry, results, specs
 from matmul_study.core.records import config_hash, gflops
 from matmul_study.measure import environment, input_cache
 from matmul_study.measure.stats import Measurement, summarize
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(registry.JobRecords):
     """One job of the grid. Its method, variant and dtype records are resolved here, once, and handed on: nothing
     downstream looks a name up again. `variant` names the method's configuration (a registry variant, or the
     default build); an unknown name raises KeyError naming the method's variants."""
@@ -31,14 +31,6 @@ class Job:
     k: int
     n: int
     variant: str = configs.DEFAULT
-    method_record: specs.Method = field(init=False, repr=False, compare=False)
-    variant_record: specs.Variant = field(init=False, repr=False, compare=False)
-    dtype_record: dtypes.DType = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "method_record", registry.get(self.method))
-        object.__setattr__(self, "variant_record", self.method_record.variant(self.variant))
-        object.__setattr__(self, "dtype_record", dtypes.get(self.dtype))
 
     @classmethod
     def from_wildcards(cls, wc) -> "Job":
@@ -77,8 +69,12 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
     """Run one job on the GPU it holds (gpu_slots.job_slot) and write its result file; `threads` (Snakemake's
     grant) defaults to config's threads; `inputs_dir`: where the run's jobs share their large inputs
     (input_cache)."""
+    from pathlib import Path
+
     from matmul_study.measure.gpu_slots import job_slot
 
+    # Before the job waits for a GPU or measures: a result it could not write would waste its whole time.
+    results.check_can_write(Path(output).parent)
     with job_slot(job.method_record.on_gpu) as gpu_index:
         record = _run_job(job, config, output, cubin, threads, gpu_index, inputs_dir)
     return record

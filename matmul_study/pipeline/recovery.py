@@ -1,5 +1,5 @@
 """Recovery after a crash or a stop: what a killed or stopped Snakemake left that would stop the next run (its
-directory locks, half-written temporary result files, the incomplete flags of results that are whole) is removed or
+directory locks, half-written temporary files, the incomplete flags of outputs that are whole) is removed or
 recorded as finished, so that the same command resumes the study."""
 
 from __future__ import annotations
@@ -39,11 +39,24 @@ def keep_finished_results(workflow, rules: tuple[str, ...] = ("benchmark_cpu", "
     return kept
 
 
-def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[tuple[Path, Path]]:
+# The folders whose files the study writes whole (a temporary name, then one rename: results.write_atomic and
+# results.replaced_whole): a file there under its final name is finished. Result files are read as well (they are
+# also the study's record of what was measured); tables, figures and the report need only exist.
+RUNS_DIR = "results/runs"
+WHOLE_DIRS = (RUNS_DIR, "results/tables", "results/figures", "report")
+
+
+def _inside(path: Path, folders) -> bool:
+    return any(path.resolve().is_relative_to(folder.resolve()) for folder in folders)
+
+
+def finished_but_flagged(workdir: Path, runs_dir: str = RUNS_DIR,
+                         whole_dirs: tuple[str, ...] = WHOLE_DIRS) -> list[tuple[Path, Path]]:
     """Snakemake's incomplete markers (.snakemake/incomplete/, its file persistence: one file per output, named by
-    the output's path in URL-safe base64, split into "@"-prefixed chunks where long) of result files that exist and
-    are whole: results are written atomically, so such a result is finished, and only the record of it is not
-    (Snakemake was killed between the job's end and its bookkeeping). Returns (marker, result) pairs."""
+    the output's path in URL-safe base64, split into "@"-prefixed chunks where long) of outputs that exist and are
+    whole: they are written atomically, so such an output is finished, and only the record of it is not (Snakemake
+    was stopped or killed between the job's end and its bookkeeping, or mid-job after the file was renamed into
+    place). Returns (marker, output) pairs."""
     from base64 import urlsafe_b64decode
 
     from matmul_study.core import results
@@ -51,6 +64,8 @@ def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[
     root = workdir / ".snakemake" / "incomplete"
     if not root.is_dir():
         return []
+    runs = [workdir / runs_dir]
+    written_whole = [workdir / d for d in (runs_dir, *whole_dirs)]
     found = []
     for marker in root.rglob("*"):
         if not marker.is_file() or marker.name == "migration_underway":
@@ -61,20 +76,39 @@ def finished_but_flagged(workdir: Path, runs_dir: str = "results/runs") -> list[
         except (ValueError, UnicodeDecodeError):
             continue
         path = target if target.is_absolute() else workdir / target
-        if not path.resolve().is_relative_to((workdir / runs_dir).resolve()) or not path.is_file():
+        if not path.is_file() or not _inside(path, written_whole):
             continue
-        try:
-            results.read(path)
-        except (results.ResultFileError, OSError):
-            continue
+        if _inside(path, runs):
+            try:
+                results.read(path)
+            except (results.ResultFileError, OSError):
+                continue
         found.append((marker, path))
     return found
 
 
-def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
+def half_written(workdir: Path, whole_dirs: tuple[str, ...] = WHOLE_DIRS) -> list[Path]:
+    """The hidden temporary files (".<name>.<random>.tmp") that a writer stopped before its rename left in the
+    folders written whole."""
+    return sorted(p for d in whole_dirs if (workdir / d).is_dir() for p in (workdir / d).rglob(".*.tmp"))
+
+
+def pause_for_tests(step: str) -> None:
+    """MATMUL_STUDY_PAUSE_IN="<step>:<file>" holds `step` here (after it wrote some or all of its outputs) once it has
+    created <file>: the recovery tests stop Snakemake at that point, deterministically, inside each rule."""
+    import os
+    import time
+
+    wanted, _, flag = os.environ.get("MATMUL_STUDY_PAUSE_IN", "").partition(":")
+    if wanted == step and flag:
+        Path(flag).touch()
+        time.sleep(120)
+
+
+def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = RUNS_DIR,
                       argv: list[str] | None = None) -> list[str]:
     """After a crash (Snakemake killed), remove what it left that would stop the next run: its directory locks,
-    half-written temporary result files, and the incomplete flags of results that are whole (so that the same
+    half-written temporary files, and the incomplete flags of outputs that are whole (so that the same
     command resumes; stop_jobs_promptly and keep_finished_results avoid such flags where Snakemake is only told to
     stop). Only where /proc shows no Snakemake process and no Snakemake job working in this directory on this
     machine; returns what was removed (nothing where that cannot be checked).
@@ -86,14 +120,15 @@ def clear_stale_locks(workdir: str | Path = ".", runs_dir: str = "results/runs",
         return []                                     # (maybe on another host) holds these locks
     workdir = Path(workdir).resolve()
     locks = sorted((workdir / ".snakemake" / "locks").glob("*.lock"))
-    temps = sorted((workdir / runs_dir).rglob(".*.json.*.tmp")) if (workdir / runs_dir).is_dir() else []
-    flags = finished_but_flagged(workdir, runs_dir)
+    whole_dirs = tuple(dict.fromkeys((runs_dir, *WHOLE_DIRS)))
+    temps = half_written(workdir, whole_dirs)
+    flags = finished_but_flagged(workdir, runs_dir, whole_dirs)
     if not (locks or temps or flags) or not Path("/proc/self").exists() or running_here(workdir):
         return []
     removed = []
     named = [(p, str(p.relative_to(workdir))) for p in locks + temps]
-    named += [(marker, f"the incomplete flag of {result.relative_to(workdir)} (a whole result)")
-              for marker, result in flags]
+    named += [(marker, f"the incomplete flag of {output.relative_to(workdir)} (written whole)")
+              for marker, output in flags]
     for path, name in named:
         with contextlib.suppress(OSError):
             path.unlink()

@@ -78,10 +78,54 @@ def report_mode(argv: list[str] | None = None) -> bool:
     return any(a == "--report" or a.startswith("--report=") for a in argv) and "--report-after-run" not in argv
 
 
-def report_needs_a_finished_run(config: dict, run_files: list[str], argv: list[str] | None = None) -> str | None:
+def _config_value(value) -> str:
+    """A --config value as text that Snakemake's --config parser reads back to the same value: JSON (which YAML
+    reads), except that the strings its YAML reader made of nested numbers and booleans ({min_reps: 4} gives
+    "4") are written bare again, as the user typed them."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+            return value
+        except ValueError:
+            return json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_config_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_config_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def user_config_args(settings, methods: list[str] | None = None) -> str:
+    """The --configfile and --config arguments of this Snakemake run (settings: workflow.config_settings), as
+    text to repeat in a command for the user, with methods= replaced by `methods` when given. Snakemake's
+    parsed settings, not sys.argv: they hold what a profile added too, whatever the spelling on the command line."""
+    import shlex
+
+    files = []
+    for path in getattr(settings, "configfiles", None) or []:
+        path = Path(path)
+        try:
+            path = path.relative_to(Path.cwd())
+        except ValueError:
+            pass  # outside the working directory: the absolute path, which works from anywhere
+        files.append(f"--configfile {shlex.quote(str(path))}")
+    overrides = dict(getattr(settings, "config", None) or {})
+    if methods is not None:
+        overrides.pop("methods", None)
+        overrides = {"methods": methods, **overrides}
+    entries = [f"{key}={value}" if isinstance(value, str) else f"{key}={_config_value(value)}"
+               for key, value in overrides.items()]
+    config = ["--config " + " ".join(shlex.quote(e) for e in entries)] if entries else []
+    return " ".join(files + config)
+
+
+def report_needs_a_finished_run(config: dict, run_files: list[str], argv: list[str] | None = None,
+                                settings=None) -> str | None:
     """For `snakemake --report`: None when every result this config selects exists; else what to do, in words.
     Snakemake's report describes a finished run of the same config: after a run with --config, the report needs
-    the same --config (it would otherwise fail on the first missing file, with no hint)."""
+    the same --config (it would otherwise fail on the first missing file, with no hint). settings
+    (workflow.config_settings): the suggested command repeats the user's own --configfile and --config, since
+    dropping them would point at another config than the one the user is working with."""
     argv = sys.argv if argv is None else argv
     missing = [f for f in run_files if not Path(f).exists()]
     if not missing:
@@ -90,9 +134,12 @@ def report_needs_a_finished_run(config: dict, run_files: list[str], argv: list[s
                    if (a == "--report" and i + 1 < len(argv)) or a.startswith("--report=")), "report.zip")
     have = sorted({Path(f).parts[2].removeprefix("method~") for f in run_files if Path(f).exists()},
                   key=config["methods"].index)
-    advice = (f"If the run used --config, give --report the same, e.g. (the methods that have results here): "
-              f"snakemake --report {target} --config 'methods={json.dumps(have)}'" if have else
-              "No result of this config exists yet: run the study first, e.g. snakemake --cores 1 --config "
-              "'methods=[\"numpy\"]'")
+    if have:
+        advice = (f"If the run used --config, give --report the same, e.g. (the methods that have results here): "
+                  f"snakemake --report {target} {user_config_args(settings, have)}")
+    else:
+        first_run = user_config_args(settings, None if "methods" in (getattr(settings, "config", None) or {})
+                                     else ["numpy"])
+        advice = f"No result of this config exists yet: run the study first, e.g. snakemake --cores 1 {first_run}"
     return (f"snakemake --report describes a finished run, but {len(missing)} of the {len(run_files)} results this "
-            f"config selects are missing (e.g. {missing[0]}). {advice}.")
+            f"config selects are missing (e.g. {missing[0]}). {advice.rstrip()}.")

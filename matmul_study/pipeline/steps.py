@@ -7,17 +7,23 @@ from pathlib import Path
 import pandas as pd
 
 from matmul_study.analysis import collate
+from matmul_study.pipeline.recovery import pause_for_tests
 
 
 def write_csv(df: pd.DataFrame, path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False)
+    """Whole or not at all: a step stopped mid-write leaves no table under its final name (results.replaced_whole),
+    so that the same command resumes."""
+    from matmul_study.core import results
+
+    with results.replaced_whole(path) as tmp:
+        df.to_csv(tmp, index=False)
 
 
 def write_tables(run_files, calibration_csvs, results_csv, summary_csvs, table_names, pruned_records,
                  pruned_csv) -> pd.DataFrame:
     df = collate.load(list(run_files), list(calibration_csvs))
     write_csv(df, results_csv)
+    pause_for_tests("collate")
     fastest = collate.best_variants(df)  # a sweep's configurations of one job: the summaries take the fastest
     for name, path in zip(table_names, summary_csvs):
         write_csv(collate.SUMMARIES[name](fastest), path)
@@ -49,6 +55,7 @@ def write_figures(names, results_csv, calibration_csvs, pngs, svgs) -> None:
     for name, png, svg in zip(names, pngs, svgs):
         write_figure(name, results_csv, calibration_csvs, png, svg)
         print(f"drew {name}: {png}")
+        pause_for_tests("figures")
 
 
 def calibration_size(config) -> int:
@@ -103,5 +110,5 @@ def write_report(output, results: pd.DataFrame, tables: dict[str, pd.DataFrame],
         extra.append(("Figures not drawn", "".join(f"<p>{escape(text)}</p>" for text in not_drawn.values())))
     html = render_report(results, tables, pruned, {name: Path(png) for name, png in figures.items()}, config,
                          extra_sections=extra, calibration=calibration)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    Path(output).write_text(html, encoding="utf-8")
+    result_files.write_text_atomic(output, html)  # whole or absent: a stop mid-write leaves no half report
+    pause_for_tests("report")

@@ -3,10 +3,18 @@ import sys
 
 from matmul_study.pipeline import recovery, resources, stops
 
-# After a crash (Snakemake killed), remove the locks, temporary result files and incomplete flags of whole results
-# it left, where no Snakemake process or job of a run in this directory is still alive: the same command resumes.
+# After a crash or a stop (Snakemake killed or told to stop, in any rule), remove the locks, temporary files and
+# incomplete flags of outputs written whole that it left, where no Snakemake process or job of a run in this
+# directory is still alive: the same command resumes.
 for _left in recovery.clear_stale_locks():
     print(f"Removed {_left}, left by a run that is no longer running.", file=sys.stderr)
+
+# A result file that is cut short, has the wrong fields or holds another job's result is set aside (renamed, with a
+# line saying why) before Snakemake plans, so that this run measures its job again instead of collating it.
+from matmul_study.pipeline.result_check import set_aside_bad_results
+
+for _line in set_aside_bad_results(zip(run_files(), JOBS[grid.GRID_COLUMNS].to_dict("records"))):
+    print(_line, file=sys.stderr)
 
 # Stop before any job when a pending job cannot fit in this machine's memory.
 try:

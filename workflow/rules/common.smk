@@ -143,7 +143,7 @@ def get_final_output():
 
 onstart:
     # Stop within seconds, before any job, when GPU jobs are pending but no GPU or PyCUDA is usable.
-    pending = [f for f in run_files() if not Path(f).exists()]
+    pending = progress.pending_results(workflow, run_files())
     pending_gpu = [f for f, method in zip(run_files(), JOBS["method"]) if registry.get(method).on_gpu and f in pending]
     # Under a cluster executor the jobs run elsewhere: the submitting host (a login node) needs no GPU, and the
     # scheduler gives each job a GPU of its own.
@@ -166,6 +166,12 @@ onstart:
 onsuccess:
     # The inputs the jobs shared (matmul_study.measure.input_cache) go when the run ends, either way.
     input_cache.clear()
+    # A study whose every job failed is not a success, though its tables and report are written (they say why).
+    from matmul_study.pipeline.result_check import every_job_failed
+
+    _all_failed = every_job_failed(run_files())
+    if _all_failed:
+        stops.fail(_all_failed)
 
 
 onerror:

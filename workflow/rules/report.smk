@@ -28,6 +28,6 @@ rule report:
 
 # Snakemake's own report (--report FILE) needs a finished run of the same config: say so, and what to type.
 if report_inputs.report_mode():
-    _hint = report_inputs.report_needs_a_finished_run(config, run_files())
+    _hint = report_inputs.report_needs_a_finished_run(config, run_files(), settings=workflow.config_settings)
     if _hint:
         stops.fail(_hint)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from matmul_study.core import registry
+from matmul_study.core import registry, results
 from matmul_study.present.figures.errors import plot_precision, plot_verification_error
 from matmul_study.present.figures.ladder import plot_devices, plot_ladder
 from matmul_study.present.figures.roofline import plot_roofline
@@ -132,9 +132,9 @@ def save_figure(fig: Figure, png_path: str | Path, svg_path: str | Path) -> None
             (Path(png_path), "png", {"Software": None}),
             (Path(svg_path), "svg", {"Date": None, "Creator": None}),
         ):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with plt.rc_context({"svg.hashsalt": "matmul_study"}):
-                fig.savefig(path, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
+            # Whole or absent: a figure step stopped mid-write leaves no half PNG under the final name.
+            with plt.rc_context({"svg.hashsalt": "matmul_study"}), results.replaced_whole(path) as tmp:
+                fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
     finally:
         plt.close(fig)
 
