@@ -158,8 +158,8 @@ def test_an_edit_to_a_shared_header_rebuilds_exactly_the_kernels_that_include_it
             (workdir / output).write_text(json.dumps(result_of(output)) if rule == "benchmark_gpu" else "")
             os.utime(workdir / output, (now - 60, now - 60))
     rules = (*COMPILE_RULES, "benchmark_gpu")
-    _out = dry_run(workdir, env)
-    assert planned_jobs(_out, rules) == {}, "up-to-date cubins or results are built again: " + _out.stderr[-2000:]
+    out = dry_run(workdir, env)
+    assert planned_jobs(out, rules) == {}, "up-to-date cubins or results are built again: " + out.stderr[-2000:]
 
     sources = {m: (kernel_dir / registry.get(m).source).resolve() for m in COMPILED}
     includes = {m: kernels.included_files(sources[m], kernel_dir) for m in COMPILED}
