@@ -27,6 +27,13 @@
 // Loads past the edges of A or B are zero-filled by cp.async (source size 0); rows that are not 16-byte aligned
 // (k or n not a multiple of 8) go through registers, one element at a time. Stores are guarded. Blocks are
 // visited in groups of 8 block-rows for L2 reuse (swizzle from blockIdx); grid = (ceil(n / BN), ceil(m / BM)).
+//
+// Decode-size M (the registry's m16 / m32 / m64 builds): a handful of token rows against a weight matrix is a
+// stream of B from memory with almost no math per byte, so the tile that wins there is the one that keeps HBM
+// busy, not the one that reuses operands. Those builds take BM = 16, 32 or 64 (one row of 4 warps, each BM x 32:
+// mma.sync's 16 rows waste nothing at M = 16, where wgmma's 64 would waste three quarters), BN = 128, BK = 64
+// (a 16 KiB slice of B per stage), and split K (MMA_ASYNC_COPY_SPLIT_K = S, grid z = S; split_k.cuh sums the
+// slices in order, deterministically) until about two blocks per SM stream their own slice of B.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -34,14 +41,22 @@
 #include <stdint.h>
 
 #include "simt_common.cuh"
+#include "split_k.cuh"
+
+#ifndef MMA_ASYNC_COPY_SPLIT_K
+#define MMA_ASYNC_COPY_SPLIT_K 1
+#endif
 
 namespace mma_async_copy {
 
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_>
+// The warp layout follows from the block tile and the thread count: warps of up to 64 rows (all of BM where it is
+// less: one row of warps), the warps of a row splitting BN.
+template <int BM_, int BN_, int BK_, int THREADS_, int STAGES_>
 struct Config {
-    static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
-    static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
-    static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    static constexpr int BM = BM_, BN = BN_, BK = BK_, THREADS = THREADS_, STAGES = STAGES_;
+    static constexpr int WM = BM < 64 ? BM : 64, WARPS_M = BM / WM, WARPS_N = THREADS / 32 / WARPS_M;
+    static constexpr int WN = BN / WARPS_N;
+    static_assert(THREADS % (32 * WARPS_M) == 0 && BN % WARPS_N == 0, "thread count: whole rows of warps over BN");
     static constexpr int MT = WM / 16, NT = WN / 8;
     static constexpr int A_CHUNKS = BK / 8, B_CHUNKS = BN / 8;  // 16-byte chunks per shared-memory row
     static constexpr int A_BYTES = BM * BK * 2, STAGE_BYTES = A_BYTES + BK * BN * 2;
@@ -52,12 +67,14 @@ struct Config {
     static_assert((A_CHUNKS & (A_CHUNKS - 1)) == 0 && (B_CHUNKS & (B_CHUNKS - 1)) == 0, "swizzle: power-of-two rows");
 };
 
-// The configuration mma_async_copy_matmul compiles: block tile, k slice and stages are the registry's
-// (core/geometry.py, MMA_ASYNC_COPY: -DMMA_ASYNC_COPY_BM, _BN, _BK, _STAGES), the warp tile (64 x 64) the kernel's
-// own. The registry's thread count and dynamic shared memory (_THREADS, _SMEM_BYTES) are what the launch gives:
-// checked against the warp layout and the stages.
-using DefaultConfig = Config<MMA_ASYNC_COPY_BM, MMA_ASYNC_COPY_BN, MMA_ASYNC_COPY_BK, 64, 64, MMA_ASYNC_COPY_STAGES>;
-static_assert(MMA_ASYNC_COPY_THREADS == DefaultConfig::THREADS, "the registry's thread count is not the warp layout's");
+// The configuration mma_async_copy_matmul compiles: block tile, k slice, threads and stages are the registry's
+// (core/geometry.py, MMA_ASYNC_COPY and its decode builds: -DMMA_ASYNC_COPY_BM, _BN, _BK, _THREADS, _STAGES), the
+// warp layout the kernel's own. The dynamic shared memory the launch gives (_SMEM_BYTES) is checked against the
+// stages, and the thread count against the warp tile (64 x 64 at BM 128: 8 warps).
+using DefaultConfig = Config<MMA_ASYNC_COPY_BM, MMA_ASYNC_COPY_BN, MMA_ASYNC_COPY_BK, MMA_ASYNC_COPY_THREADS,
+                             MMA_ASYNC_COPY_STAGES>;
+static_assert(DefaultConfig::WN == 64 || DefaultConfig::BM <= 64,
+              "the registry's thread count is not the warp layout's (64 x 64 warp tiles at BM 128)");
 static_assert(DefaultConfig::SMEM_BYTES <= MMA_ASYNC_COPY_SMEM_BYTES,
               "the registry gives a block less shared memory than the stages take");
 
@@ -108,9 +125,10 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <class Cfg, typename T>
+// SPLIT > 1: this block's slice of the k steps (gridDim.z = SPLIT), summed through `workspace` (split_k.cuh).
+template <class Cfg, typename T, int SPLIT>
 __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C, int m,
-                                     int n, int k)
+                                     int n, int k, void* workspace)
 {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN, S = Cfg::STAGES;
     constexpr int THREADS = Cfg::THREADS, MT = Cfg::MT, NT = Cfg::NT;
@@ -138,9 +156,16 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     const int b_soff0 = A_BYTES + (b_r0 * B_CH + swizzle<B_CH>(b_r0, b_c0)) * 16;
     const bool a_vec = (k % 8 == 0) && aligned16(A);
     const bool b_vec = (n % 8 == 0) && aligned16(B);
-    const bool interior = (bm + BM <= m) && (bn + BN <= n) && a_vec && b_vec;
-    const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0 * 8;  // += BK per slice
-    const T* b_cur = B + static_cast<size_t>(interior ? b_r0 : 0) * n + bn + b_c0 * 8;  // += BK * n
+    // A block whose rows of A (columns of B) are all inside the matrix and 16-byte aligned takes the fast path for
+    // that operand: a pointer that steps a slice at a time. Apart, since a decode block's few rows of A are never
+    // a whole tile, and its stream of B must not pay the edge checks for that.
+    const bool a_inside = (bm + BM <= m) && a_vec, b_inside = (bn + BN <= n) && b_vec;
+    // Split-K: this block's slice [kt0, kt1) of the tile's k steps (split_k.cuh); whole tiles start at step 0.
+    int kt0 = 0, kt1 = (k + BK - 1) / BK;
+    if constexpr (SPLIT > 1) split_k::slice(kt1, kt0, kt1);
+    const T* a_cur = A + static_cast<size_t>(a_inside ? bm + a_r0 : 0) * k + a_c0 * 8 + kt0 * BK;  // += BK a slice
+    const T* b_cur = B + (static_cast<size_t>(b_inside ? b_r0 : 0) + static_cast<size_t>(kt0) * BK) * n + bn
+                     + b_c0 * 8;  // += BK * n
     const int a_rstep = A_RPP * k, b_rstep = B_RPP * n;
 
     // One chunk of eight elements at (r, c) of a row-major matrix with `cols` columns; zero-filled outside.
@@ -160,18 +185,22 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
         }
     };
 
-    auto load_slice = [&](int stage, int kt) {
+    auto load_slice = [&](int stage, int kt) {  // kt counts from the slice's first step
         unsigned char* st = smem + stage * STAGE;
-        const int k0 = kt * BK;
-        if (interior && k0 + BK <= k) {
+        const int k0 = (kt0 + kt) * BK;
+        const bool k_inside = k0 + BK <= k;
+        if (a_inside && k_inside) {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i) cp_async<16>(st + a_soff0 + i * A_RPP * BK * 2, a_cur + i * a_rstep, 16);
-#pragma unroll
-            for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * BN * 2, b_cur + i * b_rstep, 16);
         } else {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i)
                 chunk(st + a_soff0 + i * A_RPP * BK * 2, A, bm + a_r0 + i * A_RPP, m, k0 + a_c0 * 8, k, a_vec);
+        }
+        if (b_inside && k_inside) {
+#pragma unroll
+            for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * BN * 2, b_cur + i * b_rstep, 16);
+        } else {
 #pragma unroll
             for (int i = 0; i < B_PER; ++i)
                 chunk(st + b_soff0 + i * B_RPP * BN * 2, B, k0 + b_r0 + i * B_RPP, k, bn + b_c0 * 8, n, b_vec);
@@ -223,10 +252,15 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
             for (int j = 0; j < NT; ++j) mma<T>(acc[i][j], fa[buf][i], fb[buf][j]);
     };
 
-    const int KT = (k + BK - 1) / BK;
+    const int KT = kt1 - kt0;
     simt_common::mma_pipeline_prologue<S>(KT, load_slice);
     simt_common::mma_pipeline_double_buffered<S, KSTEPS>(KT, load_slice, load_frags, compute);
     cp_async_wait<0>();
+    if constexpr (SPLIT > 1) {
+        static_assert(sizeof(acc) / sizeof(float) * THREADS == BM * BN,
+                      "a partial is the block tile's accumulators (the registry sizes the workspace so)");
+        if (!split_k::sum_slices<SPLIT, THREADS>(acc, workspace)) return;  // not the tile's last slice
+    }
 
     simt_common::store_mma_tiles(C, acc, m, n, bm + warp_m * WM, bn + warp_n * WN, lane / 4, lane % 4);
 }
@@ -234,10 +268,15 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 }  // namespace mma_async_copy
 
 // Pipeline entry point (T = __half or __nv_bfloat16, fp32 C): MMA_ASYNC_COPY_THREADS threads, dynamic shared memory
-// MMA_ASYNC_COPY_SMEM_BYTES, grid (ceil(n / MMA_ASYNC_COPY_BN), ceil(m / MMA_ASYNC_COPY_BM)).
+// MMA_ASYNC_COPY_SMEM_BYTES, grid (ceil(n / MMA_ASYNC_COPY_BN), ceil(m / MMA_ASYNC_COPY_BM)). MMA_ASYNC_COPY_SPLIT_K
+// = S > 1: grid z = S and a workspace (split_k.cuh's host contract: S partial tiles of BM x BN floats per tile,
+// then a 32-bit counter per tile).
 template <typename T>
-__device__ __forceinline__ void mma_async_copy_matmul(const T* A, const T* B, float* C, int m, int n, int k)
+__device__ __forceinline__ void mma_async_copy_matmul(const T* A, const T* B, float* C, int m, int n, int k,
+                                                      float* workspace = nullptr)
 {
     static_assert(__is_same(T, __half) || __is_same(T, __nv_bfloat16), "fp16 or bf16 operands");
-    mma_async_copy::gemm<mma_async_copy::DefaultConfig>(A, B, C, m, n, k);
+    static_assert(MMA_ASYNC_COPY_SPLIT_K >= 1 && MMA_ASYNC_COPY_SPLIT_K <= 32,
+                  "MMA_ASYNC_COPY_SPLIT_K: 1 (whole tiles) to 32 slices");
+    mma_async_copy::gemm<mma_async_copy::DefaultConfig, T, MMA_ASYNC_COPY_SPLIT_K>(A, B, C, m, n, k, workspace);
 }

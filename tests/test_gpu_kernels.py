@@ -215,6 +215,21 @@ def test_tile_split_k_builds_give_the_same_bits_every_launch_and_the_right_produ
                  variant=variant, same_bits=True)
 
 
+# Kernel 10's decode builds (BM x 128 tiles, one row of 4 warps; split K through split_k.cuh): every registered
+# build in both 16-bit dtypes, on decode shapes (m, k, n) with M of 1, 7, 17, 33 and 65 (past one tile of 64), N not
+# a multiple of 8 (rows of B through registers) or of the 128-column tile, K not a multiple of the slices or of the
+# 64-k step, and unaligned 16-bit rows (k odd: A's rows not 16-byte aligned); split builds three times, the same bits.
+DECODE_BUILDS = [("mma_async_copy", v.name, d) for v in registry.get("mma_async_copy").variants
+                 for d in ("float16", "bfloat16")]
+DECODE_SHAPES = [(1, 1, 1), (7, 1000, 300), (17, 4099, 1030), (33, 333, 129), (65, 2048, 264), (16, 8193, 4101)]
+
+
+@pytest.mark.parametrize("shape", DECODE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", DECODE_BUILDS)
+def test_decode_builds_match_reference(variant_cubin, method, variant, dtype, shape):
+    check_build(variant_cubin, method, variant, dtype, shape)
+
+
 @pytest.fixture(scope="module")
 def warptiled_fp32_ptx(tmp_path_factory):
     """warptiled float32 as PTX for a virtual arch, which the driver compiles for this GPU when it is loaded:

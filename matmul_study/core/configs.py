@@ -141,6 +141,42 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
     return choose
 
 
+def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4
+                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a kernel with decode builds m<BM>[_splitk<S>] (kernel 10): a few token rows (M at most the
+    largest BM) against a weight matrix stream B from memory with little math per byte, so the pick is the build
+    that keeps every SM streaming its own part of B. The smallest BM that holds the M rows (no rows of zeros
+    multiplied, B read once), then K split S ways for the largest registered S whose blocks (column tiles x S) stay
+    within one per SM and a quarter, with at least `min_k_steps_per_slice` k steps a slice; whole tiles where the
+    column tiles alone are that many. On an H100 (132 SMs; bench/compare.py, every build on decode shapes) one block
+    per SM beat two: at 16x4096x4096 (M x N x K) a split of 4 (128 blocks) ran at 0.92 of cuBLAS and one of 8 at
+    0.81; at 16x28672x4096 whole tiles (224 blocks) ran at 1.07 and a split of 2 at 0.95. Above the largest BM,
+    the default build."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        fits = [t for t in tile_ms if t >= problem.m and f"m{t}" in variants]
+        if not fits:
+            return Choice(DEFAULT, f"M = {problem.m} rows is past the decode tiles (at most {max(tile_ms)} rows): "
+                                   "whole default tiles")
+        tile_m = fits[0]
+        tiles = cdiv(problem.n, tile_n)
+        k_steps = cdiv(problem.k, tile_k)
+        room = problem.sm_count + problem.sm_count // 4
+        prefix = f"m{tile_m}_"
+        splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
+        s = max(x for x in splits if x == 1 or (tiles * x <= room and k_steps >= min_k_steps_per_slice * x))
+        name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
+        where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles, {tiles} along N, each block streaming its "
+                 "part of B with little math per byte")
+        if s == 1:
+            return Choice(name, f"{where}; whole tiles ({tiles} blocks on {problem.sm_count} SMs, {k_steps} k steps "
+                                f"of {tile_k})")
+        return Choice(name, f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
+                            f"slice) gives {tiles * s} blocks on {problem.sm_count} SMs")
+
+    return choose
+
+
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
             max_shared_bytes: int | None = None) -> Problem:
     """A job's Problem, the one way it is built (the grid's plan, the job's pick and launch, the regret of results

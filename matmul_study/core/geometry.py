@@ -168,11 +168,53 @@ WMMA_TILED = BlockTile("WMMA_TILED", 128, 128, 32, 256)
 # 10_mma_async_copy.cu: 128 x 256 x 32 tiles of 8 warps (64 x 64 each), 4 stages of fp16 / bf16 (swizzled, no padding).
 MMA_ASYNC_COPY = BlockTile("MMA_ASYNC_COPY", 128, 256, 32, 256, stages=4,
                            layout=lambda c: c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2)
+# Its decode builds (variants m<BM>[_splitk<S>]): one row of 4 warps over a BM x 128 tile, BM the token rows (16, 32
+# or 64), k slices of 64 (16 KiB of B a stage), 4 stages: 72-96 KiB, two blocks per SM.
+DECODE_TILE_MS = (16, 32, 64)
+DECODE_SPLITS = (1, 2, 4, 8, 16, 32)
+
+
+def decode_tile(tile_m: int) -> BlockTile:
+    return replace(MMA_ASYNC_COPY, tile_m=tile_m, tile_n=128, tile_k=64, threads=128)
 
 # 11_wgmma_tma.cu: one warpgroup per 64 x 128 tile (wgmma m64n128k16), k slices of 64, one stage: A and B tiles on a
 # 1024-byte boundary (alignment slack) and the stage's 16-byte mbarrier.
 WGMMA_TMA = BlockTile("WGMMA_TMA", 64, 128, 64, 128, stages=1,
                       layout=lambda c: 1024 + c.stages * ((c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2 + 16))
+
+
+def split_variant(config: BlockTile, s: int, name: str, description: str) -> Variant:
+    """A build of one configuration with its k steps in `s` slices (kernels/split_k.cuh; s = 1: whole tiles): the
+    configuration's whole contract as definitions (they replace the method's, key by key) plus {name}_SPLIT_K,
+    its launch with grid z = s, its tile, and the workspace of s partial tiles of tile_m x tile_n fp32 accumulators
+    per output tile, then a 32-bit counter per tile."""
+
+    def launch(p: Problem) -> Launch:
+        base = config.launch(p)
+        return replace(base, grid=(base.grid[0], base.grid[1], s))
+
+    def workspace(p: Problem) -> int:
+        grid = config.launch(p).grid
+        return grid[0] * grid[1] * (s * config.tile_m * config.tile_n * p.dtype.output.itemsize + 4)
+
+    return Variant(name, (*config.defines(), f"{config.name}_SPLIT_K={s}"), description, launch=launch,
+                   tile=config.tile, workspace=workspace if s > 1 else None)
+
+
+def decode_variants() -> tuple[Variant, ...]:
+    """kernel 10's decode builds: m<BM> (whole tiles) and m<BM>_splitk<S> for BM in DECODE_TILE_MS."""
+    out = []
+    for tile_m in DECODE_TILE_MS:
+        config = decode_tile(tile_m)
+        for s in DECODE_SPLITS:
+            split = f"_splitk{s}" if s > 1 else ""
+            how = (f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in slice order through a "
+                   "workspace (deterministic)") if s > 1 else ""
+            out.append(split_variant(
+                config, s, f"m{tile_m}{split}",
+                f"decode tiles: {tile_m}x{config.tile_n}, one row of 4 warps, k slices of {config.tile_k}, "
+                f"{config.stages} stages ({config.shared_bytes // 1024} KiB){how}"))
+    return tuple(out)
 
 
 def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8, 16, 32)) -> tuple[Variant, ...]:

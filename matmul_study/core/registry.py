@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
-from matmul_study.core.geometry import (DMMA, MMA_ASYNC_COPY, REGISTER_TILED, WARPTILED, WARPTILED_MBARRIER, WGMMA_TMA,
-                                        WMMA, WMMA_TILED, square_thread_blocks, square_thread_blocks_dynamic_tiles,
+from matmul_study.core.geometry import (DECODE_TILE_MS, DMMA, MMA_ASYNC_COPY, REGISTER_TILED, WARPTILED,
+                                        WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
+                                        square_thread_blocks, square_thread_blocks_dynamic_tiles,
                                         tile_split_k_variants)
 from matmul_study.core.specs import Method, Requirements, TensorMap, Variant
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
@@ -176,6 +177,8 @@ METHODS: dict[str, Method] = {
             contract_defines=MMA_ASYNC_COPY.defines,
             launch_bounds=MMA_ASYNC_COPY.launch_bounds,
             requires=Requirements(min_compute_capability=(8, 0)),
+            variants=decode_variants(),
+            choose=configs.decode_tiles(DECODE_TILE_MS, 128, 64),
         ),
         Method(
             "wgmma_tma",

@@ -78,11 +78,12 @@ def target(method: str, arch: str) -> str:
 def compile_options(method: str, variant: str | None = None, arch: str | None = None) -> list[str]:
     """nvcc options of a method's module: the common ones, the method's own, its launch contract's -D definitions
     for the target `arch` (Method.contract_defines; kernel 07's configuration depends on the target, and without
-    an arch its entries that need one fail to compile), then the variant's -D definitions."""
+    an arch its entries that need one fail to compile), then the variant's -D definitions; a variant's definition
+    replaces the contract's of the same name (a build with a tile of its own, kernel 10's decode builds)."""
     m = registry.get(method)
     contract = m.contract_defines(arch) if m.contract_defines else ()
-    defines = (*contract, *m.variant(variant).defines)
-    return [*COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in defines)]
+    defines = {d.partition("=")[0]: d for d in (*contract, *m.variant(variant).defines)}
+    return [*COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in defines.values())]
 
 
 def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> str:
