@@ -148,3 +148,36 @@ def test_a_build_limited_to_some_dtypes_is_swept_and_forced_only_on_those():
     assert [c.variant for c in configs.plan(lt, block, {"cublaslt": ["default", "fast_accum"]})] == ["default"]
     with pytest.raises(ValueError, match="no variant 'slow'"):
         configs.plan(lt, block, {"cublaslt": ["slow"]})
+
+
+# Kernel 10's decode builds (core/geometry.py: m<BM>[_splitk<S>]), picked per M, N and K on the device's SM count.
+def decode_pick(m: int, k: int, n: int, sm_count: int = 132) -> str:
+    method = registry.get("mma_async_copy")
+    return configs.choose(method, configs.job_problem(dtypes.get("float16"), 0, m, k, n, sm_count=sm_count)).variant
+
+
+def test_decode_rows_take_the_smallest_tile_that_holds_them():
+    assert decode_pick(1, 4096, 28672) == "m16"
+    assert decode_pick(16, 4096, 28672) == "m16"
+    assert decode_pick(17, 4096, 28672) == "m32"
+    assert decode_pick(64, 4096, 65536) == "m64"
+    assert decode_pick(65, 4096, 4096) == "default"  # past the decode tiles: the 128x256 tiles
+    assert decode_pick(4096, 4096, 4096) == "default"
+
+
+def test_decode_splits_k_until_every_sm_streams_one_block():
+    # 32 column tiles of 128 on 132 SMs: 4 slices make 128 blocks; 8 would be 256, two a SM.
+    assert decode_pick(16, 4096, 4096) == "m16_splitk4"
+    assert decode_pick(16, 4096, 6144) == "m16_splitk2"  # 48 tiles: 96 blocks, not 192
+    assert decode_pick(32, 8192, 8192) == "m32_splitk2"  # 64 tiles
+    assert decode_pick(16, 4096, 28672) == "m16"  # 224 tiles: more than the SMs already
+    # A GPU with fewer SMs splits less; a shallow K keeps at least 4 k steps of 64 a slice.
+    assert decode_pick(16, 4096, 4096, sm_count=78) == "m16_splitk2"
+    assert decode_pick(16, 256, 1024) == "m16"
+    assert decode_pick(16, 512, 1024) == "m16_splitk2"
+
+
+def test_decode_picks_say_why():
+    reason = configs.choose(registry.get("mma_async_copy"),
+                            configs.job_problem(dtypes.get("bfloat16"), 0, 16, 4096, 4096, sm_count=132)).reason
+    assert "16x128 tiles" in reason and "split 4 ways" in reason and "128 blocks on 132 SMs" in reason

@@ -29,3 +29,22 @@ def test_every_llm_shape_names_its_source():
     text = (REPO / "shapes.yaml").read_text()
     for model in ("Meta-Llama-3-8B", "Qwen2.5-7B"):
         assert f"{model}, config.json" in text
+
+
+def test_the_decode_profile_plans_decode_builds_for_every_shape():
+    # decode.yaml: a few token rows against LLM weights, in 16 bits; kernel 10's heuristic picks a decode build
+    # for each (M at most 64), sized for the SMs of the device it plans for.
+    from matmul_study.core import configs, dtypes, registry
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    profile = yaml.safe_load((REPO / "decode.yaml").read_text())
+    config.update({k: v for k, v in profile.items() if k != "measurement"})
+    config["measurement"].update(profile["measurement"])
+    config = validate(config)
+    found = shapes(config)
+    assert len(found) >= 10 and all(s.m <= 64 for s in found) and {1, 16, 32, 64} <= {s.m for s in found}
+    assert "mma_async_copy" in config["methods"] and "cublas" in config["methods"]
+    method = registry.get("mma_async_copy")
+    for s in found:
+        pick = configs.choose(method, configs.job_problem(dtypes.get("float16"), 0, s.m, s.k, s.n, sm_count=132))
+        assert pick.variant.startswith("m") and int(pick.variant[1:].partition("_")[0]) >= s.m, (s, pick)

@@ -146,12 +146,14 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, tile_k: int, min_k_steps
     """The heuristic of a kernel with decode builds m<BM>[_splitk<S>] (kernel 10): a few token rows (M at most the
     largest BM) against a weight matrix stream B from memory with little math per byte, so the pick is the build
     that keeps every SM streaming its own part of B. The smallest BM that holds the M rows (no rows of zeros
-    multiplied, B read once), then K split S ways for the largest registered S whose blocks (column tiles x S) stay
-    within one per SM and a quarter, with at least `min_k_steps_per_slice` k steps a slice; whole tiles where the
-    column tiles alone are that many. On an H100 (132 SMs; bench/compare.py, every build on decode shapes) one block
-    per SM beat two: at 16x4096x4096 (M x N x K) a split of 4 (128 blocks) ran at 0.92 of cuBLAS and one of 8 at
-    0.81; at 16x28672x4096 whole tiles (224 blocks) ran at 1.07 and a split of 2 at 0.95. Above the largest BM,
-    the default build."""
+    multiplied, B read once), then K split S ways for the largest registered S whose blocks (column tiles x S) fit
+    one per SM, with at least `min_k_steps_per_slice` k steps a slice; whole tiles where the column tiles alone
+    are that many. Fitted to a sweep of every build on an H100 (132 SMs; bench/compare.py, M x N x K): one block
+    per SM beat both fewer and more. At 16x4096x4096 (32 column tiles) a split of 4 (128 blocks) ran at 0.93 of
+    cuBLAS, 2 at 0.78 and 8 at 0.82; at 16x6144x4096 (48) a split of 2 (96 blocks) at 0.97 and 4 (192) at 0.91; at
+    16x4608x3584 (36) 2 at 0.81-0.83 and 4 at 0.76; at 16x28672x4096 (224) whole tiles at 1.07 and 2 at 0.95. Four
+    or six stages made no difference (within 2 %): the stream is not short of bytes in flight. Above the largest
+    BM, the default build."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         fits = [t for t in tile_ms if t >= problem.m and f"m{t}" in variants]
@@ -161,10 +163,9 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, tile_k: int, min_k_steps
         tile_m = fits[0]
         tiles = cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
-        room = problem.sm_count + problem.sm_count // 4
         prefix = f"m{tile_m}_"
         splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
-        s = max(x for x in splits if x == 1 or (tiles * x <= room and k_steps >= min_k_steps_per_slice * x))
+        s = max(x for x in splits if x == 1 or (tiles * x <= problem.sm_count and k_steps >= min_k_steps_per_slice * x))
         name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles, {tiles} along N, each block streaming its "
                  "part of B with little math per byte")
