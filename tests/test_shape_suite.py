@@ -48,3 +48,15 @@ def test_the_decode_profile_plans_decode_builds_for_every_shape():
     for s in found:
         pick = configs.choose(method, configs.job_problem(dtypes.get("float16"), 0, s.m, s.k, s.n, sm_count=132))
         assert pick.variant.startswith("m") and int(pick.variant[1:].partition("_")[0]) >= s.m, (s, pick)
+
+
+def test_the_suite_runs_every_dtype_of_the_default_study_with_its_vendor_line():
+    from matmul_study.core import registry
+
+    config = suite()
+    default = yaml.safe_load((REPO / "config.yaml").read_text())["dtypes"]
+    assert set(config["dtypes"]) >= set(default)
+    for dtype in config["dtypes"]:
+        assert registry.vendor_method(dtype) in config["methods"], dtype
+        ours = [m for m in config["methods"] if registry.get(m).compiled and dtype in registry.get(m).dtypes]
+        assert ours, f"no kernel of ours runs {dtype} in the suite"
