@@ -4,7 +4,7 @@ import pytest
 
 from matmul_study.pipeline import grid
 
-from matmul_study.core import registry
+from matmul_study.core import configs, registry
 from matmul_study.pipeline.config import ConfigError
 
 
@@ -43,13 +43,16 @@ def test_every_job_is_supported_by_its_method(default_config):
 def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_module=everything)
     # Counted from the registry: per default method, its supported dtypes of the config, times the config's blocks
-    # where it has a block axis (and supports them), times the shapes.
+    # where it has a block axis (and supports them), times the shapes; a vendor line once per accuracy class of the
+    # dtype (cuBLASLt's FP8: promoted and fast accumulation).
     expected = 0
     for name in registry.default_methods():
         method = registry.get(name)
         blocks = [b for b in default_config["block_sizes"] if method.blocks is None or b in method.blocks]
         per_dtype = len(blocks) if method.block_axis else 1
-        expected += per_dtype * len(set(method.dtypes) & set(default_config["dtypes"]))
+        for dtype in set(method.dtypes) & set(default_config["dtypes"]):
+            classes = {method.accuracy_of(v) for v in (None, *configs.runnable(method, dtype))}
+            expected += per_dtype * (len(classes) if method.reference_line else 1)
     assert len(jobs) == expected * len(default_config["sizes"])
     with_jobs = [m for m in registry.default_methods() if set(registry.get(m).dtypes) & set(default_config["dtypes"])]
     assert list(dict.fromkeys(jobs["method"])) == with_jobs  # in ladder order

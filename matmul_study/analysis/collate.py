@@ -10,6 +10,7 @@ import pandas as pd
 from matmul_study.core import registry, results
 from matmul_study.core.configs import DEFAULT
 from matmul_study.core.records import CALIBRATION_COLUMNS
+from matmul_study.analysis.accuracy import vendor_default_class, with_classes
 from matmul_study.analysis.model import model
 
 
@@ -58,22 +59,38 @@ def tidy(records: list[dict], calibration: pd.DataFrame | None = None) -> pd.Dat
 
 def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """% of cuBLAS at the same dtype and shape; speedup over naive at the same dtype, shape and block
-    (the best naive block for methods without a block axis). Only passed rows count."""
+    (the best naive block for methods without a block axis). Only passed rows count.
+
+    Like with like: a build's ratio is taken against the vendor line of its own accuracy class (accuracy_class;
+    FP8 with fast accumulation against cuBLASLt's fast-accumulation line). A build whose class has no vendor line
+    (3xTF32) is taken against the vendor's own class, and `like_with_like` is False on its row: the report shows
+    that ratio as a trade of accuracy for speed, never as parity."""
+    df = with_classes(df.drop(columns="accuracy_class", errors="ignore"))
     ok = df[df["status"] == "passed"]
     device = df["env_device_name"] if "env_device_name" in df else pd.Series("", index=df.index)
     df = df.assign(_device=device)
     ok = ok.assign(_device=device[ok.index])
     keys = ["_device", "dtype", "m", "k", "n"]
     idx = pd.MultiIndex.from_frame(df[keys])
+    own = pd.MultiIndex.from_frame(df[keys + ["accuracy_class"]])
+    vendor_rows = ok[ok["method"].isin(registry.vendor_methods())]
+    vendors_class = vendor_rows["method"].map(vendor_default_class)
     # Burst over burst and sustained over sustained: a ratio never mixes the two protocols.
     for rate, column in (("gflops", "pct_of_cublas"), ("sustained_gflops", "pct_of_cublas_sustained")):
         if rate not in df:
             df[column] = np.nan
             continue
-        # The dtype's vendor line: cuBLAS, or cuBLASLt for FP8 (one per dtype, registry.vendor_methods).
-        cublas = ok[ok["method"].isin(registry.vendor_methods())].set_index(keys)[rate]
+        # The dtype's vendor line of the build's class: cuBLAS, or cuBLASLt for FP8 (registry.vendor_methods).
+        by_class = vendor_rows.set_index(keys + ["accuracy_class"])[rate]
+        by_class = pd.to_numeric(by_class[~by_class.index.duplicated(keep="last")], errors="coerce")
+        default = vendor_rows[vendor_rows["accuracy_class"] == vendors_class].set_index(keys)[rate]
+        default = pd.to_numeric(default[~default.index.duplicated(keep="last")], errors="coerce")
+        same = by_class.reindex(own).to_numpy(dtype=float)
+        vendor = np.where(np.isnan(same), default.reindex(idx).to_numpy(dtype=float), same)
         values = pd.to_numeric(df[rate], errors="coerce").to_numpy(dtype=float)
-        df[column] = 100 * values / pd.to_numeric(cublas.reindex(idx), errors="coerce").to_numpy(dtype=float)
+        df[column] = 100 * values / vendor
+        if rate == "gflops":
+            df["like_with_like"] = ~np.isnan(same)
     naive = ok[ok["method"] == "naive"]
     same_block = naive.set_index(keys + ["block"])["gflops"]
     best_block = naive.groupby(keys)["gflops"].max()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.accuracy import like_with_like, vendor_rate, with_classes
 from matmul_study.analysis.columns import numeric
 from matmul_study.analysis.ladder import datasheet_tflops
 from matmul_study.analysis.result_devices import device_kind
@@ -16,8 +17,9 @@ from matmul_study.core import dtypes, registry
 
 NEEDED = {"method", "dtype", "shape", "status", "gflops"}
 # One row per device, element type and shape; cublas_tflops is the dtype's vendor line (cuBLAS; cuBLASLt for FP8).
+# vs_cublas pairs the kernel with the vendor line of its accuracy class (analysis/accuracy.py): like_with_like.
 COLUMNS = ["device", "dtype", "shape", "label", "configuration", "tflops", "vs_cublas", "pct_of_datasheet",
-           "cublas_tflops"]
+           "cublas_tflops", "accuracy", "like_with_like"]
 
 
 @dataclass(frozen=True)
@@ -30,16 +32,16 @@ class Headline:
 
 def _fastest(group: pd.DataFrame, ours: pd.DataFrame, device: str, dtype: str, shape: str) -> dict:
     """The row of one (device, dtype, shape): the fastest of `ours` beside the vendor line in `group`."""
-    cublas = group[group["method"].isin(registry.vendor_methods())]["gflops"]
     best = ours.loc[ours["gflops"].idxmax()]
+    vendor, same = vendor_rate(group, best["accuracy_class"])
     sheet = datasheet_tflops(device, dtype) if best["kind"] == "gpu" else None
     return {"device": device, "dtype": dtype, "shape": shape, "_size": best["size3"],
             "label": best.get("label", best["method"]),
             "configuration": str(best.get("variant") or "default") if pd.notna(best.get("variant")) else "default",
             "tflops": best["gflops"] / 1e3,
-            "vs_cublas": best["gflops"] / cublas.iloc[0] if not cublas.empty else np.nan,
+            "vs_cublas": best["gflops"] / vendor,
             "pct_of_datasheet": 100 * best["gflops"] / 1e3 / sheet if sheet else np.nan,
-            "cublas_tflops": cublas.iloc[0] / 1e3 if not cublas.empty else np.nan}
+            "cublas_tflops": vendor / 1e3, "accuracy": best["accuracy_class"], "like_with_like": same}
 
 
 def headline(results: pd.DataFrame) -> Headline | None:
@@ -53,11 +55,12 @@ def headline(results: pd.DataFrame) -> Headline | None:
         return None
     reference = {name for name, m in registry.METHODS.items() if m.reference_line}
     has_ours = not ok["method"].isin(reference).all()
-    ok = ok.assign(device=ok["env_device_name"] if "env_device_name" in ok else "", kind=device_kind(ok),
-                   size3=numeric(ok, "m") * numeric(ok, "k") * numeric(ok, "n"))
+    ok = with_classes(ok).assign(device=ok["env_device_name"] if "env_device_name" in ok else "",
+                                 kind=device_kind(ok), size3=numeric(ok, "m") * numeric(ok, "k") * numeric(ok, "n"))
     rows = []
     for (device, dtype, shape), group in ok.groupby(["device", "dtype", "shape"], sort=False):
-        ours = group[~group["method"].isin(reference)] if has_ours else group
+        # The fastest kernel whose accuracy class has its vendor line here: never a trade shown as parity.
+        ours = like_with_like(group, group[~group["method"].isin(reference)]) if has_ours else group
         if not ours.empty:
             rows.append(_fastest(group, ours, device, dtype, shape))
     if not rows:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.accuracy import vendor_rate, with_classes
 from matmul_study.core import registry
 
 # Dense TFLOP/s by the vendor's datasheet (H100 and H200 SXM share the chip): per dtype of the study. fp64 is the
@@ -94,8 +95,8 @@ def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
     ok = verified_gpu_rates(results)
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
-    ok = ok[[c for c in ("device", "method", "label", "block", "dtype", "m", "k", "n", "shape", "gflops")
-             + MODEL_COLUMNS if c in ok]].copy()
+    ok = with_classes(ok[[c for c in ("device", "method", "label", "block", "variant", "dtype", "m", "k", "n", "shape",
+                                      "gflops", "accuracy_class") + MODEL_COLUMNS if c in ok]].copy())
     ok = ok.assign(size3=ok["m"].astype(float) * ok["k"] * ok["n"]).reset_index(drop=True)
     if "label" not in ok:
         ok = ok.assign(label=ok["method"])
@@ -106,12 +107,11 @@ def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
     for (dev, dtype), group in ok.groupby(["device", "dtype"], sort=False):
         top = group[group["size3"] == group["size3"].max()]
         best = top.loc[top.groupby("method")["gflops"].idxmax()]
-        cublas = best.loc[best["method"] == vendor_line(dtype), "gflops"]
-        cublas = cublas.iloc[0] if not cublas.empty else None
         for _, row in best.sort_values("method", key=lambda s: s.map(lambda n: order.get(n, len(order)))).iterrows():
             issued, traffic, intensity = _modelled(row)
             block = _number(row["block"])
+            vendor = vendor_rate(top, row["accuracy_class"])[0]  # of its accuracy class (analysis/accuracy.py)
             rows.append((dev, dtype, row["shape"], row["method"], row["label"], int(block) if np.isfinite(block) else 0,
-                         row["gflops"] / 1e3, row["gflops"] / cublas if cublas else np.nan,
-                         datasheet_tflops(dev, dtype), issued, traffic, intensity))
+                         row["gflops"] / 1e3, row["gflops"] / vendor, datasheet_tflops(dev, dtype), issued, traffic,
+                         intensity))
     return pd.DataFrame(rows, columns=COLUMNS)

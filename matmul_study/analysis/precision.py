@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.accuracy import vendor_default_class, with_classes
 from matmul_study.analysis.ladder import datasheet_tflops, vendor_line, verified_gpu_rates
 from matmul_study.analysis.why import reference_lines
 from matmul_study.core import dtypes
@@ -64,9 +65,9 @@ def precision_table(results: pd.DataFrame) -> pd.DataFrame:
     ok = verified_gpu_rates(results)
     if ok.empty or not {"method", "dtype", "m", "k", "n"} <= set(ok.columns):
         return pd.DataFrame(columns=COLUMNS)
-    ok = ok.assign(size3=ok["m"].astype(float) * ok["k"] * ok["n"],
-                   rel_error=_column(ok, "verification_rel_fro_error"),
-                   quantization_rel_error=_column(ok, "quantization_rel_fro_error"))
+    ok = with_classes(ok).assign(size3=ok["m"].astype(float) * ok["k"] * ok["n"],
+                                 rel_error=_column(ok, "verification_rel_fro_error"),
+                                 quantization_rel_error=_column(ok, "quantization_rel_fro_error"))
     if "label" not in ok:
         ok = ok.assign(label=ok["method"])
     if "shape" not in ok:
@@ -76,13 +77,19 @@ def precision_table(results: pd.DataFrame) -> pd.DataFrame:
     for (device, dtype), group in ok.groupby(["device", "dtype"], sort=False):
         at = _at_shape(group)
         vendor_method = vendor_line(dtype)
-        vendor = at[at["method"] == vendor_method]
-        vendor = vendor.loc[vendor["gflops"].idxmax()] if not vendor.empty else None
+        vendors = at[at["method"] == vendor_method]
+        # The vendor line of each accuracy class (cuBLASLt's FP8: promoted and fast accumulation), each a point.
+        vendors = vendors.loc[vendors.groupby("accuracy_class")["gflops"].idxmax()] if not vendors.empty else vendors
         ours = at[~at["method"].isin(reference | {vendor_method})]
         fastest = ours.loc[ours.groupby("method")["gflops"].idxmax()].nlargest(OURS_PER_DTYPE, "gflops")
-        picks = [(row, False) for _, row in fastest.iterrows()] + ([(vendor, True)] if vendor is not None else [])
-        vendor_tf = vendor["gflops"] / 1e3 if vendor is not None else np.nan
+        picks = [(row, False) for _, row in fastest.iterrows()] + [(row, True) for _, row in vendors.iterrows()]
+        default = vendors[vendors["accuracy_class"] == vendor_default_class(vendor_method)] if vendor_method else vendors
         for row, is_vendor in picks:
+            # Like with like: the vendor line of the row's class, else the vendor's own class.
+            same = vendors[vendors["accuracy_class"] == row["accuracy_class"]]
+            pool = same if not same.empty else default if not default.empty else vendors
+            vendor = pool.iloc[0] if not pool.empty else None
+            vendor_tf = vendor["gflops"] / 1e3 if vendor is not None else np.nan
             rows.append({"device": device, "dtype": dtype, "shape": row["shape"], "method": row["method"],
                          "label": row["label"], "vendor": is_vendor, "tflops": row["gflops"] / 1e3,
                          "rel_error": row["rel_error"], "vendor_method": vendor_method if vendor is not None else "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.accuracy import like_with_like, vendor_rate, with_classes
 from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
 from matmul_study.analysis.result_devices import device_kind, device_labels
 from matmul_study.core import dtypes, registry
@@ -157,8 +158,9 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
     results = results.reset_index(drop=True)
     gf = pd.to_numeric(results["gflops"], errors="coerce")
     keep = (results["status"] == "passed") & np.isfinite(gf) & (gf > 0)
-    columns = [c for c in ("method", "label", "variant", "dtype", "shape", "m", "k", "n", "threads") if c in results]
-    ok = results.loc[keep, columns].assign(gflops=gf[keep], device=device_labels(results)[keep],
+    columns = [c for c in ("method", "label", "variant", "dtype", "shape", "m", "k", "n", "threads", "accuracy_class")
+               if c in results]
+    ok = with_classes(results.loc[keep, columns]).assign(gflops=gf[keep], device=device_labels(results)[keep],
                                            kind=device_kind(results)[keep],
                                            size3=results["m"].astype(float) * results["k"] * results["n"])
     if "label" not in ok:
@@ -169,10 +171,11 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
         ours = group[~group["method"].isin(reference)]
         pool = ours if not ours.empty else group
         top = pool[pool["size3"] == pool["size3"].max()]
+        shape = group[(group["m"] == top["m"].iloc[0]) & (group["k"] == top["k"].iloc[0])
+                      & (group["n"] == top["n"].iloc[0])]
+        top = like_with_like(shape, top) if not ours.empty else top  # a trade of accuracy is not the headline
         best = top.loc[top["gflops"].idxmax()]
-        same_shape = (group["m"] == best["m"]) & (group["k"] == best["k"]) & (group["n"] == best["n"])
-        cublas = group[group["method"].isin(registry.vendor_methods()) & same_shape]["gflops"]
-        cublas_tf = cublas.max() / 1e3 if not cublas.empty else np.nan
+        cublas_tf = vendor_rate(shape, best["accuracy_class"])[0] / 1e3
         tf = best["gflops"] / 1e3
         sheet = datasheet_tflops(device, dtype) if best["kind"] == "gpu" else None
         threads = pd.to_numeric(pd.Series([best.get("threads")]), errors="coerce").iloc[0]

@@ -237,6 +237,8 @@ def plan(method, problem, setting, pick: Choice | None = None) -> list[Choice]:
     setting = setting_for(setting, method.name)
     if not method.variants:
         return [Choice(DEFAULT, ONE_CONFIGURATION)]
+    if setting == AUTO and method.reference_line:
+        return vendor_lines(method, problem.dtype.name)
     if setting == AUTO:
         return [pick or choose(method, problem)]
     if setting == DEFAULT:
@@ -249,6 +251,17 @@ def plan(method, problem, setting, pick: Choice | None = None) -> list[Choice]:
         raise ValueError(f"{method.name} has no variant {unknown[0]!r}; its variants: {', '.join(known)}")
     here = (DEFAULT, *runnable(method, problem.dtype.name))  # a build limited to other dtypes skips this one
     return [Choice(name, FORCED) for name in dict.fromkeys(setting) if name in here]
+
+
+def vendor_lines(method, dtype: str) -> list[Choice]:
+    """A vendor library's builds that a study runs for `dtype` under "auto": one per accuracy class (its default
+    build, and each variant of another class, e.g. cuBLASLt's FP8 with fast accumulation), so that every kernel of
+    ours has the vendor line of its own class to be compared with."""
+    classes = {method.accuracy_of(None): DEFAULT}
+    for name in runnable(method, dtype):
+        classes.setdefault(method.accuracy_of(name), name)
+    return [Choice(name, f"the vendor line of its accuracy class ({accuracy})" if accuracy else
+                   "the vendor line") for accuracy, name in classes.items()]
 
 
 def reason_for(method, problem, setting, variant: str, pick: Choice | None = None) -> str:

@@ -17,7 +17,8 @@ from matmul_study.core.geometry import (DECODE_TILE_MS, DMMA, MMA_ASYNC_COPY, RE
                                         WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles,
                                         tile_split_k_variants)
-from matmul_study.core.specs import Method, Requirements, TensorMap, Variant
+from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
+                                     Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
                                                 WS_FP8_BLOCK, WS_TF32, fp8_bn128_variants, fp8_block_variants,
                                                 ws_bn128_variants, ws_rung, ws_variants)
@@ -221,6 +222,7 @@ METHODS: dict[str, Method] = {
             "the pre-pass is timed with the GEMM",
             ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", WS_TF32, ("A3", "BT3"),
             prepass=SPLIT_TF32_PREPASS,
+            accuracy=THREE_TF32,
             # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy).
             variants=ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
         ),
@@ -241,6 +243,7 @@ METHODS: dict[str, Method] = {
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants(WS_BYTES)),
             choose=configs.persistent_split_k(*WS_BYTES.tile()),
+            accuracy=FAST_ACCUMULATION,  # but bn128_promote: PROMOTED
         ),
         ws_rung(
             "wgmma_fp8_block",
@@ -252,6 +255,7 @@ METHODS: dict[str, Method] = {
             ("A", "BT"),
             variants=fp8_block_variants(WS_FP8_BLOCK),
             choose=configs.persistent_split_k(*WS_FP8_BLOCK.tile()),
+            accuracy=PROMOTED,
         ),
         Method(
             "cublas",
@@ -269,10 +273,13 @@ METHODS: dict[str, Method] = {
             backend=CUBLASLT,
             reference_line=True,
             requires=Requirements(min_compute_capability=(8, 9)),
+            accuracy=PROMOTED,
+            # The vendor line of each accuracy class: a study runs both (configs.plan).
             variants=(Variant("fast_accum", description="CUBLASLT_MATMUL_DESC_FAST_ACCUM on: the tensor cores' own "
                                                         "accumulation over all of k, without cuBLASLt's promotion "
                                                         "(float8_e4m3 only: block scales are applied to each 128-k "
-                                                        "partial)", dtypes=("float8_e4m3",)),),
+                                                        "partial)", dtypes=("float8_e4m3",),
+                              accuracy=FAST_ACCUMULATION),),
         ),
     ]
 }

@@ -127,6 +127,12 @@ class Requirements:
 
 
 
+# Accuracy classes (Method.accuracy, Variant.accuracy) of the dtypes that have more than one.
+FAST_ACCUMULATION = "fast accumulation"  # FP8: the tensor cores' own reduced-precision sum over all of k
+PROMOTED = "promoted"  # FP8: partial sums promoted into fp32 accumulators (cuBLASLt's default)
+THREE_TF32 = "3xTF32"  # fp32 inputs on tf32 tensor cores, three products: tf32 speed, an error above SGEMM's
+
+
 @dataclass(frozen=True)
 class Variant:
     """A named build of a method: compile definitions (-D) on top of its source, and the launch geometry they
@@ -147,6 +153,8 @@ class Variant:
     # The dtypes the build exists for (empty: every dtype of its method): a sweep or a forced list runs it only
     # on those (configs.runnable).
     dtypes: tuple[str, ...] = ()
+    # Its accuracy class where it differs from its method's (Method.accuracy): e.g. an FP8 build with promoted sums.
+    accuracy: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,14 @@ class Method:
     prepass: Prepass | None = None
     # The per-problem heuristic over the variants (core/configs.py): (problem, variant names) -> Choice.
     choose: Callable | None = None
+    # Its accuracy class within its dtype, where the dtype has more than one (FP8: the tensor cores' own
+    # accumulation over all of k, or sums promoted into fp32; fp32: 3xTF32 beside SGEMM): a build's ratio is taken
+    # against the vendor line of its own class (analysis/collate.py). Empty: the dtype's one class.
+    accuracy: str = ""
+
+    def accuracy_of(self, variant: str | None = None) -> str:
+        """The accuracy class of a build: its variant's, else the method's."""
+        return self.variant(variant).accuracy or self.accuracy
 
     def variant(self, name: str | None) -> Variant:
         """The named variant, or the default build (name None or "default")."""

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.geometry import persistent
-from matmul_study.core.specs import (Launch, Method, Prepass, PrepassOutput, Problem, Requirements, TensorMap,
-                                     Variant, cdiv, shared_opt_in_bytes)
+from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
+                                     TensorMap, Variant, cdiv, shared_opt_in_bytes)
 
 HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules=("cuda.bindings",))
 
@@ -109,7 +109,8 @@ class WsConfig:
     def variant(self, name: str, description: str = "") -> "WsVariant":
         """This record as a named build: its defines, launch, tile, and a workspace where it splits K."""
         return WsVariant(name, self.defines, description, launch=self.launch, tile=self.tile,
-                         workspace=self.workspace_bytes if self.split_k > 1 else None, config=self)
+                         workspace=self.workspace_bytes if self.split_k > 1 else None,
+                         accuracy=PROMOTED if self.promote else "", config=self)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,83 @@
+"""Like with like: a build's ratio to the vendor is taken against the vendor line of its own accuracy class."""
+
+import numpy as np
+import pandas as pd
+
+from matmul_study.analysis.collate import add_ratios
+from matmul_study.core import configs, dtypes, registry
+from matmul_study.core.specs import FAST_ACCUMULATION, PROMOTED, THREE_TF32
+
+
+def rows(*entries) -> pd.DataFrame:
+    """(method, variant, dtype, GFLOP/s) at 4096^3 on one device, every job verified."""
+    return pd.DataFrame([{"method": m, "variant": v, "dtype": d, "gflops": g, "m": 4096, "k": 4096, "n": 4096,
+                          "block": 0, "status": "passed", "env_device_name": "GPU"} for m, v, d, g in entries])
+
+
+def ratio(df: pd.DataFrame, method: str, variant: str = "default") -> tuple[float, bool]:
+    row = df[(df["method"] == method) & (df["variant"] == variant)].iloc[0]
+    return round(row["pct_of_cublas"], 6), bool(row["like_with_like"])
+
+
+def test_fp8_builds_are_compared_with_the_cublaslt_line_of_their_accumulation():
+    df = add_ratios(rows(("cublaslt", "default", "float8_e4m3", 1000.0),
+                         ("cublaslt", "fast_accum", "float8_e4m3", 1200.0),
+                         ("wgmma_fp8", "default", "float8_e4m3", 1260.0),
+                         ("wgmma_fp8", "bn128_promote", "float8_e4m3", 950.0)))
+    assert ratio(df, "wgmma_fp8") == (105.0, True)  # fast accumulation against fast accumulation, not 126 %
+    assert ratio(df, "wgmma_fp8", "bn128_promote") == (95.0, True)  # promoted against promoted
+    assert ratio(df, "cublaslt", "fast_accum") == (100.0, True)
+    classes = dict(zip(df["method"] + "/" + df["variant"], df["accuracy_class"]))
+    assert classes["wgmma_fp8/default"] == FAST_ACCUMULATION and classes["cublaslt/default"] == PROMOTED
+
+
+def test_a_class_without_its_vendor_line_is_a_trade_not_parity():
+    # 3xTF32 has no vendor line of its class: its ratio is against SGEMM, marked as not like with like.
+    df = add_ratios(rows(("cublas", "default", "float32", 50.0), ("wgmma_3xtf32", "default", "float32", 120.0),
+                         ("warptiled", "default", "float32", 48.0)))
+    assert ratio(df, "wgmma_3xtf32") == (240.0, False)
+    assert ratio(df, "warptiled") == (96.0, True)
+    assert df.loc[df["method"] == "wgmma_3xtf32", "accuracy_class"].item() == THREE_TF32
+    # Without cuBLASLt's fast-accumulation line (an older study), FP8 fast accumulation is not like with like.
+    old = add_ratios(rows(("cublaslt", "default", "float8_e4m3", 1000.0), ("wgmma_fp8", "default", "float8_e4m3",
+                                                                          1050.0)))
+    assert ratio(old, "wgmma_fp8") == (105.0, False)
+
+
+def test_failed_vendor_lines_give_no_ratio():
+    df = rows(("cublaslt", "fast_accum", "float8_e4m3", 1200.0), ("wgmma_fp8", "default", "float8_e4m3", 1260.0))
+    df.loc[0, "status"] = "failed"
+    out = add_ratios(df)
+    assert np.isnan(out.loc[1, "pct_of_cublas"]) and not out.loc[1, "like_with_like"]
+
+
+def test_a_study_runs_the_vendor_line_of_every_class():
+    problem = configs.job_problem(dtypes.get("float8_e4m3"), 0, 4096, 4096, 4096, sm_count=132)
+    planned = configs.plan(registry.get("cublaslt"), problem, "auto")
+    assert [c.variant for c in planned] == ["default", "fast_accum"]
+    assert "fast accumulation" in planned[1].reason
+    # Block-scaled FP8 has one class: one line. A forced setting is still the user's.
+    block = configs.job_problem(dtypes.get("float8_e4m3_block"), 0, 4096, 4096, 4096, sm_count=132)
+    assert [c.variant for c in configs.plan(registry.get("cublaslt"), block, "auto")] == ["default"]
+    assert [c.variant for c in configs.plan(registry.get("cublaslt"), problem, "default")] == ["default"]
+
+
+def test_the_headline_and_the_ladder_pair_each_kernel_with_its_class():
+    from matmul_study.analysis.headline import headline
+    from matmul_study.analysis.ladder import ladder_table
+    from matmul_study.analysis.precision import precision_table
+
+    df = rows(("cublaslt", "default", "float8_e4m3", 1000.0), ("cublaslt", "fast_accum", "float8_e4m3", 1200.0),
+              ("wgmma_fp8", "default", "float8_e4m3", 1260.0), ("cublas", "default", "float32", 50.0),
+              ("wgmma_3xtf32", "default", "float32", 120.0), ("warptiled", "default", "float32", 48.0))
+    df = add_ratios(df.assign(shape="4096x4096x4096", env_device_kind="gpu", label=df["method"]))
+    table = headline(df).table.set_index("dtype")
+    assert table.loc["float8_e4m3", "vs_cublas"] == 1.05 and table.loc["float8_e4m3", "like_with_like"]
+    # fp32's headline is the fastest kernel of SGEMM's class, not 3xTF32's 2.4x: a trade is not parity.
+    assert table.loc["float32", "label"] == "warptiled" and table.loc["float32", "vs_cublas"] == 0.96
+    ladder = ladder_table(df).set_index("method")
+    assert ladder.loc["wgmma_fp8", "vs_cublas"] == 1.05
+    precision = precision_table(df)
+    fp8 = precision[precision["dtype"] == "float8_e4m3"]
+    assert len(fp8[fp8["vendor"]]) == 2  # both cuBLASLt lines are points
+    assert fp8.loc[fp8["method"] == "wgmma_fp8", "vs_vendor"].item() == 1.05
