@@ -21,6 +21,8 @@ DATASHEET_TFLOPS = {
     "H100": {"float16": 989.4, "bfloat16": 989.4, "tf32": 494.7, "float32": 66.9, "float64": 66.9, "int8": 1978.9,
              "float8_e4m3": 1978.9, "float8_e4m3_block": 1978.9},
 }
+# HBM bandwidth by the vendor's datasheet (TB/s): H200 SXM HBM3e, H100 SXM HBM3.
+DATASHEET_TBPS = {"H200": 4.8, "H100": 3.35}
 # The vendor libraries as the figures and the report name them.
 VENDOR_NAMES = {"cublas": "cuBLAS", "cublaslt": "cuBLASLt"}
 
@@ -34,6 +36,11 @@ def datasheet_tflops(device_name: str, dtype: str) -> float | None:
         if model in str(device_name):
             return peaks.get(dtype)
     return None
+
+
+def datasheet_tbps(device_name: str) -> float | None:
+    """The device's datasheet HBM bandwidth in TB/s, None for a device the table does not know."""
+    return next((tbps for model, tbps in DATASHEET_TBPS.items() if model in str(device_name)), None)
 
 
 def vendor_line(dtype: str) -> str | None:

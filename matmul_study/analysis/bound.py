@@ -1,0 +1,66 @@
+"""Per shape, what bounds it: memory or math, by the datasheet roofline, and how much of that bound each line uses.
+
+A product must read A and B and write C once: its ideal traffic, (m k + k n) input bytes + m n output bytes. Its
+intensity (2 m n k FLOP over those bytes) against the device's ridge point (datasheet peak over datasheet HBM
+bandwidth) says which roof it sits under. For each (device, dtype, shape): the fastest verified kernel of ours of a
+class with its vendor line (analysis/accuracy.py) and the vendor line of that class, each with its share of the
+datasheet HBM bandwidth (ideal bytes / time / bandwidth) and of the datasheet peak. A share of bandwidth above 100 %
+means the operands came from L2 (no launch flushes it): there latency, not bandwidth, decides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from matmul_study.analysis.accuracy import like_with_like, with_classes
+from matmul_study.analysis.ladder import datasheet_tbps, datasheet_tflops, verified_gpu_rates
+from matmul_study.core import dtypes, registry
+
+COLUMNS = ["device", "dtype", "shape", "m", "k", "n", "intensity", "ridge", "bound", "label", "variant", "tflops",
+           "pct_of_hbm", "pct_of_peak", "vendor", "vendor_tflops", "vendor_pct_of_hbm", "vendor_pct_of_peak"]
+
+
+def ideal_bytes(m: int, k: int, n: int, dtype: str) -> float:
+    """A and B read once, C written once, in the dtype's storage."""
+    record = dtypes.get(dtype)
+    return float((m * k + k * n) * record.itemsize + m * n * record.output.itemsize)
+
+
+def _shares(gflops: float, flops: float, traffic: float, tbps: float | None, peak: float | None) -> tuple:
+    seconds = flops / (gflops * 1e9)
+    hbm = 100 * traffic / seconds / (tbps * 1e12) if tbps else np.nan
+    return hbm, 100 * gflops / 1e3 / peak if peak else np.nan
+
+
+def bound_table(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (GPU device, dtype, shape) with a verified kernel of ours (COLUMNS)."""
+    ok = verified_gpu_rates(results)
+    if ok.empty or not {"method", "dtype", "m", "k", "n"} <= set(ok.columns):
+        return pd.DataFrame(columns=COLUMNS)
+    ok = with_classes(ok)
+    if "label" not in ok:
+        ok = ok.assign(label=ok["method"])
+    vendors = set(registry.vendor_methods())
+    reference = {name for name, m in registry.METHODS.items() if m.reference_line}
+    rows = []
+    for (device, dtype, m, k, n), group in ok.groupby(["device", "dtype", "m", "k", "n"], sort=False):
+        ours = like_with_like(group, group[~group["method"].isin(reference)])
+        if ours.empty or dtype not in dtypes.NAMES:
+            continue
+        best = ours.loc[ours["gflops"].idxmax()]
+        flops, traffic = 2.0 * m * n * k, ideal_bytes(m, k, n, dtype)
+        tbps, peak = datasheet_tbps(device), datasheet_tflops(device, dtype)
+        ridge = peak * 1e12 / (tbps * 1e12) if tbps and peak else np.nan
+        vendor = group[group["method"].isin(vendors) & (group["accuracy_class"] == best["accuracy_class"])]
+        vendor = vendor.loc[vendor["gflops"].idxmax()] if not vendor.empty else None
+        hbm, math = _shares(best["gflops"], flops, traffic, tbps, peak)
+        v_hbm, v_math = _shares(vendor["gflops"], flops, traffic, tbps, peak) if vendor is not None else (np.nan,) * 2
+        rows.append({"device": device, "dtype": dtype, "shape": f"{m}x{k}x{n}", "m": m, "k": k, "n": n,
+                     "intensity": flops / traffic, "ridge": ridge,
+                     "bound": "" if np.isnan(ridge) else "memory" if flops / traffic < ridge else "math",
+                     "label": best["label"], "variant": best.get("variant", "default"),
+                     "tflops": best["gflops"] / 1e3, "pct_of_hbm": hbm, "pct_of_peak": math,
+                     "vendor": vendor["method"] if vendor is not None else "",
+                     "vendor_tflops": vendor["gflops"] / 1e3 if vendor is not None else np.nan,
+                     "vendor_pct_of_hbm": v_hbm, "vendor_pct_of_peak": v_math})
+    return pd.DataFrame(rows, columns=COLUMNS)

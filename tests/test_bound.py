@@ -1,0 +1,40 @@
+"""The roofline per shape: memory- or math-bound by the datasheet, and each line's share of the bound."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from matmul_study.analysis.bound import bound_table, ideal_bytes
+
+
+def rows(*entries, device="NVIDIA H200"):
+    return pd.DataFrame([{"method": meth, "variant": v, "dtype": "float16", "m": m, "k": k, "n": n, "gflops": g,
+                          "status": "passed", "env_device_kind": "gpu", "env_device_name": device}
+                         for meth, v, m, k, n, g in entries])
+
+
+def test_ideal_traffic_reads_the_inputs_and_writes_the_output_once():
+    assert ideal_bytes(16, 4096, 4096, "float16") == (16 * 4096 + 4096 * 4096) * 2 + 16 * 4096 * 4
+    assert ideal_bytes(2, 3, 5, "int8") == (6 + 15) + 10 * 4
+
+
+def test_a_decode_shape_is_memory_bound_and_its_share_of_hbm_is_bytes_over_time():
+    # 16 x 4096 x 4096 in fp16: intensity about 16 FLOP/byte, far under the H200's ridge (989 TF/s / 4.8 TB/s).
+    table = bound_table(rows(("mma_async_copy", "m16_splitk4", 16, 4096, 4096, 53_000.0),
+                             ("wgmma_warp_specialized", "default", 16, 4096, 4096, 17_000.0),
+                             ("cublas", "default", 16, 4096, 4096, 56_000.0)))
+    row = table.iloc[0]
+    assert row["bound"] == "memory" and row["label"] == "mma_async_copy" and row["variant"] == "m16_splitk4"
+    assert row["intensity"] == pytest.approx(2 * 16 * 4096 * 4096 / ideal_bytes(16, 4096, 4096, "float16"))
+    seconds = 2 * 16 * 4096 * 4096 / 53e12
+    assert row["pct_of_hbm"] == pytest.approx(100 * ideal_bytes(16, 4096, 4096, "float16") / seconds / 4.8e12)
+    assert row["vendor"] == "cublas" and row["vendor_pct_of_hbm"] > row["pct_of_hbm"]
+    assert row["pct_of_peak"] == pytest.approx(100 * 53.0 / 989.4)
+
+
+def test_a_large_square_is_math_bound_and_an_unknown_device_has_no_roof():
+    table = bound_table(rows(("wgmma_warp_specialized", "default", 8192, 8192, 8192, 780_000.0),
+                             ("cublas", "default", 8192, 8192, 8192, 760_000.0)))
+    assert table.iloc[0]["bound"] == "math"
+    other = bound_table(rows(("wgmma_warp_specialized", "default", 8192, 8192, 8192, 1.0), device="Some GPU"))
+    assert other.iloc[0]["bound"] == "" and np.isnan(other.iloc[0]["pct_of_hbm"])
