@@ -4,7 +4,8 @@ collate) and its job would never be measured. Each bad one is renamed beside its
 that the result pattern does not match, so the same command measures that job again.
 
 A result measured with another config is not bad: Snakemake reruns it when the params changed. Identity is the job
-keys (records.JOB_KEYS) only."""
+keys (records.JOB_KEYS) only. A result put back after a rerun that did not finish (pipeline/kept.py) is also compared
+by the config hash it recorded (measured_under_another_config): that rerun replaced Snakemake's record of its params."""
 
 from __future__ import annotations
 
@@ -45,6 +46,17 @@ def check(path: str | Path, job: dict) -> None:
     wrong = identity_mismatches(record, job)
     if wrong:
         raise BadResult("foreign", f"the result of another job ({'; '.join(wrong)})")
+
+
+def measured_under_another_config(path: str | Path, current_hash: str) -> str | None:
+    """Why the result at `path` cannot stand for a study of the config whose hash (records.config_hash) is
+    `current_hash`: the hash it recorded differs, or it recorded none. None when it was measured under that config.
+    Raises results.ResultFileError where the file is not a result."""
+    env = results.read(path).get("env")
+    recorded = env.get("config_hash") if isinstance(env, dict) else None
+    if recorded == current_hash:
+        return None
+    return f"config {recorded}, not the current {current_hash}" if recorded else "a config it did not record"
 
 
 def set_aside(path: str | Path, kind: str) -> Path:

@@ -9,7 +9,7 @@ from matmul_study.pipeline import config as study_config
 from matmul_study.measure import gpu_device as device
 from matmul_study.measure import input_cache
 from matmul_study.core import dtypes, registry
-from matmul_study.pipeline import grid, progress, recovery, resources, stops
+from matmul_study.pipeline import grid, kept, progress, recovery, resources, stops
 
 REPO = Path(workflow.basedir)
 
@@ -39,6 +39,11 @@ except study_config.ConfigError as exc:
     stops.fail(f"Invalid configuration: {exc}")
 for _note in grid.pruned_methods_note(PRUNED):
     print(_note, file=sys.stderr)
+
+# Before Snakemake plans, with the config final: a result whose rerun did not finish is put back from results/.kept/
+# where it was measured under this config, else set aside so that its job is measured again (pipeline/kept.py).
+for _line in kept.restore_kept(config):
+    print(_line, file=sys.stderr)
 
 # block~, variant~, m~, k~, n~ go in the file name; method and dtype become folders.
 RUN_FILENAME_PARAMS = ["block", "variant", "m", "k", "n"]
@@ -160,12 +165,15 @@ onstart:
                 "(or use --cores 1).")
     # SIGTERM or SIGINT ends every running job at once; each finished job prints a progress line.
     stops.stop_jobs_promptly()
+    # Snakemake deletes a result when its job starts again: keep each this run rewrites until the new one is there.
+    kept.keep_before_rerun(pending)
     progress.start_progress(pending)
 
 
 onsuccess:
     # The inputs the jobs shared (matmul_study.measure.input_cache) go when the run ends, either way.
     input_cache.clear()
+    kept.drop_settled()  # the kept copies of results that were written again
     # A study whose every job failed is not a success, though its tables and report are written (they say why).
     from matmul_study.pipeline.result_check import every_job_failed
 
@@ -178,3 +186,4 @@ onerror:
     # A result written just before a stop is whole: record it finished, so that the same command resumes.
     recovery.keep_finished_results(workflow)
     input_cache.clear()
+    kept.drop_settled()  # a result whose job did not finish stays kept, for the next start
