@@ -4,7 +4,9 @@ claims for the element types the study added (FP8, int8, fp32 on tf32 tensor cor
 `check_claims` pairs verified jobs that differ in one thing only (the method, the element type or the block
 size) on the same GPU device and the same shape, and says whether the ratio of their GFLOP/s lies where the
 claim said it would. CPU jobs (numpy) belong to no GPU; they are the CPU side of a GPU device whose
-jobs ran on the same host (`env_host`), or of the only GPU device when there is one.
+jobs ran on the same host (`env_host`), or of the only GPU device when there is one. A comparison with the CPU
+states the CPU line's BLAS threads against the machine's cores (analysis.cpu_line), and a row whose pairs use a
+job that missed its noise target (analysis.noise) says how many, with noise.MARK.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.cpu_line import fewer_threads_words, load_words, threads_words
 from matmul_study.analysis.ladder import DATASHEET_TFLOPS
+from matmul_study.analysis.noise import MARK, noise_flags
 from matmul_study.analysis.result_devices import gpu_devices, passed_with_device
 from matmul_study.core import dtypes
 
@@ -48,46 +52,55 @@ class Ratios:
     ratios: np.ndarray
     range: tuple[float, float] | None = None
     verdict: str | None = None  # set directly where the verdict is not a range test
+    noisy: np.ndarray | None = None  # per ratio: whether a job of its pair missed its noise target
 
 
 # --------------------------------------------------------------------------------------------------------------
 # the comparisons
 
 
-def _ratio(num: pd.DataFrame, den: pd.DataFrame, on: list[str]) -> np.ndarray:
+def _ratio(num: pd.DataFrame, den: pd.DataFrame, on: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The ratios of the pairs, and per pair whether either side is flagged (its `_noisy` column)."""
     both = num.merge(den, on=on, suffixes=("_num", "_den"))
-    return (both["gflops_num"] / both["gflops_den"]).to_numpy(dtype=float)
+    noisy = both["_noisy_num"].astype(bool) | both["_noisy_den"].astype(bool) if len(both) else both.index == 0
+    return (both["gflops_num"] / both["gflops_den"]).to_numpy(dtype=float), np.asarray(noisy, dtype=bool)
 
 
 def _cols(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    return df.groupby(keys, as_index=False)["gflops"].median()
+    return df.groupby(keys, as_index=False).agg(gflops=("gflops", "median"), _noisy=("_noisy", "max"))
+
+
+def _fastest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of `keys`, the fastest row's rate and flag."""
+    return df.loc[df.groupby(keys)["gflops"].idxmax(), keys + ["gflops", "_noisy"]] if not df.empty else \
+        pd.DataFrame(columns=keys + ["gflops", "_noisy"])
 
 
 def _tiled_over_naive(ok: pd.DataFrame, method: str) -> Ratios:
     keys = ["dtype", "block", "shape"]
-    r = _ratio(_cols(ok[ok["method"] == method], keys), _cols(ok[ok["method"] == "naive"], keys), keys)
+    r, noisy = _ratio(_cols(ok[ok["method"] == method], keys), _cols(ok[ok["method"] == "naive"], keys), keys)
     claim = TILED if method == "tiled" else f"{TILED} ({method})"
     return Ratios(claim, f"{method} GFLOP/s over naive at the same dtype, block size and shape; claimed 5–10×",
-                  r, (5, 10))
+                  r, (5, 10), noisy=noisy)
 
 
 def _wmma_over_tiled(ok: pd.DataFrame, method: str) -> Ratios:
     wmma = _cols(ok[(ok["method"] == method) & (ok["dtype"] == "float16")], ["shape"])
-    tiled = ok[(ok["method"] == "tiled") & (ok["dtype"] == "float32")].groupby("shape", as_index=False)["gflops"]
-    r = _ratio(wmma, tiled.max(), ["shape"])
+    tiled = _fastest(ok[(ok["method"] == "tiled") & (ok["dtype"] == "float32")], ["shape"])
+    r, noisy = _ratio(wmma, tiled, ["shape"])
     claim = WMMA if method == "wmma" else f"{WMMA} ({method})"
     return Ratios(claim, f"{method} float16 GFLOP/s over the best tiled float32 block size at the same shape; "
-                  "claimed 5–20×", r, (5, 20))
+                  "claimed 5–20×", r, (5, 20), noisy=noisy)
 
 
 def _float_over_double(ok: pd.DataFrame, methods: tuple[str, ...]) -> Ratios:
     sel = ok[ok["method"].isin(methods)]
     keys = ["method", "block", "shape"]
-    r = _ratio(_cols(sel[sel["dtype"] == "float32"], keys), _cols(sel[sel["dtype"] == "float64"], keys), keys)
+    r, noisy = _ratio(_cols(sel[sel["dtype"] == "float32"], keys), _cols(sel[sel["dtype"] == "float64"], keys), keys)
     which = ", ".join(methods)
     claim = FLOAT if methods == SIMT_METHODS else f"{FLOAT} ({which})"
     return Ratios(claim, f"float32 GFLOP/s over float64 for the same kernel, block size and shape ({which}); "
-                  "'about 2×' read as 1.6–2.5×", r, (1.6, 2.5))
+                  "'about 2×' read as 1.6–2.5×", r, (1.6, 2.5), noisy=noisy)
 
 
 def _blocks(ok: pd.DataFrame) -> Ratios:
@@ -124,29 +137,41 @@ def _blocks(ok: pd.DataFrame) -> Ratios:
     return Ratios(BLOCKS, words, np.array(ratios, dtype=float), None, verdict)
 
 
+def cpu_line_words(cpu_rows: pd.DataFrame) -> tuple[str, str]:
+    """The CPU line of a comparison (its verified numpy jobs): what it ran on ("numpy on 1 BLAS thread of a
+    16-core machine"), and the sentences after the comparison: fewer threads than cores, the load beside it."""
+    if cpu_rows.empty:
+        return "numpy on the host CPU (no verified CPU job)", ""
+    load = load_words(cpu_rows)
+    after = [fewer_threads_words(cpu_rows), f"Beside the CPU jobs: {load}." if load else None]
+    return threads_words(cpu_rows), " ".join(filter(None, after))
+
+
 def _gpu_over_cpu(ok: pd.DataFrame, methods: tuple[str, ...], what: str) -> Ratios:
-    gpu = ok[ok["method"].isin(methods)].groupby(["dtype", "shape"], as_index=False)["gflops"].max()
-    cpu = _cols(ok[ok["method"] == "numpy"], ["dtype", "shape"])
-    r = _ratio(gpu, cpu, ["dtype", "shape"])
+    gpu = _fastest(ok[ok["method"].isin(methods)], ["dtype", "shape"])
+    numpy = ok[ok["method"] == "numpy"]
+    r, noisy = _ratio(gpu, _cols(numpy, ["dtype", "shape"]), ["dtype", "shape"])
     claim = GPU_CPU if what == "classic" else f"{GPU_CPU} ({what})"
     kernels = "the best of " + ", ".join(methods) if len(methods) > 1 else methods[0]
-    return Ratios(claim, f"{kernels} GFLOP/s over numpy on the host CPU at the same dtype and shape; claimed 10–50×",
-                  r, (10, 50))
+    line, after = cpu_line_words(numpy)
+    return Ratios(claim, f"{kernels} GFLOP/s over {line} at the same dtype and shape; claimed 10–50×."
+                  + (f" {after}" if after else ""), r, (10, 50), noisy=noisy)
 
 
 def _over_fp16(ok: pd.DataFrame, dtype: str, claim: str) -> Ratios:
-    fastest = ok.groupby(["dtype", "shape"], as_index=False)["gflops"].max()
-    r = _ratio(fastest[fastest["dtype"] == dtype], fastest[fastest["dtype"] == "float16"], ["shape"])
+    fastest = _fastest(ok, ["dtype", "shape"])
+    r, noisy = _ratio(fastest[fastest["dtype"] == dtype], fastest[fastest["dtype"] == "float16"], ["shape"])
     return Ratios(claim, f"the fastest verified {dtype} kernel (ours or the vendor's) over the fastest float16 one "
-                  "at the same shape, operations per second; 'twice' read as 1.6–2.5×", r, (1.6, 2.5))
+                  "at the same shape, operations per second; 'twice' read as 1.6–2.5×", r, (1.6, 2.5), noisy=noisy)
 
 
 def _3xtf32_over_sgemm(ok: pd.DataFrame) -> Ratios:
     fp32 = ok[ok["dtype"] == "float32"]
-    r = _ratio(_cols(fp32[fp32["method"] == "wgmma_3xtf32"], ["shape"]), _cols(fp32[fp32["method"] == "cublas"],
-                                                                              ["shape"]), ["shape"])
+    r, noisy = _ratio(_cols(fp32[fp32["method"] == "wgmma_3xtf32"], ["shape"]),
+                      _cols(fp32[fp32["method"] == "cublas"], ["shape"]), ["shape"])
     return Ratios(X3TF32, "wgmma_3xtf32 GFLOP/s over cuBLAS SGEMM at the same shape, both verified against float32's "
-                  f"tolerance ({dtypes.get('float32').tolerance:g}); 'faster' read as above 1×", r, (1, np.inf))
+                  f"tolerance ({dtypes.get('float32').tolerance:g}); 'faster' read as above 1×", r, (1, np.inf),
+                  noisy=noisy)
 
 
 def verdict(ratios: np.ndarray, low: float, high: float) -> str:
@@ -161,12 +186,22 @@ def verdict(ratios: np.ndarray, low: float, high: float) -> str:
     return "does not hold"
 
 
+def _noisy_words(r: Ratios) -> str:
+    """How many of the measured pairs use a flagged job: '' where none does."""
+    finite = np.isfinite(r.ratios)
+    flagged = int(r.noisy[finite].sum()) if r.noisy is not None and len(r.noisy) == len(r.ratios) else 0
+    if not flagged:
+        return ""
+    return (f" {flagged} of the {int(finite.sum())} pairs use a job that missed its noise target {MARK}, so "
+            "those ratios are less certain.")
+
+
 def _row(device: str, r: Ratios) -> dict:
     x = r.ratios[np.isfinite(r.ratios)]
     return {
         "device": device,
         "claim": r.claim,
-        "comparison": r.comparison,
+        "comparison": r.comparison + _noisy_words(r),
         "pairs": int(x.size),
         "median": float(np.median(x)) if x.size else np.nan,
         "min": float(x.min()) if x.size else np.nan,
@@ -177,7 +212,10 @@ def _row(device: str, r: Ratios) -> dict:
 
 def check_claims(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (GPU device, claim): the measured ratios' count, median, min and max, and the verdict."""
+    results = results.reset_index(drop=True)
+    flags = noise_flags(results)["noisy"] if not results.empty else pd.Series(dtype=bool)
     ok = passed_with_device(results)
+    ok = ok.assign(_noisy=flags.reindex(ok.index, fill_value=False).to_numpy(dtype=bool)).reset_index(drop=True)
     devices = gpu_devices(results) or [""]
     rows = []
     for device in devices:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from matmul_study.analysis.columns import numeric
+from matmul_study.analysis.noise import noise_flags
 from matmul_study.analysis.result_devices import device_kind
 
 
@@ -99,10 +100,11 @@ def noise_achieved(results: pd.DataFrame) -> dict | None:
 
 
 def missed_target(results: pd.DataFrame) -> pd.DataFrame:
-    """The jobs (rows of `results`) whose repetition noise stayed above its target, noisiest first."""
-    rsd, target = numeric(results, "timing_rsd"), numeric(results, "timing_noise_target")
-    missed = results[np.isfinite(rsd) & np.isfinite(target) & (rsd > target)]
-    return missed.assign(_rsd=rsd[missed.index]).sort_values("_rsd", ascending=False).drop(columns="_rsd")
+    """The jobs (rows of `results`) whose repetition noise stayed above its target (noise.noise_flags'
+    over_target), noisiest first."""
+    missed = results[noise_flags(results)["over_target"].to_numpy()]
+    rsd = numeric(missed, "timing_rsd")
+    return missed.assign(_rsd=rsd).sort_values("_rsd", ascending=False).drop(columns="_rsd")
 
 
 def launches_per_sample(results: pd.DataFrame) -> tuple[float, float] | None:

@@ -12,6 +12,11 @@ max_time_s), and where even the policy's minimum does not fit (min_reps samples 
 min_time_s), fewer processes run, then fewer warm-ups and fewer samples, down to one process with one sample.
 Such a job is `capped` (last_run_budget()): its number rests on less than the measurement policy asks for.
 The check after timing (a second verified call) runs where the budget leaves room for it.
+
+What else the machine ran: the job records, from its first verified call to its last sample, the 1-minute load
+average before and after, the cores the whole machine kept busy (/proc/stat), its own share of them (the CPU
+time of this process and its timing processes) and the busiest other processes (/proc/PID/stat), with the
+machine's cores (`host` in last_run_budget()). Where /proc cannot be read the fields are None.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import resource
 import signal
 import sys
 import time
@@ -74,12 +80,13 @@ class Budget:
     verified_after_timing: bool = True
     seconds: float = 0.0
     timed_in: str = "fresh processes"  # or "the verified call": one call outlasted the budget
+    host: dict = field(default_factory=dict)  # what else the machine ran meanwhile (host_load)
 
     def as_dict(self) -> dict:
         return {"max_s": self.max_s, "capped": self.capped, "processes_asked": self.processes_asked,
                 "reps": list(self.reps), "warmup": list(self.warmup),
                 "verified_after_timing": self.verified_after_timing, "seconds": self.seconds,
-                "timed_in": self.timed_in}
+                "timed_in": self.timed_in, "host": dict(self.host)}
 
 
 _LAST_BUDGET: dict = {}
@@ -98,6 +105,89 @@ def resolve_threads(threads) -> int:
         except AttributeError:
             return os.cpu_count() or 1
     return int(threads)
+
+
+# --- What else the machine ran ------------------------------------------------------------------------------------
+
+BUSY_PROCESS_CORES = 0.05  # another process is named when it used at least this many cores over the job
+BUSY_PROCESSES_NAMED = 3
+
+
+@dataclass
+class HostSnapshot:
+    """The machine at one moment: CPU-seconds are cumulative counters, compared between two snapshots."""
+    at: float  # time.monotonic()
+    load: float | None  # the 1-minute load average
+    busy_s: float | None  # CPU-seconds every core of the machine has been busy (/proc/stat)
+    own_s: float  # CPU-seconds of this process and its ended child processes
+    processes: dict  # pid -> (name, CPU-seconds) of every other process (not this one, not its children)
+
+
+def _clock_ticks() -> float:
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (AttributeError, ValueError, OSError):
+        return 100.0
+
+
+def _machine_busy_s(ticks: float) -> float | None:
+    """CPU-seconds all cores have spent on anything but idling or waiting for I/O since boot."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        values = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, ValueError, IndexError):
+        return None
+    return (sum(values) - values[3] - values[4]) / ticks if fields[0] == "cpu" and len(values) >= 5 else None
+
+
+def _other_processes(ticks: float) -> dict:
+    """pid -> (name, CPU-seconds) of the processes other than this one and its children ({} without /proc)."""
+    me, out = os.getpid(), {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return out
+    for pid in entries:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+            name, fields = text[text.find("(") + 1:text.rfind(")")], text[text.rfind(")") + 2:].split()
+            if int(pid) != me and int(fields[1]) != me:  # fields: state ppid ... utime (12th) stime (13th)
+                out[int(pid)] = (name, (int(fields[11]) + int(fields[12])) / ticks)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or unreadable
+    return out
+
+
+def host_snapshot() -> HostSnapshot:
+    ticks = _clock_ticks()
+    try:
+        load = float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        load = None
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own_s = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return HostSnapshot(time.monotonic(), load, _machine_busy_s(ticks), own_s, _other_processes(ticks))
+
+
+def host_load(before: HostSnapshot, after: HostSnapshot) -> dict:
+    """What the machine ran between two snapshots: its cores (logical, and usable by this job), the load before
+    and after, the cores busy on average (all of them, this job's, the others') and the busiest other processes
+    ("stress-ng (1.9 cores), python3 (0.4 cores)"). A field that cannot be known is None."""
+    window = after.at - before.at
+    per_s = (lambda seconds: seconds / window) if window > 0 else (lambda seconds: None)
+    busy = per_s(after.busy_s - before.busy_s) if after.busy_s is not None and before.busy_s is not None else None
+    own = per_s(after.own_s - before.own_s)
+    used = sorted(((name, per_s(cpu_s - before.processes[pid][1])) for pid, (name, cpu_s) in after.processes.items()
+                   if pid in before.processes and window > 0), key=lambda p: -p[1])
+    named = [f"{name} ({cores:.1f} cores)" for name, cores in used[:BUSY_PROCESSES_NAMED]
+             if cores >= BUSY_PROCESS_CORES]
+    return {"cores": os.cpu_count(), "usable_cores": resolve_threads("auto"), "load_before": before.load,
+            "load_after": after.load, "window_s": window, "busy_cores": busy, "own_cores": own,
+            "others_cores": max(busy - own, 0.0) if busy is not None and own is not None else None,
+            "others": ", ".join(named) if after.processes else None}
 
 
 # --- Timing --------------------------------------------------------------------------------------------------------
@@ -245,6 +335,7 @@ def run(a: np.ndarray, b: np.ndarray, dtype: DType, measurement, threads, spec: 
 
     global _LAST_BUDGET
     threads = resolve_threads(threads)
+    machine = host_snapshot()
     started = time.monotonic()
     policy = measurement.stopping
     asked = max(1, measurement.cpu_processes) if spec is not None else 1
@@ -273,7 +364,7 @@ def run(a: np.ndarray, b: np.ndarray, dtype: DType, measurement, threads, spec: 
         # timed in this process; another call would double the job for one more reading of the same number.
         budget.verified_after_timing, budget.capped = False, True
         budget.reps, budget.warmup, budget.seconds = [1], [0], time.monotonic() - started
-        budget.timed_in = "the verified call"
+        budget.timed_in, budget.host = "the verified call", host_load(machine, host_snapshot())
         _LAST_BUDGET = budget.as_dict()
         return [t_call], verifications, [t_call]
     deadline = started + budget.max_s
@@ -302,7 +393,7 @@ def run(a: np.ndarray, b: np.ndarray, dtype: DType, measurement, threads, spec: 
     budget.reps = [len(p.times) for p in per_process]
     budget.warmup = [p.warmup for p in per_process]
     budget.capped = (len(per_process) < asked or any(below_minimum(p.times, p.warmup, policy) for p in per_process))
-    budget.seconds = time.monotonic() - started
+    budget.seconds, budget.host = time.monotonic() - started, host_load(machine, host_snapshot())
     _LAST_BUDGET = budget.as_dict()
     times = [t for p in per_process for t in p.times]
     return times, verifications, [float(np.median(p.times)) for p in per_process]

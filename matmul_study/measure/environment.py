@@ -55,6 +55,7 @@ def host_environment(seed: int, config_hash: str) -> dict:
         "device_name": cpu_model(),
         "device_kind": "cpu",
         "cpu_model": cpu_model(),
+        "cpu_cores": os.cpu_count(),  # the machine's logical cores: what a claim about "the CPU" is judged against
         "host": platform.node(),
         "python": platform.python_version(),
         "numpy": np.__version__,

@@ -133,11 +133,12 @@ class Burst:
     note: str = ""
     off_plateau: int = 0  # samples at full clock by NVML's reading that still ran slower than the plateau
     at_fastest: int = 0  # samples within the band of the fastest one: fewer than the plateau needs -> sample on
+    plateau: int | None = None  # the samples the plateau asked for (fewer where each sample is a long run)
 
     def as_dict(self) -> dict:
         return {"median_s": self.median_s, "samples_kept": self.kept, "samples_total": self.total,
                 "threshold_mhz": self.threshold_mhz, "samples_off_plateau": self.off_plateau,
-                "samples_at_fastest": self.at_fastest, "note": self.note}
+                "samples_at_fastest": self.at_fastest, "plateau_samples": self.plateau, "note": self.note}
 
 
 def within(times: list[float], reference_s: float, band: float) -> list[float]:
@@ -188,7 +189,7 @@ def select_burst(times: list[float], clocks_before: list[float], clocks_after: l
                                               f"than {plateau_samples}): the plateau of the fastest "
                                               f"{plateau_samples}"]))
     return Burst(float(np.median(kept)), len(kept), len(times), threshold_mhz, note, len(at_clock) - len(kept),
-                 at_fastest)
+                 at_fastest, plateau_samples)
 
 
 def modes(times: list[float], min_gap: float = 0.03, min_share: float = 0.2) -> list[dict]:

@@ -9,12 +9,15 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from matmul_study.analysis.ladder import datasheet_tflops
 from matmul_study.analysis.precision import precision_table
 from matmul_study.present.figures.style import (
     DTYPE_SHORT, ERROR_LABEL, SIZE_LABEL, PlainLogFormatter, col_wrap, dtype_order, dtype_palette, empty_figure,
-    finish_grid, log_y, method_order, method_palette, ordered, shape_title, side_legend, themed, vendor_names,
+    finish_grid, log_y, mark_noisy, method_order, method_palette, noisy_flags, noisy_handle, ordered, shape_title,
+    side_legend, themed, vendor_names,
 )
 
 
@@ -133,8 +136,9 @@ def _datasheet_lines(ax, device: str, names: list, palette: dict) -> bool:
 
 
 def _draw_device(ax, part: pd.DataFrame, device: str, names: list, palette: dict, floor: float) -> bool:
-    """One device's panel: the vendor's and our points, our kernels named, FP8's quantization error above its
-    GEMM's, the datasheet peaks and the floor of exact results. Returns whether a datasheet peak was drawn."""
+    """One device's panel: the vendor's and our points, FP8's quantization error above its GEMM's, the datasheet
+    peaks and the floor of exact results (our kernels are named once the layout is final: _name_kernels). Returns
+    whether a datasheet peak was drawn."""
     for vendor, marker, size in ((True, "s", 120), (False, "o", 60)):
         pts = part[part["vendor"] == vendor]
         colours = [palette[d] for d in pts["dtype"]]
@@ -142,15 +146,13 @@ def _draw_device(ax, part: pd.DataFrame, device: str, names: list, palette: dict
         ax.scatter(pts["tflops"], pts["y"], marker=marker, s=size, zorder=3 if vendor else 4,
                    facecolors="none" if vendor else colours, edgecolors=colours if vendor else "white",
                    linewidths=1.8 if vendor else 0.6)
-    for _, point in part[~part["vendor"]].iterrows():  # which kernel of ours each dot is
-        ax.annotate(point["label"], xy=(point["tflops"], point["y"]), xytext=(6, -3), textcoords="offset points",
-                    fontsize=7, color=palette[point["dtype"]])
     fp8 = part[part["quant"].notna()]
     if not fp8.empty:
         colours = [palette[d] for d in fp8["dtype"]]
         ax.vlines(fp8["tflops"], fp8["y"], fp8["quant"], colors=colours, linewidth=1, alpha=0.6, zorder=2)
         ax.scatter(fp8["tflops"], fp8["quant"], marker="D", s=45, facecolors="none", edgecolors=colours,
                    linewidths=1.4, zorder=3)
+    mark_noisy(ax, part["tflops"], part["y"], part["noisy"])
     roofs = _datasheet_lines(ax, device, names, palette)
     if (part["y"] <= floor).any():
         ax.axhline(floor, color="grey", linestyle=":", linewidth=0.8, zorder=0)
@@ -158,6 +160,92 @@ def _draw_device(ax, part: pd.DataFrame, device: str, names: list, palette: dict
                     textcoords="offset points", color="dimgrey", fontsize=8)
     ax.set_title(device)
     return roofs
+
+
+def _kernel_labels(part: pd.DataFrame, palette: dict) -> list[tuple[float, float, str, object]]:
+    """(x, y, text, colour) of the name of each kernel of ours in a panel. One kernel's points that nearly coincide
+    (its fp16 and bf16 builds, say) share one name that lists their element types, in grey."""
+    labels = []
+    for name, group in part[~part["vendor"].astype(bool)].groupby("label", sort=False):
+        logs = np.log10(group[["tflops", "y"]].astype(float).to_numpy())
+        clusters: list[list[int]] = []
+        for i, (lx, ly) in enumerate(logs):
+            near = next((c for c in clusters if abs(logs[c[0], 0] - lx) < 0.1 and abs(logs[c[0], 1] - ly) < 0.5),
+                        None)
+            near.append(i) if near is not None else clusters.append([i])
+        for cluster in clusters:
+            rows = group.iloc[cluster]
+            dtypes = list(dict.fromkeys(rows["dtype"]))
+            text = name if len(dtypes) == 1 else f"{name}\n({', '.join(DTYPE_SHORT.get(d, d) for d in dtypes)})"
+            labels.append((float(rows["tflops"].max()), float(10 ** logs[cluster, 1].mean()), text,
+                           palette[dtypes[0]] if len(dtypes) == 1 else "#444444"))
+    return labels
+
+
+# Where a kernel's name may stand beside its point, in order of preference: (dx, dy) in points, ha, va; from the
+# third ring on, a thin line leads from the name to its point.
+_LABEL_SPOTS = [((7, 0), "left", "center"), ((-7, 0), "right", "center"), ((0, 7), "center", "bottom"),
+                ((0, -7), "center", "top"), ((6, 8), "left", "bottom"), ((6, -8), "left", "top"),
+                ((-6, 8), "right", "bottom"), ((-6, -8), "right", "top"), ((0, 17), "center", "bottom"),
+                ((0, -17), "center", "top")]
+_LABEL_SPOTS += [((dx, dy), ha, "bottom" if dy > 0 else "top") for dy in (26, -26, 40, -40)
+                 for dx, ha in ((0, "center"), (20, "left"), (-20, "right"))]
+_LEADER_FROM = 10  # the first spot that takes a leader line
+
+
+def _name_kernels(ax, part: pd.DataFrame, palette: dict, floor: float) -> None:
+    """Name each kernel of ours beside its point, at the first spot of _LABEL_SPOTS where the name overlaps no
+    other name, no point (a marker's box), no text already in the panel and not the floor of exact results, and
+    lies inside the panel (where none is free, the spot that overlaps least); called once the figure's layout is
+    final, since the test is in display units."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    half = 5.5 * fig.dpi / 72  # half the side of the largest marker (the vendor's square), in pixels
+    points = ax.transData.transform(np.column_stack([
+        np.concatenate([part["tflops"], part.loc[part["quant"].notna(), "tflops"]]).astype(float),
+        np.concatenate([part["y"], part["quant"].dropna()]).astype(float)]))
+    texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_text()]
+    markers = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in points]
+    panel = ax.get_window_extent(renderer)
+    if (part["y"] <= floor).any():  # the floor's dotted line, as thick as a name is tall
+        y_floor = ax.transData.transform((1, floor))[1]
+        markers.append(Bbox.from_extents(panel.x0, y_floor - 1, panel.x1, y_floor + 1))
+    for x, y, text, colour in sorted(_kernel_labels(part, palette), key=lambda label: -label[0]):
+        note = ax.annotate(text, xy=(x, y), xytext=(0, 0), textcoords="offset points", fontsize=7, color=colour,
+                           bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none",
+                                 "alpha": 0.75},  # a dotted peak line crossing a name stays behind it
+                           arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.6, "shrinkA": 1,
+                                       "shrinkB": 5})
+        costs = []
+        for i, spot in enumerate(_LABEL_SPOTS):
+            box = _put(note, *spot, renderer)
+            costs.append(_overlap(box.padded(2), texts) * 3 + _overlap(box, markers)
+                         + (0 if _inside(box, panel) else 1e9))
+            if costs[-1] == 0:
+                break
+        best = int(np.argmin(costs))
+        texts.append(_put(note, *_LABEL_SPOTS[best], renderer))
+        note.arrow_patch.set_visible(best >= _LEADER_FROM)
+
+
+def _put(note, offset: tuple[float, float], ha: str, va: str, renderer) -> Bbox:
+    """Move the name `note` to a spot; returns the box of its text (its leader line left out), in pixels."""
+    note.xyann = offset
+    note.set_ha(ha)
+    note.set_va(va)
+    note.update_positions(renderer)
+    return Text.get_window_extent(note, renderer)
+
+
+def _overlap(box: Bbox, others: list) -> float:
+    """The area `box` shares with the boxes `others`, in square pixels."""
+    return sum(max(0.0, min(box.x1, o.x1) - max(box.x0, o.x0)) * max(0.0, min(box.y1, o.y1) - max(box.y0, o.y0))
+               for o in others)
+
+
+def _inside(box: Bbox, panel: Bbox) -> bool:
+    return panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
 
 
 def _format_axes(axes, table: pd.DataFrame, sheets: list, floor: float, top: float) -> None:
@@ -199,6 +287,8 @@ def _precision_legend(table: pd.DataFrame, names: list, palette: dict, roofs: bo
                             label="datasheet dense peak"))
     if (table["y"] <= floor).any():
         lines.append(Line2D([], [], color="grey", linestyle=":", linewidth=0.8, label="exact (error 0)"))
+    if table["noisy"].any():
+        lines.append(noisy_handle())
     if lines:
         handles += [Line2D([], [], color="none", label="also drawn"), *lines]
     return handles
@@ -222,7 +312,9 @@ def plot_precision(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     positive = pd.concat([table["rel_error"], quant]).astype(float)
     positive = positive[positive > 0]
     floor = positive.min() / 10 if not positive.empty else 1e-16
-    table = table.assign(y=table["rel_error"].astype(float).clip(lower=floor), quant=quant)
+    table = table.assign(y=table["rel_error"].astype(float).clip(lower=floor), quant=quant,
+                         noisy=noisy_flags(table, results, device="device", dtype="dtype", shape="shape",
+                                           method="method", label="label"))
     devices = list(dict.fromkeys(table["device"]))
     fig, axes = plt.subplots(len(devices), 1, figsize=(11, 5.2 * len(devices)), squeeze=False, sharex=True)
     roofs = False
@@ -234,4 +326,6 @@ def plot_precision(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     side_legend(fig, handles)
+    for ax, device in zip(axes[:, 0], devices):
+        _name_kernels(ax, table[table["device"] == device], palette, floor)
     return fig

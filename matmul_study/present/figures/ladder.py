@@ -11,24 +11,27 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from matmul_study.analysis.ladder import VENDOR_NAMES, ladder_table, vendor_line
+from matmul_study.analysis.noise import MARK
 from matmul_study.analysis.result_devices import devices_long, gpu_devices
 from matmul_study.core import dtypes
 from matmul_study.present.figures.style import (
-    KERNEL_LABEL, ONE_DEVICE, TFLOPS_LABEL, PlainLogFormatter, dtype_order, empty_figure, make_room, method_order,
-    method_palette, ordered, shape_title, themed, vendor_names,
+    KERNEL_LABEL, NOISY_LABEL, ONE_DEVICE, TFLOPS_LABEL, PlainLogFormatter, dtype_order, empty_figure, make_room,
+    mark_noisy, method_order, method_palette, noisy_flags, noisy_handle, ordered, shape_title, themed, vendor_names,
 )
 
 
 @themed
 def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     """TF/s of each kernel on each GPU device at the largest shape all devices ran, one panel per dtype."""
+    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
     title = "Devices compared at the largest common shape"
     gpus = gpu_devices(results[results["status"] == "passed"]) if "status" in results else []
     if len(gpus) < 2:
         return empty_figure(title, ONE_DEVICE if gpus else
                              "Devices compared is not drawn: no verified GPU job in these results.")
     long = devices_long(results)
-    long = long.assign(tflops=long["gflops"] / 1e3)
+    long = long.assign(tflops=long["gflops"] / 1e3, noisy=noisy_flags(long, results, device="device", dtype="dtype",
+                                                                      shape="shape", label="label"))
     if long.empty:
         return empty_figure(title, "Devices compared is not drawn: the devices share no shape with verified jobs.")
     dtypes = ordered(long["dtype"], dtype_order())
@@ -51,9 +54,11 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
             # the first device on top within each group
             ys = np.arange(len(labels)) - 0.4 + bar * (k + 0.5)
             ax.barh(ys, values.to_numpy(), height=bar * 0.92, color=colours[device], label=device)
+            flagged = sub[sub["device"] == device].set_index("label")["noisy"].reindex(labels, fill_value=False)
+            mark_noisy(ax, values.to_numpy(), ys, flagged.to_numpy())
             for y, v in zip(ys, values):
                 if np.isfinite(v):
-                    ax.annotate(f"{v:.3g}", xy=(v, y), xytext=(3, 0), textcoords="offset points", va="center",
+                    ax.annotate(tf(v), xy=(v, y), xytext=(3, 0), textcoords="offset points", va="center",
                                 fontsize=7, color="#333333")
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.set_ylim(len(labels) - 0.5, -0.5)
@@ -69,7 +74,9 @@ def plot_devices(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
         ax.tick_params(labelbottom=True)
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout(h_pad=1.5)
-    legend = fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[d]) for d in devices], labels=devices,
+    noisy = bool(long["noisy"].any())
+    legend = fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[d]) for d in devices]
+                        + ([noisy_handle()] if noisy else []), labels=devices + ([NOISY_LABEL] if noisy else []),
                         title="device", loc="center right", frameon=False)
     make_room(fig, legend)
     return fig
@@ -81,10 +88,13 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
     panel's top edge beside its line (the lower value to the left of its line, the higher to the right, so the two
     never overlap). Each rung's rate and its ratio to the vendor line stand in a column right of the panel, clear
     of the bars and the lines."""
+    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
     title = "The ladder: each rung at the largest shape"
     table = ladder_table(results)
     if table.empty:
         return empty_figure(title, "The ladder is not drawn: no verified GPU job in these results.")
+    table = table.assign(noisy=noisy_flags(table, results, device="device", dtype="dtype", shape="shape",
+                                           label="label"))
     rank = {name: i for i, name in enumerate(dtypes.NAMES)}
     panels = sorted(table.groupby(["device", "dtype"], sort=False), key=lambda kv: (kv[0][0], rank.get(kv[0][1], 99)))
     cols = min(2, len(panels))
@@ -102,21 +112,24 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
         rungs = part[part["method"] != vendor]
         ys = np.arange(len(rungs))
         ax.barh(ys, rungs["tflops"], color=[palette[m] for m in rungs["method"]], height=0.7)
+        mark_noisy(ax, rungs["tflops"], ys, rungs["noisy"])
         ax.set_yticks(ys, rungs["label"])
         ax.set_ylim(most - 0.5, -0.5)  # ladder order reads top to bottom; one bar thickness in every panel
         for y, (rate, ratio) in zip(ys, zip(rungs["tflops"], rungs["vs_cublas"])):
-            label = f"{rate:.3g} TF/s" + (f", {ratio:.2f}×" if np.isfinite(ratio) else "")
+            label = f"{tf(rate)} TF/s" + (f", {ratio:.2f}×" if np.isfinite(ratio) else "")
             ax.annotate(label, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(6, 0),
                         textcoords="offset points", va="center", ha="left", fontsize=8, annotation_clip=False)
         lines = []
         cublas = part[part["method"] == vendor]["tflops"]
         if not cublas.empty:
             ax.axvline(cublas.iloc[0], color="dimgrey", linestyle="--", linewidth=1.2)
-            lines.append((cublas.iloc[0], f"{VENDOR_NAMES.get(vendor, vendor)} {cublas.iloc[0]:.3g}", "dimgrey"))
+            flag = f" {MARK}" if part.loc[part["method"] == vendor, "noisy"].iloc[0] else ""
+            lines.append((cublas.iloc[0], f"{VENDOR_NAMES.get(vendor, vendor)} {tf(cublas.iloc[0])}{flag}",
+                          "dimgrey"))
         peak = part["datasheet_tflops"].iloc[0]
         if peak is not None and np.isfinite(peak):
             ax.axvline(peak, color="black", linestyle=":", linewidth=1.4)
-            lines.append((peak, f"datasheet {peak:.4g}", "black"))
+            lines.append((peak, f"datasheet {tf(peak)}", "black"))
         for i, (x, text, colour) in enumerate(sorted(lines)):
             lower = i == 0 and len(lines) > 1
             ax.annotate(text, xy=(x, 1), xycoords=("data", "axes fraction"), xytext=(-3 if lower else 3, 2),
@@ -139,6 +152,8 @@ def plot_ladder(results: pd.DataFrame, calibration: pd.DataFrame):
     if table["datasheet_tflops"].notna().any():
         handles.append(Line2D([], [], color="black", linestyle=":", linewidth=1.4,
                               label="datasheet dense peak (vendor)"))
+    if table["noisy"].any():
+        handles.append(noisy_handle())  # a flagged vendor line is named with MARK instead
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout(h_pad=1.6, w_pad=2.0, rect=(0, 0.6 / fig.get_figheight(), 1, 1))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)

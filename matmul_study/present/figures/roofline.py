@@ -14,12 +14,14 @@ from matmul_study.analysis.result_devices import device_kind, device_name, gpu_d
 from matmul_study.analysis.spread import verified
 from matmul_study.present.figures.style import (
     INTENSITY_LABEL, NO_BLOCK_STYLE, REFERENCE_STYLE, TFLOPS_LABEL, col_wrap, dtype_order, empty_figure, log2_x,
-    log_y, method_order, method_palette, ordered, side_legend, style_maps, themed, with_style_column,
+    log_y, mark_noisy, method_order, method_palette, noisy_column, noisy_handle, ordered, side_legend, style_maps,
+    themed, with_style_column,
 )
 
 
 def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: float, x_hi: float) -> list:
     """Draw min(memory × I, peak) over [x_lo, x_hi] with its labels; returns the y values drawn."""
+    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
     xs = np.geomspace(x_lo, x_hi, 400)
     if memory and peak:
         ys = np.minimum(memory * xs, peak)
@@ -32,7 +34,7 @@ def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: 
     ax.plot(xs, ys, color="black", linewidth=1.6, zorder=1, label="_roof")
     if peak:
         ax.annotate(
-            f"{dtype} calibrated {peak:.3g} TF/s",
+            f"{dtype} calibrated {tf(peak)} TF/s",
             xy=(x_hi, peak),
             xytext=(-4, 4),
             textcoords="offset points",
@@ -69,6 +71,7 @@ def _points(results: pd.DataFrame, calibration: pd.DataFrame) -> tuple[pd.DataFr
         return df.iloc[0:0], ("no verified job" if df.empty else "no calibrated ceiling in these results"
                               if calibration.empty else "these results have no modelled intensity")
     intensity = pd.to_numeric(df["model_intensity"], errors="coerce")
+    df = df.assign(noisy=noisy_column(df))
     df = df[(device_kind(df) == "gpu") & np.isfinite(intensity) & (intensity > 0)]
     df = df.assign(model_intensity=intensity[df.index], device=device_name(df))
     if df.empty:
@@ -77,7 +80,7 @@ def _points(results: pd.DataFrame, calibration: pd.DataFrame) -> tuple[pd.DataFr
     keys = ["device", "method", "dtype", "block"]
     df = df[df["size"] == df.groupby(keys)["size"].transform("max")]
     df = df.groupby(keys, as_index=False).agg(model_intensity=("model_intensity", "median"),
-                                              gflops=("gflops", "median"))
+                                              gflops=("gflops", "median"), noisy=("noisy", "max"))
     return df.assign(tflops=df["gflops"] / 1e3), None
 
 
@@ -103,12 +106,13 @@ def _draw_panel(ax, points: pd.DataFrame, device: str, dtype: str, ceilings: dic
                 palette: dict, markers: dict, several: bool) -> list:
     """One device's and dtype's panel: the calibrated roof, the datasheet peak and the points (`points` styled by
     with_style_column). Returns the y values drawn besides the points."""
+    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
     memory, peak = ceilings.get((device, "memory")), ceilings.get((device, dtype))
     y_seen = _roof_panel(ax, memory, peak, dtype, *x_range)
     sheet = datasheet_tflops(device, dtype)
     if sheet:
         ax.axhline(sheet, color="black", linestyle=(0, (1, 1.5)), linewidth=1.2, zorder=1)
-        ax.annotate(f"datasheet {sheet:.3g} TF/s", xy=(0.02, sheet), xycoords=("axes fraction", "data"),
+        ax.annotate(f"datasheet {tf(sheet)} TF/s", xy=(0.02, sheet), xycoords=("axes fraction", "data"),
                     xytext=(0, 3), textcoords="offset points", fontsize=8)
         y_seen.append(sheet)
     if memory is None and peak is None:
@@ -118,6 +122,7 @@ def _draw_panel(ax, points: pd.DataFrame, device: str, dtype: str, ceilings: dic
     for (method, style), g in panel.groupby(["method", "block"]):
         ax.scatter(g["model_intensity"], g["tflops"], color=palette[method], marker=markers[style], s=55,
                    edgecolor="white", linewidth=0.6, zorder=3)
+    mark_noisy(ax, panel["model_intensity"], panel["tflops"], panel["noisy"])
     ax.set_title(f"{device} · {dtype}" if several or device else dtype)
     return y_seen
 
@@ -156,6 +161,8 @@ def _legend(styled: pd.DataFrame, methods: list, palette: dict, markers: dict, s
         handles.append(Line2D([], [], color="black", linestyle=(0, (1, 1.5)), linewidth=1.2, label="datasheet peak"))
     if any(ln.get_linestyle() == ":" for a in axes.flat for ln in a.get_lines()):
         handles.append(Line2D([], [], color="grey", linestyle=":", label="ridge point"))
+    if styled["noisy"].any():
+        handles.append(noisy_handle())
     return handles
 
 

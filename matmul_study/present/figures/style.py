@@ -1,6 +1,7 @@
 """What every figure shares: axis labels and the placeholder texts, the orders and colours of methods and element
 types, the marker and dash of each block size, log axes with plain tick labels, the legend right of the panels, the
-placeholder figure that says why a figure has nothing to show, and the theme every figure is drawn under."""
+placeholder figure that says why a figure has nothing to show, the ring around a rate whose job missed its noise
+target (mark_noisy), and the theme every figure is drawn under."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter
 
 from matmul_study.analysis.ladder import VENDOR_NAMES, vendor_line
+from matmul_study.analysis.noise import MARK, NoisyJobs, noise_flags
 from matmul_study.analysis.result_devices import gpu_devices, with_device
 from matmul_study.core import dtypes, registry
 
@@ -27,6 +30,8 @@ KERNEL_LABEL = "kernel (method and block size)"
 NO_DATA = "no data for this figure in this run"
 PLACEHOLDER = "placeholder"  # the label (Figure.get_label) of a figure that only says why it has nothing to show
 SPREAD_LABEL = "spread of the samples"
+NOISY_LABEL = f"missed its noise target ({MARK})"
+NOISY_COLOUR = "crimson"
 ONE_DEVICE = "one device in this result set; copy another device's results into results/imported/ to compare"
 CALIBRATION_COLUMNS = ["device_name", "ceiling", "value", "unit", "detail"]
 
@@ -97,6 +102,50 @@ def draw_spread(ax, df: pd.DataFrame, colours: dict, x: str = "size") -> None:
                       linewidth=3.5, alpha=0.3, zorder=1, label="_spread")
 
 
+def mark_noisy(ax, x, y, noisy) -> bool:
+    """Ring each point (or bar end) at (x, y) whose job missed its noise target (`noisy`: a flag per point, as
+    analysis.noise.noise_flags or NoisyJobs give it); returns whether any was ringed, for the legend's
+    noisy_handle. Every figure that shows a job's rate marks its flagged jobs through this."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    flags = np.asarray([bool(v) and v == v for v in noisy], dtype=bool) if len(x) else np.zeros(0, dtype=bool)
+    keep = flags & np.isfinite(x) & np.isfinite(y)
+    if not keep.any():
+        return False
+    ax.scatter(x[keep], y[keep], s=170, facecolors="none", edgecolors=NOISY_COLOUR, linewidths=1.6, zorder=6,
+               label="_noisy", clip_on=False)
+    return True
+
+
+def noisy_handle() -> Line2D:
+    """The legend entry of mark_noisy's ring."""
+    return Line2D([], [], marker="o", markersize=12, markerfacecolor="none", markeredgecolor=NOISY_COLOUR,
+                  markeredgewidth=1.6, linestyle="", label=NOISY_LABEL)
+
+
+def noisy_column(rows: pd.DataFrame) -> pd.Series:
+    """Per row of the results (as the figures get them: `themed` adds 'noisy'), whether its job missed its noise
+    target."""
+    if "noisy" in rows:
+        return rows["noisy"].fillna(False).astype(bool)
+    return noise_flags(rows)["noisy"] if not rows.empty else pd.Series(False, index=rows.index, dtype=bool)
+
+
+def noisy_flags(rows: pd.DataFrame, results: pd.DataFrame, **columns) -> pd.Series:
+    """Per row of a derived table (the ladder, the devices compared, the precision points): whether its job in
+    `results` missed its noise target; `columns` as NoisyJobs.reasons takes them."""
+    return NoisyJobs(results).reasons(rows, **columns).astype(bool)
+
+
+def add_noisy_entry(fig: Figure, legend) -> None:
+    """Rebuild the figure legend `legend` (seaborn's, say) with the noisy_handle entry last."""
+    handles, labels = list(legend.legend_handles), [t.get_text() for t in legend.get_texts()]
+    title = legend.get_title().get_text()
+    legend.remove()
+    new = fig.legend(handles + [noisy_handle()], labels + [NOISY_LABEL], title=title or None, loc="center right",
+                     frameon=False)
+    make_room(fig, new)
+
+
 def with_style_column(df: pd.DataFrame) -> pd.DataFrame:
     """Add 'block': the line style level (reference line / no block axis / the block size as text)."""
     blocks = df["block"].fillna(0).astype(int)
@@ -144,7 +193,9 @@ def log_y(ax, plain: bool) -> None:
 
 
 def finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plain_y: bool = True,
-                 handles: list | None = None) -> Figure:
+                 handles: list | None = None, noisy: bool = False) -> Figure:
+    """Log axes, labels on every panel, the title and the legend right of the panels (`handles`, else the grid's
+    own); with `noisy`, the legend ends with mark_noisy's entry."""
     for ax in grid.axes.flat:
         log2_x(ax)
         log_y(ax, plain_y)
@@ -157,9 +208,12 @@ def finish_grid(grid: sns.FacetGrid, title: str, xlabel: str, ylabel: str, plain
     grid.figure.suptitle(title, fontweight="bold")
     grid.figure.tight_layout(w_pad=2.0)
     if handles:
-        side_legend(grid.figure, handles)
+        side_legend(grid.figure, handles + ([noisy_handle()] if noisy else []))
     elif grid.legend is not None:
-        make_room(grid.figure, grid.legend)
+        if noisy:
+            add_noisy_entry(grid.figure, grid.legend)
+        else:
+            make_room(grid.figure, grid.legend)
     return grid.figure
 
 
@@ -209,7 +263,10 @@ def themed(plot: Callable[[pd.DataFrame, pd.DataFrame], Figure]) -> Callable[...
     def wrapped(results: pd.DataFrame, calibration: pd.DataFrame | None = None) -> Figure:
         with sns.axes_style("ticks"), sns.plotting_context("notebook", font_scale=0.9):
             # merged result sets may repeat index labels; the plots align columns on the index
-            return plot(results.reset_index(drop=True), usable_calibration(calibration))
+            results = results.reset_index(drop=True)
+            # 'noisy': the job missed its noise target (analysis.noise), ringed by mark_noisy
+            noisy = noise_flags(results)["noisy"] if not results.empty else pd.Series(dtype=bool)
+            return plot(results.assign(noisy=noisy), usable_calibration(calibration))
 
     wrapped.__name__ = plot.__name__
     wrapped.__doc__ = plot.__doc__

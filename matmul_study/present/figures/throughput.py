@@ -12,8 +12,8 @@ from matplotlib.lines import Line2D
 from matmul_study.analysis.spread import rates_with_spread, verified
 from matmul_study.present.figures.style import (
     NO_BLOCK_STYLE, REFERENCE_METHODS, REFERENCE_STYLE, SIZE_LABEL, SPEEDUP_LABEL, SPREAD_LABEL, TFLOPS_LABEL,
-    col_wrap, device_rows, draw_spread, dtype_order, dtype_palette, empty_figure, finish_grid, method_order,
-    method_palette, ordered, set_titles, style_maps, themed, with_style_column,
+    col_wrap, device_rows, draw_spread, dtype_order, dtype_palette, empty_figure, finish_grid, mark_noisy,
+    method_order, method_palette, noisy_column, ordered, set_titles, style_maps, themed, with_style_column,
 )
 
 
@@ -26,7 +26,8 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str, s
     # a job run twice (merged result sets) is one point, the median; distinct shapes of one size stay apart
     keys = (["device"] if rows else []) + [col, "method", "block", "shape", "size"]
     extra = [c for c in (f"{y}_lo", f"{y}_hi") if spread and c in df]
-    df = df.groupby(keys, as_index=False, sort=False)[[y] + extra].median()
+    df = df.assign(noisy=noisy_column(df)).groupby(keys, as_index=False, sort=False).agg(
+        **{c: (c, "median") for c in [y] + extra}, noisy=("noisy", "max"))
     methods = ordered(df["method"], method_order())
     cols = ordered(df[col], dtype_order())
     style_order, markers, dashes = style_maps(set(df["block"]))
@@ -57,14 +58,45 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str, s
         legend=False,
     )
     set_titles(grid, bool(rows))
-    if extra:
-        for key, ax in grid.axes_dict.items():
-            row_key, col_key = key if rows else (None, key)
-            panel = df[df[col] == col_key] if not rows else df[(df["device"] == row_key) & (df[col] == col_key)]
+    noisy = False
+    for key, ax in grid.axes_dict.items():
+        row_key, col_key = key if rows else (None, key)
+        panel = df[df[col] == col_key] if not rows else df[(df["device"] == row_key) & (df[col] == col_key)]
+        if extra:
             draw_spread(ax, panel.rename(columns={y: "tflops", f"{y}_lo": "tflops_lo", f"{y}_hi": "tflops_hi"}),
-                         palette)
-    return finish_grid(grid, title, SIZE_LABEL, ylabel, handles=_method_legend(df, methods, palette, markers,
-                                                                                  spread=bool(extra)))
+                        palette)
+        noisy |= mark_noisy(ax, panel["size"], panel[y], panel["noisy"])
+    return _room_for_labels(finish_grid(grid, title, SIZE_LABEL, ylabel, noisy=noisy,
+                                        handles=_method_legend(df, methods, palette, markers, spread=bool(extra))))
+
+
+def _labels_overlap(fig: Figure) -> bool:
+    """Whether any two axis labels or tick labels (of ticks in view) of different panels overlap or touch."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for i, ax in enumerate(a for a in fig.axes if a.get_visible()):
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        texts = [ax.xaxis.label, ax.yaxis.label, *(t for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1),
+                 *(t for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1)]
+        # a gap of a twelfth of an inch at least: labels that touch read as one
+        boxes += [(i, t.get_window_extent(renderer).padded(fig.dpi / 24)) for t in texts
+                  if t.get_visible() and t.get_text()]
+    return any(a.overlaps(b) for k, (i, a) in enumerate(boxes) for j, b in boxes[k + 1:] if i != j)
+
+
+def _room_for_labels(fig: Figure) -> Figure:
+    """finish_grid makes room for the legend right of the panels by narrowing them; where that runs one panel's
+    labels into the next one's (two panels a row: the x labels), widen the figure by the legend's width and lay
+    the panels out again beside it, so that each keeps the width its labels need."""
+    for _ in range(2):
+        if not fig.legends or not _labels_overlap(fig):
+            break
+        legend = fig.legends[-1].get_window_extent().width / fig.dpi + 0.2
+        width = fig.get_figwidth() + legend
+        fig.set_figwidth(width)
+        fig.tight_layout(w_pad=2.0, rect=(0, 0, 1 - legend / width, 1))
+    return fig
 
 
 def _method_legend(df: pd.DataFrame, methods: list, palette: dict, markers: dict, spread: bool) -> list:
@@ -153,7 +185,18 @@ def plot_blocks(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     grid.set_titles(row_template="{row_name}", col_template="{col_name}")
     if len(dtypes) == 1 and not devices:
         grid.set_titles(col_template=f"{{col_name}}, {dtypes[0]}")
-    return finish_grid(grid, title, SIZE_LABEL, TFLOPS_LABEL)
+    noisy = _mark_panels(grid, df.assign(noisy=noisy_column(df)), row, "method")
+    return _room_for_labels(finish_grid(grid, title, SIZE_LABEL, TFLOPS_LABEL, noisy=noisy))
+
+
+def _mark_panels(grid, df: pd.DataFrame, row: str | None, col: str) -> bool:
+    """mark_noisy in each panel of a relplot faceted by `row` (or none) and `col`, over size and TF/s."""
+    noisy = False
+    for key, ax in grid.axes_dict.items():
+        row_key, col_key = key if row else (None, key)
+        panel = df[(df[col] == col_key) & ((df[row] == row_key) if row else True)]
+        noisy |= mark_noisy(ax, panel["size"], panel["tflops"], panel["noisy"])
+    return noisy
 
 
 @themed
@@ -171,7 +214,8 @@ def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Fi
     df, devices = device_rows(df)
     # one line per precision (and device): the best block size of each job shape
     keys = (["device"] if devices else []) + ["method", "dtype", "shape", "size"]
-    best = df.groupby(keys, as_index=False)["tflops"].max()
+    df = df.assign(noisy=noisy_column(df)).reset_index(drop=True)
+    best = df.loc[df.groupby(keys)["tflops"].idxmax(), keys + ["tflops", "noisy"]]
     methods = ordered(best["method"], method_order())
     grid = sns.relplot(
         data=best,
@@ -195,4 +239,5 @@ def plot_float_vs_double(results: pd.DataFrame, calibration: pd.DataFrame) -> Fi
         facet_kws={"sharey": True},
     )
     set_titles(grid, bool(devices))
-    return finish_grid(grid, title, SIZE_LABEL, TFLOPS_LABEL)
+    noisy = _mark_panels(grid, best, "device" if devices else None, "method")
+    return _room_for_labels(finish_grid(grid, title, SIZE_LABEL, TFLOPS_LABEL, noisy=noisy))

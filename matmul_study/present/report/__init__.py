@@ -12,7 +12,8 @@ than one, and gives the provenance (commits, config hashes, library versions) of
 
 Modules: page (`render_report` and the page's own sections), answer (the headline, the ladder's steps, precision,
 regret, the claims, the methods), measurement (throttling, noise and caps, the CPU budget, burst and sustained
-rates) and text (numbers and names in words, escaped tables).
+rates), noise (the † after a rate whose job missed its noise target, in every table and sentence) and text
+(numbers and names in words, escaped tables).
 """
 
 from matmul_study.present.report.page import PRUNED_COLUMNS, render_report

@@ -12,17 +12,21 @@ from markupsafe import Markup, escape
 from matmul_study.analysis import collate
 from matmul_study.analysis.claims import check_claims
 from matmul_study.analysis.columns import distinct, has_configurations, several_gpus
+from matmul_study.analysis.cpu_line import load_words, machine_cores
 from matmul_study.analysis.headline import headline as headline_table
-from matmul_study.analysis.ladder import ladder_table
+from matmul_study.analysis.ladder import ladder_table, vendor_line
+from matmul_study.analysis.noise import NoisyJobs
 from matmul_study.analysis.precision import comparisons, precision_table
 from matmul_study.analysis.regret import regret_table
 from matmul_study.analysis.regret import summary as regret_summary
+from matmul_study.analysis.result_devices import device_kind, device_labels
 from matmul_study.analysis.why import climb, headline_facts, ladder_steps, reference_lines
 from matmul_study.core import registry
 from matmul_study.present.figures import dtype_order, method_order
+from matmul_study.present.report.noise import MARK, flag_sentence, mark_column, marked
 from matmul_study.present.report.text import (
-    and_join, error, html_table, in_order, kernel_name, pct, shape_text, shape_words, table_text, tf, times,
-    vendor_name,
+    and_join, error, html_table, in_order, kernel_name, pct, rate_formatters, shape_text, shape_words, table_text,
+    tf, times, vendor_name,
 )
 
 VERDICT_CLASSES = {"holds": "holds", "partly holds": "partly", "does not hold": "fails", "not measured": "unmeasured"}
@@ -43,45 +47,68 @@ def _dtype_rank(name: str) -> int:
     return order.index(name) if name in order else len(order)
 
 
-def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: bool) -> str:
+def _flagged(noisy: NoisyJobs, row: pd.Series, device: str, flagged: list, vendor: bool = False) -> str:
+    """MARK where the job of `row` (the vendor line's at its shape, with `vendor`) is flagged, its name and
+    reason added to `flagged`; '' otherwise."""
+    keys = {"method": vendor_line(row["dtype"])} if vendor else {"label": row["label"], "variant": row.get("variant")}
+    why_ = noisy.reason(device=device, dtype=row["dtype"], shape=row["shape"], **keys)
+    if why_:
+        name = vendor_name(row["dtype"]) if vendor else kernel_name(row)
+        flagged.append((f"{name} {row['dtype']} at {shape_text(row['m'], row['k'], row['n'])}", why_))
+    return f" {MARK}" if why_ else ""
+
+
+def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: bool, noisy: NoisyJobs) -> str:
     """A GPU's sentences: its fastest kernel of ours at the largest shape against cuBLAS and the datasheet peak,
-    then the other element types in a list."""
+    then the other element types in a list; a flagged number carries MARK and a last sentence says why."""
     shape = shape_text(lead["m"], lead["k"], lead["n"])
     where = f"this {device}" if one_gpu else f"the {device}"
+    flagged: list = []
     text = (f"On {where}, our fastest kernel, {kernel_name(lead)}, runs {lead['dtype']} at "
-            f"{tf(lead['tflops'])} TF/s at {shape}")
+            f"{tf(lead['tflops'])} TF/s{_flagged(noisy, lead, device, flagged)} at {shape}")
     clauses = []
     if np.isfinite(lead["vs_cublas"]):
-        clauses.append(f"{lead['vs_cublas']:.2f}× {vendor_name(lead['dtype'])} measured in the same run")
+        clauses.append(f"{lead['vs_cublas']:.2f}× {vendor_name(lead['dtype'])}"
+                       f"{_flagged(noisy, lead, device, flagged, vendor=True)} measured in the same run")
     if np.isfinite(lead["pct_of_datasheet"]):
         clauses.append(f"{pct(lead['pct_of_datasheet'])} of the datasheet's "
-                       f"{lead['datasheet_tflops']:.4g} TF/s dense peak")
+                       f"{tf(lead['datasheet_tflops'])} TF/s dense peak")
     text += (": " + " and ".join(clauses) if clauses else "") + "."
     others = []
     for _, row in part.iloc[1:].sort_values("dtype", key=lambda c: c.map(_dtype_rank)).iterrows():
         other_shape = shape_text(row["m"], row["k"], row["n"])
         detail = [kernel_name(row)]
         if np.isfinite(row["vs_cublas"]):
-            detail.append(f"{row['vs_cublas']:.2f}× {vendor_name(row['dtype'])}")
-        others.append(f"{row['dtype']} {tf(row['tflops'])} TF/s" + (f" at {other_shape}" if other_shape
-                      != shape else "") + f" ({', '.join(detail)})")
+            detail.append(f"{row['vs_cublas']:.2f}× {vendor_name(row['dtype'])}"
+                          f"{_flagged(noisy, row, device, flagged, vendor=True)}")
+        others.append(f"{row['dtype']} {tf(row['tflops'])} TF/s{_flagged(noisy, row, device, flagged)}"
+                      + (f" at {other_shape}" if other_shape != shape else "") + f" ({', '.join(detail)})")
     if others:
         text += f" At the largest shape of the other element types: {', '.join(others)}."
-    return text
+    return " ".join(filter(None, [text, flag_sentence(flagged)]))
 
 
-def _cpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, only_cpu: bool) -> str:
-    """A CPU's sentence: its fastest method's rate at each element type."""
+def _cpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, only_cpu: bool, noisy: NoisyJobs,
+                  jobs: pd.DataFrame) -> str:
+    """A CPU's sentence: its fastest method's rate at each element type (a flagged one with MARK, and why), its
+    BLAS threads of the machine's cores, and the load beside its jobs (`jobs`: the CPU's rows of the results)."""
     shape = shape_text(lead["m"], lead["k"], lead["n"])
-    threads = lead["threads"]
+    threads, cores = lead["threads"], machine_cores(jobs).max()
     with_threads = f", {threads:.0f} BLAS thread{'s' if threads != 1 else ''}" if np.isfinite(threads) else ""
-    rates = [f"{row['dtype']} at {tf(row['tflops'])} TF/s" + (
+    with_threads += f" of {cores:.0f} cores" if with_threads and np.isfinite(cores) else ""
+    flagged: list = []
+    rates = [f"{row['dtype']} at {tf(row['tflops'])} TF/s{_flagged(noisy, row, device, flagged)}" + (
         f" at {shape_text(row['m'], row['k'], row['n'])}" if i == 0 or
         shape_text(row["m"], row["k"], row["n"]) != shape else "")
         for i, (_, row) in enumerate(part.sort_values("dtype", key=lambda c: c.map(_dtype_rank)).iterrows())]
     if only_cpu:
-        return f"On this CPU ({device}{with_threads}), {lead['label']} runs {and_join(rates)}."
-    return f"The CPU line ({lead['label']} on {device}{with_threads}) runs {and_join(rates)}."
+        text = f"On this CPU ({device}{with_threads}), {lead['label']} runs {and_join(rates)}."
+    else:
+        text = f"The CPU line ({lead['label']} on {device}{with_threads}) runs {and_join(rates)}."
+    load = load_words(jobs)
+    if load:
+        text += f" During {'its' if len(jobs) > 1 else 'the'} job{'s' if len(jobs) > 1 else ''}: {load}."
+    return " ".join(filter(None, [text, flag_sentence(flagged)]))
 
 
 def headline_sentences(results: pd.DataFrame) -> list[str]:
@@ -92,13 +119,16 @@ def headline_sentences(results: pd.DataFrame) -> list[str]:
     if facts.empty:
         return []
     gpus = facts.loc[facts["kind"] == "gpu", "device"].unique()
+    noisy = NoisyJobs(results)
+    labels, cpu = device_labels(results), device_kind(results) == "cpu"
     out = []
     for device, part in facts.groupby("device", sort=False):
         lead = part.iloc[0]  # fastest first
         if lead["kind"] == "gpu":
-            out.append(_gpu_sentence(lead, part, device, len(gpus) == 1))
+            out.append(_gpu_sentence(lead, part, device, len(gpus) == 1, noisy))
         else:
-            out.append(_cpu_sentence(lead, part, device, len(gpus) == 0))
+            jobs = results[(cpu & (labels == device)).to_numpy()]
+            out.append(_cpu_sentence(lead, part, device, len(gpus) == 0, noisy, jobs))
     return out
 
 
@@ -111,7 +141,8 @@ def headline(results: pd.DataFrame) -> dict | None:
     if facts is None:
         return None
     column = "fastest of ours" if facts.ours else "fastest method"
-    table = facts.table.rename(columns={
+    table, flagged = _mark_headline(facts.table, NoisyJobs(results))
+    table = table.rename(columns={
         "label": column, "tflops": "TF/s", "vs_cublas": "× cuBLAS", "pct_of_datasheet": "% of datasheet peak",
         "cublas_tflops": "cuBLAS TF/s"})
     if not several_gpus(results):
@@ -135,8 +166,24 @@ def headline(results: pd.DataFrame) -> dict | None:
                  if facts.gpu else "the datasheet peaks are GPU peaks and this run has no GPU job"}
     if blank:
         notes.append(f"The — under {' and '.join(blank)}: {'; '.join(why_blank[c] for c in blank)}.")
-    return {"table": html_table(table.reset_index(drop=True)), "column": column, "note": " ".join(notes) or None,
-            "sentences": headline_sentences(results)}
+    if flagged:
+        notes.append(flag_sentence(flagged))
+    return {"table": marked(html_table(table.reset_index(drop=True))), "column": column,
+            "note": " ".join(notes) or None, "sentences": headline_sentences(results)}
+
+
+def _mark_headline(table: pd.DataFrame, noisy: NoisyJobs) -> tuple[pd.DataFrame, list]:
+    """The headline table with MARK after each rate whose job is flagged (ours, and the vendor line's), and the
+    (name, reason) of each."""
+    ours = noisy.reasons(table, device="device", dtype="dtype", shape="shape", label="label", variant="configuration")
+    vendor = pd.Series([noisy.reason(device=row["device"], dtype=row["dtype"], shape=row["shape"],
+                                     method=vendor_line(row["dtype"])) if np.isfinite(row["cublas_tflops"]) else ""
+                        for _, row in table.iterrows()], index=table.index, dtype=object)
+    flagged = [(f"{row['label']} {row['dtype']} at {shape_words(row['shape'])}", why_)
+               for (_, row), why_ in zip(table.iterrows(), ours) if why_]
+    flagged += [(f"{vendor_name(row['dtype'])} {row['dtype']} at {shape_words(row['shape'])}", why_)
+                for (_, row), why_ in zip(table.iterrows(), vendor) if why_]
+    return mark_column(mark_column(table, "tflops", ours), "cublas_tflops", vendor), flagged
 
 
 def _precision_sentence(row: pd.Series) -> str:
@@ -184,9 +231,11 @@ def precision(results: pd.DataFrame, figures: list[dict]) -> dict | None:
     })
     if not np.isfinite(table["quantization_rel_error"].astype(float)).any():
         shown = shown.drop(columns="quantization error")
+    shown = mark_column(shown, "TF/s", NoisyJobs(results).reasons(table, device="device", dtype="dtype",
+                                                                  shape="shape", method="method", label="label"))
     sentences = [(f"On {row['device']}: " if several else "") + _precision_sentence(row)
                  for _, row in comparisons(table).iterrows()]
-    return {"table": html_table(shown), "sentences": sentences, "figures": figures}
+    return {"table": marked(html_table(shown)), "sentences": sentences, "figures": figures}
 
 
 def _climb_sentence(row: pd.Series, several: bool) -> str:
@@ -207,9 +256,12 @@ def why(results: pd.DataFrame) -> dict | None:
     if steps.empty:
         return None
     several = steps["device"].nunique() > 1
+    noisy = NoisyJobs(results)
+    marks = {end: noisy.reasons(steps, device="device", dtype="dtype", shape="shape", label=end).map(
+        lambda r: f" {MARK}" if r else "") for end in ("from", "to")}
     table = pd.DataFrame({
         "element type": steps["dtype"],
-        "step": steps["from"] + " → " + steps["to"],
+        "step": steps["from"] + marks["from"] + " → " + steps["to"] + marks["to"],
         "what the step adds": steps["adds"],
         "modelled traffic (GB)": [f"{tf(a)} → {tf(b)}" + (f" (÷{c:.3g})" if c >= 1.005 else
                                                           f" (×{1 / c:.3g})" if c <= 0.995 else " (same)")
@@ -226,7 +278,7 @@ def why(results: pd.DataFrame) -> dict | None:
     rungs = rungs[~rungs["method"].isin(reference_lines())]
     single = [f"{dtype} has one rung ({part['label'].iloc[0]}), so no step to explain."
               for (_, dtype), part in rungs.groupby(["device", "dtype"], sort=False) if len(part) == 1]
-    return {"table": html_table(table), "climbs": climbs, "single": single}
+    return {"table": marked(html_table(table)), "climbs": climbs, "single": single}
 
 
 def regret(results: pd.DataFrame) -> dict | None:
@@ -250,7 +302,11 @@ def regret(results: pd.DataFrame) -> dict | None:
         "fastest TF/s": table["best_gflops"] / 1e3,
         "pick ÷ fastest": [f"{r:.2f}" if np.isfinite(r) else "not measured" for r in table["regret"]],
     })
-    return {"table": html_table(shown), "sentences": _regret_sentences(facts)}
+    noisy = NoisyJobs(results)
+    for rate, variant in (("pick TF/s", "pick"), ("fastest TF/s", "best")):
+        shown = mark_column(shown, rate, noisy.reasons(table, device="device", method="method", block="block",
+                                                       dtype="dtype", shape="shape", variant=variant))
+    return {"table": marked(html_table(shown)), "sentences": _regret_sentences(facts)}
 
 
 def _regret_sentences(facts: dict) -> list[str]:
@@ -291,7 +347,7 @@ def claims(results: pd.DataFrame) -> Markup | None:
     for verdict, css in VERDICT_CLASSES.items():
         # cell text is escaped already, so an exact match can only hit a verdict cell
         text = text.replace(f"<td>{verdict}</td>", f'<td class="verdict {css}">{verdict}</td>')
-    return Markup(text)
+    return marked(Markup(text))
 
 
 def methods(results: pd.DataFrame) -> Markup:
@@ -304,10 +360,14 @@ def methods(results: pd.DataFrame) -> Markup:
                      "kernel": f"kernels/{method.source}" if method.source else "(library)",
                      "dtypes": ", ".join(method.dtypes), "block axis": "yes" if method.block_axis else "no"})
     html = table_text(pd.DataFrame(rows)) if rows else ""
+    noisy = NoisyJobs(results)
     for numerator, denominator, text in LADDER_STEPS:
         effect = collate.method_ratio(results, numerator, denominator)
+        for method in (numerator, denominator) if not effect.empty else ():
+            effect = mark_column(effect, f"{method} GFLOP/s", noisy.reasons(
+                effect.assign(_m=method), device="device", dtype="dtype", block="block", shape="shape", method="_m"))
         if not effect.empty:
             html += f"<p>{escape(text)} Measured ({escape(numerator)} over {escape(denominator)}):</p>"
             html += effect.to_html(escape=True, index=False, float_format=lambda x: f"{x:.2f}", border=0,
-                                   classes="data", justify="left")
-    return Markup(html)
+                                   classes="data", justify="left", formatters=rate_formatters(effect))
+    return marked(Markup(html))

@@ -16,6 +16,7 @@ from matmul_study.analysis.measurement import (
 )
 from matmul_study.analysis.result_devices import device_kind
 from matmul_study.core.records import BURST_SAMPLE_MAX_S
+from matmul_study.present.report.noise import MARK, job_reasons, mark_column, marked
 from matmul_study.present.report.text import html_table, table_text
 
 TIMING_MODES = {
@@ -24,14 +25,15 @@ TIMING_MODES = {
 }
 
 
-def job_keys(results: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
+def job_keys(results: pd.DataFrame, df: pd.DataFrame, mark: bool = True) -> pd.DataFrame:
     """label, dtype, shape (the variant where a method with variants ran, and the device when the results hold
-    several) of the rows of `df`."""
+    several) of the rows of `df`; with `mark`, a label whose job is flagged (analysis.noise) carries MARK."""
     keys = [c for c in ("label", "variant", "dtype", "shape")
             if c in df and (c != "variant" or has_configurations(results))]
     if several_gpus(results) and "env_device_name" in df:
         keys.append("env_device_name")
-    return df[keys].rename(columns={"env_device_name": "device"})
+    table = mark_column(df[keys], "label", job_reasons(df)) if mark else df[keys]
+    return table.rename(columns={"env_device_name": "device"})
 
 
 def throttling(results: pd.DataFrame, config: dict) -> dict | None:
@@ -62,7 +64,7 @@ def throttling(results: pd.DataFrame, config: dict) -> dict | None:
             for a, b in zip(numeric(hit, "gpu_power_w_before"), numeric(hit, "gpu_power_w_after"))
         ],
     })
-    out["table"] = html_table(table)
+    out["table"] = marked(html_table(table))
     return out
 
 
@@ -126,7 +128,7 @@ def _budget(results: pd.DataFrame, caps: pd.DataFrame) -> dict | None:
             "text": f"the time budget of {budgets} per job (measurement.cpu_max_s) shaped their number: the "
                     "timing was planned to fit it, with fewer processes, warm-ups or samples than the measurement "
                     "policy asks, so each rests on less than a full measurement and reads with its spread.",
-            "table": html_table(table)}
+            "table": marked(html_table(table))}
 
 
 def _capped_sentence(stopped: pd.Series) -> str | None:
@@ -144,7 +146,7 @@ def _capped_sentence(stopped: pd.Series) -> str | None:
 def _missed_table(results: pd.DataFrame, missed: pd.DataFrame, caps: pd.DataFrame) -> Markup:
     """The jobs that missed the noise target (missed_target), with their noise, repetitions, caps and the cap hit."""
     rsd, target = numeric(missed, "timing_rsd"), numeric(missed, "timing_noise_target")
-    table = job_keys(results, missed).assign(
+    table = job_keys(results, missed, mark=False).assign(
         rsd=[f"{x:.2%}" for x in rsd],
         target=[f"{x:.1%}" for x in target],
         repetitions=numeric(missed, "timing_reps").astype("Int64"),
@@ -155,8 +157,11 @@ def _missed_table(results: pd.DataFrame, missed: pd.DataFrame, caps: pd.DataFram
         table["caps (repetitions / s)"] = [
             f"{r:g} / {t:g}" + (f" ({p:.0f} processes)" if p > 1 else "")
             for r, t, p in zip(missed_caps["reps_cap"], missed_caps["time_cap"], missed_caps["processes"])]
+    burst = missed["rate"] == "burst" if "rate" in missed else pd.Series(False, index=missed.index)
+    table["rate flagged"] = ["yes" if r else "no: its burst rate is the median of its fastest samples" if b else "no"
+                             for r, b in zip(job_reasons(missed), burst)]
     table["cap hit"] = missed_caps["stopped_by"].to_numpy()
-    return html_table(table)
+    return marked(html_table(table))
 
 
 def measurement(results: pd.DataFrame, config: dict) -> dict | None:
@@ -189,7 +194,22 @@ def measurement(results: pd.DataFrame, config: dict) -> dict | None:
         "launches": f"{launches[0]:.0f}–{launches[1]:.0f}" if launches else None,
         "min_launches": meas.get("min_launches_per_sample") if launches else None,
         "budget": _budget(results, caps),
+        "flagged": _flagged_sentence(results, len(missed)),
     }
+
+
+def _flagged_sentence(results: pd.DataFrame, n_missed: int) -> str | None:
+    """How many jobs the noise flag marks across the report, and the rule (analysis.noise) in words; None where
+    no job missed its target and none is flagged."""
+    n = int(job_reasons(results).astype(bool).sum())
+    if not n and not n_missed:
+        return None
+    return (f"{n} job{'s are' if n != 1 else ' is'} flagged ({MARK} after its rate in every table and in the answer, "
+            "a red ring in the figures): a rate that is the median of its samples (CPU jobs, over all their "
+            "processes' samples) is flagged when their relative standard deviation is above the target; a GPU burst "
+            "rate only when, besides, fewer samples than the burst rule asks ran at the fastest level (otherwise it "
+            "is the median of samples within the burst band of one another, and the wider spread is the power "
+            "limiter's, which the burst rule sets aside); and any rate from a single timed sample.")
 
 
 def _percent(fraction) -> str:
@@ -270,7 +290,7 @@ def rates(results: pd.DataFrame, config: dict) -> Markup | None:
         html += (f"<p>Waiting cost {settle_s:.0f} s of settling and {recovery_s:.0f} s of cool-downs, "
                  f"{(settle_s + recovery_s) / job_s:.0%} of the {job_s:.0f} s the jobs took.</p>")
     html += _rate_tables(results, gpu)
-    return Markup(html + str(_cpu_processes(results) or ""))
+    return marked(Markup(html + str(_cpu_processes(results) or "")))
 
 
 def _cpu_processes(results: pd.DataFrame) -> Markup | None:

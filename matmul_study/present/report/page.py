@@ -18,10 +18,12 @@ from markupsafe import Markup
 
 from matmul_study.analysis import collate
 from matmul_study.analysis.columns import distinct, has_configurations, several_gpus
+from matmul_study.analysis.cpu_line import load_words
+from matmul_study.analysis.noise import NoisyJobs
 from matmul_study.analysis.provenance import mixed, provenance_table
 from matmul_study.analysis.result_devices import device_kind, device_labels, devices_table, gpu_devices
 from matmul_study.present.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
-from matmul_study.present.report import answer, measurement
+from matmul_study.present.report import answer, measurement, noise
 from matmul_study.present.report.text import html_table, in_order
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -79,6 +81,8 @@ JOB_COLUMNS = [
     "model_intensity",
     "verification_rel_fro_error",
     "variant_reason",
+    "noise_flag",
+    "cpu_load",
 ]
 # The configuration columns, shown where a method with variants ran (core/configs.py).
 VARIANT_COLUMNS = ("variant", "variant_reason")
@@ -237,10 +241,14 @@ def _devices(results: pd.DataFrame, figures: list[dict]) -> dict | None:
     if not several_gpus(results):
         return None
     table = devices_table(results, dtype_order(), method_order())
+    noisy = NoisyJobs(results)
+    for device in gpu_devices(results):
+        table = noise.mark_column(table, f"{device} GFLOP/s", noisy.reasons(
+            table.assign(_device=device), device="_device", dtype="dtype", shape="shape", label="label"))
     return {
         "names": gpu_devices(results),
         "figures": figures,
-        "table": html_table(table) if not table.empty else None,
+        "table": noise.marked(html_table(table)) if not table.empty else None,
     }
 
 
@@ -259,10 +267,14 @@ def _provenance_notes(results: pd.DataFrame) -> list[str]:
 
 def _jobs(results: pd.DataFrame) -> pd.DataFrame:
     """The All jobs table: JOB_COLUMNS (and the device where there are several GPUs), without columns that are
-    empty for every job (a CPU-only run has no % of cuBLAS), headed as JOB_HEADERS names them."""
-    columns = [c for c in JOB_COLUMNS + (["env_device_name"] if several_gpus(results) else []) if c in results
-               and (c not in VARIANT_COLUMNS or has_configurations(results))]
-    table = results[columns]
+    empty for every job (a CPU-only run has no % of cuBLAS), headed as JOB_HEADERS names them. noise_flag says why
+    a job was flagged (analysis.noise), cpu_load what else a CPU job's machine ran."""
+    cpu = (device_kind(results) == "cpu").to_numpy()
+    derived = {"noise_flag": [f"{noise.MARK} {r}" if r else "" for r in noise.job_reasons(results)],
+               "cpu_load": [load_words(row) if is_cpu else None for is_cpu, (_, row) in zip(cpu, results.iterrows())]}
+    columns = [c for c in JOB_COLUMNS + (["env_device_name"] if several_gpus(results) else [])
+               if (c in results or c in derived) and (c not in VARIANT_COLUMNS or has_configurations(results))]
+    table = results[[c for c in columns if c not in derived]].assign(**derived)[columns]
     keep = [c for c in columns if c in ("label", "dtype", "shape", "status") or
             table[c].map(lambda v: v is not None and str(v).strip() not in ("", "nan", "None")).any()]
     return table[keep].rename(columns=JOB_HEADERS)
@@ -322,6 +334,7 @@ def render_report(
     extra = _extra_sections(results, fastest, config, extra_sections)
     all_figures = _figures(figures or {})
     jobs = _jobs(results)
+    noisy = NoisyJobs(fastest)
     return env.get_template(TEMPLATE).render(
         title=_title(results),
         summary=_summary(results),
@@ -344,11 +357,12 @@ def render_report(
         devices=_devices(fastest, [f for f in all_figures if f["name"] == "devices"]),
         precision=answer.precision(fastest, [f for f in all_figures if f["name"] == "precision"]),
         tables=[
-            {"title": TABLE_TITLES.get(key, str(key).replace("_", " ").capitalize()), "html": html_table(df)}
+            {"title": TABLE_TITLES.get(key, str(key).replace("_", " ").capitalize()),
+             "html": noise.summary(str(key), df, noisy)}
             for key, df in (tables or {}).items()
         ],
         extra_sections=extra,
         pruned=html_table(pruned, PRUNED_COLUMNS) if pruned is not None and not pruned.empty else None,
-        jobs=html_table(jobs),
+        jobs=noise.marked(html_table(jobs)),
         job_columns=list(jobs.columns),
     )

@@ -1,13 +1,18 @@
 """Numbers, shapes and names as the report writes them, and escaped HTML tables.
 
 Every table goes through `html_table`: `DataFrame.to_html(escape=True)` escapes the cell text, so only markup
-added here after escaping (the failed-status class, the word breaks in headers) is trusted."""
+added here after escaping (the failed-status class, the word breaks in headers) is trusted.
+
+One number format per unit, in the text and in every table: a rate in TF/s is written by `tf`, one in GFLOP/s by
+`gflops` (both by `rate`: three significant digits, whole numbers from 1000 up, never an exponent); `html_table`
+writes a column that holds a rate (by its name: `rate_unit`) with its unit's function, other floats with
+`format_float`."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -31,12 +36,15 @@ def format_float(x: float) -> str:
 
 
 def html_table(df: pd.DataFrame, columns: Iterable[str] | None = None) -> Markup:
-    """An escaped HTML table; failed statuses get a class so they stand out."""
+    """An escaped HTML table; rates in their unit's format (rate_unit), failed statuses with a class so they
+    stand out."""
     if columns is not None:
         df = df[[c for c in columns if c in df.columns]]
-    text = df.to_html(
-        escape=True, index=False, na_rep="", float_format=format_float, border=0, classes="data", justify="left"
-    )
+    if {"value", "unit"} <= set(df.columns):  # a value in the unit its row names (the ceilings): rates as rates
+        df = df.assign(value=[_cells_of(rate_unit(u))(v) if rate_unit(u) is not None and pd.notna(v) else v
+                              for v, u in zip(df["value"], df["unit"])])
+    text = df.to_html(escape=True, index=False, na_rep="", float_format=format_float, formatters=rate_formatters(df),
+                      border=0, classes="data", justify="left")
     # the cell text is escaped already, so this exact match can only hit a status cell that says failed
     text = text.replace("<td>failed</td>", '<td class="failed">failed</td>')
     # a long column name (timing_median_s) may wrap after an underscore, so headers do not widen the table
@@ -64,11 +72,51 @@ def shape_words(shape: str) -> str:
     return shape_text(*(int(x) for x in parts)) if len(parts) == 3 and all(x.isdigit() for x in parts) else str(shape)
 
 
-def tf(x: float) -> str:
-    """Three significant digits, never an exponent (4398, 138, 7.98, 0.125)."""
-    if not np.isfinite(x):
+def rate(x: float) -> str:
+    """A rate as the report writes it, in any unit: three significant digits, whole numbers from 1000 up, never
+    an exponent (1487, 786, 49.3, 7.98, 0.125, 0.000123); trailing zeros dropped (9, not 9.00)."""
+    if x is None or not np.isfinite(x):
         return ""
-    return f"{x:.0f}" if abs(x) >= 1000 else f"{float(f'{x:.3g}'):g}"
+    if abs(x) >= 999.5:
+        return f"{x:.0f}"
+    return np.format_float_positional(float(x), precision=3, unique=False, fractional=False, trim="-")
+
+
+def tf(x: float) -> str:
+    """A rate in TF/s (or a number read like one: GB, FLOP/B), everywhere in the report: `rate`."""
+    return rate(x)
+
+
+def gflops(x: float) -> str:
+    """A rate in GFLOP/s, everywhere in the report: `rate` (1486512, 786, 49.3)."""
+    return rate(x)
+
+
+def rate_unit(column) -> Callable[[float], str] | None:
+    """The function that writes a table column's numbers when the column holds a rate, by its name: a "TF/s"
+    heading or a tflops column (tf); a "GFLOP/s" heading or a gflops column (gflops); None for any other."""
+    name = str(column)
+    if "TF/s" in name or "tflops" in name.lower():
+        return tf
+    if "GFLOP/s" in name or "gflops" in name.lower():
+        return gflops
+    return None
+
+
+def rate_formatters(df: pd.DataFrame) -> dict | None:
+    """DataFrame.to_html's formatters that write each rate column of `df` in its unit's format (None if none)."""
+    rates = {c: _cells_of(unit) for c in dict.fromkeys(df.columns) if (unit := rate_unit(c)) is not None}
+    return rates or None
+
+
+def _cells_of(unit: Callable[[float], str]) -> Callable[[object], str]:
+    """A to_html formatter: numbers through `unit`, text (a cell written already, a mark added) as it is."""
+    def write(value) -> str:
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            return unit(float(value))
+        return str(value)
+
+    return write
 
 
 def pct(x: float) -> str:
