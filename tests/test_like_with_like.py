@@ -81,3 +81,22 @@ def test_the_headline_and_the_ladder_pair_each_kernel_with_its_class():
     fp8 = precision[precision["dtype"] == "float8_e4m3"]
     assert len(fp8[fp8["vendor"]]) == 2  # both cuBLASLt lines are points
     assert fp8.loc[fp8["method"] == "wgmma_fp8", "vs_vendor"].item() == 1.05
+
+
+def test_the_answer_table_names_classes_and_marks_a_trade():
+    from matmul_study.present.report.answer import headline as answer
+
+    df = rows(("cublaslt", "default", "float8_e4m3", 1000.0), ("wgmma_fp8", "default", "float8_e4m3", 1050.0),
+              ("cublas", "default", "float16", 700.0), ("wgmma_warp_specialized", "default", "float16", 710.0))
+    df = add_ratios(df.assign(shape="4096x4096x4096", env_device_kind="gpu", label=df["method"]))
+    out = answer(df)
+    table = str(out["table"])
+    assert "accuracy class" in table and "fast accumulation" in table and "1.05‡" in table
+    assert "Not like with like" in out["note"] and "fast accumulation" in out["note"]
+    # With cuBLASLt's fast-accumulation line in the run, the same kernel is like with like: no mark.
+    both = add_ratios(rows(("cublaslt", "default", "float8_e4m3", 1000.0),
+                           ("cublaslt", "fast_accum", "float8_e4m3", 1200.0),
+                           ("wgmma_fp8", "default", "float8_e4m3", 1260.0)).assign(
+        shape="4096x4096x4096", env_device_kind="gpu", label="x"))
+    marked = answer(both)
+    assert "‡" not in str(marked["table"]) and "Not like with like" not in (marked["note"] or "")

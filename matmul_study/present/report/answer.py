@@ -142,6 +142,7 @@ def headline(results: pd.DataFrame) -> dict | None:
         return None
     column = "fastest of ours" if facts.ours else "fastest method"
     table, flagged = _mark_headline(facts.table, NoisyJobs(results))
+    table, trades = _like_with_like(table)
     table = table.rename(columns={
         "label": column, "tflops": "TF/s", "vs_cublas": "× cuBLAS", "pct_of_datasheet": "% of datasheet peak",
         "cublas_tflops": "cuBLAS TF/s"})
@@ -166,10 +167,35 @@ def headline(results: pd.DataFrame) -> dict | None:
                  if facts.gpu else "the datasheet peaks are GPU peaks and this run has no GPU job"}
     if blank:
         notes.append(f"The — under {' and '.join(blank)}: {'; '.join(why_blank[c] for c in blank)}.")
+    if trades:
+        notes.append(f"{TRADE} Not like with like: no vendor line of the kernel's accuracy class ran "
+                     f"({', '.join(trades)}), so its ratio is against the vendor's own class, a trade of accuracy "
+                     "for speed, not parity.")
     if flagged:
         notes.append(flag_sentence(flagged))
     return {"table": marked(html_table(table.reset_index(drop=True))), "column": column,
             "note": " ".join(notes) or None, "sentences": headline_sentences(results)}
+
+
+TRADE = "‡"
+
+
+def _like_with_like(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The headline's accuracy classes shown where a dtype has several (a column), and each ratio that is not like
+    with like (analysis/accuracy.py) marked TRADE; returns the table and the classes of the marked rows."""
+    if "accuracy" not in table:
+        return table, []
+    classes = table["accuracy"].fillna("").astype(str)
+    alike = table["like_with_like"].fillna(False).astype(bool) if "like_with_like" in table else classes == classes
+    ratio = pd.to_numeric(table["vs_cublas"], errors="coerce")
+    trade = ~alike & ratio.notna()
+    table = table.drop(columns=["accuracy", "like_with_like"], errors="ignore")
+    if (classes != "").any():
+        table.insert(table.columns.get_loc("configuration") + 1 if "configuration" in table else 1,
+                     "accuracy class", classes.where(classes != "", "—"))
+    if trade.any():
+        table["vs_cublas"] = [f"{r:.2f}{TRADE}" if t else r for r, t in zip(ratio, trade)]
+    return table, list(dict.fromkeys(classes[trade].where(classes[trade] != "", "its dtype's")))
 
 
 def _mark_headline(table: pd.DataFrame, noisy: NoisyJobs) -> tuple[pd.DataFrame, list]:
