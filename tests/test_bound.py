@@ -38,3 +38,18 @@ def test_a_large_square_is_math_bound_and_an_unknown_device_has_no_roof():
     assert table.iloc[0]["bound"] == "math"
     other = bound_table(rows(("wgmma_warp_specialized", "default", 8192, 8192, 8192, 1.0), device="Some GPU"))
     assert other.iloc[0]["bound"] == "" and np.isnan(other.iloc[0]["pct_of_hbm"])
+
+
+def test_the_report_section_says_what_bounds_each_shape():
+    from matmul_study.present.report.bound import bound
+
+    section = bound(rows(("mma_async_copy", "m16_splitk4", 16, 4096, 4096, 53_000.0),
+                         ("cublas", "default", 16, 4096, 4096, 56_000.0),
+                         ("wgmma_warp_specialized", "default", 8192, 8192, 8192, 780_000.0),
+                         ("cublas", "default", 8192, 8192, 8192, 760_000.0), device="NVIDIA H100 80GB HBM3"))
+    table = str(section["table"])
+    assert "memory" in table and "math" in table and "mma_async_copy (m16_splitk4 configuration)" in table
+    assert section["sentences"][0].startswith("1 of 2 (shape, element type) pairs are memory-bound")
+    # 16 x 4096 x 4096 at 53 TF/s moves its 32 MiB at more than an H100's 3.35 TB/s: from L2, latency decides.
+    assert any("L2" in s for s in section["sentences"])
+    assert bound(rows(("wgmma_warp_specialized", "default", 64, 64, 64, 1.0), device="Some GPU")) is None

@@ -565,10 +565,11 @@ def test_report_failed_section_says_none(results):
 def test_report_sections_in_order(rendered):
     doc, _ = rendered
     ids = re.findall(r'<section id="([^"]+)"', doc)
-    # The answer first (headline table, throughput and ladder figures, the ladder's steps, precision and speed,
-    # claims), the details next, and the configuration, environment and provenance as an appendix.
-    expected = ["summary", "answer", "why", "precision", "claims", "failed", "throttling", "measurement", "figures",
-                "ceilings", "tables"]
+    # The answer first (headline table, throughput and ladder figures, the ladder's steps, what bounds each shape,
+    # precision and speed, claims), the details next, and the configuration, environment and provenance as an
+    # appendix.
+    expected = ["summary", "answer", "why", "bound", "precision", "claims", "failed", "throttling", "measurement",
+                "figures", "ceilings", "tables"]
     assert ids[: len(expected)] == expected
     assert "devices" not in ids  # one GPU device
     assert ids[-5:] == ["pruned", "configuration", "environment", "provenance", "all-jobs"]
@@ -928,7 +929,7 @@ def test_a_cpu_only_report_still_opens_with_the_answer(results):
     assert "<th>× cuBLAS</th>" in table and "<th>% of datasheet peak</th>" in table
     assert table.count("<td>numpy</td>") == cpu_only["shape"].nunique() * 2
     top = cpu_only.loc[cpu_only["gflops"].idxmax()]
-    assert f"<td>{report_text.format_float(top['gflops'] / 1e3)}</td>" in table
+    assert f"<td>{report_text.tf(top['gflops'] / 1e3)}</td>" in table  # TF/s as the text writes it
     assert "<td>—</td>" in table and "cuBLAS was not run" in answer and "datasheet peaks are GPU peaks" in answer
     assert "No verified kernel of ours" not in answer
     # a section with nothing to show says why in one paragraph, without the intro of a table that is not there
@@ -1201,7 +1202,7 @@ def test_the_answer_takes_the_fastest_verified_configuration_and_names_it(result
     rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", answer, re.S)]
     rows = [r for r in rows if r]
     # dtype, shape, fastest of ours, configuration, TF/s, ...
-    assert ["float32", "1024x512x2048", "fake_tiles", "wide", "9.000"] in [r[:5] for r in rows]
+    assert ["float32", "1024x512x2048", "fake_tiles", "wide", "9"] in [r[:5] for r in rows]
     assert {r[3] for r in rows if r[2] != "fake_tiles"} == {"default"}
     assert "our fastest kernel, fake_tiles (wide configuration), runs float32 at 9 TF/s" in _section(doc, "summary")
     # The all-jobs table lists every configuration that ran, and why.

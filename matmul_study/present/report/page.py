@@ -23,7 +23,7 @@ from matmul_study.analysis.noise import NoisyJobs
 from matmul_study.analysis.provenance import mixed, provenance_table
 from matmul_study.analysis.result_devices import device_kind, device_labels, devices_table, gpu_devices
 from matmul_study.present.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
-from matmul_study.present.report import answer, measurement, noise
+from matmul_study.present.report import answer, bound, measurement, noise
 from matmul_study.present.report.text import html_table, in_order
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -345,6 +345,7 @@ def render_report(
         headline=answer.headline(results),
         why=answer.why(fastest),
         regret=answer.regret(results),
+        bound=bound.bound(fastest),
         headline_figures=[f for name in HEADLINE_FIGURES for f in all_figures if f["name"] == name],
         figures=[f for f in all_figures if f["name"] not in SECTION_FIGURES + HEADLINE_FIGURES],
         one_device=ONE_DEVICE if len(gpu_devices(results)) == 1 and "devices" in (figures or {}) else None,
