@@ -1,10 +1,32 @@
 import copy
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+# CI sets MATMUL_STUDY_REQUIRE_CHROMIUM=1 where it installed Chromium: there a missing browser fails the layout
+# tests instead of skipping them (as MATMUL_STUDY_REQUIRE_SLURM does for the Slurm test).
+CHROMIUM_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_CHROMIUM") == "1"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of a headless-capable Chromium (CHROMIUM, else the first of CHROMIUM_NAMES on the PATH), for the
+    tests that render the report in a browser; skipped where there is none, failed under
+    MATMUL_STUDY_REQUIRE_CHROMIUM=1."""
+    names = [os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else list(CHROMIUM_NAMES)
+    found = next((path for path in map(shutil.which, names) if path), None)
+    if found is None:
+        reason = (f"no Chromium here ({', '.join(names)} not found): install it with apt-get install -y chromium, "
+                  "or set CHROMIUM to its path")
+        if CHROMIUM_REQUIRED:
+            pytest.fail(f"MATMUL_STUDY_REQUIRE_CHROMIUM=1, but {reason}")
+        pytest.skip(reason)
+    return found
 
 
 @pytest.fixture
