@@ -569,3 +569,25 @@ def test_numpys_threads_are_the_jobs_cores_unless_the_config_sets_them(threads, 
     from matmul_study.pipeline.resources import blas_threads
 
     assert blas_threads({"threads": threads}, _Workflow(cores, gpu_slots, local)) == expected
+
+
+def test_threads_all_takes_the_whole_machine_and_the_whole_run(monkeypatch):
+    # The CPU line a claim about "the CPU" is judged by: every core of the machine even under --cores 1, and the job
+    # holds every core and GPU slot of the run, so that nothing runs beside it.
+    from matmul_study.pipeline import resources
+
+    monkeypatch.setattr(resources, "machine_cores", lambda: 16)
+    config = {"threads": "all"}
+    assert resources.blas_threads(config, _Workflow(1, 1)) == 16
+    assert resources.cpu_job_threads(config, _Workflow(4, 2)) == 4
+    assert resources.cpu_job_gpu_slots(config, _Workflow(4, 2)) == 2
+    auto = {"threads": "auto"}
+    assert resources.cpu_job_threads(auto, _Workflow(4, 2)) == 2 and resources.cpu_job_gpu_slots(auto, _Workflow(4, 2)) == 0
+
+
+def test_a_numpy_job_under_threads_all_ignores_the_cores_it_was_granted():
+    from matmul_study.measure.cpu_job import resolve_threads
+    from matmul_study.measure.runner import _blas_threads
+
+    assert _blas_threads({"threads": "all"}, 1) == resolve_threads("all") >= 1
+    assert _blas_threads({"threads": 8}, 2) == 2

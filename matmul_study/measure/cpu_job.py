@@ -98,7 +98,7 @@ def last_run_budget() -> dict:
 
 
 def resolve_threads(threads) -> int:
-    """config `threads`: an integer, or "auto" for every core this process may use."""
+    """config `threads`: an integer, or "auto" (or "all") for every core this process may use."""
     if isinstance(threads, str):
         try:
             return len(os.sched_getaffinity(0))

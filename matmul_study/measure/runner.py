@@ -122,10 +122,13 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
 
 def _blas_threads(config: dict, granted: int | None) -> int:
     """The BLAS threads of a CPU job: config `threads` ("auto": every core this process may use), at most what
-    Snakemake granted; the CPU job may be granted every core (so that nothing shares them)."""
+    Snakemake granted; the CPU job may be granted every core (so that nothing shares them). `threads: all`: every
+    core of the machine, whatever was granted (the job then holds the whole run, so nothing runs beside it)."""
     from matmul_study.measure.cpu_job import resolve_threads
 
     wanted = resolve_threads(config["threads"])
+    if config["threads"] == "all":
+        return wanted
     return min(granted, wanted) if granted else wanted
 
 

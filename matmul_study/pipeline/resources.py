@@ -29,15 +29,43 @@ def cpu_job_cores(workflow) -> int:
     return max(1, cores - gpu_slots)
 
 
+def machine_cores() -> int:
+    """The machine's logical cores (those this process may run on, where the OS says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def blas_threads(config: dict, workflow) -> int:
     """The BLAS threads a numpy job uses: every core it holds (config `threads: auto`, the default), or config
-    `threads`, at most the cores it holds (run_job takes the same minimum); without --cores (nothing runs) the
-    config's number, or 1 for auto."""
+    `threads`, at most the cores it holds (run_job takes the same minimum); `threads: all`, every core of the
+    machine (the job then holds the whole run: cpu_job_cores, cpu_job_gpu_slots). Without --cores (nothing runs)
+    the config's number, or 1 for auto."""
     asked = config["threads"]
+    if asked == "all":
+        return machine_cores()
     if _granted_cores(workflow) is None:
         return 1 if asked == "auto" else asked
     held = cpu_job_cores(workflow)
     return held if asked == "auto" else min(asked, held)
+
+
+def cpu_job_threads(config: dict, workflow) -> int:
+    """The cores a numpy job holds of the run (the rule's threads): cpu_job_cores, or with `threads: all` every
+    core the run was given, so that no other job runs beside it."""
+    if config["threads"] == "all":
+        return _granted_cores(workflow) or 1
+    return cpu_job_cores(workflow)
+
+
+def cpu_job_gpu_slots(config: dict, workflow) -> int:
+    """The GPU slots a numpy job holds: none, or with `threads: all` every slot of --resources gpu=N, so that no GPU
+    job (nor its core) runs beside a CPU line that uses the whole machine."""
+    if config["threads"] != "all":
+        return 0
+    slots = workflow.global_resources.get("gpu")
+    return int(getattr(slots, "value", slots) or 0)
 
 
 def host_memory_bytes() -> int | None:
