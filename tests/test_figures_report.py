@@ -1090,12 +1090,6 @@ def test_the_report_names_cpu_jobs_the_time_budget_capped(results):
     assert "Each CPU job has at most 3 s for verifying and timing in all" in meas
 
 
-def _chromium() -> str | None:
-    import shutil
-
-    return next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-
-
 LAYOUT_PROBE = """<script>
 window.addEventListener('load', () => {
   const box = e => e.getBoundingClientRect();
@@ -1114,14 +1108,15 @@ window.addEventListener('load', () => {
 </script>"""
 
 
-def _layout(doc: str, tmp_path, width: int = 1400) -> dict:
-    """What headless Chromium lays out: the page, the headline, the figures' and the tables' boxes (CSS px)."""
+def _layout(chromium: str, doc: str, tmp_path, width: int = 1400) -> dict:
+    """What headless Chromium (at `chromium`) lays out: the page, the headline, the figures' and the tables' boxes
+    (CSS px)."""
     import json
     import subprocess
 
     page = tmp_path / "probe.html"
     page.write_text(doc.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
-    out = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
+    out = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
                           "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120)
     match = re.search(r'<pre id="layout">(.*?)</pre>', out.stdout, re.S)
@@ -1131,12 +1126,12 @@ def _layout(doc: str, tmp_path, width: int = 1400) -> dict:
     return json.loads(html.unescape(match.group(1)))
 
 
-def test_the_report_reads_in_a_browser(rendered, results, tmp_path):
+def test_the_report_reads_in_a_browser(chromium, rendered, results, tmp_path):
     """In headless Chromium at 1400 px: the headline on the first screen, the why-table, the wide figures at the
-    full content width, and no table past the page's edge (a wide one scrolls inside it)."""
-    if not _chromium():
-        pytest.skip("no Chromium here (apt-get install -y chromium); the HTML assertions above still ran")
-    layout = _layout(rendered[0], tmp_path)
+    full content width, and no table past the page's edge (a wide one scrolls inside it). Without a Chromium the
+    `chromium` fixture skips it with an install hint, or fails it under MATMUL_STUDY_REQUIRE_CHROMIUM=1
+    (tests/conftest.py)."""
+    layout = _layout(chromium, rendered[0], tmp_path)
     left, right = layout["content"]
     assert layout["headline"] and 0 < layout["headline"][0] < 300 and "our fastest kernel" in layout["headline"][1]
     assert layout["why"] == len(__import__("matmul_study.analysis.why", fromlist=["x"]).ladder_steps(results))
@@ -1146,7 +1141,7 @@ def test_the_report_reads_in_a_browser(rendered, results, tmp_path):
     for table_right, scroll_width, client_width, overflow in layout["tables"]:
         assert table_right <= right + 1 and overflow == "auto"
     # a narrow window: the wide All jobs table scrolls inside the page instead of being cut off
-    narrow = _layout(rendered[0], tmp_path, width=700)
+    narrow = _layout(chromium, rendered[0], tmp_path, width=700)
     assert narrow["page"] <= narrow["viewport"]
     assert any(sw > cw for _, sw, cw, _ in narrow["tables"])
 

@@ -174,6 +174,13 @@ def reference_results():
     return collate.best_variants(read_results(REFERENCE / "tables" / "results.csv").copy())
 
 
+@pytest.fixture(scope="module")
+def reference_calibration():
+    from matmul_study.analysis import collate
+
+    return collate.load_calibration([REFERENCE / "tables" / "calibration.csv"])
+
+
 def _label_boxes(fig) -> list[tuple[int, bool, object]]:
     """(panel, whether it is a text drawn in the panel, box in pixels) of each panel's axis labels, tick labels of
     ticks in view and texts (a kernel's name, a line's name: its own box, without its leader line)."""
@@ -190,15 +197,18 @@ def _label_boxes(fig) -> list[tuple[int, bool, object]]:
     return [(i, inside, box.padded(fig.dpi / 48)) for i, inside, box in boxes]
 
 
-@pytest.mark.parametrize("figure, methods", [("throughput", ["numpy"]), ("speedup", None), ("precision", None)])
-def test_no_figure_label_runs_into_another(reference_results, figure, methods):
-    """The CPU-only throughput figure and the speedup figure (two panels a row beside a legend: their x labels) and
-    the precision figure (each kernel named beside its point; a kernel's fp16 and bf16 builds at one place): no
-    label of one panel overlaps one of another, and no text drawn in a panel overlaps another."""
+@pytest.mark.parametrize("figure, methods", [("throughput", ["numpy"]), ("speedup", None), ("precision", None),
+                                             ("roofline", None)])
+def test_no_figure_label_runs_into_another(reference_results, reference_calibration, figure, methods):
+    """The CPU-only throughput figure and the speedup figure (two panels a row beside a legend: their x labels),
+    the precision figure (each kernel named beside its point; a kernel's fp16 and bf16 builds at one place) and the
+    roofline under the reference's calibrated ceilings (the roof's, the datasheet peak's and the slope's names, where
+    the fp32 and fp64 peaks lie close): no label of one panel overlaps one of another, and no text drawn in a panel
+    overlaps another."""
     from matmul_study.present.figures import FIGURES
 
     results = reference_results[reference_results["method"].isin(methods)] if methods else reference_results
-    fig = FIGURES[figure].plot(results.reset_index(drop=True), None)
+    fig = FIGURES[figure].plot(results.reset_index(drop=True), reference_calibration)
     try:
         boxes = _label_boxes(fig)
         assert boxes, "no label found: the check is broken"

@@ -9,15 +9,14 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from matmul_study.analysis.ladder import datasheet_tflops
 from matmul_study.analysis.precision import precision_table
 from matmul_study.present.figures.style import (
     DTYPE_SHORT, ERROR_LABEL, SIZE_LABEL, PlainLogFormatter, col_wrap, dtype_order, dtype_palette, empty_figure,
-    finish_grid, log_y, mark_noisy, method_order, method_palette, noisy_flags, noisy_handle, ordered, shape_title,
-    side_legend, themed, vendor_names,
+    finish_grid, log_y, mark_noisy, method_order, method_palette, noisy_flags, noisy_handle, ordered, place_label,
+    shape_title, side_legend, themed, vendor_names,
 )
 
 
@@ -196,8 +195,8 @@ _LEADER_FROM = 10  # the first spot that takes a leader line
 def _name_kernels(ax, part: pd.DataFrame, palette: dict, floor: float) -> None:
     """Name each kernel of ours beside its point, at the first spot of _LABEL_SPOTS where the name overlaps no
     other name, no point (a marker's box), no text already in the panel and not the floor of exact results, and
-    lies inside the panel (where none is free, the spot that overlaps least); called once the figure's layout is
-    final, since the test is in display units."""
+    lies inside the panel (where none is free, the spot that overlaps least: style.place_label); called once the
+    figure's layout is final, since the test is in display units."""
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -217,35 +216,8 @@ def _name_kernels(ax, part: pd.DataFrame, palette: dict, floor: float) -> None:
                                  "alpha": 0.75},  # a dotted peak line crossing a name stays behind it
                            arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.6, "shrinkA": 1,
                                        "shrinkB": 5})
-        costs = []
-        for i, spot in enumerate(_LABEL_SPOTS):
-            box = _put(note, *spot, renderer)
-            costs.append(_overlap(box.padded(2), texts) * 3 + _overlap(box, markers)
-                         + (0 if _inside(box, panel) else 1e9))
-            if costs[-1] == 0:
-                break
-        best = int(np.argmin(costs))
-        texts.append(_put(note, *_LABEL_SPOTS[best], renderer))
+        best = place_label(note, _LABEL_SPOTS, renderer, texts, markers, panel, pad=2)
         note.arrow_patch.set_visible(best >= _LEADER_FROM)
-
-
-def _put(note, offset: tuple[float, float], ha: str, va: str, renderer) -> Bbox:
-    """Move the name `note` to a spot; returns the box of its text (its leader line left out), in pixels."""
-    note.xyann = offset
-    note.set_ha(ha)
-    note.set_va(va)
-    note.update_positions(renderer)
-    return Text.get_window_extent(note, renderer)
-
-
-def _overlap(box: Bbox, others: list) -> float:
-    """The area `box` shares with the boxes `others`, in square pixels."""
-    return sum(max(0.0, min(box.x1, o.x1) - max(box.x0, o.x0)) * max(0.0, min(box.y1, o.y1) - max(box.y0, o.y0))
-               for o in others)
-
-
-def _inside(box: Bbox, panel: Bbox) -> bool:
-    return panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
 
 
 def _format_axes(axes, table: pd.DataFrame, sheets: list, floor: float, top: float) -> None:

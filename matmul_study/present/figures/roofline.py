@@ -8,20 +8,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
 
 from matmul_study.analysis.ladder import datasheet_tflops
 from matmul_study.analysis.result_devices import device_kind, device_name, gpu_devices
 from matmul_study.analysis.spread import verified
 from matmul_study.present.figures.style import (
     INTENSITY_LABEL, NO_BLOCK_STYLE, REFERENCE_STYLE, TFLOPS_LABEL, col_wrap, dtype_order, empty_figure, log2_x,
-    log_y, mark_noisy, method_order, method_palette, noisy_column, noisy_handle, ordered, side_legend, style_maps,
-    themed, with_style_column,
+    log_y, mark_noisy, method_order, method_palette, noisy_column, noisy_handle, ordered, place_label, side_legend,
+    style_maps, themed, with_style_column,
 )
 
 
-def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: float, x_hi: float) -> list:
-    """Draw min(memory × I, peak) over [x_lo, x_hi] with its labels; returns the y values drawn."""
-    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
+def _roof_panel(ax, memory: float | None, peak: float | None, x_lo: float, x_hi: float) -> list:
+    """Draw min(memory × I, peak) over [x_lo, x_hi] (named once the layout is final: _name_lines); returns the y
+    values drawn."""
     xs = np.geomspace(x_lo, x_hi, 400)
     if memory and peak:
         ys = np.minimum(memory * xs, peak)
@@ -32,16 +33,6 @@ def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: 
     else:
         return []
     ax.plot(xs, ys, color="black", linewidth=1.6, zorder=1, label="_roof")
-    if peak:
-        ax.annotate(
-            f"{dtype} calibrated {tf(peak)} TF/s",
-            xy=(x_hi, peak),
-            xytext=(-4, 4),
-            textcoords="offset points",
-            ha="right",
-            va="bottom",
-            fontsize=8,
-        )
     if memory:
         ridge = peak / memory if peak else x_hi
         if peak and x_lo < ridge < x_hi:
@@ -49,17 +40,81 @@ def _roof_panel(ax, memory: float | None, peak: float | None, dtype: str, x_lo: 
     return [ys.min(), ys.max()]
 
 
-def _label_slope(ax, memory: float, x_lo: float, x_hi: float, peak: float | None) -> None:
-    """Write the bandwidth along the roof's slope, above it, once the axes have their final size and limits."""
+def _spots(xys: list, dy: tuple, ha: str) -> list:
+    """place_label's spots: beside each point of `xys` (nearest the line first), above the line (dy > 0) or below
+    it, `ha`-aligned (a right-aligned name ends 4 points short of its point: the panel's edge), every point at the
+    first dy before the next dy."""
+    return [((-4 if ha == "right" else 0, d), ha, "bottom" if d > 0 else "top", xy) for d in dy for xy in xys]
+
+
+# How far above (below) its line a horizontal line's name may stand, in points, nearest first: right on the line,
+# then clear of the points that sit on it (a kernel at the roof), then of those just above or under it.
+_LINE_DY = (3, -3, 8, -8, 13, -13, 18, -18, 23, -23)
+# A name's backing: a dotted datasheet line a few pixels above the roof passes behind the roof's name.
+_BACKING = {"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none", "alpha": 0.75}
+
+
+def _boxes_along(ax, x, y) -> list:
+    """The boxes (in pixels, a pixel past the line on each side) of the segments of the line through (x, y)."""
+    pts = ax.transData.transform(np.column_stack([x, y]))
+    return [Bbox.from_extents(min(a[0], b[0]) - 1, min(a[1], b[1]) - 1, max(a[0], b[0]) + 1, max(a[1], b[1]) + 1)
+            for a, b in zip(pts[:-1], pts[1:])]
+
+
+def _marker_boxes(ax) -> list:
+    """The box of every marker in the panel (the points and the rings round the noisy ones), in pixels, with a
+    margin of a pixel."""
+    boxes = []
+    for c in ax.collections:
+        centres = c.get_offset_transform().transform(c.get_offsets())
+        halves = np.broadcast_to(np.sqrt(c.get_sizes()) / 2 * ax.figure.dpi / 72 + 1, len(centres))
+        boxes += [Bbox.from_extents(x - h, y - h, x + h, y + h) for (x, y), h in zip(centres, halves)]
+    return boxes
+
+
+def _name_lines(ax, memory: float | None, peak: float | None, sheet: float | None, dtype: str, x_lo: float,
+                x_hi: float) -> None:
+    """Name the datasheet peak, the calibrated peak and the bandwidth along the roof's slope, each at the first of
+    its spots (style.place_label) where it overlaps no other name, no marker and no line but its own (the roof's name
+    may lie over the datasheet line, which passes behind it), inside the panel; called once the figure's layout is
+    final, since the test is in display units."""
+    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
+    renderer = ax.figure.canvas.get_renderer()
+    pad, panel = ax.figure.dpi / 24 + 1, ax.get_window_extent(renderer)
+    texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_text()]
+    roof = next((ln for ln in ax.get_lines() if ln.get_label() == "_roof"), None)
+    x, y = (np.asarray(roof.get_xdata()), np.asarray(roof.get_ydata())) if roof else (np.zeros(0), np.zeros(0))
+    slope = y < peak * (1 - 1e-9) if peak else np.ones(len(x), dtype=bool)
+    markers, flat, slope = _marker_boxes(ax), _boxes_along(ax, x[~slope], y[~slope]), _boxes_along(ax, x[slope], y[slope])
+    sheet_line = _boxes_along(ax, [x_lo, x_hi], [sheet] * 2) if sheet else []
+    style = {"xytext": (0, 3), "textcoords": "offset points", "fontsize": 8, "bbox": _BACKING}
+    if sheet:
+        note = ax.annotate(f"datasheet {tf(sheet)} TF/s", xy=(0.02, sheet), xycoords=("axes fraction", "data"), **style)
+        place_label(note, _spots([(0.02, sheet)], _LINE_DY, "left") + _spots([(0.98, sheet)], _LINE_DY, "right"),
+                    renderer, texts, markers + flat + slope + sheet_line, panel, pad)
+    if peak:
+        note = ax.annotate(f"{dtype} calibrated {tf(peak)} TF/s", xy=(x_hi, peak), **style)
+        # right-aligned at the panel's right edge, then further left along the flat roof
+        ridge = max(peak / memory, x_lo) if memory else x_lo
+        along = [(x_hi / 2 ** k, peak) for k in range(int(np.log2(x_hi / ridge)) + 1)]
+        place_label(note, _spots(along, _LINE_DY, "right"), renderer, texts, markers + flat + slope, panel, pad)
+    if memory:
+        _label_slope(ax, memory, x_lo, x_hi, peak, renderer, texts, markers + flat + sheet_line, panel, pad)
+
+
+def _label_slope(ax, memory: float, x_lo: float, x_hi: float, peak: float | None, renderer, texts: list,
+                 avoid: list, panel, pad: float) -> None:
+    """Write the bandwidth along the roof's slope, above it (else under it), a third of the way up the slope or, where
+    that is taken, at the first free place further down or up it."""
     ridge = min(peak / memory, x_hi) if peak else x_hi
-    x0 = x_lo * 2 ** (0.35 * np.log2(ridge / x_lo))  # a third of the way up the slope
-    x1 = x0 * 1.5
-    if x1 >= ridge:
-        return
-    (px0, py0), (px1, py1) = ax.transData.transform([(x0, memory * x0), (x1, memory * x1)])
-    angle = np.degrees(np.arctan2(py1 - py0, px1 - px0))
-    ax.annotate(f"memory {memory:.3g} TB/s", xy=(x0, memory * x0), xytext=(-4, 4), textcoords="offset points",
-                rotation=angle, rotation_mode="anchor", ha="left", va="bottom", fontsize=8)
+    (px0, py0), (px1, py1) = ax.transData.transform([(x_lo, memory * x_lo), (ridge, memory * ridge)])
+    note = ax.annotate(f"memory {memory:.3g} TB/s", xy=(x_lo, memory * x_lo), xytext=(-4, 4),
+                       textcoords="offset points", rotation=np.degrees(np.arctan2(py1 - py0, px1 - px0)),
+                       rotation_mode="anchor", ha="left", va="bottom", fontsize=8, bbox=_BACKING)
+    xs = [x_lo * (ridge / x_lo) ** f for f in (0.35, 0.25, 0.45, 0.15, 0.55, 0.05, 0.65, 0.75)]
+    spots = [(offset, "left", va, (x0, memory * x0)) for offset, va in (((-4, 4), "bottom"), ((4, -4), "top"))
+             for x0 in xs]
+    place_label(note, spots, renderer, texts, avoid, panel, pad)
 
 
 def _points(results: pd.DataFrame, calibration: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
@@ -106,14 +161,11 @@ def _draw_panel(ax, points: pd.DataFrame, device: str, dtype: str, ceilings: dic
                 palette: dict, markers: dict, several: bool) -> list:
     """One device's and dtype's panel: the calibrated roof, the datasheet peak and the points (`points` styled by
     with_style_column). Returns the y values drawn besides the points."""
-    from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
     memory, peak = ceilings.get((device, "memory")), ceilings.get((device, dtype))
-    y_seen = _roof_panel(ax, memory, peak, dtype, *x_range)
+    y_seen = _roof_panel(ax, memory, peak, *x_range)
     sheet = datasheet_tflops(device, dtype)
-    if sheet:
+    if sheet:  # named, with the roof, once the layout is final (_name_lines)
         ax.axhline(sheet, color="black", linestyle=(0, (1, 1.5)), linewidth=1.2, zorder=1)
-        ax.annotate(f"datasheet {tf(sheet)} TF/s", xy=(0.02, sheet), xycoords=("axes fraction", "data"),
-                    xytext=(0, 3), textcoords="offset points", fontsize=8)
         y_seen.append(sheet)
     if memory is None and peak is None:
         ax.text(0.5, 0.04, "no calibrated ceiling", transform=ax.transAxes, ha="center", fontsize=8,
@@ -195,8 +247,8 @@ def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     side_legend(fig, handles)
+    fig.canvas.draw()
     for (device, dtype), ax in panel_of.items():
-        memory = ceilings.get((device, "memory"))
-        if memory:
-            _label_slope(ax, memory, *x_range, ceilings.get((device, dtype)))
+        _name_lines(ax, ceilings.get((device, "memory")), ceilings.get((device, dtype)),
+                    datasheet_tflops(device, dtype), dtype, *x_range)
     return fig

@@ -1,7 +1,8 @@
 """What every figure shares: axis labels and the placeholder texts, the orders and colours of methods and element
 types, the marker and dash of each block size, log axes with plain tick labels, the legend right of the panels, the
 placeholder figure that says why a figure has nothing to show, the ring around a rate whose job missed its noise
-target (mark_noisy), and the theme every figure is drawn under."""
+target (mark_noisy), the placing of a label where it overlaps nothing (place_label), and the theme every figure is
+drawn under."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, NullFormatter
+from matplotlib.transforms import Bbox
 
 from matmul_study.analysis.ladder import VENDOR_NAMES, vendor_line
 from matmul_study.analysis.noise import MARK, NoisyJobs, noise_flags
@@ -305,3 +308,65 @@ def vendor_names(table: pd.DataFrame) -> str:
 def shape_title(shape: str) -> str:
     parts = str(shape).split("x")
     return f"{parts[0]}³" if len(parts) == 3 and len(set(parts)) == 1 else str(shape)
+
+
+def place_label(note, spots: list, renderer, texts: list, markers: list, panel: Bbox, pad: float = 0.0) -> int:
+    """Move the annotation `note` to the first of `spots` ((dx, dy) offset in points, ha, va, and optionally the
+    point xy it is written beside) where its box, `pad` pixels wider on each side, overlaps none of the boxes
+    `texts`, its own box no box of `markers`, and it lies inside `panel` (all in pixels); where none is free, to the
+    spot that overlaps least (a text weighing three times a marker). Appends its box to `texts` and returns the
+    spot's index. Call it once the figure's layout is final: the test is in display units. A rotated name (along a
+    slope) meets the markers with label_pieces, not with its whole box."""
+    costs = []
+    for spot in spots:
+        box = put_label(note, spot, renderer)
+        costs.append(box_overlap(box.padded(pad), texts) * 3
+                     + sum(box_overlap(piece, markers) for piece in label_pieces(note, box, renderer))
+                     + (0 if box_inside(box, panel) else 1e9))
+        if costs[-1] == 0:
+            break
+    best = int(np.argmin(costs))
+    texts.append(put_label(note, spots[best], renderer))
+    return best
+
+
+def put_label(note, spot: tuple, renderer) -> Bbox:
+    """Move the annotation `note` to `spot` (as place_label takes it); returns the box of its text (a leader line
+    left out), in pixels."""
+    note.xyann = spot[0]
+    note.set_ha(spot[1])
+    note.set_va(spot[2])
+    if len(spot) > 3:
+        note.xy = spot[3]
+    note.update_positions(renderer)
+    return Text.get_window_extent(note, renderer)
+
+
+def label_pieces(note, box: Bbox, renderer) -> list:
+    """Boxes that cover the text of `note` (its box `box`, in pixels) closely: `box` itself where it is upright;
+    where it is rotated, the boxes of pieces of it about as long as it is tall, so that a point beside a slanted
+    name is not taken for one under it."""
+    angle = np.radians(note.get_rotation())
+    if np.isclose(np.sin(angle), 0):
+        return [box]
+    note.set_rotation(0)
+    flat = Text.get_window_extent(note, renderer)  # the text aligned about its anchor, before it is turned
+    note.set_rotation(np.degrees(angle))
+    cx, cy = note.get_transform().transform(note.get_unitless_position())
+    edges = np.linspace(flat.x0, flat.x1, max(1, int(np.ceil(flat.width / max(flat.height, 1)))) + 1)
+    pieces = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        xs, ys = np.array([a, b, b, a]) - cx, np.array([flat.y0, flat.y0, flat.y1, flat.y1]) - cy
+        rx, ry = cx + xs * np.cos(angle) - ys * np.sin(angle), cy + xs * np.sin(angle) + ys * np.cos(angle)
+        pieces.append(Bbox.from_extents(rx.min(), ry.min(), rx.max(), ry.max()))
+    return pieces
+
+
+def box_overlap(box: Bbox, others: list) -> float:
+    """The area `box` shares with the boxes `others`, in square pixels."""
+    return sum(max(0.0, min(box.x1, o.x1) - max(box.x0, o.x0)) * max(0.0, min(box.y1, o.y1) - max(box.y0, o.y0))
+               for o in others)
+
+
+def box_inside(box: Bbox, panel: Bbox) -> bool:
+    return panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
