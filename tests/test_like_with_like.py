@@ -91,7 +91,7 @@ def test_the_answer_table_names_classes_and_marks_a_trade():
     df = add_ratios(df.assign(shape="4096x4096x4096", env_device_kind="gpu", label=df["method"]))
     out = answer(df)
     table = str(out["table"])
-    assert "accuracy class" in table and "fast accumulation" in table and "1.05‡" in table
+    assert "accuracy class" in table and "fast accumulation" in table and "1.050‡" in table
     assert "Not like with like" in out["note"] and "fast accumulation" in out["note"]
     # With cuBLASLt's fast-accumulation line in the run, the same kernel is like with like: no mark.
     both = add_ratios(rows(("cublaslt", "default", "float8_e4m3", 1000.0),
@@ -100,3 +100,14 @@ def test_the_answer_table_names_classes_and_marks_a_trade():
         shape="4096x4096x4096", env_device_kind="gpu", label="x"))
     marked = answer(both)
     assert "‡" not in str(marked["table"]) and "Not like with like" not in (marked["note"] or "")
+
+
+def test_the_headline_sentence_marks_a_ratio_across_classes():
+    from matmul_study.present.report.answer import headline_sentences
+
+    df = rows(("cublaslt", "default", "float8_e4m3", 1000.0), ("wgmma_fp8", "default", "float8_e4m3", 1050.0),
+              ("cublas", "default", "float16", 700.0), ("wgmma_warp_specialized", "default", "float16", 710.0))
+    df = add_ratios(df.assign(shape="4096x4096x4096", env_device_kind="gpu", label=df["method"]))
+    text = " ".join(headline_sentences(df))
+    assert "1.05× cuBLASLt‡" in text and "float8_e4m3 fast accumulation: no vendor line" in text
+    assert "1.01× cuBLAS‡" not in text

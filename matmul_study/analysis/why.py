@@ -144,7 +144,7 @@ def climb(results: pd.DataFrame) -> pd.DataFrame:
 
 
 HEADLINE_COLUMNS = ["device", "kind", "dtype", "shape", "m", "k", "n", "label", "variant", "tflops", "cublas_tflops",
-                    "vs_cublas", "datasheet_tflops", "pct_of_datasheet", "threads"]
+                    "vs_cublas", "datasheet_tflops", "pct_of_datasheet", "threads", "accuracy", "like_with_like"]
 
 
 def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
@@ -175,7 +175,8 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
                       & (group["n"] == top["n"].iloc[0])]
         top = like_with_like(shape, top) if not ours.empty else top  # a trade of accuracy is not the headline
         best = top.loc[top["gflops"].idxmax()]
-        cublas_tf = vendor_rate(shape, best["accuracy_class"])[0] / 1e3
+        vendor, alike = vendor_rate(shape, best["accuracy_class"])
+        cublas_tf = vendor / 1e3
         tf = best["gflops"] / 1e3
         sheet = datasheet_tflops(device, dtype) if best["kind"] == "gpu" else None
         threads = pd.to_numeric(pd.Series([best.get("threads")]), errors="coerce").iloc[0]
@@ -185,7 +186,8 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
                      "tflops": tf, "cublas_tflops": cublas_tf,
                      "vs_cublas": tf / cublas_tf if np.isfinite(cublas_tf) and cublas_tf > 0 else np.nan,
                      "datasheet_tflops": sheet if sheet else np.nan,
-                     "pct_of_datasheet": 100 * tf / sheet if sheet else np.nan, "threads": threads})
+                     "pct_of_datasheet": 100 * tf / sheet if sheet else np.nan, "threads": threads,
+                     "accuracy": best["accuracy_class"], "like_with_like": alike})
     out = pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
     if out.empty:
         return out

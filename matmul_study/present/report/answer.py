@@ -25,8 +25,8 @@ from matmul_study.core import registry
 from matmul_study.present.figures import dtype_order, method_order
 from matmul_study.present.report.noise import MARK, flag_sentence, mark_column, marked
 from matmul_study.present.report.text import (
-    and_join, error, html_table, in_order, kernel_name, pct, rate_formatters, shape_text, shape_words, table_text,
-    tf, times, vendor_name,
+    and_join, error, format_float, html_table, in_order, kernel_name, pct, rate_formatters, shape_text, shape_words,
+    table_text, tf, times, vendor_name,
 )
 
 VERDICT_CLASSES = {"holds": "holds", "partly holds": "partly", "does not hold": "fails", "not measured": "unmeasured"}
@@ -66,9 +66,9 @@ def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: boo
     flagged: list = []
     text = (f"On {where}, our fastest kernel, {kernel_name(lead)}, runs {lead['dtype']} at "
             f"{tf(lead['tflops'])} TF/s{_flagged(noisy, lead, device, flagged)} at {shape}")
-    clauses = []
+    clauses, trades = [], []
     if np.isfinite(lead["vs_cublas"]):
-        clauses.append(f"{lead['vs_cublas']:.2f}× {vendor_name(lead['dtype'])}"
+        clauses.append(f"{lead['vs_cublas']:.2f}× {vendor_name(lead['dtype'])}{_trade(lead, trades)}"
                        f"{_flagged(noisy, lead, device, flagged, vendor=True)} measured in the same run")
     if np.isfinite(lead["pct_of_datasheet"]):
         clauses.append(f"{pct(lead['pct_of_datasheet'])} of the datasheet's "
@@ -79,13 +79,24 @@ def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: boo
         other_shape = shape_text(row["m"], row["k"], row["n"])
         detail = [kernel_name(row)]
         if np.isfinite(row["vs_cublas"]):
-            detail.append(f"{row['vs_cublas']:.2f}× {vendor_name(row['dtype'])}"
+            detail.append(f"{row['vs_cublas']:.2f}× {vendor_name(row['dtype'])}{_trade(row, trades)}"
                           f"{_flagged(noisy, row, device, flagged, vendor=True)}")
         others.append(f"{row['dtype']} {tf(row['tflops'])} TF/s{_flagged(noisy, row, device, flagged)}"
                       + (f" at {other_shape}" if other_shape != shape else "") + f" ({', '.join(detail)})")
     if others:
         text += f" At the largest shape of the other element types: {', '.join(others)}."
-    return " ".join(filter(None, [text, flag_sentence(flagged)]))
+    trade = (f"{TRADE} {and_join(trades)}: no vendor line of {'that' if len(trades) == 1 else 'each'} accuracy class "
+             "ran, so the ratio is against the vendor's own class, a trade of accuracy for speed, not parity."
+             if trades else "")
+    return " ".join(filter(None, [text, trade, flag_sentence(flagged)]))
+
+
+def _trade(row: pd.Series, trades: list) -> str:
+    """TRADE after a ratio that is not like with like (analysis/accuracy.py), its kernel's class noted in `trades`."""
+    if row.get("like_with_like", True) is False or row.get("like_with_like") == 0:
+        trades.append(f"{row['dtype']} {row.get('accuracy') or 'its class'}")
+        return TRADE
+    return ""
 
 
 def _cpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, only_cpu: bool, noisy: NoisyJobs,
@@ -194,7 +205,7 @@ def _like_with_like(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         table.insert(table.columns.get_loc("configuration") + 1 if "configuration" in table else 1,
                      "accuracy class", classes.where(classes != "", "—"))
     if trade.any():
-        table["vs_cublas"] = [f"{r:.2f}{TRADE}" if t else r for r, t in zip(ratio, trade)]
+        table["vs_cublas"] = [f"{format_float(r)}{TRADE}" if t else r for r, t in zip(ratio, trade)]
     return table, list(dict.fromkeys(classes[trade].where(classes[trade] != "", "its dtype's")))
 
 
