@@ -111,3 +111,15 @@ def test_the_headline_sentence_marks_a_ratio_across_classes():
     text = " ".join(headline_sentences(df))
     assert "1.05× cuBLASLt‡" in text and "float8_e4m3 fast accumulation: no vendor line" in text
     assert "1.01× cuBLAS‡" not in text
+
+
+def test_3xtf32_shares_the_tf32_peak_so_no_row_passes_100_percent():
+    from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
+
+    df = rows(("cublas", "default", "float32", 50_000.0), ("wgmma_3xtf32", "default", "float32", 134_000.0))
+    df = add_ratios(df.assign(shape="4096x4096x4096", env_device_kind="gpu", env_device_name="NVIDIA H200",
+                              label=df["method"]))
+    ladder = ladder_table(df).set_index("method")
+    assert ladder.loc["wgmma_3xtf32", "datasheet_tflops"] == datasheet_tflops("NVIDIA H200", "tf32")
+    assert ladder.loc["cublas", "datasheet_tflops"] == datasheet_tflops("NVIDIA H200", "float32")
+    assert (ladder["tflops"] / ladder["datasheet_tflops"]).max() < 1
