@@ -123,3 +123,13 @@ def test_3xtf32_shares_the_tf32_peak_so_no_row_passes_100_percent():
     assert ladder.loc["wgmma_3xtf32", "datasheet_tflops"] == datasheet_tflops("NVIDIA H200", "tf32")
     assert ladder.loc["cublas", "datasheet_tflops"] == datasheet_tflops("NVIDIA H200", "float32")
     assert (ladder["tflops"] / ladder["datasheet_tflops"]).max() < 1
+
+
+def test_the_bench_times_the_vendor_build_of_the_kernels_class():
+    from matmul_study.measure.compare import vendor_line_of
+
+    cublaslt = registry.get("cublaslt")
+    assert vendor_line_of(cublaslt, FAST_ACCUMULATION, "float8_e4m3") == "fast_accum"
+    assert vendor_line_of(cublaslt, PROMOTED, "float8_e4m3") is None  # its default build
+    assert vendor_line_of(cublaslt, FAST_ACCUMULATION, "float8_e4m3_block") is None  # no such line: the default
+    assert vendor_line_of(registry.get("cublas"), THREE_TF32, "float32") is None

@@ -56,6 +56,14 @@ class Case(registry.JobRecords):
         return f"{self.m}x{self.n}x{self.k}"
 
 
+def vendor_line_of(vendor, accuracy: str, dtype: str) -> str | None:
+    """The vendor method's build of accuracy class `accuracy` for `dtype` (None: its default build)."""
+    for name in configs.runnable(vendor, dtype):
+        if vendor.accuracy_of(name) == accuracy and vendor.accuracy_of(None) != accuracy:
+            return name
+    return None
+
+
 def parse_shape(text: str) -> tuple[int, int, int]:
     """"4096" (a cube) or "MxNxK" (C is M x N, the inner dimension K), each at least 1."""
     parts = text.lower().split("x")
@@ -216,9 +224,13 @@ class Bench:
         outputs = {"ours": ours.c, "cublas": vendor.c}
         # Per-tensor scales multiply the product; block scales dequantize each block (they have no single factor).
         scaling = {"block_scales": operands.scales} if record.block_scaled else {"scale": operands.scale}
+        # Like with like: the vendor's build of the kernel's accuracy class where it has one (cuBLASLt's FP8 with
+        # fast accumulation for a fast-accumulation build), else its default.
+        vendor_method = registry.get(registry.vendor_method(case.dtype))
+        vendor_build = vendor_line_of(vendor_method, method.accuracy_of(case.variant), case.dtype)
         launches = {
             "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant_record),
-            "cublas": launchers.make(registry.get(registry.vendor_method(case.dtype)), problem, vendor, None)}
+            "cublas": launchers.make(vendor_method, problem, vendor, None, vendor_build)}
 
         def check(name: str) -> Verification:
             """Poisoned C, one launch, the fp64 reference on the device (cuBLAS DGEMM through CuPy)."""
