@@ -13,7 +13,7 @@ CHROMIUM_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_CHROMIUM") == "1"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium() -> str:
     """The path of a headless-capable Chromium (CHROMIUM, else the first of CHROMIUM_NAMES on the PATH), for the
     tests that render the report in a browser; skipped where there is none, failed under

@@ -35,16 +35,22 @@ def vendor_default_class(method: str) -> str:
     return registry.get(method).accuracy if method in registry.METHODS else ""
 
 
+def vendor_rows(vendors: pd.DataFrame, accuracy: str) -> tuple[pd.DataFrame, bool]:
+    """Of the vendor lines' rows `vendors` (with `accuracy_class`), those of class `accuracy` and True (like with
+    like); else those of the vendor's own class and False; else all of them (an empty frame where none ran)."""
+    same = vendors[vendors["accuracy_class"] == accuracy]
+    if not same.empty:
+        return same, True
+    own = vendors[vendors["accuracy_class"] == vendors["method"].map(vendor_default_class)]
+    return (own if not own.empty else vendors), False
+
+
 def vendor_rate(group: pd.DataFrame, accuracy: str) -> tuple[float, bool]:
     """The vendor line's rate (GFLOP/s, the fastest of its rows) among `group`'s rows (one shape, verified, with
     `accuracy_class`) for a build of class `accuracy`, and whether it is of that class (like with like); else the
     vendor's own class and False; NaN and False without a vendor row."""
-    vendors = group[group["method"].isin(registry.vendor_methods())]
-    same = vendors[vendors["accuracy_class"] == accuracy]
-    if not same.empty:
-        return float(same["gflops"].max()), True
-    own = vendors[vendors["accuracy_class"] == vendors["method"].map(vendor_default_class)]
-    return (float(own["gflops"].max()), False) if not own.empty else (np.nan, False)
+    rows, same = vendor_rows(group[group["method"].isin(registry.vendor_methods())], accuracy)
+    return (float(rows["gflops"].max()), same) if not rows.empty else (np.nan, False)
 
 
 def like_with_like(group: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:

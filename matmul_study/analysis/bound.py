@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matmul_study.analysis.accuracy import like_with_like, with_classes
+from matmul_study.analysis.accuracy import like_with_like, vendor_rows, with_classes
 from matmul_study.analysis.ladder import datasheet_tbps, datasheet_tflops, verified_gpu_rates
 from matmul_study.core import dtypes, registry
 
@@ -51,8 +51,8 @@ def bound_table(results: pd.DataFrame) -> pd.DataFrame:
         flops, traffic = 2.0 * m * n * k, ideal_bytes(m, k, n, dtype)
         tbps, peak = datasheet_tbps(device), datasheet_tflops(device, dtype)
         ridge = peak * 1e12 / (tbps * 1e12) if tbps and peak else np.nan
-        vendor = group[group["method"].isin(vendors) & (group["accuracy_class"] == best["accuracy_class"])]
-        vendor = vendor.loc[vendor["gflops"].idxmax()] if not vendor.empty else None
+        vendor, same = vendor_rows(group[group["method"].isin(vendors)], best["accuracy_class"])
+        vendor = vendor.loc[vendor["gflops"].idxmax()] if same else None  # like with like, or no vendor column
         hbm, math = _shares(best["gflops"], flops, traffic, tbps, peak)
         v_hbm, v_math = _shares(vendor["gflops"], flops, traffic, tbps, peak) if vendor is not None else (np.nan,) * 2
         rows.append({"device": device, "dtype": dtype, "shape": f"{m}x{k}x{n}", "m": m, "k": k, "n": n,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matmul_study.analysis.accuracy import vendor_default_class, with_classes
+from matmul_study.analysis.accuracy import vendor_rows, with_classes
 from matmul_study.analysis.ladder import datasheet_tflops, vendor_line, verified_gpu_rates
 from matmul_study.analysis.why import reference_lines
 from matmul_study.core import dtypes
@@ -83,11 +83,9 @@ def precision_table(results: pd.DataFrame) -> pd.DataFrame:
         ours = at[~at["method"].isin(reference | {vendor_method})]
         fastest = ours.loc[ours.groupby("method")["gflops"].idxmax()].nlargest(OURS_PER_DTYPE, "gflops")
         picks = [(row, False) for _, row in fastest.iterrows()] + [(row, True) for _, row in vendors.iterrows()]
-        default = vendors[vendors["accuracy_class"] == vendor_default_class(vendor_method)] if vendor_method else vendors
         for row, is_vendor in picks:
             # Like with like: the vendor line of the row's class, else the vendor's own class.
-            same = vendors[vendors["accuracy_class"] == row["accuracy_class"]]
-            pool = same if not same.empty else default if not default.empty else vendors
+            pool = vendor_rows(vendors, row["accuracy_class"])[0]
             vendor = pool.iloc[0] if not pool.empty else None
             vendor_tf = vendor["gflops"] / 1e3 if vendor is not None else np.nan
             rows.append({"device": device, "dtype": dtype, "shape": row["shape"], "method": row["method"],

@@ -57,11 +57,10 @@ class Case(registry.JobRecords):
 
 
 def vendor_line_of(vendor, accuracy: str, dtype: str) -> str | None:
-    """The vendor method's build of accuracy class `accuracy` for `dtype` (None: its default build)."""
-    for name in configs.runnable(vendor, dtype):
-        if vendor.accuracy_of(name) == accuracy and vendor.accuracy_of(None) != accuracy:
-            return name
-    return None
+    """The vendor method's build of accuracy class `accuracy` for `dtype`, of those a study runs
+    (configs.vendor_lines); None: its default build."""
+    return next((c.variant for c in configs.vendor_lines(vendor, dtype)
+                 if c.variant != configs.DEFAULT and vendor.accuracy_of(c.variant) == accuracy), None)
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:

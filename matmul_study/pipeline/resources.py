@@ -30,11 +30,10 @@ def cpu_job_cores(workflow) -> int:
 
 
 def machine_cores() -> int:
-    """The machine's logical cores (those this process may run on, where the OS says)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    """The machine's logical cores this process may run on (the numpy job's own count: cpu_job.resolve_threads)."""
+    from matmul_study.measure.cpu_job import resolve_threads
+
+    return resolve_threads("all")
 
 
 def blas_threads(config: dict, workflow) -> int:
