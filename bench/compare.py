@@ -7,8 +7,8 @@ One case, or a sweep over variants and shapes in one process with one table at t
   python bench/compare.py wgmma_warp_specialized --variant all --shape 4096 8192 4096x4096x1024
   python bench/compare.py tiled --block 16 --dtype float32 --shape 2048 --json /tmp/tiled.json
 
-A shape is N (a cube) or MxNxK; a variant is one the registry lists for the method ("default": the pipeline's
-build, "all": every one). A case that fails its check is reported and not timed; the exit status is 1 if any
+A shape is N (a cube) or MxNxK; a variant is one the registry lists for the method ("default": the default
+build, "auto": the pipeline's pick for each case, "all": every one). A case that fails its check is reported and not timed; the exit status is 1 if any
 case failed or raised. ratio and pair are cuBLAS's time over ours: above 1, ours is faster.
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("method", help=f"a kernel of ours: {', '.join(registry.compiled_methods())}")
     p.add_argument("--variant", nargs="+", default=["default"],
-                   help="registered variants of the method (default: the pipeline's build; all: every one)")
+                   help="registered variants of the method (default: the default build; auto: the pipeline's pick "
+                        "for each case; all: every one)")
     p.add_argument("--dtype", nargs="+", help="dtypes (default: the method's first)")
     p.add_argument("--shape", nargs="+", default=["4096"], help="N or MxNxK (default: 4096)")
     p.add_argument("--block", type=int, default=0, help="block size, for methods with a block axis")

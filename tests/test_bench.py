@@ -131,6 +131,14 @@ def test_the_front_end_makes_the_cross_product_of_variants_dtypes_and_shapes(til
     assert one == [compare.Case(WS, None, "float16", 4096, 4096, 4096, 0)]
 
 
+def test_auto_takes_the_pipelines_pick_for_each_case():
+    cases = parse(["mma_async_copy", "--variant", "auto", "--dtype", "int8", "tf32",
+                   "--shape", "16x4096x4096", "4096"])
+    picks = {(c.dtype, c.m): c.variant for c in cases}
+    assert picks == {("int8", 16): "m16_splitk4", ("tf32", 16): "m16_splitk4", ("int8", 4096): None,
+                     ("tf32", 4096): None}
+
+
 @pytest.mark.parametrize("argv, message", [
     (["nosuch"], "unknown method 'nosuch'; known methods: numpy, naive"),
     ([WS, "--variant", "nope"], f"{WS} has no variant 'nope'; its variants: default"),

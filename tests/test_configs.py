@@ -151,9 +151,9 @@ def test_a_build_limited_to_some_dtypes_is_swept_and_forced_only_on_those():
 
 
 # Kernel 10's decode builds (core/geometry.py: m<BM>[_splitk<S>]), picked per M, N and K on the device's SM count.
-def decode_pick(m: int, k: int, n: int, sm_count: int = 132) -> str:
+def decode_pick(m: int, k: int, n: int, sm_count: int = 132, dtype: str = "float16") -> str:
     method = registry.get("mma_async_copy")
-    return configs.choose(method, configs.job_problem(dtypes.get("float16"), 0, m, k, n, sm_count=sm_count)).variant
+    return configs.choose(method, configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=sm_count)).variant
 
 
 def test_decode_rows_take_the_smallest_tile_that_holds_them():
@@ -175,6 +175,17 @@ def test_decode_splits_k_until_every_sm_streams_one_block():
     assert decode_pick(16, 4096, 4096, sm_count=78) == "m16_splitk2"
     assert decode_pick(16, 256, 1024) == "m16"
     assert decode_pick(16, 512, 1024) == "m16_splitk2"
+
+
+def test_decode_k_steps_are_slices_of_128_bytes_in_every_dtype():
+    # A slice is 64 fp16, 32 tf32 or 128 int8 / e4m3 k: a shallow K keeps 4 slices of 128 bytes a block in each.
+    assert decode_pick(16, 512, 1024) == decode_pick(16, 256, 1024, dtype="tf32") == "m16_splitk2"
+    assert decode_pick(16, 512, 1024, dtype="tf32") == "m16_splitk4"
+    assert decode_pick(16, 1024, 1024, dtype="int8") == decode_pick(16, 1024, 1024, dtype="float8_e4m3") == "m16_splitk2"
+    assert decode_pick(16, 512, 1024, dtype="int8") == "m16"
+    reason = configs.choose(registry.get("mma_async_copy"),
+                            configs.job_problem(dtypes.get("int8"), 0, 16, 4096, 4096, sm_count=132)).reason
+    assert "32 k steps of 128" in reason
 
 
 def test_decode_picks_say_why():

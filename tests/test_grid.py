@@ -270,3 +270,14 @@ def test_a_mapping_sets_the_configuration_per_method_and_leaves_the_others_on_au
     assert _variants(grid.build(cfg, have_module=everything)[0]) == {(128, 128, 128): ["default", "wide", "deep_k"]}
     cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128], variants={"naive": "default"})
     assert _variants(grid.build(cfg, have_module=everything, sm_count=132)[0]) == {(128, 128, 128): ["deep_k"]}
+
+
+def test_a_dtype_that_needs_a_newer_gpu_than_its_method_is_pruned_alone(make_config):
+    # Kernel 10 runs on sm_80 and newer, its FP8 mma on sm_89 and newer.
+    cfg = make_config(methods=["mma_async_copy"], dtypes=["float16", "float8_e4m3"])
+    jobs, pruned = grid.build(cfg, compute_capability=(8, 6))
+    assert set(jobs.dtype) == {"float16"}
+    reason = pruned[(pruned.method == "mma_async_copy") & (pruned.dtype == "float8_e4m3")]["reason"].iloc[0]
+    assert "compute capability 8.9" in reason and "8.6" in reason
+    jobs, _ = grid.build(cfg, compute_capability=(9, 0))
+    assert set(jobs.dtype) == {"float16", "float8_e4m3"}

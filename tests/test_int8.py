@@ -64,9 +64,9 @@ def test_int8_reference_is_exact_and_a_one_off_fails():
     assert (worst @ worst.T).item() == 131071 * 16384
 
 
-def test_only_the_int8_rung_and_cublas_run_int8():
+def test_the_int8_rungs_and_cublas_run_int8():
     runs = {name for name, m in registry.METHODS.items() if "int8" in m.dtypes}
-    assert runs == {"wgmma_int8", "cublas"}
+    assert runs == {"mma_async_copy", "wgmma_int8", "cublas"}
 
 
 def test_grid_prunes_int8_for_methods_without_it(make_config):

@@ -4,10 +4,12 @@ sm_80, sm_90 and sm_90a; the Hopper rungs' arch-specific build holds the instruc
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -287,7 +289,8 @@ def ptx_code(method: str, variant: str | None, tmp_path) -> str:
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", VARIANTS)
-def test_every_registry_variant_builds_for_its_target_and_changes_the_code(method, variant, tmp_path):
+def test_every_registry_variant_builds_for_its_target_and_changes_the_code(method, variant, tmp_path,
+                                                                          tmp_path_factory):
     # A variant whose definitions no longer build fails here; one whose definitions the source no longer reads
     # (a renamed or removed switch) builds the default again, and fails the comparison.
     arch = kernels.target(method, "sm_90")
@@ -298,7 +301,17 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
     for dtype, block in instances(method):
         name = kernels.symbol(method, dtype, kernels.template_block(method, block), variant)
         assert name.encode() in cubin, f"{name} missing from the {method} {variant} cubin"
-    assert ptx_code(method, variant, tmp_path / "variant") != ptx_code(method, None, tmp_path / "default")
+    assert ptx_code(method, variant, tmp_path / "variant") != default_ptx(method, tmp_path_factory)
+
+
+@functools.cache
+def _default_ptx(method: str, folder: str) -> str:
+    return ptx_code(method, None, Path(folder))
+
+
+def default_ptx(method: str, tmp_path_factory) -> str:
+    """The default build's PTX (ptx_code), compiled once per method for every variant to be compared with."""
+    return _default_ptx(method, str(tmp_path_factory.getbasetemp() / f"default-ptx-{method}"))
 
 
 # The warp-specialised family (kernels 12-17, kernels/warp_specialized/): every build is one record

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 
+from matmul_study.analysis.accuracy import accuracy_class, with_classes
 from matmul_study.analysis.collate import add_ratios
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import FAST_ACCUMULATION, PROMOTED, THREE_TF32
@@ -133,3 +134,15 @@ def test_the_bench_times_the_vendor_build_of_the_kernels_class():
     assert vendor_line_of(cublaslt, PROMOTED, "float8_e4m3") is None  # its default build
     assert vendor_line_of(cublaslt, FAST_ACCUMULATION, "float8_e4m3_block") is None  # no such line: the default
     assert vendor_line_of(registry.get("cublas"), THREE_TF32, "float32") is None
+
+
+def test_a_class_belongs_to_its_dtypes_so_a_method_of_several_dtypes_has_each_ones_own():
+    # Kernel 10 promotes its FP8 sums every 32 k; in fp16 or int8 the same builds have the dtype's one class.
+    method = registry.get("mma_async_copy")
+    assert method.accuracy_of("m16_splitk4", "float8_e4m3") == PROMOTED
+    assert method.accuracy_of("m16_splitk4", "float16") == method.accuracy_of(None, "int8") == ""
+    assert accuracy_class("mma_async_copy", "m16", "float8_e4m3") == PROMOTED
+    assert accuracy_class("mma_async_copy", "m16", "bfloat16") == ""
+    frame = with_classes(pd.DataFrame({"method": ["mma_async_copy"] * 2, "variant": ["m16"] * 2,
+                                       "dtype": ["float8_e4m3", "float16"]}))
+    assert list(frame["accuracy_class"]) == [PROMOTED, ""]

@@ -14,11 +14,12 @@ import pandas as pd
 from matmul_study.core import registry
 
 
-def accuracy_class(method: str, variant) -> str:
-    """A build's accuracy class (Method.accuracy_of); empty for a method or variant the registry does not know."""
+def accuracy_class(method: str, variant, dtype: str | None = None) -> str:
+    """A build's accuracy class in `dtype` (Method.accuracy_of); empty for a method or variant the registry does not
+    know."""
     try:
         name = None if variant is None or (isinstance(variant, float) and np.isnan(variant)) else str(variant)
-        return registry.get(method).accuracy_of(name)
+        return registry.get(method).accuracy_of(name, dtype)
     except KeyError:
         return ""
 
@@ -28,7 +29,8 @@ def with_classes(df: pd.DataFrame) -> pd.DataFrame:
     if "accuracy_class" in df:
         return df.assign(accuracy_class=df["accuracy_class"].fillna("").astype(str))
     variants = df["variant"] if "variant" in df else pd.Series(None, index=df.index, dtype=object)
-    return df.assign(accuracy_class=[accuracy_class(m, v) for m, v in zip(df["method"], variants)])
+    dtypes = df["dtype"] if "dtype" in df else pd.Series(None, index=df.index, dtype=object)
+    return df.assign(accuracy_class=[accuracy_class(m, v, d) for m, v, d in zip(df["method"], variants, dtypes)])
 
 
 def vendor_default_class(method: str) -> str:

@@ -141,7 +141,7 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
     return choose
 
 
-def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4
+def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4
                  ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds m<BM>[_splitk<S>] (kernel 10): a few token rows (M at most the
     largest BM) against a weight matrix stream B from memory with little math per byte, so the pick is the build
@@ -153,9 +153,11 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, tile_k: int, min_k_steps
     cuBLAS, 2 at 0.78 and 8 at 0.82; at 16x6144x4096 (48) a split of 2 (96 blocks) at 0.97 and 4 (192) at 0.91; at
     16x4608x3584 (36) 2 at 0.81-0.83 and 4 at 0.76; at 16x28672x4096 (224) whole tiles at 1.07 and 2 at 0.95. Four
     or six stages made no difference (within 2 %): the stream is not short of bytes in flight. Above the largest
-    BM, the default build."""
+    BM, the default build. A k step is a slice of `slice_bytes` of each row (64 fp16, 32 tf32, 128 int8 or e4m3
+    elements), so the fit carries over from 16 bits by the bytes each block streams."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
+        tile_k = slice_bytes // problem.dtype.itemsize
         fits = [t for t in tile_ms if t >= problem.m and f"m{t}" in variants]
         if not fits:
             return Choice(DEFAULT, f"M = {problem.m} rows is past the decode tiles (at most {max(tile_ms)} rows): "
@@ -257,9 +259,9 @@ def vendor_lines(method, dtype: str) -> list[Choice]:
     """A vendor library's builds that a study runs for `dtype` under "auto": one per accuracy class (its default
     build, and each variant of another class, e.g. cuBLASLt's FP8 with fast accumulation), so that every kernel of
     ours has the vendor line of its own class to be compared with."""
-    classes = {method.accuracy_of(None): DEFAULT}
+    classes = {method.accuracy_of(None, dtype): DEFAULT}
     for name in runnable(method, dtype):
-        classes.setdefault(method.accuracy_of(name), name)
+        classes.setdefault(method.accuracy_of(name, dtype), name)
     return [Choice(name, f"the vendor line of its accuracy class ({accuracy})" if accuracy else
                    "the vendor line") for accuracy, name in classes.items()]
 

@@ -54,6 +54,9 @@ class BlockTile:
     threads: int
     stages: int | None = None  # shared-memory stages of a pipeline whose depth is a parameter of the kernel
     layout: Callable[["BlockTile"], int] | None = field(default=None, compare=False)
+    # tile_k counts units of this many bytes of a row of A, the same slice in every dtype (kernel 10: 2, its k slice
+    # of 32 units is 16 fp16, 8 tf32 or 32 int8 elements); None: elements of the dtype.
+    unit_bytes: int | None = None
 
     @property
     def shared_bytes(self) -> int:
@@ -71,7 +74,10 @@ class BlockTile:
         return Launch((cdiv(p.n, self.tile_n), cdiv(p.m, self.tile_m), 1), (self.threads, 1, 1), self.shared_bytes)
 
     def tile(self, block: int = 0, dtype: str = "") -> tuple[int, int, int]:
-        """(tile_m, tile_n, tile_k), as Method.tile takes it (the block and dtype do not matter)."""
+        """(tile_m, tile_n, tile_k), as Method.tile takes it, tile_k in elements of `dtype` (the block does not
+        matter, the dtype only where the slice is counted in bytes: unit_bytes)."""
+        if self.unit_bytes and dtype:
+            return self.tile_m, self.tile_n, self.tile_k * self.unit_bytes // dt.get(dtype).itemsize
         return self.tile_m, self.tile_n, self.tile_k
 
     @property
@@ -165,11 +171,12 @@ DMMA = TileFamily("DMMA", {"float64": (BlockTile("DMMA", 128, 128, 16, 256, stag
 # 09_wmma_tiled.cu: 128 x 128 tiles of 8 warps (64 x 32 each), k slices of 32 double-buffered in static shared memory.
 WMMA_TILED = BlockTile("WMMA_TILED", 128, 128, 32, 256)
 
-# 10_mma_async_copy.cu: 128 x 256 x 32 tiles of 8 warps (64 x 64 each), 4 stages of fp16 / bf16 (swizzled, no padding).
-MMA_ASYNC_COPY = BlockTile("MMA_ASYNC_COPY", 128, 256, 32, 256, stages=4,
+# 10_mma_async_copy.cu: 128 x 256 tiles of 8 warps (64 x 64 each), k slices of 64 bytes a row (32 fp16, 16 tf32, 64
+# int8 or e4m3), 4 stages (swizzled, no padding; the same bytes in every dtype).
+MMA_ASYNC_COPY = BlockTile("MMA_ASYNC_COPY", 128, 256, 32, 256, stages=4, unit_bytes=2,
                            layout=lambda c: c.stages * (c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2)
 # Its decode builds (variants m<BM>[_splitk<S>]): one row of 4 warps over a BM x 128 tile, BM the token rows (16, 32
-# or 64), k slices of 64 (16 KiB of B a stage), 4 stages: 72-96 KiB, two blocks per SM.
+# or 64), k slices of 128 bytes a row (16 KiB of B a stage), 4 stages: 72-96 KiB, two blocks per SM.
 DECODE_TILE_MS = (16, 32, 64)
 DECODE_SPLITS = (1, 2, 4, 8, 16, 32)
 
@@ -212,7 +219,8 @@ def decode_variants() -> tuple[Variant, ...]:
                    "workspace (deterministic)") if s > 1 else ""
             out.append(split_variant(
                 config, s, f"m{tile_m}{split}",
-                f"decode tiles: {tile_m}x{config.tile_n}, one row of 4 warps, k slices of {config.tile_k}, "
+                f"decode tiles: {tile_m}x{config.tile_n}, one row of 4 warps, k slices of "
+                f"{config.tile_k * config.unit_bytes} bytes a row, "
                 f"{config.stages} stages ({config.shared_bytes // 1024} KiB){how}"))
     return tuple(out)
 

@@ -166,20 +166,23 @@ METHODS: dict[str, Method] = {
         ),
         Method(
             "mma_async_copy",
-            "the pre-Hopper rung: Ampere-style mma.sync m16n8k16 with ldmatrix fragments, 128x256x32 block tiles "
-            "of 8 warps (64x64 each), a 4-stage cp.async pipeline through XOR-swizzled shared memory, grouped "
-            "block order",
-            ("float16", "bfloat16"),
+            "the pre-Hopper rung: Ampere-style warp-level mma.sync (m16n8k16 in 16 bits, m16n8k8 tf32, m16n8k32 "
+            "int8 and FP8 with sums promoted into fp32 every 32 k) on row-major A and B as given, 128x256 block "
+            "tiles of 8 warps (64x64 each), k slices of 64 bytes, a 4-stage cp.async pipeline through "
+            "XOR-swizzled shared memory, grouped block order",
+            ("float16", "bfloat16", "tf32", "int8", "float8_e4m3"),
             backend=PYCUDA,
             source="10_mma_async_copy.cu",
-            template="mma_async_copy_matmul<{T}>",
+            template="mma_async_copy_matmul<{T}, {Acc}>",
             launch=MMA_ASYNC_COPY.launch,
             tile=MMA_ASYNC_COPY.tile,
             contract_defines=MMA_ASYNC_COPY.defines,
             launch_bounds=MMA_ASYNC_COPY.launch_bounds,
-            requires=Requirements(min_compute_capability=(8, 0)),
+            requires=Requirements(min_compute_capability=(8, 0),
+                                  dtype_compute_capability=(("float8_e4m3", (8, 9)),)),
             variants=decode_variants(),
-            choose=configs.decode_tiles(DECODE_TILE_MS, 128, 64),
+            choose=configs.decode_tiles(DECODE_TILE_MS, 128, 128),
+            accuracy=PROMOTED,  # in FP8: each mma's k-32 sum is added into fp32 registers
         ),
         Method(
             "wgmma_tma",

@@ -124,6 +124,8 @@ class Requirements:
     arch_specific: bool = False
     # Python modules the launch needs beyond the backend's (cuda.bindings for tensor maps and clusters).
     modules: tuple[str, ...] = ()
+    # Dtypes that need a newer GPU than the method's others: (dtype, compute capability) pairs (FP8 mma: 8.9).
+    dtype_compute_capability: tuple[tuple[str, tuple[int, int]], ...] = ()
 
 
 
@@ -131,6 +133,13 @@ class Requirements:
 FAST_ACCUMULATION = "fast accumulation"  # FP8: the tensor cores' own reduced-precision sum over all of k
 PROMOTED = "promoted"  # FP8: partial sums promoted into fp32 accumulators (cuBLASLt's default)
 THREE_TF32 = "3xTF32"  # fp32 inputs on tf32 tensor cores, three products: tf32 speed, an error above SGEMM's
+# The dtypes each class is a class of: a method that runs other dtypes too (kernel 10: fp16 to FP8) has the one class
+# of each of those.
+CLASS_DTYPES: dict[str, tuple[str, ...]] = {
+    FAST_ACCUMULATION: ("float8_e4m3",),
+    PROMOTED: ("float8_e4m3", "float8_e4m3_block"),
+    THREE_TF32: ("float32",),
+}
 
 
 @dataclass(frozen=True)
@@ -199,9 +208,11 @@ class Method:
     # against the vendor line of its own class (analysis/collate.py). Empty: the dtype's one class.
     accuracy: str = ""
 
-    def accuracy_of(self, variant: str | None = None) -> str:
-        """The accuracy class of a build: its variant's, else the method's."""
-        return self.variant(variant).accuracy or self.accuracy
+    def accuracy_of(self, variant: str | None = None, dtype: str | None = None) -> str:
+        """The accuracy class of a build: its variant's, else the method's; for a `dtype` the class is not one of
+        (CLASS_DTYPES), empty: that dtype's one class."""
+        accuracy = self.variant(variant).accuracy or self.accuracy
+        return "" if dtype is not None and dtype not in CLASS_DTYPES.get(accuracy, (dtype,)) else accuracy
 
     def variant(self, name: str | None) -> Variant:
         """The named variant, or the default build (name None or "default")."""
@@ -256,3 +267,12 @@ class Method:
             return (f"{self.name} is built for sm_{need[0]}{need[1]}a, which runs on compute capability "
                     f"{need[0]}.{need[1]} only; this GPU has {compute_capability[0]}.{compute_capability[1]}")
         return None
+
+    def unmet_dtype_requirement(self, dtype: str, compute_capability: tuple[int, int] | None) -> str | None:
+        """Why this method cannot run `dtype` on a GPU of `compute_capability` (Requirements.dtype_compute_capability),
+        or None; an unknown compute capability prunes nothing."""
+        need = dict(self.requires.dtype_compute_capability).get(dtype)
+        if need is None or compute_capability is None or compute_capability >= need:
+            return None
+        return (f"{self.name} in {dtype} needs compute capability {need[0]}.{need[1]} or newer; this GPU has "
+                f"{compute_capability[0]}.{compute_capability[1]}")

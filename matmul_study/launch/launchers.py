@@ -102,12 +102,19 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
 
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
     workspace = kernel_workspace(p, variant)
-    func.prepare("PPPiii" + ("P" if workspace is not None else ""))
+    # The trailing pointers the generated kernel takes (kernels.trailing_arguments): workspace, then scales.
+    trailing = {"workspace": workspace, "scales": None}
+    names = trailing_arguments(method.name, p.dtype.name, variant.name)
+    if "scales" in names:
+        if buffers.scales is None:
+            raise ValueError(f"{method.name} in {p.dtype.name} needs its scales on the device (DeviceBuffers.scales)")
+        trailing["scales"] = buffers.scales.gpudata
+    func.prepare("PPPiii" + "P" * len(names))
     launch = geometry(method, p, variant)
     if launch.shared_bytes > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
     args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k),
-            *(() if workspace is None else (workspace,)))
+            *(trailing[name] for name in names))
 
     def launch_once():
         func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from matmul_study.core import configs, registry, specs
+from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.launch import kernels, launchers
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import flops
@@ -60,7 +60,7 @@ def vendor_line_of(vendor, accuracy: str, dtype: str) -> str | None:
     """The vendor method's build of accuracy class `accuracy` for `dtype`, of those a study runs
     (configs.vendor_lines); None: its default build."""
     return next((c.variant for c in configs.vendor_lines(vendor, dtype)
-                 if c.variant != configs.DEFAULT and vendor.accuracy_of(c.variant) == accuracy), None)
+                 if c.variant != configs.DEFAULT and vendor.accuracy_of(c.variant, dtype) == accuracy), None)
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -73,12 +73,13 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 
 def variants_of(method: str, names: list[str]) -> list[str | None]:
-    """The variant names asked for, "all" standing for the default build and every registered variant; each
-    name is checked (KeyError naming the method, the value and its variants)."""
+    """The variant names asked for, "all" standing for the default build and every registered variant, and "auto"
+    for the heuristic's pick of each case (make_case); each other name is checked (KeyError naming the method, the
+    value and its variants)."""
     m = registry.get(method)
     if "all" in names:
         names = ["default", *(v.name for v in m.variants)]
-    return [None if m.variant(name).name == "default" else name for name in names]
+    return [name if name == configs.AUTO else None if m.variant(name).name == "default" else name for name in names]
 
 
 def make_case(method: str, variant: str | None, dtype: str, shape: str, block: int = 0) -> Case:
@@ -99,7 +100,11 @@ def make_case(method: str, variant: str | None, dtype: str, shape: str, block: i
         raise ValueError(f"{method} takes a block size: pass --block (e.g. 16)")
     if m.block_axis and m.blocks is not None and block not in m.blocks:
         raise ValueError(f"{method} supports blocks {', '.join(map(str, m.blocks))}, not {block}")
-    return Case(method, variant, dtype, *parse_shape(shape), block=block if m.block_axis else 0)
+    m_, n_, k_ = parse_shape(shape)
+    if variant == configs.AUTO:  # the pipeline's pick, planned for the registry's default SM count (132)
+        pick = configs.choose(m, configs.job_problem(dtypes.get(dtype), block, m_, k_, n_)).variant
+        variant = None if pick == configs.DEFAULT else pick
+    return Case(method, variant, dtype, m_, n_, k_, block=block if m.block_axis else 0)
 
 
 def alternate(launches: dict[str, Callable[[], None]], sample: Callable[[Callable[[], None]], float],
@@ -207,7 +212,9 @@ class Bench:
         import pycuda.gpuarray as gpuarray
 
         method, record = case.method_record, case.dtype_record
-        why = method.unmet_requirement(self.device.compute_capability(), module_available)
+        capability = self.device.compute_capability()
+        why = (method.unmet_requirement(capability, module_available)
+               or method.unmet_dtype_requirement(record.name, capability))
         if why:
             raise GpuUnavailable(why)
         gpu_job.ensure_fits(method, record, case.m, case.k, case.n)
@@ -226,7 +233,7 @@ class Bench:
         # Like with like: the vendor's build of the kernel's accuracy class where it has one (cuBLASLt's FP8 with
         # fast accumulation for a fast-accumulation build), else its default.
         vendor_method = registry.get(registry.vendor_method(case.dtype))
-        vendor_build = vendor_line_of(vendor_method, method.accuracy_of(case.variant), case.dtype)
+        vendor_build = vendor_line_of(vendor_method, method.accuracy_of(case.variant, case.dtype), case.dtype)
         launches = {
             "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant_record),
             "cublas": launchers.make(vendor_method, problem, vendor, None, vendor_build)}

@@ -86,6 +86,10 @@ def build(config: dict, compute_capability: tuple[int, int] | None = None,
             if dtype not in method.dtypes:
                 pruned.append((name, dtype, "*", f"{name} supports {', '.join(method.dtypes)} only"))
                 continue
+            unmet_dtype = method.unmet_dtype_requirement(dtype, compute_capability)
+            if unmet_dtype:
+                pruned.append((name, dtype, "*", unmet_dtype))
+                continue
             record = dtypes.get(dtype)  # once per (method, dtype): every block and shape plans with it
             for block in blocks:
                 if method.blocks is not None and block not in method.blocks:
