@@ -188,6 +188,20 @@ def test_decode_k_steps_are_slices_of_128_bytes_in_every_dtype():
     assert "32 k steps of 128" in reason
 
 
+def test_fp8_rows_past_32_take_two_row_tiles_of_32():
+    # In FP8 the 64-row build is bound by its own issue (the promoted sums); two row tiles of 32, the split counted
+    # on the column tiles as before.
+    assert decode_pick(64, 8192, 8192, dtype="float8_e4m3") == "m32_splitk2"
+    assert decode_pick(40, 28672, 4096, dtype="float8_e4m3") == "m32_splitk4"
+    assert decode_pick(48, 4096, 14336, dtype="float8_e4m3") == "m32"
+    assert decode_pick(32, 8192, 8192, dtype="float8_e4m3") == "m32_splitk2"
+    assert decode_pick(64, 8192, 8192, dtype="int8") == decode_pick(64, 8192, 8192) == "m64_splitk2"
+    assert decode_pick(65, 4096, 4096, dtype="float8_e4m3") == "default"
+    reason = configs.choose(registry.get("mma_async_copy"),
+                            configs.job_problem(dtypes.get("float8_e4m3"), 0, 64, 8192, 8192, sm_count=132)).reason
+    assert "2 along M" in reason and "at most 32 rows" in reason
+
+
 def test_decode_picks_say_why():
     reason = configs.choose(registry.get("mma_async_copy"),
                             configs.job_problem(dtypes.get("bfloat16"), 0, 16, 4096, 4096, sm_count=132)).reason

@@ -50,7 +50,8 @@ def test_the_decode_profile_plans_decode_builds_for_every_shape():
         assert registry.vendor_method(dtype) in config["methods"], dtype
         for s in found:
             pick = configs.choose(method, configs.job_problem(dtypes.get(dtype), 0, s.m, s.k, s.n, sm_count=132))
-            assert pick.variant.startswith("m") and int(pick.variant[1:].partition("_")[0]) >= s.m, (s, pick)
+            rows = min(s.m, 32) if dtype == "float8_e4m3" else s.m  # FP8: row tiles of at most 32 (configs)
+            assert pick.variant.startswith("m") and int(pick.variant[1:].partition("_")[0]) >= rows, (s, pick)
 
 
 def test_the_suite_runs_every_dtype_of_the_default_study_with_its_vendor_line():

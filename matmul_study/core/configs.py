@@ -141,8 +141,8 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
     return choose
 
 
-def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4
-                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4,
+                 widest: dict[str, int] | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds m<BM>[_splitk<S>] (kernel 10): a few token rows (M at most the
     largest BM) against a weight matrix stream B from memory with little math per byte, so the pick is the build
     that keeps every SM streaming its own part of B. The smallest BM that holds the M rows (no rows of zeros
@@ -154,11 +154,23 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     16x4608x3584 (36) 2 at 0.81-0.83 and 4 at 0.76; at 16x28672x4096 (224) whole tiles at 1.07 and 2 at 0.95. Four
     or six stages made no difference (within 2 %): the stream is not short of bytes in flight. Above the largest
     BM, the default build. A k step is a slice of `slice_bytes` of each row (64 fp16, 32 tf32, 128 int8 or e4m3
-    elements), so the fit carries over from 16 bits by the bytes each block streams."""
+    elements), so the fit carries over from 16 bits by the bytes each block streams.
+
+    `widest`: per dtype, the most rows a decode tile of it takes; M past it (and within the decode tiles) runs in
+    row tiles of that many, the split still counted on the column tiles. FP8's is 32: its m64 build holds 254
+    registers a thread (the promoted sums' second set) and is bound by its own issue. In a sweep on an H100 (FP8 x
+    cuBLASLt, M x N x K), two row tiles of 32 beat one of 64 with the same split at every shape: 64x8192x8192 split
+    2 1.95 against 1.64, 40x4096x28672 split 4 2.05 against 1.60, 64x4096x4096 split 4 1.21 against 0.99 (its best,
+    split 2, 1.27), 48x14336x4096 whole tiles 1.85 against 1.85."""
+    caps = widest or {}
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
-        fits = [t for t in tile_ms if t >= problem.m and f"m{t}" in variants]
+        cap = caps.get(problem.dtype.name, max(tile_ms))
+        allowed = [t for t in tile_ms if t <= cap and f"m{t}" in variants]
+        fits = [t for t in allowed if t >= problem.m]
+        if not fits and allowed and problem.m <= max(tile_ms):
+            fits = [max(allowed)]  # rows past this dtype's widest tile: several row tiles of it
         if not fits:
             return Choice(DEFAULT, f"M = {problem.m} rows is past the decode tiles (at most {max(tile_ms)} rows): "
                                    "whole default tiles")
@@ -169,8 +181,11 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
         s = max(x for x in splits if x == 1 or (tiles * x <= problem.sm_count and k_steps >= min_k_steps_per_slice * x))
         name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
-        where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles, {tiles} along N, each block streaming its "
-                 "part of B with little math per byte")
+        rows = cdiv(problem.m, tile_m)
+        along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
+                   if rows > 1 else "")
+        where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, each block streaming "
+                 "its part of B with little math per byte")
         if s == 1:
             return Choice(name, f"{where}; whole tiles ({tiles} blocks on {problem.sm_count} SMs, {k_steps} k steps "
                                 f"of {tile_k})")

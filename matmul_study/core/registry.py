@@ -181,7 +181,7 @@ METHODS: dict[str, Method] = {
             requires=Requirements(min_compute_capability=(8, 0),
                                   dtype_compute_capability=(("float8_e4m3", (8, 9)),)),
             variants=decode_variants(),
-            choose=configs.decode_tiles(DECODE_TILE_MS, 128, 128),
+            choose=configs.decode_tiles(DECODE_TILE_MS, 128, 128, widest={"float8_e4m3": 32}),
             accuracy=PROMOTED,  # in FP8: each mma's k-32 sum is added into fp32 registers
         ),
         Method(
