@@ -379,6 +379,9 @@ def test_cpu_study_figures_and_report(cpu_study):
         assert row.label in html and row.shape in html
     assert "Failed or unverified" in html
     assert "Pruned" in html or "pruned" in html
+    # Each job records its own start-up; the report says where the jobs' time went.
+    assert (df["overhead_startup_s"] > 0).all() and (df["overhead_startup_s"] < df["overhead_job_s"] + 60).all()
+    assert "Where the jobs&#39; own time went" in html or "Where the jobs' own time went" in html
 
 
 def test_rerun_with_nothing_changed_runs_no_job(cpu_study):

@@ -73,10 +73,13 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
 
     from matmul_study.measure.gpu_slots import job_slot
 
+    startup_s = _process_age_s()  # the job process's start-up: Python, imports, Snakemake's script preamble
     # Before the job waits for a GPU or measures: a result it could not write would waste its whole time.
     results.check_can_write(Path(output).parent)
+    t_wait = time.perf_counter()
     with job_slot(job.method_record.on_gpu) as gpu_index:
-        record = _run_job(job, config, output, cubin, threads, gpu_index, inputs_dir)
+        waited = {"startup_s": startup_s, "slot_wait_s": time.perf_counter() - t_wait}
+        record = _run_job(job, config, output, cubin, threads, gpu_index, inputs_dir, waited)
     return record
 
 
@@ -93,7 +96,7 @@ class Measured:
 
 
 def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index,
-             inputs_dir: str | None = None) -> dict:
+             inputs_dir: str | None = None, waited: dict | None = None) -> dict:
     t_start = time.perf_counter()
     started = _utc_now()  # inside the GPU slot: the GPU is this job's from here to `finished`
     meas = Measurement.from_config(config["measurement"])
@@ -113,11 +116,22 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     else:
         measured = _measure_cpu(job, operands, meas, threads)
     record = _result(job, config, meas, measured, env, threads, operands.quantization)
-    record["overhead"] = {"inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
+    # `waited`: the process's start-up and its wait for a GPU slot, before t_start (run_job).
+    record["overhead"] = {**(waited or {}), "inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
                           "timed_s": record["timing"].get("total_s", 0.0), "started_utc": started,
                           "finished_utc": _utc_now()}
     results.write_atomic(output, record)
     return record
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (psutil, which Snakemake depends on); None where it cannot say."""
+    try:
+        import psutil
+
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except Exception:  # no psutil, or a platform it cannot read: the report then counts no start-up
+        return None
 
 
 def _blas_threads(config: dict, granted: int | None) -> int:

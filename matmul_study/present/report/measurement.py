@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup, escape
 
+from matmul_study.analysis.job_time import job_time
 from matmul_study.analysis.burst import burst_jobs, cpu_process_spread, sustained, two_modes, waits, without_burst
 from matmul_study.analysis.columns import distinct, has_configurations, numeric, several_gpus
 from matmul_study.analysis.measurement import (
@@ -195,7 +196,20 @@ def measurement(results: pd.DataFrame, config: dict) -> dict | None:
         "min_launches": meas.get("min_launches_per_sample") if launches else None,
         "budget": _budget(results, caps),
         "flagged": _flagged_sentence(results, len(missed)),
+        "job_time": _job_time_sentence(results),
     }
+
+
+def _job_time_sentence(results: pd.DataFrame) -> str | None:
+    """Where the jobs' own time went (analysis/job_time.py), phases of none left out, largest first."""
+    phases = job_time(results)
+    if phases is None:
+        return None
+    shown = phases[phases["seconds"] > 0].sort_values("seconds", ascending=False)
+    total = phases["seconds"].sum()
+    parts = "; ".join(f"{row.phase} {row.seconds:.1f} s ({row.share:.0%})" for row in shown.itertuples())
+    return (f"Where the jobs' own time went, {total:.1f} s over {len(results)} jobs: {parts}. Compiles and the "
+            "time between jobs are Snakemake's, not a job's, and are not counted here.")
 
 
 def _flagged_sentence(results: pd.DataFrame, n_missed: int) -> str | None:

@@ -1,0 +1,38 @@
+"""Where the jobs' own time went (analysis/job_time.py), from the times each result records."""
+
+import pandas as pd
+import pytest
+
+from matmul_study.analysis.job_time import PHASES, job_time
+from matmul_study.present.report.measurement import _job_time_sentence
+
+
+def results(**columns) -> pd.DataFrame:
+    base = {"overhead_startup_s": [1.0, 1.5], "overhead_slot_wait_s": [0.0, 2.0], "overhead_inputs_s": [0.5, 0.5],
+            "overhead_timed_s": [3.0, 1.0], "burst_settle_s": [1.0, 0.0], "burst_recovery_s": [0.0, 0.5],
+            "overhead_job_s": [6.0, 4.0]}
+    base.update(columns)
+    return pd.DataFrame(base)
+
+
+def test_the_phases_add_up_to_the_jobs_own_time():
+    phases = job_time(results()).set_index("phase")["seconds"]
+    assert list(phases.index) == list(PHASES)
+    assert phases["start-up (Python and imports)"] == 2.5 and phases["waiting for a GPU slot"] == 2.0
+    assert phases["inputs"] == 1.0 and phases["timed samples"] == 4.0 and phases["settling and cool-down"] == 1.5
+    # the rest of the jobs' time from their first step: 10 s less inputs, samples and waits
+    assert phases["checks, warm-ups and set-up"] == pytest.approx(10.0 - 1.0 - 4.0 - 1.5)
+    assert job_time(results())["share"].sum() == pytest.approx(1.0)
+
+
+def test_results_without_the_times_give_no_split_and_older_ones_no_start_up():
+    assert job_time(pd.DataFrame({"method": ["numpy"]})) is None
+    older = job_time(results().drop(columns=["overhead_startup_s", "overhead_slot_wait_s"])).set_index("phase")
+    assert older.loc["start-up (Python and imports)", "seconds"] == 0.0
+    assert older.loc["timed samples", "seconds"] == 4.0
+
+
+def test_the_report_sentence_names_the_largest_phase_first_and_leaves_out_empty_ones():
+    text = _job_time_sentence(results(overhead_slot_wait_s=[0.0, 0.0]))
+    assert text.startswith("Where the jobs' own time went, 12.5 s over 2 jobs: timed samples 4.0 s (32%); checks")
+    assert "waiting for a GPU slot" not in text and "Compiles and the time between jobs" in text
