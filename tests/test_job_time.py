@@ -35,4 +35,6 @@ def test_results_without_the_times_give_no_split_and_older_ones_no_start_up():
 def test_the_report_sentence_names_the_largest_phase_first_and_leaves_out_empty_ones():
     text = _job_time_sentence(results(overhead_slot_wait_s=[0.0, 0.0]))
     assert text.startswith("Where the jobs' own time went, 12.5 s over 2 jobs: timed samples 4.0 s (32%); checks")
-    assert "waiting for a GPU slot" not in text and "Compiles and the time between jobs" in text
+    assert "waiting for a GPU slot" not in text and "time between jobs" in text and "Compiling" not in text
+    with_builds = _job_time_sentence(results(), [2.0, 1.5])
+    assert "Compiling the 2 kernel builds they load took 3.5 s" in with_builds

@@ -88,7 +88,7 @@ def write_calibration(config, output, job_results=()) -> None:
 
 def write_report(output, results: pd.DataFrame, tables: dict[str, pd.DataFrame], pruned: pd.DataFrame,
                  figures: dict, config: dict, runs, calibration: pd.DataFrame | None = None,
-                 not_drawn: dict[str, str] | None = None) -> None:
+                 not_drawn: dict[str, str] | None = None, compiles: list[str] | None = None) -> None:
     """The self-contained HTML report of `results`, written to `output`: the one way it is assembled, by the report
     rule and by report/rerender.py alike.
 
@@ -96,7 +96,8 @@ def write_report(output, results: pd.DataFrame, tables: dict[str, pd.DataFrame],
     e.g. --config threads=2 under --cores 1 still measures with one thread); summary `tables` with no rows are left
     out (a CPU-only run has no speedup over naive, no block sizes); `figures` maps each figure drawn to its PNG,
     and `not_drawn` each figure this run cannot have data for to the sentence the report shows instead
-    (figures.left_out)."""
+    (figures.left_out). `compiles`: the compile steps' benchmark files (Snakemake's: seconds in column s) of the
+    cubins the jobs load, whose sum the report gives beside the jobs' own time."""
     from markupsafe import escape
 
     from matmul_study.core import results as result_files
@@ -108,7 +109,8 @@ def write_report(output, results: pd.DataFrame, tables: dict[str, pd.DataFrame],
     extra = []
     if not_drawn:
         extra.append(("Figures not drawn", "".join(f"<p>{escape(text)}</p>" for text in not_drawn.values())))
+    compile_s = [float(pd.read_csv(path, sep="\t")["s"].iloc[0]) for path in compiles or () if Path(path).exists()]
     html = render_report(results, tables, pruned, {name: Path(png) for name, png in figures.items()}, config,
-                         extra_sections=extra, calibration=calibration)
+                         extra_sections=extra, calibration=calibration, compile_seconds=compile_s)
     result_files.write_text_atomic(output, html)  # whole or absent: a stop mid-write leaves no half report
     pause_for_tests("report")

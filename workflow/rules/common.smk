@@ -118,6 +118,14 @@ def cubin_for(wildcards):
     return cubin_path(wildcards.method, wildcards.dtype, wildcards.block, wildcards.variant)
 
 
+def compile_benchmarks():
+    """The compile steps' wall times (their benchmark files) of every cubin this run's jobs load."""
+    cubins = {cubin_path(j.method, j.dtype, j.block, j.variant) for j in JOBS.itertuples()
+              if registry.get(j.method).compiled}
+    return sorted(c.replace("results/kernels/", "results/benchmarks/compile/", 1).removesuffix(".cubin") + ".tsv"
+                  for c in cubins)
+
+
 def kernel_source(wildcards):
     return REPO / "kernels" / registry.get(wildcards.method).source
 

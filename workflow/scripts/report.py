@@ -16,4 +16,5 @@ if __name__ == "__main__":
             snakemake.output[0], read_results(i.results),
             {name: pd.read_csv(path) for name, path in zip(p.tables, i.summaries)},
             pd.read_csv(i.pruned, dtype=str, keep_default_na=False), dict(zip(p.figures, i.figures)), p.config,
-            i.runs, calibration=collate.load_calibration(list(i.calibration)), not_drawn=dict(p.figures_left_out))
+            i.runs, calibration=collate.load_calibration(list(i.calibration)), not_drawn=dict(p.figures_left_out),
+            compiles=list(p.compiles))

@@ -165,9 +165,10 @@ def _missed_table(results: pd.DataFrame, missed: pd.DataFrame, caps: pd.DataFram
     return marked(html_table(table))
 
 
-def measurement(results: pd.DataFrame, config: dict) -> dict | None:
+def measurement(results: pd.DataFrame, config: dict, compile_seconds: list[float] | None = None) -> dict | None:
     """Timing modes, the noise target and the repetition noise achieved, the caps as the jobs were measured with
-    them, and the jobs that missed the target (with the cap that ended their timing)."""
+    them, the jobs that missed the target (with the cap that ended their timing), and where the jobs' own time
+    went, beside the kernel builds' (`compile_seconds`)."""
     if results.empty or not {"timing_mode", "timing_rsd", "timing_noise_target"} & set(results.columns):
         return None
     meas = (config or {}).get("measurement") or {}
@@ -196,20 +197,23 @@ def measurement(results: pd.DataFrame, config: dict) -> dict | None:
         "min_launches": meas.get("min_launches_per_sample") if launches else None,
         "budget": _budget(results, caps),
         "flagged": _flagged_sentence(results, len(missed)),
-        "job_time": _job_time_sentence(results),
+        "job_time": _job_time_sentence(results, compile_seconds),
     }
 
 
-def _job_time_sentence(results: pd.DataFrame) -> str | None:
-    """Where the jobs' own time went (analysis/job_time.py), phases of none left out, largest first."""
+def _job_time_sentence(results: pd.DataFrame, compile_seconds: list[float] | None = None) -> str | None:
+    """Where the jobs' own time went (analysis/job_time.py), phases of none left out, largest first; then the
+    kernel builds' time, where the run compiled any."""
     phases = job_time(results)
     if phases is None:
         return None
     shown = phases[phases["seconds"] > 0].sort_values("seconds", ascending=False)
     total = phases["seconds"].sum()
     parts = "; ".join(f"{row.phase} {row.seconds:.1f} s ({row.share:.0%})" for row in shown.itertuples())
-    return (f"Where the jobs' own time went, {total:.1f} s over {len(results)} jobs: {parts}. Compiles and the "
-            "time between jobs are Snakemake's, not a job's, and are not counted here.")
+    builds = (f" Compiling the {len(compile_seconds)} kernel builds they load took {sum(compile_seconds):.1f} s "
+              "(each build's last compile)." if compile_seconds else "")
+    return (f"Where the jobs' own time went, {total:.1f} s over {len(results)} jobs: {parts}.{builds} The time "
+            "between jobs is Snakemake's, not a job's, and is not counted here.")
 
 
 def _flagged_sentence(results: pd.DataFrame, n_missed: int) -> str | None:

@@ -308,6 +308,7 @@ def render_report(
     config: dict,
     extra_sections: list | None = None,
     calibration: pd.DataFrame | None = None,
+    compile_seconds: list[float] | None = None,
 ) -> str:
     """The whole report as one HTML document.
 
@@ -315,8 +316,9 @@ def render_report(
     maps a key ("best", "speedup", ... or a free title) to a DataFrame; `pruned` lists the (method, dtype, block)
     combinations the config asked for but the study skipped, with a reason; `extra_sections` holds
     (title, html) pairs whose html is already safe and is shown as is after the tables; `calibration` is the
-    table of device ceilings (device_name, ceiling, value, unit, detail), shown when not empty. Columns the
-    results lack (older files) leave out the parts that need them.
+    table of device ceilings (device_name, ceiling, value, unit, detail), shown when not empty; `compile_seconds`
+    the wall time of each kernel build the jobs load. Columns the results lack (older files) leave out the parts
+    that need them.
     """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
@@ -352,7 +354,7 @@ def render_report(
         provenance=_provenance(results),
         provenance_notes=_provenance_notes(results),
         throttling=measurement.throttling(results, config),
-        measurement=measurement.measurement(results, config),
+        measurement=measurement.measurement(results, config, compile_seconds),
         claims=answer.claims(fastest),
         ceilings=ceilings(calibration),
         devices=_devices(fastest, [f for f in all_figures if f["name"] == "devices"]),
