@@ -28,6 +28,9 @@ def parser() -> argparse.ArgumentParser:
                    help="registered variants of the method (default: the default build; auto: the pipeline's pick "
                         "for each case; all: every one)")
     p.add_argument("--dtype", nargs="+", help="dtypes (default: the method's first)")
+    p.add_argument("--pdl", action="store_true",
+                   help="time each case twice: as it launches, and as a programmatic dependent of the previous "
+                        "launch (PDL), for kernels that wait for the previous grid themselves")
     p.add_argument("--shape", nargs="+", default=["4096"], help="N or MxNxK (default: 4096)")
     p.add_argument("--block", type=int, default=0, help="block size, for methods with a block axis")
     p.add_argument("--samples", type=int, default=20, help="timed samples of each (default: 20)")
@@ -43,8 +46,8 @@ def cases(args: argparse.Namespace, p: argparse.ArgumentParser) -> list[compare.
     try:
         variants = compare.variants_of(args.method, args.variant)
         dtypes = args.dtype or registry.get(args.method).dtypes[:1]
-        return [compare.make_case(args.method, v, d, s, args.block) for v in variants for d in dtypes
-                for s in args.shape]
+        return [compare.make_case(args.method, v, d, s, args.block, dependent) for v in variants for d in dtypes
+                for s in args.shape for dependent in ((False, True) if args.pdl else (False,))]
     except (KeyError, ValueError) as exc:
         p.error(exc.args[0])
 
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             result = compare.Result(case, error=f"{type(exc).__name__}: {exc}")
         results.append(result)
         ratio = f", ratio {result.ratio:.3f}" if result.ratio else ""
-        print(f"{case.method} {case.variant or 'default'} {case.dtype} {case.shape}: {result.check_text()}{ratio}",
+        print(f"{case.method} {case.build} {case.dtype} {case.shape}: {result.check_text()}{ratio}",
               flush=True)
     print("\n" + compare.table(results))
     if args.json:

@@ -468,8 +468,17 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     };
 
     const int KT = kt1 - kt0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent (Launch.dependent: PDL), this block may start while the previous kernel
+    // on the stream still runs: it waits for that grid's end (and its writes) before its first global access.
+    // Launched plainly, a no-op.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     simt_common::mma_pipeline_prologue<S>(KT, load_slice);
     simt_common::mma_pipeline_double_buffered<S, KSTEPS>(KT, load_slice, load_frags, compute);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next grid may start its blocks now
+#endif
     cp_async_wait<0>();
     if constexpr (SPLIT > 1) {
         static_assert(sizeof(acc) / sizeof(Acc) * THREADS == BM * BN,

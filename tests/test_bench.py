@@ -131,6 +131,28 @@ def test_the_front_end_makes_the_cross_product_of_variants_dtypes_and_shapes(til
     assert one == [compare.Case(WS, None, "float16", 4096, 4096, 4096, 0)]
 
 
+def test_pdl_times_each_case_also_as_a_programmatic_dependent():
+    cases = parse(["mma_async_copy", "--variant", "m16_splitk4", "--dtype", "float16", "--shape", "16x4096x4096",
+                   "--pdl"])
+    assert [(c.variant, c.dependent) for c in cases] == [("m16_splitk4", False), ("m16_splitk4", True)]
+    assert [c.build for c in cases] == ["m16_splitk4", "m16_splitk4 +pdl"]
+    from matmul_study.core.specs import Problem
+
+    method = registry.get("mma_async_copy")
+    build = launchers.as_dependent(method, method.variant("m16_splitk4"))
+    problem = Problem(16, 4096, 4096, 0, dtypes.get("float16"))
+    plain = method.launch_for(problem, "m16_splitk4")
+    assert build.launch(problem).dependent and not plain.dependent
+    assert build.launch(problem).grid == plain.grid and build.workspace is not None
+
+
+def test_pdl_is_refused_for_a_kernel_that_does_not_wait_for_the_previous_grid(capsys):
+    with pytest.raises(SystemExit):
+        parse(["wmma_tiled", "--pdl"])
+    err = capsys.readouterr().err
+    assert "does not wait for the previous grid" in err and "methods that can: mma_async_copy" in err
+
+
 def test_auto_takes_the_pipelines_pick_for_each_case():
     cases = parse(["mma_async_copy", "--variant", "auto", "--dtype", "int8", "tf32",
                    "--shape", "16x4096x4096", "4096"])

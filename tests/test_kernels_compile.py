@@ -123,6 +123,11 @@ def test_the_pre_hopper_rung_is_mma_sync_with_ldmatrix_and_cp_async(arch, tmp_pa
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
     assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16, %r\d+;", ptx)
     assert "wgmma" not in ptx and "cp.async.bulk" not in ptx
+    # Every dtype's mma (FP8's from sm_89 on), and from sm_90 on the wait for the previous grid (PDL).
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ptx
+    assert ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx) == (arch == "sm_90")
+    assert ("griddepcontrol.wait" in ptx) == (arch == "sm_90")
 
 
 # The launch contract of kernels 05-11 is stated once, in a geometry record (core/geometry.py): the registry's

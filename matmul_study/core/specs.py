@@ -203,6 +203,10 @@ class Method:
     prepass: Prepass | None = None
     # The per-problem heuristic over the variants (core/configs.py): (problem, variant names) -> Choice.
     choose: Callable | None = None
+    # Its kernel waits for the previous grid itself (griddepcontrol.wait before its first global access), so it may
+    # be launched as a programmatic dependent (Launch.dependent, PDL) where its own launch does not ask for it: the
+    # bench's --pdl.
+    waits_for_previous_grid: bool = False
     # Its accuracy class within its dtype, where the dtype has more than one (FP8: the tensor cores' own
     # accumulation over all of k, or sums promoted into fp32; fp32: 3xTF32 beside SGEMM): a build's ratio is taken
     # against the vendor line of its own class (analysis/collate.py). Empty: the dtype's one class.

@@ -100,6 +100,8 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
                    variant: Variant) -> Callable[[], None]:
     import pycuda.driver as cuda
 
+    if geometry(method, p, variant).dependent:
+        return dependent_pointer_kernel(method, p, buffers, cubin, variant)
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
     workspace = kernel_workspace(p, variant)
     # The trailing pointers the generated kernel takes (kernels.trailing_arguments): workspace, then scales.
@@ -121,6 +123,51 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
 
     launch_once.keep_alive = workspace
     return launch_once
+
+
+def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
+                             variant: Variant) -> Callable[[], None]:
+    """A pointer kernel launched as a programmatic dependent of the previous kernel on the stream (PDL: its blocks
+    may start while that one ends; the kernel waits for it before its first global access), which PyCUDA's launch
+    cannot ask for: cuLaunchKernelEx through cuda-bindings, in PyCUDA's primary context, with the same arguments."""
+    from pathlib import Path
+
+    from cuda.bindings import driver as cu
+
+    checked(cu.cuInit(0))
+    image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
+    module = checked(cu.cuModuleLoadData(image.ctypes.data))
+    func = checked(cu.cuModuleGetFunction(module, _symbol(method, p, variant).encode()))
+    launch = geometry(method, p, variant)
+    if launch.shared_bytes > 48 * 1024:
+        checked(cu.cuFuncSetAttribute(
+            func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    workspace = kernel_workspace(p, variant)
+    pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
+    args = (*(ctypes.c_uint64(int(x)) for x in (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata)),
+            ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k),
+            *(ctypes.c_uint64(int(pointers[name])) for name in trailing_arguments(method.name, p.dtype.name,
+                                                                                  variant.name)))
+    params = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+    config = launch_config(launch)
+
+    def launch_once():
+        checked(cu.cuLaunchKernelEx(config, func, ctypes.addressof(params), 0))
+
+    launch_once.keep_alive = (module, image, args, params, config, workspace)
+    return launch_once
+
+
+def as_dependent(method: Method, variant: Variant) -> Variant:
+    """`variant` launched as a programmatic dependent of the previous kernel (Launch.dependent), for a method whose
+    kernel waits for the previous grid itself (Method.waits_for_previous_grid); ValueError for one that does not."""
+    from dataclasses import replace
+
+    if not method.waits_for_previous_grid:
+        raise ValueError(f"{method.name}'s kernel does not wait for the previous grid (griddepcontrol.wait), so it "
+                         "cannot be launched as a programmatic dependent")
+    base = variant.launch or method.launch
+    return replace(variant, launch=lambda p: replace(base(p), dependent=True))
 
 
 def checked(result):

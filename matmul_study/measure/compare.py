@@ -50,10 +50,18 @@ class Case(registry.JobRecords):
     n: int
     k: int
     block: int = 0
+    # Launched as a programmatic dependent of the previous launch (PDL; launchers.as_dependent), for the launch floor
+    # with and without it.
+    dependent: bool = False
 
     @property
     def shape(self) -> str:
         return f"{self.m}x{self.n}x{self.k}"
+
+    @property
+    def build(self) -> str:
+        """The variant's name, "+pdl" where it is launched as a programmatic dependent."""
+        return (self.variant or "default") + (" +pdl" if self.dependent else "")
 
 
 def vendor_line_of(vendor, accuracy: str, dtype: str) -> str | None:
@@ -82,10 +90,16 @@ def variants_of(method: str, names: list[str]) -> list[str | None]:
     return [name if name == configs.AUTO else None if m.variant(name).name == "default" else name for name in names]
 
 
-def make_case(method: str, variant: str | None, dtype: str, shape: str, block: int = 0) -> Case:
+def make_case(method: str, variant: str | None, dtype: str, shape: str, block: int = 0,
+              dependent: bool = False) -> Case:
     """A checked case: a kernel of ours (not a library call), one of its variants, one of its dtypes that cuBLAS
-    also has, and a block size where the method takes one. Errors name the value and what is allowed."""
+    also has, a block size where the method takes one, and `dependent` (PDL) only for a kernel that waits for the
+    previous grid itself. Errors name the value and what is allowed."""
     m = registry.get(method)
+    if dependent and not m.waits_for_previous_grid:
+        waits = [name for name, r in registry.METHODS.items() if r.waits_for_previous_grid]
+        raise ValueError(f"{method}'s kernel does not wait for the previous grid, so --pdl cannot launch it as a "
+                         f"programmatic dependent; methods that can: {', '.join(waits)}")
     if not m.compiled:
         raise ValueError(f"{method} is not a kernel of ours; compare one of: {', '.join(registry.compiled_methods())}")
     (variant,) = variants_of(method, [variant or "default"])
@@ -104,7 +118,7 @@ def make_case(method: str, variant: str | None, dtype: str, shape: str, block: i
     if variant == configs.AUTO:  # the pipeline's pick, planned for the registry's default SM count (132)
         pick = configs.choose(m, configs.job_problem(dtypes.get(dtype), block, m_, k_, n_)).variant
         variant = None if pick == configs.DEFAULT else pick
-    return Case(method, variant, dtype, m_, n_, k_, block=block if m.block_axis else 0)
+    return Case(method, variant, dtype, m_, n_, k_, block=block if m.block_axis else 0, dependent=dependent)
 
 
 def alternate(launches: dict[str, Callable[[], None]], sample: Callable[[Callable[[], None]], float],
@@ -163,7 +177,7 @@ class Result:
         work = flops(c.m, c.k, c.n)
         ours = float(np.median(self.ours_s)) if self.ours_s else None
         theirs = float(np.median(self.cublas_s)) if self.cublas_s else None
-        return {"method": c.method, "variant": c.variant or "default", "dtype": c.dtype, "m x n x k": c.shape,
+        return {"method": c.method, "variant": c.build, "dtype": c.dtype, "m x n x k": c.shape,
                 "batch": self.batch or None, "check": self.check_text(),
                 "ms": ours * 1e3 if ours else None, "TF/s": work / ours / 1e12 if ours else None,
                 "cuBLAS ms": theirs * 1e3 if theirs else None,
@@ -235,7 +249,9 @@ class Bench:
         vendor_method = registry.get(registry.vendor_method(case.dtype))
         vendor_build = vendor_line_of(vendor_method, method.accuracy_of(case.variant, case.dtype), case.dtype)
         launches = {
-            "ours": launchers.make(method, problem, ours, self.cubin(case), case.variant_record),
+            "ours": launchers.make(method, problem, ours, self.cubin(case),
+                                   launchers.as_dependent(method, case.variant_record) if case.dependent
+                                   else case.variant_record),
             "cublas": launchers.make(vendor_method, problem, vendor, None, vendor_build)}
 
         def check(name: str) -> Verification:
