@@ -130,18 +130,9 @@ def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers,
     """A pointer kernel launched as a programmatic dependent of the previous kernel on the stream (PDL: its blocks
     may start while that one ends; the kernel waits for it before its first global access), which PyCUDA's launch
     cannot ask for: cuLaunchKernelEx through cuda-bindings, in PyCUDA's primary context, with the same arguments."""
-    from pathlib import Path
-
     from cuda.bindings import driver as cu
 
-    checked(cu.cuInit(0))
-    image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
-    module = checked(cu.cuModuleLoadData(image.ctypes.data))
-    func = checked(cu.cuModuleGetFunction(module, _symbol(method, p, variant).encode()))
-    launch = geometry(method, p, variant)
-    if launch.shared_bytes > 48 * 1024:
-        checked(cu.cuFuncSetAttribute(
-            func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    module, image, func, launch = load_function(method, p, cubin, variant)
     workspace = kernel_workspace(p, variant)
     pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
     args = (*(ctypes.c_uint64(int(x)) for x in (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata)),
@@ -156,6 +147,25 @@ def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers,
 
     launch_once.keep_alive = (module, image, args, params, config, workspace)
     return launch_once
+
+
+def load_function(method: Method, p: Problem, cubin: str, variant: Variant):
+    """The build's kernel through cuda-bindings, for cuLaunchKernelEx: its module (loaded into the current, primary
+    context from the cubin's bytes, which must outlive it), the bytes, the function, and its launch geometry, with
+    the function's dynamic shared-memory limit raised to it."""
+    from pathlib import Path
+
+    from cuda.bindings import driver as cu
+
+    checked(cu.cuInit(0))
+    image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
+    module = checked(cu.cuModuleLoadData(image.ctypes.data))
+    func = checked(cu.cuModuleGetFunction(module, _symbol(method, p, variant).encode()))
+    launch = geometry(method, p, variant)
+    if launch.shared_bytes > 48 * 1024:
+        checked(cu.cuFuncSetAttribute(
+            func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    return module, image, func, launch
 
 
 def as_dependent(method: Method, variant: Variant) -> Variant:
@@ -250,18 +260,9 @@ def launch_config(launch, stream: int = 0):
 
 def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
                       variant: Variant) -> Callable[[], None]:
-    from pathlib import Path
-
     from cuda.bindings import driver as cu
 
-    checked(cu.cuInit(0))
-    image = np.frombuffer(Path(cubin).read_bytes(), dtype=np.uint8).copy()
-    module = checked(cu.cuModuleLoadData(image.ctypes.data))  # into the current (primary) context
-    func = checked(cu.cuModuleGetFunction(module, _symbol(method, p, variant).encode()))
-    launch = geometry(method, p, variant)
-    if launch.shared_bytes > 48 * 1024:
-        checked(cu.cuFuncSetAttribute(
-            func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes))
+    module, image, func, launch = load_function(method, p, cubin, variant)
     if launch.clustered and launch.persistent:
         # Not every SM can host a cluster at once (clusters stay inside a GPC): a persistent grid is only as
         # large as the clusters that fit together.
