@@ -207,7 +207,7 @@ def _job_time_sentence(results: pd.DataFrame, compile_seconds: list[float] | Non
     phases = job_time(results)
     if phases is None:
         return None
-    shown = phases[phases["seconds"] > 0].sort_values("seconds", ascending=False)
+    shown = phases[phases["seconds"].round(1) > 0].sort_values("seconds", ascending=False)  # none of 0.0 s
     total = phases["seconds"].sum()
     parts = "; ".join(f"{row.phase} {row.seconds:.1f} s ({row.share:.0%})" for row in shown.itertuples())
     builds = (f" Compiling the {len(compile_seconds)} kernel builds they load took {sum(compile_seconds):.1f} s "
