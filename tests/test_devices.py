@@ -87,3 +87,52 @@ def test_the_report_lists_two_hosts_with_the_same_cpu_as_two_devices():
     # one host: the CPU is named as before, without its host
     one = devices.device_labels(_two_cpu_hosts().query("env_host == 'host-a'"))
     assert set(one) == {CPU}
+
+
+def _two_gpus_with_picks() -> pd.DataFrame:
+    """The decode kernel on an H200 and an H100: the same job picked m16_splitk4 on one and m16_splitk2 on the
+    other; the H100 swept both (its pick the slower), the H200 only ran its pick. cuBLAS beside each."""
+    def job(device, variant, pick, gflops, vs_vendor, method="mma_async_copy"):
+        return {**_row(method, device, device, "gpu", gflops, dtype="float16"), "m": 16, "k": 4096, "n": 4096,
+                "shape": "16x4096x4096", "size": 16.0 * 4096 * 4096, "variant": variant, "variant_pick": pick,
+                "pct_of_cublas": vs_vendor}
+
+    return pd.DataFrame([
+        job("NVIDIA H200", "m16_splitk4", "m16_splitk4", 60000.0, 1.02),
+        job("NVIDIA H100", "m16_splitk2", "m16_splitk2", 40000.0, 0.80),
+        job("NVIDIA H100", "m16_splitk4", "m16_splitk2", 50000.0, 1.00),
+        job("NVIDIA H200", "default", None, 59000.0, 1.0, method="cublas"),
+        job("NVIDIA H100", "default", None, 50000.0, 1.0, method="cublas"),
+    ])
+
+
+def test_the_devices_table_gives_each_cards_ratio_to_its_own_vendor_line():
+    table = devices.devices_table(_two_gpus_with_picks())
+    ours = table[table["label"] == "mma_async_copy"].iloc[0]
+    assert ours["NVIDIA H200 × vendor"] == pytest.approx(1.02)
+    assert ours["NVIDIA H100 × vendor"] == pytest.approx(0.90)  # the median of the card's two builds
+
+
+def test_where_the_heuristic_chose_differently_and_whether_it_was_right():
+    picks = devices.pick_differences(_two_gpus_with_picks())
+    assert len(picks) == 1
+    row = picks.iloc[0]
+    assert (row["method"], row["shape"]) == ("mma_async_copy", "16x4096x4096")
+    assert row["NVIDIA H200 pick"] == "m16_splitk4" and row["NVIDIA H100 pick"] == "m16_splitk2"
+    assert row["NVIDIA H100 best swept"] == "m16_splitk4" and row["NVIDIA H100 regret"] == pytest.approx(0.8)
+    assert row["NVIDIA H200 best swept"] == "" and np.isnan(row["NVIDIA H200 regret"])  # not swept there
+    same = _two_gpus_with_picks().assign(variant_pick="m16_splitk4")
+    assert devices.pick_differences(same).empty
+    assert devices.pick_differences(_two_gpus_with_picks()[lambda d: d["env_device_name"] == "NVIDIA H100"]).empty
+
+
+def test_the_report_shows_both_cards_ratios_and_where_their_picks_differ():
+    import re
+
+    from matmul_study.present import report
+
+    doc = report.render_report(_two_gpus_with_picks(), {}, pd.DataFrame(columns=report.PRUNED_COLUMNS), {}, {})
+    section = re.search(r'<section id="devices".*?</section>', doc, re.S).group(0)
+    assert "NVIDIA H200 × vendor" in section and "NVIDIA H100 × vendor" in section
+    assert "Where the heuristic chose differently" in section and "1 job ran a different configuration" in section
+    assert "m16_splitk2" in section and "0.800" in section and "not swept" in section

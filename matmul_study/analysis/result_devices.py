@@ -115,9 +115,10 @@ def largest_common_shapes(results: pd.DataFrame) -> dict[str, str]:
 
 
 def devices_long(results: pd.DataFrame) -> pd.DataFrame:
-    """GFLOP/s of each GPU device per (dtype, label) at the dtype's largest common shape (long form: dtype,
-    shape, label, method, block, device, gflops; the median where a job ran more than once)."""
-    columns = ["dtype", "shape", "label", "method", "block", "device", "gflops"]
+    """GFLOP/s of each GPU device per (dtype, label) at the dtype's largest common shape, and its ratio to the
+    vendor line measured in the same run on that device (long form: dtype, shape, label, method, block, device,
+    gflops, vs_vendor; the median where a job ran more than once, NaN where the results have no ratio)."""
+    columns = ["dtype", "shape", "label", "method", "block", "device", "gflops", "vs_vendor"]
     ok = passed_with_device(results)
     shapes = largest_common_shapes(results)
     if ok.empty or not shapes:
@@ -126,7 +127,9 @@ def devices_long(results: pd.DataFrame) -> pd.DataFrame:
     ok = ok[ok["shape"] == ok["dtype"].map(shapes)]
     if "label" not in ok:
         ok = ok.assign(label=np.where(ok["block"] > 0, ok["method"] + " b" + ok["block"].astype(str), ok["method"]))
-    return ok.groupby(columns[:-1], as_index=False, sort=False)["gflops"].median()[columns]
+    ok = ok.assign(vs_vendor=pd.to_numeric(ok["pct_of_cublas"], errors="coerce") if "pct_of_cublas" in ok
+                   else np.nan)
+    return ok.groupby(columns[:-2], as_index=False, sort=False)[["gflops", "vs_vendor"]].median()[columns]
 
 
 def devices_table(results: pd.DataFrame, dtype_order=(), method_order=()) -> pd.DataFrame:
@@ -136,9 +139,11 @@ def devices_table(results: pd.DataFrame, dtype_order=(), method_order=()) -> pd.
     if long.empty:
         return pd.DataFrame(columns=["dtype", "label", "shape"])
     devices = list(dict.fromkeys(long["device"]))
-    wide = long.pivot_table(index=["dtype", "shape", "label", "method", "block"], columns="device", values="gflops",
-                            aggfunc="median").reset_index()
+    index = ["dtype", "shape", "label", "method", "block"]
+    wide = long.pivot_table(index=index, columns="device", values="gflops", aggfunc="median").reset_index()
     wide.columns.name = None
+    vendor = long.pivot_table(index=index, columns="device", values="vs_vendor", aggfunc="median", dropna=False)
+    wide = wide.merge(vendor.rename(columns=lambda d: f"_vendor {d}").reset_index(), on=index, how="left")
     rank_d = {d: i for i, d in enumerate(dtype_order)}
     rank_m = {m: i for i, m in enumerate(method_order)}
     wide = wide.assign(
@@ -150,4 +155,45 @@ def devices_table(results: pd.DataFrame, dtype_order=(), method_order=()) -> pd.
         out[f"{d} GFLOP/s"] = wide[d]
     for d in devices[1:]:
         out[f"{d} / {devices[0]}"] = wide[d] / wide[devices[0]]
+    # Each card's ratio to its own vendor line, measured in the same run: comparable across cards of different speed.
+    if wide[[f"_vendor {d}" for d in devices if f"_vendor {d}" in wide]].notna().any().any():
+        for d in devices:
+            out[f"{d} × vendor"] = wide.get(f"_vendor {d}", np.nan)
     return out.reset_index(drop=True)
+
+
+PICK_COLUMNS = ["method", "dtype", "block", "shape"]
+
+
+def pick_differences(results: pd.DataFrame) -> pd.DataFrame:
+    """Where the per-problem heuristic picked a different configuration on different GPU devices for the same job
+    (method, dtype, block, shape): each device's pick (the `variant_pick` its results recorded) and, where a sweep
+    on that device measured several configurations, the fastest one and the pick's rate over it (regret; NaN where
+    none was swept). Empty where every device picked the same, or the results record no picks."""
+    from matmul_study.analysis.regret import regret_table
+
+    devices = gpu_devices(results)
+    if len(devices) < 2 or "variant_pick" not in results:
+        return pd.DataFrame(columns=PICK_COLUMNS)
+    found = with_device(results)
+    found = found[(device_kind(found) == "gpu") & found["variant_pick"].notna()]
+    if found.empty:
+        return pd.DataFrame(columns=PICK_COLUMNS)
+    found = found.assign(shape=found["m"].astype(int).astype(str) + "x" + found["k"].astype(int).astype(str) + "x"
+                         + found["n"].astype(int).astype(str),
+                         block=pd.to_numeric(found["block"], errors="coerce").fillna(0).astype(int))
+    picks = found.groupby([*PICK_COLUMNS, "device"], sort=False)["variant_pick"].first().unstack("device")
+    picks = picks.dropna()
+    picks = picks[picks.nunique(axis=1) > 1]
+    if picks.empty:
+        return pd.DataFrame(columns=PICK_COLUMNS)
+    regret = regret_table(results).set_index(["device", *PICK_COLUMNS])
+    out = picks.reset_index()[PICK_COLUMNS]
+    for d in devices:
+        if d not in picks:
+            continue
+        out[f"{d} pick"] = picks[d].to_numpy()
+        keys = [(d, *row) for row in out[PICK_COLUMNS].itertuples(index=False)]
+        out[f"{d} best swept"] = [regret["best"].get(key, "") for key in keys]
+        out[f"{d} regret"] = [regret["regret"].get(key, np.nan) for key in keys]
+    return out

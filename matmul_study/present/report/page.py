@@ -21,7 +21,8 @@ from matmul_study.analysis.columns import distinct, has_configurations, several_
 from matmul_study.analysis.cpu_line import load_words
 from matmul_study.analysis.noise import NoisyJobs
 from matmul_study.analysis.provenance import mixed, provenance_table
-from matmul_study.analysis.result_devices import device_kind, device_labels, devices_table, gpu_devices
+from matmul_study.analysis.result_devices import (device_kind, device_labels, devices_table, gpu_devices,
+                                                 pick_differences)
 from matmul_study.present.figures import FIGURES, ONE_DEVICE, dtype_order, method_order
 from matmul_study.present.report import answer, bound, measurement, noise
 from matmul_study.present.report.text import html_table, in_order
@@ -237,7 +238,9 @@ def ceilings(calibration: pd.DataFrame | None) -> Markup | None:
         Markup("<p>Each GPU's ceilings:</p>") + per_gpu
 
 
-def _devices(results: pd.DataFrame, figures: list[dict]) -> dict | None:
+def _devices(results: pd.DataFrame, figures: list[dict], every: pd.DataFrame | None = None) -> dict | None:
+    """The devices compared: `results` (the fastest build of each job) by card, and from `every` job (a sweep's
+    several configurations too) where the cards' heuristics picked differently."""
     if not several_gpus(results):
         return None
     table = devices_table(results, dtype_order(), method_order())
@@ -245,10 +248,19 @@ def _devices(results: pd.DataFrame, figures: list[dict]) -> dict | None:
     for device in gpu_devices(results):
         table = noise.mark_column(table, f"{device} GFLOP/s", noisy.reasons(
             table.assign(_device=device), device="_device", dtype="dtype", shape="shape", label="label"))
+    picks = pick_differences(results if every is None else every)
+    if not picks.empty:
+        picks = picks.assign(shape=picks["shape"].str.replace("x", " × ")).rename(columns={"shape": "m × k × n"})
+        if (picks["block"] == 0).all():
+            picks = picks.drop(columns="block")
+        for column in [c for c in picks.columns if c.endswith(" regret")]:
+            picks[column] = [f"{x:.3f}" if pd.notna(x) else "not swept" for x in picks[column]]
     return {
         "names": gpu_devices(results),
         "figures": figures,
         "table": noise.marked(html_table(table)) if not table.empty else None,
+        "picks": html_table(picks) if not picks.empty else None,
+        "n_picks": len(picks),
     }
 
 
@@ -357,7 +369,7 @@ def render_report(
         measurement=measurement.measurement(results, config, compile_seconds),
         claims=answer.claims(fastest),
         ceilings=ceilings(calibration),
-        devices=_devices(fastest, [f for f in all_figures if f["name"] == "devices"]),
+        devices=_devices(fastest, [f for f in all_figures if f["name"] == "devices"], results),
         precision=answer.precision(fastest, [f for f in all_figures if f["name"] == "precision"]),
         tables=[
             {"title": TABLE_TITLES.get(key, str(key).replace("_", " ").capitalize()),
