@@ -53,3 +53,22 @@ def test_the_report_section_says_what_bounds_each_shape():
     # 16 x 4096 x 4096 at 53 TF/s moves its 32 MiB at more than an H100's 3.35 TB/s: from L2, latency decides.
     assert any("L2" in s for s in section["sentences"])
     assert bound(rows(("wgmma_warp_specialized", "default", 64, 64, 64, 1.0), device="Some GPU")) is None
+
+
+def test_the_roofs_time_says_where_latency_decides():
+    from matmul_study.analysis.bound import LATENCY_US
+    from matmul_study.present.report.bound import bound
+
+    # 16 x 4096 x 4096 in fp16 moves 34 MB: 7 µs at an H200's 4.8 TB/s, a few launches' worth; 8192^3 takes
+    # 1.1 ms at its 989 TF/s.
+    found = rows(("mma_async_copy", "m16_splitk4", 16, 4096, 4096, 53_000.0), ("cublas", "default", 16, 4096, 4096,
+                                                                                56_000.0),
+                 ("wgmma_warp_specialized", "default", 8192, 8192, 8192, 780_000.0),
+                 ("cublas", "default", 8192, 8192, 8192, 760_000.0))
+    table = bound_table(found).set_index("m")
+    assert table.loc[16, "roof_us"] == pytest.approx(1e6 * ideal_bytes(16, 4096, 4096, "float16") / 4.8e12)
+    assert table.loc[16, "roof_us"] < LATENCY_US < table.loc[8192, "roof_us"]
+    assert table.loc[8192, "roof_us"] == pytest.approx(1e6 * 2 * 8192**3 / 989.4e12, rel=1e-3)
+    sentences = bound(found)["sentences"]
+    assert any(s.startswith("1 would take under 10 µs even at the roof") for s in sentences)
+    assert "µs at the roof" in str(bound(found)["table"])

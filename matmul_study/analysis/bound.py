@@ -5,7 +5,9 @@ intensity (2 m n k FLOP over those bytes) against the device's ridge point (data
 bandwidth) says which roof it sits under. For each (device, dtype, shape): the fastest verified kernel of ours of a
 class with its vendor line (analysis/accuracy.py) and the vendor line of that class, each with its share of the
 datasheet HBM bandwidth (ideal bytes / time / bandwidth) and of the datasheet peak. A share of bandwidth above 100 %
-means the operands came from L2 (no launch flushes it): there latency, not bandwidth, decides."""
+means the operands came from L2 (no launch flushes it): there latency, not bandwidth, decides. So it does where
+even the roof's time (the ideal bytes at the datasheet bandwidth, or the FLOP at the peak, whichever is longer) is
+a few launches' worth: under LATENCY_US."""
 
 from __future__ import annotations
 
@@ -16,8 +18,13 @@ from matmul_study.analysis.accuracy import like_with_like, vendor_rows, with_cla
 from matmul_study.analysis.ladder import datasheet_tbps, datasheet_tflops, verified_gpu_rates
 from matmul_study.core import dtypes, registry
 
-COLUMNS = ["device", "dtype", "shape", "m", "k", "n", "intensity", "ridge", "bound", "label", "variant", "tflops",
-           "pct_of_hbm", "pct_of_peak", "vendor", "vendor_tflops", "vendor_pct_of_hbm", "vendor_pct_of_peak"]
+COLUMNS = ["device", "dtype", "shape", "m", "k", "n", "intensity", "ridge", "bound", "roof_us", "label", "variant",
+           "tflops", "pct_of_hbm", "pct_of_peak", "vendor", "vendor_tflops", "vendor_pct_of_hbm",
+           "vendor_pct_of_peak"]
+# Below this time at the roof, latency decides: a launch alone takes 2.8 µs (cuBLAS) to 5.0 µs (the warp-specialised
+# kernel) to complete in a batch of launches on an H200 (64³, docs/tensor-cores.md), before the pipeline's fill and
+# a split's reduction.
+LATENCY_US = 10.0
 
 
 def ideal_bytes(m: int, k: int, n: int, dtype: str) -> float:
@@ -58,6 +65,8 @@ def bound_table(results: pd.DataFrame) -> pd.DataFrame:
         rows.append({"device": device, "dtype": dtype, "shape": f"{m}x{k}x{n}", "m": m, "k": k, "n": n,
                      "intensity": flops / traffic, "ridge": ridge,
                      "bound": "" if np.isnan(ridge) else "memory" if flops / traffic < ridge else "math",
+                     "roof_us": 1e6 * max(traffic / (tbps * 1e12), flops / (peak * 1e12)) if tbps and peak
+                     else np.nan,
                      "label": best["label"], "variant": best.get("variant", "default"),
                      "tflops": best["gflops"] / 1e3, "pct_of_hbm": hbm, "pct_of_peak": math,
                      "vendor": vendor["method"] if vendor is not None else "",

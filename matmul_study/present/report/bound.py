@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matmul_study.analysis.bound import bound_table
+from matmul_study.analysis.bound import LATENCY_US, bound_table
 from matmul_study.present.report.text import html_table, kernel_name, pct, rate, tf
 
 
@@ -32,9 +32,16 @@ def bound(results: pd.DataFrame) -> dict | None:
         sentences.append(f"{len(cached)} pass 100 % of HBM bandwidth: their operands fit in L2 and stay there "
                          "between timed launches, so latency (the launch, the pipeline's fill, a split's "
                          "reduction), not bandwidth or math, sets their time.")
+    short = table[table["roof_us"] < LATENCY_US]
+    if len(short):
+        sentences.append(f"{len(short)} would take under {LATENCY_US:g} µs even at the roof (their bytes at the "
+                         "datasheet bandwidth, or their FLOP at the peak): a launch alone takes 3–5 µs to complete "
+                         "in a batch of launches, so there latency decides too, and no line reaches a large share "
+                         "of either roof.")
     shown = pd.DataFrame({
         "device": table["device"], "dtype": table["dtype"], "m × k × n": table["shape"].str.replace("x", " × "),
         "bound": table["bound"], "FLOP/byte": [rate(x) for x in table["intensity"]],
+        "µs at the roof": [rate(x) for x in table["roof_us"]],
         "fastest of ours": [kernel_name(r) for _, r in table.iterrows()],
         "TF/s": [tf(x) for x in table["tflops"]], "% of HBM": [_share(x) for x in table["pct_of_hbm"]],
         "% of peak": [_share(x) for x in table["pct_of_peak"]],
