@@ -21,9 +21,10 @@ from matmul_study.core import dtypes, registry
 COLUMNS = ["device", "dtype", "shape", "m", "k", "n", "intensity", "ridge", "bound", "roof_us", "label", "variant",
            "tflops", "pct_of_hbm", "pct_of_peak", "vendor", "vendor_tflops", "vendor_pct_of_hbm",
            "vendor_pct_of_peak"]
-# Below this time at the roof, latency decides: a launch alone takes 2.8 µs (cuBLAS) to 5.0 µs (the warp-specialised
-# kernel) to complete in a batch of launches on an H200 (64³, docs/tensor-cores.md), before the pipeline's fill and
-# a split's reduction.
+# A launch alone takes 2.8 µs (cuBLAS) to 5.0 µs (the warp-specialised kernel) to complete in a batch of launches on
+# an H200 (64³, docs/tensor-cores.md), before the pipeline's fill and a split's reduction; below LATENCY_US at the
+# roof, latency decides.
+LAUNCH_FLOOR_US = (2.8, 5.0)
 LATENCY_US = 10.0
 
 

@@ -1,7 +1,7 @@
 """Where the jobs' time went, from what each result records of its own time (runner: `overhead`, `timing`,
 `burst`): the job process's start-up, its wait for a GPU slot, its inputs, its timed samples, its waits for the
-card to settle and cool, and the rest (checks against fp64, warm-ups, the CUDA context and handles). The time between jobs and the
-compiles are Snakemake's, not a job's, and are not in a result."""
+card to settle and cool, and the rest (checks against fp64, warm-ups, the CUDA context and handles). The time
+between jobs and the compiles are Snakemake's, not a job's, and are not in a result."""
 
 from __future__ import annotations
 

@@ -178,11 +178,14 @@ MMA_ASYNC_COPY = BlockTile("MMA_ASYNC_COPY", 128, 256, 32, 256, stages=4, unit_b
 # Its decode builds (variants m<BM>[_splitk<S>]): one row of 4 warps over a BM x 128 tile, BM the token rows (16, 32
 # or 64), k slices of 128 bytes a row (16 KiB of B a stage), 4 stages: 72-96 KiB, two blocks per SM.
 DECODE_TILE_MS = (16, 32, 64)
+DECODE_TILE_N = 128
+DECODE_SLICE_BYTES = 128  # of each row: 64 fp16, 32 tf32, 128 int8 or e4m3 elements
 DECODE_SPLITS = (1, 2, 4, 8, 16, 32)
 
 
 def decode_tile(tile_m: int) -> BlockTile:
-    return replace(MMA_ASYNC_COPY, tile_m=tile_m, tile_n=128, tile_k=64, threads=128)
+    return replace(MMA_ASYNC_COPY, tile_m=tile_m, tile_n=DECODE_TILE_N,
+                   tile_k=DECODE_SLICE_BYTES // MMA_ASYNC_COPY.unit_bytes, threads=128)
 
 # 11_wgmma_tma.cu: one warpgroup per 64 x 128 tile (wgmma m64n128k16), k slices of 64, one stage: A and B tiles on a
 # 1024-byte boundary (alignment slack) and the stage's 16-byte mbarrier.

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
-from matmul_study.core.geometry import (DECODE_TILE_MS, DMMA, MMA_ASYNC_COPY, REGISTER_TILED, WARPTILED,
-                                        WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
+from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, MMA_ASYNC_COPY,
+                                        REGISTER_TILED, WARPTILED, WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED,
+                                        decode_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles,
                                         tile_split_k_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
@@ -181,7 +182,8 @@ METHODS: dict[str, Method] = {
             requires=Requirements(min_compute_capability=(8, 0),
                                   dtype_compute_capability=(("float8_e4m3", (8, 9)),)),
             variants=decode_variants(),
-            choose=configs.decode_tiles(DECODE_TILE_MS, 128, 128, widest={"float8_e4m3": 32}),
+            choose=configs.decode_tiles(DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
+                                        widest={"float8_e4m3": 32}),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol)
             accuracy=PROMOTED,  # in FP8: each mma's k-32 sum is added into fp32 registers
         ),

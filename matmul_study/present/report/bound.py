@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from matmul_study.analysis.bound import LATENCY_US, bound_table
+from matmul_study.analysis.bound import LATENCY_US, LAUNCH_FLOOR_US, bound_table
 from matmul_study.present.report.text import html_table, kernel_name, pct, rate, tf
 
 
@@ -35,9 +35,9 @@ def bound(results: pd.DataFrame) -> dict | None:
     short = table[table["roof_us"] < LATENCY_US]
     if len(short):
         sentences.append(f"{len(short)} would take under {LATENCY_US:g} µs even at the roof (their bytes at the "
-                         "datasheet bandwidth, or their FLOP at the peak): a launch alone takes 3–5 µs to complete "
-                         "in a batch of launches, so there latency decides too, and no line reaches a large share "
-                         "of either roof.")
+                         "datasheet bandwidth, or their FLOP at the peak): a launch alone takes "
+                         f"{LAUNCH_FLOOR_US[0]:g}–{LAUNCH_FLOOR_US[1]:g} µs to complete in a batch of launches, so "
+                         "there latency decides too, and no line reaches a large share of either roof.")
     shown = pd.DataFrame({
         "device": table["device"], "dtype": table["dtype"], "m × k × n": table["shape"].str.replace("x", " × "),
         "bound": table["bound"], "FLOP/byte": [rate(x) for x in table["intensity"]],
