@@ -167,6 +167,8 @@ __device__ __forceinline__ void wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
+#define HOPPER_D32_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define HOPPER_D32_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define HOPPER_D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define HOPPER_D64_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 #define HOPPER_D128_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
@@ -197,22 +199,34 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
         HOPPER_WGMMA("m64n256k16.f32.bf16.bf16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
 }
 
-// D(64x256, fp32) (+)= A(64x8, K-major, smem) * B(8x256, K-major, smem) in tf32 (fp32 data in shared memory;
-// the tensor cores use its top 19 bits). tf32 has no transpose immediates: both operands must be K-major.
-__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+// D(64xN, fp32) (+)= A(64x8, K-major, smem) * B(8xN, K-major, smem) in tf32 (fp32 data in shared memory; the tensor
+// cores use its top 19 bits), N = 64 (32 accumulators per thread), 128 (64) or 256 (128). tf32 has no transpose
+// immediates: both operands must be K-major. The tensor cores add the products into D truncating towards zero, so a
+// long sum drifts (operands_3xtf32.cuh).
+template <int N>
+__device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
+    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");
+    if constexpr (N == 64)
+        HOPPER_WGMMA("m64n64k8.f32.tf32.tf32", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1");
+    else if constexpr (N == 128)
+        HOPPER_WGMMA("m64n128k8.f32.tf32.tf32", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");
+    else
+        HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
 }
 
 // D(64xN, fp32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), e4m3 operands (no transpose immediates for
-// 8-bit operands either), N = 128 (64 accumulators per thread) or 256 (128). The tensor cores add the k products
-// into D with fewer bits than an fp32 add keeps (docs/tensor-cores.md, FP8), which is why long sums lose precision.
+// 8-bit operands either), N = 64 (32 accumulators per thread), 128 (64) or 256 (128). The tensor cores add the k
+// products into D with fewer bits than an fp32 add keeps (docs/tensor-cores.md, FP8), which is why long sums lose
+// precision.
 template <int N>
 __device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
                                                   bool scale_d = true)
 {
-    static_assert(N == 128 || N == 256, "N = 128 or 256");
-    if constexpr (N == 128)
+    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");
+    if constexpr (N == 64)
+        HOPPER_WGMMA("m64n64k32.f32.e4m3.e4m3", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1");
+    else if constexpr (N == 128)
         HOPPER_WGMMA("m64n128k32.f32.e4m3.e4m3", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");
     else
         HOPPER_WGMMA("m64n256k32.f32.e4m3.e4m3", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");

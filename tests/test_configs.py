@@ -2,7 +2,7 @@
 
 import pytest
 
-from matmul_study.core import configs, dtypes, registry
+from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.specs import Method, Problem, Variant
 
 
@@ -28,13 +28,40 @@ def test_few_tiles_and_deep_k_split_k_as_far_as_the_sms_allow():
     assert CHOOSE(problem(768, 1024, 8192), SPLITS).variant == "splitk4"
 
 
-def test_the_registered_heuristic_never_splits_only_two_ways():
-    # Measured on an H200 (2b8205c): splitk2 lost to whole tiles in fp16/bf16 at 512^3 (0.33 vs 0.43 of cuBLAS).
+def test_the_heuristic_never_splits_only_two_ways():
+    # Measured on an H200: splitk2 lost to whole tiles in fp16/bf16 at 512^3 (0.33 vs 0.43 of cuBLAS).
+    wide_only = configs.persistent_split_k(128, 256, 32)  # tf32's 128x256 tiles, k steps of 32
+    splits = tuple(v.name for v in registry.get("wgmma_tf32").variants if not v.name.startswith("bn"))
+    f32 = dtypes.get("tf32")
+    assert wide_only(Problem(512, 512, 512, 0, f32), splits).variant == "splitk4"  # 16 k steps of 32: 4 slices
+    assert wide_only(Problem(512, 512, 256, 0, f32), splits).variant == "default"  # 8: 2 slices of 4 only
+    assert wide_only(Problem(256, 256, 8192, 0, f32), splits).variant == "splitk32"
+
+
+def test_tf32_squares_below_half_a_wave_take_128x128_tiles():
+    # Measured on an H100 (bench/compare.py wgmma_tf32, x cuBLAS): 512^3 bn128_splitk4 0.58 (bn128 0.56, splitk4
+    # 0.46, default 0.40); 1024^3 bn128 0.76 (bn128_splitk2 0.73, splitk4 0.58, default 0.50); 2048^3 default 0.81
+    # (bn128 0.76).
     tf32 = registry.get("wgmma_tf32")
     f32 = dtypes.get("tf32")
-    assert configs.choose(tf32, Problem(512, 512, 512, 0, f32)).variant == "splitk4"  # 16 k steps of 32: 4 slices
-    assert configs.choose(tf32, Problem(512, 512, 256, 0, f32)).variant == "default"  # 8: 2 slices of 4 only
-    assert configs.choose(tf32, Problem(256, 256, 8192, 0, f32)).variant == "splitk32"
+    assert configs.choose(tf32, Problem(512, 512, 512, 0, f32)).variant == "bn128_splitk4"
+    assert configs.choose(tf32, Problem(1024, 1024, 1024, 0, f32)).variant == "bn128"
+    assert configs.choose(tf32, Problem(2048, 2048, 2048, 0, f32)).variant == "default"
+
+
+def test_3xtf32_picks_a_build_in_sgemms_accuracy_class():
+    # The default build's tf32 sums truncate over all of K' (3xTF32's class, a trade); its promoted builds add each
+    # k step's sum in fp32 and err below SGEMM. The pick is always one of those: 128x256 tiles where they fill half
+    # a wave (H100, x SGEMM: 2048x2048x8192 promote 1.80, bn128_promote 1.58), else 128x128.
+    x3 = registry.get("wgmma_3xtf32")
+    f32 = dtypes.get("float32")
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 8192)):
+        pick = configs.choose(x3, Problem(*shape, 0, f32))
+        assert pick.variant == "promote", shape
+        assert x3.accuracy_of(pick.variant, "float32") == "", "the pick is not in SGEMM's class"
+    pick = configs.choose(x3, Problem(512, 512, 512, 0, f32))
+    assert pick.variant == "bn128_promote" and "128x128" in pick.reason
+    assert x3.accuracy_of(None, "float32") == specs.THREE_TF32  # the default build stays a trade
 
 
 # wgmma_warp_specialized's 128x256 tiles, with its 128x128 builds (bn128, bn128_splitk<S>) beside them.

@@ -339,7 +339,7 @@ def test_registry_launch_matches_the_block_kernels_config(variant, tmp_path):
 @needs_nvcc
 @pytest.mark.parametrize("moved, message", [
     ({"promote": False}, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
-    ({"bn": 256}, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
+    ({"bn": 256}, "a tile one 128-column block of B's scales"),
     ({"bn": 256, "promote": False}, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
 ])
 def test_a_block_build_without_promotion_or_at_128x256_tiles_does_not_compile(moved, message, tmp_path):

@@ -137,15 +137,17 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
     check_kernel(lambda *_: cubin, method, dtype, 0, shape, launches=3, variant=variant, same_bits=True)
 
 
-# The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both dtypes, and the FP8
-# rung's with and without promoted sums (one Bt box per k step, multicast by the CTAs in turn; the promoted k loop's
-# chains and remainder steps): odd shapes (every edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
+# The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both 16-bit dtypes and
+# tf32, and the FP8 and 3xTF32 rungs' with and without promoted sums (one Bt box per k step, multicast by the CTAs in
+# turn; the promoted k loop's chains and remainder steps): odd shapes (every edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
 # (several tiles per CTA, the paced drain, the stream-K tail of the fp16 builds) and 300x4300x4300 (on 132 SMs 68
 # cluster tiles for 66 clusters, of 34 k steps in FP8: a tail split by k steps in every whole build), each launched
 # twice; the split build three times, giving the same bits.
 WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_splitk4")
                     for d in ("float16", "bfloat16")),
-                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn128", "bn128_promote"))]
+                  *(("wgmma_tf32", v, "tf32") for v in ("bn128", "bn128_splitk4")),
+                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn128", "bn128_promote", "promote")),
+                  *(("wgmma_3xtf32", v, "float32") for v in ("bn128", "bn128_promote", "promote"))]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 
@@ -372,12 +374,26 @@ def test_tf32_rung_rounds_like_cublas(shape):
     assert ours.rel_fro_error <= 1.5 * theirs.rel_fro_error
 
 
-def test_fp8_promoted_sums_err_like_cublaslt():
+@pytest.mark.parametrize("variant,control", [("promote", "default"), ("bn128_promote", "bn128")])
+def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
     # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
     # cuBLASLt's default (which promotes); adding each k step's sum into fp32 accumulators must bring ours to within
     # 2x of it.
-    ours, theirs = checks_beside_vendor("wgmma_fp8", "bn128_promote", "float8_e4m3", "2048x2048x8192")
-    control, _ = checks_beside_vendor("wgmma_fp8", "bn128", "float8_e4m3", "2048x2048x8192")
+    ours, theirs = checks_beside_vendor("wgmma_fp8", variant, "float8_e4m3", "2048x2048x8192")
+    control, _ = checks_beside_vendor("wgmma_fp8", control, "float8_e4m3", "2048x2048x8192")
+    assert ours.passed and theirs.passed and control.passed
+    assert control.rel_fro_error > 2 * theirs.rel_fro_error, "no accumulation error to remove here: says nothing"
+    assert ours.rel_fro_error <= 2 * theirs.rel_fro_error
+
+
+@pytest.mark.parametrize("shape", ["2048x2048x8192", "1000x2200x4300"])
+@pytest.mark.parametrize("variant,control", [("promote", "default"), ("bn128_promote", "bn128")])
+def test_3xtf32_promoted_sums_err_like_sgemm(shape, variant, control):
+    # The tf32 wgmma truncates as it adds, so over a deep k the 3xTF32 sums drift well past SGEMM's error (the
+    # control, the same tiles unpromoted); adding each k step's sum into fp32 accumulators must bring ours to within
+    # 2x of cuBLAS SGEMM's (IEEE fp32 FMAs), the bar of fp32's accuracy class.
+    ours, theirs = checks_beside_vendor("wgmma_3xtf32", variant, "float32", shape)
+    control, _ = checks_beside_vendor("wgmma_3xtf32", control, "float32", shape)
     assert ours.passed and theirs.passed and control.passed
     assert control.rel_fro_error > 2 * theirs.rel_fro_error, "no accumulation error to remove here: says nothing"
     assert ours.rel_fro_error <= 2 * theirs.rel_fro_error

@@ -27,15 +27,15 @@ def problem(m, n, k, dtype="float16"):
     return Problem(m, n, k, 0, dtypes.get(dtype), 132, SM90_SHARED_BYTES)
 
 
-def test_the_128x128_builds_are_registered_for_fp16_and_bf16_only():
+def test_the_128x128_builds_are_registered_for_every_rung_but_int8():
     assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
     bm, bn, bk = WS.tile(0, "float16")
     assert all(v.tile(0, d) == (bm, NARROW_BN, bk) for v in BN128 for d in WS.dtypes) and bn == 2 * NARROW_BN
-    # The tf32 and int8 operands are built at BN 256 only (their Op refuses 128); FP8's 128x128 builds are
-    # tests/test_fp8.py's.
-    for method in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_int8"):
-        m = registry.get(method)
-        assert all(v.config.bn == m.config.bn == bn for v in m.variants), method
+    narrow = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROW_BN}
+              for name in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_fp8", "wgmma_int8")}
+    assert narrow["wgmma_tf32"] == {v.name for v in BN128}
+    assert narrow["wgmma_3xtf32"] == narrow["wgmma_fp8"] == {"bn128", "bn128_promote"}
+    assert narrow["wgmma_int8"] == set()  # its Op refuses 128 (test_builds_the_kernel_refuses_say_why)
 
 
 def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full():
@@ -100,12 +100,10 @@ def test_the_kernels_constants_at_bn_128(tmp_path):
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant,moved,message", [
-    ("wgmma_tf32", None, {"bn": 128}, "the tf32 operands have 128x256 tiles only"),
     ("wgmma_int8", None, {"bn": 128}, "the int8 operands have 128x256 tiles only"),
-    # Promotion: FP8 operands only (the others accumulate in fp32 already), at BN 128 only (registers), 0 or 1.
-    ("wgmma_warp_specialized", "bn128", {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 operands only"),
-    ("wgmma_int8", None, {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 operands only"),
-    ("wgmma_fp8", None, {"promote": True}, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128"),
+    # Promotion: FP8 and tf32 operands only (the others' sums lose nothing to it), 0 or 1.
+    ("wgmma_warp_specialized", "bn128", {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only"),
+    ("wgmma_int8", None, {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only"),
     ("wgmma_fp8", "bn128", {"promote": 2}, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
     ("wgmma_warp_specialized", "bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
     ("wgmma_warp_specialized", "bn128", {"split_k": 32}, "16 with WGMMA_WS_BN=128"),

@@ -13,7 +13,7 @@
 // The definitions (the registry's variants of a rung move one of them each):
 //   WGMMA_WS_THREADS      threads per CTA: 384, a producer warpgroup and two consumer warpgroups.
 //   WGMMA_WS_BM           tile rows: 128, 64 per consumer warpgroup.
-//   WGMMA_WS_BN           tile width: 256 or 128 (fp16/bf16 and e4m3 operands).
+//   WGMMA_WS_BN           tile width: 256 or 128 (every operand but int8).
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
 //                         128 int8 or e4m3); the operand policy checks it.
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
@@ -22,8 +22,9 @@
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (4: BN 256 only; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
-//   WGMMA_WS_PROMOTE      0 or 1: FP8 sums promoted to fp32 every k step (e4m3 operands, BN 128 only; block-scaled
-//                         operands, 17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
+//   WGMMA_WS_PROMOTE      0 or 1: tensor-core sums promoted to fp32 every k step (fp32-summed operands: e4m3, and
+//                         tf32 for 3xTF32; at BN 256 in quarters of the columns; block-scaled operands,
+//                         17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
 //   WGMMA_WS_BALANCED     1: unsplit tails go to the fewest clusters that keep the waves; 0: to every cluster.
 //   WGMMA_WS_GROUP_ORDER  0: the tile order the operands prefer; 1: groups of rows; 2: of columns.
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order.
@@ -34,7 +35,7 @@
 // consumer thread) for problems whose 128x256 tiles leave most SMs idle (512^3: 8 tiles on 132 SMs): twice the
 // tiles, half the work per tile. Its stages are 32 KiB, so 6 fit where 4 of 48 KiB do; the default stage count is
 // what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of the copy latency (in time)
-// that 4 cover at BN 256. The tf32 and int8 operands are built at BN 256 only; the FP8 ones also at 128, where the
+// that 4 cover at BN 256. The int8 operands are built at BN 256 only; the FP8 and tf32 ones also at 128, where the
 // registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop.cuh).
 #pragma once
 
@@ -101,6 +102,8 @@ constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
 constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
 constexpr bool PROMOTE = WGMMA_WS_PROMOTE != 0;
 constexpr int PROMOTE_CHAIN = 8;  // k steps per chain of the promoted mainloop (see mainloop; even: two sets)
+// Column parts of a promoted k step: at BN 256 the scratch sets are a quarter of the tile's columns each (mainloop).
+constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
 
 // ------------------------------------------------------------------------------------------- shared memory
 // From the first 1024-byte boundary of the dynamic window (128-byte swizzle atoms need it; the launch gives up to
@@ -154,9 +157,9 @@ static_assert(WGMMA_WS_STREAMK == 0 || WGMMA_WS_STREAMK == 1, "WGMMA_WS_STREAMK:
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");
-// (the fp32 set and two scratch sets: 3 x 64 accumulators per thread; 3 x 128 at BN 256 exceed a thread's 255)
-static_assert(!PROMOTE || BN == 128, "WGMMA_WS_PROMOTE: needs WGMMA_WS_BN=128 (the accumulator sets of 128x256 "
-                                     "tiles do not fit in a consumer's registers)");
+// (the fp32 set and two scratch sets: 3 x 64 accumulators per thread at BN 128; at BN 256, 128 and two sets of a
+// quarter of the columns, 2 x 32: three full sets of 128 would exceed a thread's 255 registers)
+static_assert(ACCUMULATORS % (2 * PROMOTE_PARTS) == 0, "promoted column parts: whole pairs of 8-column groups");
 
 // ------------------------------------------------------------------------------------------- operand traits
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
@@ -176,8 +179,35 @@ template <class Op, class = void>
 constexpr bool BLOCK_SCALED = false;
 template <class Op>
 constexpr bool BLOCK_SCALED<Op, decltype(void(Op::BLOCK_SCALED))> = Op::BLOCK_SCALED;
+// Whether an Op's k steps may be promoted (WGMMA_WS_PROMOTE, mainloop.cuh): Op::PROMOTABLE, declared by the operands
+// whose tensor-core sums lose bits (FP8, tf32), which also give the column parts of a step (Op::mma_columns).
+template <class Op, class = void>
+constexpr bool PROMOTABLE = false;
+template <class Op>
+constexpr bool PROMOTABLE<Op, decltype(void(Op::PROMOTABLE))> = Op::PROMOTABLE;
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
+
+#if HOPPER_SM90A
+// The k step kt of a K-major Bt tile (the tf32 and 8-bit operands, which wgmma reads only K-major) from a tensor map
+// whose box is BOX_ROWS rows of BOX_BYTES bytes. BN = 2 BOX_ROWS: two boxes, one per CTA of a 2-cluster, multicast
+// (hopper::load_halves). BN = BOX_ROWS: the tile is one box (the method's one tensor map serves every build, so its
+// box cannot be split in halves): the CTAs of a 2-cluster take turns by k step, each multicasting the whole tile,
+// which reads it from L2 once per cluster as the halves do and spreads the copies over both producers.
+template <int BOX_ROWS, int BOX_BYTES>
+__device__ __forceinline__ void load_bt(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
+                                        uint32_t rank)
+{
+    static_assert(BN == BOX_ROWS || BN == 2 * BOX_ROWS, "a Bt tile is one box or two");
+    static_assert(CLUSTER <= 2, "WGMMA_WS_CLUSTER: 1 or 2 for K-major Bt (the CTAs of a cluster share its boxes)");
+    if constexpr (BN == 2 * BOX_ROWS)
+        hopper::load_halves<CLUSTER, BOX_BYTES, BOX_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
+    else if constexpr (CLUSTER == 1)
+        hopper::tma_load_2d(sb, tmap_bt, bar, kt * BK, n0);
+    else if (kt % CLUSTER == static_cast<int>(rank))
+        hopper::tma_load_2d_multicast(sb, tmap_bt, bar, kt * BK, n0, static_cast<uint16_t>((1u << CLUSTER) - 1));
+}
+#endif  // HOPPER_SM90A
 
 }  // namespace wgmma_ws

@@ -1,6 +1,6 @@
 // The mainloop of the warp-specialised pipeline (kernels 12-17): the producer's k loop, which fills the ring of
 // shared-memory stages by TMA, and the consumers' k loop, which runs the operand policy's wgmmas on them (Op::mma)
-// and, for the FP8 operands, promotes each k step's sum into fp32 accumulators.
+// and, for operands summed in fp32 (FP8, tf32) where the build asks, promotes each k step's sum into fp32 accumulators.
 //
 // Pipeline. Each stage (A 128x64 + B 64xBN for 16-bit operands, the same 128-byte rows for the others: 48 KiB, or
 // 32 KiB at BN 128) has a "full" mbarrier (the copy engine completes it on the stage's transaction byte count) and an
@@ -105,8 +105,9 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // desc_b0 are the stage-0 descriptors' low words, so a stage's descriptors are an add. Between k steps, the
 // previous tile's staged columns leave at the drain's pace; what is left goes before the chunk is reused.
 //
-// Promotion (WGMMA_WS_PROMOTE, FP8 operands): the FP8 wgmma adds into its accumulators with fewer bits than fp32
-// (operands_bytes.cuh, E4M3), so no tensor-core sum runs longer than one k step (128 k, DeepGEMM's interval): each step
+// Promotion (WGMMA_WS_PROMOTE, fp32-summed operands): the tensor cores add into their accumulators with fewer bits
+// than fp32 (FP8: operands_bytes.cuh, E4M3) or truncating towards zero (tf32: operands_3xtf32.cuh), so no
+// tensor-core sum runs longer than one k step (128 k of FP8, DeepGEMM's interval; 32 of tf32): each step
 // starts from zero (scale-d = 0) in a scratch set, and its finished partial is added into d with fp32 adds (d is
 // no wgmma operand here, so zeroing it with moves costs nothing). Two scratch sets alternate, so that step kt is
 // issued before step kt - 1's partial is added: the adds run while the tensor cores work on step kt, and the
@@ -117,6 +118,12 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // the second-to-last step's adds), and so do those of a remainder step, which runs alone; the other consumer
 // warpgroup's wgmmas keep the tensor cores busy meanwhile. Chains of 8 leave a quarter of the adds after a wait
 // (chains of 2: all of them), for a kernel of 4,784 SASS instructions instead of 3,976 (nvcc 13.0).
+//
+// At BN 256 the two scratch sets of the tile's full width do not fit beside d (3 x 128 registers), so a promoted k
+// step runs in quarters of the columns (PROMOTE_PARTS; Op::mma_columns): two scratch sets of 32, the quarters
+// alternating between them, each added into its quarter of d while the next quarter's wgmmas run. The step ends
+// with nothing in flight (no chains: the wait sits inside the step), so its last quarter's adds and the next
+// step's barrier wait follow a wait; the other consumer warpgroup's wgmmas fill the tensor cores meanwhile.
 //
 // Block scales (BLOCK_SCALED<Op>, operands_fp8_block.cuh): a k step is one scale block (128 k), so each partial is
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
@@ -131,15 +138,54 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
                                          const Weights& weights = {})
 {
     using namespace hopper;
-    static_assert(!PROMOTE || SCALED<Op> || BLOCK_SCALED<Op>,
-                  "WGMMA_WS_PROMOTE: for the FP8 operands only (wgmma_fp8, wgmma_fp8_block); the other operands' "
-                  "wgmmas accumulate in full fp32 (int8: exactly)");
+    static_assert(!PROMOTE || PROMOTABLE<Op>,
+                  "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only (their tensor-core sums lose bits; the 16-bit "
+                  "operands' match cuBLAS's error, int8's are exact)");
     static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
                                                 "step's partial is weighted by its scales as it is promoted");
     static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),
                   "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
                   "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
-    if constexpr (PROMOTE) {
+    if constexpr (PROMOTE && PROMOTE_PARTS > 1) {
+        // In column parts (BN 256): each k step as PROMOTE_PARTS wgmma groups of BN / PROMOTE_PARTS columns from zero,
+        // alternating between two scratch sets of that width, each part added into d while the next one runs.
+        constexpr int COLS = BN / PROMOTE_PARTS, PART = ACCUMULATORS / PROMOTE_PARTS;
+        static_assert(!BLOCK_SCALED<Op>, "block scales: 128x128 tiles only");
+        V p0[PART], p1[PART];
+        auto add = [&](const V (&partial)[PART], int part) {
+#pragma unroll
+            for (int j = 0; j < PART; ++j) d[part * PART + j] += partial[j];
+        };
+#pragma unroll
+        for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
+        for (int kt = k0; kt < k1; ++kt) {
+            const uint32_t s = it % STAGES;
+            mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
+            const uint32_t da = desc_a0 + s * STAGE_DESC, db = desc_b0 + s * STAGE_DESC;
+#pragma unroll
+            for (int q = 0; q < PROMOTE_PARTS; q += 2) {
+                wgmma_fence();
+                Op::template mma_columns<COLS>(p0, da, db, q * COLS);
+                wgmma_commit();
+                if (q > 0) {
+                    wgmma_wait<1>();
+                    add(p1, q - 1);
+                }
+                wgmma_fence();
+                Op::template mma_columns<COLS>(p1, da, db, (q + 1) * COLS);
+                wgmma_commit();
+                wgmma_wait<1>();
+                add(p0, q);
+            }
+            wgmma_wait<0>();
+            release_stage(sm.empty_bar, s, lane);
+            add(p1, PROMOTE_PARTS - 1);
+            if constexpr (DRAIN_EVERY > 0) {
+                if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
+            }
+            ++it;
+        }
+    } else if constexpr (PROMOTE) {
         using Step = typename Weights::Step;
         auto add = [&](const V (&partial)[ACCUMULATORS], const Step& w) {
 #pragma unroll

@@ -50,28 +50,19 @@ template <class Kind>
 struct OpBytes {
     using Acc = typename Kind::Acc;  // accumulators and C
     static constexpr bool SCALED = Kind::SCALED;
+    static constexpr bool PROMOTABLE = __is_same(Acc, float);  // e4m3's fp32 sums lose bits; int8's are exact
     static constexpr int BK = wgmma_ws::BK;
     static constexpr int BOX_BT_ROWS = 128;                // Bt's box: 128 rows of BK bytes
-    static constexpr int BT_HALF_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
+    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
     // The tf32 operands' order (groups of cluster-rows), whose operands have the same byte layout; not measured apart.
     static constexpr bool GROUP_ALONG_N = false;
     static_assert(BK == 128 && A_BYTES == BM * BK && STAGE_BYTES - A_BYTES == BN * BK,
                   "WGMMA_WS_BK: 128 for 8-bit operands (stage layout: 128-byte rows of one-byte elements)");
-    static_assert(CLUSTER <= 2,
-                  "WGMMA_WS_CLUSTER: 1 or 2 for 8-bit operands (the CTAs of a cluster share the Bt tile's boxes)");
-    // BN 256: two Bt boxes of 128 rows, one per CTA of a 2-cluster, multicast. BN 128: the tile is one box (the
-    // method's one tensor map serves every build, so its box stays 128 rows and cannot be split in halves): the
-    // CTAs of a 2-cluster take turns by k step, each multicasting the whole tile, which reads it from L2 once
-    // per cluster as the halves do, and spreads the copies over both producers.
+    // BN 256: two Bt boxes of 128 rows, one per CTA of a 2-cluster; BN 128: one box, the CTAs taking turns (load_bt).
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
-        if constexpr (BN == 2 * BOX_BT_ROWS)
-            hopper::load_halves<CLUSTER, BT_HALF_BYTES, BOX_BT_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
-        else if constexpr (CLUSTER == 1)
-            hopper::tma_load_2d(sb, tmap_bt, bar, kt * BK, n0);
-        else if (kt % CLUSTER == static_cast<int>(rank))
-            hopper::tma_load_2d_multicast(sb, tmap_bt, bar, kt * BK, n0, static_cast<uint16_t>((1u << CLUSTER) - 1));
+        load_bt<BOX_BT_ROWS, BT_BOX_BYTES>(sb, tmap_bt, bar, n0, kt, rank);
     }
     // Both operands K-major with 128-byte swizzled rows (SBO 1024 bytes between groups of 8 rows); the next 32
     // k are 32 bytes on in each row, 2 units of the descriptors' 16-byte address field.
@@ -83,6 +74,17 @@ struct OpBytes {
         for (int kk = 0; kk < BK / 32; ++kk)
             Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(db + kk * (32 >> 4), 1024),
                           kk > 0 || accumulate);
+    }
+    // One k step on COLS of the tile's columns from col0, from zero (the promoted mainloop's column parts): rows
+    // col0.. of the Bt tile, 128 bytes each.
+    template <int COLS>
+    static __device__ __forceinline__ void mma_columns(Acc (&d)[COLS / 2], uint32_t da, uint32_t db, int col0)
+    {
+        const uint32_t dbc = db + ((col0 * 128) >> 4);
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; ++kk)
+            Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(dbc + kk * (32 >> 4), 1024),
+                          kk > 0);
     }
 };
 

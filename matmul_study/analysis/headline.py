@@ -34,7 +34,7 @@ def _fastest(group: pd.DataFrame, ours: pd.DataFrame, device: str, dtype: str, s
     """The row of one (device, dtype, shape): the fastest of `ours` beside the vendor line in `group`."""
     best = ours.loc[ours["gflops"].idxmax()]
     vendor, same = vendor_rate(group, best["accuracy_class"])
-    sheet = datasheet_tflops(device, dtype, best["accuracy_class"]) if best["kind"] == "gpu" else None
+    sheet = datasheet_tflops(device, dtype, best["method"]) if best["kind"] == "gpu" else None
     return {"device": device, "dtype": dtype, "shape": shape, "_size": best["size3"],
             "label": best.get("label", best["method"]),
             "configuration": str(best.get("variant") or "default") if pd.notna(best.get("variant")) else "default",

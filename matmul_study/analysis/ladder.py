@@ -12,7 +12,6 @@ import pandas as pd
 
 from matmul_study.analysis.accuracy import vendor_rate, with_classes
 from matmul_study.core import registry
-from matmul_study.core.specs import THREE_TF32
 
 # Dense TFLOP/s by the vendor's datasheet (H100 and H200 SXM share the chip): per dtype of the study. fp64 is the
 # tensor-core (DMMA) rate; plain fp64 FMA runs at half of it.
@@ -32,14 +31,12 @@ COLUMNS = ["device", "dtype", "shape", "method", "label", "block", "tflops", "vs
            "flops_issued", "traffic_bytes", "intensity"]
 
 
-# The arithmetic a kernel of an accuracy class runs on, where it is not its dtype's: 3xTF32 computes fp32 on the
-# tf32 tensor cores, so its share of "the peak" is of the tf32 peak (a share of the fp32 peak passes 100 %).
-ARITHMETIC = {THREE_TF32: "tf32"}
-
-
-def datasheet_tflops(device_name: str, dtype: str, accuracy: str = "") -> float | None:
-    """The datasheet peak of the arithmetic a kernel of `dtype` (and accuracy class) runs on; None where unknown."""
-    dtype = ARITHMETIC.get(accuracy, dtype)
+def datasheet_tflops(device_name: str, dtype: str, method: str = "") -> float | None:
+    """The datasheet peak of the arithmetic a kernel of `dtype` runs on: its method's (Method.arithmetic: 3xTF32
+    computes fp32 on the tf32 tensor cores, so its share of "the peak" is of the tf32 peak, whatever its accuracy
+    class), else the dtype's; None where unknown."""
+    if method in registry.METHODS:
+        dtype = registry.get(method).arithmetic or dtype
     for model, peaks in DATASHEET_TFLOPS.items():
         if model in str(device_name):
             return peaks.get(dtype)
@@ -128,6 +125,6 @@ def ladder_table(results: pd.DataFrame) -> pd.DataFrame:
             vendor = vendor_rate(top, row["accuracy_class"])[0]  # of its accuracy class (analysis/accuracy.py)
             rows.append((dev, dtype, row["shape"], row["method"], row["label"], int(block) if np.isfinite(block) else 0,
                          row["gflops"] / 1e3, row["gflops"] / vendor,
-                         datasheet_tflops(dev, dtype, row["accuracy_class"]), issued, traffic,
+                         datasheet_tflops(dev, dtype, row["method"]), issued, traffic,
                          intensity))
     return pd.DataFrame(rows, columns=COLUMNS)

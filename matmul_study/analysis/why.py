@@ -178,7 +178,7 @@ def headline_facts(results: pd.DataFrame) -> pd.DataFrame:
         vendor, alike = vendor_rate(shape, best["accuracy_class"])
         cublas_tf = vendor / 1e3
         tf = best["gflops"] / 1e3
-        sheet = datasheet_tflops(device, dtype, best["accuracy_class"]) if best["kind"] == "gpu" else None
+        sheet = datasheet_tflops(device, dtype, best["method"]) if best["kind"] == "gpu" else None
         threads = pd.to_numeric(pd.Series([best.get("threads")]), errors="coerce").iloc[0]
         rows.append({"device": device, "kind": best["kind"], "dtype": dtype, "shape": best.get("shape", ""),
                      "m": int(best["m"]), "k": int(best["k"]), "n": int(best["n"]), "label": best["label"],

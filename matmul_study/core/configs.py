@@ -103,6 +103,28 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     return choose
 
 
+def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote", narrow: str = "bn128_promote"
+                   ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose default build is a trade of accuracy (3xTF32: the tensor cores' truncating
+    sums over all of k) and whose promoted builds are in the class the study compares with (SGEMM's): always one of
+    those. `wide` (tile_m x tile_n tiles) where its tiles fill at least half a wave, else `narrow` (tile_m x
+    narrow_n: more tiles, each with less work), as persistent_split_k weighs the two widths. On an H100 (x SGEMM)
+    at 2048x2048x8192, 128 tiles of 128x256 on 132 SMs: promote 1.80, bn128_promote 1.58."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+        sms = problem.sm_count
+        where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
+        why = "sums promoted into fp32 every k step, SGEMM's accuracy class"
+        if 2 * tiles > sms or narrow not in variants:
+            return Choice(wide, f"{why}; {where}: at least half a wave, so the wide tiles")
+        narrow_tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, narrow_n)
+        return Choice(narrow, f"{why}; {where} leave most SMs idle: {narrow_tiles} tiles of {tile_m}x{narrow_n} "
+                              "instead")
+
+    return choose
+
+
 def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: int = 64
                  ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with one block per output tile, one block per SM, and split-K variants splitk<S>

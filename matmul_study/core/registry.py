@@ -21,7 +21,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
-                                                WS_FP8_BLOCK, WS_TF32, fp8_bn128_variants, fp8_block_variants,
+                                                WS_FP8_BLOCK, WS_TF32, promoted_variants, fp8_block_variants,
                                                 ws_bn128_variants, ws_rung, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
@@ -218,19 +218,25 @@ METHODS: dict[str, Method] = {
             "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
-            variants=ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
-            choose=configs.persistent_split_k(*WS_TF32.tile()),
+            variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32)),
+            choose=configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN),
         ),
         ws_rung(
             "wgmma_3xtf32",
             "Hopper fp32 at tensor-core speed (3xTF32): a pre-pass splits A and B into big and small tf32 parts "
             "(and transposes B), then wgmma_tf32's pipeline sums big·small + small·big + big·big over K' = 3k; "
-            "the pre-pass is timed with the GEMM",
+            "the pre-pass is timed with the GEMM. The default build's tensor-core sums run over all of K' (an "
+            "error above SGEMM's: a trade); its promoted builds, the study's pick, add each k step's sum into fp32 "
+            "accumulators, below SGEMM's error",
             ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", WS_TF32, ("A3", "BT3"),
             prepass=SPLIT_TF32_PREPASS,
             accuracy=THREE_TF32,
-            # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy).
-            variants=ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
+            arithmetic="tf32",
+            # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy), and
+            # promote and bn128_promote end each one every k step: SGEMM's accuracy class (specs.CLASS_DTYPES).
+            variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
+                      *promoted_variants(WS_TF32, "tf32", "the tensor cores' truncation kept to 32 k")),
+            choose=configs.promoted_tiles(*WS_TF32.tile()[:2], NARROW_BN),
         ),
         ws_rung(
             "wgmma_int8",
@@ -247,9 +253,10 @@ METHODS: dict[str, Method] = {
             "fp32 accumulation, the scales applied to the accumulators as they leave); B is transposed on every "
             "launch by the byte-transpose kernel, timed with the GEMM",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
-            variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *fp8_bn128_variants(WS_BYTES)),
+            variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
+                      *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default")),
             choose=configs.persistent_split_k(*WS_BYTES.tile()),
-            accuracy=FAST_ACCUMULATION,  # but bn128_promote: PROMOTED
+            accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
         ),
         ws_rung(
             "wgmma_fp8_block",

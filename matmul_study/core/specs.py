@@ -134,7 +134,9 @@ FAST_ACCUMULATION = "fast accumulation"  # FP8: the tensor cores' own reduced-pr
 PROMOTED = "promoted"  # FP8: partial sums promoted into fp32 accumulators (cuBLASLt's default)
 THREE_TF32 = "3xTF32"  # fp32 inputs on tf32 tensor cores, three products: tf32 speed, an error above SGEMM's
 # The dtypes each class is a class of: a method that runs other dtypes too (kernel 10: fp16 to FP8) has the one class
-# of each of those.
+# of each of those. So a build of class PROMOTED in fp32 (3xTF32 with its tf32 sums promoted into fp32 every k step,
+# wgmma_3xtf32's promote and bn128_promote) is in fp32's one class, SGEMM's: its error is measured below SGEMM's
+# (docs/tensor-cores.md).
 CLASS_DTYPES: dict[str, tuple[str, ...]] = {
     FAST_ACCUMULATION: ("float8_e4m3",),
     PROMOTED: ("float8_e4m3", "float8_e4m3_block"),
@@ -211,6 +213,9 @@ class Method:
     # accumulation over all of k, or sums promoted into fp32; fp32: 3xTF32 beside SGEMM): a build's ratio is taken
     # against the vendor line of its own class (analysis/collate.py). Empty: the dtype's one class.
     accuracy: str = ""
+    # The dtype whose arithmetic it runs, where not its own (3xTF32: fp32 on the tf32 tensor cores): the datasheet
+    # peak its share of "the peak" is taken against (analysis/ladder.py).
+    arithmetic: str = ""
 
     def accuracy_of(self, variant: str | None = None, dtype: str | None = None) -> str:
         """The accuracy class of a build: its variant's, else the method's; for a `dtype` the class is not one of

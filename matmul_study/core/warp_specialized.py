@@ -37,7 +37,7 @@ class WsConfig:
     cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
     split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
     streamk: bool = True  # split the last wave by k steps where that pays (the kernel ignores it in split-K builds)
-    promote: bool = False  # FP8 sums promoted into fp32 accumulators every k step (BN 128 only)
+    promote: bool = False  # tensor-core sums (FP8, tf32) promoted into fp32 accumulators every k step
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
     group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
@@ -137,7 +137,7 @@ WS_16BIT = WsConfig(bk=64)  # fp16 / bf16 (kernel 12)
 WS_TF32 = WsConfig(bk=32)  # tf32, and 3xTF32's split operands (kernels 13, 14)
 WS_BYTES = WsConfig(bk=128)  # int8 and e4m3 (kernels 15, 16)
 NARROW_BN = 128  # the 128x128-tile builds' width (variants bn128*)
-# The block-scaled FP8 rung (kernel 17): every build is wgmma_fp8's bn128_promote (fp8_bn128_variants).
+# The block-scaled FP8 rung (kernel 17): every build is wgmma_fp8's bn128_promote (promoted_variants).
 WS_FP8_BLOCK = replace(WS_BYTES, bn=NARROW_BN, promote=True)
 
 WS_SPLITS = (2, 4, 8, 16, 32)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
@@ -191,8 +191,8 @@ WS_BN128_SPLITS = (2, 4)  # split-K builds of the 128x128 tiles
 
 
 def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
-    """The 128x128-tile builds of the fp16/bf16 pipeline (bn NARROW_BN: each consumer warpgroup 64x128, wgmma
-    m64n128k16), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work; as many
+    """The 128x128-tile builds of a rung (bn NARROW_BN: each consumer warpgroup 64x128, wgmma m64n128k16 in fp16 and
+    bf16, m64n128k8 in tf32), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work; as many
     stages of their size as fit, 4 as the control; split-K on top where even those tiles are few."""
     narrow = replace(base, bn=NARROW_BN)
     tiles = f"{narrow.BM}x{narrow.bn} tiles"
@@ -212,23 +212,29 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
     )
 
 
-def fp8_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
-    """The FP8 rung's 128x128-tile builds (bn NARROW_BN: m64n128k32, as many stages as fit), where a consumer's
-    registers hold the promoted accumulation (WGMMA_WS_PROMOTE, kernels/warp_specialized/mainloop.cuh), and the
-    same tiles without it as the control that tells the promotion's cost from the tile's."""
+def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
+    """The 128x128-tile builds of a rung whose tensor cores sum in fewer bits than fp32 (`operands`: FP8, or 3xTF32's
+    tf32 parts; bn NARROW_BN, as many stages as fit), where a consumer's registers hold the promoted accumulation
+    (WGMMA_WS_PROMOTE, kernels/warp_specialized/mainloop.cuh): `remedy` says what that buys. And the same tiles
+    without it, the control that tells the promotion's cost from the tile's. And `promote`: the rung's own tiles
+    with promoted sums, a quarter of the columns at a time (two scratch sets of a quarter beside the fp32 set)."""
     narrow = replace(base, bn=NARROW_BN)
     tiles = f"{narrow.BM}x{narrow.bn} tiles"
     return (
+        replace(base, promote=True).variant(
+            "promote",
+            f"{base.BM}x{base.bn} tiles with each k step's {operands} sum ({base.bk} k) promoted into fp32 "
+            f"accumulators ({remedy}), in quarters of the columns: four wgmma groups of {base.bn // 4} columns a k "
+            "step, each quarter's sum added while the next one runs"),
         narrow.variant(f"bn{NARROW_BN}",
                        f"{tiles}, {narrow.stage_count} stages of {narrow.stage_bytes // 1024} KiB, the tensor cores' "
-                       f"FP8 sums as they come (the control of bn{NARROW_BN}_promote): twice the tiles of "
+                       f"{operands} sums as they come (the control of bn{NARROW_BN}_promote): twice the tiles of "
                        f"{base.BM}x{base.bn} ones, each with 3/4 of their math per byte loaded"),
         replace(narrow, promote=True).variant(
             f"bn{NARROW_BN}_promote",
-            f"{tiles} with each k step's FP8 sum ({narrow.bk} k) promoted into fp32 accumulators (DeepGEMM's "
-            "remedy, cuBLASLt's default): an error that does not grow with k, for 64 fp32 adds per thread and "
-            "k step, some of them not hidden under the tensor cores' work, and the smaller tiles that the "
-            "three accumulator sets need"),
+            f"{tiles} with each k step's {operands} sum ({narrow.bk} k) promoted into fp32 accumulators ({remedy}): "
+            "an error that does not grow with k, for 64 fp32 adds per thread and k step, some of them not hidden "
+            "under the tensor cores' work, and the smaller tiles that the three accumulator sets need"),
     )
 
 
