@@ -164,7 +164,8 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
 
 
 def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4,
-                 widest: dict[str, int] | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
+                 widest: dict[str, int] | None = None, default_tile: tuple[int, int] | None = None
+                 ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds m<BM>[_splitk<S>] (kernel 10): a few token rows (M at most the
     largest BM) against a weight matrix stream B from memory with little math per byte, so the pick is the build
     that keeps every SM streaming its own part of B. The smallest BM that holds the M rows (no rows of zeros
@@ -183,13 +184,21 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     registers a thread (the promoted sums' second set) and is bound by its own issue. In a sweep on an H100 (FP8 x
     cuBLASLt, M x N x K), two row tiles of 32 beat one of 64 with the same split at every shape: 64x8192x8192 split
     2 1.95 against 1.64, 40x4096x28672 split 4 2.05 against 1.60, 64x4096x4096 split 4 1.21 against 0.99 (its best,
-    split 2, 1.27), 48x14336x4096 whole tiles 1.85 against 1.85."""
+    split 2, 1.27), 48x14336x4096 whole tiles 1.85 against 1.85.
+
+    `default_tile`: the (rows, columns) of the default build's tiles. M past the decode tiles, where those leave SMs
+    idle (fewer tiles than SMs): the decode tiles fill the GPU instead, the smallest BM whose whole tiles still fit one
+    block per SM (the most blocks in one wave). On an H100 in fp16 (x cuBLAS): 512^3 m16 (128 blocks) 0.99, m32
+    0.88, m64 0.70, the default 0.33; 1024^3 m64 (128 blocks) 0.71, m32 (256) 0.64, m16 (512) 0.41, the default
+    0.32."""
     caps = widest or {}
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
         cap = caps.get(problem.dtype.name, max(tile_ms))
         allowed = [t for t in tile_ms if t <= cap and f"m{t}" in variants]
+        if problem.m > max(tile_ms) and default_tile is not None:
+            return _fill_the_gpu(problem, allowed, tile_n, default_tile)
         fits = [t for t in allowed if t >= problem.m]
         if not fits and allowed and problem.m <= max(tile_ms):
             fits = [max(allowed)]  # rows past this dtype's widest tile: several row tiles of it
@@ -215,6 +224,25 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
                             f"slice) gives {tiles * s} blocks on {problem.sm_count} SMs")
 
     return choose
+
+
+def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int]) -> Choice:
+    """decode_tiles past its token rows: the default build's tiles, or, where they leave SMs idle, the smallest
+    decode tile whose whole tiles fit one block per SM."""
+    dm, dn = default_tile
+    sms = problem.sm_count
+    default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
+    where = f"{default_tiles} output tile{'s' if default_tiles != 1 else ''} of {dm}x{dn} on {sms} SMs"
+    if default_tiles >= sms:
+        return Choice(DEFAULT, f"{where}: at least one wave, so whole default tiles")
+    fits = [t for t in allowed if cdiv(problem.m, t) * cdiv(problem.n, tile_n) <= sms]
+    if not fits:
+        return Choice(DEFAULT, f"{where}, but even tiles of {max(allowed, default=dm)}x{tile_n} would need more "
+                               "than one wave: whole default tiles")
+    t = min(fits)
+    blocks = cdiv(problem.m, t) * cdiv(problem.n, tile_n)
+    return Choice(f"m{t}", f"{where} leave SMs idle: {blocks} tiles of {t}x{tile_n}, the most that fit one block per "
+                           "SM")
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
