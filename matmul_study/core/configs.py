@@ -186,11 +186,12 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     2 1.95 against 1.64, 40x4096x28672 split 4 2.05 against 1.60, 64x4096x4096 split 4 1.21 against 0.99 (its best,
     split 2, 1.27), 48x14336x4096 whole tiles 1.85 against 1.85.
 
-    `default_tile`: the (rows, columns) of the default build's tiles. M past the decode tiles, where those leave SMs
-    idle (fewer tiles than SMs): the decode tiles fill the GPU instead, the smallest BM whose whole tiles still fit one
-    block per SM (the most blocks in one wave). On an H100 in fp16 (x cuBLAS): 512^3 m16 (128 blocks) 0.99, m32
-    0.88, m64 0.70, the default 0.33; 1024^3 m64 (128 blocks) 0.71, m32 (256) 0.64, m16 (512) 0.41, the default
-    0.32."""
+    `default_tile`: the (rows, columns) of the default build's tiles. M past the decode tiles, where those fill less
+    than half a wave: the decode tiles fill the GPU instead, the smallest BM whose whole tiles still fit one block per
+    SM (the most blocks in one wave), or where none does, the widest BM the dtype takes. On an H100 (x cuBLAS;
+    cuBLASLt's promoted line in FP8): fp16 512^3 m16 (128 blocks) 0.99, m32 0.88, m64 0.70, the default 0.33; fp16
+    1024^3 m64 (128 blocks) 0.71-0.73, m32 (256) 0.64-0.66, m16 (512) 0.41, the default 0.32; FP8 1024^3 m32 (256)
+    0.72 against the default's 0.21; int8 768^3 m64 (72) 1.27, m32 1.21, m16 1.26."""
     caps = widest or {}
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
@@ -227,22 +228,24 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
 
 
 def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int]) -> Choice:
-    """decode_tiles past its token rows: the default build's tiles, or, where they leave SMs idle, the smallest
-    decode tile whose whole tiles fit one block per SM."""
+    """decode_tiles past its token rows: the default build's tiles where they fill half a wave or more; else the
+    smallest decode tile whose whole tiles fit one block per SM, or where none does, the widest one this dtype
+    takes."""
     dm, dn = default_tile
     sms = problem.sm_count
     default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
     where = f"{default_tiles} output tile{'s' if default_tiles != 1 else ''} of {dm}x{dn} on {sms} SMs"
-    if default_tiles >= sms:
-        return Choice(DEFAULT, f"{where}: at least one wave, so whole default tiles")
-    fits = [t for t in allowed if cdiv(problem.m, t) * cdiv(problem.n, tile_n) <= sms]
-    if not fits:
-        return Choice(DEFAULT, f"{where}, but even tiles of {max(allowed, default=dm)}x{tile_n} would need more "
-                               "than one wave: whole default tiles")
-    t = min(fits)
-    blocks = cdiv(problem.m, t) * cdiv(problem.n, tile_n)
-    return Choice(f"m{t}", f"{where} leave SMs idle: {blocks} tiles of {t}x{tile_n}, the most that fit one block per "
-                           "SM")
+    if 2 * default_tiles > sms or not allowed:
+        return Choice(DEFAULT, f"{where}: at least half a wave, so whole default tiles")
+    blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in allowed}
+    fits = [t for t in allowed if blocks[t] <= sms]
+    if fits:
+        t = min(fits)
+        return Choice(f"m{t}", f"{where} leave most SMs idle: {blocks[t]} tiles of {t}x{tile_n}, the most that fit one "
+                               "block per SM")
+    t = max(allowed)
+    return Choice(f"m{t}", f"{where} leave most SMs idle: {blocks[t]} tiles of {t}x{tile_n} ({problem.dtype.name}'s "
+                           "widest decode tile), more than one wave but each SM busy")
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
