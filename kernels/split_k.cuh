@@ -65,15 +65,25 @@ __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
     __threadfence();  // the others' partials are read after their counts were seen
 
     // Slices 0..SPLIT-1 in order, each read whole (its own too: it is in L2 already, and the running sum leaves
-    // no registers to keep it): a slice's NV loads are in flight together.
+    // no registers to keep it). The sum is one block's, so its time is L2 round trips: U slices' loads are in
+    // flight together (as many as 128 staging registers hold; the mainloop's are free by now), then added in
+    // slice order, so the bits are those of one slice at a time.
+    constexpr int U = 128 / N < 1 ? 1 : (128 / N > SPLIT ? SPLIT : 128 / N);
 #pragma unroll 1
-    for (int s = 0; s < SPLIT; ++s) {
+    for (int s0 = 0; s0 < SPLIT; s0 += U) {
+        Acc part[U][N];
 #pragma unroll
-        for (int v = 0; v < NV; ++v) {
-            Acc part[VE];
-            simt_common::Vec<Acc>::get(__ldcg(parts + s * PART + v * THREADS), part);
+        for (int u = 0; u < U; ++u) {
+            if (s0 + u >= SPLIT) break;
 #pragma unroll
-            for (int e = 0; e < VE; ++e) a[v * VE + e] = s == 0 ? part[e] : a[v * VE + e] + part[e];
+            for (int v = 0; v < NV; ++v)
+                simt_common::Vec<Acc>::get(__ldcg(parts + (s0 + u) * PART + v * THREADS), part[u] + v * VE);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (s0 + u >= SPLIT) break;
+#pragma unroll
+            for (int e = 0; e < N; ++e) a[e] = s0 + u == 0 ? part[u][e] : a[e] + part[u][e];
         }
     }
     return true;

@@ -199,8 +199,11 @@ def test_small_problems_take_the_decode_tiles_that_fill_one_wave():
     assert decode_pick(512, 512, 512) == decode_pick(512, 512, 512, dtype="int8") == "m16"  # 128 blocks
     assert decode_pick(1024, 1024, 1024) == "m64"  # 128 blocks; m32 would be 256
     assert decode_pick(768, 768, 768) == "m64"  # 72; m32 would be 144
-    assert decode_pick(128, 4096, 4096) == "m32"  # 4 x 32 blocks
-    assert decode_pick(65, 4096, 4096) == "m32"  # 3 x 32 blocks
+    # As many blocks in wider tiles split along K read B fewer times (H200: 0.74 against m32's 0.70 in fp16, 1.33
+    # against 1.32 in int8); FP8's widest tile is 32 rows.
+    assert decode_pick(128, 4096, 4096) == "m64_splitk2"  # 2 x 32 x 2 blocks; m32 4 x 32
+    assert decode_pick(65, 4096, 4096) == "m64_splitk2"
+    assert decode_pick(128, 4096, 4096, dtype="float8_e4m3") == "m32"
     assert decode_pick(1536, 1536, 1536) == "default"  # 72 default tiles: more than half a wave
     assert decode_pick(2048, 2048, 2048) == "default"
     # No decode tile fits one wave: the widest the dtype takes (FP8: 32 rows, 256 blocks; 0.72 against the
@@ -212,6 +215,22 @@ def test_small_problems_take_the_decode_tiles_that_fill_one_wave():
     assert "8 output tiles of 128x256" in reason and "128 tiles of 16x128" in reason
     # A GPU with fewer SMs takes wider tiles sooner.
     assert decode_pick(512, 512, 512, sm_count=78) == "m32"
+
+
+def test_small_problems_split_deep_k_in_the_widest_tile_that_keeps_deep_slices():
+    # Few tiles and a deep K: each decode tile split until its blocks fill a wave; of tiles that make as many
+    # blocks, the widest whose slices keep 16 k steps. Measured on an H200 (x cuBLAS, fp16): 128x128x16384
+    # m16_splitk16 0.73 (m32_splitk32, 8 k steps a slice, 0.61; whole m16 0.12), 256x256x8192 m32_splitk8 0.82
+    # (m16_splitk4 0.73), 384x384x4096 m64_splitk4 0.63 (whole m16 0.48).
+    assert decode_pick(128, 16384, 128) == "m16_splitk16"
+    assert decode_pick(256, 8192, 256) == "m32_splitk8"
+    assert decode_pick(384, 4096, 384) == "m64_splitk4"
+    assert decode_pick(96, 32768, 96) == "m32_splitk32"  # 3 x 32 blocks, 16 k steps a slice
+    # int8's k step is 128 elements: at K = 8192, 32-row tiles split 8 ways would keep 8 steps a slice.
+    assert decode_pick(256, 8192, 256, dtype="int8") == "m16_splitk4"
+    reason = configs.choose(registry.get("mma_async_copy"),
+                            configs.job_problem(dtypes.get("float16"), 0, 256, 8192, 256, sm_count=132)).reason
+    assert "K split 8 ways" in reason and "128 blocks" in reason
 
 
 def test_decode_splits_k_until_every_sm_streams_one_block():

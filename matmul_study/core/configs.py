@@ -187,11 +187,14 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     split 2, 1.27), 48x14336x4096 whole tiles 1.85 against 1.85.
 
     `default_tile`: the (rows, columns) of the default build's tiles. M past the decode tiles, where those fill less
-    than half a wave: the decode tiles fill the GPU instead, the smallest BM whose whole tiles still fit one block per
-    SM (the most blocks in one wave), or where none does, the widest BM the dtype takes. On an H100 (x cuBLAS;
-    cuBLASLt's promoted line in FP8): fp16 512^3 m16 (128 blocks) 0.99, m32 0.88, m64 0.70, the default 0.33; fp16
-    1024^3 m64 (128 blocks) 0.71-0.73, m32 (256) 0.64-0.66, m16 (512) 0.41, the default 0.32; FP8 1024^3 m32 (256)
-    0.72 against the default's 0.21; int8 768^3 m64 (72) 1.27, m32 1.21, m16 1.26."""
+    than half a wave: the decode tiles fill the GPU instead (`_fill_the_gpu`). Each tile whose whole tiles fit one
+    block per SM, K split as above; the most blocks win, and of tiles that make as many, the widest whose slices
+    keep DEEP_SLICE_K_STEPS k steps; where no decode tile fits one wave, the widest BM the dtype takes. On an H200
+    (x cuBLAS, fp16; results/reference/NVIDIA_H200/small-problems): 384x384x4096 m64_splitk4 0.63 (whole m16 0.48),
+    192x1024x8192 m64_splitk4 0.64 (m16 0.39), 128x128x16384 m16_splitk16 0.73 (whole 0.12), 128x4096x4096
+    m64_splitk2 0.74 (m32 0.70). On an H100: fp16 512^3 m16 (128 blocks) 0.99, m32 0.88, m64 0.70, the default
+    0.33; fp16 1024^3 m64 (128 blocks) 0.71-0.73, m32 (256) 0.64-0.66, m16 (512) 0.41, the default 0.32; FP8 1024^3
+    m32 (256) 0.72 against the default's 0.21; int8 768^3 m64 (72) 1.27, m32 1.21, m16 1.26."""
     caps = widest or {}
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
@@ -199,7 +202,8 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         cap = caps.get(problem.dtype.name, max(tile_ms))
         allowed = [t for t in tile_ms if t <= cap and f"m{t}" in variants]
         if problem.m > max(tile_ms) and default_tile is not None:
-            return _fill_the_gpu(problem, allowed, tile_n, default_tile)
+            return _fill_the_gpu(problem, allowed, tile_n, default_tile, variants, cdiv(problem.k, tile_k), tile_k,
+                                 min_k_steps_per_slice)
         fits = [t for t in allowed if t >= problem.m]
         if not fits and allowed and problem.m <= max(tile_ms):
             fits = [max(allowed)]  # rows past this dtype's widest tile: several row tiles of it
@@ -209,9 +213,7 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         tile_m = fits[0]
         tiles = cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
-        prefix = f"m{tile_m}_"
-        splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
-        s = max(x for x in splits if x == 1 or (tiles * x <= problem.sm_count and k_steps >= min_k_steps_per_slice * x))
+        s = _decode_split(tile_m, tiles, k_steps, variants, problem.sm_count, min_k_steps_per_slice)
         name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
         rows = cdiv(problem.m, tile_m)
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
@@ -227,25 +229,51 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     return choose
 
 
-def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int]) -> Choice:
-    """decode_tiles past its token rows: the default build's tiles where they fill half a wave or more; else the
-    smallest decode tile whose whole tiles fit one block per SM, or where none does, the widest one this dtype
-    takes."""
+# Past the token rows, of decode tiles that fill the GPU alike, the widest one whose slices keep this many k steps:
+# measured on an H200, 256x256x8192 fp16 ran at 0.74 of cuBLAS in 32-row tiles split 8 ways (16 k steps a slice)
+# and 0.68 in 16-row tiles split 4; at 128x256x8192 16-row tiles split 8 (16 a slice) ran at 0.70 and 32-row ones
+# split 16 (8 a slice) at 0.60.
+DEEP_SLICE_K_STEPS = 16
+
+
+def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, ...], sms: int, min_k_steps: int) -> int:
+    """The largest registered split S of the m<tile_m> builds whose blocks x S fit one per SM, with at least
+    `min_k_steps` k steps a slice; 1 where none does."""
+    prefix = f"m{tile_m}_"
+    splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
+    return max(x for x in splits if x == 1 or (blocks * x <= sms and k_steps >= min_k_steps * x))
+
+
+def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int], variants: tuple[str, ...],
+                  k_steps: int, tile_k: int, min_k_steps: int) -> Choice:
+    """decode_tiles past its token rows: the default build's tiles where they fill half a wave or more. Else each
+    decode tile whose whole tiles fit one block per SM, K split as in decode (`_decode_split`); the most blocks win,
+    and of tiles that make as many, the widest whose slices keep DEEP_SLICE_K_STEPS k steps (B read by fewer row
+    tiles), else the smallest. Where no decode tile fits one wave, the widest tile this dtype takes."""
     dm, dn = default_tile
     sms = problem.sm_count
     default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
     where = f"{default_tiles} output tile{'s' if default_tiles != 1 else ''} of {dm}x{dn} on {sms} SMs"
     if 2 * default_tiles > sms or not allowed:
         return Choice(DEFAULT, f"{where}: at least half a wave, so whole default tiles")
+    leave = "leaves" if default_tiles == 1 else "leave"
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in allowed}
     fits = [t for t in allowed if blocks[t] <= sms]
-    if fits:
-        t = min(fits)
-        return Choice(f"m{t}", f"{where} leave most SMs idle: {blocks[t]} tiles of {t}x{tile_n}, the most that fit one "
-                               "block per SM")
-    t = max(allowed)
-    return Choice(f"m{t}", f"{where} leave most SMs idle: {blocks[t]} tiles of {t}x{tile_n} ({problem.dtype.name}'s "
-                           "widest decode tile), more than one wave but each SM busy")
+    if not fits:
+        t = max(allowed)
+        return Choice(f"m{t}", f"{where} {leave} most SMs idle: {blocks[t]} tiles of {t}x{tile_n} "
+                               f"({problem.dtype.name}'s widest decode tile), more than one wave but each SM busy")
+    split = {t: _decode_split(t, blocks[t], k_steps, variants, sms, min_k_steps) for t in fits}
+    most = max(blocks[t] * split[t] for t in fits)
+    full = [t for t in fits if blocks[t] * split[t] == most]
+    deep = [t for t in full if split[t] == 1 or k_steps >= DEEP_SLICE_K_STEPS * split[t]]
+    t = max(deep) if deep else min(full)
+    s = split[t]
+    tiles = f"{where} {leave} most SMs idle: {blocks[t]} tiles of {t}x{tile_n}"
+    if s == 1:
+        return Choice(f"m{t}", f"{tiles}, the most that fit one block per SM")
+    return Choice(f"m{t}_splitk{s}", f"{tiles}, K split {s} ways ({k_steps} k steps of {tile_k}, about "
+                                     f"{cdiv(k_steps, s)} a slice): {blocks[t] * s} blocks")
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
