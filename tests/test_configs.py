@@ -233,6 +233,18 @@ def test_small_problems_split_deep_k_in_the_widest_tile_that_keeps_deep_slices()
     assert "K split 8 ways" in reason and "128 blocks" in reason
 
 
+def test_decode_rows_in_smaller_tiles_where_few_columns_leave_sms_idle():
+    # M = 64 against one or two column tiles and a deep K: the 64-row tile split 32 ways is 32 blocks; 16-row tiles
+    # make four times as many. H200 (x cuBLAS): 64x64x65536 fp16 m16_splitk32 0.34 (m64_splitk32 0.24), int8 0.81
+    # (0.54); 64x128x32768 fp16 0.72 (0.41).
+    assert decode_pick(64, 65536, 64) == decode_pick(64, 65536, 64, dtype="int8") == "m16_splitk32"
+    assert decode_pick(48, 65536, 96) == "m16_splitk32"
+    assert decode_pick(64, 16384, 256) == "m16_splitk16"  # 8 tiles x 16; 32-row tiles split 32 keep 8 k steps
+    # Where the tile that holds the rows fills half a wave, it stays: 32 x 8192^2 (64 column tiles).
+    assert decode_pick(32, 8192, 8192) == "m32_splitk2"
+    assert decode_pick(64, 8192, 8192) == "m64_splitk2"
+
+
 def test_decode_splits_k_until_every_sm_streams_one_block():
     # 32 column tiles of 128 on 132 SMs: 4 slices make 128 blocks; 8 would be 256, two a SM.
     assert decode_pick(16, 4096, 4096) == "m16_splitk4"

@@ -179,6 +179,11 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     BM, the default build. A k step is a slice of `slice_bytes` of each row (64 fp16, 32 tf32, 128 int8 or e4m3
     elements), so the fit carries over from 16 bits by the bytes each block streams.
 
+    Where the tile that holds the rows, split as far as it goes, still leaves more than half the SMs idle (a few
+    columns and a deep K), smaller row tiles multiply the blocks, chosen as past the token rows (`_most_blocks`).
+    On an H200 (x cuBLAS): 64x64x65536 m16_splitk32 (128 blocks) 0.34 in fp16, 0.81 in int8, against
+    m64_splitk32's (32) 0.24 and 0.54; 64x128x32768 0.72 and 1.28 against 0.41 and 0.72.
+
     `widest`: per dtype, the most rows a decode tile of it takes; M past it (and within the decode tiles) runs in
     row tiles of that many, the split still counted on the column tiles. FP8's is 32: its m64 build holds 254
     registers a thread (the promoted sums' second set) and is bound by its own issue. In a sweep on an H100 (FP8 x
@@ -214,8 +219,14 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         tiles = cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
         s = _decode_split(tile_m, tiles, k_steps, variants, problem.sm_count, min_k_steps_per_slice)
-        name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
         rows = cdiv(problem.m, tile_m)
+        if 2 * rows * tiles * s < problem.sm_count:
+            # A few columns and a deep K: even split as far as it goes, these tiles leave most SMs idle, and
+            # smaller row tiles multiply the blocks.
+            few = f"M = {problem.m} token rows: {rows * tiles * s} blocks of {tile_m}x{tile_n} tiles"
+            return _most_blocks(problem, [t for t in allowed if t <= tile_m], tile_n, variants, k_steps, tile_k,
+                                min_k_steps_per_slice, few)
+        name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
                    if rows > 1 else "")
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, each block streaming "
@@ -263,13 +274,23 @@ def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[
         t = max(allowed)
         return Choice(f"m{t}", f"{where} {leave} most SMs idle: {blocks[t]} tiles of {t}x{tile_n} "
                                f"({problem.dtype.name}'s widest decode tile), more than one wave but each SM busy")
-    split = {t: _decode_split(t, blocks[t], k_steps, variants, sms, min_k_steps) for t in fits}
-    most = max(blocks[t] * split[t] for t in fits)
-    full = [t for t in fits if blocks[t] * split[t] == most]
+    return _most_blocks(problem, fits, tile_n, variants, k_steps, tile_k, min_k_steps, f"{where} {leave} most SMs idle")
+
+
+def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, ...], k_steps: int, tile_k: int,
+                 min_k_steps: int, why: str) -> Choice:
+    """Of decode tiles `tile_ms` (whole tiles at most one block per SM), each with K split as in decode: the most
+    blocks, and of tiles that make as many, the widest whose slices keep DEEP_SLICE_K_STEPS k steps, else the
+    smallest."""
+    sms = problem.sm_count
+    blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in tile_ms}
+    split = {t: _decode_split(t, blocks[t], k_steps, variants, sms, min_k_steps) for t in tile_ms}
+    most = max(blocks[t] * split[t] for t in tile_ms)
+    full = [t for t in tile_ms if blocks[t] * split[t] == most]
     deep = [t for t in full if split[t] == 1 or k_steps >= DEEP_SLICE_K_STEPS * split[t]]
     t = max(deep) if deep else min(full)
     s = split[t]
-    tiles = f"{where} {leave} most SMs idle: {blocks[t]} tiles of {t}x{tile_n}"
+    tiles = f"{why}: {blocks[t]} tiles of {t}x{tile_n}"
     if s == 1:
         return Choice(f"m{t}", f"{tiles}, the most that fit one block per SM")
     return Choice(f"m{t}_splitk{s}", f"{tiles}, K split {s} ways ({k_steps} k steps of {tile_k}, about "
