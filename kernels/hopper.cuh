@@ -199,6 +199,18 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
         HOPPER_WGMMA("m64n256k16.f32.bf16.bf16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
 }
 
+// The m64nNkK shapes with fp32 accumulators and both operands K-major (no transpose immediates: tf32 and 8-bit),
+// N = 64, 128 or 256, in a function with d (N / 2 floats), desc_a, desc_b and scale_d in scope. KIND is the rest of
+// the instruction after the N, e.g. "k8.f32.tf32.tf32".
+#define HOPPER_WGMMA_K_MAJOR_BY_N(KIND)                                                                          \
+    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");                                    \
+    if constexpr (N == 64)                                                                                   \
+        HOPPER_WGMMA("m64n64" KIND, HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1");              \
+    else if constexpr (N == 128)                                                                             \
+        HOPPER_WGMMA("m64n128" KIND, HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");             \
+    else                                                                                                     \
+        HOPPER_WGMMA("m64n256" KIND, HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1")
+
 // D(64xN, fp32) (+)= A(64x8, K-major, smem) * B(8xN, K-major, smem) in tf32 (fp32 data in shared memory; the tensor
 // cores use its top 19 bits), N = 64 (32 accumulators per thread), 128 (64) or 256 (128). tf32 has no transpose
 // immediates: both operands must be K-major. The tensor cores add the products into D truncating towards zero, so a
@@ -206,13 +218,7 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
 template <int N>
 __device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");
-    if constexpr (N == 64)
-        HOPPER_WGMMA("m64n64k8.f32.tf32.tf32", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1");
-    else if constexpr (N == 128)
-        HOPPER_WGMMA("m64n128k8.f32.tf32.tf32", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");
-    else
-        HOPPER_WGMMA("m64n256k8.f32.tf32.tf32", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
+    HOPPER_WGMMA_K_MAJOR_BY_N("k8.f32.tf32.tf32");
 }
 
 // D(64xN, fp32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), e4m3 operands (no transpose immediates for
@@ -223,13 +229,7 @@ template <int N>
 __device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
                                                   bool scale_d = true)
 {
-    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");
-    if constexpr (N == 64)
-        HOPPER_WGMMA("m64n64k32.f32.e4m3.e4m3", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1");
-    else if constexpr (N == 128)
-        HOPPER_WGMMA("m64n128k32.f32.e4m3.e4m3", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");
-    else
-        HOPPER_WGMMA("m64n256k32.f32.e4m3.e4m3", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1");
+    HOPPER_WGMMA_K_MAJOR_BY_N("k32.f32.e4m3.e4m3");
 }
 
 // D(64x256, s32) (+)= A(64x32, K-major, smem) * B(32x256, K-major, smem), signed 8-bit operands, exact int32
