@@ -1,6 +1,7 @@
-"""The warp-specialised kernel's 128x128-tile builds (WGMMA_WS_BN=128, variants bn128*): their launch geometry,
-workspace and shared memory as the kernel lays them out, their instruction, and the builds the kernel refuses (each
-the registry's record of a build with one axis moved, core/warp_specialized.WsConfig)."""
+"""The warp-specialised kernel's 128x128-tile builds (WGMMA_WS_BN=128, variants bn128*) and 64-row ones
+(WGMMA_WS_BM=64, variants bm64*): their launch geometry, workspace and shared memory as the kernel lays them out,
+their instruction, and the builds the kernel refuses (each the registry's record of a build with one axis moved,
+core/warp_specialized.WsConfig)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
-from matmul_study.core.warp_specialized import NARROW_BN, SM90_SHARED_BYTES
+from matmul_study.core.warp_specialized import NARROW_BN, SHORT_BM, SM90_SHARED_BYTES
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 WS = registry.get("wgmma_warp_specialized")
-BN128 = [v for v in WS.variants if v.config.bn == NARROW_BN]
+BN128 = [v for v in WS.variants if v.config.bn == NARROW_BN and v.config.bm == WS.config.bm]
 
 
 def problem(m, n, k, dtype="float16"):
@@ -31,7 +32,7 @@ def test_the_128x128_builds_are_registered_for_every_rung_but_int8():
     assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
     bm, bn, bk = WS.tile(0, "float16")
     assert all(v.tile(0, d) == (bm, NARROW_BN, bk) for v in BN128 for d in WS.dtypes) and bn == 2 * NARROW_BN
-    narrow = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROW_BN}
+    narrow = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROW_BN and v.config.bm == 128}
               for name in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_fp8", "wgmma_int8")}
     assert narrow["wgmma_tf32"] == {v.name for v in BN128}
     assert narrow["wgmma_3xtf32"] == narrow["wgmma_fp8"] == {"bn128", "bn128_promote"}
@@ -108,9 +109,48 @@ def test_the_kernels_constants_at_bn_128(tmp_path):
     ("wgmma_warp_specialized", "bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
     ("wgmma_warp_specialized", "bn128", {"split_k": 32}, "16 with WGMMA_WS_BN=128"),
     ("wgmma_warp_specialized", None, {"bn": 192}, "WGMMA_WS_BN: 256 or 128"),
+    ("wgmma_warp_specialized", None, {"bm": 32}, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)"),
     ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),
     ("wgmma_warp_specialized", None, {"bk": 32}, "WGMMA_WS_BK: 64 for 16-bit operands"),
 ])
 def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_path):
     result = ptx(method, variant, tmp_path, moved)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
+    short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM}
+             for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
+    assert short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == {"bm64", "bm64_bn128"}
+    assert short["wgmma_int8"] == {"bm64"}  # its operands take 256 columns only
+    v = WS.variant("bm64_bn128")
+    assert v.config == replace(WS.config, bm=SHORT_BM, bn=NARROW_BN)
+    assert v.tile(0, "float16") == (SHORT_BM, NARROW_BN, WS.config.bk)
+    # Its own boxes of A (64 rows); B's as the method's. The default build and the 128-row variants keep the method's.
+    a, b = v.tensor_maps
+    assert (a.operand, a.box_rows) == ("A", SHORT_BM) and b == WS.tensor_maps[1]
+    assert WS.tensor_maps[0].box_rows == WS.config.BM == 128 and WS.variant("bn128").tensor_maps == ()
+    tf32 = registry.get("wgmma_tf32").variant("bm64").tensor_maps
+    assert tf32[0].box_rows == SHORT_BM and tf32[1] == registry.get("wgmma_tf32").tensor_maps[1]
+    # 1024^3: 32 tiles of 128x256, 128 of 64x128 (one CTA each, in clusters of 2); 256 threads, as many stages of
+    # 24 KiB as fit.
+    launch = WS.launch_for(problem(1024, 1024, 1024), "bm64_bn128")
+    assert launch.grid == (128, 1, 1) and launch.threads == (256, 1, 1) and launch.cluster == (2, 1, 1)
+    assert launch.shared_bytes == v.config.shared_bytes <= SM90_SHARED_BYTES
+    assert replace(v.config, stages=v.config.stage_count + 1).shared_bytes > SM90_SHARED_BYTES
+    assert v.config.stage_count > WS.variant("bn128").config.stage_count
+
+
+@needs_nvcc
+def test_the_kernels_constants_at_bm_64(tmp_path):
+    config = WS.variant("bm64").config
+    source = tmp_path / "check.cu"
+    source.write_text('#include "12_wgmma_warp_specialized.cu"\n'
+                      f"static_assert(wgmma_ws::CONSUMERS == 1 && wgmma_ws::THREADS == {config.THREADS}, \"warpgroups\");\n"
+                      f"static_assert(wgmma_ws::A_BYTES == {SHORT_BM} * 128 && wgmma_ws::STAGES == {config.stage_count}, "
+                      '"stages");\n'
+                      f"static_assert(wgmma_ws::EPI_BYTES == {config.STAGING_BYTES}, \"staging\");\n")
+    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
+                                                 kernels.compile_options("wgmma_warp_specialized", "bm64")),
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

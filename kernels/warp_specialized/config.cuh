@@ -11,8 +11,9 @@
 // they fit in it, with the alignment slack and without more to spare.
 //
 // The definitions (the registry's variants of a rung move one of them each):
-//   WGMMA_WS_THREADS      threads per CTA: 384, a producer warpgroup and two consumer warpgroups.
-//   WGMMA_WS_BM           tile rows: 128, 64 per consumer warpgroup.
+//   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and one consumer warpgroup per 64 rows (384 at
+//                         BM 128, 256 at BM 64).
+//   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
 //   WGMMA_WS_BN           tile width: 256 or 128 (every operand but int8).
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
 //                         128 int8 or e4m3); the operand policy checks it.
@@ -37,6 +38,10 @@
 // what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of the copy latency (in time)
 // that 4 cover at BN 256. The int8 operands are built at BN 256 only; the FP8 and tf32 ones also at 128, where the
 // registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop.cuh).
+//
+// Tile rows BM. 128: two consumer warpgroups share every stage of B. 64: one consumer warpgroup, twice the tiles
+// again for problems that 128-row tiles still leave short of a wave (1024^3: 32 tiles of 128x256, 64 of 64x256
+// or 128x128, 128 of 64x128), at half the math per byte of B loaded; the stages are smaller, so more of them fit.
 #pragma once
 
 #include "../hopper.cuh"
@@ -89,7 +94,7 @@ namespace wgmma_ws {
 
 constexpr int BM = WGMMA_WS_BM, BN = WGMMA_WS_BN, BK = WGMMA_WS_BK;  // CTA tile; BK: Op::BK (checked in ws_gemm)
 constexpr int ACCUMULATORS = BN / 2;  // per consumer thread: its warpgroup's 64 x BN over 128 threads
-constexpr int CONSUMERS = 2;          // consumer warpgroups, 64 rows each
+constexpr int CONSUMERS = BM / 64;    // consumer warpgroups, 64 rows each
 constexpr int THREADS = WGMMA_WS_THREADS;
 constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;
@@ -110,13 +115,13 @@ constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
 // ALIGN_SLACK bytes more for it): STAGES stages of A then B, the consumers' staging chunks, then the full and the
 // empty barrier of each stage (ws_gemm computes the same addresses into Smem).
 constexpr int ALIGN_SLACK = 1024;
-constexpr int A_BYTES = BM * 128;                 // 128 rows of 128 bytes (16 KiB)
+constexpr int A_BYTES = BM * 128;                 // BM rows of 128 bytes (16 KiB at BM 128)
 constexpr int STAGE_BYTES = A_BYTES + BN * 128;   // + B, BN columns of 128 bytes (32 or 16 KiB)
 constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wgmma descriptor's address units
 // Epilogue staging: per consumer warp one 16x64 fp32 chunk (4 KiB), turning the accumulator layout (8 rows x 32
 // bytes per store instruction) into whole-row 256-byte stores.
 constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
-constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 32 KiB
+constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 16 KiB per consumer warpgroup
 constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -133,8 +138,10 @@ struct Smem {
     uint32_t tiles, epi, full_bar, empty_bar;
 };
 
-static_assert(THREADS == 128 * (CONSUMERS + 1), "WGMMA_WS_THREADS: 384, one producer and two consumer warpgroups");
-static_assert(BM == 64 * CONSUMERS, "WGMMA_WS_BM: 128 rows, 64 per consumer warpgroup");
+static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)");
+static_assert(THREADS == 128 * (CONSUMERS + 1),
+              "WGMMA_WS_THREADS: one producer warpgroup and a consumer warpgroup per 64 rows (384 at BM 128, 256 at "
+              "BM 64)");
 static_assert(BN == 256 || BN == 128, "WGMMA_WS_BN: 256 or 128 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
 static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs (each multicasts whole 64-column strips "

@@ -3,13 +3,15 @@
 // epilogue (epilogue.cuh) to an operand policy Op (operands_*.cuh). A rung (kernels/12_*.cu .. 17_*.cu) is its
 // policy and a __device__ entry point that calls ws_gemm<Op>.
 //
-// Warpgroups. A CTA is 3 warpgroups (384 threads) that do different jobs, so that copies, math and stores
-// overlap without any of them waiting for a block-wide barrier:
+// Warpgroups. A CTA is a producer warpgroup and one consumer warpgroup per 64 rows of its tile (384 threads at BM
+// 128, 256 at BM 64) that do different jobs, so that copies, math and stores overlap without any of them waiting
+// for a block-wide barrier:
 //   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
 //     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
 //     into the next tile while the consumers store the current one.
-//   consumers (warpgroups 1 and 2, setmaxnreg 232): each owns 64 rows of the CTA's 128xBN tile of C and issues
-//     the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores its rows.
+//   consumers (warpgroups 1 and 2, or 1 alone, setmaxnreg 232): each owns 64 rows of the CTA's BMxBN tile of C
+//     and issues the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores
+//     its rows.
 //
 // Clusters. CLUSTER CTAs along M compute vertically adjacent tiles that need the same B slice per k step: each
 // CTA loads its own A and 1/CLUSTER of B, the B part multicast into every CTA of the cluster. That cuts the

@@ -22,7 +22,7 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
                                                 WS_FP8_BLOCK, WS_TF32, promoted_variants, fp8_block_variants,
-                                                ws_bn128_variants, ws_rung, ws_variants)
+                                                ws_bm64_variants, ws_bn128_variants, ws_rung, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -210,7 +210,8 @@ METHODS: dict[str, Method] = {
             f"{WS_16BIT.BM}x{WS_16BIT.bn} tiles, {WS_16BIT.stage_count} stages, persistent grid in grouped order, "
             f"{WS_16BIT.cluster}-CTA clusters sharing B by TMA multicast",
             ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", WS_16BIT, ("A", "B"),
-            variants=(*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT)),
+            variants=(*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
+                      *ws_bm64_variants(WS_16BIT)),
             choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN),
         ),
         ws_rung(
@@ -219,7 +220,8 @@ METHODS: dict[str, Method] = {
             "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
-            variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32)),
+            variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
+                      *ws_bm64_variants(WS_TF32)),
             choose=configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN),
         ),
         ws_rung(
@@ -246,7 +248,8 @@ METHODS: dict[str, Method] = {
             "(kernels/transpose_bytes.cu), and that transpose is timed with the kernel",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
-            variants=ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
+            variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
+                      *ws_bm64_variants(WS_BYTES, widths=(256,))),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -255,7 +258,8 @@ METHODS: dict[str, Method] = {
             "launch by the byte-transpose kernel, timed with the GEMM",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
-                      *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default")),
+                      *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
+                      *ws_bm64_variants(WS_BYTES)),
             choose=configs.persistent_split_k(*WS_BYTES.tile()),
             accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
         ),

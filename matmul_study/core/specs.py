@@ -166,6 +166,9 @@ class Variant:
     dtypes: tuple[str, ...] = ()
     # Its accuracy class where it differs from its method's (Method.accuracy): e.g. an FP8 build with promoted sums.
     accuracy: str = ""
+    # Its tensor maps where their boxes differ from its method's (Method.tensor_maps; empty: the method's): a
+    # warp-specialised build of 64-row tiles reads A in boxes of 64 rows.
+    tensor_maps: tuple[TensorMap, ...] = ()
 
 
 @dataclass(frozen=True)

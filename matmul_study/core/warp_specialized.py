@@ -33,6 +33,7 @@ class WsConfig:
 
     bk: int  # k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32, 128 bytes)
     bn: int = 256  # tile width: 256, or 128 (twice the tiles, half the work each)
+    bm: int = 128  # tile rows: 128 (two consumer warpgroups), or 64 (one: twice the tiles again)
     stages: int | None = None  # pipeline stages; None: the most that fit in an SM's shared memory (stage_count)
     cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
     split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
@@ -44,17 +45,33 @@ class WsConfig:
     group_m: int = 8  # cluster tiles per group of the tile order
     drain_every: int = 2  # paced drain of the epilogue every so many k steps (0: every tile stored whole)
 
-    # The pipeline's fixed shape (the kernel asserts the first two against its warpgroups).
-    BM: ClassVar[int] = 128  # tile rows: 64 per consumer warpgroup
-    THREADS: ClassVar[int] = 384  # a producer warpgroup and two consumer warpgroups
     # Its shared memory (kernels/warp_specialized/config.cuh, LAYOUT_BYTES): the slack that aligns the stages to
     # 1024 bytes, each stage's BM rows of A and bn columns of B at 128 bytes each, the epilogue's staging (a 16x64
     # fp32 chunk per consumer warp) and a full and an empty mbarrier per stage.
     ALIGN_SLACK: ClassVar[int] = 1024
     ROW_BYTES: ClassVar[int] = 128
-    STAGING_BYTES: ClassVar[int] = 2 * 4 * 16 * 64 * 4
+    CHUNK_BYTES: ClassVar[int] = 16 * 64 * 4  # one consumer warp's staging chunk
     BARRIER_BYTES: ClassVar[int] = 2 * 8
     ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
+
+    @property
+    def BM(self) -> int:
+        """Tile rows, 64 per consumer warpgroup (the kernel asserts it against its warpgroups)."""
+        return self.bm
+
+    @property
+    def consumers(self) -> int:
+        return self.bm // 64
+
+    @property
+    def THREADS(self) -> int:
+        """A producer warpgroup and a consumer warpgroup per 64 rows: 384 at bm 128, 256 at bm 64."""
+        return 128 * (self.consumers + 1)
+
+    @property
+    def STAGING_BYTES(self) -> int:
+        """The epilogue's staging: a chunk per consumer warp, four warps per consumer warpgroup."""
+        return self.consumers * 4 * self.CHUNK_BYTES
 
     @property
     def stage_bytes(self) -> int:
@@ -212,6 +229,25 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
     )
 
 
+SHORT_BM = 64  # the 64-row-tile builds' rows (variants bm64*): one consumer warpgroup
+
+
+def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN)) -> tuple[Variant, ...]:
+    """The 64-row-tile builds of a rung (bm SHORT_BM: one consumer warpgroup, 256 threads), for problems that even
+    128x128 tiles leave short of a wave (1024^3: 64 of those on 132 SMs, 128 of 64x128): at each of `widths` (the
+    rung's own width named bm64, 128 columns bm64_bn128), as many stages as fit, which at half the rows of A a stage
+    is more of them."""
+    out = []
+    for bn in widths:
+        short = replace(base, bm=SHORT_BM, bn=bn)
+        name = f"bm{SHORT_BM}" if bn == base.bn else f"bm{SHORT_BM}_bn{bn}"
+        out.append(short.variant(
+            name, f"{short.BM}x{short.bn} tiles, one consumer warpgroup ({short.THREADS} threads), "
+                  f"{short.stage_count} stages of {short.stage_bytes // 1024} KiB: "
+                  f"{base.BM // short.BM * base.bn // short.bn}x the tiles of {base.BM}x{base.bn} ones"))
+    return tuple(out)
+
+
 def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
     """The 128x128-tile builds of a rung whose tensor cores sum in fewer bits than fp32 (`operands`: FP8, or 3xTF32's
     tf32 parts; bn NARROW_BN, as many stages as fit), where a consumer's registers hold the promoted accumulation
@@ -299,8 +335,17 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
     elements, built for sm_90a. `operands` names the tensor maps' operands: A (or a pre-pass's A3), then B, read in
     64-column strips, or a K-major Bᵀ (BT, BT3) read in 128-row boxes like A. `fields` are the rest of the Method's
     (variants, choose, requires, prepass, ...)."""
-    a, b = operands
-    b_map = TensorMap(b, config.bk, 64) if b == "B" else TensorMap(b, BT_BOX_ROWS, config.bk)
+    def maps(c: WsConfig) -> tuple[TensorMap, TensorMap]:
+        a, b = operands
+        return (TensorMap(a, c.BM, c.bk),
+                TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, BT_BOX_ROWS, c.bk))
+
+    # A build of other tile rows than the default's reads A in boxes of its own rows. Every build keeps the default
+    # build's launch bound (384 threads, so ptxas budgets 168 registers a thread at entry): in a 256-thread build
+    # too, setmaxnreg then raises the consumers to 232 and never lowers them.
+    fields["variants"] = tuple(
+        replace(v, tensor_maps=maps(v.config)) if isinstance(v, WsVariant) and v.config.BM != config.BM else v
+        for v in fields.get("variants", ()))
     return WsMethod(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=config.launch,
-                    tile=config.tile, tensor_maps=(TensorMap(a, config.BM, config.bk), b_map),
-                    launch_bounds=(config.THREADS, 1), config=config, **{"requires": HOPPER, **fields})
+                    tile=config.tile, tensor_maps=maps(config), launch_bounds=(config.THREADS, 1), config=config,
+                    **{"requires": HOPPER, **fields})

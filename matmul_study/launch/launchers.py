@@ -269,7 +269,8 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
         fits = checked(cu.cuOccupancyMaxActiveClusters(func, launch_config(launch)))
         launch = launch.resized(min(launch.grid[0], max(1, int(fits)) * launch.cluster[0]))
     item = p.dtype.itemsize
-    needed = {spec.operand for spec in method.tensor_maps}
+    specs = variant.tensor_maps or method.tensor_maps  # the build's boxes
+    needed = {spec.operand for spec in specs}
     operands = {}
     if "A" in needed:
         operands["A"] = PitchedOperand(buffers.a, p.m, p.k, item)
@@ -278,9 +279,8 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     if "BT" in needed:
         operands["BT"] = transposed_operand(buffers.b, p.k, p.n, item, p.dtype.storage)
     before = prepass(method, p, buffers, module, operands)  # adds its outputs to the operands
-    maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.name)
-            for spec in method.tensor_maps}
-    first, second = (spec.operand for spec in method.tensor_maps)
+    maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.name) for spec in specs}
+    first, second = (spec.operand for spec in specs)
     config = launch_config(launch)
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
