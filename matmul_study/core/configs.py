@@ -179,8 +179,8 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     BM, the default build. A k step is a slice of `slice_bytes` of each row (64 fp16, 32 tf32, 128 int8 or e4m3
     elements), so the fit carries over from 16 bits by the bytes each block streams.
 
-    Where the tile that holds the rows, split as far as it goes, still leaves more than half the SMs idle (a few
-    columns and a deep K), smaller row tiles multiply the blocks, chosen as past the token rows (`_most_blocks`).
+    Where the tile that holds the rows, split as far as it goes, fits one wave, smaller row tiles that make more
+    blocks win, chosen as past the token rows (`_most_blocks`): a few columns and a deep K.
     On an H200 (x cuBLAS): 64x64x65536 m16_splitk32 (128 blocks) 0.34 in fp16, 0.81 in int8, against
     m64_splitk32's (32) 0.24 and 0.54; 64x128x32768 0.72 and 1.28 against 0.41 and 0.72.
 
@@ -220,13 +220,16 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         k_steps = cdiv(problem.k, tile_k)
         s = _decode_split(tile_m, tiles, k_steps, variants, problem.sm_count, min_k_steps_per_slice)
         rows = cdiv(problem.m, tile_m)
-        if 2 * rows * tiles * s < problem.sm_count:
-            # A few columns and a deep K: even split as far as it goes, these tiles leave most SMs idle, and
-            # smaller row tiles multiply the blocks.
-            few = f"M = {problem.m} token rows: {rows * tiles * s} blocks of {tile_m}x{tile_n} tiles"
-            return _most_blocks(problem, [t for t in allowed if t <= tile_m], tile_n, variants, k_steps, tile_k,
-                                min_k_steps_per_slice, few)
         name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
+        if rows * tiles * s <= problem.sm_count:
+            # Within one wave, smaller row tiles may make more blocks (a few columns and a deep K): the most
+            # blocks, as past the token rows; the tile that holds the rows where it makes as many.
+            smaller = [t for t in allowed if t <= tile_m and cdiv(problem.m, t) * tiles <= problem.sm_count]
+            few = f"M = {problem.m} token rows: {rows * tiles * s} blocks of {tile_m}x{tile_n} tiles"
+            more = _most_blocks(problem, smaller, tile_n, variants, k_steps, tile_k, min_k_steps_per_slice, few,
+                                prefer=tile_m)
+            if more.variant != name:
+                return more
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
                    if rows > 1 else "")
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, each block streaming "
@@ -278,17 +281,17 @@ def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[
 
 
 def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, ...], k_steps: int, tile_k: int,
-                 min_k_steps: int, why: str) -> Choice:
+                 min_k_steps: int, why: str, prefer: int | None = None) -> Choice:
     """Of decode tiles `tile_ms` (whole tiles at most one block per SM), each with K split as in decode: the most
-    blocks, and of tiles that make as many, the widest whose slices keep DEEP_SLICE_K_STEPS k steps, else the
-    smallest."""
+    blocks, and of tiles that make as many, `prefer` where it is one of them, else the widest whose slices keep
+    DEEP_SLICE_K_STEPS k steps, else the smallest."""
     sms = problem.sm_count
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in tile_ms}
     split = {t: _decode_split(t, blocks[t], k_steps, variants, sms, min_k_steps) for t in tile_ms}
     most = max(blocks[t] * split[t] for t in tile_ms)
     full = [t for t in tile_ms if blocks[t] * split[t] == most]
     deep = [t for t in full if split[t] == 1 or k_steps >= DEEP_SLICE_K_STEPS * split[t]]
-    t = max(deep) if deep else min(full)
+    t = prefer if prefer in full else max(deep) if deep else min(full)
     s = split[t]
     tiles = f"{why}: {blocks[t]} tiles of {t}x{tile_n}"
     if s == 1:
