@@ -28,6 +28,19 @@ def gflops(m: int, k: int, n: int, seconds: float) -> float:
     return flops(m, k, n) / seconds / 1e9
 
 
+# Measurement keys that choose which process runs a job (measure/worker.py), not what it measures: left out of the
+# config hash and of the benchmark rules' params (Snakemake's rerun trigger), so that turning the worker on or off
+# neither reruns a study's jobs nor mixes its results' hashes.
+PROCESS_ONLY_MEASUREMENT_KEYS = ("worker", "worker_idle_s")
+
+
+def measured_settings(measurement: dict) -> dict:
+    """The measurement section without PROCESS_ONLY_MEASUREMENT_KEYS: what a result was measured with."""
+    return {k: v for k, v in measurement.items() if k not in PROCESS_ONLY_MEASUREMENT_KEYS}
+
+
 def config_hash(config: dict) -> str:
-    """A short hash of the whole config, recorded with every result."""
+    """A short hash of the whole config but PROCESS_ONLY_MEASUREMENT_KEYS, recorded with every result."""
+    if isinstance(config.get("measurement"), dict):
+        config = {**config, "measurement": measured_settings(config["measurement"])}
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -35,7 +35,9 @@ rule benchmark_cpu:
     wildcard_constraints:
         method="|".join(CPU_METHODS),
     params:
-        measurement=config["measurement"],
+        # What the jobs measure with: Snakemake reruns a job whose params changed. measured_settings leaves out the
+        # keys that only choose the process a job runs in (measurement.worker).
+        measurement=measured_settings(config["measurement"]),
         # numpy's BLAS threads (every core the job holds, or config threads, at most that): a param, so that
         # changing either reruns the CPU jobs (Snakemake's default rerun triggers include params).
         threads=lambda wildcards: resources.blas_threads(config, workflow),
@@ -63,7 +65,7 @@ rule benchmark_gpu:
     wildcard_constraints:
         method="|".join(GPU_METHODS),
     params:
-        measurement=config["measurement"],
+        measurement=measured_settings(config["measurement"]),
     resources:
         gpu=1,
     conda:

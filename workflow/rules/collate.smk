@@ -15,7 +15,7 @@ rule calibrate:
     log:
         "logs/calibrate.log",
     params:
-        measurement=config["measurement"],
+        measurement=measured_settings(config["measurement"]),
     # Counts one GPU, but measures every GPU of the host, each while holding its lock (matmul_study.measure.gpu_slots): it
     # only ever waits for a GPU a benchmark job holds, never shares one.
     resources:

@@ -9,6 +9,7 @@ from matmul_study.pipeline import config as study_config
 from matmul_study.measure import gpu_device as device
 from matmul_study.measure import input_cache
 from matmul_study.core import dtypes, registry
+from matmul_study.core.records import measured_settings
 from matmul_study.pipeline import grid, kept, progress, recovery, resources, stops
 
 REPO = Path(workflow.basedir)

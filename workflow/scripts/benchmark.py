@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from matmul_study.core import results
-from matmul_study.measure import input_cache
+from matmul_study.measure import input_cache, worker
 from matmul_study.measure.runner import Job, run_job
 from matmul_study.pipeline.progress import progress_line
 from matmul_study.pipeline.recovery import pause_for_tests
@@ -30,8 +30,10 @@ if __name__ == "__main__":
         job = Job.from_wildcards(snakemake.wildcards)
         cubin = snakemake.input.get("cubin") or None
         on_cpu = not job.method_record.on_gpu
+        # measurement.worker: a GPU job is measured by its GPU slot's long-lived process (the same run_job there).
+        measure = worker.run_job_in_worker if worker.use_worker(snakemake.config, not on_cpu) else run_job
         try:
-            record = run_job(job, snakemake.config, str(partial), cubin=cubin, threads=snakemake.threads,
+            record = measure(job, snakemake.config, str(partial), cubin=cubin, threads=snakemake.threads,
                              inputs_dir=input_cache.RUN_DIRECTORY)
             # What the numbers were measured with, in the result itself: the report shows these values.
             record["measured_config"] = {"measurement": dict(snakemake.params.measurement)}
