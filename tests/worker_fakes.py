@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def runner(request: dict) -> dict:
-    fake = request.get("fake", {})
+    fake = request.get("fake") or request.get("config", {}).get("fake", {})
     started = time.time()
     if fake.get("started"):  # tells the test the job is in flight
         Path(fake["started"]).write_text(str(os.getpid()))
@@ -18,6 +18,8 @@ def runner(request: dict) -> dict:
         os.abort()
     if fake.get("raise"):
         raise RuntimeError(fake["raise"])
-    return {"served_by": os.getpid(), "cwd": os.getcwd(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "job": request.get("job"), "started": started, "finished": time.time(),
+    return {"served_by": os.getpid(), "cwd": os.getcwd(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "job": request.get("job"), "output": request.get("output"), "cubin": request.get("cubin"),
+            "inputs_dir": request.get("inputs_dir"), "started": started, "finished": time.time(),
             "overhead": {"startup_s": 123.0, "slot_wait_s": 0.001, "job_s": 0.01}}

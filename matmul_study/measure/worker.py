@@ -59,6 +59,8 @@ POLL_S = 1.0
 REQUEST_TIMEOUT_S = 30.0
 # The job's output (prints, warnings) travels back in the reply, at most this much of its end.
 MAX_OUTPUT_CHARS = 1 << 20
+# Connections a job tries (a fresh worker each) where a worker that is leaving drops it before taking the job.
+CONNECT_ATTEMPTS = 3
 # AF_UNIX socket paths hold at most 108 bytes on Linux (104 on macOS), the terminating NUL included.
 MAX_SOCKET_PATH = 100
 
@@ -76,13 +78,19 @@ class WorkerDied(WorkerError):
     pass
 
 
+class _NotTaken(Exception):
+    """The connection ended before the worker took the job (a worker in the middle of dying still accepts
+    connections for an instant): the job never started, and a fresh worker can take it."""
+
+
 class WorkerJobError(RuntimeError):
     """The job raised inside the worker; the message is the error's type and message, `remote_traceback` its
     traceback there."""
 
-    def __init__(self, message: str, remote_traceback: str = ""):
+    def __init__(self, message: str, remote_traceback: str = "", output: str = ""):
         super().__init__(message)
         self.remote_traceback = remote_traceback
+        self.output = output  # what the job printed there, its traceback last
 
 
 # --- Where a slot's worker lives --------------------------------------------------------------------------------------
@@ -185,9 +193,12 @@ def run_job_in_worker(job, config: dict, output: str, cubin: str | None = None, 
     # worker started here inherits.
     with gpu_slots.job_slot(True) as device:
         slot = Slot(folder, slot_name(device), study_of_this_process())
-        reply = submit(slot, request, runner=runner, idle_s=idle_s, waited_since=t_wait)
-    if reply.output:
-        print(reply.output, end="" if reply.output.endswith("\n") else "\n", flush=True)
+        try:
+            reply = submit(slot, request, runner=runner, idle_s=idle_s, waited_since=t_wait)
+        except WorkerJobError as exc:
+            _echo(exc.output)  # into this job's log, as if it had run here
+            raise
+    _echo(reply.output)
     record = reply.record
     overhead = record.setdefault("overhead", {})
     if startup_s is not None:
@@ -195,6 +206,11 @@ def run_job_in_worker(job, config: dict, output: str, cubin: str | None = None, 
     overhead["slot_wait_s"] = reply.waited_s + (overhead.get("slot_wait_s") or 0.0)
     record["worker"] = {"pid": reply.pid, "jobs_before": reply.jobs_before, "start_s": reply.start_s}
     return record
+
+
+def _echo(text: str) -> None:
+    if text:
+        print(text, end="" if text.endswith("\n") else "\n", flush=True)
 
 
 def _absolute(path: str | os.PathLike | None) -> str | None:
@@ -212,23 +228,31 @@ def submit(slot: Slot, request: dict, *, runner: str = DEFAULT_RUNNER, idle_s: f
     with _locked(slot.lock_path):
         waited_s = time.perf_counter() - waited_since
         start_s = 0.0
-        conn = _connect(slot.socket_path)
-        if conn is None:
-            t_start = time.perf_counter()
-            _start(slot, runner, idle_s, start_timeout_s)
+        for attempt in range(CONNECT_ATTEMPTS):
             conn = _connect(slot.socket_path)
             if conn is None:
-                raise WorkerStartError(f"the measurement worker of GPU slot {slot.name} started but does not accept "
-                                       f"connections at {slot.socket_path}{_log_tail(slot.log_path)}")
-            start_s = time.perf_counter() - t_start
-        with conn:
-            answer = _exchange(conn, request, slot)
+                t_start = time.perf_counter()
+                _start(slot, runner, idle_s, start_timeout_s)
+                conn = _connect(slot.socket_path)
+                if conn is None:
+                    raise WorkerStartError(f"the measurement worker of GPU slot {slot.name} started but does not "
+                                           f"accept connections at {slot.socket_path}{_log_tail(slot.log_path)}")
+                start_s += time.perf_counter() - t_start
+            try:
+                with conn:
+                    answer = _exchange(conn, request, slot)
+                break
+            except _NotTaken as exc:
+                with contextlib.suppress(FileNotFoundError):
+                    slot.socket_path.unlink()  # its worker is leaving: the next attempt starts a fresh one
+                if attempt == CONNECT_ATTEMPTS - 1:
+                    raise WorkerDied(_died(slot, None, str(exc))) from None
     reply = Reply(answer.get("record") or {}, int(answer["pid"]), int(answer["jobs_before"]), start_s, waited_s,
                   answer.get("output") or "")
     if not answer.get("ok"):
         error = answer.get("error") or {}
         raise WorkerJobError(f"{error.get('type', 'Error')}: {error.get('message', '')} (in the measurement worker "
-                             f"pid {reply.pid} of GPU slot {slot.name})", error.get("traceback", ""))
+                             f"pid {reply.pid} of GPU slot {slot.name})", error.get("traceback", ""), reply.output)
     return reply
 
 
@@ -237,10 +261,13 @@ def _exchange(conn: socket.socket, request: dict, slot: Slot) -> dict:
     pid = None
     stream = conn.makefile("rb")
     try:
-        conn.sendall(json.dumps(request).encode() + b"\n")
-        accepted = _line(stream)
+        try:
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            accepted = _line(stream)
+        except OSError as exc:
+            raise _NotTaken(f"the connection failed before the worker took the job: {exc}") from None
         if accepted is None:
-            raise WorkerDied(_died(slot, None, "it closed the connection before taking the job"))
+            raise _NotTaken("the worker closed the connection before taking the job")
         pid = int(json.loads(accepted)["pid"])
         reply = _line(stream)
     except (KeyboardInterrupt, SystemExit):
