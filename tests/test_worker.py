@@ -1,4 +1,4 @@
-"""The measurement worker per GPU slot (matmul_study/measure/worker.py), on the CPU: its protocol with a fake runner
+"""The measurement worker per GPU slot (matmul_study/pipeline/worker.py), on the CPU: its protocol with a fake runner
 (tests/worker_fakes.py) in place of run_job, its faults and lifetime, and the config keys that turn it on."""
 
 import os
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from matmul_study.core.records import config_hash, measured_settings
-from matmul_study.measure import worker
-from matmul_study.pipeline import processes
+from matmul_study.pipeline import processes, worker
 from matmul_study.pipeline.config import ConfigError, validate
 
 TESTS = Path(__file__).resolve().parent

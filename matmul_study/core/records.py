@@ -28,7 +28,7 @@ def gflops(m: int, k: int, n: int, seconds: float) -> float:
     return flops(m, k, n) / seconds / 1e9
 
 
-# Measurement keys that choose which process runs a job (measure/worker.py), not what it measures: left out of the
+# Measurement keys that choose which process runs a job (pipeline/worker.py), not what it measures: left out of the
 # config hash and of the benchmark rules' params (Snakemake's rerun trigger), so that turning the worker on or off
 # neither reruns a study's jobs nor mixes its results' hashes.
 PROCESS_ONLY_MEASUREMENT_KEYS = ("worker", "worker_idle_s")

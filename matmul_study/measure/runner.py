@@ -73,7 +73,7 @@ def run_job(job: Job, config: dict, output: str, cubin: str | None = None, threa
 
     from matmul_study.measure.gpu_slots import job_slot
 
-    startup_s = _process_age_s()  # the job process's start-up: Python, imports, Snakemake's script preamble
+    startup_s = process_age_s()  # the job process's start-up: Python, imports, Snakemake's script preamble
     # Before the job waits for a GPU or measures: a result it could not write would waste its whole time.
     results.check_can_write(Path(output).parent)
     t_wait = time.perf_counter()
@@ -124,7 +124,7 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     return record
 
 
-def _process_age_s() -> float | None:
+def process_age_s() -> float | None:
     """Seconds since this process started (psutil, which Snakemake depends on); None where it cannot say."""
     try:
         import psutil

@@ -5,8 +5,9 @@ import sys
 from pathlib import Path
 
 from matmul_study.core import results
-from matmul_study.measure import input_cache, worker
+from matmul_study.measure import input_cache
 from matmul_study.measure.runner import Job, run_job
+from matmul_study.pipeline import worker
 from matmul_study.pipeline.progress import progress_line
 from matmul_study.pipeline.recovery import pause_for_tests
 from matmul_study.pipeline.stops import job_finished, logged

@@ -45,12 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from matmul_study.pipeline import processes
+
 PROTOCOL = 1
 # The workers' folder, under the workflow's working directory (Snakemake's own folder there): locks, sockets, logs.
 DIRECTORY = Path(".snakemake") / "matmul_study_workers"
 DEFAULT_IDLE_S = 60.0
 # What a worker runs for each request: module:function, taking the request (a dict) and returning the record.
-DEFAULT_RUNNER = "matmul_study.measure.worker:run_request"
+DEFAULT_RUNNER = "matmul_study.pipeline.worker:run_request"
 # A worker's start: a fresh Python and the runner's imports (numpy, the package), slower on a network file system.
 START_TIMEOUT_S = 120.0
 # How often an idle worker checks that its study is still running and its socket still its own.
@@ -134,20 +136,16 @@ def slot_name(device: int | str | None) -> str:
 
 def study_of_this_process() -> tuple[int, str] | None:
     """The Snakemake process whose job this is (pid, start time), or None outside Snakemake."""
-    from matmul_study.pipeline.processes import snakemake_ancestor, start_time
-
-    pid = snakemake_ancestor()
-    started = start_time(pid) if pid else None
+    pid = processes.snakemake_ancestor()
+    started = processes.start_time(pid) if pid else None
     return (pid, started) if pid and started else None
 
 
 def study_is_per_job() -> bool:
     """Whether this job's Snakemake runs this job alone (an executor's job step, e.g. Slurm's: `--target-jobs`),
     so that a worker would end with the job and only add its start to it."""
-    from matmul_study.pipeline.processes import command_line, snakemake_ancestor
-
-    pid = snakemake_ancestor()
-    return pid is not None and "--target-jobs" in command_line(pid)
+    pid = processes.snakemake_ancestor()
+    return pid is not None and "--target-jobs" in processes.command_line(pid)
 
 
 def use_worker(config: dict, on_gpu: bool) -> bool:
@@ -178,9 +176,9 @@ def run_job_in_worker(job, config: dict, output: str, cubin: str | None = None, 
     worker, WorkerError where the worker could not start or ended before replying."""
     from matmul_study.core import results
     from matmul_study.measure import gpu_slots
-    from matmul_study.measure.runner import _process_age_s
+    from matmul_study.measure.runner import process_age_s
 
-    startup_s = _process_age_s()  # this process's start-up: Python, imports, Snakemake's script preamble
+    startup_s = process_age_s()  # this process's start-up: Python, imports, Snakemake's script preamble
     results.check_can_write(Path(output).parent)
     folder = (Path(directory) if directory is not None else DIRECTORY).absolute()
     request = {"protocol": PROTOCOL, "cwd": os.getcwd(),
@@ -358,7 +356,7 @@ def _start(slot: Slot, runner: str, idle_s: float, timeout_s: float) -> None:
     package_root = str(Path(matmul_study.__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "matmul_study.measure.worker", "--socket", str(slot.socket_path),
+    command = [sys.executable, "-m", "matmul_study.pipeline.worker", "--socket", str(slot.socket_path),
                "--lock", str(slot.lock_path), "--idle-s", repr(float(idle_s)), "--runner", runner]
     if slot.study:
         command += ["--study-pid", str(slot.study[0]), "--study-start", slot.study[1]]
@@ -436,9 +434,7 @@ def _listen(path: Path) -> socket.socket:
 
 
 def _study_gone(study: tuple[int, str] | None) -> bool:
-    from matmul_study.pipeline.processes import start_time
-
-    return study is not None and start_time(study[0]) != study[1]
+    return study is not None and processes.start_time(study[0]) != study[1]
 
 
 def _own_socket(path: Path, inode: int) -> bool:
