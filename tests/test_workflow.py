@@ -392,6 +392,14 @@ def test_rerun_with_nothing_changed_runs_no_job(cpu_study):
     assert time.perf_counter() - t0 < 10  # about 2 s here, interpreter start included
 
 
+def test_turning_the_measurement_worker_on_reruns_no_measurement(cpu_study):
+    # measurement.worker chooses the process that measures a GPU job, not what it measures: no result is stale.
+    out = snakemake(cpu_study, "-n", "--cores", "1", "--config", "measurement={worker: true, worker_idle_s: 5}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts = job_counts(out.stdout) if "Job stats:" in out.stdout else {}
+    assert not {"benchmark_cpu", "benchmark_gpu", "calibrate"} & set(counts), counts
+
+
 def test_adding_a_size_runs_only_that_sizes_jobs(cpu_study):
     out = snakemake(cpu_study, "-n", "--cores", "1", "--config", "sizes=[32, 48, 24, {m: 17, k: 33, n: 65}]")
     assert out.returncode == 0, out.stderr
