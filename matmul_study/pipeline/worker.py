@@ -1,6 +1,6 @@
 """A measurement worker per GPU slot: one long-lived process that runs a study's GPU jobs one after another, so that
-a job does not pay again for Python, the imports, NVML and the CUDA context with its cuBLAS handles and modules
-(about 1 s of every GPU job on an H200: docs/measurement.md, "What a study costs").
+a job does not create again what a fresh process would: the CUDA context (0.5 s of a GPU job's start on an H200:
+docs/measurement.md, "What a study costs"), NVML's handle, CuPy and the libraries the measurement loads.
 
 Opt-in (config `measurement.worker`). Each GPU job stays one Snakemake job and becomes a client
 (run_job_in_worker): it holds its GPU slot as a job in its own process does (gpu_slots.job_slot: the scheduler's
@@ -514,11 +514,15 @@ def _serve_connection(conn: socket.socket, runner: Callable[[dict], dict], jobs:
     if line is None:
         return None
     conn.settimeout(None)
+    try:
+        conn.sendall(json.dumps({"pid": os.getpid(), "jobs_before": jobs}).encode() + b"\n")
+    except OSError as exc:  # the client left before its job started: nothing ran
+        _log(f"a client left before its job started: {exc}")
+        return None
     reply = {"pid": os.getpid(), "jobs_before": jobs, "ok": False}
     t0 = time.perf_counter()
     what = None
     try:
-        conn.sendall(json.dumps({"pid": os.getpid(), "jobs_before": jobs}).encode() + b"\n")
         request = json.loads(line)
         what = request.get("job")
         if request.get("protocol") != PROTOCOL:
