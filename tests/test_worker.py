@@ -235,7 +235,7 @@ def test_run_job_in_worker_echoes_a_failed_jobs_output_into_its_log(workers, tmp
 
 # --- When a job uses it, and its config keys ---------------------------------------------------------------------
 
-def test_only_gpu_jobs_with_the_key_use_a_worker(monkeypatch):
+def test_only_gpu_jobs_with_the_key_use_a_worker(monkeypatch, capsys):
     monkeypatch.setattr(processes, "snakemake_ancestor", lambda pid=None, levels=4: 4242)
     monkeypatch.setattr(processes, "command_line", lambda pid: ["python", "-m", "snakemake", "--cores", "4"])
     on = validate({"measurement": {"worker": True}})
@@ -246,6 +246,7 @@ def test_only_gpu_jobs_with_the_key_use_a_worker(monkeypatch):
     monkeypatch.setattr(processes, "command_line",
                         lambda pid: ["python", "-m", "snakemake", "--target-jobs", "benchmark_gpu:m=1"])
     assert not worker.use_worker(on, on_gpu=True)
+    assert "measurement.worker: not used here" in capsys.readouterr().out  # the job's log says why
 
 
 def test_the_worker_keys_default_off_and_are_checked():

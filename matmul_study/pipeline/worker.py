@@ -150,8 +150,15 @@ def study_is_per_job() -> bool:
 
 def use_worker(config: dict, on_gpu: bool) -> bool:
     """Whether a job runs in its GPU slot's worker: a GPU job, with measurement.worker set, under a Snakemake that
-    runs more than this job. CPU jobs always run in their own process (their timing processes are fresh anyway)."""
-    return bool(on_gpu and config.get("measurement", {}).get("worker", False) and not study_is_per_job())
+    runs more than this job (else a line in the job's log says why not). CPU jobs always run in their own process
+    (their timing processes are fresh anyway)."""
+    if not (on_gpu and config.get("measurement", {}).get("worker", False)):
+        return False
+    if study_is_per_job():
+        print("measurement.worker: not used here: this job's Snakemake runs it alone (an executor's job step), "
+              "and a worker would end with it", flush=True)
+        return False
+    return True
 
 
 # --- The client ------------------------------------------------------------------------------------------------------
