@@ -281,3 +281,33 @@ def test_the_worker_keys_change_neither_the_config_hash_nor_the_rules_params():
     # What the study measured with before the keys existed hashes as it did.
     before = {**off, "measurement": {k: v for k, v in off["measurement"].items() if not k.startswith("worker")}}
     assert config_hash(before) == config_hash(off)
+
+
+# --- On a real device ----------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_gpu_jobs_measured_by_one_worker_pass_and_share_its_process(workers, make_config, tmp_path, monkeypatch):
+    pytest.importorskip("pycuda.driver")
+    from matmul_study.launch import kernels
+    from matmul_study.measure.gpu_device import GpuUnavailable, device_arch
+    from matmul_study.measure.runner import Job
+
+    try:
+        arch = device_arch()
+    except GpuUnavailable as exc:
+        pytest.skip(str(exc))
+    monkeypatch.chdir(tmp_path)
+    cubin = tmp_path / "naive.cubin"
+    kernels.compile_cubin("naive", "float32", 16, arch, str(cubin))
+    config = make_config(measurement={"warmup": 1, "min_reps": 2, "max_reps": 3, "min_time_s": 0.0001,
+                                      "max_time_s": 0.5, "worker": True})
+    records = []
+    for shape in ((100, 37, 250), (257, 511, 129)):
+        record = worker.run_job_in_worker(Job("naive", "float32", 16, *shape), config, str(tmp_path / "r.json"),
+                                          cubin=str(cubin))
+        workers.remember(record["worker"]["pid"])
+        records.append(record)
+    assert [r["status"] for r in records] == ["passed", "passed"]
+    assert records[0]["worker"]["pid"] == records[1]["worker"]["pid"] != os.getpid()
+    assert [r["worker"]["jobs_before"] for r in records] == [0, 1]
+    assert all(r["env"]["device_kind"] == "gpu" for r in records)
