@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -119,6 +120,28 @@ def test_a_worker_that_dies_mid_job_fails_that_job_alone(workers, tmp_path, how)
     assert wait_for(lambda: not alive(first.pid))
     after = workers.submit()
     assert after.pid != first.pid and after.jobs_before == 0 and after.start_s > 0
+
+
+def test_a_job_stopped_while_its_worker_measures_it_takes_the_worker_with_it(workers, tmp_path):
+    started = tmp_path / "started"
+    client = f"""
+from pathlib import Path
+from matmul_study.pipeline import worker
+slot = worker.Slot(Path({str(workers.slot.directory)!r}), "gpu0")
+worker.submit(slot, {{"protocol": worker.PROTOCOL, "fake": {{"started": {str(started)!r}, "sleep": 60}}}},
+              runner={FAKE!r})
+"""
+    job = subprocess.Popen([sys.executable, "-c", client], stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(started.exists, timeout_s=20)
+        pid = int(started.read_text())
+        workers.remember(pid)
+        job.send_signal(signal.SIGINT)  # as Ctrl-C, or the JobStopped that SIGTERM raises in a job
+        assert job.wait(timeout=10) != 0 and "KeyboardInterrupt" in job.stderr.read()
+    finally:
+        job.kill()
+    # The GPU is free at once: the worker was killed, not left measuring for nobody.
+    assert wait_for(lambda: not alive(pid))
 
 
 def test_a_job_that_raises_fails_with_its_error_and_the_next_gets_a_fresh_worker(workers):
