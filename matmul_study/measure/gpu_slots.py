@@ -98,8 +98,9 @@ def holder(index: int | str, directory: str | os.PathLike | None = None) -> str 
         return None
 
 
-def _try_lock(path: Path) -> int | None:
-    """An fd holding an exclusive flock on `path`, or None when another open file holds it."""
+def try_lock(path: Path) -> int | None:
+    """An fd holding an exclusive flock on `path`, or None when another open file holds it; the file says who
+    holds it (a GPU slot's lock, a measurement worker's)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -166,7 +167,7 @@ def acquire_gpu(count: int, lock_dir: str | os.PathLike | None = None, *, timeou
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         for device in candidates:
-            fd = _try_lock(lock_path(device, directory))
+            fd = try_lock(lock_path(device, directory))
             if fd is not None:
                 try:
                     with _visible(str(device)):

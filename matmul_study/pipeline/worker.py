@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import fcntl
 import hashlib
 import importlib
@@ -45,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from matmul_study.measure.gpu_slots import try_lock
 from matmul_study.pipeline import processes
 
 PROTOCOL = 1
@@ -323,18 +323,6 @@ def _locked(path: Path):
         os.close(fd)
 
 
-def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return None
-        raise
-    return fd
-
-
 def _connect(path: Path) -> socket.socket | None:
     """A connection to the worker listening at `path`, or None where none is: no socket file, or a stale one that
     no process listens on any more (left by a worker that was killed), which is removed here. Called under the
@@ -480,7 +468,7 @@ def serve(server: socket.socket, path: Path, lock_path: Path, runner: Callable[[
             if time.monotonic() - idle_since >= idle_s:
                 # Leave only while holding the slot's lock: no client is connecting or waiting for a reply, and
                 # the next one finds no socket and starts a fresh worker. The lock is released at exit.
-                if _try_lock(lock_path) is not None:
+                if try_lock(lock_path) is not None:
                     _remove_own(path, inode)
                     return f"idle for {idle_s:g} s"
             continue
