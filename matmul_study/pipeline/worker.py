@@ -9,7 +9,7 @@ slot's worker over a Unix socket (one JSON line each way) and returns the record
 writes it as always. The worker measures through runner.run_job, the code a job in its own process runs; it was
 started with CUDA_VISIBLE_DEVICES naming its slot's device, so run_job's job_slot takes that device and no lock.
 
-Lifetime. The first job of a slot starts its worker: a detached process (its own session, not a descendant of the
+Lifetime. The first job of a slot starts its worker: a detached process (`setsid`, not a descendant of the
 job), so the job can end, and Snakemake does not wait for it. A worker exits when it was idle for idle_s, when the
 Snakemake process of its study is gone, when its socket was replaced, and after a job that raised: an error from
 CUDA can leave the context unusable, so the next job gets a fresh process. A worker that dies inside a job (a
@@ -356,7 +356,7 @@ def _start(slot: Slot, runner: str, idle_s: float, timeout_s: float) -> None:
     if slot.study:
         command += ["--study-pid", str(slot.study[0]), "--study-start", slot.study[1]]
     with open(slot.log_path, "a") as log:
-        # Its own session: Ctrl-C at the terminal and a stop of this job's process group do not reach it (its
+        # setsid: Ctrl-C at the terminal and a signal to this job's process group do not reach it (its
         # study's end does: serve). It forks once more and its first process exits, so that it is not this job's
         # child; its stdout is the pipe it says "ready" on.
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=env,
