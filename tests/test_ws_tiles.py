@@ -82,20 +82,27 @@ def test_128x128_builds_issue_m64n128k16_in_both_dtypes(tmp_path):
     assert "m64n256k16" not in code
 
 
+def kernel_asserts(variant: str, asserts: str, tmp_path) -> subprocess.CompletedProcess:
+    """Kernel 12 built as `variant`, with `asserts` (static_asserts on its constants) after it."""
+    source = tmp_path / "check.cu"
+    source.write_text('#include "12_wgmma_warp_specialized.cu"\n' + asserts)
+    return subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
+                                               kernels.compile_options("wgmma_warp_specialized", variant)),
+                          capture_output=True, text=True)
+
+
 @needs_nvcc
 def test_the_kernels_constants_at_bn_128(tmp_path):
     # Accumulators, stages and partial tiles as the kernel derives them from the bn128 record's definitions.
     config = WS.variant("bn128").config
-    source = tmp_path / "check.cu"
-    source.write_text('#include "12_wgmma_warp_specialized.cu"\n'
-                      f"static_assert(wgmma_ws::BN == {config.bn} && wgmma_ws::ACCUMULATORS == {config.bn // 2}, "
-                      '"tile");\n'
-                      f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
-                      f"wgmma_ws::STAGE_BYTES == {config.stage_bytes}, \"stages\");\n"
-                      f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4, \"partial tile\");\n")
-    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
-                                                 kernels.compile_options("wgmma_warp_specialized", "bn128")),
-                            capture_output=True, text=True)
+    result = kernel_asserts("bn128",
+                            f"static_assert(wgmma_ws::BN == {config.bn} && wgmma_ws::ACCUMULATORS == {config.bn // 2}, "
+                            '"tile");\n'
+                            f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
+                            f"wgmma_ws::STAGE_BYTES == {config.stage_bytes}, \"stages\");\n"
+                            f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4, "
+                            '"partial tile");\n',
+                            tmp_path)
     assert result.returncode == 0, result.stderr
 
 
@@ -144,13 +151,11 @@ def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_r
 @needs_nvcc
 def test_the_kernels_constants_at_bm_64(tmp_path):
     config = WS.variant("bm64").config
-    source = tmp_path / "check.cu"
-    source.write_text('#include "12_wgmma_warp_specialized.cu"\n'
-                      f"static_assert(wgmma_ws::CONSUMERS == 1 && wgmma_ws::THREADS == {config.THREADS}, \"warpgroups\");\n"
-                      f"static_assert(wgmma_ws::A_BYTES == {SHORT_BM} * 128 && wgmma_ws::STAGES == {config.stage_count}, "
-                      '"stages");\n'
-                      f"static_assert(wgmma_ws::EPI_BYTES == {config.STAGING_BYTES}, \"staging\");\n")
-    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
-                                                 kernels.compile_options("wgmma_warp_specialized", "bm64")),
-                            capture_output=True, text=True)
+    result = kernel_asserts("bm64",
+                            f"static_assert(wgmma_ws::CONSUMERS == 1 && wgmma_ws::THREADS == {config.THREADS}, "
+                            '"warpgroups");\n'
+                            f"static_assert(wgmma_ws::A_BYTES == {SHORT_BM} * 128 && "
+                            f"wgmma_ws::STAGES == {config.stage_count}, \"stages\");\n"
+                            f"static_assert(wgmma_ws::EPI_BYTES == {config.STAGING_BYTES}, \"staging\");\n",
+                            tmp_path)
     assert result.returncode == 0, result.stderr
