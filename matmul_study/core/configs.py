@@ -224,10 +224,9 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         if rows * tiles * s <= problem.sm_count:
             # Within one wave, smaller row tiles may make more blocks (a few columns and a deep K): the most
             # blocks, as past the token rows; the tile that holds the rows where it makes as many.
-            smaller = [t for t in allowed if t <= tile_m and cdiv(problem.m, t) * tiles <= problem.sm_count]
             few = f"M = {problem.m} token rows: {rows * tiles * s} blocks of {tile_m}x{tile_n} tiles"
-            more = _most_blocks(problem, smaller, tile_n, variants, k_steps, tile_k, min_k_steps_per_slice, few,
-                                prefer=tile_m)
+            more = _most_blocks(problem, [t for t in allowed if t <= tile_m], tile_n, variants, k_steps, tile_k,
+                                min_k_steps_per_slice, few, prefer=tile_m)
             if more.variant != name:
                 return more
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
@@ -282,11 +281,12 @@ def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[
 
 def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, ...], k_steps: int, tile_k: int,
                  min_k_steps: int, why: str, prefer: int | None = None) -> Choice:
-    """Of decode tiles `tile_ms` (whole tiles at most one block per SM), each with K split as in decode: the most
-    blocks, and of tiles that make as many, `prefer` where it is one of them, else the widest whose slices keep
-    DEEP_SLICE_K_STEPS k steps, else the smallest."""
+    """Of decode tiles `tile_ms`, those whose whole tiles fit one block per SM (one at least), each with K split
+    as in decode: the most blocks, and of tiles that make as many, `prefer` where it is one of them, else the widest
+    whose slices keep DEEP_SLICE_K_STEPS k steps, else the smallest."""
     sms = problem.sm_count
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in tile_ms}
+    tile_ms = [t for t in tile_ms if blocks[t] <= sms]
     split = {t: _decode_split(t, blocks[t], k_steps, variants, sms, min_k_steps) for t in tile_ms}
     most = max(blocks[t] * split[t] for t in tile_ms)
     full = [t for t in tile_ms if blocks[t] * split[t] == most]
