@@ -36,6 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=20, help="timed samples of each (default: 20)")
     p.add_argument("--batch", type=int, help="launches per sample (default: as the pipeline sizes them)")
     p.add_argument("--seed", type=int, default=compare.DEFAULTS.seed, help="input seed (default: the pipeline's)")
+    p.add_argument("--jobs", type=int, help="compiler processes that build the cases' kernels before any is timed "
+                                            "(default: one per CPU)")
     p.add_argument("--json", metavar="PATH", help="also write every case's samples and checks here")
     p.add_argument("--profile", type=int, metavar="ROUNDS", help=argparse.SUPPRESS)  # bench/ncu_profile.py's mode
     return p
@@ -55,12 +57,15 @@ def cases(args: argparse.Namespace, p: argparse.ArgumentParser) -> list[compare.
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs {args.jobs}: the compiler processes must be at least 1")
     todo = cases(args, p)
     try:
         bench = compare.Bench(args.seed)
     except compare.GpuUnavailable as exc:
         print(exc, file=sys.stderr)
         return 1
+    bench.build(todo, args.jobs)  # a build that failed fails again, with its case, when that case is timed
     results = []
     for case in todo:
         try:

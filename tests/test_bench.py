@@ -198,10 +198,17 @@ def test_without_cupy_the_bench_names_it_and_its_install_command(monkeypatch):
 class FakeBench:
     """Bench's interface with made-up results: the case with "probe" in it fails its check, one raises."""
 
+    calls: list = []  # what the front end asked for, in order
+
     def __init__(self, seed):
         self.seed = seed
 
+    def build(self, cases, jobs):
+        self.calls.append(("build", len(cases), jobs))
+        return {}
+
     def compare(self, case, samples, batch):
+        self.calls.append(("compare", case.variant))
         if case.m == 13:
             raise RuntimeError("CUDA driver error CUDA_ERROR_ILLEGAL_ADDRESS")
         ok = case.variant != "probe"
@@ -223,6 +230,22 @@ def test_the_front_end_runs_every_case_and_prints_one_table(tiled_with_variants,
     assert [r["variant"] for r in saved] == ["default", "probe"] and saved[0]["ours_s"] == [1e-3] * 4
     assert front.main(["bench_tiled", "--block", "16", "--dtype", "float32", "--shape", "64", "13"]) == 1
     assert "error: RuntimeError: CUDA driver error CUDA_ERROR_ILLEGAL_ADDRESS" in capsys.readouterr().out
+
+
+def test_the_front_end_builds_every_case_before_it_times_one(tiled_with_variants, monkeypatch):
+    monkeypatch.setattr(compare, "Bench", FakeBench)
+    monkeypatch.setattr(FakeBench, "calls", [])
+    argv = ["bench_tiled", "--variant", "default", "probe", "--block", "16", "--dtype", "float32", "--shape", "64",
+            "96", "--samples", "2", "--jobs", "3"]
+    assert front.main(argv) == 0
+    assert FakeBench.calls[0] == ("build", 4, 3)
+    assert [c[0] for c in FakeBench.calls[1:]] == ["compare"] * 4
+
+
+def test_the_front_end_refuses_fewer_than_one_compiler_process(tiled_with_variants, capsys):
+    with pytest.raises(SystemExit):
+        front.main(["bench_tiled", "--block", "16", "--dtype", "float32", "--jobs", "0"])
+    assert "--jobs 0: the compiler processes must be at least 1" in capsys.readouterr().err
 
 
 def test_the_profile_front_end_runs_the_launch_under_ncu_with_the_clocks_left_alone(tiled_with_variants):

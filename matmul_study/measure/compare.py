@@ -17,8 +17,13 @@ is made; the case parsing and the table need none of them.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import multiprocessing
+import os
 import re
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -196,6 +201,12 @@ def table(results: list[Result]) -> str:
     return frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:#.4g}")
 
 
+def _compile_quietly(method: str, dtype: str, block: int, arch: str, output: str, variant: str | None) -> None:
+    """kernels.compile_cubin without its log of the source (Bench.build's worker processes)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        kernels.compile_cubin(method, dtype, block, arch, output, variant)
+
+
 class Bench:
     """The GPU side of one process: PyCUDA's primary context (shared with CuPy and cuda-bindings), the stream hold,
     a pair of events and a directory for the cubins built."""
@@ -214,12 +225,30 @@ class Bench:
         self.seed = seed
         self._cubins = tempfile.TemporaryDirectory(prefix="matmul_bench_")
 
+    def _path(self, case: Case) -> Path:
+        return Path(self._cubins.name) / (kernels.symbol(case.method, case.dtype, case.block, case.variant) + ".cubin")
+
     def cubin(self, case: Case) -> str:
         """The case's kernel built for this GPU, as the pipeline builds it (kernels.compile_cubin)."""
-        path = Path(self._cubins.name) / (kernels.symbol(case.method, case.dtype, case.block, case.variant) + ".cubin")
+        path = self._path(case)
         if not path.exists():
             kernels.compile_cubin(case.method, case.dtype, case.block, self.arch, str(path), case.variant)
         return str(path)
+
+    def build(self, cases: list[Case], jobs: int | None = None) -> dict[Case, str]:
+        """Build every case's kernel before any is timed, `jobs` compiler processes at once (default: one per CPU),
+        so that a sweep's compiles overlap each other rather than add up. A build that fails is left to cubin(),
+        which raises it with the case it belongs to; returns those errors by case."""
+        todo = {self._path(c): c for c in cases}
+        todo = {path: c for path, c in todo.items() if not path.exists()}
+        if not todo:
+            return {}
+        # spawn: the children compile only, and must not inherit this process's CUDA context
+        with ProcessPoolExecutor(min(jobs or os.cpu_count() or 1, len(todo)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {c: pool.submit(_compile_quietly, c.method, c.dtype, c.block, self.arch, str(path), c.variant)
+                       for path, c in todo.items()}
+            return {c: str(f.exception()) for c, f in futures.items() if f.exception() is not None}
 
     def prepare(self, case: Case) -> tuple[dict, Callable[[str], Verification]]:
         """Launchers of ours and of cuBLAS over the case's inputs (each its own C), and a check of either."""
