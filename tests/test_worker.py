@@ -41,7 +41,8 @@ def wait_for(condition, timeout_s: float = 5.0) -> bool:
 @pytest.fixture
 def workers(tmp_path, monkeypatch):
     """A slot's folder and a `submit` that sends a fake job there; every worker it met is killed at the end."""
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # the workers import worker_fakes
+    # the workers import worker_fakes, and keep the path that holds the GPU packages where one does
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p))
     pids = set()
 
     class Workers:
