@@ -154,7 +154,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 
     if (wg == 0) {
         setmaxnreg_dec<PRODUCER_REGS>();
-        if (tid == 0) producer<Op>(tmap_a, tmap_b, sm, sched, rank);
+        if (tid == 0) producer<Op>(tmap_a, tmap_b, sm, sched, rank, m);
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;

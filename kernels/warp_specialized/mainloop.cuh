@@ -18,10 +18,12 @@ namespace wgmma_ws {
 #if HOPPER_SM90A
 // ------------------------------------------------------------------------------------------- producer
 // One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
-// released the stage, announce its bytes, copy this CTA's A and its share of B (multicast).
+// released the stage, announce its bytes, copy this CTA's A and its share of B (multicast). A CTA whose rows all
+// lie at or past m (the last cluster row where the row tiles do not pair up) copies no A: its products are never
+// stored (the epilogue guards rows >= m), and its share of B still reaches its peer.
 template <class Op>
 __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, const Smem& sm,
-                                         const Schedule<Op>& sched, uint32_t rank)
+                                         const Schedule<Op>& sched, uint32_t rank, int m)
 {
     using namespace hopper;
     int it = 0;
@@ -37,8 +39,9 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
             mbar_wait(sm.empty_bar + 8 * s, (round & 1u) ^ 1u);
             const uint32_t fb = sm.full_bar + 8 * s;
             const uint32_t sa = sm.tiles + s * STAGE_BYTES;
-            mbar_arrive_expect_tx(fb, STAGE_BYTES);
-            tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
+            const bool rows = m0 < m;
+            mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
+            if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
             Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
         }
     }
