@@ -180,7 +180,7 @@ MMA_ASYNC_COPY = BlockTile("MMA_ASYNC_COPY", 128, 256, 32, 256, stages=4, unit_b
 DECODE_TILE_MS = (16, 32, 64)
 DECODE_TILE_N = 128
 DECODE_SLICE_BYTES = 128  # of each row: 64 fp16, 32 tf32, 128 int8 or e4m3 elements
-DECODE_SPLITS = (1, 2, 4, 8, 16, 32)
+DECODE_SPLITS = (1, 2, 3, 4, 8, 16, 32)
 
 
 def decode_tile(tile_m: int) -> BlockTile:
