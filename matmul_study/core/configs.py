@@ -40,6 +40,28 @@ def registered_splits(variants: tuple[str, ...]) -> list[int]:
                   if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
 
 
+# Each whole-tile build's rate per SM against a 128x256 tile's, where every build runs whole waves: 2048^3 on an
+# H200, the mean of fp16, tf32 and FP8 (x cuBLAS in one run): 128x128 0.996, 0.980, 1.010; 64x256 0.972, 0.933,
+# 0.971 (int8 0.971); 64x128 0.880, 0.775, 0.869. Fewer rows or columns load more bytes per product.
+TILE_RATES = {(128, 256): 1.0, (128, 128): 0.99, (64, 256): 0.96, (64, 128): 0.84}
+
+
+@dataclass(frozen=True)
+class TileBuilds:
+    """A persistent tile kernel's whole-tile builds besides its default, and how its schedule deals them out."""
+    tiles: dict[str, tuple[int, int]]  # build name -> (rows, columns) of its tiles
+    cluster: int  # CTAs per cluster along M: the schedule deals out tiles of `cluster` row tiles at once
+
+
+class _Whole(NamedTuple):
+    """A whole-tile build as persistent_split_k weighs it."""
+    cost: float  # the busiest SM's work: waves of cluster tiles x the tile's area / its rate (TILE_RATES)
+    name: str
+    rows: int
+    cols: int
+    paired: bool  # its row tiles fill every cluster (no CTA of the last cluster row lies wholly past M)
+
+
 class _Split(NamedTuple):
     """A split build of a persistent tile kernel, as persistent_split_k weighs it."""
     cut: float  # how many times less work each SM does than with whole base tiles
@@ -50,7 +72,8 @@ class _Split(NamedTuple):
 
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
-                       narrow_n: int | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
+                       narrow_n: int | None = None, builds: TileBuilds | None = None
+                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -66,7 +89,39 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     tiles, each with less work, and no partial tiles to write and read. A split of either width is taken only
     where it cuts each SM's work (tile width x k steps per slice) at least `min_split`-fold against whole narrow
     tiles within one wave, the same bar as against whole wide tiles without them (at 128 against 256: bn128 splits
-    of 4, wide splits of 8 or more); of equal cuts the narrower tile, whose partials are smaller."""
+    of 4, wide splits of 8 or more); of equal cuts the narrower tile, whose partials are smaller.
+
+    `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128). Where the default tiles
+    make one wave at most, the build with the most tiles that still fit one wave of clusters, of as many the one
+    of fewer rows: at short K, on an H200, 64-row tiles beat 128x128 ones of the same count (x cuBLAS, fp16; tf32
+    and FP8 alike): 896^3 0.71 against 0.45, 1152^3 0.68 against 0.52. The same tiles are the base that a split
+    must cut each SM's work `min_split`-fold against. On an H200 (x cuBLAS, fp16): 512^3 64x128 0.92 (128x128
+    0.67), 768^3 0.84 (0.65), 1024^3 0.89 (0.74), 1024x1024x8192 0.88 (0.63, 128x256 0.34), 2048^3 128x256 0.97
+    (128x128 0.96); int8 1280^3 64x256 1.05 (128x256 0.80). Where it misses most: tf32 1536^3, 128x256 0.85 against
+    128x128's 1.00 (two waves of those); fp16 1152^3, 64x256 0.68 against 64x128's 0.75 (two waves)."""
+
+    def whole(problem, variants: tuple[str, ...]) -> _Whole:
+        """Of the whole-tile builds, those whose row tiles fill every cluster where there are any, then the least
+        work for the busiest SM, the larger tile on ties."""
+        per_wave = max(1, problem.sm_count // builds.cluster)
+        weighed = []
+        for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items():
+            if name == DEFAULT or name in variants:
+                row_tiles = cdiv(problem.m, r)
+                waves = cdiv(cdiv(row_tiles, builds.cluster) * cdiv(problem.n, c), per_wave)
+                weighed.append(_Whole(waves * r * c / TILE_RATES[r, c], name, r, c,
+                                      row_tiles % builds.cluster == 0))
+        paired = [w for w in weighed if w.paired] or weighed
+        return min(paired, key=lambda w: (round(w.cost, 6), -w.rows * w.cols))
+
+    def by_tiles(problem, variants: tuple[str, ...], where: str) -> Choice:
+        best = whole(problem, variants)
+        tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
+        pairs = ("" if best.paired else
+                 f"; no build's row tiles fill every cluster of {builds.cluster}")
+        size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
+        return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
+                                 f"whose row tiles fill every cluster (waves x tile area / its rate){pairs}")
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
@@ -74,24 +129,33 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         sms = problem.sm_count
         where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
         if 2 * tiles > sms:
+            if builds is not None and tiles <= sms:
+                return by_tiles(problem, variants, f"{where}, one wave at most")
             return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
         idle = f"{where} leave{'s' if tiles == 1 else ''}"
         narrow = f"bn{narrow_n}"
-        base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n  # the whole tiles to beat
-        builds = [(tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
+        base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
+        # the whole tiles a split must beat: those of the most work items in one wave, else the narrow ones
+        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n, True)
+        split_builds = [(tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
-            builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
+            split_builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
                 tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
-        splits = [_Split(s * base_n / width, width, s, name, cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
-                  for width, s, name in builds]
+        splits = [_Split(s * base.rows * base.cols / (tile_m * width), width, s, name,
+                         cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
+                  for width, s, name in split_builds]
         fitting = [f for f in splits
                    if f.cut >= min_split and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
             cut, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.width))
             size = "" if width == tile_n else f" of {tile_m}x{width} tiles"
-            against = "" if base_n == tile_n else f", {cut:g}x less work per SM than whole {tile_m}x{base_n} tiles"
+            against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
+                       else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
                                 f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
+        if builds is not None:
+            return by_tiles(problem, variants, f"{idle} most SMs idle and no split cuts each SM's work "
+                                               f"{min_split}-fold within one wave")
         if base_n == tile_n:
             return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split "
                                    f"{min_split} or more ways")

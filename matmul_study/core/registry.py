@@ -22,7 +22,8 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
                                                 WS_FP8_BLOCK, WS_TF32, promoted_variants, fp8_block_variants,
-                                                ws_bm64_variants, ws_bn128_variants, ws_rung, ws_variants)
+                                                ws_bm64_variants, ws_bn128_variants, ws_rung, ws_tile_builds,
+                                                ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -30,6 +31,18 @@ SIMT_DTYPES = ("float32", "float64", "int32")
 def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
     return block, block, block
 
+
+# The warp-specialised rungs' builds (each its rung's record with one axis moved), which their heuristics weigh too.
+WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
+                     *ws_bm64_variants(WS_16BIT))
+WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
+                    *ws_bm64_variants(WS_TF32))
+# No split-K builds of int8: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
+WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
+                    *ws_bm64_variants(WS_BYTES, widths=(256,)))
+WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
+                   *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
+                   *ws_bm64_variants(WS_BYTES))
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -210,9 +223,9 @@ METHODS: dict[str, Method] = {
             f"{WS_16BIT.BM}x{WS_16BIT.bn} tiles, {WS_16BIT.stage_count} stages, persistent grid in grouped order, "
             f"{WS_16BIT.cluster}-CTA clusters sharing B by TMA multicast",
             ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", WS_16BIT, ("A", "B"),
-            variants=(*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
-                      *ws_bm64_variants(WS_16BIT)),
-            choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN),
+            variants=WS_16BIT_VARIANTS,
+            choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
+                                              builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS)),
         ),
         ws_rung(
             "wgmma_tf32",
@@ -220,9 +233,9 @@ METHODS: dict[str, Method] = {
             "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
-            variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
-                      *ws_bm64_variants(WS_TF32)),
-            choose=configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN),
+            variants=WS_TF32_VARIANTS,
+            choose=configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
+                                              builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS)),
         ),
         ws_rung(
             "wgmma_3xtf32",
@@ -247,9 +260,8 @@ METHODS: dict[str, Method] = {
             "exact int32 accumulation and output); B is transposed on every launch by a byte-transpose kernel "
             "(kernels/transpose_bytes.cu), and that transpose is timed with the kernel",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
-            # No split-K builds: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
-            variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
-                      *ws_bm64_variants(WS_BYTES, widths=(256,))),
+            variants=WS_INT8_VARIANTS,
+            choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS)),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -257,10 +269,8 @@ METHODS: dict[str, Method] = {
             "fp32 accumulation, the scales applied to the accumulators as they leave); B is transposed on every "
             "launch by the byte-transpose kernel, timed with the GEMM",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
-            variants=(*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
-                      *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
-                      *ws_bm64_variants(WS_BYTES)),
-            choose=configs.persistent_split_k(*WS_BYTES.tile()),
+            variants=WS_FP8_VARIANTS,
+            choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS)),
             accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
         ),
         ws_rung(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from matmul_study.core.backends import PYCUDA
+from matmul_study.core.configs import TileBuilds
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -246,6 +247,15 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN))
                   f"{short.stage_count} stages of {short.stage_bytes // 1024} KiB: "
                   f"{base.BM // short.BM * base.bn // short.bn}x the tiles of {base.BM}x{base.bn} ones"))
     return tuple(out)
+
+
+def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
+    """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
+    that fit them, the rest as the default), for the wave model of its heuristic (configs.persistent_split_k)."""
+    tiles = {v.name: (v.config.BM, v.config.bn) for v in variants
+             if isinstance(v, WsVariant) and (v.config.BM, v.config.bn) != (base.BM, base.bn)
+             and v.config == replace(base, bm=v.config.bm, bn=v.config.bn)}
+    return TileBuilds(tiles, base.cluster)
 
 
 def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
