@@ -238,7 +238,8 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     are that many. Fitted to a sweep of every build on an H100 (132 SMs; bench/compare.py, M x N x K): one block
     per SM beat both fewer and more. At 16x4096x4096 (32 column tiles) a split of 4 (128 blocks) ran at 0.93 of
     cuBLAS, 2 at 0.78 and 8 at 0.82; at 16x6144x4096 (48) a split of 2 (96 blocks) at 0.97 and 4 (192) at 0.91; at
-    16x4608x3584 (36) 2 at 0.81-0.83 and 4 at 0.76; at 16x28672x4096 (224) whole tiles at 1.07 and 2 at 0.95. Four
+    16x4608x3584 (36) 2 at 0.81-0.83 and 4 at 0.76 (on an H200 3, 108 blocks, at 0.97: fp16, and 0.94 at M = 8,
+    where 2 ran at 0.77-0.82); at 16x28672x4096 (224) whole tiles at 1.07 and 2 at 0.95. Four
     or six stages made no difference (within 2 %): the stream is not short of bytes in flight. Above the largest
     BM, the default build. A k step is a slice of `slice_bytes` of each row (64 fp16, 32 tf32, 128 int8 or e4m3
     elements), so the fit carries over from 16 bits by the bytes each block streams.
