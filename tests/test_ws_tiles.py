@@ -159,3 +159,16 @@ def test_the_kernels_constants_at_bm_64(tmp_path):
                             f"static_assert(wgmma_ws::EPI_BYTES == {config.STAGING_BYTES}, \"staging\");\n",
                             tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_persistent_grid_holds_a_cluster_for_every_cluster_tile():
+    # The kernel deals out cluster tiles of 2 row tiles: 640 rows are 5 row tiles, so 3 cluster rows; with 20 column
+    # tiles that is 60 clusters of work, where 5 x 20 CTA tiles / 2 would launch 50 and leave 10 a second tile (on an
+    # H200, 640x5120x1280 in fp16 took 32.2 us so, against 19.5 at 704 rows).
+    launch = WS.launch_for(problem(640, 5120, 1280), None)
+    assert launch.grid == (120, 1, 1) and launch.cluster == (2, 1, 1)
+    assert WS.launch_for(problem(704, 5120, 1280), None).grid == (120, 1, 1)
+    # Past a wave, one cluster per 2 SMs whatever the rows.
+    assert WS.launch_for(problem(4224, 4096, 1024), None).grid == (132, 1, 1)
+    # 64-row tiles: 15 row tiles of 960 rows are 8 cluster rows, x 4 column tiles of 256.
+    assert WS.launch_for(problem(960, 960, 960), "bm64").grid == (64, 1, 1)

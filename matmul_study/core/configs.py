@@ -59,7 +59,6 @@ class _Whole(NamedTuple):
     name: str
     rows: int
     cols: int
-    paired: bool  # its row tiles fill every cluster (no CTA of the last cluster row lies wholly past M)
 
 
 class _Split(NamedTuple):
@@ -92,36 +91,30 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     of 4, wide splits of 8 or more); of equal cuts the narrower tile, whose partials are smaller.
 
     `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128). Where the default tiles
-    make one wave at most, the build with the most tiles that still fit one wave of clusters, of as many the one
-    of fewer rows: at short K, on an H200, 64-row tiles beat 128x128 ones of the same count (x cuBLAS, fp16; tf32
-    and FP8 alike): 896^3 0.71 against 0.45, 1152^3 0.68 against 0.52. The same tiles are the base that a split
-    must cut each SM's work `min_split`-fold against. On an H200 (x cuBLAS, fp16): 512^3 64x128 0.92 (128x128
-    0.67), 768^3 0.84 (0.65), 1024^3 0.89 (0.74), 1024x1024x8192 0.88 (0.63, 128x256 0.34), 2048^3 128x256 0.97
-    (128x128 0.96); int8 1280^3 64x256 1.05 (128x256 0.80). Where it misses most: tf32 1536^3, 128x256 0.85 against
-    128x128's 1.00 (two waves of those); fp16 1152^3, 64x256 0.68 against 64x128's 0.75 (two waves)."""
+    make one wave at most, each build is weighed by the busiest SM's work, the waves of cluster tiles times the
+    tile's area over its rate (TILE_RATES), and the least work wins, the larger tile on ties. Those tiles are also
+    the base that a split must cut each SM's work `min_split`-fold against. On an H200 (x cuBLAS, fp16;
+    results/reference/NVIDIA_H200/small-problems/tiles.txt): 512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73),
+    1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65), 2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88
+    (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). Of 88 (rung, shape) cases the pick is within 3 % of the
+    best of the four in 83; the most it loses is 9 % (tf32 1536^3: 128x128 tiles 0.99, the pick 0.91)."""
 
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
-        """Of the whole-tile builds, those whose row tiles fill every cluster where there are any, then the least
-        work for the busiest SM, the larger tile on ties."""
+        """The whole-tile build that gives the busiest SM the least work, the larger tile on ties."""
         per_wave = max(1, problem.sm_count // builds.cluster)
         weighed = []
         for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items():
             if name == DEFAULT or name in variants:
-                row_tiles = cdiv(problem.m, r)
-                waves = cdiv(cdiv(row_tiles, builds.cluster) * cdiv(problem.n, c), per_wave)
-                weighed.append(_Whole(waves * r * c / TILE_RATES[r, c], name, r, c,
-                                      row_tiles % builds.cluster == 0))
-        paired = [w for w in weighed if w.paired] or weighed
-        return min(paired, key=lambda w: (round(w.cost, 6), -w.rows * w.cols))
+                waves = cdiv(cdiv(cdiv(problem.m, r), builds.cluster) * cdiv(problem.n, c), per_wave)
+                weighed.append(_Whole(waves * r * c / TILE_RATES[r, c], name, r, c))
+        return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols))
 
     def by_tiles(problem, variants: tuple[str, ...], where: str) -> Choice:
         best = whole(problem, variants)
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
-        pairs = ("" if best.paired else
-                 f"; no build's row tiles fill every cluster of {builds.cluster}")
         size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
         return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
-                                 f"whose row tiles fill every cluster (waves x tile area / its rate){pairs}")
+                                 f"(waves of {builds.cluster}-CTA clusters x tile area / the tile's rate)")
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
@@ -136,7 +129,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         narrow = f"bn{narrow_n}"
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
         # the whole tiles a split must beat: those of the most work items in one wave, else the narrow ones
-        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n, True)
+        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
         split_builds = [(tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
             split_builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
