@@ -334,9 +334,9 @@ def test_the_decode_picks_fit_the_committed_sweeps():
 
 TILE_SWEEPS = [*sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("tiles*.txt")),
                *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("deep-k-wgmma_*.txt"))]
-# The most the warp-specialised rungs' pick may lose to the best build measured, per dtype: tf32 1536^3 runs best in
-# two waves of 128x128 tiles (0.99 against 64x128's 0.91; docs/tensor-cores.md).
-TILE_REGRET = {"float16": 0.04, "tf32": 0.09, "float8_e4m3": 0.03, "int8": 0.03}
+# The most the warp-specialised rungs' pick may lose to the best build measured, per dtype: tf32 1472^3 and 1536^3
+# run best in two waves of 128x128 tiles (0.96 and 0.99 against 64x128's 0.88 and 0.91; docs/tensor-cores.md).
+TILE_REGRET = {"float16": 0.04, "bfloat16": 0.03, "tf32": 0.09, "float8_e4m3": 0.03, "int8": 0.03}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():
