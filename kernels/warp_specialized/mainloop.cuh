@@ -19,7 +19,7 @@ namespace wgmma_ws {
 // ------------------------------------------------------------------------------------------- producer
 // One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
 // released the stage, announce its bytes, copy this CTA's A and its share of B (multicast). A CTA whose rows all
-// lie at or past m (the last cluster row where the row tiles do not pair up) copies no A: its products are never
+// lie at or past m (the last cluster row of an odd number of row tiles) copies no A: its products are never
 // stored (the epilogue guards rows >= m), and its share of B still reaches its peer.
 template <class Op>
 __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtensorMap* tmap_b, const Smem& sm,

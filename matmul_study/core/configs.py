@@ -128,7 +128,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         idle = f"{where} leave{'s' if tiles == 1 else ''}"
         narrow = f"bn{narrow_n}"
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
-        # the whole tiles a split must beat: those of the most work items in one wave, else the narrow ones
+        # the whole tiles a split must beat: the least work for the busiest SM (whole), else the narrow ones
         base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
         split_builds = [(tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
