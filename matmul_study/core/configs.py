@@ -109,8 +109,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                 weighed.append(_Whole(waves * r * c / TILE_RATES[r, c], name, r, c))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols))
 
-    def by_tiles(problem, variants: tuple[str, ...], where: str) -> Choice:
-        best = whole(problem, variants)
+    def by_tiles(problem, best: _Whole, where: str) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
         size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
         return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
@@ -123,7 +122,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
         if 2 * tiles > sms:
             if builds is not None and tiles <= sms:
-                return by_tiles(problem, variants, f"{where}, one wave at most")
+                return by_tiles(problem, whole(problem, variants), f"{where}, one wave at most")
             return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
         idle = f"{where} leave{'s' if tiles == 1 else ''}"
         narrow = f"bn{narrow_n}"
@@ -147,8 +146,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
                                 f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
         if builds is not None:
-            return by_tiles(problem, variants, f"{idle} most SMs idle and no split cuts each SM's work "
-                                               f"{min_split}-fold within one wave")
+            return by_tiles(problem, base, f"{idle} most SMs idle and no split cuts each SM's work "
+                                           f"{min_split}-fold within one wave")
         if base_n == tile_n:
             return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split "
                                    f"{min_split} or more ways")

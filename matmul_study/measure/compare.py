@@ -235,20 +235,18 @@ class Bench:
             kernels.compile_cubin(case.method, case.dtype, case.block, self.arch, str(path), case.variant)
         return str(path)
 
-    def build(self, cases: list[Case], jobs: int | None = None) -> dict[Case, str]:
+    def build(self, cases: list[Case], jobs: int | None = None) -> None:
         """Build every case's kernel before any is timed, `jobs` compiler processes at once (default: one per CPU),
-        so that a sweep's compiles overlap each other rather than add up. A build that fails is left to cubin(),
-        which raises it with the case it belongs to; returns those errors by case."""
-        todo = {self._path(c): c for c in cases}
-        todo = {path: c for path, c in todo.items() if not path.exists()}
+        so that a sweep's compiles overlap each other rather than add up. A build that fails leaves no cubin:
+        cubin() then builds it again and raises with the case it belongs to."""
+        todo = {path: c for c in cases if not (path := self._path(c)).exists()}
         if not todo:
-            return {}
+            return
         # spawn: the children compile only, and must not inherit this process's CUDA context
         with ProcessPoolExecutor(min(jobs or os.cpu_count() or 1, len(todo)),
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {c: pool.submit(_compile_quietly, c.method, c.dtype, c.block, self.arch, str(path), c.variant)
-                       for path, c in todo.items()}
-            return {c: str(f.exception()) for c, f in futures.items() if f.exception() is not None}
+            for path, c in todo.items():
+                pool.submit(_compile_quietly, c.method, c.dtype, c.block, self.arch, str(path), c.variant)
 
     def prepare(self, case: Case) -> tuple[dict, Callable[[str], Verification]]:
         """Launchers of ours and of cuBLAS over the case's inputs (each its own C), and a check of either."""
