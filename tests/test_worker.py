@@ -268,7 +268,7 @@ def test_only_gpu_jobs_with_the_key_use_a_worker(monkeypatch, capsys):
     on = validate({"measurement": {"worker": True}})
     assert worker.use_worker(on, on_gpu=True)
     assert not worker.use_worker(on, on_gpu=False)
-    assert not worker.use_worker(validate({}), on_gpu=True)
+    assert not worker.use_worker(validate({"measurement": {"worker": False}}), on_gpu=True)
     # An executor's job step (Slurm's) runs this job alone: a worker would end with it.
     monkeypatch.setattr(processes, "command_line",
                         lambda pid: ["python", "-m", "snakemake", "--target-jobs", "benchmark_gpu:m=1"])
@@ -276,10 +276,10 @@ def test_only_gpu_jobs_with_the_key_use_a_worker(monkeypatch, capsys):
     assert "measurement.worker: not used here" in capsys.readouterr().out  # the job's log says why
 
 
-def test_the_worker_keys_default_off_and_are_checked():
+def test_the_worker_keys_default_on_and_are_checked():
     measurement = validate({})["measurement"]
-    assert measurement["worker"] is False and measurement["worker_idle_s"] == 60
-    assert validate({"measurement": {"worker": "true"}})["measurement"]["worker"] is True  # --config spelling
+    assert measurement["worker"] is True and measurement["worker_idle_s"] == 60
+    assert validate({"measurement": {"worker": "false"}})["measurement"]["worker"] is False  # --config spelling
 
 
 @pytest.mark.parametrize("section, key, value, allowed", [
