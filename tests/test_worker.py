@@ -214,11 +214,11 @@ def test_a_long_folder_gets_a_short_socket_path(workers, tmp_path):
 
 
 def test_run_job_in_worker_returns_the_record_with_the_worker_and_the_clients_waits(workers, tmp_path, monkeypatch):
-    from matmul_study.measure import runner
+    from matmul_study.measure import environment
     from matmul_study.measure.runner import Job
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(runner, "process_age_s", lambda: 0.25)  # this process's start-up
+    monkeypatch.setattr(environment, "process_age_s", lambda: 0.25)  # this process's start-up
     # A scheduler's device: the job holds it without a lock, and its worker is started with that device alone.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)

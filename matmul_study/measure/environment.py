@@ -64,3 +64,15 @@ def host_environment(seed: int, config_hash: str) -> dict:
         "seed": seed,
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (psutil, which Snakemake depends on); None where it cannot say."""
+    import time
+
+    try:
+        import psutil
+
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except Exception:  # no psutil, or a platform it cannot read: the report then counts no start-up
+        return None

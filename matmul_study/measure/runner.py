@@ -16,6 +16,7 @@ import numpy as np
 from matmul_study.core import configs, registry, results, specs
 from matmul_study.core.records import config_hash, gflops
 from matmul_study.measure import environment, input_cache
+from matmul_study.measure.environment import process_age_s
 from matmul_study.measure.stats import Measurement, summarize
 
 
@@ -122,16 +123,6 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
                           "finished_utc": _utc_now()}
     results.write_atomic(output, record)
     return record
-
-
-def process_age_s() -> float | None:
-    """Seconds since this process started (psutil, which Snakemake depends on); None where it cannot say."""
-    try:
-        import psutil
-
-        return max(0.0, time.time() - psutil.Process().create_time())
-    except Exception:  # no psutil, or a platform it cannot read: the report then counts no start-up
-        return None
 
 
 def _blas_threads(config: dict, granted: int | None) -> int:

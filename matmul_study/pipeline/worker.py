@@ -181,10 +181,9 @@ def run_job_in_worker(job, config: dict, output: str, cubin: str | None = None, 
     added. The record's start-up is this process's and the worker's start (where this job started it), its slot
     wait this process's wait for its GPU and for the worker. Raises WorkerJobError where the job raised in the
     worker, WorkerError where the worker could not start or ended before replying."""
-    from matmul_study.measure import gpu_slots
-    from matmul_study.measure.runner import process_age_s
+    from matmul_study.measure import environment, gpu_slots
 
-    startup_s = process_age_s()  # this process's start-up: Python, imports, Snakemake's script preamble
+    startup_s = environment.process_age_s()  # this process's start-up: Python, imports, Snakemake's script preamble
     # (The result folder is checked before: by the job script, and by run_job in the worker.)
     folder = (Path(directory) if directory is not None else DIRECTORY).absolute()
     request = {"protocol": PROTOCOL, "cwd": os.getcwd(),

@@ -1,7 +1,10 @@
 # One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
+import shlex
 import sys
 
-from matmul_study.pipeline import recovery, resources, stops
+from snakemake.settings.types import DeploymentMethod
+
+from matmul_study.pipeline import job_script, recovery, resources, stops
 
 # After a crash or a stop (Snakemake killed or told to stop, in any rule), remove the locks, temporary files and
 # incomplete flags of outputs written whole that it left, where no Snakemake process or job of a run in this
@@ -53,6 +56,16 @@ rule benchmark_cpu:
         "../scripts/benchmark.py"
 
 
+# The GPU job is a plain command (workflow/scripts/gpu_job.py), not a `script:`: a job measured by its slot's worker
+# then loads neither Snakemake's modules nor numpy, and starts in a fraction of the time. It reads the run's config
+# from a file written here, once per config. The Python is Snakemake's own, or the job's conda environment's.
+GPU_JOB_CONFIG = job_script.write_config(config)
+GPU_JOB_PYTHON = ("python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+                  else shlex.quote(sys.executable))
+GPU_JOB_SCRIPT = shlex.quote(str(REPO / "workflow" / "scripts" / "gpu_job.py"))
+GPU_JOB_INPUTS = input_cache.RUN_DIRECTORY
+
+
 rule benchmark_gpu:
     input:
         cubin=cubin_for,
@@ -70,5 +83,8 @@ rule benchmark_gpu:
         gpu=1,
     conda:
         "../../envs/gpu.yaml"
-    script:
-        "../scripts/benchmark.py"
+    shell:
+        "{GPU_JOB_PYTHON} {GPU_JOB_SCRIPT} --config {GPU_JOB_CONFIG:q} --cubin={input.cubin:q} --output {output:q}"
+        " --log {log:q} --inputs-dir {GPU_JOB_INPUTS:q} --threads {threads}"
+        " method={wildcards.method} dtype={wildcards.dtype} block={wildcards.block} variant={wildcards.variant}"
+        " m={wildcards.m} k={wildcards.k} n={wildcards.n}"

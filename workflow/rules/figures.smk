@@ -1,5 +1,6 @@
 # The seaborn figures of matmul_study.present.figures.FIGURES, as PNG (embedded in the report) and SVG, all drawn by
-# one job: each figure in a job of its own paid for starting Python and matplotlib seven times.
+# one job: each figure in a job of its own paid for starting Python and matplotlib seven times. The job draws them
+# side by side on the cores it holds: every core of the run (nothing else runs at this point), one per figure.
 from matmul_study.present.figures import FIGURES
 from matmul_study.present.figures import left_out as figures_left_out
 from matmul_study.pipeline import report_inputs
@@ -30,6 +31,7 @@ rule figures:
         "logs/figures.log",
     params:
         names=DRAWN_FIGURES,
+    threads: max(1, min(workflow.cores or 1, len(DRAWN_FIGURES)))
     conda:
         "../../envs/study.yaml"
     script:

@@ -7,4 +7,4 @@ from matmul_study.pipeline.stops import logged
 if __name__ == "__main__":
     with logged(snakemake.log[0]):
         write_figures(snakemake.params.names, snakemake.input.results, snakemake.input.calibration,
-                      snakemake.output.png, snakemake.output.svg)
+                      snakemake.output.png, snakemake.output.svg, processes=snakemake.threads)
