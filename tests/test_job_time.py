@@ -38,3 +38,18 @@ def test_the_report_sentence_names_the_largest_phase_first_and_leaves_out_empty_
     assert "waiting for a GPU slot" not in text and "time between jobs" in text and "Compiling" not in text
     with_builds = _job_time_sentence(results(), [2.0, 1.5])
     assert "Compiling the 2 kernel builds they load took 3.5 s" in with_builds
+
+
+def test_a_process_age_is_no_more_than_the_time_since_it_was_started():
+    # The start-up a job records: a fresh process's age, taken at once, fits inside the time since it was launched
+    # (to the 10 ms clock tick); an age from a boot time in whole seconds is up to a second too old.
+    import subprocess
+    import sys
+    import time
+
+    code = "from matmul_study.measure.environment import process_age_s; import time; print(process_age_s(), time.time())"
+    for _ in range(3):
+        launched = time.time()
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+        age, now = float(out[0]), float(out[1])
+        assert 0.0 <= age <= now - launched + 0.02, (age, now - launched)
