@@ -67,8 +67,12 @@ __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
     // Slices 0..SPLIT-1 in order, each read whole (its own too: it is in L2 already, and the running sum leaves
     // no registers to keep it). The sum is one block's, so its time is L2 round trips: U slices' loads are in
     // flight together (as many as 128 staging registers hold; the mainloop's are free by now), then added in
-    // slice order, so the bits are those of one slice at a time.
-    constexpr int U = 128 / N < 1 ? 1 : (128 / N > SPLIT ? SPLIT : 128 / N);
+    // slice order, so the bits are those of one slice at a time. A tile of 128 registers or more (the SIMT rungs'
+    // 64 doubles or 128 floats) leaves none to stage into: up to 4 slices are summed in one straight pass, whose
+    // loads ptxas interleaves with the adds, and more two at a time. Two passes of 2 or of 4 slices there spilled
+    // 0.7-2 KB a thread (-Xptxas -v), and took a 512^3 fp64 DMMA launch from 23 to 39 us.
+    constexpr int WORDS = N * static_cast<int>(sizeof(Acc) / 4), STAGED = 128 / WORDS;
+    constexpr int U = STAGED >= 2 ? (STAGED > SPLIT ? SPLIT : STAGED) : (SPLIT <= 4 ? SPLIT : 2);
 #pragma unroll 1
     for (int s0 = 0; s0 < SPLIT; s0 += U) {
         Acc part[U][N];
