@@ -1,12 +1,12 @@
 """A measurement worker per GPU slot: one long-lived process that runs a study's GPU jobs one after another, so that
-a job does not create again what a fresh process would: the CUDA context (0.5 s of a GPU job's start on an H200:
-docs/measurement.md, "What a study costs"), NVML's handle, CuPy and the libraries the measurement loads.
+a job does not create again what a fresh process would: the CUDA context, NVML's handle, CuPy and the libraries the
+measurement loads.
 
-Opt-in (config `measurement.worker`). Each GPU job stays one Snakemake job and becomes a client
-(run_job_in_worker): it holds its GPU slot as a job in its own process does (gpu_slots.job_slot: the scheduler's
-device, or a lock of the host's pool), then the slot's worker lock (one flock per slot), sends the job to the
-slot's worker over a Unix socket (one JSON line each way) and returns the record that comes back; the job script
-writes it as always. The worker measures through runner.run_job, the code a job in its own process runs; it was
+On by default (config `measurement.worker`). Each GPU job stays one Snakemake job and becomes a client
+(run_job_in_worker, called by the GPU job's plain command, pipeline/job_script.py): it holds its GPU slot as a job
+in its own process does (gpu_slots.job_slot: the scheduler's device, or a lock of the host's pool), then the slot's
+worker lock (one flock per slot), sends the job to the slot's worker over a Unix socket (one JSON line each way)
+and returns the record that comes back; the job writes it as always. The worker measures through runner.run_job, the code a job in its own process runs; it was
 started with CUDA_VISIBLE_DEVICES naming its slot's device, so run_job's job_slot takes that device and no lock.
 
 Lifetime. The first job of a slot starts its worker: a detached process (`setsid`, not a descendant of the
