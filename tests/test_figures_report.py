@@ -128,6 +128,12 @@ def make_results() -> pd.DataFrame:
     df["pct_of_cublas"] = 100 * df["gflops"] / df.set_index(key).index.map(cublas).to_numpy()
     naive = df[df["method"] == "naive"].groupby(key)["gflops"].max()
     df["speedup_over_naive"] = df["gflops"] / df.set_index(key).index.map(naive).to_numpy()
+    # where each job's time went, as the runner records it: the jobs one after another, 0.4 s apart
+    job_s = 0.9
+    start = pd.Timestamp("2026-11-28T10:00:00Z") + pd.to_timedelta(np.arange(len(df)) * (job_s + 0.4), unit="s")
+    df = df.assign(overhead_startup_s=0.1, overhead_slot_wait_s=0.01, overhead_inputs_s=0.05, overhead_job_s=job_s,
+                   overhead_timed_s=0.5, overhead_started_utc=start.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00"),
+                   overhead_finished_utc=(start + pd.Timedelta(seconds=job_s)).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00"))
     return df
 
 
@@ -226,7 +232,7 @@ def _check_figure(fig: Figure, name: str = "") -> None:
     for ax in axes:
         assert re.search(r"\(.+\)", ax.get_xlabel()), f"x label without units: {ax.get_xlabel()!r}"
         assert re.search(r"\(.+\)", ax.get_ylabel()), f"y label without units: {ax.get_ylabel()!r}"
-        if name == "ladder":  # linear TF/s bars, so that the gap to cuBLAS and the peak reads as a length
+        if name in ("ladder", "study_time"):  # linear bars (TF/s, seconds), so that a gap reads as a length
             assert ax.get_xscale() == "linear"
             continue
         assert ax.get_xscale() == "log"
@@ -265,7 +271,7 @@ def test_figure_has_legend_units_and_log2_axis(results, two_devices, calibration
 def test_figure_keys_and_captions():
     assert list(FIGURES) == [
         "throughput", "speedup", "blocks", "float_vs_double", "verification_error", "roofline", "devices", "ladder",
-        "precision",
+        "precision", "study_time",
     ]
     for spec in FIGURES.values():
         assert len(spec.caption) > 40 and callable(spec.plot)

@@ -53,3 +53,38 @@ def test_a_process_age_is_no_more_than_the_time_since_it_was_started():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
         age, now = float(out[0]), float(out[1])
         assert 0.0 <= age <= now - launched + 0.02, (age, now - launched)
+
+
+def _spans(*spans, **columns):
+    """Jobs on one GPU of one host with the given (start, end) seconds, each recording job_s as its span."""
+    t0 = pd.Timestamp("2026-11-28T10:00:00Z")
+    iso = lambda s: (t0 + pd.Timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")  # noqa: E731
+    return pd.DataFrame({"method": "naive", "env_device_kind": "gpu", "env_device_name": "GPU", "env_host": "node",
+                         "overhead_started_utc": [iso(a) for a, _ in spans],
+                         "overhead_finished_utc": [iso(b) for _, b in spans],
+                         "overhead_job_s": [b - a for a, b in spans], **columns})
+
+
+def test_the_study_time_counts_what_no_job_covers_less_the_start_ups_and_waits():
+    from matmul_study.analysis.job_time import BETWEEN, study_time
+
+    # gaps of 2 s and 3 s; the second and third jobs overlap (two slots); a 1000 s gap is a pause between runs
+    jobs = _spans((0, 10), (12, 20), (15, 25), (28, 30), (1030, 1031), overhead_startup_s=0.5,
+                  overhead_slot_wait_s=0.1)
+    table = study_time(jobs).set_index("phase")["seconds"]
+    assert table["start-up (Python and imports)"] == pytest.approx(2.5)
+    assert table["waiting for a GPU slot"] == pytest.approx(0.5)
+    assert table[BETWEEN] == pytest.approx(2 + 3 - 2.5 - 0.5)
+    assert table.sum() == pytest.approx(10 + 8 + 10 + 2 + 1 + 2 + 3)
+
+
+def test_the_study_time_is_per_device_and_none_without_the_jobs_times():
+    from matmul_study.analysis.job_time import BETWEEN, study_time
+
+    one = _spans((0, 1), (5, 6))
+    other = _spans((0, 1), (2, 3)).assign(env_device_name="GPU 2")
+    table = study_time(pd.concat([one, other], ignore_index=True))
+    between = table[table["phase"] == BETWEEN].set_index("device")["seconds"]
+    assert between.to_dict() == pytest.approx({"GPU": 4.0, "GPU 2": 1.0})
+    assert study_time(one.drop(columns=["overhead_job_s"])) is None
+    assert study_time(one.iloc[0:0]) is None

@@ -1,7 +1,8 @@
 """Where the jobs' time went, from what each result records of its own time (runner: `overhead`, `timing`,
 `burst`): the job process's start-up, its wait for a GPU slot, its inputs, its timed samples, its waits for the
 card to settle and cool, and the rest (checks against fp64, warm-ups, the CUDA context and handles). The time
-between jobs and the compiles are Snakemake's, not a job's, and are not in a result."""
+between jobs and the compiles are Snakemake's, not a job's, and are not in a result: study_time counts them as what
+the jobs' spans (overhead_started_utc to overhead_finished_utc) leave uncovered."""
 
 from __future__ import annotations
 
@@ -34,3 +35,51 @@ def job_time(results: pd.DataFrame) -> pd.DataFrame | None:
     whole = sum(seconds)
     return pd.DataFrame({"phase": PHASES, "seconds": seconds,
                          "share": [s / whole if whole > 0 else 0.0 for s in seconds]})
+
+
+BETWEEN = "between jobs (Snakemake, compiles)"
+# A gap between two jobs longer than this is a pause between runs (a study resumed later), not the run's own time.
+PAUSE_S = 300.0
+
+
+def study_time(results: pd.DataFrame) -> pd.DataFrame | None:
+    """Where a run's time went, per device (analysis.result_devices.with_device: a GPU and the CPU jobs of its
+    host): the jobs' phases (job_time), and BETWEEN, the time from the first job's start to the last one's end that
+    no job's span covers, less the jobs' start-ups and slot waits, which fall in it too. Columns device, phase,
+    seconds; None where no job recorded its time."""
+    from matmul_study.analysis.result_devices import with_device
+
+    if results.empty or "overhead_job_s" not in results:
+        return None
+    rows = []
+    for device, group in with_device(results).groupby("device", sort=False):
+        phases = job_time(group)
+        if phases is None:
+            continue
+        rows += [(device, p, s) for p, s in zip(phases["phase"], phases["seconds"])]
+        hosts = group["env_host"].fillna("").astype(str) if "env_host" in group else pd.Series("", index=group.index)
+        gaps = [g for g in (_uncovered_s(rows) for _, rows in group.groupby(hosts, sort=False)) if g is not None]
+        if gaps:
+            between = sum(gaps)
+            waits = phases.set_index("phase")["seconds"][list(PHASES[:2])].sum()
+            rows.append((device, BETWEEN, max(0.0, between - float(waits))))
+    return pd.DataFrame(rows, columns=["device", "phase", "seconds"]) if rows else None
+
+
+def _uncovered_s(rows: pd.DataFrame) -> float | None:
+    """Seconds between the first job's start and the last one's end that no job's span covers, gaps of more than
+    PAUSE_S left out; None without spans."""
+    if not {"overhead_started_utc", "overhead_finished_utc"} <= set(rows):
+        return None
+    start = pd.to_datetime(rows["overhead_started_utc"], utc=True, format="ISO8601", errors="coerce")
+    end = pd.to_datetime(rows["overhead_finished_utc"], utc=True, format="ISO8601", errors="coerce")
+    spans = sorted((a.timestamp(), b.timestamp()) for a, b in zip(start, end) if pd.notna(a) and pd.notna(b))
+    if not spans:
+        return None
+    uncovered, reach = 0.0, spans[0][1]
+    for a, b in spans:
+        if a > reach and a - reach <= PAUSE_S:
+            uncovered += a - reach
+        reach = max(reach, b)
+    return uncovered
+

@@ -8,7 +8,7 @@ When the results hold more than one GPU device, no line ever joins jobs of two d
 row of panels per device.
 
 Modules: style (what every figure shares), throughput (rates over size), ladder (bars at the largest shape: the
-ladder, the devices compared), roofline, errors (verification error, precision and speed) and catalog (the
+ladder, the devices compared), roofline, errors (verification error, precision and speed), study_time (where the run's time went) and catalog (the
 figures' names, captions and files).
 """
 
@@ -20,6 +20,7 @@ from matmul_study.present.figures.catalog import FIGURES, FigureSpec, left_out, 
 from matmul_study.present.figures.errors import plot_precision, plot_verification_error  # noqa: E402
 from matmul_study.present.figures.ladder import plot_devices, plot_ladder  # noqa: E402
 from matmul_study.present.figures.roofline import plot_roofline  # noqa: E402
+from matmul_study.present.figures.study_time import plot_study_time  # noqa: E402
 from matmul_study.present.figures.style import (  # noqa: E402
     NO_DATA, ONE_DEVICE, PLACEHOLDER, SPREAD_LABEL, dtype_order, method_order,
 )
@@ -30,5 +31,5 @@ from matmul_study.present.figures.throughput import (  # noqa: E402
 __all__ = [
     "FIGURES", "FigureSpec", "NO_DATA", "ONE_DEVICE", "PLACEHOLDER", "SPREAD_LABEL", "dtype_order", "left_out",
     "method_order", "plot_blocks", "plot_devices", "plot_float_vs_double", "plot_ladder", "plot_precision",
-    "plot_roofline", "plot_speedup", "plot_throughput", "plot_verification_error", "save_figure",
+    "plot_roofline", "plot_speedup", "plot_study_time", "plot_throughput", "plot_verification_error", "save_figure",
 ]

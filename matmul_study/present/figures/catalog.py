@@ -17,6 +17,7 @@ from matmul_study.present.figures.errors import plot_precision, plot_verificatio
 from matmul_study.present.figures.ladder import plot_devices, plot_ladder
 from matmul_study.present.figures.roofline import plot_roofline
 from matmul_study.present.figures.style import themed
+from matmul_study.present.figures.study_time import plot_study_time
 from matmul_study.present.figures.throughput import plot_blocks, plot_float_vs_double, plot_speedup, plot_throughput
 
 
@@ -120,6 +121,18 @@ FIGURES: dict[str, FigureSpec] = {
             "diamond above the point is that cost, the error of quantizing fp32 inputs to e4m3 (measured apart). "
             "Results with error 0 (int8 is exact) sit on the dotted floor.",
             plot_precision,
+        ),
+        FigureSpec(
+            "study_time",
+            "Where the study's time went",
+            "The run's time from its first job's start to its last job's end, one bar per device, in seconds: "
+            "what the jobs recorded of their own time (each job process's start-up, its wait for a GPU slot, its "
+            "inputs, its timed samples, its waits for the card to settle and cool, and the rest: checks against "
+            "fp64, warm-ups and set-up), then the time no job covers, less those start-ups and waits: Snakemake's "
+            "scheduling and the kernels' compiles, which run between the jobs with --cores 1. Jobs that run side "
+            "by side count in full, so with several cores the bar can be longer than the run. The collate, "
+            "figure and report steps, after the last job, are not in it.",
+            themed(plot_study_time),
         ),
     ]
 }
