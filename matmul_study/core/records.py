@@ -6,10 +6,38 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 
 # What identifies one job in every table. `variant` is the method's configuration (core/configs.py); tables
 # collated from result files without it read "default" there (analysis.collate.add_variant).
 JOB_KEYS = ["method", "dtype", "block", "variant", "m", "k", "n"]
+
+
+@dataclass(frozen=True)
+class JobKey:
+    """A job as its result path names it (JOB_KEYS): what a job measured by a worker sends, without resolving its
+    records (measure.runner.Job, which adds them, is measured)."""
+    method: str
+    dtype: str
+    block: int
+    m: int
+    k: int
+    n: int
+    variant: str = "default"
+
+    @classmethod
+    def from_wildcards(cls, wc) -> "JobKey":
+        """From a result path's wildcards (a mapping, or Snakemake's object); paths without a variant (older
+        workflows) are the default build."""
+        get = wc.get if hasattr(wc, "get") else lambda key, default=None: getattr(wc, key, default)
+        return cls(get("method"), get("dtype"), int(get("block")), int(get("m")), int(get("k")), int(get("n")),
+                   get("variant") or "default")
+
+    def __str__(self) -> str:
+        built = "" if self.variant == "default" else f" [{self.variant}]"
+        return f"{self.method} {self.dtype}{built} b{self.block} {self.m}x{self.k}x{self.n}"
+
+
 # One row of the calibration table: a device ceiling measured on one GPU.
 CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]
 

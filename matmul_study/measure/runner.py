@@ -14,30 +14,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from matmul_study.core import configs, registry, results, specs
-from matmul_study.core.records import config_hash, gflops
+from matmul_study.core.records import JobKey, config_hash, gflops
 from matmul_study.measure import environment, input_cache
 from matmul_study.measure.environment import process_age_s
 from matmul_study.measure.stats import Measurement, summarize
 
 
 @dataclass(frozen=True)
-class Job(registry.JobRecords):
-    """One job of the grid. Its method, variant and dtype records are resolved here, once, and handed on: nothing
-    downstream looks a name up again. `variant` names the method's configuration (a registry variant, or the
-    default build); an unknown name raises KeyError naming the method's variants."""
-    method: str
-    dtype: str
-    block: int
-    m: int
-    k: int
-    n: int
-    variant: str = configs.DEFAULT
-
-    @classmethod
-    def from_wildcards(cls, wc) -> "Job":
-        """From a result path's wildcards; paths without a variant (older workflows) are the default build."""
-        return cls(wc["method"], wc["dtype"], int(wc["block"]), int(wc["m"]), int(wc["k"]), int(wc["n"]),
-                   wc.get("variant") or configs.DEFAULT)
+class Job(JobKey, registry.JobRecords):
+    """One job of the grid (its key: method, dtype, block, shape and variant, the method's configuration: a registry
+    variant, or the default build). Its method, variant and dtype records are resolved here, once, and handed on:
+    nothing downstream looks a name up again; an unknown variant raises KeyError naming the method's variants."""
 
     def problem(self, sm_count: int | None = None, max_shared_bytes: int | None = None) -> specs.Problem:
         """The job as the configuration heuristics and the launchers see it, on a device with `sm_count` SMs and

@@ -16,10 +16,10 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from matmul_study.core import results
+from matmul_study.core.records import JOB_KEYS, JobKey
 from matmul_study.pipeline import worker
 from matmul_study.pipeline.progress import progress_line
 from matmul_study.pipeline.recovery import pause_for_tests
@@ -27,30 +27,6 @@ from matmul_study.pipeline.stops import job_finished, logged
 
 # Where write_config keeps the runs' configs, under the workflow's working directory (Snakemake's own folder).
 CONFIG_DIRECTORY = Path(".snakemake") / "matmul_study_configs"
-JOB_KEYS = ("method", "dtype", "block", "m", "k", "n", "variant")
-
-
-@dataclass(frozen=True)
-class JobKey:
-    """A job as its result path names it: what a job measured by a worker sends, without resolving its records
-    (runner.Job does that, where the job is measured)."""
-    method: str
-    dtype: str
-    block: int
-    m: int
-    k: int
-    n: int
-    variant: str = "default"
-
-    @classmethod
-    def from_wildcards(cls, wc) -> "JobKey":
-        get = wc.get if hasattr(wc, "get") else lambda key, default=None: getattr(wc, key, default)
-        return cls(get("method"), get("dtype"), int(get("block")), int(get("m")), int(get("k")), int(get("n")),
-                   get("variant") or "default")
-
-    def __str__(self) -> str:
-        built = "" if self.variant == "default" else f" [{self.variant}]"
-        return f"{self.method} {self.dtype}{built} b{self.block} {self.m}x{self.k}x{self.n}"
 
 
 def write_config(config: dict, directory: Path = CONFIG_DIRECTORY) -> Path:
