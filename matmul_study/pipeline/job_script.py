@@ -45,8 +45,8 @@ def write_config(config: dict, directory: Path = CONFIG_DIRECTORY) -> Path:
 def run(output: str, log: str, wildcards, config: dict, measurement: dict, *, on_gpu: bool,
         cubin: str | None = None, threads: int | None = None, inputs_dir: str | None = None) -> None:
     """One benchmark job: its result at `output`, its log at `log`; `inputs_dir`: where the run's jobs share their
-    large inputs (input_cache). Exits with a one-line message (no traceback)
-    where the result folder cannot take the result, before anything is measured."""
+    large inputs (input_cache). Exits with a one-line message (no traceback) where the result folder cannot take
+    the result, before anything is measured."""
     output = Path(output)
     # The job writes its record beside the output first; the output appears once, whole, with what it was
     # measured with: a stop before that leaves no result (and its partial file is removed at the next start).
@@ -69,8 +69,7 @@ def run(output: str, log: str, wildcards, config: dict, measurement: dict, *, on
 
             job, measure = Job.from_wildcards(wildcards), run_job
         try:
-            record = measure(job, config, str(partial), cubin=cubin, threads=threads,
-                             inputs_dir=inputs_dir)
+            record = measure(job, config, str(partial), cubin=cubin, threads=threads, inputs_dir=inputs_dir)
             # What the numbers were measured with, in the result itself: the report shows these values.
             record["measured_config"] = {"measurement": dict(measurement)}
             if not on_gpu:
