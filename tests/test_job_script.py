@@ -93,10 +93,10 @@ def test_the_gpu_rule_hands_the_command_its_wildcards_and_the_runs_config(tmp_pa
     out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
                           "-n", "-p", "--cores", "1"], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
-    commands = [line for line in out.stdout.splitlines() if "gpu_job.py" in line]
+    commands = [line for line in out.stdout.splitlines() if "$MATMUL_STUDY_GPU_JOB" in line]
     assert len(commands) == 2, out.stdout
     for command in commands:
-        argv = command.split("gpu_job.py", 1)[1].split()
+        argv = command.split()
         wildcards = dict(a.split("=", 1) for a in argv if re.fullmatch(r"[a-z]+=\S+", a))
         key = job_script.JobKey.from_wildcards(wildcards)
         assert (key.m, key.k, key.n, key.dtype, key.variant) == (17, 33, 9, "float32", "default")
@@ -104,8 +104,11 @@ def test_the_gpu_rule_hands_the_command_its_wildcards_and_the_runs_config(tmp_pa
         assert f"method~{key.method}/dtype~float32/block~{key.block}_variant~default_m~17_k~33_n~9.json" in output
         cubin = next(a for a in argv if a.startswith("--cubin="))
         assert (cubin == "--cubin=") == (key.method == "cublas"), cubin  # a library's kernel: none
-        config = json.loads((tmp_path / argv[argv.index("--config") + 1]).read_text())
-        assert config["sizes"] == [{"m": 17, "k": 33, "n": 9}] and config["measurement"]["worker"] is True
+        assert '--config "$MATMUL_STUDY_RUN_CONFIG"' in command and '--inputs-dir "$MATMUL_STUDY_INPUTS"' in command
+    # The run's config, written once where the environment of the jobs points (the Snakefile sets it).
+    (written,) = (tmp_path / ".snakemake" / "matmul_study_configs").glob("*.json")
+    config = json.loads(written.read_text())
+    assert config["sizes"] == [{"m": 17, "k": 33, "n": 9}] and config["measurement"]["worker"] is True
 
 
 @pytest.mark.parametrize("wildcards, text", [
@@ -116,3 +119,21 @@ def test_the_gpu_rule_hands_the_command_its_wildcards_and_the_runs_config(tmp_pa
 ])
 def test_a_job_key_reads_its_wildcards(wildcards, text):
     assert str(job_script.JobKey.from_wildcards(wildcards)) == text
+
+
+def test_the_gpu_jobs_command_finds_what_the_snakefile_puts_in_its_environment(tmp_path):
+    # A rule beside the workflow's, whose shell prints what benchmark_gpu's shell reads, run as Snakemake runs a job.
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"sizes": [16], "methods": ["naive"], "dtypes": ["float32"],
+                                                          "arch": "sm_90"}))
+    (tmp_path / "probe.smk").write_text(f"include: {str(REPO / 'Snakefile')!r}\n\n"
+                                        "rule probe:\n    output: 'env.txt'\n"
+                                        "    shell: 'env | grep ^MATMUL_STUDY_ > {output}'\n")
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(tmp_path / "probe.smk"), "-d", str(tmp_path),
+                          "--cores", "1", "probe"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines())
+    assert env["MATMUL_STUDY_PYTHON"] == sys.executable and env["MATMUL_STUDY_INPUTS"] == "results/.inputs"
+    assert json.loads(Path(env["MATMUL_STUDY_RUN_CONFIG"]).read_text())["sizes"] == [16]
+    helped = subprocess.run([env["MATMUL_STUDY_PYTHON"], env["MATMUL_STUDY_GPU_JOB"], "--help"], capture_output=True,
+                            text=True, timeout=60)
+    assert helped.returncode == 0 and "--inputs-dir" in helped.stdout, helped.stderr

@@ -535,7 +535,9 @@ def test_a_cpu_only_report_leaves_out_what_it_cannot_show_and_says_why_once(cpu_
                            ("devices", "Devices compared is not drawn")):
         assert not (cpu_study / f"results/figures/{name}.png").exists(), name
         assert html.count(sentence) == 1, sentence
-    assert html.count("data:image/png;base64,") == 3  # throughput, float32 against float64, verification error
+    # throughput, float32 against float64, verification error, where the study's time went
+    assert html.count("data:image/png;base64,") == 4
+    assert (cpu_study / "results/figures/study_time.png").exists()
     # Tables with no rows are left out, not shown as headers only.
     assert "<h3>Speedup over naive</h3>" not in html and "<h3>Thread-block sizes</h3>" not in html
     assert "<h3>float32 against float64</h3>" in html and "<h3>Best throughput</h3>" in html

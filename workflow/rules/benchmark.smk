@@ -1,5 +1,5 @@
 # One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
-import shlex
+import os
 import sys
 
 from snakemake.settings.types import DeploymentMethod
@@ -57,13 +57,17 @@ rule benchmark_cpu:
 
 
 # The GPU job is a plain command (workflow/scripts/gpu_job.py), not a `script:`: a job measured by its slot's worker
-# then loads neither Snakemake's modules nor numpy, and starts in a fraction of the time. It reads the run's config
-# from a file written here, once per config. The Python is Snakemake's own, or the job's conda environment's.
-GPU_JOB_CONFIG = job_script.write_config(config)
-GPU_JOB_PYTHON = ("python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-                  else shlex.quote(sys.executable))
-GPU_JOB_SCRIPT = shlex.quote(str(REPO / "workflow" / "scripts" / "gpu_job.py"))
-GPU_JOB_INPUTS = input_cache.RUN_DIRECTORY
+# then loads neither Snakemake's modules nor numpy, and starts in a fraction of the time. What the command needs
+# besides its job travels in the environment, not in params (Snakemake reruns a job whose params changed): the
+# Python (Snakemake's own, or the job's conda environment's), the script, the run's config (a file written here, once
+# per config: turning the worker on or off changes it and reruns nothing) and the run's inputs folder.
+os.environ.update(
+    MATMUL_STUDY_PYTHON="python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    else sys.executable,
+    MATMUL_STUDY_GPU_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "gpu_job.py").resolve()),
+    MATMUL_STUDY_RUN_CONFIG=str(job_script.write_config(config).absolute()),
+    MATMUL_STUDY_INPUTS=input_cache.RUN_DIRECTORY,
+)
 
 
 rule benchmark_gpu:
@@ -84,7 +88,8 @@ rule benchmark_gpu:
     conda:
         "../../envs/gpu.yaml"
     shell:
-        "{GPU_JOB_PYTHON} {GPU_JOB_SCRIPT} --config {GPU_JOB_CONFIG:q} --cubin={input.cubin:q} --output {output:q}"
-        " --log {log:q} --inputs-dir {GPU_JOB_INPUTS:q} --threads {threads}"
+        '"$MATMUL_STUDY_PYTHON" "$MATMUL_STUDY_GPU_JOB" --config "$MATMUL_STUDY_RUN_CONFIG"'
+        ' --inputs-dir "$MATMUL_STUDY_INPUTS" --cubin={input.cubin:q} --output {output:q} --log {log:q}'
+        " --threads {threads}"
         " method={wildcards.method} dtype={wildcards.dtype} block={wildcards.block} variant={wildcards.variant}"
         " m={wildcards.m} k={wildcards.k} n={wildcards.n}"

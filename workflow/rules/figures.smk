@@ -31,7 +31,7 @@ rule figures:
         "logs/figures.log",
     params:
         names=DRAWN_FIGURES,
-    threads: max(1, min(workflow.cores or 1, len(DRAWN_FIGURES)))
+    threads: len(DRAWN_FIGURES)  # Snakemake gives a job no more than --cores
     conda:
         "../../envs/study.yaml"
     script:
