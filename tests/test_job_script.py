@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -124,7 +125,8 @@ def test_a_job_key_reads_its_wildcards(wildcards, text):
 def test_the_gpu_jobs_command_finds_what_the_snakefile_puts_in_its_environment(tmp_path):
     # A rule beside the workflow's, whose shell prints what benchmark_gpu's shell reads, run as Snakemake runs a job.
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"sizes": [16], "methods": ["naive"], "dtypes": ["float32"],
-                                                          "arch": "sm_90"}))
+                                                          "block_sizes": [16], "arch": "sm_90",
+                                                          "measurement": {"worker": False}}))
     (tmp_path / "probe.smk").write_text(f"include: {str(REPO / 'Snakefile')!r}\n\n"
                                         "rule probe:\n    output: 'env.txt'\n"
                                         "    shell: 'env | grep ^MATMUL_STUDY_ > {output}'\n")
@@ -137,3 +139,18 @@ def test_the_gpu_jobs_command_finds_what_the_snakefile_puts_in_its_environment(t
     helped = subprocess.run([env["MATMUL_STUDY_PYTHON"], env["MATMUL_STUDY_GPU_JOB"], "--help"], capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "--inputs-dir" in helped.stdout, helped.stderr
+    # benchmark_gpu's own command, as the dry run prints it, in that environment: it reaches the job (its log is
+    # written; on this machine the measurement then stops for want of a GPU or a cubin, a clear error, no usage).
+    planned = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+                              "-n", "-p", "--cores", "1"], capture_output=True, text=True, timeout=300)
+    (command,) = [line.split("Shell command:", 1)[-1] for line in planned.stdout.splitlines()
+                  if "$MATMUL_STUDY_GPU_JOB" in line]
+    argv = shlex.split(command)
+    for flag in ("--log", "--output"):  # their folders, as Snakemake makes them before a job
+        (tmp_path / argv[argv.index(flag) + 1]).parent.mkdir(parents=True, exist_ok=True)
+    ran = subprocess.run(["bash", "-c", f"set -euo pipefail; {command}"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, **env})
+    assert "unbound variable" not in ran.stderr and "usage:" not in ran.stderr, ran.stderr
+    log = tmp_path / argv[argv.index("--log") + 1]
+    assert ran.returncode != 0 or (tmp_path / argv[argv.index("--output") + 1]).exists(), ran.stderr
+    assert log.read_text(), ran.stderr  # the job ran: what it printed, and why it stopped, are in its log
