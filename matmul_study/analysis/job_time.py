@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from matmul_study.analysis.columns import numeric
+from matmul_study.analysis.result_devices import with_device
 
 PHASES = ("start-up (Python and imports)", "waiting for a GPU slot", "inputs", "timed samples",
           "settling and cool-down", "checks, warm-ups and set-up")
@@ -47,8 +48,6 @@ def study_time(results: pd.DataFrame) -> pd.DataFrame | None:
     host): the jobs' phases (job_time), and BETWEEN, the time from the first job's start to the last one's end that
     no job's span covers, less the jobs' start-ups and slot waits, which fall in it too. Columns device, phase,
     seconds; None where no job recorded its time."""
-    from matmul_study.analysis.result_devices import with_device
-
     if results.empty or "overhead_job_s" not in results:
         return None
     rows = []
