@@ -38,6 +38,19 @@ class JobKey:
         return f"{self.method} {self.dtype}{built} b{self.block} {self.m}x{self.k}x{self.n}"
 
 
+
+def wildcard_words(words: list[str], required: tuple[str, ...]) -> dict[str, str]:
+    """A job's wildcards from its command line's KEY=VALUE words (the plain commands of the GPU and compile steps);
+    raises ValueError naming those of `required` that are missing, or a word without "="."""
+    bad = [word for word in words if "=" not in word]
+    if bad:
+        raise ValueError(f"not KEY=VALUE: {', '.join(bad)}")
+    wildcards = dict(word.split("=", 1) for word in words)
+    missing = [key for key in required if key not in wildcards]
+    if missing:
+        raise ValueError(f"missing wildcards: {', '.join(missing)}")
+    return wildcards
+
 # One row of the calibration table: a device ceiling measured on one GPU.
 CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]
 

@@ -138,7 +138,8 @@ def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, 
 
     The result is kept in build_cache_dir() under a key of everything it depends on (build_key). PyCUDA has a
     cache of its own, but finds its entries by running the preprocessor (nvcc -E) on the source first: 0.1 s of
-    every GPU job, which builds the stream-hold helper (timing.StreamHold) on each start."""
+    every GPU job, which builds the stream-hold helper (timing.StreamHold) on each start, and of every compile step:
+    its own cache is off (cache_dir=False)."""
     key = build_key(source, arch, options, target)
     cached = build_cache_dir() / f"{key}.{target}"
     try:
@@ -148,7 +149,7 @@ def compile_with_pycuda(source: str, arch: str, options: list[str] | tuple[str, 
     from pycuda.compiler import compile as pycuda_compile
 
     binary = pycuda_compile(source, no_extern_c=True, arch=arch, options=list(options),
-                            include_dirs=[str(KERNEL_DIR)], target=target)
+                            include_dirs=[str(KERNEL_DIR)], target=target, cache_dir=False)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_name(f".{cached.name}.{os.getpid()}.part")

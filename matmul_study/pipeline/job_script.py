@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from matmul_study.core import results
-from matmul_study.core.records import JOB_KEYS, JobKey, measured_settings
+from matmul_study.core.records import JOB_KEYS, JobKey, measured_settings, wildcard_words
 from matmul_study.pipeline import worker
 from matmul_study.pipeline.progress import progress_line
 from matmul_study.pipeline.recovery import pause_for_tests
@@ -96,10 +96,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("wildcards", nargs="+", metavar="KEY=VALUE")
     args = parser.parse_args(argv)
-    wildcards = dict(item.split("=", 1) for item in args.wildcards)
-    missing = [key for key in JOB_KEYS if key not in wildcards and key != "variant"]
-    if missing:
-        parser.error(f"missing wildcards: {', '.join(missing)}")
+    try:
+        wildcards = wildcard_words(args.wildcards, tuple(key for key in JOB_KEYS if key != "variant"))
+    except ValueError as exc:
+        parser.error(str(exc))
     config = json.loads(Path(args.config).read_text())
     run(args.output, args.log, wildcards, config, measured_settings(config["measurement"]), on_gpu=True,
         cubin=args.cubin or None, threads=args.threads, inputs_dir=args.inputs_dir)

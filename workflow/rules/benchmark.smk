@@ -1,10 +1,7 @@
 # One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
-import os
 import sys
 
-from snakemake.settings.types import DeploymentMethod
-
-from matmul_study.pipeline import job_script, recovery, resources, stops
+from matmul_study.pipeline import recovery, resources, stops
 
 # After a crash or a stop (Snakemake killed or told to stop, in any rule), remove the locks, temporary files and
 # incomplete flags of outputs written whole that it left, where no Snakemake process or job of a run in this
@@ -56,20 +53,7 @@ rule benchmark_cpu:
         "../scripts/benchmark.py"
 
 
-# The GPU job is a plain command (workflow/scripts/gpu_job.py), not a `script:`: a job measured by its slot's worker
-# then loads neither Snakemake's modules nor numpy, and starts in a fraction of the time. What the command needs
-# besides its job travels in the environment, not in params (Snakemake reruns a job whose params changed): the
-# Python (Snakemake's own, or the job's conda environment's), the script, the run's config (a file written here, once
-# per config: turning the worker on or off changes it and reruns nothing) and the run's inputs folder.
-os.environ.update(
-    MATMUL_STUDY_PYTHON="python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-    else sys.executable,
-    MATMUL_STUDY_GPU_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "gpu_job.py").resolve()),
-    MATMUL_STUDY_RUN_CONFIG=str(job_script.write_config(config).absolute()),
-    MATMUL_STUDY_INPUTS=input_cache.RUN_DIRECTORY,
-)
-
-
+# A plain command (workflow/scripts/gpu_job.py; its environment: common.smk), not a `script:`.
 rule benchmark_gpu:
     input:
         cubin=cubin_for,

@@ -1,8 +1,10 @@
 # Validation, the job grid and path helpers shared by every rule.
+import os
 import re
 import sys
 from pathlib import Path
 
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import Paramspace
 
 from matmul_study.pipeline import config as study_config
@@ -10,7 +12,7 @@ from matmul_study.measure import gpu_device as device
 from matmul_study.measure import input_cache
 from matmul_study.core import dtypes, registry
 from matmul_study.core.records import measured_settings
-from matmul_study.pipeline import grid, kept, progress, recovery, resources, stops
+from matmul_study.pipeline import grid, job_script, kept, progress, recovery, resources, stops
 
 REPO = Path(workflow.basedir)
 
@@ -196,3 +198,26 @@ onerror:
     recovery.keep_finished_results(workflow)
     input_cache.clear()
     kept.drop_settled()  # a result whose job did not finish stays kept, for the next start
+
+
+# The GPU and compile jobs are plain commands (workflow/scripts/gpu_job.py, compile_job.py), not `script:`s: a
+# `script:` job starts by loading Snakemake's own modules to read its job, about 0.6 s, and a job measured by its
+# slot's worker then loads neither those nor numpy. What a command needs besides its job travels in the environment,
+# not in params (Snakemake reruns a job whose params changed): the Python (Snakemake's own, or the job's conda
+# environment's), the scripts, the run's config (a file written here, once per config: turning the worker on or off
+# changes it and reruns nothing) and the run's inputs folder.
+os.environ.update(
+    MATMUL_STUDY_PYTHON="python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    else sys.executable,
+    MATMUL_STUDY_GPU_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "gpu_job.py").resolve()),
+    MATMUL_STUDY_COMPILE_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "compile_job.py").resolve()),
+    MATMUL_STUDY_RUN_CONFIG=str(job_script.write_config(config).absolute()),
+    MATMUL_STUDY_INPUTS=input_cache.RUN_DIRECTORY,
+)
+
+
+def compile_command(*keys):
+    """The compile job's command, for a build named by the wildcards `keys`."""
+    words = " ".join(f"{key}={{wildcards.{key}}}" for key in keys)
+    return ('"$MATMUL_STUDY_PYTHON" "$MATMUL_STUDY_COMPILE_JOB" --arch {params.arch} --output {output.cubin:q}'
+            f" --log {{log:q}} {words}")

@@ -1,5 +1,8 @@
 # Compile each CUDA kernel instance to a cubin once; benchmark jobs load it. A registry variant of a method is a
 # build of its own (its -D definitions), named after it; the default build keeps the plain name.
+#
+# A compile is a plain command (workflow/scripts/compile_job.py, common.smk's compile_command), not a `script:`,
+# for the reason the GPU job is one: it starts without loading Snakemake's modules.
 
 
 rule compile_kernel:
@@ -20,11 +23,14 @@ rule compile_kernel:
         recipe=build_recipe,
     conda:
         "../../envs/gpu.yaml"
-    script:
-        "../scripts/compile_kernel.py"
+    shell:
+        compile_command("method", "dtype", "block")
 
 
-use rule compile_kernel as compile_kernel_variant with:
+rule compile_kernel_variant:
+    input:
+        source=kernel_source,
+        includes=kernel_includes,
     output:
         cubin="results/kernels/{arch}/{method}/{dtype}_b{block}_{variant}.cubin",
     log:
@@ -34,3 +40,10 @@ use rule compile_kernel as compile_kernel_variant with:
     wildcard_constraints:
         method="|".join(COMPILED_METHODS),
         variant=one_of(VARIANT_NAMES),
+    params:
+        arch=lambda wc: wc.arch,
+        recipe=build_recipe,
+    conda:
+        "../../envs/gpu.yaml"
+    shell:
+        compile_command("method", "dtype", "block", "variant")
