@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from polling import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
@@ -44,15 +45,6 @@ def job_pids(workdir: Path) -> list[int]:
             if scripts in cmdline:
                 pids.append(int(entry.name))
     return pids
-
-
-def wait_until(predicate, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def results(workdir: Path) -> dict[str, tuple[float, bytes]]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 
 from matmul_study.core.records import config_hash, measured_settings
 from matmul_study.pipeline import processes, worker
@@ -27,15 +28,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
-
-
-def wait_for(condition, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
 
 
 @pytest.fixture
@@ -109,7 +101,7 @@ def test_a_worker_that_dies_mid_job_fails_that_job_alone(workers, tmp_path, how)
     started = tmp_path / "started"
     fake = {"started": str(started), "sleep": 30} if how == "SIGKILL" else {"abort": True}
     if how == "SIGKILL":
-        threading.Thread(target=lambda: wait_for(started.exists) and os.kill(first.pid, signal.SIGKILL),
+        threading.Thread(target=lambda: wait_until(started.exists) and os.kill(first.pid, signal.SIGKILL),
                          daemon=True).start()
     t0 = time.monotonic()
     with pytest.raises(worker.WorkerDied) as died:
@@ -118,7 +110,7 @@ def test_a_worker_that_dies_mid_job_fails_that_job_alone(workers, tmp_path, how)
     message = str(died.value)
     assert f"GPU slot gpu0 (pid {first.pid}) ended while running this job" in message
     assert "this job failed, the next one starts a fresh worker" in message and str(workers.slot.log_path) in message
-    assert wait_for(lambda: not alive(first.pid))
+    assert wait_until(lambda: not alive(first.pid))
     after = workers.submit()
     assert after.pid != first.pid and after.jobs_before == 0 and after.start_s > 0
 
@@ -134,7 +126,7 @@ worker.submit(slot, {{"protocol": worker.PROTOCOL, "fake": {{"started": {str(sta
 """
     job = subprocess.Popen([sys.executable, "-c", client], stderr=subprocess.PIPE, text=True)
     try:
-        assert wait_for(started.exists, timeout_s=20)
+        assert wait_until(started.exists, timeout_s=20)
         pid = int(started.read_text())
         workers.remember(pid)
         job.send_signal(signal.SIGINT)  # as Ctrl-C, or the JobStopped that SIGTERM raises in a job
@@ -142,7 +134,7 @@ worker.submit(slot, {{"protocol": worker.PROTOCOL, "fake": {{"started": {str(sta
     finally:
         job.kill()
     # The GPU is free at once: the worker was killed, not left measuring for nobody.
-    assert wait_for(lambda: not alive(pid))
+    assert wait_until(lambda: not alive(pid))
 
 
 def test_a_job_that_raises_fails_with_its_error_and_the_next_gets_a_fresh_worker(workers):
@@ -153,14 +145,14 @@ def test_a_job_that_raises_fails_with_its_error_and_the_next_gets_a_fresh_worker
                                         f"{first.pid} of GPU slot gpu0)")
     assert "Traceback" in raised.value.remote_traceback and "illegal memory access" in raised.value.output
     # A CUDA error can leave the context unusable: that worker left, the next job starts another.
-    assert wait_for(lambda: not alive(first.pid))
+    assert wait_until(lambda: not alive(first.pid))
     after = workers.submit()
     assert after.pid != first.pid and after.jobs_before == 0
 
 
 def test_an_idle_worker_exits_and_the_next_job_starts_another(workers):
     first = workers.submit(idle_s=0.3)
-    assert wait_for(lambda: not alive(first.pid))
+    assert wait_until(lambda: not alive(first.pid))
     assert not workers.slot.socket_path.exists()  # it removed its socket before leaving
     assert "exits: idle for 0.3 s" in workers.slot.log_path.read_text()
     second = workers.submit(idle_s=0.3)
@@ -176,7 +168,7 @@ def test_a_stale_socket_is_replaced(workers):
     first = workers.submit()
     assert first.jobs_before == 0
     os.kill(first.pid, signal.SIGKILL)  # killed while idle: its socket stays behind
-    assert wait_for(lambda: not alive(first.pid)) and workers.slot.socket_path.exists()
+    assert wait_until(lambda: not alive(first.pid)) and workers.slot.socket_path.exists()
     second = workers.submit()
     assert second.pid != first.pid and second.jobs_before == 0
 
@@ -192,7 +184,7 @@ def test_a_worker_exits_when_its_study_ends(workers):
     finally:
         study.kill()
         study.wait()
-    assert wait_for(lambda: not alive(reply.pid), timeout_s=worker.POLL_S + 4)
+    assert wait_until(lambda: not alive(reply.pid), timeout_s=worker.POLL_S + 4)
     assert "exits: its study's Snakemake is gone" in workers.slot.log_path.read_text()
 
 
