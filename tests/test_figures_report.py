@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -1238,3 +1239,18 @@ def test_a_sweep_is_drawn_and_compared_at_its_fastest_configuration(results, var
         "wide"]
     fig = FIGURES["throughput"].plot(fastest, None)
     _check_figure(fig, "throughput")
+
+
+def test_a_figure_drawn_from_a_results_table_warns_of_no_fragmented_frame(tmp_path):
+    # pandas 3 reads the results table into one block per column; the figures add columns to it, and each addition
+    # to an unconsolidated frame of that width writes a PerformanceWarning into the figures step's log.
+    import warnings
+
+    from matmul_study.pipeline import steps
+
+    reference = Path(__file__).resolve().parents[1] / "results/reference/NVIDIA_H200/tables"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.PerformanceWarning)
+        steps.write_figure("throughput", reference / "results.csv", [reference / "calibration.csv"],
+                           tmp_path / "t.png", tmp_path / "t.svg")
+    assert (tmp_path / "t.png").stat().st_size > 0

@@ -39,7 +39,9 @@ TEXT_COLUMNS = ["env_compute_capability", "env_cuda_driver_api", "env_cuda_versi
 
 
 def read_results(path) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
+    # Consolidated (copy): pandas 3 reads a CSV into one block per column, and every column that a figure or table
+    # then adds to a frame of 150 blocks draws a PerformanceWarning into the step's log.
+    return pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}).copy()
 
 
 def write_figure(name: str, results_csv, calibration_csvs, png, svg) -> None:
