@@ -158,6 +158,19 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint3
 {
     return desc_join(desc_lo(addr, lbo), sbo);
 }
+// The shared-memory address that a low descriptor word starts at (desc_lo's inverse, for the 256 KiB window).
+__device__ __forceinline__ uint32_t desc_address(uint32_t lo) { return (lo & 0x3FFFu) << 4; }
+
+// Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each) from shared memory: lanes 8j..8j+7 give the row
+// addresses of matrix j, and lane l receives in r[j] the 4 bytes of row l/4 of matrix j at byte (l%4)*4, which is
+// the register fragment of an 8-bit (or tf32) wgmma / mma A operand when the four matrices are its rows 0-7 and 8-15
+// at bytes 0-15 and 16-31 of a 32-byte k slice.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -230,6 +243,29 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t de
                                                   bool scale_d = true)
 {
     HOPPER_WGMMA_K_MAJOR_BY_N("k32.f32.e4m3.e4m3");
+}
+
+// The same with A from registers: a[4] is this thread's fragment of the warpgroup's 64x32 A (warp w: rows
+// 16w..16w+15; ldmatrix_x4's layout), N = 64 (32 accumulators per thread) or 128 (64). A read from shared memory is
+// read once per wgmma, so a k step issued in column parts re-reads it for every part; from registers it is read
+// once (operands_bytes.cuh, a_fragments).
+template <int N>
+__device__ __forceinline__ void wgmma_m64k32_e4m3_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                     bool scale_d = true)
+{
+    static_assert(N == 64 || N == 128, "N = 64 or 128");
+    if constexpr (N == 64)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " HOPPER_D32_REGS
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                     : HOPPER_D32_OPS
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " HOPPER_D64_REGS
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                     : HOPPER_D64_OPS
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
 }
 
 // D(64x256, s32) (+)= A(64x32, K-major, smem) * B(32x256, K-major, smem), signed 8-bit operands, exact int32

@@ -173,3 +173,39 @@ def test_promoted_build_keeps_its_wgmmas_pipelined_without_spills(tmp_path):
     _, report = fp8_build("bn128_promote", tmp_path, "cubin", ("-Xptxas", "-v"))
     assert "0 bytes spill stores, 0 bytes spill loads" in report, report
     assert "Potential Performance Loss" not in report, report
+
+
+def test_the_register_a_build_is_promote_with_a_read_once_a_step():
+    m = registry.get("wgmma_fp8")
+    promote, rs = m.variant("promote"), m.variant("promote_rs")
+    assert rs.config == replace(promote.config, a_registers=True) and rs.accuracy == promote.accuracy
+    assert "WGMMA_WS_A_REGS=1" in rs.defines and "WGMMA_WS_A_REGS=0" in promote.defines
+    assert rs.launch(specs.Problem(4096, 4096, 4096, 0, FP8)) == promote.launch(specs.Problem(4096, 4096, 4096, 0, FP8))
+    # Asked for by name: the heuristic picks among builds measured on a GPU.
+    names = tuple(v.name for v in m.variants)
+    for shape in ((512, 512, 512), (4096, 4096, 4096), (8192, 8192, 8192)):
+        assert m.choose(specs.Problem(*shape, 0, FP8), names).variant != "promote_rs"
+
+
+@needs_nvcc
+def test_the_register_a_build_reads_a_once_per_k_step_and_its_quarters_take_it_from_registers(tmp_path):
+    code, _ = fp8_build("promote_rs", tmp_path / "rs", "ptx")
+    shared, _ = fp8_build("promote", tmp_path / "ss", "ptx")
+    quarter = r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\.e4m3\s+\{[^}]*\},\s*"
+    # A from registers: {a0, a1, a2, a3} where the shared build has a descriptor; 4 k32 slices x 4 quarters a step.
+    from_registers = re.findall(quarter + r"\{%r\d+, %r\d+, %r\d+, %r\d+\}", code)
+    from_shared = re.findall(quarter + r"%rd\d+", shared)
+    assert len(from_registers) == len(from_shared) == 16 and not re.findall(quarter + r"%rd\d+", code)
+    # The step's four slices of A, one ldmatrix each (the shared build has none).
+    assert code.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 4 and "ldmatrix" not in shared
+
+
+@needs_nvcc
+def test_a_register_a_build_without_promoted_quarters_fails_to_compile(tmp_path):
+    # WGMMA_WS_A_REGS is for the promoted 128x256 build's quarters only: elsewhere nothing would read A twice.
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source("wgmma_fp8", [("float8_e4m3", 0)]))
+    options = [o.replace("WGMMA_WS_A_REGS=0", "WGMMA_WS_A_REGS=1") for o in kernels.compile_options("wgmma_fp8")]
+    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", options), capture_output=True,
+                            text=True)
+    assert result.returncode != 0 and "WGMMA_WS_A_REGS: for promoted builds in column parts only" in result.stderr

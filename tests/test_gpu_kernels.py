@@ -139,14 +139,14 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
 
 # The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both 16-bit dtypes and
 # tf32, and the FP8 and 3xTF32 rungs' with and without promoted sums (one Bt box per k step, multicast by the CTAs in
-# turn; the promoted k loop's chains and remainder steps): odd shapes (every edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
+# turn; the promoted k loop's chains and remainder steps; FP8's quarters with A from registers): odd shapes (every edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
 # (several tiles per CTA, the paced drain, the stream-K tail of the fp16 builds) and 300x4300x4300 (on 132 SMs 68
 # cluster tiles for 66 clusters, of 34 k steps in FP8: a tail split by k steps in every whole build), each launched
 # twice; the split build three times, giving the same bits.
 WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_splitk4")
                     for d in ("float16", "bfloat16")),
                   *(("wgmma_tf32", v, "tf32") for v in ("bn128", "bn128_splitk4")),
-                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn128", "bn128_promote", "promote")),
+                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn128", "bn128_promote", "promote", "promote_rs")),
                   *(("wgmma_3xtf32", v, "float32") for v in ("bn128", "bn128_promote", "promote")),
                   # 64-row tiles (WGMMA_WS_BM=64: one consumer warpgroup, A in boxes of 64 rows), every rung that has
                   # them: the same shapes, each a CTA row per 64 rows of C.
@@ -380,7 +380,8 @@ def test_tf32_rung_rounds_like_cublas(shape):
     assert ours.rel_fro_error <= 1.5 * theirs.rel_fro_error
 
 
-@pytest.mark.parametrize("variant,control", [("promote", "default"), ("bn128_promote", "bn128")])
+@pytest.mark.parametrize("variant,control", [("promote", "default"), ("promote_rs", "default"),
+                                             ("bn128_promote", "bn128")])
 def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
     # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
     # cuBLASLt's default (which promotes); adding each k step's sum into fp32 accumulators must bring ours to within

@@ -26,6 +26,8 @@
 //   WGMMA_WS_PROMOTE      0 or 1: tensor-core sums promoted to fp32 every k step (fp32-summed operands: e4m3, and
 //                         tf32 for 3xTF32; at BN 256 in quarters of the columns; block-scaled operands,
 //                         17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
+//   WGMMA_WS_A_REGS       1: a promoted k step in column parts reads A from shared memory into registers once and
+//                         gives every part's wgmmas A from there (e4m3 at BN 256); 0: each part reads A itself.
 //   WGMMA_WS_BALANCED     1: unsplit tails go to the fewest clusters that keep the waves; 0: to every cluster.
 //   WGMMA_WS_GROUP_ORDER  0: the tile order the operands prefer; 1: groups of rows; 2: of columns.
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order.
@@ -77,6 +79,9 @@
 #ifndef WGMMA_WS_PROMOTE
 #error "WGMMA_WS_PROMOTE is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_A_REGS
+#error "WGMMA_WS_A_REGS is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_BALANCED
 #error "WGMMA_WS_BALANCED is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -109,6 +114,7 @@ constexpr bool PROMOTE = WGMMA_WS_PROMOTE != 0;
 constexpr int PROMOTE_CHAIN = 8;  // k steps per chain of the promoted mainloop (see mainloop; even: two sets)
 // Column parts of a promoted k step: at BN 256 the scratch sets are a quarter of the tile's columns each (mainloop).
 constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
+constexpr bool A_REGS = WGMMA_WS_A_REGS != 0;  // the parts' A from registers (mainloop, Op::a_fragments)
 
 // ------------------------------------------------------------------------------------------- shared memory
 // From the first 1024-byte boundary of the dynamic window (128-byte swizzle atoms need it; the launch gives up to
@@ -167,6 +173,10 @@ static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE:
 // (the fp32 set and two scratch sets: 3 x 64 accumulators per thread at BN 128; at BN 256, 128 and two sets of a
 // quarter of the columns, 2 x 32: three full sets of 128 would exceed a thread's 255 registers)
 static_assert(ACCUMULATORS % (2 * PROMOTE_PARTS) == 0, "promoted column parts: whole pairs of 8-column groups");
+static_assert(WGMMA_WS_A_REGS == 0 || WGMMA_WS_A_REGS == 1, "WGMMA_WS_A_REGS: 0 (off) or 1 (on)");
+static_assert(!A_REGS || (PROMOTE && PROMOTE_PARTS > 1),
+              "WGMMA_WS_A_REGS: for promoted builds in column parts only (WGMMA_WS_PROMOTE=1, WGMMA_WS_BN=256), whose "
+              "parts would each read A again");
 
 // ------------------------------------------------------------------------------------------- operand traits
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
@@ -192,6 +202,12 @@ template <class Op, class = void>
 constexpr bool PROMOTABLE = false;
 template <class Op>
 constexpr bool PROMOTABLE<Op, decltype(void(Op::PROMOTABLE))> = Op::PROMOTABLE;
+// Whether an Op can take A from registers in a promoted step's column parts (Op::A_IN_REGISTERS: a_fragments and
+// mma_columns_rs; the e4m3 operands).
+template <class Op, class = void>
+constexpr bool A_IN_REGISTERS = false;
+template <class Op>
+constexpr bool A_IN_REGISTERS<Op, decltype(void(Op::A_IN_REGISTERS))> = Op::A_IN_REGISTERS;
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;

@@ -126,7 +126,12 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // step runs in quarters of the columns (PROMOTE_PARTS; Op::mma_columns): two scratch sets of 32, the quarters
 // alternating between them, each added into its quarter of d while the next quarter's wgmmas run. The step ends
 // with nothing in flight (no chains: the wait sits inside the step), so its last quarter's adds and the next
-// step's barrier wait follow a wait; the other consumer warpgroup's wgmmas fill the tensor cores meanwhile.
+// step's barrier wait follow a wait; the other consumer warpgroup's wgmmas fill the tensor cores meanwhile. Each
+// quarter's wgmmas read the warpgroup's A from shared memory again: four times the A bytes of an unpromoted step,
+// 2 KiB per 64x64x32 wgmma beside 2 KiB of B. WGMMA_WS_A_REGS=1 reads A into registers once at the start of the
+// step (Op::a_fragments, 16 registers) and gives the quarters A from there (Op::mma_columns_rs): the step then reads
+// the shared-memory bytes of an unpromoted one. The fence before each quarter orders the loads before the wgmmas
+// that read their registers, and the next step's loads come after this step's last wait.
 //
 // Block scales (BLOCK_SCALED<Op>, operands_fp8_block.cuh): a k step is one scale block (128 k), so each partial is
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
@@ -154,7 +159,15 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         // alternating between two scratch sets of that width, each part added into d while the next one runs.
         constexpr int COLS = BN / PROMOTE_PARTS, PART = ACCUMULATORS / PROMOTE_PARTS;
         static_assert(!BLOCK_SCALED<Op>, "block scales: 128x128 tiles only");
+        static_assert(!A_REGS || A_IN_REGISTERS<Op>, "WGMMA_WS_A_REGS: for the e4m3 operands only");
         V p0[PART], p1[PART];
+        uint32_t a[A_REGS ? Op::BK / 32 : 1][4];  // A_REGS: this step's A fragments
+        uint32_t a_offset = 0;                   // and where this lane reads them in a stage
+        if constexpr (A_REGS) a_offset = Op::a_lane_offset(lane);
+        auto issue = [&](V (&partial)[PART], uint32_t da, uint32_t db, int q) {  // part q's wgmmas
+            if constexpr (A_REGS) Op::template mma_columns_rs<COLS>(partial, a, db, q * COLS);
+            else Op::template mma_columns<COLS>(partial, da, db, q * COLS);
+        };
         auto add = [&](const V (&partial)[PART], int part) {
 #pragma unroll
             for (int j = 0; j < PART; ++j) d[part * PART + j] += partial[j];
@@ -165,17 +178,18 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
             const uint32_t s = it % STAGES;
             mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
             const uint32_t da = desc_a0 + s * STAGE_DESC, db = desc_b0 + s * STAGE_DESC;
+            if constexpr (A_REGS) Op::a_fragments(a, da, a_offset);
 #pragma unroll
             for (int q = 0; q < PROMOTE_PARTS; q += 2) {
                 wgmma_fence();
-                Op::template mma_columns<COLS>(p0, da, db, q * COLS);
+                issue(p0, da, db, q);
                 wgmma_commit();
                 if (q > 0) {
                     wgmma_wait<1>();
                     add(p1, q - 1);
                 }
                 wgmma_fence();
-                Op::template mma_columns<COLS>(p1, da, db, (q + 1) * COLS);
+                issue(p1, da, db, q + 1);
                 wgmma_commit();
                 wgmma_wait<1>();
                 add(p0, q);

@@ -31,9 +31,13 @@
 // from zero in a scratch set of accumulators, and the partial is added into a second, true fp32 set with ordinary
 // adds (mainloop.cuh). With two scratch sets, so that the adds overlap the next step's wgmmas, that is three sets
 // per consumer thread: 384 registers for a 64x256 warpgroup tile, more than the 232 that setmaxnreg gives, but 192
-// at 128x128 tiles (64x128 per warpgroup), so promotion is built at WGMMA_WS_BN=128 only (ptxas: no spills; the
-// SASS uses registers up to R224). Split-K builds (WGMMA_WS_SPLIT_K) bound each tensor-core sum another way, by
-// slices that meet in an fp32 workspace. docs/tensor-cores.md has the measured errors beside cuBLASLt's.
+// at 128x128 tiles (64x128 per warpgroup: bn128_promote). The 128x256 build (promote) runs each k step in quarters
+// of the columns instead, with two scratch sets of a quarter; each quarter's wgmmas read the warpgroup's A from
+// shared memory again, four times a step where the unpromoted build reads it once. Its promote_rs build
+// (WGMMA_WS_A_REGS=1) reads A once a step into registers (a_fragments: 16 per thread) and gives the quarters' wgmmas
+// A from there, so that a promoted step reads as many shared-memory bytes as an unpromoted one. Split-K builds
+// (WGMMA_WS_SPLIT_K) bound each tensor-core sum another way, by slices that meet in an fp32 workspace.
+// docs/tensor-cores.md has the measured errors beside cuBLASLt's.
 //
 // Tensor maps: tmap_a over A (bytes as UINT8, dims (k, m), row pitch a multiple of 16 bytes): box (rows 128, cols
 // 128), 128B swizzle. tmap_bt over Bt (the same, dims (k, n)): box (rows 128, cols 128), 128B swizzle. Both
@@ -51,6 +55,7 @@ struct OpBytes {
     using Acc = typename Kind::Acc;  // accumulators and C
     static constexpr bool SCALED = Kind::SCALED;
     static constexpr bool PROMOTABLE = __is_same(Acc, float);  // e4m3's fp32 sums lose bits; int8's are exact
+    static constexpr bool A_IN_REGISTERS = PROMOTABLE;          // mma_columns_rs (promoted parts only)
     static constexpr int BK = wgmma_ws::BK;
     static constexpr int BOX_BT_ROWS = 128;                // Bt's box: 128 rows of BK bytes
     static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
@@ -86,6 +91,35 @@ struct OpBytes {
             Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(dbc + kk * (32 >> 4), 1024),
                           kk > 0);
     }
+    // A from registers (WGMMA_WS_A_REGS): the warpgroup's 64 rows x BK of the stage that the A descriptor word da
+    // starts at, as wgmma's A fragments of its four k32 slices, read by ldmatrix. Row r of the warpgroup's rows lies
+    // at r * 128 bytes and its 16-byte chunk c at chunk c ^ (r % 8) (the 128-byte swizzle; a warpgroup's rows start
+    // on a 1024-byte boundary, so r % 8 is the row's phase). Warp w reads rows 16w..16w+15; lanes 8j..8j+7 address
+    // matrix j: rows 0-7 (j even) or 8-15 (j odd) of the warp's, chunk 2kk + j / 2 of slice kk. That chunk, swizzled,
+    // is (kk ^ phase / 2) * 2 + (j / 2 ^ phase) % 2: the lane's address for slice 0, with bits 5-6 xor 32 * kk, so
+    // that one register of the lane's offset serves every slice and stage.
+    static __device__ __forceinline__ uint32_t a_lane_offset(int lane)
+    {
+        const int warp = (threadIdx.x % 128) / 32, j = lane / 8, phase = lane % 8;
+        return (warp * 16 + (j & 1) * 8 + phase) * 128 + (phase >> 1) * 32 + (((j >> 1) ^ phase) & 1) * 16;
+    }
+    static __device__ __forceinline__ void a_fragments(uint32_t (&a)[BK / 32][4], uint32_t da, uint32_t lane_offset)
+    {
+        const uint32_t slice0 = hopper::desc_address(da) + lane_offset;
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; ++kk) hopper::ldmatrix_x4(a[kk], slice0 ^ (kk * 32));
+    }
+    // One k step on COLS columns from col0, from zero, with A from a_fragments.
+    template <int COLS>
+    static __device__ __forceinline__ void mma_columns_rs(Acc (&d)[COLS / 2], const uint32_t (&a)[BK / 32][4],
+                                                          uint32_t db, int col0)
+    {
+        static_assert(A_IN_REGISTERS, "WGMMA_WS_A_REGS: e4m3 operands only");
+        const uint32_t dbc = db + ((col0 * 128) >> 4);
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; ++kk)
+            Kind::mma_k32_rs(d, a[kk], hopper::desc_join(dbc + kk * (32 >> 4), 1024), kk > 0);
+    }
 };
 
 // Signed 8-bit integers, exact int32 sums.
@@ -109,6 +143,12 @@ struct E4M3 {
     static __device__ __forceinline__ void mma_k32(float (&d)[ACC], uint64_t da, uint64_t db, bool accumulate)
     {
         hopper::wgmma_m64k32_e4m3<2 * ACC>(d, da, db, accumulate);
+    }
+    template <int ACC>  // A from registers: m64n64k32 (a quarter of BN 256) or m64n128k32
+    static __device__ __forceinline__ void mma_k32_rs(float (&d)[ACC], const uint32_t (&a)[4], uint64_t db,
+                                                      bool accumulate)
+    {
+        hopper::wgmma_m64k32_e4m3_rs<2 * ACC>(d, a, db, accumulate);
     }
 };
 using OpFp8 = OpBytes<E4M3>;

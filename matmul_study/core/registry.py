@@ -21,9 +21,9 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
-                                                WS_FP8_BLOCK, WS_TF32, promoted_variants, fp8_block_variants,
-                                                ws_bm64_variants, ws_bn128_variants, ws_rung, ws_tile_builds,
-                                                ws_variants)
+                                                WS_FP8_BLOCK, WS_TF32, a_registers_variant, fp8_block_variants,
+                                                promoted_variants, ws_bm64_variants, ws_bn128_variants, ws_rung,
+                                                ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -42,7 +42,7 @@ WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)
                     *ws_bm64_variants(WS_BYTES, widths=(256,)))
 WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
-                   *ws_bm64_variants(WS_BYTES))
+                   a_registers_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES))
 
 METHODS: dict[str, Method] = {
     m.name: m

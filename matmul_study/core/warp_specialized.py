@@ -40,6 +40,9 @@ class WsConfig:
     split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
     streamk: bool = True  # split the last wave by k steps where that pays (the kernel ignores it in split-K builds)
     promote: bool = False  # tensor-core sums (FP8, tf32) promoted into fp32 accumulators every k step
+    # A promoted step's column parts (bn 256) take A from registers, read once a step (e4m3 only), not each from
+    # shared memory:
+    a_registers: bool = False
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
     group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
@@ -97,7 +100,8 @@ class WsConfig:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "CLUSTER": self.cluster, "SPLIT_K": self.split_k,
-                  "STREAMK": int(self.streamk), "PROMOTE": int(self.promote), "BALANCED": int(self.balanced),
+                  "STREAMK": int(self.streamk), "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
+                  "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
         return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
 
@@ -282,6 +286,17 @@ def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Varia
             "an error that does not grow with k, for 64 fp32 adds per thread and k step, some of them not hidden "
             "under the tensor cores' work, and the smaller tiles that the three accumulator sets need"),
     )
+
+
+def a_registers_variant(base: WsConfig) -> Variant:
+    """`promote` with A from registers (WGMMA_WS_A_REGS, the e4m3 operands): each k step reads the warpgroup's A
+    from shared memory once, into 16 registers per thread, and its four column quarters' wgmmas take A from there;
+    `promote`'s quarters each read it again, four times an unpromoted step's A bytes."""
+    return replace(base, promote=True, a_registers=True).variant(
+        "promote_rs",
+        f"promote's {base.BM}x{base.bn} tiles and column quarters, with each k step's A read from shared memory into "
+        "registers once (ldmatrix) and given to the four quarters' wgmmas from there (promote's quarters each read "
+        "it again)")
 
 
 FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so of whole scale blocks)
