@@ -15,6 +15,8 @@ import pytest
 import yaml
 from polling import wait_until
 
+from matmul_study.pipeline import processes
+
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
 # 6 numpy jobs of a few seconds each (the noise target is never met: each runs to its share of cpu_max_s), so that
@@ -33,18 +35,8 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason=
 
 
 def job_pids(workdir: Path) -> list[int]:
-    """Live processes that run a job script of this directory's Snakemake."""
-    scripts = f"{workdir}/.snakemake/scripts/"
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if scripts in cmdline:
-                pids.append(int(entry.name))
-    return pids
+    """Live processes that run a job of this directory's Snakemake (its scripts, its plain commands)."""
+    return processes.job_processes(workdir.resolve())
 
 
 def results(workdir: Path) -> dict[str, tuple[float, bytes]]:
@@ -433,3 +425,21 @@ def test_a_stop_inside_any_step_then_the_plain_command_finishes(tmp_path, finish
     assert not [p for d in ("results", "report") for p in (workdir / d).rglob(".*.tmp")]
     assert not list((workdir / ".snakemake/incomplete").rglob("*")) or all(
         p.name == "migration_underway" or p.is_dir() for p in (workdir / ".snakemake/incomplete").rglob("*"))
+
+
+@needs_proc
+def test_a_plain_job_command_counts_as_a_job_of_the_run_in_its_folder(tmp_path):
+    # The benchmark and compile jobs are plain commands (no script under .snakemake/scripts/): a run whose job is
+    # still alive, its Snakemake gone, must not have its locks and markers cleared by the next command.
+    scripts, work, other = tmp_path / "workflow" / "scripts", tmp_path / "work", tmp_path / "other"
+    for folder in (scripts, work, other):
+        folder.mkdir(parents=True)
+    (scripts / "benchmark_job.py").write_text("import time\ntime.sleep(60)\n")
+    job = subprocess.Popen([sys.executable, str(scripts / "benchmark_job.py"), "--cpu"], cwd=work)
+    try:
+        assert wait_until(lambda: job.pid in processes.job_processes(work.resolve()), 10)
+        assert job.pid in processes.running_here(work.resolve())
+        assert job.pid not in processes.job_processes(other.resolve())
+    finally:
+        job.kill()
+        job.wait()

@@ -87,6 +87,36 @@ def snakemake_ancestor(pid: int | None = None, levels: int = 4) -> int | None:
     return None
 
 
+# The workflow's plain job commands (workflow/scripts/): a process that runs one in a run's working directory is a
+# job of that run.
+JOB_COMMANDS = ("benchmark_job.py", "compile_job.py")
+
+
+def is_job_command(cmdline: list[str]) -> bool:
+    """A job's plain command (`python .../workflow/scripts/benchmark_job.py ...`), not the processes it starts."""
+    return any(Path(a).name in JOB_COMMANDS and Path(a).parent.name == "scripts" for a in cmdline[1:3])
+
+
+def job_processes(workdir: Path) -> list[int]:
+    """Pids of the jobs of a run in `workdir` (Linux /proc): its `script:` jobs, by their script under
+    .snakemake/scripts/ wherever they run, and its plain commands, by their working directory."""
+    scripts, found = f"{workdir}/.snakemake/scripts/", []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        cmdline = command_line(int(entry.name))
+        if any(a.startswith(scripts) for a in cmdline) or (is_job_command(cmdline) and _cwd(entry) == workdir):
+            found.append(int(entry.name))
+    return found
+
+
+def _cwd(entry: Path) -> Path | None:
+    try:
+        return Path(os.readlink(entry / "cwd")).resolve()
+    except OSError:
+        return None
+
+
 def running_here(workdir: Path) -> list[int]:
     """Pids of other Snakemake processes working in `workdir`, and of jobs of a run there (Linux /proc)."""
     skip = {os.getpid()}
@@ -95,19 +125,10 @@ def running_here(workdir: Path) -> list[int]:
         pid = parent_of(pid)
         if pid:
             skip.add(pid)
-    scripts = f"{workdir}/.snakemake/scripts/"
-    found = []
+    found = [pid for pid in job_processes(workdir) if pid not in skip]
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in skip:
+        if not entry.name.isdigit() or int(entry.name) in skip or int(entry.name) in found:
             continue
-        cmdline = command_line(int(entry.name))
-        if any(a.startswith(scripts) for a in cmdline):  # a job's script, wherever it runs
-            found.append(int(entry.name))
-            continue
-        try:
-            here = Path(os.readlink(entry / "cwd")).resolve() == workdir
-        except OSError:
-            continue
-        if here and is_snakemake(cmdline):
+        if is_snakemake(command_line(int(entry.name))) and _cwd(entry) == workdir:
             found.append(int(entry.name))
     return found
