@@ -94,7 +94,7 @@ def test_the_gpu_rule_hands_the_command_its_wildcards_and_the_runs_config(tmp_pa
     out = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
                           "-n", "-p", "--cores", "1"], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
-    commands = [line for line in out.stdout.splitlines() if "$MATMUL_STUDY_GPU_JOB" in line]
+    commands = [line for line in out.stdout.splitlines() if "$MATMUL_STUDY_BENCHMARK_JOB" in line]
     assert len(commands) == 2, out.stdout
     for command in commands:
         argv = command.split()
@@ -136,7 +136,7 @@ def test_the_gpu_jobs_command_finds_what_the_snakefile_puts_in_its_environment(t
     env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines())
     assert env["MATMUL_STUDY_PYTHON"] == sys.executable and env["MATMUL_STUDY_INPUTS"] == "results/.inputs"
     assert json.loads(Path(env["MATMUL_STUDY_RUN_CONFIG"]).read_text())["sizes"] == [16]
-    helped = subprocess.run([env["MATMUL_STUDY_PYTHON"], env["MATMUL_STUDY_GPU_JOB"], "--help"], capture_output=True,
+    helped = subprocess.run([env["MATMUL_STUDY_PYTHON"], env["MATMUL_STUDY_BENCHMARK_JOB"], "--help"], capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "--inputs-dir" in helped.stdout, helped.stderr
     # benchmark_gpu's own command, as the dry run prints it, in that environment: it reaches the job (its log is
@@ -144,7 +144,7 @@ def test_the_gpu_jobs_command_finds_what_the_snakefile_puts_in_its_environment(t
     planned = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
                               "-n", "-p", "--cores", "1"], capture_output=True, text=True, timeout=300)
     (command,) = [line.split("Shell command:", 1)[-1] for line in planned.stdout.splitlines()
-                  if "$MATMUL_STUDY_GPU_JOB" in line]
+                  if "$MATMUL_STUDY_BENCHMARK_JOB" in line]
     argv = shlex.split(command)
     for flag in ("--log", "--output"):  # their folders, as Snakemake makes them before a job
         (tmp_path / argv[argv.index(flag) + 1]).parent.mkdir(parents=True, exist_ok=True)

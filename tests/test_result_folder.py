@@ -13,6 +13,7 @@ import pytest
 from matmul_study.core import results
 from matmul_study.measure import runner
 from matmul_study.measure.runner import Job, run_job
+from matmul_study.pipeline import job_script
 
 REPO = Path(__file__).resolve().parent.parent
 FAST = {"warmup": 1, "min_reps": 3, "max_reps": 10, "min_time_s": 0.01, "max_time_s": 0.1}
@@ -73,22 +74,16 @@ def test_a_cpu_job_that_cannot_write_its_result_fails_before_measuring(tmp_path,
 
 
 def test_the_job_script_says_so_in_one_line_without_a_traceback(tmp_path):
-    # The job script as Snakemake runs it (a stand-in `snakemake` object): it stops in well under the job's time.
+    # The CPU job's command as Snakemake runs it: it stops in well under the job's time.
     (tmp_path / "results").write_text("a file where the result folder should be")
     log = tmp_path / "job.log"
-    script = tmp_path / "job.py"
-    script.write_text(f"""
-import runpy, sys, types
-sys.path.insert(0, {str(REPO / "workflow/scripts")!r})
-wildcards = types.SimpleNamespace(method="numpy", dtype="float32", block="0", m="32", k="32", n="32")
-snakemake = types.SimpleNamespace(output=[{str(tmp_path / "results/runs/r.json")!r}], log=[{str(log)!r}],
-                                  wildcards=wildcards, input={{}}, config={{"measurement": {FAST!r}}}, threads=1,
-                                  params=types.SimpleNamespace(measurement={FAST!r}))
-runpy.run_path({str(REPO / "workflow/scripts/benchmark.py")!r}, init_globals={{"snakemake": snakemake}},
-               run_name="__main__")
-""")
+    config = job_script.write_config({"measurement": FAST, "threads": 1}, tmp_path / "configs")
+    command = [sys.executable, str(REPO / "workflow/scripts/benchmark_job.py"), "--cpu", "--config", str(config),
+               "--inputs-dir", str(tmp_path / "inputs"), "--output", str(tmp_path / "results/runs/r.json"),
+               "--log", str(log), "--threads", "1", "method=numpy", "dtype=float32", "block=0", "variant=default",
+               "m=32", "k=32", "n=32"]
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert time.monotonic() - t0 < 30
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     lines = out.stderr.strip().splitlines()

@@ -1,11 +1,10 @@
 """The body of a benchmark job, as its rule runs it: check that the result can be written, measure (in this process,
 or in the GPU slot's measurement worker), write the result whole, and print one progress line.
 
-Two entry points run it. The CPU job is a Snakemake `script:` (workflow/scripts/benchmark.py); the GPU job is a
-plain command (workflow/scripts/gpu_job.py, `main` here): a `script:` job starts by loading Snakemake's own modules
-to read its job, and a job measured by a worker needs none of them, nor numpy, CuPy or the registry, which the
-worker has loaded already. The GPU job's command reads the run's config from a file the Snakefile writes once
-(write_config) and its job from the wildcards on its command line.
+Both benchmark rules run it as a plain command (workflow/scripts/benchmark_job.py, `main` here), not a `script:`: a
+`script:` job starts by loading Snakemake's own modules to read its job, and a GPU job measured by a worker needs
+none of them, nor numpy, CuPy or the registry, which the worker has loaded already. The command reads the run's
+config from a file the Snakefile writes once (write_config) and its job from the wildcards on its command line.
 """
 
 from __future__ import annotations
@@ -85,9 +84,10 @@ def run(output: str, log: str, wildcards, config: dict, measurement: dict, *, on
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The GPU job's command (benchmark_gpu): the job's wildcards as KEY=VALUE, the run's config file (write_config),
-    its cubin, result, log and the run's inputs folder."""
-    parser = argparse.ArgumentParser(prog="gpu_job.py", description=main.__doc__)
+    """A benchmark job's command (benchmark_gpu, and benchmark_cpu with --cpu): the job's wildcards as KEY=VALUE, the
+    run's config file (write_config), its cubin, result, log, the cores it holds and the run's inputs folder."""
+    parser = argparse.ArgumentParser(prog="benchmark_job.py", description=main.__doc__)
+    parser.add_argument("--cpu", action="store_true", help="a CPU job: measured in this process, never by a worker")
     parser.add_argument("--config", required=True, help="the run's config (JSON, from write_config)")
     parser.add_argument("--cubin", default="", help="the kernel's cubin (empty: a library's kernel)")
     parser.add_argument("--output", required=True)
@@ -101,5 +101,5 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     config = json.loads(Path(args.config).read_text())
-    run(args.output, args.log, wildcards, config, measured_settings(config["measurement"]), on_gpu=True,
+    run(args.output, args.log, wildcards, config, measured_settings(config["measurement"]), on_gpu=not args.cpu,
         cubin=args.cubin or None, threads=args.threads, inputs_dir=args.inputs_dir)

@@ -1,4 +1,5 @@
-# One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON.
+# One job per (method, dtype, block, shape): run, verify against fp64, time, write one JSON. Both rules run the same
+# plain command (common.smk's benchmark_command, workflow/scripts/benchmark_job.py).
 import sys
 
 from matmul_study.pipeline import recovery, resources, stops
@@ -49,11 +50,10 @@ rule benchmark_cpu:
         gpu=lambda wildcards: resources.cpu_job_gpu_slots(config, workflow),
     conda:
         "../../envs/study.yaml"
-    script:
-        "../scripts/benchmark.py"
+    shell:
+        benchmark_command("--cpu")
 
 
-# A plain command (workflow/scripts/gpu_job.py; its environment: common.smk), not a `script:`.
 rule benchmark_gpu:
     input:
         cubin=cubin_for,
@@ -72,8 +72,4 @@ rule benchmark_gpu:
     conda:
         "../../envs/gpu.yaml"
     shell:
-        '"$MATMUL_STUDY_PYTHON" "$MATMUL_STUDY_GPU_JOB" --config "$MATMUL_STUDY_RUN_CONFIG"'
-        ' --inputs-dir "$MATMUL_STUDY_INPUTS" --cubin={input.cubin:q} --output {output:q} --log {log:q}'
-        " --threads {threads}"
-        " method={wildcards.method} dtype={wildcards.dtype} block={wildcards.block} variant={wildcards.variant}"
-        " m={wildcards.m} k={wildcards.k} n={wildcards.n}"
+        benchmark_command("--cubin={input.cubin:q}")

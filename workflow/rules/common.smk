@@ -200,7 +200,7 @@ onerror:
     kept.drop_settled()  # a result whose job did not finish stays kept, for the next start
 
 
-# The GPU and compile jobs are plain commands (workflow/scripts/gpu_job.py, compile_job.py), not `script:`s: a
+# The benchmark and compile jobs are plain commands (workflow/scripts/benchmark_job.py, compile_job.py), not `script:`s: a
 # `script:` job starts by loading Snakemake's own modules to read its job, about 0.6 s, and a job measured by its
 # slot's worker then loads neither those nor numpy. What a command needs besides its job travels in the environment,
 # not in params (Snakemake reruns a job whose params changed): the Python (Snakemake's own, or the job's conda
@@ -209,11 +209,21 @@ onerror:
 os.environ.update(
     MATMUL_STUDY_PYTHON="python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
     else sys.executable,
-    MATMUL_STUDY_GPU_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "gpu_job.py").resolve()),
+    MATMUL_STUDY_BENCHMARK_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "benchmark_job.py").resolve()),
     MATMUL_STUDY_COMPILE_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "compile_job.py").resolve()),
     MATMUL_STUDY_RUN_CONFIG=str(job_script.write_config(config).absolute()),
     MATMUL_STUDY_INPUTS=input_cache.RUN_DIRECTORY,
 )
+
+
+def benchmark_command(*options):
+    """A benchmark job's command: its job's wildcards, the run's config and inputs, its result, log and cores, and
+    `options` (the GPU job's cubin, or --cpu)."""
+    return ('"$MATMUL_STUDY_PYTHON" "$MATMUL_STUDY_BENCHMARK_JOB" --config "$MATMUL_STUDY_RUN_CONFIG"'
+            ' --inputs-dir "$MATMUL_STUDY_INPUTS" --output {output:q} --log {log:q} --threads {threads} '
+            + " ".join(options) +
+            " method={wildcards.method} dtype={wildcards.dtype} block={wildcards.block} variant={wildcards.variant}"
+            " m={wildcards.m} k={wildcards.k} n={wildcards.n}")
 
 
 def compile_command(*keys):
