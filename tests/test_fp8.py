@@ -206,6 +206,6 @@ def test_a_register_a_build_without_promoted_quarters_fails_to_compile(tmp_path)
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source("wgmma_fp8", [("float8_e4m3", 0)]))
     options = [o.replace("WGMMA_WS_A_REGS=0", "WGMMA_WS_A_REGS=1") for o in kernels.compile_options("wgmma_fp8")]
-    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", options), capture_output=True,
-                            text=True)
+    command = kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", options)
+    result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode != 0 and "WGMMA_WS_A_REGS: for promoted builds in column parts only" in result.stderr

@@ -139,7 +139,8 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
 
 # The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both 16-bit dtypes and
 # tf32, and the FP8 and 3xTF32 rungs' with and without promoted sums (one Bt box per k step, multicast by the CTAs in
-# turn; the promoted k loop's chains and remainder steps; FP8's quarters with A from registers): odd shapes (every edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
+# turn; the promoted k loop's chains and remainder steps; FP8's quarters with A from registers): odd shapes (every
+# edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
 # (several tiles per CTA, the paced drain, the stream-K tail of the fp16 builds) and 300x4300x4300 (on 132 SMs 68
 # cluster tiles for 66 clusters, of 34 k steps in FP8: a tail split by k steps in every whole build), each launched
 # twice; the split build three times, giving the same bits.

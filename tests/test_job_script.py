@@ -136,8 +136,8 @@ def test_the_gpu_jobs_command_finds_what_the_snakefile_puts_in_its_environment(t
     env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines())
     assert env["MATMUL_STUDY_PYTHON"] == sys.executable and env["MATMUL_STUDY_INPUTS"] == "results/.inputs"
     assert json.loads(Path(env["MATMUL_STUDY_RUN_CONFIG"]).read_text())["sizes"] == [16]
-    helped = subprocess.run([env["MATMUL_STUDY_PYTHON"], env["MATMUL_STUDY_BENCHMARK_JOB"], "--help"], capture_output=True,
-                            text=True, timeout=60)
+    helped = subprocess.run([env["MATMUL_STUDY_PYTHON"], env["MATMUL_STUDY_BENCHMARK_JOB"], "--help"],
+                            capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "--inputs-dir" in helped.stdout, helped.stderr
     # benchmark_gpu's own command, as the dry run prints it, in that environment: it reaches the job (its log is
     # written; on this machine the measurement then stops for want of a GPU or a cubin, a clear error, no usage).

@@ -200,17 +200,18 @@ onerror:
     kept.drop_settled()  # a result whose job did not finish stays kept, for the next start
 
 
-# The benchmark and compile jobs are plain commands (workflow/scripts/benchmark_job.py, compile_job.py), not `script:`s: a
-# `script:` job starts by loading Snakemake's own modules to read its job, about 0.6 s, and a job measured by its
-# slot's worker then loads neither those nor numpy. What a command needs besides its job travels in the environment,
-# not in params (Snakemake reruns a job whose params changed): the Python (Snakemake's own, or the job's conda
-# environment's), the scripts, the run's config (a file written here, once per config: turning the worker on or off
-# changes it and reruns nothing) and the run's inputs folder.
+# The benchmark and compile jobs are plain commands (workflow/scripts/benchmark_job.py, compile_job.py), not
+# `script:`s: a `script:` job starts by loading Snakemake's own modules to read its job, about 0.6 s, and a job
+# measured by its slot's worker then loads neither those nor numpy. What a command needs besides its job travels in
+# the environment, not in params (Snakemake reruns a job whose params changed): the Python (Snakemake's own, or the
+# job's conda environment's), the scripts, the run's config (a file written here, once per config: turning the worker
+# on or off changes it and reruns nothing) and the run's inputs folder.
+_JOB_SCRIPTS = (Path(workflow.current_basedir) / ".." / "scripts").resolve()
 os.environ.update(
     MATMUL_STUDY_PYTHON="python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
     else sys.executable,
-    MATMUL_STUDY_BENCHMARK_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "benchmark_job.py").resolve()),
-    MATMUL_STUDY_COMPILE_JOB=str((Path(workflow.current_basedir) / ".." / "scripts" / "compile_job.py").resolve()),
+    MATMUL_STUDY_BENCHMARK_JOB=str(_JOB_SCRIPTS / "benchmark_job.py"),
+    MATMUL_STUDY_COMPILE_JOB=str(_JOB_SCRIPTS / "compile_job.py"),
     MATMUL_STUDY_RUN_CONFIG=str(job_script.write_config(config).absolute()),
     MATMUL_STUDY_INPUTS=input_cache.RUN_DIRECTORY,
 )
