@@ -57,7 +57,7 @@ def study_time(results: pd.DataFrame) -> pd.DataFrame | None:
             continue
         rows += [(device, p, s) for p, s in zip(phases["phase"], phases["seconds"])]
         hosts = group["env_host"].fillna("").astype(str) if "env_host" in group else pd.Series("", index=group.index)
-        gaps = [g for g in (_uncovered_s(rows) for _, rows in group.groupby(hosts, sort=False)) if g is not None]
+        gaps = [g for g in (_uncovered_s(jobs) for _, jobs in group.groupby(hosts, sort=False)) if g is not None]
         if gaps:
             between = sum(gaps)
             waits = phases.set_index("phase")["seconds"][list(PHASES[:2])].sum()
@@ -65,13 +65,13 @@ def study_time(results: pd.DataFrame) -> pd.DataFrame | None:
     return pd.DataFrame(rows, columns=["device", "phase", "seconds"]) if rows else None
 
 
-def _uncovered_s(rows: pd.DataFrame) -> float | None:
+def _uncovered_s(jobs: pd.DataFrame) -> float | None:
     """Seconds between the first job's start and the last one's end that no job's span covers, gaps of more than
     PAUSE_S left out; None without spans."""
-    if not {"overhead_started_utc", "overhead_finished_utc"} <= set(rows):
+    if not {"overhead_started_utc", "overhead_finished_utc"} <= set(jobs):
         return None
-    start = pd.to_datetime(rows["overhead_started_utc"], utc=True, format="ISO8601", errors="coerce")
-    end = pd.to_datetime(rows["overhead_finished_utc"], utc=True, format="ISO8601", errors="coerce")
+    start = pd.to_datetime(jobs["overhead_started_utc"], utc=True, format="ISO8601", errors="coerce")
+    end = pd.to_datetime(jobs["overhead_finished_utc"], utc=True, format="ISO8601", errors="coerce")
     spans = sorted((a.timestamp(), b.timestamp()) for a, b in zip(start, end) if pd.notna(a) and pd.notna(b))
     if not spans:
         return None
@@ -81,4 +81,3 @@ def _uncovered_s(rows: pd.DataFrame) -> float | None:
             uncovered += a - reach
         reach = max(reach, b)
     return uncovered
-

@@ -38,7 +38,6 @@ class JobKey:
         return f"{self.method} {self.dtype}{built} b{self.block} {self.m}x{self.k}x{self.n}"
 
 
-
 def wildcard_words(words: list[str], required: tuple[str, ...]) -> dict[str, str]:
     """A job's wildcards from its command line's KEY=VALUE words (the plain commands of the GPU and compile steps);
     raises ValueError naming those of `required` that are missing, or a word without "="."""
@@ -50,6 +49,7 @@ def wildcard_words(words: list[str], required: tuple[str, ...]) -> dict[str, str
     if missing:
         raise ValueError(f"missing wildcards: {', '.join(missing)}")
     return wildcards
+
 
 # One row of the calibration table: a device ceiling measured on one GPU.
 CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", "value", "unit", "detail"]

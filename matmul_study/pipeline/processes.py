@@ -100,21 +100,7 @@ def is_job_command(cmdline: list[str]) -> bool:
 def job_processes(workdir: Path) -> list[int]:
     """Pids of the jobs of a run in `workdir` (Linux /proc): its `script:` jobs, by their script under
     .snakemake/scripts/ wherever they run, and its plain commands, by their working directory."""
-    scripts, found = f"{workdir}/.snakemake/scripts/", []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        cmdline = command_line(int(entry.name))
-        if any(a.startswith(scripts) for a in cmdline) or (is_job_command(cmdline) and _cwd(entry) == workdir):
-            found.append(int(entry.name))
-    return found
-
-
-def _cwd(entry: Path) -> Path | None:
-    try:
-        return Path(os.readlink(entry / "cwd")).resolve()
-    except OSError:
-        return None
+    return _processes_of(workdir, snakemake_too=False)
 
 
 def running_here(workdir: Path) -> list[int]:
@@ -125,10 +111,26 @@ def running_here(workdir: Path) -> list[int]:
         pid = parent_of(pid)
         if pid:
             skip.add(pid)
-    found = [pid for pid in job_processes(workdir) if pid not in skip]
+    return [pid for pid in _processes_of(workdir, snakemake_too=True) if pid not in skip]
+
+
+def _processes_of(workdir: Path, snakemake_too: bool) -> list[int]:
+    """One pass over /proc: the run's jobs (job_processes) and, with `snakemake_too`, the Snakemake processes whose
+    working directory is `workdir`."""
+    scripts, found = f"{workdir}/.snakemake/scripts/", []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in skip or int(entry.name) in found:
+        if not entry.name.isdigit():
             continue
-        if is_snakemake(command_line(int(entry.name))) and _cwd(entry) == workdir:
+        cmdline = command_line(int(entry.name))
+        if any(a.startswith(scripts) for a in cmdline):  # a job's script, wherever it runs
+            found.append(int(entry.name))
+        elif (is_job_command(cmdline) or (snakemake_too and is_snakemake(cmdline))) and _cwd(entry) == workdir:
             found.append(int(entry.name))
     return found
+
+
+def _cwd(entry: Path) -> Path | None:
+    try:
+        return Path(os.readlink(entry / "cwd")).resolve()
+    except OSError:
+        return None
