@@ -158,8 +158,12 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint3
 {
     return desc_join(desc_lo(addr, lbo), sbo);
 }
-// The shared-memory address that a low descriptor word starts at (desc_lo's inverse, for the 256 KiB window).
+// The shared-memory address that a low descriptor word starts at, less the CTA's window (desc_lo's inverse for the
+// low 18 bits). A descriptor keeps those 18 bits and the tensor cores add the executing CTA's window; in a cluster a
+// CTA's own shared::cta addresses carry that window in the bits above (rank 1's are not rank 0's), so an address for
+// ld.shared or ldmatrix adds shared_window of an address in this CTA's shared memory back.
 __device__ __forceinline__ uint32_t desc_address(uint32_t lo) { return (lo & 0x3FFFu) << 4; }
+__device__ __forceinline__ uint32_t shared_window(uint32_t addr) { return addr & ~0x3FFFFu; }
 
 // Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each) from shared memory: lanes 8j..8j+7 give the row
 // addresses of matrix j, and lane l receives in r[j] the 4 bytes of row l/4 of matrix j at byte (l%4)*4, which is

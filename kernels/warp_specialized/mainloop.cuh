@@ -162,8 +162,8 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         static_assert(!A_REGS || A_IN_REGISTERS<Op>, "WGMMA_WS_A_REGS: for the e4m3 operands only");
         V p0[PART], p1[PART];
         uint32_t a[A_REGS ? Op::BK / 32 : 1][4];  // A_REGS: this step's A fragments
-        uint32_t a_offset = 0;                   // and where this lane reads them in a stage
-        if constexpr (A_REGS) a_offset = Op::a_lane_offset(lane);
+        uint32_t a_offset = 0;                   // and where this lane reads them in a stage, with the CTA's window
+        if constexpr (A_REGS) a_offset = Op::a_lane_offset(lane) + shared_window(sm.tiles);  // see desc_address
         auto issue = [&](V (&partial)[PART], uint32_t da, uint32_t db, int q) {  // part q's wgmmas
             if constexpr (A_REGS) Op::template mma_columns_rs<COLS>(partial, a, db, q * COLS);
             else Op::template mma_columns<COLS>(partial, da, db, q * COLS);
