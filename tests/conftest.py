@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cuda_context import pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401  (hooks)
 
 REPO = Path(__file__).resolve().parent.parent
 # CI sets MATMUL_STUDY_REQUIRE_CHROMIUM=1 where it installed Chromium: there a missing browser fails the layout
