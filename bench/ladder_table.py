@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The README's ladder table from one or two runs' results.csv: for each dtype's top rungs, burst × the dtype's
-vendor line (cuBLAS; cuBLASLt for FP8) at 4096³ and 8192³ (sustained × sustained in brackets), the 8192³ TF/s of
-both and the relative errors at 8192³, ours (vendor's); first run / second run.
+"""The README's ladder table from one or two runs' results.csv: for each dtype's top rungs, burst × the vendor line
+of the rung's accuracy class (cuBLAS; cuBLASLt for FP8, its promoted or its fast-accumulation line;
+analysis.accuracy) at 4096³ and 8192³ (sustained × sustained in brackets), the 8192³ TF/s of both and the relative
+errors at 8192³, ours (vendor's); first run / second run. A ratio taken against a vendor line of another class (a
+build whose class has no vendor line, such as 3xTF32 before promotion) is a trade, marked †.
 
   python bench/ladder_table.py FIRST/results.csv [SECOND/results.csv]
 """
@@ -11,7 +13,8 @@ import sys
 
 import pandas as pd
 
-from matmul_study.core.registry import vendor_method
+from matmul_study.analysis import accuracy
+from matmul_study.core import registry
 
 # (dtype, rung): the fastest rung of each dtype, and fp32's two kinds (SIMT, and 3xTF32 on the tensor cores).
 ROWS = [("float8_e4m3", "wgmma_fp8"), ("float16", "wgmma_warp_specialized"), ("bfloat16", "wgmma_warp_specialized"),
@@ -19,17 +22,32 @@ ROWS = [("float8_e4m3", "wgmma_fp8"), ("float16", "wgmma_warp_specialized"), ("b
         ("int8", "wgmma_int8")]
 
 
+def _shape(d: pd.DataFrame, dtype: str, size: int) -> pd.DataFrame:
+    return d[(d.dtype == dtype) & (d.m == size) & (d.k == size) & (d.n == size) & (d.status == "passed")]
+
+
 def _row(d: pd.DataFrame, method: str, dtype: str, size: int) -> pd.Series | None:
-    hit = d[(d.method == method) & (d.dtype == dtype) & (d.m == size) & (d.k == size) & (d.n == size)
-            & (d.status == "passed")]
+    hit = _shape(d, dtype, size)
+    hit = hit[hit.method == method]
     return hit.sort_values("gflops").iloc[-1] if len(hit) else None  # a sweep's fastest verified variant
 
 
-def ratio(d: pd.DataFrame, dtype: str, method: str, size: int, column: str = "gflops") -> float | None:
-    ours, vendor = _row(d, method, dtype, size), _row(d, vendor_method(dtype), dtype, size)
+def _vendor(d: pd.DataFrame, ours: pd.Series | None, dtype: str, size: int) -> tuple[pd.Series | None, bool]:
+    """The fastest vendor row of `ours`'s accuracy class at its shape, and whether it is of that class."""
+    shape = _shape(d, dtype, size)
+    vendors = shape[shape.method.isin(registry.vendor_methods())]
+    if ours is None or vendors.empty:
+        return None, False
+    rows, same = accuracy.vendor_rows(vendors, ours["accuracy_class"])
+    return rows.sort_values("gflops").iloc[-1], same
+
+
+def ratio(d: pd.DataFrame, dtype: str, method: str, size: int, column: str = "gflops") -> str:
+    ours = _row(d, method, dtype, size)
+    vendor, same = _vendor(d, ours, dtype, size)
     if ours is None or vendor is None or pd.isna(ours[column]) or pd.isna(vendor[column]):
-        return None
-    return ours[column] / vendor[column]
+        return "–"
+    return _fmt(ours[column] / vendor[column]) + ("" if same else "†")
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -44,24 +62,20 @@ def _error(r: pd.Series | None) -> str:
 
 
 def table(runs: list[pd.DataFrame]) -> str:
+    runs = [accuracy.with_classes(d) for d in runs]
     lines = ["| dtype | rung | 4096³ × vendor | 8192³ × vendor | 8192³ TF/s | vendor 8192³ TF/s | error (vendor's) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for dtype, method in ROWS:
         if not any(((d.method == method) & (d.dtype == dtype)).any() for d in runs):
             continue  # a rung the study did not run (not in its methods or dtypes)
-        vendor = vendor_method(dtype)
-        cells = []
-        for size in (4096, 8192):
-            cells.append(" / ".join(
-                f"{_fmt(ratio(d, dtype, method, size))} ({_fmt(ratio(d, dtype, method, size, 'sustained_gflops'))})"
-                for d in runs))
-        tf = lambda name: " / ".join(_fmt(r["gflops"] / 1e3 if (r := _row(d, name, dtype, 8192)) is not None else None,
-                                          1) for d in runs)
-        errors = " / ".join(f"{_error(_row(d, method, dtype, 8192))} ({_error(_row(d, vendor, dtype, 8192))})"
-                            for d in runs)
-        lines.append(f"| {dtype} | {method} | {cells[0]} | {cells[1]} | {tf(method)} | {tf(vendor)} | {errors} |")
+        cells = [" / ".join(f"{ratio(d, dtype, method, size)} ({ratio(d, dtype, method, size, 'sustained_gflops')})"
+                            for d in runs) for size in (4096, 8192)]
+        pairs = [(ours := _row(d, method, dtype, 8192), _vendor(d, ours, dtype, 8192)[0]) for d in runs]
+        tf = lambda i: " / ".join(_fmt(p[i]["gflops"] / 1e3 if p[i] is not None else None, 1) for p in pairs)
+        errors = " / ".join(f"{_error(ours)} ({_error(vendor)})" for ours, vendor in pairs)
+        lines.append(f"| {dtype} | {method} | {cells[0]} | {cells[1]} | {tf(0)} | {tf(1)} | {errors} |")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(table([pd.read_csv(p) for p in sys.argv[1:3]]))
+    print(table([pd.read_csv(p).copy() for p in sys.argv[1:3]]))  # copy: one block, so adding a column is cheap
