@@ -3,14 +3,13 @@
 redrawn and the report assembled by the same functions as the pipeline's figure and report rules
 (workflow/scripts/figure.py and report.py; the report by pipeline.steps.write_report).
 
-    python report/rerender.py results/reference/NVIDIA_H200 --palette 256
+    python report/rerender.py results/reference/NVIDIA_H200 --palette 256 --set threads=all
     python report/rerender.py results/reference/NVIDIA_H200 --methods numpy --out results/reference/cpu-only
 
 RESULT_DIR holds tables/ (results.csv, the summaries, pruned.csv, calibration.csv) and runs/ (one JSON per job), as
 results/reference/<device>/ does. --set KEY=VALUE overrides config.yaml as `snakemake --config` did for the run,
-so that the report states what the run asked for. The reference H200 study needs none: it ran the plain
-`snakemake --cores 1` (its log names the command), so its numpy jobs ran with one BLAS thread (`threads: auto`
-under one core), as their results record. --methods keeps only those methods' jobs and rebuilds the summaries and
+so that the report states what the run asked for: the reference H200 study ran with `--config threads=all` (its
+README names the command), so its numpy jobs used every BLAS thread of the host, as their results record. --methods keeps only those methods' jobs and rebuilds the summaries and
 the pruned list from them: a CPU-only report from a GPU run's numpy jobs, say. The report goes to --out (default:
 RESULT_DIR), the figures to --figures (default: OUT/figures); the report embeds them, so it needs nothing else.
 """
