@@ -111,7 +111,12 @@ def test_the_headline_sentence_marks_a_ratio_across_classes():
     df = add_ratios(df.assign(shape="4096x4096x4096", env_device_kind="gpu", label=df["method"]))
     text = " ".join(headline_sentences(df))
     assert "1.05× cuBLASLt‡" in text and "float8_e4m3 fast accumulation: no vendor line" in text
-    assert "1.01× cuBLAS‡" not in text
+    assert "1.01× cuBLAS‡" not in text and "1.01× cuBLAS)" in text
+    # With cuBLASLt's fast-accumulation line in the run, the sentence names the line it divides by.
+    both = pd.concat([df, add_ratios(rows(("cublaslt", "fast_accum", "float8_e4m3", 1200.0)))], ignore_index=True)
+    text = " ".join(headline_sentences(add_ratios(both.drop(columns=["pct_of_cublas", "like_with_like"]).assign(
+        shape="4096x4096x4096", env_device_kind="gpu", label=both["method"]))))
+    assert "0.88× cuBLASLt's fast-accumulation line" in text and "‡" not in text
 
 
 def test_3xtf32_shares_the_tf32_peak_so_no_row_passes_100_percent():

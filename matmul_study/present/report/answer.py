@@ -68,7 +68,7 @@ def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: boo
             f"{tf(lead['tflops'])} TF/s{_flagged(noisy, lead, device, flagged)} at {shape}")
     clauses, trades = [], []
     if np.isfinite(lead["vs_cublas"]):
-        clauses.append(f"{lead['vs_cublas']:.2f}× {vendor_name(lead['dtype'])}{_trade(lead, trades)}"
+        clauses.append(f"{lead['vs_cublas']:.2f}× {_vendor_words(lead)}{_trade(lead, trades)}"
                        f"{_flagged(noisy, lead, device, flagged, vendor=True)} measured in the same run")
     if np.isfinite(lead["pct_of_datasheet"]):
         clauses.append(f"{pct(lead['pct_of_datasheet'])} of the datasheet's "
@@ -79,7 +79,7 @@ def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: boo
         other_shape = shape_text(row["m"], row["k"], row["n"])
         detail = [kernel_name(row)]
         if np.isfinite(row["vs_cublas"]):
-            detail.append(f"{row['vs_cublas']:.2f}× {vendor_name(row['dtype'])}{_trade(row, trades)}"
+            detail.append(f"{row['vs_cublas']:.2f}× {_vendor_words(row)}{_trade(row, trades)}"
                           f"{_flagged(noisy, row, device, flagged, vendor=True)}")
         others.append(f"{row['dtype']} {tf(row['tflops'])} TF/s{_flagged(noisy, row, device, flagged)}"
                       + (f" at {other_shape}" if other_shape != shape else "") + f" ({', '.join(detail)})")
@@ -91,9 +91,23 @@ def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: boo
     return " ".join(filter(None, [text, trade, flag_sentence(flagged)]))
 
 
+def _vendor_words(row: pd.Series) -> str:
+    """The vendor line that a ratio divides by, in prose: its name, and where the dtype has accuracy classes (FP8)
+    and the ratio is like with like, the class of the line (cuBLASLt's fast-accumulation line, its promoted line)."""
+    accuracy = str(row.get("accuracy") or "")
+    if not accuracy or not _paired(row):
+        return vendor_name(row["dtype"])
+    return f"{vendor_name(row['dtype'])}'s {accuracy.replace(' ', '-')} line"
+
+
+def _paired(row: pd.Series) -> bool:
+    """Whether a headline row's ratio is like with like."""
+    return not (row.get("like_with_like", True) is False or row.get("like_with_like") == 0)
+
+
 def _trade(row: pd.Series, trades: list) -> str:
     """TRADE after a ratio that is not like with like (analysis/accuracy.py), its kernel's class noted in `trades`."""
-    if row.get("like_with_like", True) is False or row.get("like_with_like") == 0:
+    if not _paired(row):
         trades.append(f"{row['dtype']} {row.get('accuracy') or 'its class'}")
         return TRADE
     return ""
