@@ -598,6 +598,27 @@ def test_threads_all_takes_the_whole_machine_and_the_whole_run(monkeypatch):
     assert resources.cpu_job_threads(auto, _Workflow(4, 2)) == 2 and resources.cpu_job_gpu_slots(auto, _Workflow(4, 2)) == 0
 
 
+def test_under_one_core_a_gpu_job_holds_no_core_and_one_gpu_slot_keeps_gpu_jobs_apart():
+    # --cores 1 on this host: a compile runs beside a GPU job (which mostly waits for its GPU), the default GPU slot
+    # keeps two GPU jobs apart, and a numpy job holds the slot too, so that it runs alone.
+    from matmul_study.pipeline import resources
+
+    one = _Workflow(1)
+    resources.default_gpu_slots(one)
+    assert resources.gpu_job_threads(one) == 0
+    assert int(getattr(one.global_resources["gpu"], "value", one.global_resources["gpu"])) == 1
+    assert resources.cpu_job_gpu_slots({"threads": 1}, one) == 1 and resources.cpu_job_threads({"threads": 1}, one) == 1
+    named = _Workflow(1, 2)  # --resources gpu=2 stays the user's
+    resources.default_gpu_slots(named)
+    assert named.global_resources["gpu"] == 2
+    # More cores, or a cluster executor: a GPU job holds a core, and no slot is made up.
+    for workflow in (_Workflow(4, 1), _Workflow(1, None, local=False)):
+        resources.default_gpu_slots(workflow)
+        assert resources.gpu_job_threads(workflow) == 1
+        assert workflow.global_resources.get("gpu") in (1, None)
+    assert resources.cpu_job_gpu_slots({"threads": "auto"}, _Workflow(4, 1)) == 0
+
+
 def test_a_numpy_job_under_threads_all_ignores_the_cores_it_was_granted():
     from matmul_study.measure.cpu_job import resolve_threads
     from matmul_study.measure.runner import _blas_threads

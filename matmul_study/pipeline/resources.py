@@ -29,6 +29,28 @@ def cpu_job_cores(workflow) -> int:
     return max(1, cores - gpu_slots)
 
 
+def gpu_job_threads(workflow) -> int:
+    """The cores a GPU job holds of the run: one; none under --cores 1 on this host. A GPU job mostly waits for its
+    GPU, and holding the run's one core it would keep every compile waiting too: there one compile runs beside it,
+    and its GPU slot (default_gpu_slots) keeps GPU jobs apart. A numpy job then holds the GPU slots as well
+    (cpu_job_gpu_slots), so that it runs alone."""
+    if _granted_cores(workflow) == 1 and workflow.local_exec and not workflow.remote_exec:
+        return 0
+    return 1
+
+
+def default_gpu_slots(workflow) -> None:
+    """One GPU slot (as --resources gpu=1) where GPU jobs hold no core (gpu_job_threads) and the command named none:
+    the slot is then what keeps two GPU jobs from timing each other."""
+    if gpu_job_threads(workflow) == 0 and "gpu" not in workflow.global_resources:
+        try:
+            from snakemake.resources import Resource
+
+            workflow.global_resources["gpu"] = Resource("gpu", 1)  # as Snakemake 9 stores --resources gpu=1
+        except ImportError:
+            workflow.global_resources["gpu"] = 1
+
+
 def machine_cores() -> int:
     """The machine's logical cores this process may run on (the numpy job's own count: cpu_job.resolve_threads)."""
     from matmul_study.measure.cpu_job import resolve_threads
@@ -60,8 +82,9 @@ def cpu_job_threads(config: dict, workflow) -> int:
 
 def cpu_job_gpu_slots(config: dict, workflow) -> int:
     """The GPU slots a numpy job holds: none, or with `threads: all` every slot of --resources gpu=N, so that no GPU
-    job (nor its core) runs beside a CPU line that uses the whole machine."""
-    if config["threads"] != "all":
+    job (nor its core) runs beside a CPU line that uses the whole machine; and every slot where GPU jobs hold no
+    core (gpu_job_threads), so that none runs on the core the numpy job holds."""
+    if config["threads"] != "all" and gpu_job_threads(workflow) > 0:
         return 0
     slots = workflow.global_resources.get("gpu")
     return int(getattr(slots, "value", slots) or 0)

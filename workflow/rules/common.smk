@@ -27,6 +27,9 @@ try:
 except study_config.ConfigError as exc:
     stops.fail(f"Invalid configuration: {exc}")
 
+# Under --cores 1 a GPU job holds no core, so that a compile runs beside it; one GPU slot then keeps GPU jobs apart.
+resources.default_gpu_slots(workflow)
+
 # threads "auto" becomes every core a numpy job holds (--cores less one per GPU slot), here, once: every job then
 # runs with the same config (and records the same config hash).
 if config["threads"] == "auto":
