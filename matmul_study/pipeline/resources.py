@@ -43,12 +43,9 @@ def default_gpu_slots(workflow) -> None:
     """One GPU slot (as --resources gpu=1) where GPU jobs hold no core (gpu_job_threads) and the command named none:
     the slot is then what keeps two GPU jobs from timing each other."""
     if gpu_job_threads(workflow) == 0 and "gpu" not in workflow.global_resources:
-        try:
-            from snakemake.resources import Resource
+        from snakemake.resources import Resource
 
-            workflow.global_resources["gpu"] = Resource("gpu", 1)  # as Snakemake 9 stores --resources gpu=1
-        except ImportError:
-            workflow.global_resources["gpu"] = 1
+        workflow.global_resources["gpu"] = Resource("gpu", 1)  # as Snakemake stores --resources gpu=1
 
 
 def machine_cores() -> int:
