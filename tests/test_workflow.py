@@ -1,6 +1,7 @@
 """The Snakemake workflow as a user runs it: lint, dry-run, bad configs, no GPU, and a full CPU-only study."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -598,25 +599,66 @@ def test_threads_all_takes_the_whole_machine_and_the_whole_run(monkeypatch):
     assert resources.cpu_job_threads(auto, _Workflow(4, 2)) == 2 and resources.cpu_job_gpu_slots(auto, _Workflow(4, 2)) == 0
 
 
-def test_under_one_core_a_gpu_job_holds_no_core_and_one_gpu_slot_keeps_gpu_jobs_apart():
-    # --cores 1 on this host: a compile runs beside a GPU job (which mostly waits for its GPU), the default GPU slot
-    # keeps two GPU jobs apart, and a numpy job holds the slot too, so that it runs alone.
+def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_kind_apart():
+    # --cores 1 on this host: a compile runs beside a GPU job (which mostly waits for its GPU); the default GPU slot
+    # keeps two GPU jobs apart and the compile slot two compiles; a numpy job holds both, so that it runs alone.
     from matmul_study.pipeline import resources
 
+    def slots(workflow, name):
+        value = workflow.global_resources.get(name)
+        return int(getattr(value, "value", value)) if value is not None else None
+
     one = _Workflow(1)
-    resources.default_gpu_slots(one)
-    assert resources.gpu_job_threads(one) == 0
-    assert int(getattr(one.global_resources["gpu"], "value", one.global_resources["gpu"])) == 1
+    resources.default_slots(one)
+    assert resources.gpu_job_threads(one) == 0 and resources.compile_job_threads(one) == 0
+    assert slots(one, "gpu") == 1 and slots(one, "compile") == 1 and resources.compile_slots(one) == 1
     assert resources.cpu_job_gpu_slots({"threads": 1}, one) == 1 and resources.cpu_job_threads({"threads": 1}, one) == 1
     named = _Workflow(1, 2)  # --resources gpu=2 stays the user's
-    resources.default_gpu_slots(named)
-    assert named.global_resources["gpu"] == 2
-    # More cores, or a cluster executor: a GPU job holds a core, and no slot is made up.
+    named.global_resources["compile"] = 3
+    resources.default_slots(named)
+    assert named.global_resources["gpu"] == 2 and named.global_resources["compile"] == 3
+    # More cores, or a cluster executor: GPU jobs and compiles hold a core each, and no slot is made up.
     for workflow in (_Workflow(4, 1), _Workflow(1, None, local=False)):
-        resources.default_gpu_slots(workflow)
-        assert resources.gpu_job_threads(workflow) == 1
+        resources.default_slots(workflow)
+        assert resources.gpu_job_threads(workflow) == 1 and resources.compile_job_threads(workflow) == 1
+        assert resources.compile_slots(workflow) == 0 and "compile" not in workflow.global_resources
         assert workflow.global_resources.get("gpu") in (1, None)
     assert resources.cpu_job_gpu_slots({"threads": "auto"}, _Workflow(4, 1)) == 0
+
+
+ONE_CORE_SNAKEFILE = """
+from matmul_study.pipeline import resources
+resources.default_slots(workflow)
+
+rule all:
+    input: expand("compiled/{i}", i=range(2)), expand("measured/{i}", i=range(4))
+
+rule compile:
+    output: "compiled/{i}"
+    threads: resources.compile_job_threads(workflow)
+    resources: compile=resources.compile_slots(workflow)
+    shell: "python -c 'import time; time.sleep(2); print(time.time())' > {output}"
+
+rule measure:
+    output: "measured/{i}"
+    threads: resources.gpu_job_threads(workflow)
+    resources: gpu=1
+    shell: "python -c 'import time; print(time.time()); time.sleep(0.2)' > {output}"
+"""
+
+
+def test_under_one_core_gpu_jobs_keep_starting_while_a_compile_runs(tmp_path):
+    # Snakemake selects no job while one holds its only core: a compile that held it would keep the next GPU job
+    # waiting until the compile ended. With the slots, all four short "GPU jobs" start within the first compile.
+    (tmp_path / "Snakefile").write_text(ONE_CORE_SNAKEFILE)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--quiet"], cwd=tmp_path,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    first_compiled = min(float((tmp_path / "compiled" / str(i)).read_text()) for i in range(2))
+    measured = sorted(float((tmp_path / "measured" / str(i)).read_text()) for i in range(4))
+    compiles = sorted(float((tmp_path / "compiled" / str(i)).read_text()) for i in range(2))
+    assert measured[-1] < first_compiled, (measured, compiles)
+    assert compiles[1] - compiles[0] >= 1.9  # and the compile slot kept the two compiles apart
 
 
 def test_a_numpy_job_under_threads_all_ignores_the_cores_it_was_granted():

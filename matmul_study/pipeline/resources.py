@@ -29,23 +29,44 @@ def cpu_job_cores(workflow) -> int:
     return max(1, cores - gpu_slots)
 
 
+def one_core_host(workflow) -> bool:
+    """--cores 1 on this host. Snakemake selects no job while one holds its only core, so there the jobs that run
+    beside each other hold none: a GPU job mostly waits for its GPU, and a compile beside it would otherwise keep
+    the GPU idle until the compile ended. Slots (default_slots) keep each kind apart instead: one GPU job and one
+    compile at a time."""
+    return _granted_cores(workflow) == 1 and workflow.local_exec and not workflow.remote_exec
+
+
 def gpu_job_threads(workflow) -> int:
-    """The cores a GPU job holds of the run: one; none under --cores 1 on this host. A GPU job mostly waits for its
-    GPU, and holding the run's one core it would keep every compile waiting too: there one compile runs beside it,
-    and its GPU slot (default_gpu_slots) keeps GPU jobs apart. A numpy job then holds the GPU slots as well
-    (cpu_job_gpu_slots), so that it runs alone."""
-    if _granted_cores(workflow) == 1 and workflow.local_exec and not workflow.remote_exec:
-        return 0
-    return 1
+    """The cores a GPU job holds of the run: one; none under --cores 1 on this host (one_core_host), where its GPU
+    slot keeps GPU jobs apart. A numpy job then holds the GPU slots as well (cpu_job_gpu_slots), so that it runs
+    alone."""
+    return 0 if one_core_host(workflow) else 1
 
 
-def default_gpu_slots(workflow) -> None:
-    """One GPU slot (as --resources gpu=1) where GPU jobs hold no core (gpu_job_threads) and the command named none:
-    the slot is then what keeps two GPU jobs from timing each other."""
-    if gpu_job_threads(workflow) == 0 and "gpu" not in workflow.global_resources:
-        from snakemake.resources import Resource
+def compile_job_threads(workflow) -> int:
+    """The cores a compile holds: one; none under --cores 1 on this host (one_core_host), where it holds the
+    compile slot instead (compile_slots)."""
+    return 0 if one_core_host(workflow) else 1
 
-        workflow.global_resources["gpu"] = Resource("gpu", 1)  # as Snakemake stores --resources gpu=1
+
+def compile_slots(workflow) -> int:
+    """The compile slots a compile holds (and a numpy job, so that no compile runs beside it): one under --cores 1
+    on this host, else none (there the cores keep compiles apart)."""
+    return 1 if one_core_host(workflow) else 0
+
+
+def default_slots(workflow) -> None:
+    """Under --cores 1 on this host (one_core_host), one GPU slot (as --resources gpu=1) and one compile slot (as
+    --resources compile=1) where the command named none: GPU jobs and compiles hold no core there, and the slots
+    keep two GPU jobs from timing each other and two compiles from sharing the core."""
+    if not one_core_host(workflow):
+        return
+    from snakemake.resources import Resource
+
+    for name in ("gpu", "compile"):
+        if name not in workflow.global_resources:
+            workflow.global_resources[name] = Resource(name, 1)  # as Snakemake stores --resources NAME=1
 
 
 def machine_cores() -> int:
@@ -81,7 +102,7 @@ def cpu_job_gpu_slots(config: dict, workflow) -> int:
     """The GPU slots a numpy job holds: none, or with `threads: all` every slot of --resources gpu=N, so that no GPU
     job (nor its core) runs beside a CPU line that uses the whole machine; and every slot where GPU jobs hold no
     core (gpu_job_threads), so that none runs on the core the numpy job holds."""
-    if config["threads"] != "all" and gpu_job_threads(workflow) > 0:
+    if config["threads"] != "all" and not one_core_host(workflow):
         return 0
     slots = workflow.global_resources.get("gpu")
     return int(getattr(slots, "value", slots) or 0)

@@ -48,6 +48,7 @@ rule benchmark_cpu:
     threads: lambda wildcards: resources.cpu_job_threads(config, workflow)
     resources:
         gpu=lambda wildcards: resources.cpu_job_gpu_slots(config, workflow),
+        compile=resources.compile_slots(workflow),  # under --cores 1, no compile beside it either
     conda:
         "../../envs/study.yaml"
     shell:

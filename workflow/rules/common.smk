@@ -27,8 +27,9 @@ try:
 except study_config.ConfigError as exc:
     stops.fail(f"Invalid configuration: {exc}")
 
-# Under --cores 1 a GPU job holds no core, so that a compile runs beside it; one GPU slot then keeps GPU jobs apart.
-resources.default_gpu_slots(workflow)
+# Under --cores 1 GPU jobs and compiles hold no core, so that one of each runs at a time beside the other; one GPU
+# slot and one compile slot then keep each kind apart.
+resources.default_slots(workflow)
 
 # threads "auto" becomes every core a numpy job holds (--cores less one per GPU slot), here, once: every job then
 # runs with the same config (and records the same config hash).

@@ -3,6 +3,10 @@
 #
 # A compile is a plain command (workflow/scripts/compile_job.py, common.smk's compile_command), not a `script:`,
 # for the reason the GPU job is one: it starts without loading Snakemake's modules.
+#
+# Under --cores 1 a compile holds no core but the compile slot (resources.one_core_host): Snakemake starts no job
+# while one holds its only core, so a compile that held it would keep the GPU idle from the end of one GPU job to
+# the end of the compile.
 
 
 rule compile_kernel:
@@ -21,6 +25,9 @@ rule compile_kernel:
     params:
         arch=lambda wc: wc.arch,
         recipe=build_recipe,
+    threads: resources.compile_job_threads(workflow)
+    resources:
+        compile=resources.compile_slots(workflow),
     conda:
         "../../envs/gpu.yaml"
     shell:
@@ -43,6 +50,9 @@ rule compile_kernel_variant:
     params:
         arch=lambda wc: wc.arch,
         recipe=build_recipe,
+    threads: resources.compile_job_threads(workflow)
+    resources:
+        compile=resources.compile_slots(workflow),
     conda:
         "../../envs/gpu.yaml"
     shell:
