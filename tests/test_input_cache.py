@@ -3,7 +3,16 @@
 import numpy as np
 import pytest
 
+from matmul_study.core import dtypes
 from matmul_study.measure import input_cache, inputs
+
+
+@pytest.fixture(autouse=True)
+def nothing_kept():
+    """Each test starts with no inputs kept in this process's memory (a worker's, in the pipeline)."""
+    input_cache._kept.clear()
+    yield
+    input_cache._kept.clear()
 
 
 @pytest.fixture
@@ -52,3 +61,33 @@ def test_clear_removes_the_folder(tmp_path, small_cached):
     input_cache.clear(folder)
     assert not folder.exists()
     input_cache.clear(folder)  # nothing there: no error
+
+
+def test_a_process_keeps_the_inputs_it_read_and_the_next_job_takes_them_from_memory(tmp_path, small_cached,
+                                                                                       monkeypatch):
+    first = input_cache.load_or_generate(32, 16, 8, "float32", 5, directory=tmp_path)
+    for stored in tmp_path.glob("*.npz"):
+        stored.unlink()
+
+    def no_file(*args):
+        raise AssertionError("read from the file")
+
+    monkeypatch.setattr(input_cache, "_read", no_file)
+    again = input_cache.load_or_generate(32, 16, 8, "float32", 5, directory=tmp_path)
+    assert again is first
+    # Read-only: a job that wrote into its inputs would fail, not change the next job's.
+    for array in (*again, again.scales):
+        with pytest.raises(ValueError):
+            array[...] = 0
+
+
+def test_kept_inputs_past_the_budget_are_dropped_oldest_first(tmp_path, small_cached, monkeypatch):
+    one = input_cache._nbytes(input_cache.load_or_generate(16, 16, 16, "float32", 1, directory=tmp_path))
+    input_cache._kept.clear()
+    monkeypatch.setattr(input_cache, "KEEP_BYTES", 2 * one)
+    for seed in (1, 2, 3):
+        input_cache.load_or_generate(16, 16, 16, "float32", seed, directory=tmp_path)
+    assert [input_cache.path_for(tmp_path, 16, 16, 16, dtypes.get("float32"), seed, -5, 5)
+            for seed in (2, 3)] == list(input_cache._kept)
+    input_cache.clear(tmp_path)
+    assert not input_cache._kept
