@@ -132,6 +132,11 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // step (Op::a_fragments, 16 registers) and gives the quarters A from there (Op::mma_columns_rs): the step then reads
 // the shared-memory bytes of an unpromoted one. The fence before each quarter orders the loads before the wgmmas
 // that read their registers, and the next step's loads come after this step's last wait.
+// WGMMA_WS_PROMOTE_EVERY = E > 1 takes k steps in chunks of E: each part's wgmmas run over the chunk's stages into
+// one scratch set (each step after the first onto the sum so far), so the parts' waits, the chunk's final wait and
+// the adds come once per E steps, and each tensor-core sum runs E steps (E x BK k) before it is promoted. A chunk
+// holds its E stages until its last part retires, so the producer keeps STAGES - E ahead; an item's last steps
+// short of a chunk run one at a time.
 //
 // Block scales (BLOCK_SCALED<Op>, operands_fp8_block.cuh): a k step is one scale block (128 k), so each partial is
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
@@ -140,6 +145,11 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // the tensor cores' work. (ptxas 13.0 issues the loads just after the next step's first wgmma, wherever they stand
 // in the source: they then overlap the wait for the step's own group.) For every other Op `weights` is Unweighted:
 // no loads, the FADD, the same build.
+template <int N>
+struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unrolls over them
+    static constexpr int value = N;
+};
+
 template <class Op, typename V = typename Op::Acc, class Weights = Unweighted>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
                                          uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane,
@@ -155,8 +165,9 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
                   "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
                   "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
     if constexpr (PROMOTE && PROMOTE_PARTS > 1) {
-        // In column parts (BN 256): each k step as PROMOTE_PARTS wgmma groups of BN / PROMOTE_PARTS columns from zero,
-        // alternating between two scratch sets of that width, each part added into d while the next one runs.
+        // In column parts (BN 256): each chunk of PROMOTE_EVERY k steps as PROMOTE_PARTS wgmma groups of
+        // BN / PROMOTE_PARTS columns from zero, alternating between two scratch sets of that width, each part added
+        // into d while the next one runs.
         constexpr int COLS = BN / PROMOTE_PARTS, PART = ACCUMULATORS / PROMOTE_PARTS;
         static_assert(!BLOCK_SCALED<Op>, "block scales: 128x128 tiles only");
         static_assert(!A_REGS || A_IN_REGISTERS<Op>, "WGMMA_WS_A_REGS: for the e4m3 operands only");
@@ -164,43 +175,62 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         uint32_t a[A_REGS ? Op::BK / 32 : 1][4];  // A_REGS: this step's A fragments
         uint32_t a_offset = 0;                   // and where this lane reads them in a stage, with the CTA's window
         if constexpr (A_REGS) a_offset = Op::a_lane_offset(lane) + shared_window(sm.tiles);  // see desc_address
-        auto issue = [&](V (&partial)[PART], uint32_t da, uint32_t db, int q) {  // part q's wgmmas
-            if constexpr (A_REGS) Op::template mma_columns_rs<COLS>(partial, a, db, q * COLS);
-            else Op::template mma_columns<COLS>(partial, da, db, q * COLS);
-        };
         auto add = [&](const V (&partial)[PART], int part) {
 #pragma unroll
             for (int j = 0; j < PART; ++j) d[part * PART + j] += partial[j];
         };
+        // The chunk of `steps` k steps from kt (steps: Steps<N>, N known at compile time): wait for each step's
+        // stage, run the parts, then release the stages together once the last part's group has retired.
+        auto chunk = [&](int kt, auto steps) {
+            constexpr int N = decltype(steps)::value;
+            uint32_t da[N], db[N];
 #pragma unroll
-        for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
-        for (int kt = k0; kt < k1; ++kt) {
-            const uint32_t s = it % STAGES;
-            mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
-            const uint32_t da = desc_a0 + s * STAGE_DESC, db = desc_b0 + s * STAGE_DESC;
-            if constexpr (A_REGS) Op::a_fragments(a, da, a_offset);
+            for (int j = 0; j < N; ++j) {
+                const uint32_t s = (it + j) % STAGES;
+                mbar_wait(sm.full_bar + 8 * s, ((it + j) / STAGES) & 1u);
+                da[j] = desc_a0 + s * STAGE_DESC;
+                db[j] = desc_b0 + s * STAGE_DESC;
+            }
+            if constexpr (A_REGS) Op::a_fragments(a, da[0], a_offset);
+            auto issue = [&](V (&partial)[PART], int q) {  // part q's wgmmas over the chunk's steps
+#pragma unroll
+                for (int j = 0; j < N; ++j) {
+                    if constexpr (A_REGS) Op::template mma_columns_rs<COLS>(partial, a, db[j], q * COLS);
+                    else Op::template mma_columns<COLS>(partial, da[j], db[j], q * COLS, j > 0);
+                }
+            };
 #pragma unroll
             for (int q = 0; q < PROMOTE_PARTS; q += 2) {
                 wgmma_fence();
-                issue(p0, da, db, q);
+                issue(p0, q);
                 wgmma_commit();
                 if (q > 0) {
                     wgmma_wait<1>();
                     add(p1, q - 1);
                 }
                 wgmma_fence();
-                issue(p1, da, db, q + 1);
+                issue(p1, q + 1);
                 wgmma_commit();
                 wgmma_wait<1>();
                 add(p0, q);
             }
             wgmma_wait<0>();
-            release_stage(sm.empty_bar, s, lane);
+#pragma unroll
+            for (int j = 0; j < N; ++j) release_stage(sm.empty_bar, (it + j) % STAGES, lane);
             add(p1, PROMOTE_PARTS - 1);
             if constexpr (DRAIN_EVERY > 0) {
-                if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
+#pragma unroll
+                for (int j = 0; j < N; ++j)
+                    if (drain.left > 0 && (kt + j - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
             }
-            ++it;
+            it += N;
+        };
+#pragma unroll
+        for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
+        int kt = k0;
+        for (; kt + PROMOTE_EVERY <= k1; kt += PROMOTE_EVERY) chunk(kt, Steps<PROMOTE_EVERY>{});
+        if constexpr (PROMOTE_EVERY > 1) {
+            for (; kt < k1; ++kt) chunk(kt, Steps<1>{});  // the item's last steps, short of a chunk
         }
     } else if constexpr (PROMOTE) {
         using Step = typename Weights::Step;

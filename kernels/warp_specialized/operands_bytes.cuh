@@ -80,16 +80,17 @@ struct OpBytes {
             Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(db + kk * (32 >> 4), 1024),
                           kk > 0 || accumulate);
     }
-    // One k step on COLS of the tile's columns from col0, from zero (the promoted mainloop's column parts): rows
-    // col0.. of the Bt tile, 128 bytes each.
+    // One k step on COLS of the tile's columns from col0, from zero or (`accumulate`) onto d (the promoted mainloop's
+    // column parts): rows col0.. of the Bt tile, 128 bytes each.
     template <int COLS>
-    static __device__ __forceinline__ void mma_columns(Acc (&d)[COLS / 2], uint32_t da, uint32_t db, int col0)
+    static __device__ __forceinline__ void mma_columns(Acc (&d)[COLS / 2], uint32_t da, uint32_t db, int col0,
+                                                       bool accumulate = false)
     {
         const uint32_t dbc = db + ((col0 * 128) >> 4);
 #pragma unroll
         for (int kk = 0; kk < BK / 32; ++kk)
             Kind::mma_k32(d, hopper::desc_join(da + kk * (32 >> 4), 1024), hopper::desc_join(dbc + kk * (32 >> 4), 1024),
-                          kk > 0);
+                          kk > 0 || accumulate);
     }
     // A from registers (WGMMA_WS_A_REGS): the warpgroup's 64 rows x BK of the stage that the A descriptor word da
     // starts at, as wgmma's A fragments of its four k32 slices, read by ldmatrix. Row r of the warpgroup's rows lies

@@ -43,6 +43,9 @@ class WsConfig:
     # A promoted step's column parts (bn 256) take A from registers, read once a step (e4m3 only), not each from
     # shared memory:
     a_registers: bool = False
+    # k steps per promoted sum in column parts (bn 256): 1, or a chunk of steps whose parts wait and add once, each
+    # tensor-core sum then running that many steps before it is promoted (below the stage count):
+    promote_every: int = 1
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
     group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
@@ -101,7 +104,7 @@ class WsConfig:
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "CLUSTER": self.cluster, "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
-                  "BALANCED": int(self.balanced),
+                  "PROMOTE_EVERY": self.promote_every, "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
         return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
 
@@ -297,6 +300,17 @@ def a_registers_variant(base: WsConfig) -> Variant:
         f"promote's {base.BM}x{base.bn} tiles and column quarters, with each k step's A read from shared memory into "
         "registers once (ldmatrix) and given to the four quarters' wgmmas from there (promote's quarters each read "
         "it again)")
+
+
+def promote_every_variant(base: WsConfig, operands: str, every: int = 2) -> Variant:
+    """`promote` in chunks of `every` k steps (WGMMA_WS_PROMOTE_EVERY): each column quarter's wgmmas run over the
+    chunk's stages into one scratch set, so the quarters' waits and the fp32 adds come once per chunk, and each
+    tensor-core sum runs `every` steps before it is promoted: less of promote's cost, some of its accuracy."""
+    return replace(base, promote=True, promote_every=every).variant(
+        f"promote{every}",
+        f"promote's {base.BM}x{base.bn} tiles and column quarters, each {operands} sum promoted every {every} k steps "
+        f"({every * base.bk} k) instead of every step: the quarters' waits and adds once per {every} steps, "
+        f"{every} stages held at a time")
 
 
 FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so of whole scale blocks)
