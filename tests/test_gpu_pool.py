@@ -202,8 +202,21 @@ class FakeNvml:
 
 @pytest.mark.parametrize("count, expected", [(4, 4), (None, 0)])
 def test_the_host_gpu_count_comes_from_nvml(monkeypatch, count, expected):
+    monkeypatch.delenv(gpu_pool.HOST_GPUS_ENV, raising=False)
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(count))
     assert gpu_pool.host_gpu_count() == expected
+
+
+def test_a_job_takes_the_count_its_run_announced_for_this_host_without_nvml(monkeypatch):
+    # The Snakemake process counts once and says so in the environment its jobs inherit; a job on another host (a
+    # cluster node) counts its own.
+    monkeypatch.setenv(gpu_pool.HOST_GPUS_ENV, "")  # restored after the test: announcing sets it in os.environ
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(8))
+    assert gpu_pool.announce_host_gpus() == 8
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # NVML no longer importable: the count must come from the run
+    assert gpu_pool.host_gpu_count() == 8
+    monkeypatch.setenv(gpu_pool.HOST_GPUS_ENV, "another-node:8")
+    assert gpu_pool.host_gpu_count() == 0  # counted here: no NVML, no GPUs
 
 
 @pytest.mark.parametrize("visible", ["", " ", "-1"])

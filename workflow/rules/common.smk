@@ -9,6 +9,7 @@ from snakemake.utils import Paramspace
 
 from matmul_study.pipeline import config as study_config
 from matmul_study.measure import gpu_device as device
+from matmul_study.measure import gpu_slots
 from matmul_study.measure import input_cache
 from matmul_study.core import dtypes, registry
 from matmul_study.core.records import measured_settings
@@ -30,6 +31,8 @@ except study_config.ConfigError as exc:
 # Under --cores 1 GPU jobs and compiles hold no core, so that one of each runs at a time beside the other; one GPU
 # slot and one compile slot then keep each kind apart.
 resources.default_slots(workflow)
+# The host's GPUs counted once, for every job's GPU slot (each would otherwise start NVML to count them).
+gpu_slots.announce_host_gpus()
 
 # threads "auto" becomes every core a numpy job holds (--cores less one per GPU slot), here, once: every job then
 # runs with the same config (and records the same config hash).
