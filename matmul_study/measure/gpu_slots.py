@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 LOCK_DIR_ENV = "MATMUL_STUDY_GPU_LOCK_DIR"
 # The host's GPU count as the run's Snakemake process found it ("host:count", announce_host_gpus), so that each job
-# need not start NVML to count them (about 0.07 s a job).
+# need not start NVML to count them.
 HOST_GPUS_ENV = "MATMUL_STUDY_HOST_GPUS"
 DEFAULT_LOCK_DIR = Path("/tmp/matmul_study_gpus")
 
