@@ -139,7 +139,8 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
 
 # The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both 16-bit dtypes and
 # tf32, and the FP8 and 3xTF32 rungs' with and without promoted sums (one Bt box per k step, multicast by the CTAs in
-# turn; the promoted k loop's chains and remainder steps; FP8's quarters with A from registers): odd shapes (every
+# turn; the promoted k loop's chains and remainder steps; FP8's quarters with A from registers; the quarters in
+# chunks of two k steps, with each sum promoted every step or every chunk): odd shapes (every
 # edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
 # (several tiles per CTA, the paced drain, the stream-K tail of the fp16 builds) and 300x4300x4300 (on 132 SMs 68
 # cluster tiles for 66 clusters, of 34 k steps in FP8: a tail split by k steps in every whole build), each launched
@@ -147,8 +148,10 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
 WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_splitk4")
                     for d in ("float16", "bfloat16")),
                   *(("wgmma_tf32", v, "tf32") for v in ("bn128", "bn128_splitk4")),
-                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn128", "bn128_promote", "promote", "promote_rs")),
-                  *(("wgmma_3xtf32", v, "float32") for v in ("bn128", "bn128_promote", "promote")),
+                  *(("wgmma_fp8", v, "float8_e4m3")
+                    for v in ("bn128", "bn128_promote", "promote", "promote_rs", "promote2", "promote_chunk2")),
+                  *(("wgmma_3xtf32", v, "float32")
+                    for v in ("bn128", "bn128_promote", "promote", "promote2", "promote_chunk2")),
                   # 64-row tiles (WGMMA_WS_BM=64: one consumer warpgroup, A in boxes of 64 rows), every rung that has
                   # them: the same shapes, each a CTA row per 64 rows of C.
                   *(("wgmma_warp_specialized", v, d) for v in ("bm64", "bm64_bn128") for d in ("float16", "bfloat16")),
@@ -164,11 +167,21 @@ def test_128x128_tile_builds_match_reference(variant_cubin, method, variant, dty
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
-def check_build(variant_cubin, method, variant, dtype, shape):
-    """One registered build against fp64 on `shape`, launched twice; a split-K build three times, the same bits."""
+def check_build(variant_cubin, method, variant, dtype, shape) -> np.ndarray:
+    """One registered build against fp64 on `shape`, launched twice; a split-K build three times, the same bits. Its
+    C comes back."""
     split = registry.get(method).variant(variant).workspace is not None
-    check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape, launches=3 if split else 2,
-                 variant=variant, same_bits=split)
+    return check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape,
+                        launches=3 if split else 2, variant=variant, same_bits=split)
+
+
+@pytest.mark.parametrize("shape", [(257, 511, 129), (300, 4300, 4300)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,dtype", [("wgmma_fp8", "float8_e4m3"), ("wgmma_3xtf32", "float32")])
+def test_promoted_quarters_in_chunks_give_promotes_bits(variant_cubin, method, dtype, shape):
+    # promote_chunk2 runs promote's sums and adds, in the same order, two k steps per chunk with one final wait: every
+    # bit of C must be promote's (an odd number of k steps, and a stream-K tail at 300x4300x4300).
+    ours, control = (check_build(variant_cubin, method, v, dtype, shape) for v in ("promote_chunk2", "promote"))
+    assert ours.tobytes() == control.tobytes()
 
 
 # The block-scaled FP8 rung's builds (kernels/17_wgmma_fp8_block.cu: every build 128x128 tiles with promoted sums,
@@ -314,8 +327,8 @@ def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_
 def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, launches=1, variant=None,
                  same_bits=False):
     """One (method, dtype, block) on one (m, k, n), launched `launches` times with C poisoned before each; the last
-    result checked against the fp64 reference. same_bits: every launch must give the same bytes. `cubin_for` gives
-    the module of the method's default build, or of `variant`."""
+    result checked against the fp64 reference, and returned. same_bits: every launch must give the same bytes.
+    `cubin_for` gives the module of the method's default build, or of `variant`."""
     meth, record = registry.get(method), dtypes.get(dtype)
     unmet = meth.unmet_requirement(CC, module_available)
     if unmet:
@@ -356,6 +369,7 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
         assert not np.isnan(c).any(), "some elements of C were never written"
         err = np.linalg.norm(c.astype(np.float64) - ref) / max(np.linalg.norm(ref), np.finfo(np.float64).tiny)
         assert err <= record.tolerance, f"relative Frobenius error {err:.3e} > {record.tolerance:.0e}"
+    return c
 
 
 def checks_beside_vendor(method, variant, dtype, shape):
@@ -382,6 +396,7 @@ def test_tf32_rung_rounds_like_cublas(shape):
 
 
 @pytest.mark.parametrize("variant,control", [("promote", "default"), ("promote_rs", "default"),
+                                             ("promote2", "default"), ("promote_chunk2", "default"),
                                              ("bn128_promote", "bn128")])
 def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
     # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
@@ -395,7 +410,8 @@ def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
 
 
 @pytest.mark.parametrize("shape", ["2048x2048x8192", "1000x2200x4300"])
-@pytest.mark.parametrize("variant,control", [("promote", "default"), ("bn128_promote", "bn128")])
+@pytest.mark.parametrize("variant,control", [("promote", "default"), ("promote2", "default"),
+                                             ("promote_chunk2", "default"), ("bn128_promote", "bn128")])
 def test_3xtf32_promoted_sums_err_like_sgemm(shape, variant, control):
     # The tf32 wgmma truncates as it adds, so over a deep k the 3xTF32 sums drift well past SGEMM's error (the
     # control, the same tiles unpromoted); adding each k step's sum into fp32 accumulators must bring ours to within

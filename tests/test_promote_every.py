@@ -1,7 +1,8 @@
-"""Promotion in chunks of k steps (WGMMA_WS_PROMOTE_EVERY, kernels/warp_specialized/mainloop.cuh): the `promote2`
-builds of the FP8 and 3xTF32 rungs are `promote` with each column quarter's wgmmas run over two k steps' stages
-before the quarter's sum is added in fp32. The GPU tests (test_gpu_kernels.py) verify them on odd shapes with the
-other builds; these check the contract and the code nvcc makes of it."""
+"""Promoted k steps in chunks (WGMMA_WS_PROMOTE_CHUNK, WGMMA_WS_PROMOTE_EVERY; kernels/warp_specialized/mainloop.cuh):
+the FP8 and 3xTF32 rungs' `promote_chunk2` is `promote` with the column quarters of two k steps run one after
+another and a single final wait, each sum still promoted every step; `promote2` lets each sum run the chunk's two
+steps before it is added. The GPU tests (test_gpu_kernels.py) verify both on odd shapes and hold promote_chunk2 to
+promote's bits; these check the contract and the code nvcc makes of it."""
 
 from __future__ import annotations
 
@@ -16,21 +17,26 @@ from matmul_study.launch import kernels
 from test_kernels_compile import needs_nvcc
 
 RUNGS = {"wgmma_fp8": "float8_e4m3", "wgmma_3xtf32": "float32"}
+CHUNKED = {"promote_chunk2": {"promote_chunk": 2}, "promote2": {"promote_chunk": 2, "promote_every": 2}}
 
 
 @pytest.mark.parametrize("method", RUNGS)
-def test_the_chunked_build_is_promote_with_two_k_steps_per_promoted_sum(method):
+@pytest.mark.parametrize("variant", CHUNKED)
+def test_a_chunked_build_is_promote_with_its_chunk_and_sums_moved(method, variant):
     m = registry.get(method)
-    promote, chunked = m.variant("promote"), m.variant("promote2")
-    assert chunked.config == replace(promote.config, promote_every=2)
+    promote, chunked = m.variant("promote"), m.variant(variant)
+    assert chunked.config == replace(promote.config, **CHUNKED[variant])
     assert chunked.accuracy == promote.accuracy == specs.PROMOTED
-    assert "WGMMA_WS_PROMOTE_EVERY=2" in chunked.defines and "WGMMA_WS_PROMOTE_EVERY=1" in promote.defines
+    fields = CHUNKED[variant]
+    assert f"WGMMA_WS_PROMOTE_CHUNK={fields['promote_chunk']}" in chunked.defines
+    assert f"WGMMA_WS_PROMOTE_EVERY={fields.get('promote_every', 1)}" in chunked.defines
+    assert {"WGMMA_WS_PROMOTE_CHUNK=1", "WGMMA_WS_PROMOTE_EVERY=1"} <= set(promote.defines)
     problem = specs.Problem(4096, 4096, 4096, 0, dtypes.get(RUNGS[method]))
     assert chunked.launch(problem) == promote.launch(problem)
     # Asked for by name: the heuristic picks among builds measured on a GPU.
     names = tuple(v.name for v in m.variants)
     for shape in ((512, 512, 512), (4096, 4096, 4096), (8192, 8192, 8192)):
-        assert m.choose(specs.Problem(*shape, 0, dtypes.get(RUNGS[method])), names).variant != "promote2"
+        assert m.choose(specs.Problem(*shape, 0, dtypes.get(RUNGS[method])), names).variant != variant
 
 
 def build(method: str, variant: str, tmp_path, target: str, extra: tuple[str, ...] = (),
@@ -49,37 +55,54 @@ QUARTER = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\
 
 @needs_nvcc
 @pytest.mark.parametrize("method", RUNGS)
-def test_a_chunk_runs_each_quarter_over_both_steps_and_an_odd_last_step_alone(method, tmp_path):
-    wgmmas = {}
-    for variant in ("promote", "promote2"):
+def test_a_chunk_runs_both_steps_quarters_and_an_odd_last_step_alone(method, tmp_path):
+    counts = {}
+    for variant in ("promote", "promote_chunk2", "promote2"):
         result = build(method, variant, tmp_path / variant, "ptx")
         assert result.returncode == 0, result.stderr
-        wgmmas[variant] = len(re.findall(QUARTER[method], (tmp_path / variant / "module.ptx").read_text()))
-    # A step is 4 wgmmas of each of 4 quarters (k 128 of e4m3 in k32, k 32 of tf32 in k8): 16. The chunked build
-    # issues a chunk of two steps (32) and, for an item's odd last step, one step (16).
-    assert wgmmas == {"promote": 16, "promote2": 48}
+        code = (tmp_path / variant / "module.ptx").read_text()
+        counts[variant] = (len(re.findall(QUARTER[method], code)), len(re.findall(r"^\s*add\.f32", code, re.M)))
+    # A step is 4 wgmmas of each of 4 quarters (k 128 of e4m3 in k32, k 32 of tf32 in k8), 16, and 4 x 32 fp32 adds
+    # of the quarters' sums. A chunk of two steps issues 32 wgmmas; an item's odd last step runs alone (16). Promoted
+    # every step the chunk adds 256, every chunk 128; the odd step 128.
+    assert counts == {"promote": (16, 128), "promote_chunk2": (48, 384), "promote2": (48, 256)}
 
 
 @needs_nvcc
 @pytest.mark.parametrize("method", RUNGS)
-def test_the_chunked_build_keeps_its_wgmmas_pipelined(method, tmp_path):
+@pytest.mark.parametrize("variant", CHUNKED)
+def test_a_chunked_build_keeps_its_wgmmas_pipelined(method, variant, tmp_path):
     # ptxas says where it serialises the wgmmas (C7514, C7515: "Potential Performance Loss"). Its few spills
-    # (nvcc 13.0: 36 bytes in FP8, 20 in 3xTF32) lie in the set-up and the epilogue, outside the k loop (SASS).
-    result = build(method, "promote2", tmp_path, "cubin", ("-Xptxas", "-v"))
+    # (nvcc 13.0: at most 36 bytes) lie in the set-up and the epilogue, outside the k loop (SASS).
+    result = build(method, variant, tmp_path, "cubin", ("-Xptxas", "-v"))
     assert result.returncode == 0, result.stderr
     assert "Potential Performance Loss" not in result.stdout + result.stderr
 
 
+def moved(variant: str, **values) -> list[str]:
+    """The FP8 rung's `variant` with some WGMMA_WS_* definitions given other values."""
+    out = []
+    for option in kernels.compile_options("wgmma_fp8", variant):
+        for name, value in values.items():
+            if option.startswith(f"-DWGMMA_WS_{name}="):
+                option = f"-DWGMMA_WS_{name}={value}"
+        out.append(option)
+    return out
+
+
+CHUNK_WHERE = "WGMMA_WS_PROMOTE_CHUNK: 1, or more for promoted builds in column parts"
+
+
 @needs_nvcc
-@pytest.mark.parametrize("variant,every,message", [
-    ("bn128_promote", 2, "WGMMA_WS_PROMOTE_EVERY: 1, or more for promoted builds in column parts"),
-    ("promote_rs", 2, "WGMMA_WS_PROMOTE_EVERY: 1, or more for promoted builds in column parts"),
-    ("promote", 4, "below WGMMA_WS_STAGES"),
-    ("promote", 0, "WGMMA_WS_PROMOTE_EVERY: k steps per promoted sum, at least 1"),
+@pytest.mark.parametrize("variant,values,message", [
+    ("bn128_promote", {"PROMOTE_CHUNK": 2}, CHUNK_WHERE),
+    ("promote_rs", {"PROMOTE_CHUNK": 2}, CHUNK_WHERE),
+    ("promote", {"PROMOTE_CHUNK": 4}, "below WGMMA_WS_STAGES"),
+    ("promote", {"PROMOTE_CHUNK": 0}, "WGMMA_WS_PROMOTE_CHUNK: k steps per chunk, at least 1"),
+    ("promote", {"PROMOTE_EVERY": 2}, "a divisor of WGMMA_WS_PROMOTE_CHUNK"),
 ])
-def test_a_chunk_where_the_build_cannot_hold_one_fails_to_compile(variant, every, message, tmp_path):
-    # Chunks are for the promoted quarters with A from shared memory, and must leave the producer a stage.
-    options = [o.replace("WGMMA_WS_PROMOTE_EVERY=1", f"WGMMA_WS_PROMOTE_EVERY={every}")
-               for o in kernels.compile_options("wgmma_fp8", variant)]
-    result = build("wgmma_fp8", variant, tmp_path, "cubin", options=options)
+def test_a_chunk_where_the_build_cannot_hold_one_fails_to_compile(variant, values, message, tmp_path):
+    # Chunks are for the promoted quarters with A from shared memory, must leave the producer a stage, and hold
+    # whole sums.
+    result = build("wgmma_fp8", variant, tmp_path, "cubin", options=moved(variant, **values))
     assert result.returncode != 0 and message in result.stderr, result.stderr

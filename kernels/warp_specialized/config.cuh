@@ -28,8 +28,10 @@
 //                         17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
 //   WGMMA_WS_A_REGS       1: a promoted k step in column parts reads A from shared memory into registers once and
 //                         gives every part's wgmmas A from there (e4m3 at BN 256); 0: each part reads A itself.
-//   WGMMA_WS_PROMOTE_EVERY  k steps per promoted sum: 1, or up to STAGES - 1 for promoted builds in column parts
-//                         (BN 256), whose parts then run over that many stages at once, waiting and adding once.
+//   WGMMA_WS_PROMOTE_CHUNK  k steps per chunk of a promoted build in column parts (BN 256): 1, or up to STAGES - 1
+//                         steps whose parts run one after another with a single final wait (mainloop).
+//   WGMMA_WS_PROMOTE_EVERY  k steps per promoted sum: 1, or a divisor of the chunk, each part's wgmmas then running
+//                         over that many stages before the part is added.
 //   WGMMA_WS_BALANCED     1: unsplit tails go to the fewest clusters that keep the waves; 0: to every cluster.
 //   WGMMA_WS_GROUP_ORDER  0: the tile order the operands prefer; 1: groups of rows; 2: of columns.
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order.
@@ -84,6 +86,9 @@
 #ifndef WGMMA_WS_A_REGS
 #error "WGMMA_WS_A_REGS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_PROMOTE_CHUNK
+#error "WGMMA_WS_PROMOTE_CHUNK is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_PROMOTE_EVERY
 #error "WGMMA_WS_PROMOTE_EVERY is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -120,6 +125,7 @@ constexpr int PROMOTE_CHAIN = 8;  // k steps per chain of the promoted mainloop 
 // Column parts of a promoted k step: at BN 256 the scratch sets are a quarter of the tile's columns each (mainloop).
 constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
 constexpr bool A_REGS = WGMMA_WS_A_REGS != 0;  // the parts' A from registers (mainloop, Op::a_fragments)
+constexpr int PROMOTE_CHUNK = WGMMA_WS_PROMOTE_CHUNK;  // k steps per chunk in column parts (mainloop)
 constexpr int PROMOTE_EVERY = WGMMA_WS_PROMOTE_EVERY;  // k steps per promoted sum in column parts (mainloop)
 
 // ------------------------------------------------------------------------------------------- shared memory
@@ -184,10 +190,12 @@ static_assert(!A_REGS || (PROMOTE && PROMOTE_PARTS > 1),
               "WGMMA_WS_A_REGS: for promoted builds in column parts only (WGMMA_WS_PROMOTE=1, WGMMA_WS_BN=256), whose "
               "parts would each read A again");
 // (a chunk of steps holds its stages until its last part retires: the producer must keep at least one stage ahead)
-static_assert(PROMOTE_EVERY == 1 || (PROMOTE && PROMOTE_PARTS > 1 && !A_REGS && PROMOTE_EVERY < STAGES),
-              "WGMMA_WS_PROMOTE_EVERY: 1, or more for promoted builds in column parts (WGMMA_WS_PROMOTE=1, "
+static_assert(PROMOTE_CHUNK == 1 || (PROMOTE && PROMOTE_PARTS > 1 && !A_REGS && PROMOTE_CHUNK < STAGES),
+              "WGMMA_WS_PROMOTE_CHUNK: 1, or more for promoted builds in column parts (WGMMA_WS_PROMOTE=1, "
               "WGMMA_WS_BN=256) with A from shared memory (WGMMA_WS_A_REGS=0), below WGMMA_WS_STAGES");
-static_assert(PROMOTE_EVERY >= 1, "WGMMA_WS_PROMOTE_EVERY: k steps per promoted sum, at least 1");
+static_assert(PROMOTE_CHUNK >= 1, "WGMMA_WS_PROMOTE_CHUNK: k steps per chunk, at least 1");
+static_assert(PROMOTE_EVERY >= 1 && PROMOTE_CHUNK % PROMOTE_EVERY == 0,
+              "WGMMA_WS_PROMOTE_EVERY: k steps per promoted sum, a divisor of WGMMA_WS_PROMOTE_CHUNK");
 
 // ------------------------------------------------------------------------------------------- operand traits
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.

@@ -132,11 +132,13 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // step (Op::a_fragments, 16 registers) and gives the quarters A from there (Op::mma_columns_rs): the step then reads
 // the shared-memory bytes of an unpromoted one. The fence before each quarter orders the loads before the wgmmas
 // that read their registers, and the next step's loads come after this step's last wait.
-// WGMMA_WS_PROMOTE_EVERY = E > 1 takes k steps in chunks of E: each part's wgmmas run over the chunk's stages into
-// one scratch set (each step after the first onto the sum so far), so the parts' waits, the chunk's final wait and
-// the adds come once per E steps, and each tensor-core sum runs E steps (E x BK k) before it is promoted. A chunk
-// holds its E stages until its last part retires, so the producer keeps STAGES - E ahead; an item's last steps
-// short of a chunk run one at a time.
+// WGMMA_WS_PROMOTE_CHUNK = C > 1 takes k steps in chunks of C with nothing in flight between chunks, not between
+// steps: the parts of a chunk's steps follow one another, each waited for and added while the next one runs, so
+// the final wait, whose bubble the other consumer warpgroup alone fills, comes once per C steps. A chunk holds its C
+// stages until its last part retires, so the producer keeps STAGES - C ahead; an item's last steps short of a chunk
+// run one at a time. WGMMA_WS_PROMOTE_EVERY = E (a divisor of C) lets each tensor-core sum run E steps (E x BK k)
+// before it is promoted: each part's wgmmas run over E steps' stages into one scratch set, so the parts' waits and
+// the adds come once per E steps too. With E = 1 every sum, and so every bit of C, is as at C = 1.
 //
 // Block scales (BLOCK_SCALED<Op>, operands_fp8_block.cuh): a k step is one scale block (128 k), so each partial is
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
@@ -165,9 +167,9 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
                   "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
                   "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
     if constexpr (PROMOTE && PROMOTE_PARTS > 1) {
-        // In column parts (BN 256): each chunk of PROMOTE_EVERY k steps as PROMOTE_PARTS wgmma groups of
-        // BN / PROMOTE_PARTS columns from zero, alternating between two scratch sets of that width, each part added
-        // into d while the next one runs.
+        // In column parts (BN 256): each chunk of PROMOTE_CHUNK k steps as PROMOTE_PARTS wgmma groups of
+        // BN / PROMOTE_PARTS columns from zero for each sum of PROMOTE_EVERY of its steps, alternating between two
+        // scratch sets of that width, each part added into d while the next one runs.
         constexpr int COLS = BN / PROMOTE_PARTS, PART = ACCUMULATORS / PROMOTE_PARTS;
         static_assert(!BLOCK_SCALED<Op>, "block scales: 128x128 tiles only");
         static_assert(!A_REGS || A_IN_REGISTERS<Op>, "WGMMA_WS_A_REGS: for the e4m3 operands only");
@@ -180,9 +182,10 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
             for (int j = 0; j < PART; ++j) d[part * PART + j] += partial[j];
         };
         // The chunk of `steps` k steps from kt (steps: Steps<N>, N known at compile time): wait for each step's
-        // stage, run the parts, then release the stages together once the last part's group has retired.
+        // stage, run the parts of each sum, then release the stages together once the last part's group has
+        // retired.
         auto chunk = [&](int kt, auto steps) {
-            constexpr int N = decltype(steps)::value;
+            constexpr int N = decltype(steps)::value, E = N < PROMOTE_EVERY ? N : PROMOTE_EVERY;
             uint32_t da[N], db[N];
 #pragma unroll
             for (int j = 0; j < N; ++j) {
@@ -192,27 +195,31 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
                 db[j] = desc_b0 + s * STAGE_DESC;
             }
             if constexpr (A_REGS) Op::a_fragments(a, da[0], a_offset);
-            auto issue = [&](V (&partial)[PART], int q) {  // part q's wgmmas over the chunk's steps
+            auto issue = [&](V (&partial)[PART], int g, int q) {  // part q's wgmmas over the steps of sum g
 #pragma unroll
-                for (int j = 0; j < N; ++j) {
-                    if constexpr (A_REGS) Op::template mma_columns_rs<COLS>(partial, a, db[j], q * COLS);
-                    else Op::template mma_columns<COLS>(partial, da[j], db[j], q * COLS, j > 0);
+                for (int j = 0; j < E; ++j) {
+                    const int t = g * E + j;
+                    if constexpr (A_REGS) Op::template mma_columns_rs<COLS>(partial, a, db[t], q * COLS);
+                    else Op::template mma_columns<COLS>(partial, da[t], db[t], q * COLS, j > 0);
                 }
             };
 #pragma unroll
-            for (int q = 0; q < PROMOTE_PARTS; q += 2) {
-                wgmma_fence();
-                issue(p0, q);
-                wgmma_commit();
-                if (q > 0) {
+            for (int g = 0; g < N / E; ++g) {
+#pragma unroll
+                for (int q = 0; q < PROMOTE_PARTS; q += 2) {
+                    wgmma_fence();
+                    issue(p0, g, q);
+                    wgmma_commit();
+                    if (g > 0 || q > 0) {
+                        wgmma_wait<1>();
+                        add(p1, q > 0 ? q - 1 : PROMOTE_PARTS - 1);  // the part before, of this sum or the last
+                    }
+                    wgmma_fence();
+                    issue(p1, g, q + 1);
+                    wgmma_commit();
                     wgmma_wait<1>();
-                    add(p1, q - 1);
+                    add(p0, q);
                 }
-                wgmma_fence();
-                issue(p1, q + 1);
-                wgmma_commit();
-                wgmma_wait<1>();
-                add(p0, q);
             }
             wgmma_wait<0>();
 #pragma unroll
@@ -228,8 +235,8 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
 #pragma unroll
         for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
         int kt = k0;
-        for (; kt + PROMOTE_EVERY <= k1; kt += PROMOTE_EVERY) chunk(kt, Steps<PROMOTE_EVERY>{});
-        if constexpr (PROMOTE_EVERY > 1) {
+        for (; kt + PROMOTE_CHUNK <= k1; kt += PROMOTE_CHUNK) chunk(kt, Steps<PROMOTE_CHUNK>{});
+        if constexpr (PROMOTE_CHUNK > 1) {
             for (; kt < k1; ++kt) chunk(kt, Steps<1>{});  // the item's last steps, short of a chunk
         }
     } else if constexpr (PROMOTE) {

@@ -22,7 +22,7 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
                                                 WS_FP8_BLOCK, WS_TF32, a_registers_variant, fp8_block_variants,
-                                                promote_every_variant, promoted_variants, ws_bm64_variants,
+                                                promote_chunk_variants, promoted_variants, ws_bm64_variants,
                                                 ws_bn128_variants, ws_rung, ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
@@ -42,7 +42,8 @@ WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)
                     *ws_bm64_variants(WS_BYTES, widths=(256,)))
 WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
-                   a_registers_variant(WS_BYTES), promote_every_variant(WS_BYTES, "FP8"), *ws_bm64_variants(WS_BYTES))
+                   a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
+                   *ws_bm64_variants(WS_BYTES))
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -252,7 +253,7 @@ METHODS: dict[str, Method] = {
             # promote and bn128_promote end each one every k step: SGEMM's accuracy class (specs.CLASS_DTYPES).
             variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
                       *promoted_variants(WS_TF32, "tf32", "the tensor cores' truncation kept to 32 k"),
-                      promote_every_variant(WS_TF32, "tf32")),
+                      *promote_chunk_variants(WS_TF32, "tf32")),
             choose=configs.promoted_tiles(*WS_TF32.tile()[:2], NARROW_BN),
         ),
         ws_rung(

@@ -43,8 +43,9 @@ class WsConfig:
     # A promoted step's column parts (bn 256) take A from registers, read once a step (e4m3 only), not each from
     # shared memory:
     a_registers: bool = False
-    # k steps per promoted sum in column parts (bn 256): 1, or a chunk of steps whose parts wait and add once, each
-    # tensor-core sum then running that many steps before it is promoted (below the stage count):
+    # Promoted steps in column parts (bn 256) go in chunks of `promote_chunk` (below the stage count) with a single
+    # final wait, and each tensor-core sum runs `promote_every` of them (a divisor of the chunk) before it is added:
+    promote_chunk: int = 1
     promote_every: int = 1
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
@@ -104,7 +105,8 @@ class WsConfig:
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "CLUSTER": self.cluster, "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
-                  "PROMOTE_EVERY": self.promote_every, "BALANCED": int(self.balanced),
+                  "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
+                  "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
         return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
 
@@ -302,15 +304,25 @@ def a_registers_variant(base: WsConfig) -> Variant:
         "it again)")
 
 
-def promote_every_variant(base: WsConfig, operands: str, every: int = 2) -> Variant:
-    """`promote` in chunks of `every` k steps (WGMMA_WS_PROMOTE_EVERY): each column quarter's wgmmas run over the
-    chunk's stages into one scratch set, so the quarters' waits and the fp32 adds come once per chunk, and each
-    tensor-core sum runs `every` steps before it is promoted: less of promote's cost, some of its accuracy."""
-    return replace(base, promote=True, promote_every=every).variant(
-        f"promote{every}",
-        f"promote's {base.BM}x{base.bn} tiles and column quarters, each {operands} sum promoted every {every} k steps "
-        f"({every * base.bk} k) instead of every step: the quarters' waits and adds once per {every} steps, "
-        f"{every} stages held at a time")
+def promote_chunk_variants(base: WsConfig, operands: str, steps: int = 2) -> tuple[Variant, ...]:
+    """`promote` in chunks of `steps` k steps (WGMMA_WS_PROMOTE_CHUNK): the column quarters of a chunk's steps follow
+    one another with a single final wait, so the wait that empties a consumer's wgmma pipeline comes once per chunk.
+    `promote_chunk{steps}` still promotes every step, so its sums are `promote`'s bit for bit; `promote{steps}` lets
+    each sum run the chunk (WGMMA_WS_PROMOTE_EVERY), so that the quarters' waits and the fp32 adds come once per
+    chunk too, for some of the accuracy."""
+    chunked = replace(base, promote=True, promote_chunk=steps)
+    held = f"{steps} stages held at a time"
+    return (
+        chunked.variant(
+            f"promote_chunk{steps}",
+            f"promote's {base.BM}x{base.bn} tiles and column quarters, each {operands} sum promoted every k step, "
+            f"the quarters of {steps} steps one after another with one final wait per {steps} steps; {held}"),
+        replace(chunked, promote_every=steps).variant(
+            f"promote{steps}",
+            f"promote's {base.BM}x{base.bn} tiles and column quarters, each {operands} sum promoted every {steps} "
+            f"k steps ({steps * base.bk} k) instead of every step: the quarters' waits and adds once per {steps} "
+            f"steps; {held}"),
+    )
 
 
 FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so of whole scale blocks)
