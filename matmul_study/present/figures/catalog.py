@@ -129,7 +129,7 @@ FIGURES: dict[str, FigureSpec] = {
             "what the jobs recorded of their own time (each job process's start-up, its wait for a GPU slot, its "
             "inputs, its timed samples, its waits for the card to settle and cool, and the rest: checks against "
             "fp64, warm-ups and set-up), then the time no job covers, less those start-ups and waits: Snakemake's "
-            "scheduling and the kernels' compiles, which run between the jobs with --cores 1. Jobs that run side "
+            "scheduling and the compiles that a job waited for. Jobs that run side "
             "by side count in full, so with several cores the bar can be longer than the run. The collate, "
             "figure and report steps, after the last job, are not in it.",
             themed(plot_study_time),
