@@ -610,7 +610,7 @@ def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_k
 
     one = _Workflow(1)
     resources.default_slots(one)
-    assert resources.gpu_job_threads(one) == 0 and resources.compile_job_threads(one) == 0
+    assert resources.slot_job_threads(one) == 0
     assert slots(one, "gpu") == 1 and slots(one, "compile") == 1 and resources.compile_slots(one) == 1
     assert resources.cpu_job_gpu_slots({"threads": 1}, one) == 1 and resources.cpu_job_threads({"threads": 1}, one) == 1
     named = _Workflow(1, 2)  # --resources gpu=2 stays the user's
@@ -620,7 +620,7 @@ def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_k
     # More cores, or a cluster executor: GPU jobs and compiles hold a core each, and no slot is made up.
     for workflow in (_Workflow(4, 1), _Workflow(1, None, local=False)):
         resources.default_slots(workflow)
-        assert resources.gpu_job_threads(workflow) == 1 and resources.compile_job_threads(workflow) == 1
+        assert resources.slot_job_threads(workflow) == 1 and resources.slot_job_threads(workflow) == 1
         assert resources.compile_slots(workflow) == 0 and "compile" not in workflow.global_resources
         assert workflow.global_resources.get("gpu") in (1, None)
     assert resources.cpu_job_gpu_slots({"threads": "auto"}, _Workflow(4, 1)) == 0
@@ -635,13 +635,13 @@ rule all:
 
 rule compile:
     output: "compiled/{i}"
-    threads: resources.compile_job_threads(workflow)
+    threads: resources.slot_job_threads(workflow)
     resources: compile=resources.compile_slots(workflow)
     shell: "python -c 'import time; time.sleep(2); print(time.time())' > {output}"
 
 rule measure:
     output: "measured/{i}"
-    threads: resources.gpu_job_threads(workflow)
+    threads: resources.slot_job_threads(workflow)
     resources: gpu=1
     shell: "python -c 'import time; print(time.time()); time.sleep(0.2)' > {output}"
 """

@@ -37,16 +37,10 @@ def one_core_host(workflow) -> bool:
     return _granted_cores(workflow) == 1 and workflow.local_exec and not workflow.remote_exec
 
 
-def gpu_job_threads(workflow) -> int:
-    """The cores a GPU job holds of the run: one; none under --cores 1 on this host (one_core_host), where its GPU
-    slot keeps GPU jobs apart. A numpy job then holds the GPU slots as well (cpu_job_gpu_slots), so that it runs
-    alone."""
-    return 0 if one_core_host(workflow) else 1
-
-
-def compile_job_threads(workflow) -> int:
-    """The cores a compile holds: one; none under --cores 1 on this host (one_core_host), where it holds the
-    compile slot instead (compile_slots)."""
+def slot_job_threads(workflow) -> int:
+    """The cores a GPU job or a compile holds of the run: one; none under --cores 1 on this host (one_core_host),
+    where its slot keeps its kind apart (default_slots). A numpy job then holds every slot (cpu_job_gpu_slots,
+    compile_slots), so that it runs alone."""
     return 0 if one_core_host(workflow) else 1
 
 
@@ -101,7 +95,7 @@ def cpu_job_threads(config: dict, workflow) -> int:
 def cpu_job_gpu_slots(config: dict, workflow) -> int:
     """The GPU slots a numpy job holds: none, or with `threads: all` every slot of --resources gpu=N, so that no GPU
     job (nor its core) runs beside a CPU line that uses the whole machine; and every slot where GPU jobs hold no
-    core (gpu_job_threads), so that none runs on the core the numpy job holds."""
+    core (slot_job_threads), so that none runs on the core the numpy job holds."""
     if config["threads"] != "all" and not one_core_host(workflow):
         return 0
     slots = workflow.global_resources.get("gpu")

@@ -68,7 +68,7 @@ rule benchmark_gpu:
         method="|".join(GPU_METHODS),
     params:
         measurement=measured_settings(config["measurement"]),
-    threads: resources.gpu_job_threads(workflow)  # none under --cores 1: a compile runs beside the GPU job
+    threads: resources.slot_job_threads(workflow)  # none under --cores 1: a compile runs beside the GPU job
     resources:
         gpu=1,
     conda:

@@ -25,7 +25,7 @@ rule compile_kernel:
     params:
         arch=lambda wc: wc.arch,
         recipe=build_recipe,
-    threads: resources.compile_job_threads(workflow)
+    threads: resources.slot_job_threads(workflow)
     resources:
         compile=resources.compile_slots(workflow),
     conda:
@@ -50,7 +50,7 @@ rule compile_kernel_variant:
     params:
         arch=lambda wc: wc.arch,
         recipe=build_recipe,
-    threads: resources.compile_job_threads(workflow)
+    threads: resources.slot_job_threads(workflow)
     resources:
         compile=resources.compile_slots(workflow),
     conda:
