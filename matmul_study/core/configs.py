@@ -53,6 +53,16 @@ class TileBuilds:
     cluster: int  # CTAs per cluster along M: the schedule deals out tiles of `cluster` row tiles at once
 
 
+# Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
+# 128x256 tiles without a cluster, against the 2-CTA clusters (x cuBLASLt's fast-accumulation line, each in one
+# process on an H200; results/reference/NVIDIA_H200/precision/): 1536^3 0.773 (0.721), 1792^3 0.838 (0.784), 2048^3
+# 0.968 (0.940) and 1.003 (0.961), 2304^3 0.710 (0.699), 2560^3 0.831 (0.821), 3072^3 0.838 (0.837), 4096^3 1.011
+# (1.002) and 1.010 (1.005), 8192^3 1.020 (1.021). Its operands are half fp16's bytes, so the B tile that a cluster
+# multicasts saves less L2 traffic than the cluster's launch and barriers cost.
+FP8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster: as fast as the 2-CTA clusters or faster at "
+                                   "every size measured (FP8, 1536^3-8192^3, on an H200)")
+
+
 class _Whole(NamedTuple):
     """A whole-tile build as persistent_split_k weighs it."""
     cost: float  # the busiest SM's work: waves of cluster tiles x the tile's area / its rate (TILE_RATES)
@@ -71,7 +81,7 @@ class _Split(NamedTuple):
 
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
-                       narrow_n: int | None = None, builds: TileBuilds | None = None
+                       narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None
                        ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
@@ -97,7 +107,11 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     results/reference/NVIDIA_H200/small-problems/tiles.txt): 512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73),
     1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65), 2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88
     (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). Of 88 (rung, shape) cases the pick is within 3 % of the
-    best of the four in 83; the most it loses is 9 % (tf32 1536^3: 128x128 tiles 0.99, the pick 0.91)."""
+    best of the four in 83; the most it loses is 9 % (tf32 1536^3: 128x128 tiles 0.99, the pick 0.91).
+
+    `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
+    where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
+    cluster (FP8_OWN_TILES)."""
 
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties."""
@@ -116,6 +130,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                                  f"(waves of {builds.cluster}-CTA clusters x tile area / the tile's rate)")
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = pick(problem, variants)
+        if picked.variant != DEFAULT or own_tiles is None or own_tiles.variant not in variants:
+            return picked
+        return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
+
+    def pick(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
         sms = problem.sm_count
@@ -165,13 +185,16 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     sums over all of k) and whose promoted builds are in the class the study compares with (SGEMM's): always one of
     those. `wide` (tile_m x tile_n tiles) where its tiles fill at least half a wave, else `narrow` (tile_m x
     narrow_n: more tiles, each with less work), as persistent_split_k weighs the two widths. On an H100 (x SGEMM)
-    at 2048x2048x8192, 128 tiles of 128x256 on 132 SMs: promote 1.80, bn128_promote 1.58."""
+    at 2048x2048x8192, 128 tiles of 128x256 on 132 SMs: promote 1.80, bn128_promote 1.58. 3xTF32's wide build is
+    `promote2`, each sum promoted every two k steps: on an H200 (x SGEMM, results/reference/NVIDIA_H200/precision/)
+    2.28-2.30 at 4096^3 and 2.54 at 8192^3 against promote's 2.26 and 2.43, at an error of 2.4e-7 and 2.8e-7
+    against promote's 2.3e-7 and 3.1e-7 (SGEMM's 1.1e-6 and 1.6e-6)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
         sms = problem.sm_count
         where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
-        why = "sums promoted into fp32 every k step, SGEMM's accuracy class"
+        why = "sums promoted into fp32 every few k steps, SGEMM's accuracy class"
         if 2 * tiles > sms or narrow not in variants:
             return Choice(wide, f"{why}; {where}: at least half a wave, so the wide tiles")
         narrow_tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, narrow_n)

@@ -243,18 +243,19 @@ METHODS: dict[str, Method] = {
             "Hopper fp32 at tensor-core speed (3xTF32): a pre-pass splits A and B into big and small tf32 parts "
             "(and transposes B), then wgmma_tf32's pipeline sums big·small + small·big + big·big over K' = 3k; "
             "the pre-pass is timed with the GEMM. The default build's tensor-core sums run over all of K' (an "
-            "error above SGEMM's: a trade); its promoted builds, the study's pick, add each k step's sum into fp32 "
-            "accumulators, below SGEMM's error",
+            "error above SGEMM's: a trade); its promoted builds, the study's pick, add the sums into fp32 "
+            "accumulators every k step or two, below SGEMM's error",
             ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", WS_TF32, ("A3", "BT3"),
             prepass=SPLIT_TF32_PREPASS,
             accuracy=THREE_TF32,
             arithmetic="tf32",
             # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy), and
-            # promote and bn128_promote end each one every k step: SGEMM's accuracy class (specs.CLASS_DTYPES).
+            # promote and bn128_promote end each one every k step, promote2 every two: SGEMM's accuracy class
+            # (specs.CLASS_DTYPES).
             variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
                       *promoted_variants(WS_TF32, "tf32", "the tensor cores' truncation kept to 32 k"),
                       *promote_chunk_variants(WS_TF32, "tf32")),
-            choose=configs.promoted_tiles(*WS_TF32.tile()[:2], NARROW_BN),
+            choose=configs.promoted_tiles(*WS_TF32.tile()[:2], NARROW_BN, wide="promote2"),
         ),
         ws_rung(
             "wgmma_int8",
@@ -272,7 +273,8 @@ METHODS: dict[str, Method] = {
             "launch by the byte-transpose kernel, timed with the GEMM",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
-            choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS)),
+            choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
+                                              own_tiles=configs.FP8_OWN_TILES),
             accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
         ),
         ws_rung(
