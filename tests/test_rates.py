@@ -112,6 +112,24 @@ def test_settle_gives_up_at_its_bound():
     assert not wait.reached and wait.waited_s == pytest.approx(1.0)
 
 
+def test_the_settle_reads_the_average_power_unless_told_to_read_the_instant_one(monkeypatch):
+    from matmul_study.measure import gpu_job
+    from matmul_study.measure.stats import Measurement, Policy
+
+    # A second after a load: the one-second average still high, the instantaneous reading idle, the clock at its top.
+    readings = {"power_w": 400.0, "power_instant_w": 90.0, "sm_clock_mhz": 1980}
+    monkeypatch.setattr(gpu_job, "gpu_state", lambda handle, keys=None: {k: readings[k] for k in keys})
+    before = {"power_limit_w": 700.0, "sm_clock_max_mhz": 1980}
+    for reading, ready in (("average", False), ("instant", True)):
+        measurement = Measurement(stopping=Policy(), settle_reading=reading)
+        _, cooled, _ = gpu_job.card_readings("handle", before, measurement)
+        assert gpu_job.settle_rule("handle", before, measurement, cooled)() is ready, reading
+    readings["sm_clock_mhz"] = 1500  # the limiter still holds the clock down: "instant" waits too
+    assert not gpu_job.settle_rule("handle", before, Measurement(stopping=Policy(), settle_reading="instant"), cooled)()
+    readings["power_w"] = 150.0  # the average at idle: "average" is ready whatever the clock
+    assert gpu_job.settle_rule("handle", before, Measurement(stopping=Policy()), cooled)()
+
+
 def test_without_readings_there_is_nothing_to_wait_for():
     assert idle(None, 700.0, 0.3) and idle(500.0, None, 0.3)
     assert at_full_clock(None, 1782) and at_full_clock(1500, None) and not at_full_clock(1500, 1782)
@@ -171,13 +189,15 @@ def test_the_report_explains_burst_and_sustained_and_lists_what_the_rule_left_ou
                                                 "sustained_s": 2, "burst_band": 0.02,
                                                 "burst_plateau_samples": 5, "recovery_max_s": 0.5}}))
     assert "burst" in html and "sustained" in html and "GFLOP per joule" in html
-    assert "0.3 of its power limit" in html and "0.9 of its maximum" in html
+    assert "0.3 of its power limit by NVML's one-second average" in html and "0.9 of its maximum" in html
     assert "within 2% of the time the 5 fastest beat" in html  # the plateau rule, with its numbers
     assert "cool-down (up to 0.5 s" in html and "A sample lasts at most 25 ms" in html
     assert "no burst rate" in html  # the naive job is listed with its reason
     assert "281 and 298" in html and "60% / 40%" in html  # its two modes
     assert "2 s of settling and 5 s of cool-downs, 7% of the 100 s" in html
     assert "&lt;" not in html and "<p>" in html  # markup, not text showing tags
+    instant = str(rates(results, {"measurement": {"settle_power_fraction": 0.3, "settle_reading": "instant"}}))
+    assert "0.3 of its power limit by NVML's instantaneous reading, with the SM clock back at its top" in instant
     # With a CPU line, its paragraph is appended and the GPU part still renders as markup.
     with_cpu = results.assign(label=["numpy", "wgmma_warp_specialized", "naive b16"], cpu_processes=[3, None, None],
                               cpu_spread=[0.2, None, None])

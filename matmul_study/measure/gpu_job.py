@@ -231,6 +231,18 @@ def card_readings(handle, before: dict, measurement: Measurement) -> tuple[Calla
     return sm_clock, cooled, threshold
 
 
+def settle_rule(handle, before: dict, measurement: Measurement, cooled: Callable[[], bool]) -> Callable[[], bool]:
+    """Whether the card is idle enough for a job's burst samples to start (measurement.settle_reading): by default
+    NVML's one-second average power at most settle_power_fraction of the limit, so that the slow limiter has
+    nothing to remember; with "instant", `cooled` (card_readings: the instantaneous reading and the SM clock at its
+    top), which holds as soon as the last load has stopped, and leaves what the limiter still remembers to the
+    burst loop's cool-downs."""
+    if measurement.settle_reading == "instant":
+        return cooled
+    return lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), before.get("power_limit_w"),
+                        measurement.settle_power_fraction)
+
+
 def time_launches(cuda, device, env: dict, launch: Callable[[], None], handle, before: dict,
                   measurement: Measurement, problem: Problem) -> Timed:
     """Burst samples from an idle card (burst.sample_burst), then, for a product of at least sustained_min_size³,
@@ -238,9 +250,7 @@ def time_launches(cuda, device, env: dict, launch: Callable[[], None], handle, b
     flush = l2_flusher(cuda, env["l2_bytes"]) if measurement.cold else None
     held = HeldLaunches(cuda, device_arch(device), launch)
     sm_clock, cooled, threshold = card_readings(handle, before, measurement)
-    # Burst: start from an idle card (NVML's 1 s average power low: the slow limiter has nothing to remember).
-    settled = wait_until(lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), before.get("power_limit_w"),
-                                      measurement.settle_power_fraction), measurement.settle_max_s)
+    settled = wait_until(settle_rule(handle, before, measurement, cooled), measurement.settle_max_s)
     # A sample is a batch of launches long enough for the events' resolution, divided by its size, and short
     # enough to run before the limiter acts (launches_per_sample). Cold mode flushes L2 before every sample, so
     # it times one launch at a time.

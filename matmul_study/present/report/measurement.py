@@ -234,6 +234,11 @@ def _percent(fraction) -> str:
     return f"{float(fraction):.0%}" if isinstance(fraction, (int, float)) else "?"
 
 
+# How the settle before a job reads the card's power (measurement.settle_reading), in the report's words.
+_SETTLE_READINGS = {"average": "NVML's one-second average",
+                    "instant": "NVML's instantaneous reading, with the SM clock back at its top"}
+
+
 def _burst_rule(meas: dict) -> str:
     """How a GPU job's burst and sustained rates are measured, in the settings of `meas`."""
 
@@ -244,8 +249,9 @@ def _burst_rule(meas: dict) -> str:
         "<p>Every GPU job's headline rate (the GFLOP/s and the ratios to cuBLAS and to the peaks in the tables and "
         "figures) is its "
         "<b>burst</b> rate: the job starts once the card draws at most "
-        f"{setting('settle_power_fraction')} of its power limit (a wait of at most "
-        f"{setting('settle_max_s')} s), and only samples whose SM clock, read before and after, "
+        f"{setting('settle_power_fraction')} of its power limit by "
+        f"{_SETTLE_READINGS.get(meas.get('settle_reading', 'average'), setting('settle_reading'))} (a wait of "
+        f"at most {setting('settle_max_s')} s), and only samples whose SM clock, read before and after, "
         f"stayed at or above {setting('throttle_fraction')} of its maximum count. From idle, "
         "the power limiter lets a heavy kernel run at full clock for only tens of milliseconds, and NVML's clock "
         "readings lag it, so the samples' own times are the finer signal. A sample lasts at most "
