@@ -170,6 +170,10 @@ def test_a_large_job_records_burst_sustained_and_energy(arch, make_config, tmp_p
     assert sustained["window_s"] >= 1.0 and sustained["measured_s"] > 0 and sustained["gflops"] > 0
     assert sustained["sm_clock_mhz"] > 0 and sustained["power_w"] > 0
     assert sustained["gflop_per_j"] is None or sustained["gflop_per_j"] > 0
+    # Where its time went: set-up, two checks and the timing (settle, samples, window), within the job's own time.
+    steps = rec["overhead"]
+    assert steps["setup_s"] > 0 and steps["checks_s"] > 0 and steps["timing_s"] >= sustained["window_s"]
+    assert steps["inputs_s"] + steps["setup_s"] + steps["checks_s"] + steps["timing_s"] <= steps["job_s"]
     small = run_job(Job("cublas", "float32", 0, 256, 256, 256), make_config(measurement=meas),
                     str(tmp_path / "s.json"))
     assert small["sustained"] == {}  # below sustained_min_size: no window

@@ -20,9 +20,22 @@ def test_the_phases_add_up_to_the_jobs_own_time():
     assert list(phases.index) == list(PHASES)
     assert phases["start-up (Python and imports)"] == 2.5 and phases["waiting for a GPU slot"] == 2.0
     assert phases["inputs"] == 1.0 and phases["timed samples"] == 4.0 and phases["settling and cool-down"] == 1.5
-    # the rest of the jobs' time from their first step: 10 s less inputs, samples and waits
-    assert phases["checks, warm-ups and set-up"] == pytest.approx(10.0 - 1.0 - 4.0 - 1.5)
+    # results that did not time their checks or run a window: the rest of the jobs' time, 10 s less inputs,
+    # samples and waits
+    assert phases["checks against fp64"] == phases["sustained windows"] == 0.0
+    assert phases["set-up, warm-ups and the rest"] == pytest.approx(10.0 - 1.0 - 4.0 - 1.5)
     assert job_time(results())["share"].sum() == pytest.approx(1.0)
+
+
+def test_checks_and_sustained_windows_are_phases_of_their_own():
+    # The second job ran a window of its own (2 s); the first took its sustained record from its burst samples,
+    # whose window is in its timed samples already.
+    timed = results(overhead_checks_s=[0.5, 0.25], sustained_window_s=[3.0, 2.0],
+                    sustained_source=["the burst samples: each launch outlasts the power limiter's window", None])
+    phases = job_time(timed).set_index("phase")["seconds"]
+    assert phases["checks against fp64"] == 0.75 and phases["sustained windows"] == 2.0
+    assert phases["set-up, warm-ups and the rest"] == pytest.approx(10.0 - 1.0 - 4.0 - 1.5 - 0.75 - 2.0)
+    assert phases.sum() == pytest.approx(10.0 + 2.5 + 2.0)  # the jobs' spans, their start-ups and slot waits
 
 
 def test_results_without_the_times_give_no_split_and_older_ones_no_start_up():
@@ -34,7 +47,9 @@ def test_results_without_the_times_give_no_split_and_older_ones_no_start_up():
 
 def test_the_report_sentence_names_the_largest_phase_first_and_leaves_out_empty_ones():
     text = _job_time_sentence(results(overhead_slot_wait_s=[0.0, 0.0]))
-    assert text.startswith("Where the jobs' own time went, 12.5 s over 2 jobs: timed samples 4.0 s (32%); checks")
+    assert text.startswith("Where the jobs' own time went, 12.5 s over 2 jobs: timed samples 4.0 s (32%); set-up, "
+                           "warm-ups and the rest 3.5 s")
+    assert "checks against fp64" not in text and "sustained windows" not in text
     assert "waiting for a GPU slot" not in text and "time between jobs" in text and "Compiling" not in text
     with_builds = _job_time_sentence(results(), [2.0, 1.5])
     assert "Compiling the 2 kernel builds they load took 3.5 s" in with_builds

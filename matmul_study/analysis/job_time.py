@@ -1,8 +1,10 @@
 """Where the jobs' time went, from what each result records of its own time (runner: `overhead`, `timing`,
-`burst`): the job process's start-up, its wait for a GPU slot, its inputs, its timed samples, its waits for the
-card to settle and cool, and the rest (checks against fp64, warm-ups, the CUDA context and handles). The time
-between jobs and the compiles are Snakemake's, not a job's, and are not in a result: study_time counts them as what
-the jobs' spans (overhead_started_utc to overhead_finished_utc) leave uncovered."""
+`burst`, `sustained`): the job process's start-up, its wait for a GPU slot, its inputs, its timed samples, its
+sustained window, its waits for the card to settle and cool, its checks against fp64 (the poisoned launches and
+their comparisons, before and after timing), and the rest (the CUDA context, uploads, the launcher, warm-ups). The
+time between jobs and the compiles are Snakemake's, not a job's, and are not in a result: study_time counts them as
+what the jobs' spans (overhead_started_utc to overhead_finished_utc) leave uncovered. Results recorded before the
+checks were timed count them in the rest."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import pandas as pd
 from matmul_study.analysis.columns import numeric
 from matmul_study.analysis.result_devices import with_device
 
-PHASES = ("start-up (Python and imports)", "waiting for a GPU slot", "inputs", "timed samples",
-          "settling and cool-down", "checks, warm-ups and set-up")
+PHASES = ("start-up (Python and imports)", "waiting for a GPU slot", "inputs", "timed samples", "sustained windows",
+          "settling and cool-down", "checks against fp64", "set-up, warm-ups and the rest")
 
 
 def job_time(results: pd.DataFrame) -> pd.DataFrame | None:
@@ -30,9 +32,14 @@ def job_time(results: pd.DataFrame) -> pd.DataFrame | None:
 
     startup, slot = total("overhead_startup_s"), total("overhead_slot_wait_s")
     inputs, samples = total("overhead_inputs_s"), total("overhead_timed_s")
+    # A window of its own; a job whose burst samples were the sustained load (`sustained_source` says so) ran none.
+    source = rows["sustained_source"] if "sustained_source" in rows else pd.Series("", index=rows.index)
+    own_window = source.fillna("").astype(str).str.strip() == ""
+    windows = float(numeric(rows[own_window], "sustained_window_s").fillna(0.0).sum())
     waits = total("burst_settle_s") + total("burst_recovery_s")
-    rest = max(0.0, float(job[timed].sum()) - inputs - samples - waits)
-    seconds = [startup, slot, inputs, samples, waits, rest]
+    checks = total("overhead_checks_s")
+    rest = max(0.0, float(job[timed].sum()) - inputs - samples - windows - waits - checks)
+    seconds = [startup, slot, inputs, samples, windows, waits, checks, rest]
     whole = sum(seconds)
     return pd.DataFrame({"phase": PHASES, "seconds": seconds,
                          "share": [s / whole if whole > 0 else 0.0 for s in seconds]})

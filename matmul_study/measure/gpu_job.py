@@ -10,6 +10,7 @@ PyCUDA and CuPy are imported lazily: nothing here is needed for a CPU-only run.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -40,6 +41,10 @@ class GpuRun:
     launches_per_sample: int = 0  # back-to-back launches averaged into each timed sample (0: not timed)
     rates: dict = field(default_factory=dict)  # "burst" and, for large enough jobs, "sustained"
     problem: Problem | None = None  # what was launched: the job's shape, block and dtype on this device
+    # Where the run's time went: "setup_s" (context, uploads, the launcher, NVML: up to the first check),
+    # "checks_s" (the poisoned launches and their fp64 checks, before and after timing), "timing_s" (time_launches:
+    # the settle, the burst samples with their warm-ups and cool-downs, the sustained window).
+    steps_s: dict = field(default_factory=dict)
 
 
 def verify_on_device(a_gpu, b_gpu, c_gpu, dtype: dt.DType, scale: float = 1.0, block_scales=None) -> Verification:
@@ -142,6 +147,7 @@ def run(method: Method, dtype: dt.DType, block: int, a: np.ndarray, b: np.ndarra
     """Verify and time one GPU job, from the records the job resolved (its method, dtype and variant: None for the
     default build), its block, its host inputs, the cubin of the variant's build and a scaled dtype's scales
     (inputs.Operands.scales). The Problem it launched, with this device's facts, comes back in GpuRun.problem."""
+    t_start = time.perf_counter()
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401  (the primary context, shared with CuPy and cuda-bindings)
     from matmul_study.launch import launchers
@@ -155,13 +161,24 @@ def run(method: Method, dtype: dt.DType, block: int, a: np.ndarray, b: np.ndarra
     verified_run = verifier(cuda, launch, buffers, (a, b), scales, method, dtype, measurement, bool(env["cupy"]))
     handle = nvml_handle(device.pci_bus_id())
     before = gpu_state(handle)
-    verifications = [verified_run()]
+    steps = {"setup_s": time.perf_counter() - t_start, "checks_s": 0.0, "timing_s": 0.0}
+
+    def checked() -> Verification:
+        t = time.perf_counter()
+        try:
+            return verified_run()
+        finally:
+            steps["checks_s"] += time.perf_counter() - t
+
+    verifications = [checked()]
     timed = Timed()
     if verifications[0].passed:
+        t_timing = time.perf_counter()
         timed = time_launches(cuda, device, env, launch, handle, before, measurement, problem)
-        verifications.append(verified_run())  # the kernel must still be right after being timed
+        steps["timing_s"] = time.perf_counter() - t_timing
+        verifications.append(checked())  # the kernel must still be right after being timed
     state = summarize_state(before, gpu_state(handle), timed.clocks_after, measurement.throttle_fraction)
-    return GpuRun(timed.times, verifications, env, state, timed.batch, timed.rates, problem)
+    return GpuRun(timed.times, verifications, env, state, timed.batch, timed.rates, problem, steps)
 
 
 def verifier(cuda, launch, buffers, host: tuple[np.ndarray, np.ndarray], scales, method: Method, record: dt.DType,

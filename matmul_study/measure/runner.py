@@ -81,6 +81,7 @@ class Measured:
     rates: dict = field(default_factory=dict)  # "burst" and "sustained" (GPU), or "cpu" (the budget's record)
     state: dict = field(default_factory=dict)  # the GPU's clocks, power and throttling
     env: dict = field(default_factory=dict)  # the GPU's environment (device, driver, CUDA)
+    steps_s: dict = field(default_factory=dict)  # a GPU job's set-up, checks and timing (gpu_job.GpuRun.steps_s)
 
 
 def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: int | None, gpu_index,
@@ -106,8 +107,8 @@ def _run_job(job: Job, config: dict, output: str, cubin: str | None, threads: in
     record = _result(job, config, meas, measured, env, threads, operands.quantization)
     # `waited`: the process's start-up and its wait for a GPU slot, before t_start (run_job).
     record["overhead"] = {**(waited or {}), "inputs_s": t_inputs - t_start, "job_s": time.perf_counter() - t_start,
-                          "timed_s": record["timing"].get("total_s", 0.0), "started_utc": started,
-                          "finished_utc": _utc_now()}
+                          "timed_s": record["timing"].get("total_s", 0.0), **measured.steps_s,
+                          "started_utc": started, "finished_utc": _utc_now()}
     results.write_atomic(output, record)
     return record
 
@@ -147,7 +148,7 @@ def _measure_gpu(job: Job, operands, meas: Measurement, cubin: str | None) -> Me
     run = gpu.run(job.method_record, job.dtype_record, job.block, a, b, meas, cubin, variant=job.variant_record,
                   scales=operands.scales)
     return Measured(run.times, run.verifications, run.problem, run.launches_per_sample, run.rates, run.state,
-                    run.env)
+                    run.env, run.steps_s)
 
 
 def _result(job: Job, config: dict, meas: Measurement, measured: Measured, env: dict, threads: int,

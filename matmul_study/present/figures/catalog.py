@@ -127,8 +127,9 @@ FIGURES: dict[str, FigureSpec] = {
             "Where the study's time went",
             "The run's time from its first job's start to its last job's end, one bar per device, in seconds: "
             "what the jobs recorded of their own time (each job process's start-up, its wait for a GPU slot, its "
-            "inputs, its timed samples, its waits for the card to settle and cool, and the rest: checks against "
-            "fp64, warm-ups and set-up), then the time no job covers, less those start-ups and waits: Snakemake's "
+            "inputs, its timed samples, its sustained window, its waits for the card to settle and cool, its checks "
+            "against fp64, and the rest: the CUDA context, uploads and warm-ups; results that did not time their "
+            "checks count them in the rest), then the time no job covers, less those start-ups and waits: Snakemake's "
             "scheduling and the compiles that a job waited for. Jobs that run side "
             "by side count in full, so with several cores the bar can be longer than the run. The collate, "
             "figure and report steps, after the last job, are not in it.",
