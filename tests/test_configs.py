@@ -311,15 +311,22 @@ SWEEPS = [*sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("
 MOST_REGRET = {"float16": 0.05, "int8": 0.07, "float8_e4m3": 0.14, "tf32": 0.20}
 
 
-def sweep_ratios(paths) -> dict[tuple[str, str], dict[str, float]]:
-    """(dtype, MxNxK) -> {build: ratio to the vendor} of the verified cases in bench/compare.py's tables."""
-    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+def table_ratios(paths) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(method, dtype, MxNxK) -> {build: its mean ratio to the vendor} of the verified cases in bench/compare.py's
+    tables (a row per case; its one-line summaries are left out)."""
+    out: dict[tuple[str, str, str], dict[str, list[float]]] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             t = line.split()
-            if len(t) > 8 and t[0] == "mma_async_copy" and t[5] == "passed,":
-                out.setdefault((t[2], t[3]), {}).setdefault(t[1], []).append(float(t[-2]))
+            if len(t) > 8 and t[5] == "passed,":
+                out.setdefault((t[0], t[2], t[3]), {}).setdefault(t[1], []).append(float(t[-2]))
     return {key: {b: sum(r) / len(r) for b, r in builds.items()} for key, builds in out.items()}
+
+
+def sweep_ratios(paths) -> dict[tuple[str, str], dict[str, float]]:
+    """(dtype, MxNxK) -> {build: ratio to the vendor} of kernel 10's verified cases in bench/compare.py's tables."""
+    return {(dtype, shape): builds for (method, dtype, shape), builds in table_ratios(paths).items()
+            if method == "mma_async_copy"}
 
 
 def test_the_decode_picks_fit_the_committed_sweeps():
@@ -341,32 +348,16 @@ TILE_REGRET = {"float16": 0.04, "bfloat16": 0.03, "tf32": 0.09, "float8_e4m3": 0
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():
-    ratios: dict[tuple[str, str, str], dict[str, list[float]]] = {}
-    for path in TILE_SWEEPS:
-        for line in path.read_text().splitlines():
-            t = line.split()
-            if len(t) > 12 and t[0].startswith("wgmma_") and t[5] == "passed,":
-                ratios.setdefault((t[0], t[2], t[3]), {}).setdefault(t[1], []).append(float(t[-2]))
+    ratios = {key: builds for key, builds in table_ratios(TILE_SWEEPS).items() if key[0].startswith("wgmma_")}
     assert len(ratios) >= 60 and {dtype for _, dtype, _ in ratios} == set(TILE_REGRET)
-    for (method, dtype, shape), builds in ratios.items():
+    for (method, dtype, shape), rate in ratios.items():
         m, n, k = map(int, shape.split("x"))
         pick = configs.choose(registry.get(method), configs.job_problem(dtypes.get(dtype), 0, m, k, n,
                                                                          sm_count=132)).variant
-        rate = {b: sum(r) / len(r) for b, r in builds.items()}
         if pick == configs.FP8_OWN_TILES.variant and pick not in rate:
             pick = configs.DEFAULT  # the same tiles: the sweeps weigh tiles, test_fp8_own_tiles the cluster
         assert pick in rate, f"{method} {dtype} {shape}: the pick {pick} was not measured"
         assert rate[pick] >= (1 - TILE_REGRET[dtype]) * max(rate.values()), (method, dtype, shape, pick, rate)
-
-
-def bench_ratios(path: Path, method: str) -> dict[tuple[str, str], float]:
-    """(build, MxNxK) -> its ratio to the vendor, from bench/compare.py's one-line summaries in `path`."""
-    out = {}
-    for line in path.read_text().splitlines():
-        t = line.split()
-        if len(t) > 4 and t[0] == method and t[4] == "passed," and t[-2] == "ratio":
-            out[t[1], t[3].rstrip(":")] = float(t[-1])
-    return out
 
 
 def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():
@@ -376,11 +367,10 @@ def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():
     precision = REPO / "results/reference/NVIDIA_H200/precision"
     pairs = 0
     for path in (precision / "fp8.txt", precision / "fp8-cluster1.txt"):
-        ratios = bench_ratios(path, "wgmma_fp8")
-        for (build, shape), ratio in ratios.items():
-            if build == "cluster1" and ("default", shape) in ratios:
+        for (method, _, shape), builds in table_ratios([path]).items():
+            if method == "wgmma_fp8" and {"cluster1", "default"} <= set(builds):
                 pairs += 1
-                assert ratio >= 0.995 * ratios["default", shape], (path.name, shape)
+                assert builds["cluster1"] >= 0.995 * builds["default"], (path.name, shape)
                 m, n, k = map(int, shape.split("x"))
                 pick = configs.choose(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132))
                 assert pick.variant in ("cluster1", "bm64_bn128", "bn128", "bm64"), (shape, pick)
