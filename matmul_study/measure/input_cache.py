@@ -80,8 +80,9 @@ def _keep(path: Path, operands: inputs.Operands) -> None:
     for array in (*operands, operands.scales):
         array.flags.writeable = False
     _kept[path] = operands
-    while _kept and sum(_nbytes(kept) for kept in _kept.values()) > budget:
-        _kept.popitem(last=False)
+    total = sum(_nbytes(kept) for kept in _kept.values())
+    while _kept and total > budget:
+        total -= _nbytes(_kept.popitem(last=False)[1])
 
 
 def _read(path: Path, record: dtypes.DType) -> inputs.Operands:
