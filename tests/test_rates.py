@@ -112,7 +112,7 @@ def test_settle_gives_up_at_its_bound():
     assert not wait.reached and wait.waited_s == pytest.approx(1.0)
 
 
-def test_the_settle_reads_the_average_power_unless_told_to_read_the_instant_one(monkeypatch):
+def test_the_settle_reads_the_instant_power_unless_told_to_read_the_average(monkeypatch):
     from matmul_study.measure import gpu_job
     from matmul_study.measure.stats import Measurement, Policy
 
@@ -126,8 +126,9 @@ def test_the_settle_reads_the_average_power_unless_told_to_read_the_instant_one(
         assert gpu_job.settle_rule("handle", before, measurement, cooled)() is ready, reading
     readings["sm_clock_mhz"] = 1500  # the limiter still holds the clock down: "instant" waits too
     assert not gpu_job.settle_rule("handle", before, Measurement(stopping=Policy(), settle_reading="instant"), cooled)()
+    assert not gpu_job.settle_rule("handle", before, Measurement(stopping=Policy()), cooled)()  # the default
     readings["power_w"] = 150.0  # the average at idle: "average" is ready whatever the clock
-    assert gpu_job.settle_rule("handle", before, Measurement(stopping=Policy()), cooled)()
+    assert gpu_job.settle_rule("handle", before, Measurement(stopping=Policy(), settle_reading="average"), cooled)()
 
 
 def test_without_readings_there_is_nothing_to_wait_for():

@@ -40,9 +40,9 @@ class Measurement:
     # down (at most recovery_max_s) after a sample that fell off it ...
     settle_power_fraction: float = 0.3
     settle_max_s: float = 5.0
-    # ... by NVML's one-second average ("average"), or by its instantaneous reading with the SM clock back at its top
-    # ("instant": the cool-down's own rule, which ends the wait as soon as the last load has stopped).
-    settle_reading: str = "average"
+    # ... by NVML's instantaneous reading with the SM clock back at its top ("instant": the cool-down's own rule,
+    # which ends the wait as soon as the last load has stopped), or by its one-second average ("average").
+    settle_reading: str = "instant"
     recovery_max_s: float = 0.5
     # ... and of the full-clock samples keep those within burst_band of the burst_plateau_samples-th fastest.
     burst_plateau_samples: int = 5
