@@ -243,8 +243,8 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
 
 
 def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4,
-                 widest: dict[str, int] | None = None, default_tile: tuple[int, int] | None = None
-                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+                 widest: dict[str, int] | None = None, default_tile: tuple[int, int] | None = None,
+                 two_per_sm_from: dict[str, int] | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds m<BM>[_splitk<S>] (kernel 10): a few token rows (M at most the
     largest BM) against a weight matrix stream B from memory with little math per byte, so the pick is the build
     that keeps every SM streaming its own part of B. The smallest BM that holds the M rows (no rows of zeros
@@ -279,16 +279,30 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     192x1024x8192 m64_splitk4 0.64 (m16 0.39), 128x128x16384 m16_splitk16 0.73 (whole 0.12), 128x4096x4096
     m64_splitk2 0.74 (m32 0.70). On an H100: fp16 512^3 m16 (128 blocks) 0.99, m32 0.88, m64 0.70, the default
     0.33; fp16 1024^3 m64 (128 blocks) 0.71-0.73, m32 (256) 0.64-0.66, m16 (512) 0.41, the default 0.32; FP8 1024^3
-    m32 (256) 0.72 against the default's 0.21; int8 768^3 m64 (72) 1.27, m32 1.21, m16 1.26."""
+    m32 (256) 0.72 against the default's 0.21; int8 768^3 m64 (72) 1.27, m32 1.21, m16 1.26.
+
+    `two_per_sm_from`: per dtype, the rows of the narrowest decode tile whose blocks are counted two to an SM (two
+    of every decode build fit on an SM by shared memory, 72-96 KiB each), for the split and for the most blocks
+    alike; the half wave that hands M past the token rows to the default build is still counted in SMs. tf32's is
+    64: its mma runs at half fp16's rate, so a block of 64 rows is short of warps to issue them. In a sweep of all 21 decode
+    builds on an H200 (x cuBLAS, tf32, results/reference/NVIDIA_H200/small-problems/decode-sweep-tf32.txt), 256
+    blocks against the 128 of one per SM: 64x4096x4096 m32_splitk4 1.06 against m64_splitk4 0.96, 48x4096x14336
+    m64_splitk8 0.88 against m64_splitk4 0.71, 128x4096x4096 m64_splitk4 0.74 against m64_splitk2 0.64,
+    256x256x8192 m32_splitk16 0.82 against m64_splitk16 0.76; with 32 rows or fewer one per SM stays the best
+    (16x4096x4096 m16_splitk4 1.18, m16_splitk8 1.09). In fp16 and int8 one per SM stays the best with 64 rows too
+    (128x4096x4096 m64_splitk2 0.73 and 1.33, m64_splitk4 0.69 and 1.27)."""
     caps = widest or {}
+    doubled = two_per_sm_from or {}
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
         cap = caps.get(problem.dtype.name, max(tile_ms))
         allowed = [t for t in tile_ms if t <= cap and f"m{t}" in variants]
+        two_from = doubled.get(problem.dtype.name)
+        slots = {t: problem.sm_count * (2 if two_from is not None and t >= two_from else 1) for t in tile_ms}
         if problem.m > max(tile_ms) and default_tile is not None:
             return _fill_the_gpu(problem, allowed, tile_n, default_tile, variants, cdiv(problem.k, tile_k), tile_k,
-                                 min_k_steps_per_slice)
+                                 min_k_steps_per_slice, slots)
         fits = [t for t in allowed if t >= problem.m]
         if not fits and allowed and problem.m <= max(tile_ms):
             fits = [max(allowed)]  # rows past this dtype's widest tile: several row tiles of it
@@ -298,26 +312,26 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
         tile_m = fits[0]
         tiles = cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
-        s = _decode_split(tile_m, tiles, k_steps, variants, problem.sm_count, min_k_steps_per_slice)
+        s = _decode_split(tile_m, tiles, k_steps, variants, slots[tile_m], min_k_steps_per_slice)
         rows = cdiv(problem.m, tile_m)
         name = f"m{tile_m}" if s == 1 else f"m{tile_m}_splitk{s}"
-        if rows * tiles * s <= problem.sm_count:
+        if rows * tiles * s <= slots[tile_m]:
             # Within one wave, smaller row tiles may make more blocks (a few columns and a deep K): the most
             # blocks, as past the token rows; the tile that holds the rows where it makes as many.
             few = f"M = {problem.m} token rows: {rows * tiles * s} blocks of {tile_m}x{tile_n} tiles"
             more = _most_blocks(problem, [t for t in allowed if t <= tile_m], tile_n, variants, k_steps, tile_k,
-                                min_k_steps_per_slice, few, prefer=tile_m)
+                                min_k_steps_per_slice, few, prefer=tile_m, slots=slots)
             if more.variant != name:
                 return more
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
                    if rows > 1 else "")
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, each block streaming "
                  "its part of B with little math per byte")
+        on = f"{problem.sm_count} SMs{_two_to_an_sm(problem, slots[tile_m], tile_m)}"
         if s == 1:
-            return Choice(name, f"{where}; whole tiles ({tiles} blocks on {problem.sm_count} SMs, {k_steps} k steps "
-                                f"of {tile_k})")
+            return Choice(name, f"{where}; whole tiles ({rows * tiles} blocks on {on}, {k_steps} k steps of {tile_k})")
         return Choice(name, f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
-                            f"slice) gives {tiles * s} blocks on {problem.sm_count} SMs")
+                            f"slice) gives {rows * tiles * s} blocks on {on}")
 
     return choose
 
@@ -337,39 +351,52 @@ def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, .
     return max(x for x in splits if x == 1 or (blocks * x <= sms and k_steps >= min_k_steps * x))
 
 
+def _two_to_an_sm(problem, slots: int, tile_m: int) -> str:
+    """The words for blocks counted two to an SM (decode_tiles' two_per_sm_from), else none."""
+    return (f", two to an SM (one {problem.dtype.name} block of {tile_m} rows is short of warps to keep its mma "
+            "busy)" if slots > problem.sm_count else "")
+
+
 def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int], variants: tuple[str, ...],
-                  k_steps: int, tile_k: int, min_k_steps: int) -> Choice:
+                  k_steps: int, tile_k: int, min_k_steps: int, slots: dict[int, int] | None = None) -> Choice:
     """decode_tiles past its token rows: the default build's tiles where they fill half a wave or more. Else each
     decode tile whose whole tiles fit one block per SM, K split as in decode (`_decode_split`); the most blocks win,
     and of tiles that make as many, the widest whose slices keep DEEP_SLICE_K_STEPS k steps (B read by fewer row
-    tiles), else the smallest. Where no decode tile fits one wave, the widest tile this dtype takes."""
+    tiles), else the smallest. Where no decode tile fits one wave, the widest tile this dtype takes. `slots`: per
+    tile, the blocks that fit at once (decode_tiles' two_per_sm_from), the SMs by default; half a wave is counted
+    in SMs."""
     dm, dn = default_tile
     sms = problem.sm_count
+    slots = slots or {t: sms for t in allowed}
     default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
     where = f"{default_tiles} output tile{'s' if default_tiles != 1 else ''} of {dm}x{dn} on {sms} SMs"
     if 2 * default_tiles > sms or not allowed:
         return Choice(DEFAULT, f"{where}: at least half a wave, so whole default tiles")
     leave = "leaves" if default_tiles == 1 else "leave"
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in allowed}
-    fits = [t for t in allowed if blocks[t] <= sms]
+    fits = [t for t in allowed if blocks[t] <= slots[t]]
     if not fits:
         t = max(allowed)
         return Choice(f"m{t}", f"{where} {leave} most SMs idle: {blocks[t]} tiles of {t}x{tile_n} "
                                f"({problem.dtype.name}'s widest decode tile), more than one wave but each SM busy")
-    return _most_blocks(problem, fits, tile_n, variants, k_steps, tile_k, min_k_steps, f"{where} {leave} most SMs idle")
+    return _most_blocks(problem, fits, tile_n, variants, k_steps, tile_k, min_k_steps, f"{where} {leave} most SMs idle",
+                        slots=slots)
 
 
 def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, ...], k_steps: int, tile_k: int,
-                 min_k_steps: int, why: str, prefer: int | None = None) -> Choice:
+                 min_k_steps: int, why: str, prefer: int | None = None, slots: dict[int, int] | None = None
+                 ) -> Choice:
     """Of decode tiles `tile_ms`, those whose whole tiles fit one block per SM (one at least), each with K split
-    as in decode: the most blocks, and of tiles that make as many, `prefer` where it is one of them, else the widest
-    whose slices keep DEEP_SLICE_K_STEPS k steps, else the smallest."""
-    sms = problem.sm_count
+    as in decode: the most blocks for the blocks that fit at once, and of tiles that make as many, `prefer` where it
+    is one of them, else the widest whose slices keep DEEP_SLICE_K_STEPS k steps, else the smallest. `slots`: per
+    tile, the blocks that fit at once, the SMs by default."""
+    sms = {t: (slots or {}).get(t, problem.sm_count) for t in tile_ms}
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in tile_ms}
-    tile_ms = [t for t in tile_ms if blocks[t] <= sms]
-    split = {t: _decode_split(t, blocks[t], k_steps, variants, sms, min_k_steps) for t in tile_ms}
-    most = max(blocks[t] * split[t] for t in tile_ms)
-    full = [t for t in tile_ms if blocks[t] * split[t] == most]
+    tile_ms = [t for t in tile_ms if blocks[t] <= sms[t]]
+    split = {t: _decode_split(t, blocks[t], k_steps, variants, sms[t], min_k_steps) for t in tile_ms}
+    fill = {t: blocks[t] * split[t] / sms[t] for t in tile_ms}
+    most = max(fill.values())
+    full = [t for t in tile_ms if fill[t] == most]
     deep = [t for t in full if split[t] == 1 or k_steps >= DEEP_SLICE_K_STEPS * split[t]]
     t = prefer if prefer in full else max(deep) if deep else min(full)
     s = split[t]
@@ -377,7 +404,8 @@ def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, 
     if s == 1:
         return Choice(f"m{t}", f"{tiles}, the most that fit one block per SM")
     return Choice(f"m{t}_splitk{s}", f"{tiles}, K split {s} ways ({k_steps} k steps of {tile_k}, about "
-                                     f"{cdiv(k_steps, s)} a slice): {blocks[t] * s} blocks")
+                                     f"{cdiv(k_steps, s)} a slice): {blocks[t] * s} blocks"
+                                     f"{_two_to_an_sm(problem, sms[t], t)}")
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,

@@ -197,7 +197,7 @@ METHODS: dict[str, Method] = {
                                   dtype_compute_capability=(("float8_e4m3", (8, 9)),)),
             variants=decode_variants(),
             choose=configs.decode_tiles(DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
-                                        widest={"float8_e4m3": 32},
+                                        widest={"float8_e4m3": 32}, two_per_sm_from={"tf32": 64},
                                         default_tile=(MMA_ASYNC_COPY.tile_m, MMA_ASYNC_COPY.tile_n)),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol)
             accuracy=PROMOTED,  # in FP8: each mma's k-32 sum is added into fp32 registers
