@@ -142,13 +142,19 @@ FIGURES: dict[str, FigureSpec] = {
 def save_figure(fig: Figure, png_path: str | Path, svg_path: str | Path) -> None:
     """Write `fig` as PNG and SVG (creating folders) and close it; metadata pinned so reruns give equal files."""
     try:
+        # One layout and one tight box for both files. bbox_inches="tight", or a layout engine left on the figure
+        # (subplots_adjust leaves a placeholder), would have savefig lay the figure out again before drawing each
+        # file: text layout is most of a figure's time.
+        fig.draw_without_rendering()
+        bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+        fig.set_layout_engine(None)  # laid out above, for good
         for path, fmt, metadata in (
             (Path(png_path), "png", {"Software": None}),
             (Path(svg_path), "svg", {"Date": None, "Creator": None}),
         ):
             # Whole or absent: a figure step stopped mid-write leaves no half PNG under the final name.
             with plt.rc_context({"svg.hashsalt": "matmul_study"}), results.replaced_whole(path) as tmp:
-                fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight", metadata=metadata)
+                fig.savefig(tmp, format=fmt, dpi=150, bbox_inches=bbox, metadata=metadata)
     finally:
         plt.close(fig)
 

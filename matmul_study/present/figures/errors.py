@@ -198,7 +198,7 @@ def _name_kernels(ax, part: pd.DataFrame, palette: dict, floor: float) -> None:
     lies inside the panel (where none is free, the spot that overlaps least: style.place_label); called once the
     figure's layout is final, since the test is in display units."""
     fig = ax.figure
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     half = 5.5 * fig.dpi / 72  # half the side of the largest marker (the vendor's square), in pixels
     points = ax.transData.transform(np.column_stack([

@@ -247,7 +247,7 @@ def plot_roofline(results: pd.DataFrame, calibration: pd.DataFrame) -> Figure:
     fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     side_legend(fig, handles)
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     for (device, dtype), ax in panel_of.items():
         _name_lines(ax, ceilings.get((device, "memory")), ceilings.get((device, dtype)),
                     datasheet_tflops(device, dtype), dtype, *x_range)

@@ -230,9 +230,9 @@ def side_legend(fig: Figure, handles: list) -> None:
 
 
 def make_room(fig: Figure, legend) -> None:
-    """tight_layout ignores a figure legend: narrow the panels so that the legend right of them fits."""
-    fig.canvas.draw()
-    width = legend.get_window_extent().width / fig.dpi
+    """tight_layout ignores a figure legend: narrow the panels so that the legend right of them fits. The legend's
+    width needs a renderer to measure its text, not a drawing of the figure."""
+    width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
     fig.subplots_adjust(right=max(0.5, 1 - (width + 0.2) / fig.get_figwidth()))
 
 

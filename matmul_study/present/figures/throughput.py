@@ -71,8 +71,9 @@ def _method_lines(df: pd.DataFrame, y: str, col: str, title: str, ylabel: str, s
 
 
 def _labels_overlap(fig: Figure) -> bool:
-    """Whether any two axis labels or tick labels (of ticks in view) of different panels overlap or touch."""
-    fig.canvas.draw()
+    """Whether any two axis labels or tick labels (of ticks in view) of different panels overlap or touch (laid out,
+    not rasterised: the boxes are all it needs)."""
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     boxes = []
     for i, ax in enumerate(a for a in fig.axes if a.get_visible()):
