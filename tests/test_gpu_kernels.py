@@ -154,9 +154,12 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                     for v in ("bn128", "bn128_promote", "promote", "promote2", "promote_chunk2")),
                   # 64-row tiles (WGMMA_WS_BM=64: one consumer warpgroup, A in boxes of 64 rows), every rung that has
                   # them: the same shapes, each a CTA row per 64 rows of C.
-                  *(("wgmma_warp_specialized", v, d) for v in ("bm64", "bm64_bn128") for d in ("float16", "bfloat16")),
-                  *(("wgmma_tf32", v, "tf32") for v in ("bm64", "bm64_bn128")),
-                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bm64", "bm64_bn128")),
+                  *(("wgmma_warp_specialized", v, d) for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")
+                    for d in ("float16", "bfloat16")),
+                  *(("wgmma_tf32", v, "tf32") for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")),
+                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")),
+                  # their other splits, at the 16-bit rung: the slices' sum as the kernel's own split-K builds'
+                  *(("wgmma_warp_specialized", v, "float16") for v in ("bm64_bn128_splitk2", "bm64_bn128_splitk8")),
                   ("wgmma_int8", "bm64", "int8")]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 

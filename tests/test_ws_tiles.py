@@ -15,7 +15,7 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
-from matmul_study.core.warp_specialized import NARROW_BN, SHORT_BM, SM90_SHARED_BYTES
+from matmul_study.core.warp_specialized import NARROW_BN, SHORT_BM, SM90_SHARED_BYTES, ws_tile_builds
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
@@ -128,7 +128,9 @@ def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_
 def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
     short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM}
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
-    assert short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == {"bm64", "bm64_bn128"}
+    splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8)}
+    assert short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == {"bm64", "bm64_bn128",
+                                                                                              *splits}
     assert short["wgmma_int8"] == {"bm64"}  # its operands take 256 columns only
     v = WS.variant("bm64_bn128")
     assert v.config == replace(WS.config, bm=SHORT_BM, bn=NARROW_BN)
@@ -146,6 +148,19 @@ def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_r
     assert launch.shared_bytes == v.config.shared_bytes <= SM90_SHARED_BYTES
     assert replace(v.config, stages=v.config.stage_count + 1).shared_bytes > SM90_SHARED_BYTES
     assert v.config.stage_count > WS.variant("bn128").config.stage_count
+
+
+def test_the_64x128_split_builds_take_no_cluster_so_that_64_token_rows_fill_every_cta():
+    # M = 64 against 4096 columns: 32 tiles of 64x128. In clusters of two along M, each tile's second CTA would hold
+    # rows 64-127, all past M; without one, K split 4 ways is 128 CTAs, 8 ways a persistent grid of 132.
+    for s, grid in ((2, 64), (4, 128), (8, 132)):
+        v = WS.variant(f"bm64_bn128_splitk{s}")
+        assert v.config == replace(WS.config, bm=SHORT_BM, bn=NARROW_BN, cluster=1, split_k=s)
+        launch = WS.launch_for(problem(64, 4096, 4096), v.name)
+        assert launch.grid == (grid, 1, 1) and launch.cluster == (1, 1, 1) and launch.threads == (256, 1, 1)
+        assert v.workspace is not None
+    # Not weighed by the whole-tile heuristic: they differ from the rung's record in more than the tile.
+    assert not any(name.startswith("bm64_bn128_splitk") for name in ws_tile_builds(WS.config, WS.variants).tiles)
 
 
 @needs_nvcc

@@ -20,10 +20,11 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         tile_split_k_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
-from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BYTES,
-                                                WS_FP8_BLOCK, WS_TF32, a_registers_variant, fp8_block_variants,
-                                                promote_chunk_variants, promoted_variants, ws_bm64_variants,
-                                                ws_bn128_variants, ws_rung, ws_tile_builds, ws_variants)
+from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
+                                                WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
+                                                fp8_block_variants, promote_chunk_variants, promoted_variants,
+                                                ws_bm64_variants, ws_bn128_variants, ws_rung, ws_tile_builds,
+                                                ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -34,16 +35,16 @@ def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
 
 # The warp-specialised rungs' builds (each its rung's record with one axis moved), which their heuristics weigh too.
 WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
-                     *ws_bm64_variants(WS_16BIT))
+                     *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS))
 WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
-                    *ws_bm64_variants(WS_TF32))
+                    *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS))
 # No split-K builds of int8: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
 WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
                     *ws_bm64_variants(WS_BYTES, widths=(256,)))
 WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
-                   *ws_bm64_variants(WS_BYTES))
+                   *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS))
 
 METHODS: dict[str, Method] = {
     m.name: m

@@ -242,11 +242,17 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
 SHORT_BM = 64  # the 64-row-tile builds' rows (variants bm64*): one consumer warpgroup
 
 
-def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN)) -> tuple[Variant, ...]:
+WS_BM64_SPLITS = (2, 4, 8)  # split-K builds of the 64x128 tiles, without a cluster: decode rows
+
+
+def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
+                     splits: tuple[int, ...] = ()) -> tuple[Variant, ...]:
     """The 64-row-tile builds of a rung (bm SHORT_BM: one consumer warpgroup, 256 threads), for problems that even
     128x128 tiles leave short of a wave (1024^3: 64 of those on 132 SMs, 128 of 64x128): at each of `widths` (the
     rung's own width named bm64, 128 columns bm64_bn128), as many stages as fit, which at half the rows of A a stage
-    is more of them."""
+    is more of them. And `splits`: the 64x128 tiles with K split S ways and no cluster (bm64_bn128_splitk<S>), for
+    a few token rows against a weight matrix: at M = 64, 4096 columns are 32 tiles, and a cluster of two along M
+    would give each tile a CTA whose rows are all past M."""
     out = []
     for bn in widths:
         short = replace(base, bm=SHORT_BM, bn=bn)
@@ -255,6 +261,12 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN))
             name, f"{short.BM}x{short.bn} tiles, one consumer warpgroup ({short.THREADS} threads), "
                   f"{short.stage_count} stages of {short.stage_bytes // 1024} KiB: "
                   f"{base.BM // short.BM * base.bn // short.bn}x the tiles of {base.BM}x{base.bn} ones"))
+    narrow = replace(base, bm=SHORT_BM, bn=NARROW_BN, cluster=1)
+    out += [replace(narrow, split_k=s).variant(
+        f"bm{SHORT_BM}_bn{NARROW_BN}_splitk{s}",
+        f"{narrow.BM}x{narrow.bn} tiles without a cluster, each tile's k steps in {s} slices on {s} CTAs, summed in "
+        "slice order through a workspace (deterministic): a few rows against a weight matrix")
+        for s in splits]
     return tuple(out)
 
 
