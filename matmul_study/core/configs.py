@@ -284,9 +284,9 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     `two_per_sm_from`: per dtype, the rows of the narrowest decode tile whose blocks are counted two to an SM (two
     of every decode build fit on an SM by shared memory, 72-96 KiB each), for the split and for the most blocks
     alike; the half wave that hands M past the token rows to the default build is still counted in SMs. tf32's is
-    64: its mma runs at half fp16's rate, so a block of 64 rows is short of warps to issue them. In a sweep of all 21 decode
-    builds on an H200 (x cuBLAS, tf32, results/reference/NVIDIA_H200/small-problems/decode-sweep-tf32.txt), 256
-    blocks against the 128 of one per SM: 64x4096x4096 m32_splitk4 1.06 against m64_splitk4 0.96, 48x4096x14336
+    64: its mma runs at half fp16's rate, so a block of 64 rows is short of warps to issue them. In a sweep of all
+    21 decode builds on an H200 (x cuBLAS, tf32,
+    results/reference/NVIDIA_H200/small-problems/decode-sweep-tf32.txt), 256 blocks against the 128 of one per SM: 64x4096x4096 m32_splitk4 1.06 against m64_splitk4 0.96, 48x4096x14336
     m64_splitk8 0.88 against m64_splitk4 0.71, 128x4096x4096 m64_splitk4 0.74 against m64_splitk2 0.64,
     256x256x8192 m32_splitk16 0.82 against m64_splitk16 0.76; with 32 rows or fewer one per SM stays the best
     (16x4096x4096 m16_splitk4 1.18, m16_splitk8 1.09). In fp16 and int8 one per SM stays the best with 64 rows too
@@ -320,7 +320,7 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
             # blocks, as past the token rows; the tile that holds the rows where it makes as many.
             few = f"M = {problem.m} token rows: {rows * tiles * s} blocks of {tile_m}x{tile_n} tiles"
             more = _most_blocks(problem, [t for t in allowed if t <= tile_m], tile_n, variants, k_steps, tile_k,
-                                min_k_steps_per_slice, few, prefer=tile_m, slots=slots)
+                                min_k_steps_per_slice, few, slots, prefer=tile_m)
             if more.variant != name:
                 return more
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
@@ -358,16 +358,14 @@ def _two_to_an_sm(problem, slots: int, tile_m: int) -> str:
 
 
 def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int], variants: tuple[str, ...],
-                  k_steps: int, tile_k: int, min_k_steps: int, slots: dict[int, int] | None = None) -> Choice:
+                  k_steps: int, tile_k: int, min_k_steps: int, slots: dict[int, int]) -> Choice:
     """decode_tiles past its token rows: the default build's tiles where they fill half a wave or more. Else each
     decode tile whose whole tiles fit one block per SM, K split as in decode (`_decode_split`); the most blocks win,
     and of tiles that make as many, the widest whose slices keep DEEP_SLICE_K_STEPS k steps (B read by fewer row
     tiles), else the smallest. Where no decode tile fits one wave, the widest tile this dtype takes. `slots`: per
-    tile, the blocks that fit at once (decode_tiles' two_per_sm_from), the SMs by default; half a wave is counted
-    in SMs."""
+    tile, the blocks that fit at once (decode_tiles' two_per_sm_from); half a wave is counted in SMs."""
     dm, dn = default_tile
     sms = problem.sm_count
-    slots = slots or {t: sms for t in allowed}
     default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
     where = f"{default_tiles} output tile{'s' if default_tiles != 1 else ''} of {dm}x{dn} on {sms} SMs"
     if 2 * default_tiles > sms or not allowed:
@@ -380,21 +378,19 @@ def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[
         return Choice(f"m{t}", f"{where} {leave} most SMs idle: {blocks[t]} tiles of {t}x{tile_n} "
                                f"({problem.dtype.name}'s widest decode tile), more than one wave but each SM busy")
     return _most_blocks(problem, fits, tile_n, variants, k_steps, tile_k, min_k_steps, f"{where} {leave} most SMs idle",
-                        slots=slots)
+                        slots)
 
 
 def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, ...], k_steps: int, tile_k: int,
-                 min_k_steps: int, why: str, prefer: int | None = None, slots: dict[int, int] | None = None
-                 ) -> Choice:
+                 min_k_steps: int, why: str, slots: dict[int, int], prefer: int | None = None) -> Choice:
     """Of decode tiles `tile_ms`, those whose whole tiles fit one block per SM (one at least), each with K split
     as in decode: the most blocks for the blocks that fit at once, and of tiles that make as many, `prefer` where it
     is one of them, else the widest whose slices keep DEEP_SLICE_K_STEPS k steps, else the smallest. `slots`: per
-    tile, the blocks that fit at once, the SMs by default."""
-    sms = {t: (slots or {}).get(t, problem.sm_count) for t in tile_ms}
+    tile, the blocks that fit at once."""
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in tile_ms}
-    tile_ms = [t for t in tile_ms if blocks[t] <= sms[t]]
-    split = {t: _decode_split(t, blocks[t], k_steps, variants, sms[t], min_k_steps) for t in tile_ms}
-    fill = {t: blocks[t] * split[t] / sms[t] for t in tile_ms}
+    tile_ms = [t for t in tile_ms if blocks[t] <= slots[t]]
+    split = {t: _decode_split(t, blocks[t], k_steps, variants, slots[t], min_k_steps) for t in tile_ms}
+    fill = {t: blocks[t] * split[t] / slots[t] for t in tile_ms}
     most = max(fill.values())
     full = [t for t in tile_ms if fill[t] == most]
     deep = [t for t in full if split[t] == 1 or k_steps >= DEEP_SLICE_K_STEPS * split[t]]
@@ -405,7 +401,7 @@ def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, 
         return Choice(f"m{t}", f"{tiles}, the most that fit one block per SM")
     return Choice(f"m{t}_splitk{s}", f"{tiles}, K split {s} ways ({k_steps} k steps of {tile_k}, about "
                                      f"{cdiv(k_steps, s)} a slice): {blocks[t] * s} blocks"
-                                     f"{_two_to_an_sm(problem, sms[t], t)}")
+                                     f"{_two_to_an_sm(problem, slots[t], t)}")
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,

@@ -250,10 +250,10 @@ def card_readings(handle, before: dict, measurement: Measurement) -> tuple[Calla
 
 def settle_rule(handle, before: dict, measurement: Measurement, cooled: Callable[[], bool]) -> Callable[[], bool]:
     """Whether the card is idle enough for a job's burst samples to start (measurement.settle_reading): by default
-    NVML's one-second average power at most settle_power_fraction of the limit, so that the slow limiter has
-    nothing to remember; with "instant", `cooled` (card_readings: the instantaneous reading and the SM clock at its
-    top), which holds as soon as the last load has stopped, and leaves what the limiter still remembers to the
-    burst loop's cool-downs."""
+    ("instant") `cooled` (card_readings: the instantaneous reading and the SM clock at its top), which holds as
+    soon as the last load has stopped and leaves what the limiter still remembers to the burst loop's cool-downs;
+    with "average", NVML's one-second average power at most settle_power_fraction of the limit, so that the slow
+    limiter has nothing to remember."""
     if measurement.settle_reading == "instant":
         return cooled
     return lambda: idle(gpu_state(handle, ("power_w",)).get("power_w"), before.get("power_limit_w"),
