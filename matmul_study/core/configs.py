@@ -286,7 +286,8 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
     alike; the half wave that hands M past the token rows to the default build is still counted in SMs. tf32's is
     64: its mma runs at half fp16's rate, so a block of 64 rows is short of warps to issue them. In a sweep of all
     21 decode builds on an H200 (x cuBLAS, tf32,
-    results/reference/NVIDIA_H200/small-problems/decode-sweep-tf32.txt), 256 blocks against the 128 of one per SM: 64x4096x4096 m32_splitk4 1.06 against m64_splitk4 0.96, 48x4096x14336
+    results/reference/NVIDIA_H200/small-problems/decode-sweep-tf32.txt), 256 blocks against the 128 of one per SM:
+    64x4096x4096 m32_splitk4 1.06 against m64_splitk4 0.96, 48x4096x14336
     m64_splitk8 0.88 against m64_splitk4 0.71, 128x4096x4096 m64_splitk4 0.74 against m64_splitk2 0.64,
     256x256x8192 m32_splitk16 0.82 against m64_splitk16 0.76; with 32 rows or fewer one per SM stays the best
     (16x4096x4096 m16_splitk4 1.18, m16_splitk8 1.09). In fp16 and int8 one per SM stays the best with 64 rows too
