@@ -12,7 +12,7 @@ the job and the regret table all go through these two, so that they cannot disag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from matmul_study.core.specs import Problem
@@ -51,6 +51,8 @@ class TileBuilds:
     """A persistent tile kernel's whole-tile builds besides its default, and how its schedule deals them out."""
     tiles: dict[str, tuple[int, int]]  # build name -> (rows, columns) of its tiles
     cluster: int  # CTAs per cluster along M: the schedule deals out tiles of `cluster` row tiles at once
+    # split builds of other tiles than the rung's own rows: build name -> (rows, columns, slices of K)
+    splits: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 # Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
@@ -74,6 +76,8 @@ class _Whole(NamedTuple):
 class _Split(NamedTuple):
     """A split build of a persistent tile kernel, as persistent_split_k weighs it."""
     cut: float  # how many times less work each SM does than with whole base tiles
+    area: int  # its tile's rows x columns
+    rows: int
     width: int  # its tile's columns
     s: int  # slices of K
     name: str  # the variant
@@ -108,6 +112,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65), 2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88
     (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). Of 88 (rung, shape) cases the pick is within 3 % of the
     best of the four in 83; the most it loses is 9 % (tf32 1536^3: 128x128 tiles 0.99, the pick 0.91).
+    `builds.splits`: split builds of other tiles (64x128 without a cluster, for decode rows), weighed by the same
+    bar: S slices of a tile cut each SM's work S x the base tile's area / theirs. At a few token rows against 4096
+    columns (32 tiles of 64x128 on 132 SMs) that is 4 slices; 48 or 64 tiles stay whole. On an H200 (x cuBLAS,
+    results/reference/NVIDIA_H200/small-problems/tiles-decode-*.txt), fp16 64x4096x4096: 64x128 split 4 0.88,
+    split 2 0.85, whole 0.69; 64x8192x8192 (64 tiles) whole 0.98, split 2 0.91; FP8 (x cuBLASLt fast accumulation)
+    48x4096x14336 split 4 1.03, whole 0.88.
 
     `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
@@ -149,18 +159,20 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
         # the whole tiles a split must beat: the least work for the busiest SM (whole), else the narrow ones
         base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
-        split_builds = [(tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
+        split_builds = [(tile_m, tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
-            split_builds += [(narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
+            split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
                 tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
-        splits = [_Split(s * base.rows * base.cols / (tile_m * width), width, s, name,
-                         cdiv(problem.m, tile_m) * cdiv(problem.n, width) * s)
-                  for width, s, name in split_builds]
+        if builds is not None:
+            split_builds += [(r, c, s, name) for name, (r, c, s) in builds.splits.items() if name in variants]
+        splits = [_Split(s * base.rows * base.cols / (rows * width), rows * width, rows, width, s, name,
+                         cdiv(problem.m, rows) * cdiv(problem.n, width) * s)
+                  for rows, width, s, name in split_builds]
         fitting = [f for f in splits
                    if f.cut >= min_split and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
-            cut, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.width))
-            size = "" if width == tile_n else f" of {tile_m}x{width} tiles"
+            cut, _, rows, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.area))
+            size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
             against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "

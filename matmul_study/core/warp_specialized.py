@@ -272,11 +272,16 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
-    that fit them, the rest as the default), for the wave model of its heuristic (configs.persistent_split_k)."""
+    that fit them, the rest as the default), and its split builds of tiles with fewer rows than its own
+    (bm64_bn128_splitk<S>), for the wave model of its heuristic (configs.persistent_split_k)."""
     tiles = {v.name: (v.config.BM, v.config.bn) for v in variants
              if isinstance(v, WsVariant) and (v.config.BM, v.config.bn) != (base.BM, base.bn)
              and v.config == replace(base, bm=v.config.bm, bn=v.config.bn)}
-    return TileBuilds(tiles, base.cluster)
+    splits = {v.name: (v.config.BM, v.config.bn, v.config.split_k) for v in variants
+              if isinstance(v, WsVariant) and v.config.split_k > 1 and v.config.BM != base.BM
+              and v.config == replace(base, bm=v.config.bm, bn=v.config.bn, cluster=v.config.cluster,
+                                      split_k=v.config.split_k)}
+    return TileBuilds(tiles, base.cluster, splits)
 
 
 def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
