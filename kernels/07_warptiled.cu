@@ -91,19 +91,37 @@ struct Contract {
 // Method warptiled: a block barrier per k slice, 8 warps. float: 64 x 64 warp tiles of 4 x 8 lanes; BK 32 (fewer
 // barriers per k, +1.4-1.8 % over BK 16 in an H200 sweep) or BK 16, 3 stages. double: 64 x 32 warp tiles, BK 8,
 // 4 stages.
+//
+// Decode tiles (the registry's builds m16 and m32, with their splits): a block of fewer than 64 rows, BM x 128, for a
+// few token rows against a weight matrix. A 128-row tile would multiply rows of zeros (at M = 16, 7 of every 8 FMAs),
+// so the block's 4 warps sit side by side along N, each BM x 32: lanes BM / 4 x 128 / BM, one 4 x 4 (m16) or 4 x 8
+// (m32) chunk each. A lane's A and B fragments are then one 16-byte shared load each that the warp's lanes share 4
+// or 8 ways (one wavefront), so the block streams B with the FMA units, not shared memory, as its limit.
+template <int BM, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
+struct WarpLayout {
+    static constexpr bool decode = BM < 64;
+    static constexpr int WM = decode ? BM : WIDE_WM, WN = decode ? 32 : WIDE_WN;
+    static constexpr int LANES_M = decode ? BM / 4 : WIDE_LANES_M;
+    static_assert(!decode || BM == 16 || BM == 32, "decode tiles: 16 or 32 rows");
+};
+template <int BM, int BN, int BK, int STAGES, class W>
+using LaidOut = Config<BM, BN, BK, W::WM, W::WN, STAGES, W::LANES_M>;
+
 template <typename T> struct Barrier {
     static_assert(sizeof(T) == 0, "no WARPTILED_* configuration for this element type: build with the registry's "
                                   "definitions for the target (kernels.compile_options(method, variant, arch))");
 };
 #ifdef WARPTILED_F32_BK
-template <> struct Barrier<float> : Contract<Config<WARPTILED_F32_BM, WARPTILED_F32_BN, WARPTILED_F32_BK, 64, 64,
-                                                    WARPTILED_F32_STAGES, 4>,
-                                             float, WARPTILED_F32_THREADS, WARPTILED_F32_SMEM_BYTES> {};
+template <> struct Barrier<float>
+    : Contract<LaidOut<WARPTILED_F32_BM, WARPTILED_F32_BN, WARPTILED_F32_BK, WARPTILED_F32_STAGES,
+                       WarpLayout<WARPTILED_F32_BM, 64, 64, 4>>,
+               float, WARPTILED_F32_THREADS, WARPTILED_F32_SMEM_BYTES> {};
 #endif
 #ifdef WARPTILED_F64_BK
-template <> struct Barrier<double> : Contract<Config<WARPTILED_F64_BM, WARPTILED_F64_BN, WARPTILED_F64_BK, 64, 32,
-                                                     WARPTILED_F64_STAGES>,
-                                              double, WARPTILED_F64_THREADS, WARPTILED_F64_SMEM_BYTES> {};
+template <> struct Barrier<double>
+    : Contract<LaidOut<WARPTILED_F64_BM, WARPTILED_F64_BN, WARPTILED_F64_BK, WARPTILED_F64_STAGES,
+                       WarpLayout<WARPTILED_F64_BM, 64, 32, 8>>,
+               double, WARPTILED_F64_THREADS, WARPTILED_F64_SMEM_BYTES> {};
 #endif
 
 // Method warptiled_mbarrier (float): the mbarrier ring (SYNC 1), the float warp layout, 4 stages of BK 32 or 16.

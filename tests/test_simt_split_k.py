@@ -39,8 +39,13 @@ def test_the_methods_register_every_split_with_its_compile_definition():
     for method, define in (("warptiled", "WARPTILED_SPLIT_K"), ("dmma", "DMMA_SPLIT_K")):
         m = registry.get(method)
         assert m.launch.__self__ is FAMILIES[method, m.dtypes[-1]]
-        assert [(v.name, v.defines) for v in m.variants] == [(f"splitk{s}", (f"{define}={s}",)) for s in SPLITS]
-        assert all(v.workspace is not None and "slice order" in v.description for v in m.variants)
+        splits = [v for v in m.variants if v.name.startswith("splitk")]
+        assert [(v.name, v.defines) for v in splits] == [(f"splitk{s}", (f"{define}={s}",)) for s in SPLITS]
+        assert all(v.workspace is not None and "slice order" in v.description for v in splits)
+    # warptiled's other builds are its decode tiles (test_warptiled_decode_tiles).
+    assert {v.name for v in registry.get("warptiled").variants} - {f"splitk{s}" for s in SPLITS} == {
+        f"m{t}" + (f"_splitk{s}" if s > 1 else "") for t in geometry.WARPTILED_DECODE_TILE_MS
+        for s in geometry.WARPTILED_DECODE_SPLITS}
 
 
 def test_few_tiles_split_to_fill_one_wave():
@@ -76,7 +81,7 @@ def test_shallow_k_is_not_split():
     for method, dtype in FAMILIES:
         choice = pick(method, 256, 256, 64, dtype)
         assert choice.variant == "default" and "too shallow to split" in choice.reason
-        assert pick(method, 1, 1, 1, dtype).variant == "default"
+    assert pick("dmma", 1, 1, 1, "float64").variant == "default"
     # Each slice keeps at least 64 of K (dmma 128, its k steps cost half as much): 512^3 fp32 splits 8 ways, not 16.
     assert pick("warptiled", 512, 512, 512).variant == "splitk8"
     assert pick("warptiled", 256, 256, 255).variant == "splitk2"
@@ -182,3 +187,25 @@ def test_no_split_build_spills_its_sum(method, dtype, tmp_path):
         assert out.returncode == 0, out.stderr
         spilled = [int(b) for b in re.findall(r"(\d+) bytes spill stores", out.stdout + out.stderr)]
         assert spilled and max(spilled) <= SPILL_BOUND, (variant, spilled)
+
+
+def test_warptiled_sends_token_rows_to_its_decode_tiles():
+    # A few token rows against a weight matrix: BM x 128 tiles that hold the rows (16 or 32), K split until the
+    # column tiles x slices fill one block per SM, with at least 4 k steps of 128 bytes a slice.
+    for dtype, tile_k in (("float32", 32), ("float64", 16)):
+        choice = pick("warptiled", 16, 4096, 4096, dtype)  # 32 column tiles x 4 = 128 blocks
+        assert choice.variant == "m16_splitk4", dtype
+        assert "16x128 tiles" in choice.reason and f"k steps of {tile_k}" in choice.reason
+        assert pick("warptiled", 1, 4096, 4096, dtype).variant == "m16_splitk4"
+        assert pick("warptiled", 32, 8192, 8192, dtype).variant == "m32_splitk2"  # 64 tiles x 2
+        assert pick("warptiled", 16, 37888, 3584, dtype).variant == "m16"  # 296 tiles: more than a wave
+        assert pick("warptiled", 1, 1, 1, dtype).variant == "m16"
+        # Past 32 rows, the default tiles and their splits.
+        assert pick("warptiled", 33, 4096, 4096, dtype).variant.startswith("splitk")
+    variant = registry.get("warptiled").variant("m16_splitk4")
+    for dtype, shared in (("float32", 4 * 32 * (16 + 4 + 128) * 4), ("float64", 4 * 16 * (16 + 2 + 128) * 8)):
+        p = problem(16, 4096, 4096, dtype)
+        launch = variant.launch(p)
+        assert (launch.grid, launch.threads, launch.shared_bytes) == ((32, 1, 4), (128, 1, 1), shared)
+        assert variant.workspace(p) == 32 * (4 * 16 * 128 * dtypes.get(dtype).output.itemsize + 4)
+        assert variant.tile(0, dtype)[:2] == (16, 128)

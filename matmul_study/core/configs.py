@@ -216,6 +216,17 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     return choose
 
 
+def token_rows(rows: int, decode: Callable[[object, tuple[str, ...]], Choice],
+               rest: Callable[[object, tuple[str, ...]], Choice]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a kernel with decode builds beside its own tiles: `decode` (decode_tiles) for M of at most
+    `rows` token rows, `rest` for more."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        return (decode if problem.m <= rows else rest)(problem, variants)
+
+    return choose
+
+
 def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: int = 64
                  ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with one block per output tile, one block per SM, and split-K variants splitk<S>

@@ -185,6 +185,23 @@ DECODE_SLICE_BYTES = 128  # of each row: 64 fp16, 32 tf32, 128 int8 or e4m3 elem
 DECODE_SPLITS = (1, 2, 3, 4, 8, 16, 32)
 
 
+# 07_warptiled.cu's decode builds (variants m<BM>[_splitk<S>], BM 16 or 32): BM x 128 tiles of 4 warps side by side
+# along N (the kernel lays a block of fewer than 64 rows out so), k slices of 128 bytes a row (32 fp32, 16 fp64), 4
+# stages: 74-84 KB, so every target takes them.
+WARPTILED_DECODE_TILE_MS = (16, 32)
+WARPTILED_DECODE_SPLITS = (1, 2, 4, 8, 16)
+
+
+def warptiled_decode_family(tile_m: int) -> TileFamily:
+    """07_warptiled.cu's decode tiles of `tile_m` rows, in each of its dtypes."""
+    return TileFamily("WARPTILED", {
+        "float32": (BlockTile("WARPTILED_F32", tile_m, DECODE_TILE_N, 32, 128, stages=4,
+                              layout=_warptiled_layout(4)),),
+        "float64": (BlockTile("WARPTILED_F64", tile_m, DECODE_TILE_N, 16, 128, stages=4,
+                              layout=_warptiled_layout(8)),),
+    })
+
+
 def decode_tile(tile_m: int) -> BlockTile:
     return replace(MMA_ASYNC_COPY, tile_m=tile_m, tile_n=DECODE_TILE_N,
                    tile_k=DECODE_SLICE_BYTES // MMA_ASYNC_COPY.unit_bytes, threads=128)
@@ -195,60 +212,74 @@ WGMMA_TMA = BlockTile("WGMMA_TMA", 64, 128, 64, 128, stages=1,
                       layout=lambda c: 1024 + c.stages * ((c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2 + 16))
 
 
-def split_variant(config: BlockTile, s: int, name: str, description: str) -> Variant:
-    """A build of one configuration with its k steps in `s` slices (kernels/split_k.cuh; s = 1: whole tiles): the
-    configuration's whole contract as definitions (they replace the method's, key by key) plus {name}_SPLIT_K,
-    its launch with grid z = s, its tile, and the workspace of s partial tiles of tile_m x tile_n fp32 accumulators
-    per output tile, then a 32-bit counter per tile."""
+def _split_build(name: str, defines: tuple[str, ...], description: str, s: int,
+                 config_for: Callable[[Problem], BlockTile], tile=None) -> Variant:
+    """A build with its k steps in `s` slices (kernels/split_k.cuh; s = 1: whole tiles): the configuration the problem
+    launches (`config_for`) with grid z = s, and a workspace of s partial tiles of tile_m x tile_n accumulators per
+    output tile (the launch's grid x times y of them), then a 32-bit counter per tile."""
 
     def launch(p: Problem) -> Launch:
-        base = config.launch(p)
+        base = config_for(p).launch(p)
         return replace(base, grid=(base.grid[0], base.grid[1], s))
 
     def workspace(p: Problem) -> int:
+        config = config_for(p)
         grid = config.launch(p).grid
         return grid[0] * grid[1] * (s * config.tile_m * config.tile_n * p.dtype.output.itemsize + 4)
 
-    return Variant(name, (*config.defines(), f"{config.name}_SPLIT_K={s}"), description, launch=launch,
-                   tile=config.tile, workspace=workspace if s > 1 else None)
+    return Variant(name, defines, description, launch=launch, tile=tile, workspace=workspace if s > 1 else None)
+
+
+def split_variant(config: BlockTile, s: int, name: str, description: str) -> Variant:
+    """A build of one configuration with its k steps in `s` slices (_split_build): the configuration's whole
+    contract as definitions (they replace the method's, key by key) plus {name}_SPLIT_K, and its tile."""
+    return _split_build(name, (*config.defines(), f"{config.name}_SPLIT_K={s}"), description, s, lambda p: config,
+                        config.tile)
+
+
+def family_split_variant(family: TileFamily, s: int, name: str, description: str) -> Variant:
+    """split_variant for a family with a configuration of its own in each dtype: every dtype's contract as
+    definitions plus {family.name}_SPLIT_K, and the problem's dtype's configuration."""
+    return _split_build(name, (*family.defines(), f"{family.name}_SPLIT_K={s}"), description, s,
+                        lambda p: family.config(p.dtype.name, p.max_shared_bytes), family.tile)
+
+
+def _decode_builds(tile_ms: tuple[int, ...], splits: tuple[int, ...],
+                   build: Callable[[int, int, str, str], Variant]) -> tuple[Variant, ...]:
+    """Decode builds m<BM> (whole tiles) and m<BM>_splitk<S>, each made by build(BM, S, name, how it splits)."""
+    return tuple(build(tile_m, s, f"m{tile_m}" + (f"_splitk{s}" if s > 1 else ""),
+                       f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in slice order through a "
+                       "workspace (deterministic)" if s > 1 else "")
+                 for tile_m in tile_ms for s in splits)
 
 
 def decode_variants() -> tuple[Variant, ...]:
-    """kernel 10's decode builds: m<BM> (whole tiles) and m<BM>_splitk<S> for BM in DECODE_TILE_MS."""
-    out = []
-    for tile_m in DECODE_TILE_MS:
+    """kernel 10's decode builds, BM in DECODE_TILE_MS."""
+    def build(tile_m: int, s: int, name: str, how: str) -> Variant:
         config = decode_tile(tile_m)
-        for s in DECODE_SPLITS:
-            split = f"_splitk{s}" if s > 1 else ""
-            how = (f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in slice order through a "
-                   "workspace (deterministic)") if s > 1 else ""
-            out.append(split_variant(
-                config, s, f"m{tile_m}{split}",
-                f"decode tiles: {tile_m}x{config.tile_n}, one row of 4 warps, k slices of "
-                f"{config.tile_k * config.unit_bytes} bytes a row, "
-                f"{config.stages} stages ({config.shared_bytes // 1024} KiB){how}"))
-    return tuple(out)
+        return split_variant(config, s, name,
+                             f"decode tiles: {tile_m}x{config.tile_n}, one row of 4 warps, k slices of "
+                             f"{config.tile_k * config.unit_bytes} bytes a row, "
+                             f"{config.stages} stages ({config.shared_bytes // 1024} KiB){how}")
+
+    return _decode_builds(DECODE_TILE_MS, DECODE_SPLITS, build)
+
+
+def warptiled_decode_variants() -> tuple[Variant, ...]:
+    """kernel 7's decode builds, BM in WARPTILED_DECODE_TILE_MS."""
+    def build(tile_m: int, s: int, name: str, how: str) -> Variant:
+        return family_split_variant(warptiled_decode_family(tile_m), s, name,
+                                    f"decode tiles: {tile_m}x{DECODE_TILE_N}, 4 warps side by side along N, k slices "
+                                    f"of 128 bytes a row, 4 stages{how}")
+
+    return _decode_builds(WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_SPLITS, build)
 
 
 def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8, 16, 32)) -> tuple[Variant, ...]:
-    """Split-K builds of a kernel with one block per output tile (kernels/split_k.cuh, host contract):
-    -D{family.name}_SPLIT_K=S, the family's launch with grid z = S, and a workspace of S partial tiles of tile_m x
-    tile_n accumulators (of the configuration the problem launches) per output tile (the launch's grid x times y of
-    them), then a 32-bit counter per tile."""
-
-    def variant(s: int) -> Variant:
-        def split_launch(p: Problem) -> Launch:
-            base = family.launch(p)
-            return replace(base, grid=(base.grid[0], base.grid[1], s))
-
-        def workspace(p: Problem) -> int:
-            config = family.config(p.dtype.name, p.max_shared_bytes)
-            grid = config.launch(p).grid
-            return grid[0] * grid[1] * (s * config.tile_m * config.tile_n * p.dtype.output.itemsize + 4)
-
-        return Variant(f"splitk{s}", (f"{family.name}_SPLIT_K={s}",),
-                       f"split-K: each tile's k steps in {s} slices on {s} blocks (grid z); the last slice to finish "
-                       "sums the partials in slice order through a workspace (deterministic). For too few tiles or "
-                       "deep K", launch=split_launch, workspace=workspace)
-
-    return tuple(variant(s) for s in splits)
+    """Split-K builds of a kernel with one block per output tile (kernels/split_k.cuh, host contract, _split_build):
+    -D{family.name}_SPLIT_K=S over the method's own configuration (the one the problem launches)."""
+    return tuple(_split_build(
+        f"splitk{s}", (f"{family.name}_SPLIT_K={s}",),
+        f"split-K: each tile's k steps in {s} slices on {s} blocks (grid z); the last slice to finish sums the "
+        "partials in slice order through a workspace (deterministic). For too few tiles or deep K", s,
+        lambda p: family.config(p.dtype.name, p.max_shared_bytes)) for s in splits)
