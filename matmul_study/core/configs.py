@@ -218,8 +218,8 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
 
 def token_rows(rows: int, decode: Callable[[object, tuple[str, ...]], Choice],
                rest: Callable[[object, tuple[str, ...]], Choice]) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of a kernel with decode builds beside its own tiles: `decode` (decode_tiles) for M of at most
-    `rows` token rows, `rest` for more."""
+    """The heuristic of a kernel with decode builds beside its own tiles: `decode` for M of at most `rows` token
+    rows, `rest` for more."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         return (decode if problem.m <= rows else rest)(problem, variants)
@@ -365,6 +365,43 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
 # and 0.68 in 16-row tiles split 4; at 128x256x8192 16-row tiles split 8 (16 a slice) ran at 0.70 and 32-row ones
 # split 16 (8 a slice) at 0.60.
 DEEP_SLICE_K_STEPS = 16
+
+
+def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, max_split: int = 8,
+                      min_slice_steps: int = DEEP_SLICE_K_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of kernel 7's decode builds m<BM>[_splitk<S>] (BM x `tile_n` tiles of 4 warps on the CUDA
+    cores): the smallest BM that holds the M rows, else row tiles of the largest; then K split as far as every slice
+    keeps `min_slice_steps` k steps of `slice_bytes` a row, at most `max_split` ways, however many blocks that
+    makes. Unlike the tensor cores' decode tiles (decode_tiles: one block per SM), a block of 4 warps keeps the FMA
+    units of an SM busy only beside others: on an H200 (x cuBLAS, small-problems/simt-decode-*.txt) fp32
+    16x4096x4096 ran at 3.07 split 8 ways (256 blocks), 3.02 split 4 (128, one per SM) and 1.75 split 2; with 224
+    and 296 column tiles, already more blocks than SMs, splits of 8 and 4 still ran 10-33 % faster than whole tiles
+    (fp32 16x28672x4096 1.68 against 1.52, fp64 16x37888x3584 0.69 against 0.52); at K = 3584 (112 fp32 k steps)
+    4 slices of 28 beat 8 of 14 (1.67 against 1.61)."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        tile_k = slice_bytes // problem.dtype.itemsize
+        allowed = [t for t in tile_ms if f"m{t}" in variants]
+        if not allowed:
+            return Choice(DEFAULT, "no decode build")
+        tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
+        k_steps = cdiv(problem.k, tile_k)
+        prefix = f"m{tile_m}_"
+        splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
+        s = max(x for x in splits if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
+        rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
+        along_m = f" ({rows} along M)" if rows > 1 else ""
+        where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, on the CUDA cores, "
+                 "each block streaming its part of B")
+        if s == 1:
+            return Choice(f"m{tile_m}", f"{where}; whole tiles ({k_steps} k steps of {tile_k}: too few to split "
+                                        f"into slices of {min_slice_steps})")
+        return Choice(f"m{tile_m}_splitk{s}",
+                      f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a slice): "
+                      f"{rows * tiles * s} blocks of 4 warps, several to an SM, so that its FMA units always have "
+                      "a warp to issue")
+
+    return choose
 
 
 def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, ...], sms: int, min_k_steps: int) -> int:

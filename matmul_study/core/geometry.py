@@ -189,6 +189,7 @@ DECODE_SPLITS = (1, 2, 3, 4, 8, 16, 32)
 # along N (the kernel lays a block of fewer than 64 rows out so), k slices of 128 bytes a row (32 fp32, 16 fp64), 4
 # stages: 74-84 KB, so every target takes them.
 WARPTILED_DECODE_TILE_MS = (16, 32)
+WARPTILED_DECODE_ROWS = 64  # the most token rows the heuristic gives them (row tiles of 32 past 32)
 WARPTILED_DECODE_SPLITS = (1, 2, 4, 8, 16)
 
 

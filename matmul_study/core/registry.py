@@ -14,8 +14,9 @@ from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, MMA_ASYNC_COPY,
-                                        REGISTER_TILED, WARPTILED, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
-                                        WGMMA_TMA, WMMA, WMMA_TILED, decode_variants, square_thread_blocks,
+                                        REGISTER_TILED, WARPTILED, WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS,
+                                        WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
+                                        square_thread_blocks,
                                         square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
@@ -136,10 +137,11 @@ METHODS: dict[str, Method] = {
             contract_defines=WARPTILED.defines,
             launch_bounds=WARPTILED.launch_bounds,
             variants=(*tile_split_k_variants(WARPTILED), *warptiled_decode_variants()),
-            # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split until every SM
-            # streams B; more rows: the default tiles, split where few.
-            choose=configs.token_rows(max(WARPTILED_DECODE_TILE_MS),
-                                      configs.decode_tiles(WARPTILED_DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES),
+            # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
+            # k steps or more; more rows: the default tiles, split where few.
+            choose=configs.token_rows(WARPTILED_DECODE_ROWS,
+                                      configs.simt_decode_tiles(WARPTILED_DECODE_TILE_MS, DECODE_TILE_N,
+                                                                DECODE_SLICE_BYTES),
                                       configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
         ),
         Method(
