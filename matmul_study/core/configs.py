@@ -370,9 +370,11 @@ DEEP_SLICE_K_STEPS = 16
 def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, max_split: int = 8,
                       min_slice_steps: int = DEEP_SLICE_K_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of kernel 7's decode builds m<BM>[_splitk<S>] (BM x `tile_n` tiles of 4 warps on the CUDA
-    cores): the smallest BM that holds the M rows, else row tiles of the largest; then K split as far as every slice
-    keeps `min_slice_steps` k steps of `slice_bytes` a row, at most `max_split` ways, however many blocks that
-    makes. Unlike the tensor cores' decode tiles (decode_tiles: one block per SM), a block of 4 warps keeps the FMA
+    cores): the row tiles that leave the fewest of their rows past M, then the fewest of them (fp32 48x4096x4096:
+    three of 16 rows 0.94 of cuBLAS, two of 32 0.73; 64x4096x4096: two of 32 0.84, four of 16 0.69; fp64 48 rows
+    0.34 against 0.38, where the waste is the other way); then K split as far as every slice keeps
+    `min_slice_steps` k steps of `slice_bytes` a row, at most `max_split` ways, however many blocks that makes.
+    Unlike the tensor cores' decode tiles (decode_tiles: one block per SM), a block of 4 warps keeps the FMA
     units of an SM busy only beside others: on an H200 (x cuBLAS, small-problems/simt-decode-*.txt) fp32
     16x4096x4096 ran at 3.07 split 8 ways (256 blocks), 3.02 split 4 (128, one per SM) and 1.75 split 2; with 224
     and 296 column tiles, already more blocks than SMs, splits of 8 and 4 still ran 10-33 % faster than whole tiles
@@ -384,7 +386,8 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         allowed = [t for t in tile_ms if f"m{t}" in variants]
         if not allowed:
             return Choice(DEFAULT, "no decode build")
-        tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
+        # The row tiles that multiply the fewest rows of zeros, then the fewest of them (B streamed once each).
+        tile_m = min(allowed, key=lambda t: (cdiv(problem.m, t) * t - problem.m, cdiv(problem.m, t)))
         k_steps = cdiv(problem.k, tile_k)
         prefix = f"m{tile_m}_"
         splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
