@@ -217,7 +217,8 @@ WGMMA_TMA = BlockTile("WGMMA_TMA", 64, 128, 64, 128, stages=1,
 
 
 def _split_build(name: str, defines: tuple[str, ...], description: str, s: int,
-                 config_for: Callable[[Problem], BlockTile], tile=None) -> Variant:
+                 config_for: Callable[[Problem], BlockTile],
+                 tile: Callable[[int, str], tuple[int, int, int]] | None = None) -> Variant:
     """A build with its k steps in `s` slices (kernels/split_k.cuh; s = 1: whole tiles): the configuration the problem
     launches (`config_for`) with grid z = s, and a workspace of s partial tiles of tile_m x tile_n accumulators per
     output tile (the launch's grid x times y of them), then a 32-bit counter per tile."""
