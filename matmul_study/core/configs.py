@@ -76,8 +76,7 @@ class _Whole(NamedTuple):
 class _Split(NamedTuple):
     """A split build of a persistent tile kernel, as persistent_split_k weighs it."""
     cut: float  # how many times less work each SM does than with whole base tiles
-    area: int  # its tile's rows x columns
-    rows: int
+    rows: int  # its tile's rows
     width: int  # its tile's columns
     s: int  # slices of K
     name: str  # the variant
@@ -165,13 +164,13 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                 tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
         if builds is not None:
             split_builds += [(r, c, s, name) for name, (r, c, s) in builds.splits.items() if name in variants]
-        splits = [_Split(s * base.rows * base.cols / (rows * width), rows * width, rows, width, s, name,
+        splits = [_Split(s * base.rows * base.cols / (rows * width), rows, width, s, name,
                          cdiv(problem.m, rows) * cdiv(problem.n, width) * s)
                   for rows, width, s, name in split_builds]
         fitting = [f for f in splits
                    if f.cut >= min_split and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
-            cut, _, rows, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.area))
+            cut, rows, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.rows * f.width))
             size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
             against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
@@ -389,9 +388,8 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         # The row tiles that multiply the fewest rows of zeros, then the fewest of them (B streamed once each).
         tile_m = min(allowed, key=lambda t: (cdiv(problem.m, t) * t - problem.m, cdiv(problem.m, t)))
         k_steps = cdiv(problem.k, tile_k)
-        prefix = f"m{tile_m}_"
-        splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
-        s = max(x for x in splits if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
+        s = max(x for x in _tile_splits(tile_m, variants)
+                if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
         rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
         along_m = f" ({rows} along M)" if rows > 1 else ""
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, on the CUDA cores, "
@@ -410,9 +408,14 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
 def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, ...], sms: int, min_k_steps: int) -> int:
     """The largest registered split S of the m<tile_m> builds whose blocks x S fit one per SM, with at least
     `min_k_steps` k steps a slice; 1 where none does."""
+    return max(x for x in _tile_splits(tile_m, variants)
+               if x == 1 or (blocks * x <= sms and k_steps >= min_k_steps * x))
+
+
+def _tile_splits(tile_m: int, variants: tuple[str, ...]) -> list[int]:
+    """1 and the registered splits S of the m<tile_m> builds (m<tile_m>_splitk<S>)."""
     prefix = f"m{tile_m}_"
-    splits = [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
-    return max(x for x in splits if x == 1 or (blocks * x <= sms and k_steps >= min_k_steps * x))
+    return [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
 
 
 def _two_to_an_sm(problem, slots: int, tile_m: int) -> str:

@@ -16,9 +16,8 @@ from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, MMA_ASYNC_COPY,
                                         REGISTER_TILED, WARPTILED, WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS,
                                         WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
-                                        square_thread_blocks,
-                                        square_thread_blocks_dynamic_tiles, tile_split_k_variants,
-                                        warptiled_decode_variants)
+                                        square_thread_blocks, square_thread_blocks_dynamic_tiles,
+                                        tile_split_k_variants, warptiled_decode_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
