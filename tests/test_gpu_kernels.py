@@ -160,6 +160,9 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   *(("wgmma_fp8", v, "float8_e4m3") for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")),
                   # their other splits, at the 16-bit rung: the slices' sum as the kernel's own split-K builds'
                   *(("wgmma_warp_specialized", v, "float16") for v in ("bm64_bn128_splitk2", "bm64_bn128_splitk8")),
+                  # the deepest split (a few tiles against a deep K), in every dtype that has it
+                  *(("wgmma_warp_specialized", "bm64_bn128_splitk16", d) for d in ("float16", "bfloat16")),
+                  ("wgmma_tf32", "bm64_bn128_splitk16", "tf32"), ("wgmma_fp8", "bm64_bn128_splitk16", "float8_e4m3"),
                   ("wgmma_int8", "bm64", "int8")]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 

@@ -168,7 +168,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                          cdiv(problem.m, rows) * cdiv(problem.n, width) * s)
                   for rows, width, s, name in split_builds]
         fitting = [f for f in splits
-                   if f.cut >= min_split and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
+                   if f.cut >= _split_bar(problem, f, min_split) and f.items <= sms
+                   and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
             cut, rows, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.rows * f.width))
             size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
@@ -188,6 +189,14 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                               f"{k_steps} k steps of {tile_k} cuts each SM's work {min_split}-fold within one wave")
 
     return choose
+
+
+def _split_bar(problem, split: _Split, min_split: int) -> float:
+    """The cut a split must give (persistent_split_k): `min_split`, lowered by the tile's rows over its columns
+    where its tiles span all of N. Then each CTA streams only its rows of A from memory, B staying in L2: a k step
+    of a 64x128 tile brings 64 rows of A, half the bytes it brings against 128 columns of B at a few token rows, so
+    twice the CTAs keep as many bytes in flight."""
+    return min_split * split.rows / split.width if cdiv(problem.n, split.width) == 1 else min_split
 
 
 def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote", narrow: str = "bn128_promote"
@@ -401,6 +410,79 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
                       f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a slice): "
                       f"{rows * tiles * s} blocks of 4 warps, several to an SM, so that its FMA units always have "
                       "a warp to issue")
+
+    return choose
+
+
+# The shared memory the driver keeps back for each resident block (sm_80 and later): an SM's whole shared memory
+# is the opt-in limit of one block plus this.
+SHARED_RESERVED_PER_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class TileRates:
+    """simt_tile_model's facts for one dtype, fitted to a sweep of every build (see there)."""
+    gmacs: dict[int, float]  # per tile rows: multiply-adds an SM does a nanosecond with 12 or more warps resident
+    warp_share: dict[int, float]  # with at most this many warps of the tile resident: the share of that rate
+    block_us: float  # each block's own time: its start, the fill of its pipeline, its epilogue
+    partial_gbps: float  # the rate at which a tile's last slice reads the S partial tiles and sums them
+
+
+def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
+                    builds: dict[str, object], rates: dict[str, TileRates],
+                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4
+                    ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave;
+    otherwise `rest`), with builds of smaller tiles and of split K: every build is weighed by the time its busiest
+    SM takes, and the least wins (of equal times, fewer slices, then the larger tile).
+
+    A build's blocks (its launch: tiles x slices) are dealt out evenly, so the busiest SM runs cdiv(blocks, SMs) of
+    them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's
+    `gmacs`, times `warp_share` where few of its warps are resident (the blocks it holds at once, by shared memory
+    and threads: a lone block of 4 warps leaves the FMA units waiting). Each split adds the sum its tiles' last
+    slices do: S partial tiles read at `partial_gbps`. Rows and columns past the problem count as work: a tile
+    multiplies them.
+
+    `tile(block, dtype)` and `launch(problem)`: the default build's; `builds`: the method's variants by name
+    (their launch, and their tile where it is not the default's); `rates`: per dtype. A split needs
+    `min_k_steps_per_slice` k steps a slice."""
+
+    def weigh(problem, build) -> tuple[float, int, int, int, int, int] | None:
+        rows, cols, tile_k = (build.tile or tile)(problem.block, problem.dtype.name) if build else tile(
+            problem.block, problem.dtype.name)
+        shape = (build.launch if build else launch)(problem)
+        s = shape.grid[2]
+        if s > 1 and cdiv(problem.k, tile_k) < min_k_steps_per_slice * s:
+            return None
+        blocks = shape.grid[0] * shape.grid[1] * s
+        busiest = cdiv(blocks, problem.sm_count)
+        threads = shape.threads[0] * shape.threads[1] * shape.threads[2]
+        resident = min((problem.max_shared_bytes + SHARED_RESERVED_PER_BLOCK)
+                       // (shape.shared_bytes + SHARED_RESERVED_PER_BLOCK), 2048 // threads)
+        fact = rates[problem.dtype.name]
+        warps = min(busiest, resident) * threads // 32
+        share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
+        us = busiest * (rows * cols * cdiv(problem.k, s) / (fact.gmacs[rows] * share) / 1e3 + fact.block_us)
+        if s > 1:
+            us += s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3
+        return us, s, rows, cols, blocks, busiest
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        tile_m, tile_n, _ = tile(problem.block, problem.dtype.name)
+        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+        if 2 * tiles > problem.sm_count or problem.dtype.name not in rates:
+            return rest(problem, variants)
+        weighed = {name: weigh(problem, builds.get(name)) for name in (DEFAULT, *variants)
+                   if name == DEFAULT or name in builds}
+        weighed = {name: w for name, w in weighed.items() if w is not None}
+        name = min(weighed, key=lambda v: (round(weighed[v][0], 3), weighed[v][1], -weighed[v][2] * weighed[v][3]))
+        us, s, rows, cols, blocks, busiest = weighed[name]
+        where = (f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {problem.sm_count} SMs "
+                 f"leave{'s' if tiles == 1 else ''} most SMs idle")
+        split = f", K in {s} slices" if s > 1 else ""
+        return Choice(name, f"{where}: {blocks} blocks of {rows}x{cols}{split}, the least time for the busiest SM "
+                            f"of the tile model's builds ({busiest} block{'s' if busiest != 1 else ''}, about "
+                            f"{us:.0f} us, against {weighed[DEFAULT][0]:.0f} us in whole default tiles)")
 
     return choose
 

@@ -46,6 +46,17 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
                    *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS))
 
+WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants())
+# Kernel 7's tile model (configs.simt_tile_model), fitted per dtype to every build at 15 shapes past the token rows
+# whose default tiles leave most SMs idle (an H200; results/reference/NVIDIA_H200/small-problems/simt-tiles-*.txt):
+# the pick is the best build at 13 of them in fp32 and 10 in fp64, and loses at most 3 % (fp32) and 5 % (fp64).
+WARPTILED_TILE_RATES = {
+    "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.5, 8: 0.8}, block_us=1.0,
+                                 partial_gbps=100.0),
+    "float64": configs.TileRates({16: 30.0, 32: 60.0, 128: 70.0}, {4: 0.5, 8: 1.0}, block_us=1.0,
+                                 partial_gbps=50.0),
+}
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in [
@@ -135,13 +146,15 @@ METHODS: dict[str, Method] = {
             tile=WARPTILED.tile,
             contract_defines=WARPTILED.defines,
             launch_bounds=WARPTILED.launch_bounds,
-            variants=(*tile_split_k_variants(WARPTILED), *warptiled_decode_variants()),
+            variants=WARPTILED_VARIANTS,
             # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
-            # k steps or more; more rows: the default tiles, split where few.
-            choose=configs.token_rows(WARPTILED_DECODE_ROWS,
-                                      configs.simt_decode_tiles(WARPTILED_DECODE_TILE_MS, DECODE_TILE_N,
-                                                                DECODE_SLICE_BYTES),
-                                      configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
+            # k steps or more; more rows, where the default tiles leave most SMs idle: the build the tile model
+            # gives the least time; else the default tiles, split where few.
+            choose=configs.token_rows(
+                WARPTILED_DECODE_ROWS,
+                configs.simt_decode_tiles(WARPTILED_DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES),
+                configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
+                                        WARPTILED_TILE_RATES, configs.wave_split_k(WARPTILED.tile, min_slice_k=64))),
         ),
         Method(
             "warptiled_mbarrier",

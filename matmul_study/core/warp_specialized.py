@@ -242,7 +242,7 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
 SHORT_BM = 64  # the 64-row-tile builds' rows (variants bm64*): one consumer warpgroup
 
 
-WS_BM64_SPLITS = (2, 4, 8)  # split-K builds of the 64x128 tiles, without a cluster: decode rows
+WS_BM64_SPLITS = (2, 4, 8, 16)  # split-K builds of the 64x128 tiles, without a cluster: decode rows, deep K
 
 
 def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
