@@ -128,7 +128,7 @@ def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_
 def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
     short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM}
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
-    splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8)}
+    splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8, 16)}
     assert short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == {"bm64", "bm64_bn128",
                                                                                               *splits}
     assert short["wgmma_int8"] == {"bm64"}  # its operands take 256 columns only

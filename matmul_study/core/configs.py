@@ -480,9 +480,10 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         where = (f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {problem.sm_count} SMs "
                  f"leave{'s' if tiles == 1 else ''} most SMs idle")
         split = f", K in {s} slices" if s > 1 else ""
-        return Choice(name, f"{where}: {blocks} blocks of {rows}x{cols}{split}, the least time for the busiest SM "
-                            f"of the tile model's builds ({busiest} block{'s' if busiest != 1 else ''}, about "
-                            f"{us:.0f} us, against {weighed[DEFAULT][0]:.0f} us in whole default tiles)")
+        against = (f"{weighed[DEFAULT][0] / us:.1f}x less than whole default tiles" if name != DEFAULT
+                   else "the default tiles themselves")
+        return Choice(name, f"{where}: {blocks} blocks of {rows}x{cols}{split}, {busiest} on the busiest SM, the "
+                            f"least time of the tile model's builds ({against})")
 
     return choose
 
