@@ -56,10 +56,12 @@ struct Config {
 };
 
 // The configuration dmma_matmul compiles: block tile, k slice and stages are the registry's (core/geometry.py, DMMA:
-// -DDMMA_BM, _BN, _BK, _STAGES), warp tile (64 x 32) and mma shape (m16n8k4) the kernel's own. The registry's
-// thread count and dynamic shared memory (-DDMMA_THREADS, -DDMMA_SMEM_BYTES) are what the launch gives: checked
-// against the warp layout and the stages.
-using DefaultConfig = Config<DMMA_BM, DMMA_BN, DMMA_BK, 64, 32, DMMA_STAGES, 4>;
+// -DDMMA_BM, _BN, _BK, _STAGES), warp tile (64 x 32) and mma shape (m16n8k4) the kernel's own. A tile of fewer
+// than 64 rows (the decode builds, 16 or 32 token rows) lays its warps side by side along N, each BM x 32: no warp
+// multiplies rows past the tile's. The registry's thread count and dynamic shared memory (-DDMMA_THREADS,
+// -DDMMA_SMEM_BYTES) are what the launch gives: checked against the warp layout and the stages.
+constexpr int WARP_M = DMMA_BM < 64 ? DMMA_BM : 64;
+using DefaultConfig = Config<DMMA_BM, DMMA_BN, DMMA_BK, WARP_M, 32, DMMA_STAGES, 4>;
 static_assert(DMMA_THREADS == DefaultConfig::THREADS, "the registry's thread count is not the warp layout's");
 static_assert(DefaultConfig::SMEM_BYTES <= DMMA_SMEM_BYTES,
               "the registry gives a block less shared memory than the stages take");

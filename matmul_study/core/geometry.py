@@ -167,8 +167,9 @@ WARPTILED_MBARRIER = TileFamily("WARPTILED_MBARRIER", {
 
 # 08_dmma.cu: 128 x 128 x 16 tiles of 8 warps (64 x 32 each), 4 stages; rows padded by 4 doubles (A: tile_k + 4,
 # B: tile_n + 4).
-DMMA = TileFamily("DMMA", {"float64": (BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
-    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8)),)})
+_DMMA = BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
+    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8))
+DMMA = TileFamily("DMMA", {"float64": (_DMMA,)})
 
 # 09_wmma_tiled.cu: 128 x 128 tiles of 8 warps (64 x 32 each), k slices of 32 double-buffered in static shared memory.
 WMMA_TILED = BlockTile("WMMA_TILED", 128, 128, 32, 256)
@@ -249,6 +250,17 @@ def family_split_variant(family: TileFamily, s: int, name: str, description: str
                         lambda p: family.config(p.dtype.name, p.max_shared_bytes), family.tile)
 
 
+# 08_dmma.cu's decode builds (variants m<BM>[_splitk<S>], BM 16 or 32): BM x 128 tiles of 4 warps side by side along
+# N (BM x 32 each), its own k slices of 16 and 4 stages: 78-88 KB, two to an SM.
+DMMA_DECODE_TILE_MS = (16, 32)
+DMMA_DECODE_SPLITS = (1, 2, 4, 8, 16)
+
+
+def dmma_decode_family(tile_m: int) -> TileFamily:
+    """08_dmma.cu's decode tiles of `tile_m` rows."""
+    return TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=tile_m, tile_n=DECODE_TILE_N, threads=128),)})
+
+
 def _decode_builds(tile_ms: tuple[int, ...], splits: tuple[int, ...],
                    build: Callable[[int, int, str, str], Variant]) -> tuple[Variant, ...]:
     """Decode builds m<BM> (whole tiles) and m<BM>_splitk<S>, each made by build(BM, S, name, how it splits)."""
@@ -278,6 +290,16 @@ def warptiled_decode_variants() -> tuple[Variant, ...]:
                                     f"of 128 bytes a row, 4 stages{how}")
 
     return _decode_builds(WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_SPLITS, build)
+
+
+def dmma_decode_variants() -> tuple[Variant, ...]:
+    """kernel 8's decode builds, BM in DMMA_DECODE_TILE_MS."""
+    def build(tile_m: int, s: int, name: str, how: str) -> Variant:
+        return family_split_variant(dmma_decode_family(tile_m), s, name,
+                                    f"decode tiles: {tile_m}x{DECODE_TILE_N}, 4 warps side by side along N, k slices "
+                                    f"of 16, 4 stages{how}")
+
+    return _decode_builds(DMMA_DECODE_TILE_MS, DMMA_DECODE_SPLITS, build)
 
 
 def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8, 16, 32)) -> tuple[Variant, ...]:

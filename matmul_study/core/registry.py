@@ -16,8 +16,9 @@ from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, MMA_ASYNC_COPY,
                                         REGISTER_TILED, WARPTILED, WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS,
                                         WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
-                                        square_thread_blocks, square_thread_blocks_dynamic_tiles,
-                                        tile_split_k_variants, warptiled_decode_variants)
+                                        dmma_decode_variants, square_thread_blocks,
+                                        square_thread_blocks_dynamic_tiles, tile_split_k_variants,
+                                        warptiled_decode_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
@@ -183,7 +184,8 @@ METHODS: dict[str, Method] = {
             tile=DMMA.tile,
             contract_defines=DMMA.defines,
             launch_bounds=DMMA.launch_bounds,
-            variants=tile_split_k_variants(DMMA),
+            # Its decode builds (m16, m32 and their splits) are for a sweep to weigh: the heuristic does not pick them.
+            variants=(*tile_split_k_variants(DMMA), *dmma_decode_variants()),
             # A k step costs DMMA half the time it costs the SIMT fp32/fp64 rungs: twice the minimum depth a slice.
             choose=configs.wave_split_k(DMMA.tile, min_slice_k=128),
         ),
