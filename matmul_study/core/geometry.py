@@ -282,24 +282,27 @@ def decode_variants() -> tuple[Variant, ...]:
     return _decode_builds(DECODE_TILE_MS, DECODE_SPLITS, build)
 
 
+def _side_by_side_decode_variants(family_of: Callable[[int], TileFamily], tile_ms: tuple[int, ...],
+                                  splits: tuple[int, ...], slice_words: str) -> tuple[Variant, ...]:
+    """Decode builds of a kernel whose tiles of fewer than 64 rows lay 4 warps side by side along N (kernels 7
+    and 8): family_of(BM)'s configuration, whole or split."""
+    def build(tile_m: int, s: int, name: str, how: str) -> Variant:
+        return family_split_variant(family_of(tile_m), s, name,
+                                    f"decode tiles: {tile_m}x{DECODE_TILE_N}, 4 warps side by side along N, k slices "
+                                    f"of {slice_words}, 4 stages{how}")
+
+    return _decode_builds(tile_ms, splits, build)
+
+
 def warptiled_decode_variants() -> tuple[Variant, ...]:
     """kernel 7's decode builds, BM in WARPTILED_DECODE_TILE_MS."""
-    def build(tile_m: int, s: int, name: str, how: str) -> Variant:
-        return family_split_variant(warptiled_decode_family(tile_m), s, name,
-                                    f"decode tiles: {tile_m}x{DECODE_TILE_N}, 4 warps side by side along N, k slices "
-                                    f"of 128 bytes a row, 4 stages{how}")
-
-    return _decode_builds(WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_SPLITS, build)
+    return _side_by_side_decode_variants(warptiled_decode_family, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_SPLITS,
+                                         "128 bytes a row")
 
 
 def dmma_decode_variants() -> tuple[Variant, ...]:
     """kernel 8's decode builds, BM in DMMA_DECODE_TILE_MS."""
-    def build(tile_m: int, s: int, name: str, how: str) -> Variant:
-        return family_split_variant(dmma_decode_family(tile_m), s, name,
-                                    f"decode tiles: {tile_m}x{DECODE_TILE_N}, 4 warps side by side along N, k slices "
-                                    f"of 16, 4 stages{how}")
-
-    return _decode_builds(DMMA_DECODE_TILE_MS, DMMA_DECODE_SPLITS, build)
+    return _side_by_side_decode_variants(dmma_decode_family, DMMA_DECODE_TILE_MS, DMMA_DECODE_SPLITS, "16")
 
 
 def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8, 16, 32)) -> tuple[Variant, ...]:
