@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from matmul_study.analysis.tile_fit import table_ratios
 from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.specs import Method, Problem, Variant
 
@@ -338,18 +339,6 @@ MOST_REGRET = {"float16": 0.07, "int8": 0.10, "float8_e4m3": 0.14, "tf32": 0.13}
 # rows of A and twice the blocks run faster (fp16 m64_splitk4 0.49 against the pick m64_splitk2 0.40; FP8 m32_splitk2
 # 0.35 against m32 0.30; decode-sweep-weak-shapes-*.txt). The warp-specialised rungs serve that shape (0.65 and 0.60).
 DECODE_MISSES = {("float16", "4096x64x4096"): "m64_splitk2", ("float8_e4m3", "4096x64x4096"): "m32"}
-
-
-def table_ratios(paths) -> dict[tuple[str, str, str], dict[str, float]]:
-    """(method, dtype, MxNxK) -> {build: its mean ratio to the vendor} of the verified cases in bench/compare.py's
-    tables (a row per case; its one-line summaries are left out)."""
-    out: dict[tuple[str, str, str], dict[str, list[float]]] = {}
-    for path in paths:
-        for line in path.read_text().splitlines():
-            t = line.split()
-            if len(t) > 8 and t[5] == "passed,":
-                out.setdefault((t[0], t[2], t[3]), {}).setdefault(t[1], []).append(float(t[-2]))
-    return {key: {b: sum(r) / len(r) for b, r in builds.items()} for key, builds in out.items()}
 
 
 def sweep_ratios(paths) -> dict[tuple[str, str], dict[str, float]]:

@@ -48,9 +48,12 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
                    *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS))
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants())
-# Kernel 7's tile model (configs.simt_tile_model), fitted per dtype to every build at 15 shapes past the token rows
-# whose default tiles leave most SMs idle (an H200; results/reference/NVIDIA_H200/small-problems/simt-tiles-*.txt):
-# the pick is the best build at 13 of them in fp32 and 10 in fp64, and loses at most 3 % (fp32) and 5 % (fp64).
+# Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
+# shapes past the token rows whose default tiles leave most SMs idle (an H200;
+# results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
+# fp32 and 11 of 13 measured in fp64, and loses at most 3.2 % (fp32) and 4.7 % (fp64); at 11 shapes it never saw
+# (simt-tiles-check-*.txt), 3.2 % and 2.3 % on average, at most 9.5 % and 8 %. fp64's sweep did not run the
+# default tiles' splits at its first four shapes; the suite's pipeline run measured the picks there.
 WARPTILED_TILE_RATES = {
     "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.5, 8: 0.8}, block_us=1.0,
                                  partial_gbps=100.0),

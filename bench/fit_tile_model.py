@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Fit a SIMT kernel's tile model (configs.simt_tile_model) to committed sweeps of its builds, and check it on others.
+
+  python bench/fit_tile_model.py warptiled float32 \\
+      --fit results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-float32.txt \\
+      --check results/reference/NVIDIA_H200/small-problems/simt-tiles-check-float32.txt
+
+Prints the best facts of the grid (rates per tile rows, shares of 4 and 8 resident warps, a block's own time, the
+partials' rate), the pick and its regret at each fitted shape, and the same at each checked shape.
+"""
+from __future__ import annotations
+
+import argparse
+
+from matmul_study.analysis import tile_fit
+from matmul_study.core import registry
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("method", help="a method with a tile model, e.g. warptiled")
+    p.add_argument("dtype")
+    p.add_argument("--fit", nargs="+", required=True, help="bench/compare.py tables to fit to")
+    p.add_argument("--check", nargs="*", default=[], help="tables to check the fit on")
+    p.add_argument("--rates", nargs="+", type=float, default=[20, 30, 40, 50, 60, 70, 80, 100, 120, 140],
+                   help="multiply-adds a nanosecond an SM to try for each tile's rows")
+    p.add_argument("--four-warps", nargs="+", type=float, default=[0.4, 0.5, 0.6, 0.7])
+    p.add_argument("--eight-warps", nargs="+", type=float, default=[0.7, 0.8, 0.9, 1.0])
+    p.add_argument("--block-us", nargs="+", type=float, default=[0.5, 1.0, 2.0])
+    p.add_argument("--partial-gbps", nargs="+", type=float, default=[50.0, 100.0, 200.0])
+    return p
+
+
+def show(title: str, result: tile_fit.Fit) -> None:
+    print(f"{title}: total regret {result.total:.3f}, worst {result.worst:.3f}")
+    for shape, (pick, regret) in sorted(result.picks.items(), key=lambda kv: tuple(map(int, kv[0].split("x")))):
+        print(f"  {shape:>16} {pick:>14} {'not measured' if regret == 1.0 else f'regret {regret:.3f}'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    m = registry.get(args.method)
+    tile_rows = sorted({(v.tile or m.tile)(0, args.dtype)[0] for v in m.variants} | {m.tile(0, args.dtype)[0]})
+    sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
+    fits = tile_fit.fit(args.method, args.dtype, sweep, {r: tuple(args.rates) for r in tile_rows},
+                        tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us),
+                        tuple(args.partial_gbps))
+    best = fits[0]
+    print(f"best of {len(fits)}: {best.rates}")
+    show("fitted", best)
+    if args.check:
+        show("checked", tile_fit.evaluate(args.method, args.dtype, best.rates,
+                                          tile_fit.sweep_of(args.method, args.dtype, args.check)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

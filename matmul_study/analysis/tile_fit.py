@@ -1,0 +1,77 @@
+"""The facts of a SIMT kernel's tile model (configs.simt_tile_model, configs.TileRates), fitted to committed sweeps.
+
+A sweep is bench/compare.py's tables: every build of the method at shapes past its token rows, each verified and
+timed against the vendor in one process. For each candidate set of facts the model picks a build at every shape
+where it applies (the default tiles fill less than half a wave); its regret there is 1 - the pick's ratio / the best
+ratio measured. The fit is the candidate of least total regret (then least worst regret); a shape whose pick the
+sweep did not run counts as a miss, so a fit cannot hide behind builds nobody measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+from matmul_study.core import configs, dtypes, registry
+
+_PASSED = "passed,"  # bench/compare.py's check column of a verified case
+
+
+def table_ratios(paths) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(method, dtype, MxNxK) -> {build: its mean ratio to the vendor} of the verified cases in bench/compare.py's
+    tables (a row per case; its one-line summaries are left out)."""
+    out: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            t = line.split()
+            if len(t) > 8 and t[5] == _PASSED:
+                out.setdefault((t[0], t[2], t[3]), {}).setdefault(t[1], []).append(float(t[-2]))
+    return {key: {b: sum(r) / len(r) for b, r in builds.items()} for key, builds in out.items()}
+
+
+@dataclass(frozen=True)
+class Fit:
+    rates: configs.TileRates
+    total: float  # the regrets summed over the shapes
+    worst: float  # the largest regret
+    picks: dict[str, tuple[str, float]]  # shape -> (the pick, its regret; 1.0 where the sweep did not run it)
+
+
+_REST = configs.Choice("", "")  # the model's `rest`: where it does not apply
+
+
+def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
+             sm_count: int = 132) -> Fit:
+    """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
+    m = registry.get(method)
+    model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
+                                    lambda problem, variants: _REST)
+    names = configs.runnable(m, dtype)
+    picks = {}
+    for shape, builds in sweep.items():
+        rows, cols, depth = map(int, shape.split("x"))
+        choice = model(configs.job_problem(dtypes.get(dtype), 0, rows, depth, cols, sm_count=sm_count), names)
+        if choice is _REST:
+            continue
+        regret = 1 - builds[choice.variant] / max(builds.values()) if choice.variant in builds else 1.0
+        picks[shape] = (choice.variant, regret)
+    regrets = [r for _, r in picks.values()]
+    return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
+
+
+def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]], gmacs: dict[int, tuple[float, ...]],
+        four_warps: tuple[float, ...], eight_warps: tuple[float, ...], block_us: tuple[float, ...],
+        partial_gbps: tuple[float, ...]) -> list[Fit]:
+    """Every candidate of the grid (per tile rows, the rates to try; the shares of 4 and 8 resident warps; the
+    block's own time; the partials' rate), best first."""
+    rows = sorted(gmacs)
+    fits = [evaluate(method, dtype, configs.TileRates(dict(zip(rows, rates)), {4: a4, 8: a8}, us, gbps), sweep)
+            for rates in itertools.product(*(gmacs[r] for r in rows))
+            for a4, a8, us, gbps in itertools.product(four_warps, eight_warps, block_us, partial_gbps)]
+    return sorted(fits, key=lambda f: (round(f.total, 6), round(f.worst, 6)))
+
+
+def sweep_of(method: str, dtype: str, paths) -> dict[str, dict[str, float]]:
+    """A method's sweep in one dtype, from bench/compare.py's tables: shape -> {build: ratio}."""
+    return {shape: builds for (name, d, shape), builds in table_ratios(paths).items() if name == method and d == dtype}
