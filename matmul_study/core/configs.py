@@ -417,6 +417,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
 # The shared memory the driver keeps back for each resident block (sm_80 and later): an SM's whole shared memory
 # is the opt-in limit of one block plus this.
 SHARED_RESERVED_PER_BLOCK = 1024
+THREADS_PER_SM = 2048  # the most threads an SM holds at once (sm_80 and sm_90)
 
 
 @dataclass(frozen=True)
@@ -448,9 +449,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     `min_k_steps_per_slice` k steps a slice."""
 
     def weigh(problem, build) -> tuple[float, int, int, int, int, int] | None:
-        rows, cols, tile_k = (build.tile or tile)(problem.block, problem.dtype.name) if build else tile(
-            problem.block, problem.dtype.name)
-        shape = (build.launch if build else launch)(problem)
+        tile_of = build.tile if build is not None and build.tile else tile
+        rows, cols, tile_k = tile_of(problem.block, problem.dtype.name)
+        shape = (build.launch if build is not None else launch)(problem)
         s = shape.grid[2]
         if s > 1 and cdiv(problem.k, tile_k) < min_k_steps_per_slice * s:
             return None
@@ -458,7 +459,7 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         busiest = cdiv(blocks, problem.sm_count)
         threads = shape.threads[0] * shape.threads[1] * shape.threads[2]
         resident = min((problem.max_shared_bytes + SHARED_RESERVED_PER_BLOCK)
-                       // (shape.shared_bytes + SHARED_RESERVED_PER_BLOCK), 2048 // threads)
+                       // (shape.shared_bytes + SHARED_RESERVED_PER_BLOCK), THREADS_PER_SM // threads)
         fact = rates[problem.dtype.name]
         warps = min(busiest, resident) * threads // 32
         share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
