@@ -376,9 +376,10 @@ DEEP_SLICE_K_STEPS = 16
 
 
 def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, max_split: int = 8,
-                      min_slice_steps: int = DEEP_SLICE_K_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of kernel 7's decode builds m<BM>[_splitk<S>] (BM x `tile_n` tiles of 4 warps on the CUDA
-    cores): the row tiles that leave the fewest of their rows past M, then the fewest of them (fp32 48x4096x4096:
+                      min_slice_steps: int = DEEP_SLICE_K_STEPS, units: str = "the CUDA cores"
+                      ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of the decode builds m<BM>[_splitk<S>] of kernels 7 and 8 (BM x `tile_n` tiles of 4 warps on
+    `units`, kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the fewest of their rows past M, then the fewest of them (fp32 48x4096x4096:
     three of 16 rows 0.94 of cuBLAS, two of 32 0.73; 64x4096x4096: two of 32 0.84, four of 16 0.69; fp64 48 rows
     0.34 against 0.38, where the waste is the other way); then K split as far as every slice keeps
     `min_slice_steps` k steps of `slice_bytes` a row, at most `max_split` ways, however many blocks that makes.
@@ -387,7 +388,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     16x4096x4096 ran at 3.07 split 8 ways (256 blocks), 3.02 split 4 (128, one per SM) and 1.75 split 2; with 224
     and 296 column tiles, already more blocks than SMs, splits of 8 and 4 still ran 10-33 % faster than whole tiles
     (fp32 16x28672x4096 1.68 against 1.52, fp64 16x37888x3584 0.69 against 0.52); at K = 3584 (112 fp32 k steps)
-    4 slices of 28 beat 8 of 14 (1.67 against 1.61)."""
+    4 slices of 28 beat 8 of 14 (1.67 against 1.61). Kernel 8 splits at most 4 ways (geometry.DMMA_DECODE_MAX_SPLIT)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -401,14 +402,14 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
                 if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
         rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
         along_m = f" ({rows} along M)" if rows > 1 else ""
-        where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, on the CUDA cores, "
+        where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, on {units}, "
                  "each block streaming its part of B")
         if s == 1:
             return Choice(f"m{tile_m}", f"{where}; whole tiles ({k_steps} k steps of {tile_k}: too few to split "
                                         f"into slices of {min_slice_steps})")
         return Choice(f"m{tile_m}_splitk{s}",
                       f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a slice): "
-                      f"{rows * tiles * s} blocks of 4 warps, several to an SM, so that its FMA units always have "
+                      f"{rows * tiles * s} blocks of 4 warps, several to an SM, so that {units} always have "
                       "a warp to issue")
 
     return choose

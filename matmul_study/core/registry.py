@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
-from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, MMA_ASYNC_COPY,
+from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, DMMA_DECODE_MAX_SPLIT,
+                                        DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY,
                                         REGISTER_TILED, WARPTILED, WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS,
                                         WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
                                         dmma_decode_variants, square_thread_blocks,
@@ -59,6 +60,16 @@ WARPTILED_TILE_RATES = {
                                  partial_gbps=100.0),
     "float64": configs.TileRates({16: 30.0, 32: 60.0, 128: 70.0}, {4: 0.5, 8: 1.0}, block_us=1.0,
                                  partial_gbps=50.0),
+}
+
+DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants())
+# Kernel 8's tile model, fitted the same way to its 15 builds and the default at the same 15 shapes (an H200;
+# small-problems/dmma-tiles-fit-float64.txt with dmma-small-shapes.txt, the grid in tests/test_simt_split_k.py): the
+# pick is the best build at 12 of them and loses at most 7.5 %; at the 11 check shapes (dmma-tiles-check-float64.txt)
+# 4.8 % on average, at most 17 % (6144x64x2048: 2 slices of 32-row tiles, against 4).
+DMMA_TILE_RATES = {
+    "float64": configs.TileRates({16: 50.0, 32: 100.0, 128: 120.0}, {4: 0.4, 8: 1.0}, block_us=1.0,
+                                 partial_gbps=25.0),
 }
 
 METHODS: dict[str, Method] = {
@@ -187,10 +198,17 @@ METHODS: dict[str, Method] = {
             tile=DMMA.tile,
             contract_defines=DMMA.defines,
             launch_bounds=DMMA.launch_bounds,
-            # Its decode builds (m16, m32 and their splits) are for a sweep to weigh: the heuristic does not pick them.
-            variants=(*tile_split_k_variants(DMMA), *dmma_decode_variants()),
-            # A k step costs DMMA half the time it costs the SIMT fp32/fp64 rungs: twice the minimum depth a slice.
-            choose=configs.wave_split_k(DMMA.tile, min_slice_k=128),
+            variants=DMMA_VARIANTS,
+            # As kernel 7: a few token rows take the decode tiles (BM x 128, BM 16 or 32), K in at most 4 slices;
+            # more rows, where the default tiles leave most SMs idle, the build the tile model gives the least time;
+            # else the default tiles, split where few (a k step costs DMMA half the time it costs the SIMT rungs:
+            # twice their minimum depth a slice).
+            choose=configs.token_rows(
+                DMMA_DECODE_ROWS,
+                configs.simt_decode_tiles(DMMA_DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
+                                          max_split=DMMA_DECODE_MAX_SPLIT, units="the tensor cores' DMMA"),
+                configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
+                                        configs.wave_split_k(DMMA.tile, min_slice_k=128))),
         ),
         Method(
             "wmma_tiled",
