@@ -56,7 +56,7 @@ def test_the_methods_register_every_split_with_its_compile_definition():
 
 
 def test_few_tiles_split_to_fill_one_wave():
-    # wave_split_k (dmma's heuristic, and warptiled's where its tile model does not apply): fp32 1024^3 is 32 tiles
+    # wave_split_k (the rest of kernels 7 and 8, where their tile models do not apply): fp32 1024^3 is 32 tiles
     # of 128x256 on 132 SMs; 4 slices of 8 k steps make 128 blocks, 8 would make 256.
     choose = configs.wave_split_k(geometry.WARPTILED.tile, min_slice_k=64)
     choice = choose(problem(1024, 1024, 1024), configs.runnable(registry.get("warptiled")))
@@ -64,6 +64,10 @@ def test_few_tiles_split_to_fill_one_wave():
     assert "32 output tiles of 128x256 on 132 SMs" in choice.reason and "128 blocks, one wave" in choice.reason
     assert "slice order" in choice.reason
     # fp64 1024^3: 64 tiles of 128x128, so 2 slices.
+    dmma = configs.wave_split_k(geometry.DMMA.tile, min_slice_k=128)
+    assert dmma(problem(1024, 1024, 1024, "float64"), configs.runnable(registry.get("dmma"))).variant == "splitk2"
+    # dmma's tile model weighs the same builds the same way there (0.79 of cuBLAS; 32-row tiles whole 0.89, a miss
+    # of the check sweep, small-problems/dmma-tiles-check-float64.txt).
     assert pick("dmma", 1024, 1024, 1024, "float64").variant == "splitk2"
     # warptiled's tile model weighs the same builds the same way here (fp32 0.83 of cuBLAS, fp64 0.36 on an H200).
     assert pick("warptiled", 1024, 1024, 1024).variant == "splitk4"
@@ -79,8 +83,15 @@ def test_a_full_wave_keeps_whole_tiles():
 
 
 def test_deep_k_takes_a_large_split():
-    # dmma 256x256x8192: 4 tiles of 512 k steps: the largest registered split; 512x512x16384: 16 tiles x 8.
-    assert pick("dmma", 256, 256, 8192, "float64").variant == "splitk32"
+    # The wave rule: dmma 256x256x8192 is 4 tiles of 512 k steps: the largest registered split; 512x512x16384: 16
+    # tiles x 8.
+    dmma = configs.wave_split_k(geometry.DMMA.tile, min_slice_k=128)
+    names = configs.runnable(registry.get("dmma"))
+    assert dmma(problem(256, 256, 8192, "float64"), names).variant == "splitk32"
+    assert dmma(problem(512, 512, 16384, "float64"), names).variant == "splitk8"
+    # dmma's tile model: 32-row tiles split 16 ways at 256x256x8192 (0.88 of cuBLAS against 0.55 on an H200,
+    # small-problems/dmma-tiles-fit-float64.txt); at 512x512x16384 the default tiles split 8 ways stay the best (0.89).
+    assert pick("dmma", 256, 256, 8192, "float64").variant == "m32_splitk16"
     assert pick("dmma", 512, 512, 16384, "float64").variant == "splitk8"
     # warptiled's tile model: 32-row tiles split 16 ways (256 blocks, two to an SM) against the two default tiles
     # split 32 ways: on an H200 fp32 0.90 of cuBLAS against 0.44, fp64 0.44 against 0.34
@@ -92,18 +103,22 @@ def test_deep_k_takes_a_large_split():
 
 def test_shallow_k_is_not_split():
     choose = configs.wave_split_k(geometry.WARPTILED.tile, min_slice_k=64)
+    dmma = configs.wave_split_k(geometry.DMMA.tile, min_slice_k=128)
     for method, dtype in (("dmma", "float64"), ("warptiled", "float32"), ("warptiled", "float64")):
-        choice = (choose(problem(256, 256, 64, dtype), configs.runnable(registry.get(method)))
-                  if method == "warptiled" else pick(method, 256, 256, 64, dtype))
+        rule = dmma if method == "dmma" else choose
+        choice = rule(problem(256, 256, 64, dtype), configs.runnable(registry.get(method)))
         assert choice.variant == "default" and "too shallow to split" in choice.reason
-    assert pick("dmma", 1, 1, 1, "float64").variant == "default"
+    dmma_names = configs.runnable(registry.get("dmma"))
+    assert dmma(problem(1, 1, 1, "float64"), dmma_names).variant == "default"
     # Each slice keeps at least 64 of K (dmma 128, its k steps cost half as much): 512^3 fp32 splits 8 ways, not 16.
     assert choose(problem(512, 512, 512), configs.runnable(registry.get("warptiled"))).variant == "splitk8"
     assert choose(problem(256, 256, 255), configs.runnable(registry.get("warptiled"))).variant == "splitk2"
-    assert pick("dmma", 512, 512, 512, "float64").variant == "splitk4"
-    assert pick("dmma", 256, 256, 255, "float64").variant == "default"
-    # A split of the tile model keeps 4 k steps a slice: at K = 64 (2 fp32 k steps) none; 16-row tiles whole.
+    assert dmma(problem(512, 512, 512, "float64"), dmma_names).variant == "splitk4"
+    assert dmma(problem(256, 256, 255, "float64"), dmma_names).variant == "default"
+    # A split of the tile models keeps 4 k steps a slice: at K = 64 (2 fp32 k steps, 4 of DMMA's) none: 16-row
+    # tiles whole (fp32), 32-row tiles whole (fp64 on DMMA: the same time, and of equal times the larger tile).
     assert pick("warptiled", 256, 256, 64).variant == "m16"
+    assert pick("dmma", 256, 256, 64, "float64").variant == "m32"
 
 
 def test_a_smaller_gpu_splits_less():
@@ -123,9 +138,12 @@ def test_only_registered_splits_are_chosen():
 
 
 def test_a_jobs_reason_explains_the_split():
-    reason = configs.reason_for(registry.get("dmma"), problem(256, 256, 8192, "float64"), "auto", "splitk32")
-    assert reason.startswith("4 output tiles of 128x128 on 132 SMs leave SMs idle: K split 32 ways")
-    assert "512 k steps of 16, about 16 a slice" in reason
+    reason = configs.reason_for(registry.get("dmma"), problem(256, 256, 8192, "float64"), "auto", "m32_splitk16")
+    assert reason.startswith("4 output tiles of 128x128 on 132 SMs leave most SMs idle: 256 blocks of 32x128, K in "
+                             "16 slices, 2 on the busiest SM")
+    reason = configs.reason_for(registry.get("dmma"), problem(16, 4096, 4096, "float64"), "auto", "m16_splitk4")
+    assert "K split 4 ways (256 k steps of 16, about 64 a slice): 128 blocks of 4 warps" in reason
+    assert "on the tensor cores (DMMA)" in reason
 
 
 @pytest.mark.parametrize("method,dtype", FAMILIES)
@@ -226,7 +244,6 @@ def test_warptiled_sends_token_rows_to_its_decode_tiles():
         assert pick("warptiled", 24, 4096, 4096, dtype).variant == "m32_splitk8"  # one tile of 32, not two of 16
         assert pick("warptiled", 48, 4096, 4096, dtype).variant == "m16_splitk8"  # three of 16: no row wasted
         assert pick("warptiled", 96, 4096, 4096, dtype).variant == "m32_splitk8"
-        assert pick("warptiled", 1, 1, 1, dtype).variant == "m16"
         # Past 96 rows, the default tiles and their splits.
         assert pick("warptiled", 97, 4096, 4096, dtype).variant.startswith("splitk")
     # fp32 at K = 3584: 112 k steps of 32, so 4 slices of 28 (8 would be 14).
@@ -315,9 +332,9 @@ def test_the_tile_model_sums_each_split_at_its_cost():
     assert pick("warptiled", 128, 1024, 8192).variant == "m32_splitk8"
 
 
-def test_dmma_has_decode_builds_that_its_heuristic_leaves_to_a_sweep():
+def test_dmma_sends_token_rows_to_its_decode_tiles():
     # 08_dmma.cu's BM x 128 tiles (BM 16 or 32) of 4 warps side by side along N, whole or split: registry data
-    # over the kernel's own configuration, not yet weighed by its heuristic (no sweep has measured them).
+    # over the kernel's own configuration.
     m = registry.get("dmma")
     decode = {v.name for v in m.variants if v.name.startswith("m")}
     assert decode == {f"m{t}" + (f"_splitk{s}" if s > 1 else "") for t in geometry.DMMA_DECODE_TILE_MS
@@ -328,8 +345,66 @@ def test_dmma_has_decode_builds_that_its_heuristic_leaves_to_a_sweep():
         assert launch.grid == (-(-4099 // 128), -(-17 // t), 4) and launch.threads == (128, 1, 1)
         assert f"DMMA_BM={t}" in m.variant(f"m{t}").defines and "DMMA_THREADS=128" in m.variant(f"m{t}").defines
         assert m.workspace_bytes(p, f"m{t}_splitk4") == launch.grid[0] * launch.grid[1] * (4 * t * 128 * 8 + 4)
-    for shape in ((1, 4096, 4096), (16, 4096, 4096), (64, 14336, 4096), (128, 128, 32768), (512, 512, 512)):
-        assert not pick("dmma", *shape, "float64").variant.startswith("m"), shape
+    # Up to 64 token rows: the row tiles that waste the fewest rows, K in at most 4 slices (16 k steps each or more).
+    assert pick("dmma", 1, 4096, 4096, "float64").variant == "m16_splitk4"
+    assert pick("dmma", 32, 8192, 8192, "float64").variant == "m32_splitk4"
+    assert pick("dmma", 64, 14336, 4096, "float64").variant == "m32_splitk4"
+    assert pick("dmma", 16, 4096, 1024, "float64").variant == "m16_splitk4"  # 64 k steps: 4 slices of 16
+    assert pick("dmma", 16, 4096, 1008, "float64").variant == "m16_splitk2"  # 63: 2 slices
+    # Past them, the tile model where the default tiles leave most SMs idle; else the wave rule's whole tiles.
+    assert pick("dmma", 65, 4096, 4096, "float64").variant == "m32_splitk4"
+    assert pick("dmma", 128, 128, 32768, "float64").variant == "m16_splitk16"
+    assert pick("dmma", 65, 16384, 4096, "float64").variant == "default"
+
+
+def test_a_narrow_n_sends_token_rows_to_the_tile_model():
+    # Decode tiles split at most 4 ways (dmma) or 8 (warptiled) that make fewer than half a wave of blocks: the tile
+    # model, which splits further. 64x64x65536: 2 x 1 x 4 = 8 blocks of dmma's decode rule; its model gives 64.
+    assert pick("dmma", 64, 64, 65536, "float64").variant == "m16_splitk16"
+    assert pick("warptiled", 8, 1024, 8192).variant == "m16_splitk16"  # 8 column tiles x 8 = 64 < 66
+    choice = pick("dmma", 8, 1024, 8192, "float64")
+    assert choice.variant == "m16_splitk16" and "most SMs idle" in choice.reason
+    # Half a wave or more stays with the decode rule.
+    assert pick("warptiled", 48, 512, 8192).variant == "m16_splitk8"  # 3 x 4 x 8 = 96 blocks
+    assert pick("dmma", 32, 2112, 4096, "float64").variant == "m32_splitk4"  # 17 x 4 = 68 blocks
+
+
+# Narrow N at a few token rows (small-problems/narrow-*.txt, H200, x cuBLAS): the most the pick may lose to the best
+# build measured (fp64 64x64x65536 on kernel 7: the default tiles split 32 ways, 0.07 against 0.10 in 16-row tiles
+# split 16 ways; dmma 64x2048x4096: 4 slices of 32-row tiles 0.93, 8 slices 1.04), and the least it gains on the
+# decode rule alone (which made 8 to 64 blocks there: dmma 64x64x65536 0.05).
+NARROW_REGRET = {("dmma", "float64"): 0.11, ("warptiled", "float32"): 0.0, ("warptiled", "float64"): 0.31}
+
+
+def test_the_narrow_picks_fit_the_committed_sweeps():
+    ratios = table_ratios(sorted(SMALL.glob("narrow-*.txt")))
+    assert {(method, dtype) for method, dtype, _ in ratios} == set(NARROW_REGRET) and len(ratios) == 21
+    gains = []
+    for (method, dtype, shape), builds in ratios.items():
+        m, n, k = map(int, shape.split("x"))
+        chosen = pick(method, m, n, k, dtype).variant
+        assert builds[chosen] >= (1 - NARROW_REGRET[method, dtype]) * max(builds.values()), (method, shape, builds)
+        maximum = (geometry.DMMA_DECODE_MAX_SPLIT if method == "dmma" else geometry.WARPTILED_DECODE_MAX_SPLIT)
+        decode = configs.simt_decode_tiles((16, 32), 128, 128, max_split=maximum)
+        alone = decode(problem(m, n, k, dtype), configs.runnable(registry.get(method))).variant
+        assert builds[chosen] >= 0.98 * builds[alone], (method, dtype, shape, chosen, alone)
+        gains.append(builds[chosen] / builds[alone])
+    assert max(gains) > 4  # dmma 64x64x65536: 0.29 against 0.05
+
+
+# dmma's decode sweep (M of 1 to 64): the most the pick may lose to the best build (16x28672x4096: 4 slices 1.05 of
+# cuBLAS, whole tiles 1.10).
+DMMA_DECODE_REGRET = 0.05
+
+
+def test_the_dmma_decode_picks_fit_the_committed_sweep():
+    ratios = table_ratios([SMALL / "dmma-decode-float64.txt"])
+    assert len(ratios) == 10
+    for (_, _, shape), builds in ratios.items():
+        m, n, k = map(int, shape.split("x"))
+        chosen = pick("dmma", m, n, k, "float64").variant
+        assert builds[chosen] >= (1 - DMMA_DECODE_REGRET) * max(builds.values()), (shape, chosen, builds)
+        assert builds[chosen] >= 0.95  # x cuBLAS; the wave rule's split default tiles ran at 0.30-0.50
 
 
 @needs_nvcc
@@ -337,6 +412,42 @@ def test_no_decode_build_of_dmma_spills(tmp_path):
     # ptxas (sm_90): 110-214 registers a thread, two blocks of 128 threads to an SM, no spills.
     for variant in ("m16", "m32", "m16_splitk16", "m32_splitk16"):
         assert max(spills("dmma", "float64", variant, tmp_path)) == 0, variant
+
+
+# dmma's tile model: the most its pick may lose where it was fitted (3000x64x2000) and where it was checked
+# (6144x64x2048), and the least it may keep of the wave rule's pick there (the same shape: 0.44 against 0.46).
+DMMA_TILE_REGRET = {"fit": 0.08, "check": 0.17}
+
+
+@pytest.mark.parametrize("sweep", sorted(DMMA_TILE_REGRET))
+def test_the_dmma_tile_model_picks_fit_the_committed_sweeps(sweep):
+    paths = [SMALL / f"dmma-tiles-{sweep}-float64.txt"] + ([SMALL / "dmma-small-shapes.txt"] if sweep == "fit" else [])
+    ratios = tile_fit.sweep_of("dmma", "float64", paths)
+    assert len(ratios) >= 11
+    old = configs.wave_split_k(geometry.DMMA.tile, min_slice_k=128)
+    names = configs.runnable(registry.get("dmma"))
+    gains = []
+    for shape, builds in ratios.items():
+        m, n, k = map(int, shape.split("x"))
+        assert m > geometry.DMMA_DECODE_ROWS
+        chosen = pick("dmma", m, n, k, "float64").variant
+        assert builds[chosen] >= (1 - DMMA_TILE_REGRET[sweep]) * max(builds.values()), (shape, chosen, builds)
+        before = old(problem(m, n, k, "float64"), names).variant
+        assert builds[chosen] >= 0.95 * builds[before], (shape, chosen, before, builds)
+        gains.append(builds[chosen] / builds[before])
+    assert max(gains) > 1.5  # 128x128x32768 (fit): 0.71 against 0.33; 320x320x6144 (check): 0.70 against 0.40
+
+
+def test_the_committed_dmma_rates_are_the_fit_of_their_sweep():
+    # bench/fit_tile_model.py's search, one step either side of each committed fact: none fits the sweep better.
+    committed = registry.DMMA_TILE_RATES["float64"]
+    sweep = tile_fit.sweep_of("dmma", "float64",
+                              [SMALL / "dmma-tiles-fit-float64.txt", SMALL / "dmma-small-shapes.txt"])
+    fits = tile_fit.fit("dmma", "float64", sweep, {16: (50, 60, 70), 32: (100, 120, 140), 128: (120, 140, 160)},
+                        (0.3, 0.4, 0.5), (0.9, 1.0), (0.25, 0.5, 1.0), (12.5, 25.0, 50.0))
+    ours = next(f for f in fits if f.rates == committed)
+    assert round(ours.total, 6) == round(fits[0].total, 6) and ours.worst <= 0.075
+    assert len(ours.picks) == 15 and sum(regret == 0 for _, regret in ours.picks.values()) == 11
 
 
 def test_the_committed_fp32_rates_are_the_fit_of_their_sweep():

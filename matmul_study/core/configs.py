@@ -376,19 +376,25 @@ DEEP_SLICE_K_STEPS = 16
 
 
 def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, max_split: int = 8,
-                      min_slice_steps: int = DEEP_SLICE_K_STEPS, units: str = "the CUDA cores"
+                      min_slice_steps: int = DEEP_SLICE_K_STEPS, units: str = "the CUDA cores",
+                      narrow: Callable[[object, tuple[str, ...]], Choice] | None = None
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of the decode builds m<BM>[_splitk<S>] of kernels 7 and 8 (BM x `tile_n` tiles of 4 warps on
-    `units`, kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the fewest of their rows past M, then the fewest of them (fp32 48x4096x4096:
-    three of 16 rows 0.94 of cuBLAS, two of 32 0.73; 64x4096x4096: two of 32 0.84, four of 16 0.69; fp64 48 rows
-    0.34 against 0.38, where the waste is the other way); then K split as far as every slice keeps
+    `units`: kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the
+    fewest of their rows past M, then the fewest of them (fp32 48x4096x4096: three of 16 rows 0.94 of cuBLAS, two
+    of 32 0.73; 64x4096x4096: two of 32 0.84, four of 16 0.69; fp64 48 rows 0.34 against 0.38, where the waste is
+    the other way); then K split as far as every slice keeps
     `min_slice_steps` k steps of `slice_bytes` a row, at most `max_split` ways, however many blocks that makes.
     Unlike the tensor cores' decode tiles (decode_tiles: one block per SM), a block of 4 warps keeps the FMA
     units of an SM busy only beside others: on an H200 (x cuBLAS, small-problems/simt-decode-*.txt) fp32
     16x4096x4096 ran at 3.07 split 8 ways (256 blocks), 3.02 split 4 (128, one per SM) and 1.75 split 2; with 224
     and 296 column tiles, already more blocks than SMs, splits of 8 and 4 still ran 10-33 % faster than whole tiles
     (fp32 16x28672x4096 1.68 against 1.52, fp64 16x37888x3584 0.69 against 0.52); at K = 3584 (112 fp32 k steps)
-    4 slices of 28 beat 8 of 14 (1.67 against 1.61). Kernel 8 splits at most 4 ways (geometry.DMMA_DECODE_MAX_SPLIT)."""
+    4 slices of 28 beat 8 of 14 (1.67 against 1.61). Kernel 8 splits at most 4 ways (geometry.DMMA_DECODE_MAX_SPLIT).
+
+    A narrow N (its tiles split `max_split` ways still fewer than half a wave of blocks) goes to `narrow`, the
+    kernel's tile model, which splits further: on an H200 (small-problems/narrow-*.txt) fp32 8x1024x8192 ran at
+    1.13 of cuBLAS in 16 slices against 0.70 in 8, fp64 (DMMA) 64x64x65536 at 0.29 against 0.05 in 4."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -401,6 +407,8 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         s = max(x for x in _tile_splits(tile_m, variants)
                 if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
         rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
+        if narrow is not None and 2 * rows * tiles * max_split < problem.sm_count:
+            return narrow(problem, variants)
         along_m = f" ({rows} along M)" if rows > 1 else ""
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, on {units}, "
                  "each block streaming its part of B")

@@ -194,6 +194,7 @@ WARPTILED_DECODE_TILE_MS = (16, 32)
 # (fp64) in three row tiles of 32, against the default tiles' 0.72 and 0.31; at 128 rows the default tiles won (0.78
 # and 0.40 against 0.73 and 0.36).
 WARPTILED_DECODE_ROWS = 96
+WARPTILED_DECODE_MAX_SPLIT = 8  # configs.simt_decode_tiles: 8 slices beat 4 and 2 at 16x4096x4096 (3.07, 3.02, 1.75)
 WARPTILED_DECODE_SPLITS = (1, 2, 4, 8, 16)
 
 

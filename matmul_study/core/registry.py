@@ -8,16 +8,17 @@ tables, legends and the schema's list of names all come from it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, DMMA_DECODE_MAX_SPLIT,
-                                        DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY,
-                                        REGISTER_TILED, WARPTILED, WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS,
-                                        WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED, decode_variants,
-                                        dmma_decode_variants, square_thread_blocks,
+                                        DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
+                                        WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
+                                        WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED,
+                                        decode_variants, dmma_decode_variants, square_thread_blocks,
                                         square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
@@ -64,13 +65,25 @@ WARPTILED_TILE_RATES = {
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants())
 # Kernel 8's tile model, fitted the same way to its 15 builds and the default at the same 15 shapes (an H200;
-# small-problems/dmma-tiles-fit-float64.txt with dmma-small-shapes.txt, the grid in tests/test_simt_split_k.py): the
-# pick is the best build at 12 of them and loses at most 7.5 %; at the 11 check shapes (dmma-tiles-check-float64.txt)
-# 4.8 % on average, at most 17 % (6144x64x2048: 2 slices of 32-row tiles, against 4).
+# small-problems/dmma-tiles-fit-float64.txt with dmma-small-shapes.txt): the pick is the best build at 11 of them and
+# loses at most 7.5 %; at 11 shapes it never saw (dmma-tiles-check-float64.txt) 3.6 % on average, at most 17 %
+# (6144x64x2048: 2 slices of 32-row tiles, against 4).
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 50.0, 32: 100.0, 128: 120.0}, {4: 0.4, 8: 1.0}, block_us=1.0,
+    "float64": configs.TileRates({16: 60.0, 32: 120.0, 128: 140.0}, {4: 0.4, 8: 1.0}, block_us=0.5,
                                  partial_gbps=25.0),
 }
+
+
+
+def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
+                model: Callable[[object, tuple[str, ...]], configs.Choice]
+                ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
+    """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
+    in at most `max_split` slices), unless N is too narrow for them to fill half the SMs; there and past the token
+    rows, the tile `model`."""
+    return configs.token_rows(rows, configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES,
+                                                              max_split=max_split, units=units, narrow=model), model)
+
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -165,9 +178,8 @@ METHODS: dict[str, Method] = {
             # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
             # k steps or more; more rows, where the default tiles leave most SMs idle: the build the tile model
             # gives the least time; else the default tiles, split where few.
-            choose=configs.token_rows(
-                WARPTILED_DECODE_ROWS,
-                configs.simt_decode_tiles(WARPTILED_DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES),
+            choose=simt_choose(
+                WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
                                         WARPTILED_TILE_RATES, configs.wave_split_k(WARPTILED.tile, min_slice_k=64))),
         ),
@@ -203,10 +215,8 @@ METHODS: dict[str, Method] = {
             # more rows, where the default tiles leave most SMs idle, the build the tile model gives the least time;
             # else the default tiles, split where few (a k step costs DMMA half the time it costs the SIMT rungs:
             # twice their minimum depth a slice).
-            choose=configs.token_rows(
-                DMMA_DECODE_ROWS,
-                configs.simt_decode_tiles(DMMA_DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
-                                          max_split=DMMA_DECODE_MAX_SPLIT, units="the tensor cores' DMMA"),
+            choose=simt_choose(
+                DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
                                         configs.wave_split_k(DMMA.tile, min_slice_k=128))),
         ),
