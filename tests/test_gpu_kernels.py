@@ -260,6 +260,18 @@ def test_decode_builds_match_reference(variant_cubin, method, variant, dtype, sh
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
+# dmma's narrow builds (128 x 64 tiles of 4 warps, whole or split) on few columns: N of 1, 17, 64 and 65 (past one
+# tile), ragged M and K, and a deep uneven K.
+NARROW_BUILDS = [("dmma", v.name, "float64") for v in registry.get("dmma").variants if v.name.startswith("n")]
+NARROW_SHAPES = [(1, 1, 1), (129, 3001, 17), (4097, 1000, 64), (257, 511, 65), (300, 8193, 64)]
+
+
+@pytest.mark.parametrize("shape", NARROW_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", NARROW_BUILDS)
+def test_narrow_builds_match_reference(variant_cubin, method, variant, dtype, shape):
+    check_build(variant_cubin, method, variant, dtype, shape)
+
+
 @pytest.fixture(scope="module")
 def warptiled_fp32_ptx(tmp_path_factory):
     """warptiled float32 as PTX for a virtual arch, which the driver compiles for this GPU when it is loaded:

@@ -480,7 +480,10 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_m, tile_n, _ = tile(problem.block, problem.dtype.name)
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
-        if 2 * tiles > problem.sm_count or problem.dtype.name not in rates:
+        idle = 2 * tiles <= problem.sm_count
+        # A few columns: the default tiles multiply as many columns past N as in it, or more.
+        narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
+        if not (idle or narrow) or problem.dtype.name not in rates:
             return rest(problem, variants)
         weighed = {name: weigh(problem, builds.get(name)) for name in (DEFAULT, *variants)
                    if name == DEFAULT or name in builds}

@@ -269,6 +269,23 @@ def dmma_decode_family(tile_m: int) -> TileFamily:
     return TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=tile_m, tile_n=DECODE_TILE_N, threads=128),)})
 
 
+# 08_dmma.cu's narrow builds (variants n64[_splitk<S>]): 128 x 64 tiles of 4 warps (2 x 2 of 64 x 32), for a few
+# columns (at N = 64 the default 128 x 128 tiles multiply as many columns past N as in it), 3 stages: 88 KB, two to
+# an SM.
+DMMA_NARROW_TILE_N = 64
+DMMA_NARROW_SPLITS = (1, 2, 4, 8, 16)
+
+
+def dmma_narrow_variants() -> tuple[Variant, ...]:
+    """kernel 8's narrow builds: 128 x DMMA_NARROW_TILE_N tiles, whole or split."""
+    family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_n=DMMA_NARROW_TILE_N, threads=128, stages=3),)})
+    return tuple(family_split_variant(family, s, f"n{DMMA_NARROW_TILE_N}" + (f"_splitk{s}" if s > 1 else ""),
+                                      f"narrow tiles: 128x{DMMA_NARROW_TILE_N}, 4 warps of 64x32, 3 stages"
+                                      + (f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in "
+                                         "slice order through a workspace (deterministic)" if s > 1 else ""))
+                 for s in DMMA_NARROW_SPLITS)
+
+
 def _decode_builds(tile_ms: tuple[int, ...], splits: tuple[int, ...],
                    build: Callable[[int, int, str, str], Variant]) -> tuple[Variant, ...]:
     """Decode builds m<BM> (whole tiles) and m<BM>_splitk<S>, each made by build(BM, S, name, how it splits)."""

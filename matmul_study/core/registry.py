@@ -18,7 +18,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
                                         WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED,
-                                        decode_variants, dmma_decode_variants, square_thread_blocks,
+                                        decode_variants, dmma_decode_variants, dmma_narrow_variants,
+                                        square_thread_blocks,
                                         square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
@@ -63,13 +64,13 @@ WARPTILED_TILE_RATES = {
                                  partial_gbps=50.0),
 }
 
-DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants())
+DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants())
 # Kernel 8's tile model, fitted the same way to its 15 builds and the default at the same 15 shapes (an H200;
 # small-problems/dmma-tiles-fit-float64.txt with dmma-small-shapes.txt): the pick is the best build at 11 of them and
 # loses at most 7.5 %; at 11 shapes it never saw (dmma-tiles-check-float64.txt) 3.6 % on average, at most 17 %
 # (6144x64x2048: 2 slices of 32-row tiles, against 4).
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 60.0, 32: 120.0, 128: 140.0}, {4: 0.4, 8: 1.0}, block_us=0.5,
+    "float64": configs.TileRates({16: 70.0, 32: 120.0, 128: 120.0}, {4: 0.7, 8: 1.0}, block_us=1.0,
                                  partial_gbps=25.0),
 }
 
