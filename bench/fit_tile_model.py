@@ -5,8 +5,8 @@
       --fit results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-float32.txt \\
       --check results/reference/NVIDIA_H200/small-problems/simt-tiles-check-float32.txt
 
-Prints the best facts of the grid (rates per tile rows, shares of 4 and 8 resident warps, a block's own time, the
-partials' rate), the pick and its regret at each fitted shape, and the same at each checked shape.
+Prints the best facts of the grid (rates per tile rows or tile shape, shares of 4 and 8 resident warps, a block's
+own time, the partials' rate), the pick and its regret at each fitted shape, and the same at each checked shape.
 """
 from __future__ import annotations
 
@@ -40,9 +40,16 @@ def show(title: str, result: tile_fit.Fit) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     m = registry.get(args.method)
-    tile_rows = sorted({(v.tile or m.tile)(0, args.dtype)[0] for v in m.variants} | {m.tile(0, args.dtype)[0]})
+    # A rate per tile rows; a tile of the same rows but other columns than the default's (or the first of its
+    # rows) has a rate of its own, keyed (rows, columns).
+    default = m.tile(0, args.dtype)[:2]
+    shapes = sorted({(v.tile or m.tile)(0, args.dtype)[:2] for v in m.variants} | {default},
+                    key=lambda shape: (shape != default, shape))
+    rows = sorted({r for r, _ in shapes})
+    keys = [*rows, *sorted(shape for shape in shapes
+                           if shape != next(s for s in shapes if s[0] == shape[0]))]
     sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
-    fits = tile_fit.fit(args.method, args.dtype, sweep, {r: tuple(args.rates) for r in tile_rows},
+    fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys},
                         tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us),
                         tuple(args.partial_gbps))
     best = fits[0]

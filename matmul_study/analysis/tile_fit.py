@@ -60,12 +60,12 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
     return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
 
 
-def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]], gmacs: dict[int, tuple[float, ...]],
-        four_warps: tuple[float, ...], eight_warps: tuple[float, ...], block_us: tuple[float, ...],
-        partial_gbps: tuple[float, ...]) -> list[Fit]:
-    """Every candidate of the grid (per tile rows, the rates to try; the shares of 4 and 8 resident warps; the
-    block's own time; the partials' rate), best first."""
-    rows = sorted(gmacs)
+def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
+        gmacs: dict[int | tuple[int, int], tuple[float, ...]], four_warps: tuple[float, ...],
+        eight_warps: tuple[float, ...], block_us: tuple[float, ...], partial_gbps: tuple[float, ...]) -> list[Fit]:
+    """Every candidate of the grid (per tile rows, or tile shape, the rates to try; the shares of 4 and 8 resident
+    warps; the block's own time; the partials' rate), best first."""
+    rows = list(gmacs)
     fits = [evaluate(method, dtype, configs.TileRates(dict(zip(rows, rates)), {4: a4, 8: a8}, us, gbps), sweep)
             for rates in itertools.product(*(gmacs[r] for r in rows))
             for a4, a8, us, gbps in itertools.product(four_warps, eight_warps, block_us, partial_gbps)]

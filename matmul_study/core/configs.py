@@ -432,7 +432,9 @@ THREADS_PER_SM = 2048  # the most threads an SM holds at once (sm_80 and sm_90)
 @dataclass(frozen=True)
 class TileRates:
     """simt_tile_model's facts for one dtype, fitted to a sweep of every build (see there)."""
-    gmacs: dict[int, float]  # per tile rows: multiply-adds an SM does a nanosecond with 12 or more warps resident
+    # per tile rows, or per (rows, columns) where a tile of those rows has a rate of its own: multiply-adds an SM
+    # does a nanosecond with 12 or more warps resident
+    gmacs: dict[int | tuple[int, int], float]
     warp_share: dict[int, float]  # with at most this many warps of the tile resident: the share of that rate
     block_us: float  # each block's own time: its start, the fill of its pipeline, its epilogue
     partial_gbps: float  # the rate at which a tile's last slice reads the S partial tiles and sums them
@@ -472,7 +474,8 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         fact = rates[problem.dtype.name]
         warps = min(busiest, resident) * threads // 32
         share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
-        us = busiest * (rows * cols * cdiv(problem.k, s) / (fact.gmacs[rows] * share) / 1e3 + fact.block_us)
+        rate = fact.gmacs.get((rows, cols), fact.gmacs.get(rows))
+        us = busiest * (rows * cols * cdiv(problem.k, s) / (rate * share) / 1e3 + fact.block_us)
         if s > 1:
             us += s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3
         return us, s, rows, cols, blocks, busiest

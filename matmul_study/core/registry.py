@@ -65,13 +65,15 @@ WARPTILED_TILE_RATES = {
 }
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants())
-# Kernel 8's tile model, fitted the same way to its 15 builds and the default at the same 15 shapes (an H200;
-# small-problems/dmma-tiles-fit-float64.txt with dmma-small-shapes.txt): the pick is the best build at 11 of them and
-# loses at most 7.5 %; at 11 shapes it never saw (dmma-tiles-check-float64.txt) 3.6 % on average, at most 17 %
-# (6144x64x2048: 2 slices of 32-row tiles, against 4).
+# Kernel 8's tile model, fitted the same way to its 20 builds and the default at 29 shapes (an H200;
+# small-problems/: dmma-tiles-fit-float64.txt with dmma-small-shapes.txt, dmma-narrow-n-float64.txt for a few columns,
+# narrow-dmma-float64.txt for token rows against a narrow N): the pick is the best build at 25 of them and loses at
+# most 10 % (6144x64x2048: 8 slices of 128x64 tiles, against 4); at 7 shapes it never saw
+# (dmma-tiles-check-float64.txt) 3.3 % on average, at most 12 % (512^3 and 1024^3). Its 128x64 tiles have a rate of
+# their own.
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 120.0, 128: 120.0}, {4: 0.7, 8: 1.0}, block_us=1.0,
-                                 partial_gbps=25.0),
+    "float64": configs.TileRates({16: 70.0, 32: 120.0, 128: 140.0, (128, 64): 120.0}, {4: 0.7, 8: 1.0},
+                                 block_us=0.5, partial_gbps=25.0),
 }
 
 
