@@ -381,16 +381,16 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of the decode builds m<BM>[_splitk<S>] of kernels 7 and 8 (BM x `tile_n` tiles of 4 warps on
     `units`: kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the
-    fewest of their rows past M, then the fewest of them (fp32 48x4096x4096: three of 16 rows 0.94 of cuBLAS, two
-    of 32 0.73; 64x4096x4096: two of 32 0.84, four of 16 0.69; fp64 48 rows 0.34 against 0.38, where the waste is
-    the other way); then K split as far as every slice keeps
-    `min_slice_steps` k steps of `slice_bytes` a row, at most `max_split` ways, however many blocks that makes.
-    Unlike the tensor cores' decode tiles (decode_tiles: one block per SM), a block of 4 warps keeps the FMA
-    units of an SM busy only beside others: on an H200 (x cuBLAS, small-problems/simt-decode-*.txt) fp32
-    16x4096x4096 ran at 3.07 split 8 ways (256 blocks), 3.02 split 4 (128, one per SM) and 1.75 split 2; with 224
-    and 296 column tiles, already more blocks than SMs, splits of 8 and 4 still ran 10-33 % faster than whole tiles
-    (fp32 16x28672x4096 1.68 against 1.52, fp64 16x37888x3584 0.69 against 0.52); at K = 3584 (112 fp32 k steps)
-    4 slices of 28 beat 8 of 14 (1.67 against 1.61). Kernel 8 splits at most 4 ways (geometry.DMMA_DECODE_MAX_SPLIT).
+    fewest of their rows past M, then the fewest of them (fp32 48x4096x4096: three of 16 rows 0.94 of cuBLAS, two of
+    32 0.73; 64x4096x4096: two of 32 0.84, four of 16 0.69; fp64 48 rows 0.34 against 0.38, where the waste is the
+    other way); then K split as far as every slice keeps `min_slice_steps` k steps of `slice_bytes` a row, at most
+    `max_split` ways, however many blocks that makes. Unlike the tensor cores' decode tiles (decode_tiles: one block
+    per SM), a block of 4 warps keeps the FMA units of an SM busy only beside others: on an H200 (x cuBLAS,
+    small-problems/simt-decode-*.txt) fp32 16x4096x4096 ran at 3.07 split 8 ways (256 blocks), 3.02 split 4 (128,
+    one per SM) and 1.75 split 2; with 224 and 296 column tiles, already more blocks than SMs, splits of 8 and 4
+    still ran 10-33 % faster than whole tiles (fp32 16x28672x4096 1.68 against 1.52, fp64 16x37888x3584 0.69 against
+    0.52); at K = 3584 (112 fp32 k steps) 4 slices of 28 beat 8 of 14 (1.67 against 1.61). Kernel 8 splits at most 4
+    ways (geometry.DMMA_DECODE_MAX_SPLIT).
 
     A narrow N (its tiles split `max_split` ways still fewer than half a wave of blocks) goes to `narrow`, the
     kernel's tile model, which splits further: on an H200 (small-problems/narrow-*.txt) fp32 8x1024x8192 ran at
@@ -444,9 +444,10 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
                     builds: dict[str, object], rates: dict[str, TileRates],
                     rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4
                     ) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave;
-    otherwise `rest`), with builds of smaller tiles and of split K: every build is weighed by the time its busiest
-    SM takes, and the least wins (of equal times, fewer slices, then the larger tile).
+    """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave)
+    or hold as many columns past N as in it, or more (otherwise `rest`), with builds of smaller tiles and of split
+    K: every build is weighed by the time its busiest SM takes, and the least wins (of equal times, fewer slices,
+    then the larger tile).
 
     A build's blocks (its launch: tiles x slices) are dealt out evenly, so the busiest SM runs cdiv(blocks, SMs) of
     them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's

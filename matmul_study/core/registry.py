@@ -77,7 +77,6 @@ DMMA_TILE_RATES = {
 }
 
 
-
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
                 model: Callable[[object, tuple[str, ...]], configs.Choice]
                 ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
@@ -179,8 +178,8 @@ METHODS: dict[str, Method] = {
             launch_bounds=WARPTILED.launch_bounds,
             variants=WARPTILED_VARIANTS,
             # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
-            # k steps or more; more rows, where the default tiles leave most SMs idle: the build the tile model
-            # gives the least time; else the default tiles, split where few.
+            # k steps or more; a narrow N, or more rows where the default tiles leave most SMs idle or hold a few
+            # columns: the build the tile model gives the least time; else the default tiles, split where few.
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
@@ -215,9 +214,9 @@ METHODS: dict[str, Method] = {
             launch_bounds=DMMA.launch_bounds,
             variants=DMMA_VARIANTS,
             # As kernel 7: a few token rows take the decode tiles (BM x 128, BM 16 or 32), K in at most 4 slices;
-            # more rows, where the default tiles leave most SMs idle, the build the tile model gives the least time;
-            # else the default tiles, split where few (a k step costs DMMA half the time it costs the SIMT rungs:
-            # twice their minimum depth a slice).
+            # a narrow N, or more rows where the default tiles leave most SMs idle or hold a few columns, the build
+            # the tile model gives the least time (its 128x64 tiles among them); else the default tiles, split where
+            # few (a k step costs DMMA half the time it costs the SIMT rungs: twice their minimum depth a slice).
             choose=simt_choose(
                 DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
