@@ -198,14 +198,30 @@ WARPTILED_DECODE_MAX_SPLIT = 8  # configs.simt_decode_tiles: 8 slices beat 4 and
 WARPTILED_DECODE_SPLITS = (1, 2, 4, 8, 16)
 
 
-def warptiled_decode_family(tile_m: int) -> TileFamily:
-    """07_warptiled.cu's decode tiles of `tile_m` rows, in each of its dtypes."""
+def warptiled_decode_family(tile_m: int, tile_n: int = DECODE_TILE_N) -> TileFamily:
+    """07_warptiled.cu's decode tiles of `tile_m` rows and `tile_n` columns (a warp per 32), in each of its dtypes."""
     return TileFamily("WARPTILED", {
-        "float32": (BlockTile("WARPTILED_F32", tile_m, DECODE_TILE_N, 32, 128, stages=4,
-                              layout=_warptiled_layout(4)),),
-        "float64": (BlockTile("WARPTILED_F64", tile_m, DECODE_TILE_N, 16, 128, stages=4,
-                              layout=_warptiled_layout(8)),),
+        "float32": (BlockTile("WARPTILED_F32", tile_m, tile_n, 32, tile_n, stages=4, layout=_warptiled_layout(4)),),
+        "float64": (BlockTile("WARPTILED_F64", tile_m, tile_n, 16, tile_n, stages=4, layout=_warptiled_layout(8)),),
     })
+
+
+# Its narrow builds (variants m32_n64[_splitk<S>]): 32 x 64 tiles of 2 warps side by side, for a few columns (at
+# N = 64 the decode tiles multiply as many columns past N as in it), 4 stages: 51 KB (fp32), 66 KB (fp64).
+WARPTILED_NARROW_TILE = (32, 64)
+WARPTILED_NARROW_SPLITS = (1, 2, 4, 8, 16)
+
+
+def warptiled_narrow_variants() -> tuple[Variant, ...]:
+    """kernel 7's narrow builds: WARPTILED_NARROW_TILE tiles, whole or split."""
+    rows, cols = WARPTILED_NARROW_TILE
+    family = warptiled_decode_family(rows, cols)
+    return tuple(family_split_variant(family, s, f"m{rows}_n{cols}" + (f"_splitk{s}" if s > 1 else ""),
+                                      f"narrow tiles: {rows}x{cols}, 2 warps side by side along N, k slices of 128 "
+                                      "bytes a row, 4 stages"
+                                      + (f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in "
+                                         "slice order through a workspace (deterministic)" if s > 1 else ""))
+                 for s in WARPTILED_NARROW_SPLITS)
 
 
 def decode_tile(tile_m: int) -> BlockTile:

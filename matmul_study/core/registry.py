@@ -21,7 +21,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         decode_variants, dmma_decode_variants, dmma_narrow_variants,
                                         square_thread_blocks,
                                         square_thread_blocks_dynamic_tiles, tile_split_k_variants,
-                                        warptiled_decode_variants)
+                                        warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
@@ -50,7 +50,7 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
                    *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS))
 
-WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants())
+WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants())
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
 # results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
