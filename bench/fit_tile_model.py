@@ -40,14 +40,11 @@ def show(title: str, result: tile_fit.Fit) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     m = registry.get(args.method)
-    # A rate per tile rows; a tile of the same rows but other columns than the default's (or the first of its
-    # rows) has a rate of its own, keyed (rows, columns).
-    default = m.tile(0, args.dtype)[:2]
-    shapes = sorted({(v.tile or m.tile)(0, args.dtype)[:2] for v in m.variants} | {default},
-                    key=lambda shape: (shape != default, shape))
-    rows = sorted({r for r, _ in shapes})
-    keys = [*rows, *sorted(shape for shape in shapes
-                           if shape != next(s for s in shapes if s[0] == shape[0]))]
+    # A rate per tile rows (the widest tile of those rows); a narrower tile of the same rows has a rate of its own,
+    # keyed (rows, columns).
+    shapes = {(v.tile or m.tile)(0, args.dtype)[:2] for v in m.variants} | {m.tile(0, args.dtype)[:2]}
+    widest = {r: max(c for rr, c in shapes if rr == r) for r, _ in shapes}
+    keys = [*sorted(widest), *sorted((r, c) for r, c in shapes if c < widest[r])]
     sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
     fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys},
                         tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us),

@@ -96,7 +96,8 @@ struct Contract {
 // few token rows against a weight matrix. A 128-row tile would multiply rows of zeros (at M = 16, 7 of every 8 FMAs),
 // so the block's 4 warps sit side by side along N, each BM x 32: lanes BM / 4 x 128 / BM, one 4 x 4 (m16) or 4 x 8
 // (m32) chunk each. A lane's A and B fragments are then one 16-byte shared load each that the warp's lanes share 4
-// or 8 ways (one wavefront), so the block streams B with the FMA units, not shared memory, as its limit.
+// or 8 ways (one wavefront), so the block streams B with the FMA units, not shared memory, as its limit. The narrow
+// builds (m32_n64, for 64 columns or fewer) lay out the same way over BM x 64: 2 warps side by side.
 template <int BM, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
 struct WarpLayout {
     static constexpr bool decode = BM < 64;

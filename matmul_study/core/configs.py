@@ -435,7 +435,9 @@ class TileRates:
     # per tile rows, or per (rows, columns) where a tile of those rows has a rate of its own: multiply-adds an SM
     # does a nanosecond with 12 or more warps resident
     gmacs: dict[int | tuple[int, int], float]
-    warp_share: dict[int, float]  # with at most this many warps of the tile resident: the share of that rate
+    # with at most this many warps of the tile resident: the share of that rate (with fewer than the fewest named,
+    # that share in proportion: a lone block of 2 warps half that of 4)
+    warp_share: dict[int, float]
     block_us: float  # each block's own time: its start, the fill of its pipeline, its epilogue
     partial_gbps: float  # the rate at which a tile's last slice reads the S partial tiles and sums them
 
@@ -447,7 +449,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave)
     or hold as many columns past N as in it, or more (otherwise `rest`), with builds of smaller tiles and of split
     K: every build is weighed by the time its busiest SM takes, and the least wins (of equal times, fewer slices,
-    then the larger tile).
+    then the larger tile). A build whose tile is narrower than another of the same rows is weighed only where that
+    one holds as many columns past N as in it, or more (kernel 7's 32 x 64 tiles against its 32 x 128 ones: at N of
+    64 or less).
 
     A build's blocks (its launch: tiles x slices) are dealt out evenly, so the busiest SM runs cdiv(blocks, SMs) of
     them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's
@@ -460,9 +464,11 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     (their launch, and their tile where it is not the default's); `rates`: per dtype. A split needs
     `min_k_steps_per_slice` k steps a slice."""
 
+    def tile_of(problem, build) -> tuple[int, int, int]:
+        return (build.tile if build is not None and build.tile else tile)(problem.block, problem.dtype.name)
+
     def weigh(problem, build) -> tuple[float, int, int, int, int, int] | None:
-        tile_of = build.tile if build is not None and build.tile else tile
-        rows, cols, tile_k = tile_of(problem.block, problem.dtype.name)
+        rows, cols, tile_k = tile_of(problem, build)
         shape = (build.launch if build is not None else launch)(problem)
         s = shape.grid[2]
         if s > 1 and cdiv(problem.k, tile_k) < min_k_steps_per_slice * s:
@@ -475,6 +481,7 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         fact = rates[problem.dtype.name]
         warps = min(busiest, resident) * threads // 32
         share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
+        share *= min(1.0, warps / min(fact.warp_share))  # fewer warps than the fewest named: in proportion
         rate = fact.gmacs.get((rows, cols), fact.gmacs.get(rows))
         us = busiest * (rows * cols * cdiv(problem.k, s) / (rate * share) / 1e3 + fact.block_us)
         if s > 1:
@@ -489,13 +496,19 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
         if not (idle or narrow) or problem.dtype.name not in rates:
             return rest(problem, variants)
-        weighed = {name: weigh(problem, builds.get(name)) for name in (DEFAULT, *variants)
-                   if name == DEFAULT or name in builds}
+        shapes = {name: tile_of(problem, builds.get(name))[:2] for name in (DEFAULT, *variants)
+                  if name == DEFAULT or name in builds}
+        # A tile narrower than another of its rows only where that one holds as many columns past N as in it.
+        widest = {r: max(c for rr, c in shapes.values() if rr == r) for r, _ in shapes.values()}
+        shapes = {name: (r, c) for name, (r, c) in shapes.items()
+                  if c == widest[r] or cdiv(problem.n, widest[r]) * widest[r] >= 2 * problem.n}
+        weighed = {name: weigh(problem, builds.get(name)) for name in shapes}
         weighed = {name: w for name, w in weighed.items() if w is not None}
         name = min(weighed, key=lambda v: (round(weighed[v][0], 3), weighed[v][1], -weighed[v][2] * weighed[v][3]))
         us, s, rows, cols, blocks, busiest = weighed[name]
         where = (f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {problem.sm_count} SMs "
-                 f"leave{'s' if tiles == 1 else ''} most SMs idle")
+                 + (f"leave{'s' if tiles == 1 else ''} most SMs idle" if idle else
+                    f"hold as many columns past N = {problem.n} as in it, or more"))
         split = f", K in {s} slices" if s > 1 else ""
         against = (f"{weighed[DEFAULT][0] / us:.1f}x less than whole default tiles" if name != DEFAULT
                    else "the default tiles themselves")
