@@ -16,6 +16,7 @@ import pytest
 from matmul_study.launch import kernels, launchers
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, Variant
+from matmul_study.analysis import tile_fit
 from matmul_study.measure import compare
 from matmul_study.measure.verify import Verification
 
@@ -312,6 +313,20 @@ def test_the_table_has_one_line_per_case_and_marks_failed_and_untimed_ones():
     assert "diagnostic, rel 5.0e-01" in lines[3]
     assert "error: RuntimeError: CUDA driver error" in lines[4]
     assert not rows[1].verified and rows[0].verified
+
+
+def test_the_table_reads_back_the_ratio_of_each_verified_case(tmp_path):
+    # tile_fit.table_ratios reads what compare.table() writes (the committed sweeps the tile models are fitted to):
+    # the verified cases only, the mean where a build ran a shape twice.
+    case = compare.Case(WS, "cluster1", "bfloat16", 257, 511, 129)
+    other = compare.Case(WS, "default", "bfloat16", 257, 511, 129)
+    rows = [compare.Result(case, {"ours": passed(), "cublas": passed(3e-4)}, [2e-3], [1e-3], batch=5),
+            compare.Result(case, {"ours": passed()}, [1e-3], [1e-3]),
+            compare.Result(other, {"ours": passed(0.5, False, 12)}, [1e-3], [2e-3]),
+            compare.Result(other, error="RuntimeError: CUDA driver error")]
+    path = tmp_path / "sweep.txt"
+    path.write_text("summary lines first\n" + compare.table(rows))
+    assert tile_fit.table_ratios([path]) == {(WS, "bfloat16", "257x511x129"): {"cluster1": pytest.approx(0.75)}}
 
 
 class FakeEvent:

@@ -2,8 +2,8 @@
 
 A sweep is bench/compare.py's tables: every build of the method at shapes past its token rows, each verified and
 timed against the vendor in one process. For each candidate set of facts the model picks a build at every shape
-where it applies (the default tiles fill less than half a wave); its regret there is 1 - the pick's ratio / the best
-ratio measured. The fit is the candidate of least total regret (then least worst regret); a shape whose pick the
+where it applies (the default tiles fill less than half a wave, or hold a few columns); its regret there is 1 - the
+pick's ratio / the best ratio measured. The fit is the candidate of least total regret (then least worst regret); a shape whose pick the
 sweep did not run counts as a miss, so a fit cannot hide behind builds nobody measured.
 """
 
@@ -14,19 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matmul_study.core import configs, dtypes, registry
-
-_PASSED = "passed,"  # bench/compare.py's check column of a verified case
+from matmul_study.core.records import BENCH_AFTER_CHECK, BENCH_BEFORE_CHECK, BENCH_VERIFIED
 
 
 def table_ratios(paths) -> dict[tuple[str, str, str], dict[str, float]]:
     """(method, dtype, MxNxK) -> {build: its mean ratio to the vendor} of the verified cases in bench/compare.py's
-    tables (a row per case; its one-line summaries are left out)."""
+    tables (records.BENCH_*: a row per case; its one-line summaries are left out)."""
+    check, ratio = len(BENCH_BEFORE_CHECK), BENCH_AFTER_CHECK.index("ratio") - len(BENCH_AFTER_CHECK)
     out: dict[tuple[str, str, str], dict[str, list[float]]] = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
-            t = line.split()
-            if len(t) > 8 and t[5] == _PASSED:
-                out.setdefault((t[0], t[2], t[3]), {}).setdefault(t[1], []).append(float(t[-2]))
+            words = line.split()
+            if len(words) > check + len(BENCH_AFTER_CHECK) and words[check] == BENCH_VERIFIED:
+                method, build, dtype, shape = words[:4]
+                out.setdefault((method, dtype, shape), {}).setdefault(build, []).append(float(words[ratio]))
     return {key: {b: sum(r) / len(r) for b, r in builds.items()} for key, builds in out.items()}
 
 

@@ -60,6 +60,13 @@ CALIBRATION_COLUMNS = ["device_name", "device_uuid", "device_index", "ceiling", 
 BURST_SAMPLE_MAX_S = 0.025
 
 
+# bench/compare.py's table (measure.compare.table), a row per case: these columns, one word each, around the check
+# text, whose first word is BENCH_VERIFIED where every check of ours passed. analysis.tile_fit reads it back.
+BENCH_BEFORE_CHECK = ("method", "variant", "dtype", "m x n x k", "batch")
+BENCH_AFTER_CHECK = ("ms", "TF/s", "cuBLAS ms", "cuBLAS TF/s", "ratio", "pair")
+BENCH_VERIFIED = "passed,"
+
+
 def flops(m: int, k: int, n: int) -> int:
     """Useful floating-point operations of C = A·B: one multiply and one add per (i, j, l)."""
     return 2 * m * k * n

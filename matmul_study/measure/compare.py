@@ -34,7 +34,7 @@ import pandas as pd
 from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.launch import kernels, launchers
 from matmul_study.core.backends import CUBLAS, module_available
-from matmul_study.core.records import flops
+from matmul_study.core.records import BENCH_AFTER_CHECK, BENCH_BEFORE_CHECK, BENCH_VERIFIED, flops
 from matmul_study.measure import gpu_job, inputs
 from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, require_pycuda
 from matmul_study.measure.stats import Measurement, Policy
@@ -175,19 +175,19 @@ class Result:
         if self.diagnostic:
             return f"diagnostic, rel {worst:.1e}"
         vendor = f" (vendor {self.checks['cublas'].rel_fro_error:.1e})" if "cublas" in self.checks else ""
-        return f"passed, rel {worst:.1e}{vendor}" if not failed else "FAILED " + "; ".join(failed)
+        return f"{BENCH_VERIFIED} rel {worst:.1e}{vendor}" if not failed else "FAILED " + "; ".join(failed)
 
     def row(self) -> dict:
         c = self.case
         work = flops(c.m, c.k, c.n)
         ours = float(np.median(self.ours_s)) if self.ours_s else None
         theirs = float(np.median(self.cublas_s)) if self.cublas_s else None
-        return {"method": c.method, "variant": c.build, "dtype": c.dtype, "m x n x k": c.shape,
-                "batch": self.batch or None, "check": self.check_text(),
-                "ms": ours * 1e3 if ours else None, "TF/s": work / ours / 1e12 if ours else None,
-                "cuBLAS ms": theirs * 1e3 if theirs else None,
-                "cuBLAS TF/s": work / theirs / 1e12 if theirs else None,
-                "ratio": self.ratio, "pair": self.pair_ratio}
+        before = (c.method, c.build, c.dtype, c.shape, self.batch or None)
+        after = (ours * 1e3 if ours else None, work / ours / 1e12 if ours else None,
+                 theirs * 1e3 if theirs else None, work / theirs / 1e12 if theirs else None,
+                 self.ratio, self.pair_ratio)
+        return {**dict(zip(BENCH_BEFORE_CHECK, before)), "check": self.check_text(),
+                **dict(zip(BENCH_AFTER_CHECK, after))}
 
     def as_dict(self) -> dict:
         return {**self.row(), "block": self.case.block, "ours_s": self.ours_s, "cublas_s": self.cublas_s,
@@ -199,6 +199,7 @@ def table(results: list[Result]) -> str:
     frame = pd.DataFrame([r.row() for r in results])
     frame["batch"] = frame["batch"].map(lambda b: "-" if pd.isna(b) else str(int(b)))
     return frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:#.4g}")
+
 
 
 def _compile_quietly(method: str, dtype: str, block: int, arch: str, output: str, variant: str | None) -> None:
