@@ -216,12 +216,9 @@ def warptiled_narrow_variants() -> tuple[Variant, ...]:
     """kernel 7's narrow builds: WARPTILED_NARROW_TILE tiles, whole or split."""
     rows, cols = WARPTILED_NARROW_TILE
     family = warptiled_decode_family(rows, cols)
-    return tuple(family_split_variant(family, s, f"m{rows}_n{cols}" + (f"_splitk{s}" if s > 1 else ""),
-                                      f"narrow tiles: {rows}x{cols}, 2 warps side by side along N, k slices of 128 "
-                                      "bytes a row, 4 stages"
-                                      + (f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in "
-                                         "slice order through a workspace (deterministic)" if s > 1 else ""))
-                 for s in WARPTILED_NARROW_SPLITS)
+    return _split_builds(f"m{rows}_n{cols}", WARPTILED_NARROW_SPLITS, lambda s, name, how: family_split_variant(
+        family, s, name, f"narrow tiles: {rows}x{cols}, 2 warps side by side along N, k slices of 128 bytes a row, "
+                         f"4 stages{how}"))
 
 
 def decode_tile(tile_m: int) -> BlockTile:
@@ -295,20 +292,25 @@ DMMA_NARROW_SPLITS = (1, 2, 4, 8, 16)
 def dmma_narrow_variants() -> tuple[Variant, ...]:
     """kernel 8's narrow builds: 128 x DMMA_NARROW_TILE_N tiles, whole or split."""
     family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_n=DMMA_NARROW_TILE_N, threads=128, stages=3),)})
-    return tuple(family_split_variant(family, s, f"n{DMMA_NARROW_TILE_N}" + (f"_splitk{s}" if s > 1 else ""),
-                                      f"narrow tiles: 128x{DMMA_NARROW_TILE_N}, 4 warps of 64x32, 3 stages"
-                                      + (f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in "
-                                         "slice order through a workspace (deterministic)" if s > 1 else ""))
-                 for s in DMMA_NARROW_SPLITS)
+    return _split_builds(f"n{DMMA_NARROW_TILE_N}", DMMA_NARROW_SPLITS, lambda s, name, how: family_split_variant(
+        family, s, name, f"narrow tiles: 128x{DMMA_NARROW_TILE_N}, 4 warps of 64x32, 3 stages{how}"))
+
+
+def _split_builds(base: str, splits: tuple[int, ...], build: Callable[[int, str, str], Variant]
+                  ) -> tuple[Variant, ...]:
+    """Builds `base` (whole tiles, S = 1) and `base`_splitk<S>, each made by build(S, name, how it splits)."""
+    return tuple(build(s, base + (f"_splitk{s}" if s > 1 else ""),
+                       f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in slice order through a "
+                       "workspace (deterministic)" if s > 1 else "")
+                 for s in splits)
 
 
 def _decode_builds(tile_ms: tuple[int, ...], splits: tuple[int, ...],
                    build: Callable[[int, int, str, str], Variant]) -> tuple[Variant, ...]:
     """Decode builds m<BM> (whole tiles) and m<BM>_splitk<S>, each made by build(BM, S, name, how it splits)."""
-    return tuple(build(tile_m, s, f"m{tile_m}" + (f"_splitk{s}" if s > 1 else ""),
-                       f", each tile's k steps in {s} slices on {s} blocks (grid z), summed in slice order through a "
-                       "workspace (deterministic)" if s > 1 else "")
-                 for tile_m in tile_ms for s in splits)
+    return tuple(variant for tile_m in tile_ms
+                 for variant in _split_builds(f"m{tile_m}", splits,
+                                              lambda s, name, how, tile_m=tile_m: build(tile_m, s, name, how)))
 
 
 def decode_variants() -> tuple[Variant, ...]:
