@@ -200,13 +200,17 @@ __device__ __forceinline__ void wgmma_wait()
                  : OPS                                                                                     \
                  : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
 
-// N = 128 (64 accumulators per thread) or 256 (128).
+// N = 64 (32 accumulators per thread), 128 (64) or 256 (128).
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    static_assert(sizeof(T) == 2 && (N == 128 || N == 256), "fp16 or bf16; N = 128 or 256");
+    static_assert(sizeof(T) == 2 && (N == 64 || N == 128 || N == 256), "fp16 or bf16; N = 64, 128 or 256");
     constexpr bool f16 = __is_same(T, __half);
-    if constexpr (N == 128 && f16)
+    if constexpr (N == 64 && f16)
+        HOPPER_WGMMA("m64n64k16.f32.f16.f16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1, 0, 1");
+    else if constexpr (N == 64)
+        HOPPER_WGMMA("m64n64k16.f32.bf16.bf16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1, 0, 1");
+    else if constexpr (N == 128 && f16)
         HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1, 0, 1");
     else if constexpr (N == 128)
         HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1, 0, 1");

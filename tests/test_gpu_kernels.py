@@ -163,7 +163,14 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   # the deepest split (a few tiles against a deep K), in every dtype that has it
                   *(("wgmma_warp_specialized", "bm64_bn128_splitk16", d) for d in ("float16", "bfloat16")),
                   ("wgmma_tf32", "bm64_bn128_splitk16", "tf32"), ("wgmma_fp8", "bm64_bn128_splitk16", "float8_e4m3"),
-                  ("wgmma_int8", "bm64", "int8")]
+                  ("wgmma_int8", "bm64", "int8"),
+                  # 128x64 tiles (WGMMA_WS_BN=64, no cluster; tf32 and FP8 read Bt in boxes of 64 rows), whole and
+                  # split, in every rung that has them
+                  *(("wgmma_warp_specialized", v, d) for v in ("bn64", "bn64_splitk4")
+                    for d in ("float16", "bfloat16")),
+                  *(("wgmma_warp_specialized", v, "float16") for v in ("bn64_splitk2", "bn64_splitk8")),
+                  *(("wgmma_tf32", v, "tf32") for v in ("bn64", "bn64_splitk8")),
+                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn64", "bn64_splitk4"))]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 

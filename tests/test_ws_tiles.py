@@ -1,7 +1,7 @@
-"""The warp-specialised kernel's 128x128-tile builds (WGMMA_WS_BN=128, variants bn128*) and 64-row ones
-(WGMMA_WS_BM=64, variants bm64*): their launch geometry, workspace and shared memory as the kernel lays them out,
-their instruction, and the builds the kernel refuses (each the registry's record of a build with one axis moved,
-core/warp_specialized.WsConfig)."""
+"""The warp-specialised kernel's 128x128-tile builds (WGMMA_WS_BN=128, variants bn128*), 128x64-tile ones
+(WGMMA_WS_BN=64, variants bn64*) and 64-row ones (WGMMA_WS_BM=64, variants bm64*): their launch geometry, workspace
+and shared memory as the kernel lays them out, their instruction, and the builds the kernel refuses (each the
+registry's record of a build with one axis moved, core/warp_specialized.WsConfig)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
-from matmul_study.core.warp_specialized import NARROW_BN, SHORT_BM, SM90_SHARED_BYTES, ws_tile_builds
+from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
+                                                ws_tile_builds)
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
@@ -115,7 +116,10 @@ def test_the_kernels_constants_at_bn_128(tmp_path):
     ("wgmma_fp8", "bn128", {"promote": 2}, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
     ("wgmma_warp_specialized", "bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
     ("wgmma_warp_specialized", "bn128", {"split_k": 32}, "16 with WGMMA_WS_BN=128"),
-    ("wgmma_warp_specialized", None, {"bn": 192}, "WGMMA_WS_BN: 256 or 128"),
+    ("wgmma_warp_specialized", None, {"bn": 192}, "WGMMA_WS_BN: 256, 128 or 64"),
+    # 128x64 tiles: one 64-column strip of B, so no cluster to multicast it; 32 accumulators, so 8 slices at most.
+    ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 64"),
+    ("wgmma_warp_specialized", "bn64", {"split_k": 16}, "8 with 64"),
     ("wgmma_warp_specialized", None, {"bm": 32}, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)"),
     ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),
     ("wgmma_warp_specialized", None, {"bk": 32}, "WGMMA_WS_BK: 64 for 16-bit operands"),
@@ -187,3 +191,52 @@ def test_the_persistent_grid_holds_a_cluster_for_every_cluster_tile():
     assert WS.launch_for(problem(4224, 4096, 1024), None).grid == (132, 1, 1)
     # 64-row tiles: 15 row tiles of 960 rows are 8 cluster rows, x 4 column tiles of 256.
     assert WS.launch_for(problem(960, 960, 960), "bm64").grid == (64, 1, 1)
+
+
+def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width():
+    narrowest = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROWEST_BN}
+                 for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")}
+    builds = {"bn64", "bn64_splitk2", "bn64_splitk4", "bn64_splitk8"}
+    assert narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"] == builds
+    assert narrowest["wgmma_int8"] == narrowest["wgmma_3xtf32"] == set()
+    v = WS.variant("bn64")
+    assert v.config == replace(WS.config, bn=NARROWEST_BN, cluster=1) and v.config.stage_count == 8
+    assert v.config.shared_bytes <= SM90_SHARED_BYTES < replace(v.config, stages=9).shared_bytes
+    assert v.tile(0, "float16") == (128, NARROWEST_BN, WS.config.bk)
+    # 16-bit B is read in 64-column strips at every width: the method's tensor maps. Bt (tf32, FP8) in boxes of 64
+    # rows, a map of its own; A as the method's.
+    assert v.tensor_maps == ()
+    for name in ("wgmma_tf32", "wgmma_fp8"):
+        m = registry.get(name)
+        a, bt = m.variant("bn64_splitk4").tensor_maps
+        assert a == m.tensor_maps[0] and (bt.operand, bt.box_rows) == ("BT", NARROWEST_BN)
+        assert bt.box_cols == m.tensor_maps[1].box_cols and m.tensor_maps[1].box_rows == 128
+    # 4096 x 64 x 4096 (m, n, k): 32 tiles; split 4 ways, 128 CTAs; 8 ways, a persistent grid of 132.
+    for name, grid in (("bn64", 32), ("bn64_splitk4", 128), ("bn64_splitk8", 132)):
+        launch = WS.launch_for(problem(4096, 64, 4096), name)
+        assert launch.grid == (grid, 1, 1) and launch.cluster == (1, 1, 1) and launch.threads == (384, 1, 1)
+    split = WS.variant("bn64_splitk4")
+    assert split.workspace(problem(4096, 64, 4096)) == 32 * (4 * 128 * 64 * 4 + 4)
+    # Not weighed by the heuristic until measured: they differ from the rung's record in more than the tile.
+    builds_weighed = ws_tile_builds(WS.config, WS.variants)
+    assert not any(name.startswith("bn64") for name in (*builds_weighed.tiles, *builds_weighed.splits))
+    names = tuple(v.name for v in WS.variants)
+    for shape in ((4096, 64, 4096), (8192, 32, 8192), (64, 64, 65536)):
+        assert not WS.choose(problem(*shape), names).variant.startswith("bn64")
+
+
+@needs_nvcc
+def test_the_kernels_constants_at_bn_64(tmp_path):
+    config = WS.variant("bn64").config
+    result = kernel_asserts("bn64",
+                            f"static_assert(wgmma_ws::BN == {NARROWEST_BN} && wgmma_ws::ACCUMULATORS == 32, "
+                            '"tile");\n'
+                            f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
+                            f"wgmma_ws::STAGE_BYTES == {config.stage_bytes} && wgmma_ws::BT_BOX_ROWS == 64, "
+                            '"stages");\n',
+                            tmp_path)
+    assert result.returncode == 0, result.stderr
+    built = ptx("wgmma_warp_specialized", "bn64", tmp_path)
+    assert built.returncode == 0, built.stderr
+    code = (tmp_path / "module.ptx").read_text()
+    assert "m64n64k16.f32.f16.f16" in code and "m64n64k16.f32.bf16.bf16" in code and "m64n128k16" not in code

@@ -14,13 +14,13 @@
 //   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and one consumer warpgroup per 64 rows (384 at
 //                         BM 128, 256 at BM 64).
 //   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
-//   WGMMA_WS_BN           tile width: 256 or 128 (every operand but int8).
+//   WGMMA_WS_BN           tile width: 256, or 128 or 64 (every operand but int8).
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
 //                         128 int8 or e4m3); the operand policy checks it.
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
-//                         that fit, 4 at BN 256, 6 at BN 128).
+//                         that fit, 4 at BN 256, 6 at BN 128, 8 at BN 64).
 //   WGMMA_WS_SMEM_BYTES   dynamic shared memory of the launch, in bytes: the layout below, alignment slack included.
-//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (4: BN 256 only; the 8-bit and tf32 operands 1 or 2).
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
 //   WGMMA_WS_PROMOTE      0 or 1: tensor-core sums promoted to fp32 every k step (fp32-summed operands: e4m3, and
@@ -43,7 +43,10 @@
 // tiles, half the work per tile. Its stages are 32 KiB, so 6 fit where 4 of 48 KiB do; the default stage count is
 // what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of the copy latency (in time)
 // that 4 cover at BN 256. The int8 operands are built at BN 256 only; the FP8 and tf32 ones also at 128, where the
-// registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop.cuh).
+// registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop.cuh). 64: 128x64 tiles (32 accumulators per
+// consumer thread) for an N of 64 or less, where wider tiles multiply columns past N: a 128x128 tile there does twice
+// the math for the same bytes of A, and A is what a few columns' problem streams from memory. No cluster (a CTA
+// multicasts whole 64-column strips of B), and K split at most 8 ways.
 //
 // Tile rows BM. 128: two consumer warpgroups share every stage of B. 64: one consumer warpgroup, twice the tiles
 // again for problems that 128-row tiles still leave short of a wave (1024^3: 32 tiles of 128x256, 64 of 64x256
@@ -160,10 +163,10 @@ static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgr
 static_assert(THREADS == 128 * (CONSUMERS + 1),
               "WGMMA_WS_THREADS: one producer warpgroup and a consumer warpgroup per 64 rows (384 at BM 128, 256 at "
               "BM 64)");
-static_assert(BN == 256 || BN == 128, "WGMMA_WS_BN: 256 or 128 columns per tile");
+static_assert(BN == 256 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
 static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs (each multicasts whole 64-column strips "
-                                      "of B): 4 with WGMMA_WS_BN=256, 2 with 128");
+                                      "of B): 4 with WGMMA_WS_BN=256, 2 with 128, 1 with 64");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
               "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "
@@ -177,7 +180,7 @@ static_assert(GROUP_M >= 1, "WGMMA_WS_GROUP_M: at least 1");
 static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k steps");
 // (the split-K sum loads a quad of every slice into the accumulators at once: BN / 8 quads per thread)
 static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
-              "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128");
+              "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128, 8 with 64");
 static_assert(WGMMA_WS_STREAMK == 0 || WGMMA_WS_STREAMK == 1, "WGMMA_WS_STREAMK: 0 (off) or 1 (on)");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
@@ -232,10 +235,14 @@ using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
 
 #if HOPPER_SM90A
+// A K-major Bt tile (the tf32 and 8-bit operands) is read in boxes of this many rows: 128, or the whole tile where it
+// is narrower (a build of 64 columns has a tensor map of its own: the registry's ws_rung, BT_BOX_ROWS).
+constexpr int BT_BOX_ROWS = BN < 128 ? BN : 128;
+
 // The k step kt of a K-major Bt tile (the tf32 and 8-bit operands, which wgmma reads only K-major) from a tensor map
 // whose box is BOX_ROWS rows of BOX_BYTES bytes. BN = 2 BOX_ROWS: two boxes, one per CTA of a 2-cluster, multicast
-// (hopper::load_halves). BN = BOX_ROWS: the tile is one box (the method's one tensor map serves every build, so its
-// box cannot be split in halves): the CTAs of a 2-cluster take turns by k step, each multicasting the whole tile,
+// (hopper::load_halves). BN = BOX_ROWS: the tile is one box (the 128-column builds share the method's tensor map, so
+// its box cannot be split in halves): the CTAs of a 2-cluster take turns by k step, each multicasting the whole tile,
 // which reads it from L2 once per cluster as the halves do and spreads the copies over both producers.
 template <int BOX_ROWS, int BOX_BYTES>
 __device__ __forceinline__ void load_bt(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,

@@ -57,8 +57,8 @@ struct OpBytes {
     static constexpr bool PROMOTABLE = __is_same(Acc, float);  // e4m3's fp32 sums lose bits; int8's are exact
     static constexpr bool A_IN_REGISTERS = PROMOTABLE;          // mma_columns_rs (promoted parts only)
     static constexpr int BK = wgmma_ws::BK;
-    static constexpr int BOX_BT_ROWS = 128;                // Bt's box: 128 rows of BK bytes
-    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK;  // 16 KiB
+    static constexpr int BOX_BT_ROWS = BT_BOX_ROWS;        // Bt's box: 128 rows of BK bytes (BN 64: 64)
+    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK;  // 16 KiB (8 at BN 64)
     // The tf32 operands' order (groups of cluster-rows), whose operands have the same byte layout; not measured apart.
     static constexpr bool GROUP_ALONG_N = false;
     static_assert(BK == 128 && A_BYTES == BM * BK && STAGE_BYTES - A_BYTES == BN * BK,

@@ -25,8 +25,8 @@ struct OpTf32 {
     using Acc = float;  // accumulators and C
     static constexpr bool PROMOTABLE = true;  // its sums truncate as they add (3xTF32's promoted builds)
     static constexpr int BK = wgmma_ws::BK;
-    static constexpr int BOX_BT_ROWS = 128;                    // Bt's box: 128 rows of BK floats
-    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK * 4;  // 16 KiB
+    static constexpr int BOX_BT_ROWS = BT_BOX_ROWS;            // Bt's box: 128 rows of BK floats (BN 64: 64)
+    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK * 4;  // 16 KiB (8 at BN 64)
     static constexpr bool GROUP_ALONG_N = false;  // groups of cluster-rows: columns measured 0.3 % slower at 4096^3
     static_assert(BK * 4 == 128 && A_BYTES == BM * BK * 4 && STAGE_BYTES - A_BYTES == BN * BK * 4,
                   "WGMMA_WS_BK: 32 for tf32 operands (stage layout: 128-byte rows)");

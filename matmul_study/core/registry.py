@@ -27,8 +27,8 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
                                                 WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
-                                                ws_bm64_variants, ws_bn128_variants, ws_rung, ws_tile_builds,
-                                                ws_variants)
+                                                ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_rung,
+                                                ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -39,16 +39,16 @@ def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
 
 # The warp-specialised rungs' builds (each its rung's record with one axis moved), which their heuristics weigh too.
 WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
-                     *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS))
+                     *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_16BIT))
 WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
-                    *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS))
+                    *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_TF32))
 # No split-K builds of int8: their workspace sums fp32 partials (the kernel refuses WGMMA_WS_SPLIT_K > 1).
 WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2), splits=()),
                     *ws_bm64_variants(WS_BYTES, widths=(256,)))
 WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
-                   *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS))
+                   *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_BYTES))
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants())
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15

@@ -33,7 +33,7 @@ class WsConfig:
     (ws_rung); each of its variants is that record with one axis moved (dataclasses.replace)."""
 
     bk: int  # k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32, 128 bytes)
-    bn: int = 256  # tile width: 256, or 128 (twice the tiles, half the work each)
+    bn: int = 256  # tile width: 256, or 128 (twice the tiles, half the work each), or 64 (for an N of 64 or less)
     bm: int = 128  # tile rows: 128 (two consumer warpgroups), or 64 (one: twice the tiles again)
     stages: int | None = None  # pipeline stages; None: the most that fit in an SM's shared memory (stage_count)
     cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
@@ -88,7 +88,7 @@ class WsConfig:
 
     @property
     def stage_count(self) -> int:
-        """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128)."""
+        """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128, 8 at bn 64)."""
         if self.stages is not None:
             return self.stages
         return (SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES) // (self.stage_bytes + self.BARRIER_BYTES)
@@ -236,6 +236,30 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
             f"{tiles}, each tile's k steps in {s} slices on {s} clusters, summed in slice order through a workspace "
             "(deterministic); no stream-K tail")
           for s in WS_BN128_SPLITS),
+    )
+
+
+NARROWEST_BN = 64  # the 128x64-tile builds' width (variants bn64*)
+WS_BN64_SPLITS = (2, 4, 8)  # their split-K builds (at 32 accumulators a thread the kernel sums at most 8 slices)
+
+
+def ws_bn64_variants(base: WsConfig) -> tuple[Variant, ...]:
+    """The 128x64-tile builds of a rung (bn NARROWEST_BN: each consumer warpgroup 64x64, wgmma m64n64), for an N of
+    64 or less, where wider tiles multiply columns past N: there a 128x128 tile does twice the math of a 128x64 one
+    for the same rows of A, and the rows of A are what such a problem streams from memory (4096 x 4096 x 64: 32 MiB
+    of A against 512 KiB of B). Without a cluster (a CTA multicasts whole 64-column strips of B, and there is one);
+    as many stages as fit (8 of 24 KiB); and K split 2, 4 or 8 ways, for the few tiles that a few columns make."""
+    narrow = replace(base, bn=NARROWEST_BN, cluster=1)
+    tiles = f"{narrow.BM}x{narrow.bn} tiles without a cluster"
+    return (
+        narrow.variant(f"bn{NARROWEST_BN}",
+                       f"{tiles}, {narrow.stage_count} stages of {narrow.stage_bytes // 1024} KiB: for an N of "
+                       f"{NARROWEST_BN} or less, half the math of 128-column tiles for the same bytes of A"),
+        *(replace(narrow, split_k=s).variant(
+            f"bn{NARROWEST_BN}_splitk{s}",
+            f"{tiles}, each tile's k steps in {s} slices on {s} CTAs, summed in slice order through a workspace "
+            "(deterministic): a few columns against many rows")
+          for s in WS_BN64_SPLITS),
     )
 
 
@@ -406,13 +430,15 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
     def maps(c: WsConfig) -> tuple[TensorMap, TensorMap]:
         a, b = operands
         return (TensorMap(a, c.BM, c.bk),
-                TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, BT_BOX_ROWS, c.bk))
+                TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, min(BT_BOX_ROWS, c.bn), c.bk))
 
-    # A build of other tile rows than the default's reads A in boxes of its own rows. Every build keeps the default
-    # build's launch bound (384 threads, so ptxas budgets 168 registers a thread at entry): in a 256-thread build
-    # too, setmaxnreg then raises the consumers to 232 and never lowers them.
+    # A build of other tile rows than the default's reads A in boxes of its own rows, and one of tiles narrower
+    # than a box of Bᵀ reads Bᵀ in boxes of its own columns. Every build keeps the default build's launch bound (384
+    # threads, so ptxas budgets 168 registers a thread at entry): in a 256-thread build too, setmaxnreg then raises
+    # the consumers to 232 and never lowers them.
     fields["variants"] = tuple(
-        replace(v, tensor_maps=maps(v.config)) if isinstance(v, WsVariant) and v.config.BM != config.BM else v
+        replace(v, tensor_maps=maps(v.config))
+        if isinstance(v, WsVariant) and maps(v.config) != maps(config) else v
         for v in fields.get("variants", ()))
     return WsMethod(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=config.launch,
                     tile=config.tile, tensor_maps=maps(config), launch_bounds=(config.THREADS, 1), config=config,
