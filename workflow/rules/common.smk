@@ -234,8 +234,13 @@ def benchmark_command(*options):
             " m={wildcards.m} k={wildcards.k} n={wildcards.n}")
 
 
-def compile_command(*keys):
-    """The compile job's command, for a build named by the wildcards `keys`."""
-    words = " ".join(f"{key}={{wildcards.{key}}}" for key in keys)
+def build_words(wildcards):
+    """A compile job's build as its command's KEY=VALUE words: every wildcard of its cubin but the arch (method,
+    dtype, block, and variant for a registry variant's build)."""
+    return " ".join(f"{key}={value}" for key, value in wildcards.items() if key != "arch")
+
+
+def compile_command():
+    """The compile job's command: its build (params.build, build_words), target arch, cubin and log."""
     return ('"$MATMUL_STUDY_PYTHON" "$MATMUL_STUDY_COMPILE_JOB" --arch {params.arch} --output {output.cubin:q}'
-            f" --log {{log:q}} {words}")
+            " --log {log:q} {params.build}")

@@ -25,19 +25,18 @@ rule compile_kernel:
     params:
         arch=lambda wc: wc.arch,
         recipe=build_recipe,
+        build=build_words,
     threads: resources.slot_job_threads(workflow)
     resources:
         compile=resources.compile_slots(workflow),
     conda:
         "../../envs/gpu.yaml"
     shell:
-        compile_command("method", "dtype", "block")
+        compile_command()
 
 
-rule compile_kernel_variant:
-    input:
-        source=kernel_source,
-        includes=kernel_includes,
+# A registry variant's build: the same step, its cubin, log and wall time named after the variant too.
+use rule compile_kernel as compile_kernel_variant with:
     output:
         cubin="results/kernels/{arch}/{method}/{dtype}_b{block}_{variant}.cubin",
     log:
@@ -47,13 +46,3 @@ rule compile_kernel_variant:
     wildcard_constraints:
         method="|".join(COMPILED_METHODS),
         variant=one_of(VARIANT_NAMES),
-    params:
-        arch=lambda wc: wc.arch,
-        recipe=build_recipe,
-    threads: resources.slot_job_threads(workflow)
-    resources:
-        compile=resources.compile_slots(workflow),
-    conda:
-        "../../envs/gpu.yaml"
-    shell:
-        compile_command("method", "dtype", "block", "variant")
