@@ -467,8 +467,8 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     def tile_of(problem, build) -> tuple[int, int, int]:
         return (build.tile if build is not None and build.tile else tile)(problem.block, problem.dtype.name)
 
-    def weigh(problem, build) -> tuple[float, int, int, int, int, int] | None:
-        rows, cols, tile_k = tile_of(problem, build)
+    def weigh(problem, build, tile_mnk: tuple[int, int, int]) -> tuple[float, int, int, int, int, int] | None:
+        rows, cols, tile_k = tile_mnk
         shape = (build.launch if build is not None else launch)(problem)
         s = shape.grid[2]
         if s > 1 and cdiv(problem.k, tile_k) < min_k_steps_per_slice * s:
@@ -496,13 +496,14 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
         if not (idle or narrow) or problem.dtype.name not in rates:
             return rest(problem, variants)
-        shapes = {name: tile_of(problem, builds.get(name))[:2] for name in (DEFAULT, *variants)
-                  if name == DEFAULT or name in builds}
+        tiles_of = {name: tile_of(problem, builds.get(name)) for name in (DEFAULT, *variants)
+                    if name == DEFAULT or name in builds}
+        shapes = {name: t[:2] for name, t in tiles_of.items()}
         # A tile narrower than another of its rows only where that one holds as many columns past N as in it.
         widest = {r: max(c for rr, c in shapes.values() if rr == r) for r, _ in shapes.values()}
         shapes = {name: (r, c) for name, (r, c) in shapes.items()
                   if c == widest[r] or cdiv(problem.n, widest[r]) * widest[r] >= 2 * problem.n}
-        weighed = {name: weigh(problem, builds.get(name)) for name in shapes}
+        weighed = {name: weigh(problem, builds.get(name), tiles_of[name]) for name in shapes}
         weighed = {name: w for name, w in weighed.items() if w is not None}
         name = min(weighed, key=lambda v: (round(weighed[v][0], 3), weighed[v][1], -weighed[v][2] * weighed[v][3]))
         us, s, rows, cols, blocks, busiest = weighed[name]
