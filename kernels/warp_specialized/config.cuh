@@ -23,6 +23,7 @@
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
+//   WGMMA_WS_STREAMK_MIN_SAVED  k steps the split must save each cluster (tile_schedule.cuh): its fix-up's cost.
 //   WGMMA_WS_PROMOTE      0 or 1: tensor-core sums promoted to fp32 every k step (fp32-summed operands: e4m3, and
 //                         tf32 for 3xTF32; at BN 256 in quarters of the columns; block-scaled operands,
 //                         17_wgmma_fp8_block.cu, need it: the scales weigh each promotion).
@@ -104,6 +105,9 @@
 #ifndef WGMMA_WS_GROUP_M
 #error "WGMMA_WS_GROUP_M is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_STREAMK_MIN_SAVED
+#error "WGMMA_WS_STREAMK_MIN_SAVED is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_DRAIN_EVERY
 #error "WGMMA_WS_DRAIN_EVERY is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -149,7 +153,7 @@ constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 // Arrivals that free a stage: every consumer warp of every CTA in the cluster.
 constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER;
 constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
-constexpr int SK_MIN_SAVED_STEPS = 32;  // split the tail only if that saves each cluster more k steps than this
+constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
 // Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
 constexpr int PART_QUADS = BM * BN / 4;
 

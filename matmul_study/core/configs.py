@@ -44,6 +44,14 @@ def registered_splits(variants: tuple[str, ...]) -> list[int]:
 # H200, the mean of fp16, tf32 and FP8 (x cuBLAS in one run): 128x128 0.996, 0.980, 1.010; 64x256 0.972, 0.933,
 # 0.971 (int8 0.971); 64x128 0.880, 0.775, 0.869. Fewer rows or columns load more bytes per product.
 TILE_RATES = {(128, 256): 1.0, (128, 128): 0.99, (64, 256): 0.96, (64, 128): 0.84}
+# A dtype whose own rates lie far from that mean: tf32's 64-row tiles run 3-8 % below it. (fp16's and FP8's own rates,
+# within 1-4 % of the mean, would move FP8's 2048^3 pick from cluster1, 1.003 x cuBLASLt, to 128x128 tiles, 0.965.)
+TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 128): 0.980, (64, 256): 0.933, (64, 128): 0.775}}
+# The stream-K split of a last partial wave (kernels/warp_specialized/tile_schedule.cuh) costs its launch about as
+# much as this many k steps of a default tile: its pieces' fix-up in C. Fitted to the committed sweeps of the
+# warp-specialised rungs (results/reference/NVIDIA_H200/small-problems/tiles*.txt and the rest, one run per file):
+# see persistent_split_k.
+STREAMK_FIXUP_STEPS = 16
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,21 @@ class TileBuilds:
     cluster: int  # CTAs per cluster along M: the schedule deals out tiles of `cluster` row tiles at once
     # split builds of other tiles than the rung's own rows: build name -> (rows, columns, slices of K)
     splits: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # the whole-tile builds split a last partial wave by k steps where that saves each cluster at least this many
+    # (None: they never split it)
+    streamk_min_saved: int | None = None
+
+
+def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | None) -> tuple[float, bool]:
+    """The waves of `tiles` whole tiles of `k_steps` k steps each on a persistent grid of at most `clusters`
+    clusters, as kernels/warp_specialized/tile_schedule.cuh deals them out, and whether it splits the last,
+    partial wave by k steps (stream-K): where that saves each cluster at least `min_saved` k steps and gives
+    every cluster some. Split, the tail's tiles count by their share of a wave; whole, as a wave."""
+    tail = tiles % clusters if tiles > clusters else 0
+    if (min_saved is not None and tail and (clusters - tail) * k_steps >= min_saved * clusters
+            and tail * k_steps >= clusters):
+        return tiles // clusters + tail / clusters, True
+    return float(cdiv(tiles, clusters)), False
 
 
 # Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
@@ -109,8 +132,15 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     the base that a split must cut each SM's work `min_split`-fold against. On an H200 (x cuBLAS, fp16;
     results/reference/NVIDIA_H200/small-problems/tiles.txt): 512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73),
     1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65), 2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88
-    (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). Of 88 (rung, shape) cases the pick is within 3 % of the
-    best of the four in 83; the most it loses is 9 % (tf32 1536^3: 128x128 tiles 0.99, the pick 0.91).
+    (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The waves are counted as the kernel deals them out
+    (persistent_waves): where it splits a last partial wave by k steps (stream-K), that wave counts by its share
+    of the clusters, plus the split's fix-up (STREAMK_FIXUP_STEPS k steps of a default tile); and each dtype's
+    rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). Against the committed sweeps of the four rungs (197
+    (rung, shape, run) cases of three builds or more, each pick against the best build of its own run), that
+    changed 5 picks, all in tf32 but one: tf32 1472^3 0.88 -> 0.96 and 1536^3 0.91 -> 0.99 (128x128 tiles, whose 6
+    tiles past a wave of 66 clusters run split by k steps, against three whole waves of 64x128 ones), 384x6144x4096
+    0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 -> 0.712; the mean regret 0.70 % ->
+    0.55 %, cases over 3 % 14 -> 10.
     `builds.splits`: split builds of other tiles (64x128 without a cluster, for decode rows), weighed by the same
     bar: S slices of a tile cut each SM's work S x the base tile's area / theirs. At a few token rows against 4096
     columns (32 tiles of 64x128 on 132 SMs) that is 4 slices; 48 or 64 tiles stay whole. On an H200 (x cuBLAS,
@@ -125,18 +155,23 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties."""
         per_wave = max(1, problem.sm_count // builds.cluster)
+        k_steps = cdiv(problem.k, tile_k)
+        rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
         weighed = []
         for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items():
             if name == DEFAULT or name in variants:
-                waves = cdiv(cdiv(cdiv(problem.m, r), builds.cluster) * cdiv(problem.n, c), per_wave)
-                weighed.append(_Whole(waves * r * c / TILE_RATES[r, c], name, r, c))
+                tiles = cdiv(cdiv(problem.m, r), builds.cluster) * cdiv(problem.n, c)
+                waves, split = persistent_waves(tiles, per_wave, k_steps, builds.streamk_min_saved)
+                fixup = STREAMK_FIXUP_STEPS / k_steps * tile_m * tile_n if split else 0.0
+                weighed.append(_Whole(waves * r * c / rates[r, c] + fixup, name, r, c))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols))
 
     def by_tiles(problem, best: _Whole, where: str) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
         size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
         return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
-                                 f"(waves of {builds.cluster}-CTA clusters x tile area / the tile's rate)")
+                                 f"(waves of {builds.cluster}-CTA clusters x tile area / the tile's rate, a last "
+                                 "partial wave split by k steps where the kernel splits it)")
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = pick(problem, variants)

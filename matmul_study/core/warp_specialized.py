@@ -39,6 +39,8 @@ class WsConfig:
     cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
     split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
     streamk: bool = True  # split the last wave by k steps where that pays (the kernel ignores it in split-K builds)
+    # ... where that saves each cluster at least this many k steps (the split's fix-up costs about as many)
+    streamk_min_saved: int = 32
     promote: bool = False  # tensor-core sums (FP8, tf32) promoted into fp32 accumulators every k step
     # A promoted step's column parts (bn 256) take A from registers, read once a step (e4m3 only), not each from
     # shared memory:
@@ -104,7 +106,8 @@ class WsConfig:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "CLUSTER": self.cluster, "SPLIT_K": self.split_k,
-                  "STREAMK": int(self.streamk), "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
+                  "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
+                  "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
                   "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
                   "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
@@ -296,8 +299,9 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
-    that fit them, the rest as the default), and its split builds of tiles with fewer rows than its own
-    (bm64_bn128_splitk<S>), for the wave model of its heuristic (configs.persistent_split_k)."""
+    that fit them, the rest as the default), its split builds of tiles with fewer rows than its own
+    (bm64_bn128_splitk<S>), and where its whole tiles split a last partial wave by k steps, for the wave model of
+    its heuristic (configs.persistent_split_k)."""
     tiles = {v.name: (v.config.BM, v.config.bn) for v in variants
              if isinstance(v, WsVariant) and (v.config.BM, v.config.bn) != (base.BM, base.bn)
              and v.config == replace(base, bm=v.config.bm, bn=v.config.bn)}
@@ -305,7 +309,7 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
               if isinstance(v, WsVariant) and v.config.split_k > 1 and v.config.BM != base.BM
               and v.config == replace(base, bm=v.config.bm, bn=v.config.bn, cluster=v.config.cluster,
                                       split_k=v.config.split_k)}
-    return TileBuilds(tiles, base.cluster, splits)
+    return TileBuilds(tiles, base.cluster, splits, base.streamk_min_saved if base.streamk else None)
 
 
 def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
