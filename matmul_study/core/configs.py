@@ -48,9 +48,8 @@ TILE_RATES = {(128, 256): 1.0, (128, 128): 0.99, (64, 256): 0.96, (64, 128): 0.8
 # within 1-4 % of the mean, would move FP8's 2048^3 pick from cluster1, 1.003 x cuBLASLt, to 128x128 tiles, 0.965.)
 TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 128): 0.980, (64, 256): 0.933, (64, 128): 0.775}}
 # The stream-K split of a last partial wave (kernels/warp_specialized/tile_schedule.cuh) costs its launch about as
-# much as this many k steps of a default tile: its pieces' fix-up in C. Fitted to the committed sweeps of the
-# warp-specialised rungs (results/reference/NVIDIA_H200/small-problems/tiles*.txt and the rest, one run per file):
-# see persistent_split_k.
+# much as this many k steps of a default tile: its pieces' fix-up in C. Of 8, 16, 24, 32 and 48, the one whose picks
+# lose least to the best build of the committed sweeps (see persistent_split_k).
 STREAMK_FIXUP_STEPS = 16
 
 
@@ -135,12 +134,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The waves are counted as the kernel deals them out
     (persistent_waves): where it splits a last partial wave by k steps (stream-K), that wave counts by its share
     of the clusters, plus the split's fix-up (STREAMK_FIXUP_STEPS k steps of a default tile); and each dtype's
-    rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). Against the committed sweeps of the four rungs (197
-    (rung, shape, run) cases of three builds or more, each pick against the best build of its own run), that
+    rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). On the committed sweeps of the four rungs
+    (small-problems/tiles*.txt and deep-k-wgmma_*.txt, 236 (rung, dtype, shape) cases; tests/test_configs.py) that
     changed 5 picks, all in tf32 but one: tf32 1472^3 0.88 -> 0.96 and 1536^3 0.91 -> 0.99 (128x128 tiles, whose 6
     tiles past a wave of 66 clusters run split by k steps, against three whole waves of 64x128 ones), 384x6144x4096
-    0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 -> 0.712; the mean regret 0.70 % ->
-    0.55 %, cases over 3 % 14 -> 10.
+    0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 -> 0.712; what the pick loses to the
+    best build measured, 0.52 % on average before, is 0.40 %, and past 3 % in 9 cases instead of 13.
     `builds.splits`: split builds of other tiles (64x128 without a cluster, for decode rows), weighed by the same
     bar: S slices of a tile cut each SM's work S x the base tile's area / theirs. At a few token rows against 4096
     columns (32 tiles of 64x128 on 132 SMs) that is 4 slices; 48 or 64 tiles stay whole. On an H200 (x cuBLAS,
