@@ -93,16 +93,17 @@ def kernel_asserts(variant: str, asserts: str, tmp_path) -> subprocess.Completed
 
 
 @needs_nvcc
-def test_the_kernels_constants_at_bn_128(tmp_path):
-    # Accumulators, stages and partial tiles as the kernel derives them from the bn128 record's definitions.
-    config = WS.variant("bn128").config
-    result = kernel_asserts("bn128",
+@pytest.mark.parametrize("variant", ["bn128", "bn64"])
+def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
+    # Accumulators, stages, partial tiles and Bt's boxes as the kernel derives them from the record's definitions.
+    config = WS.variant(variant).config
+    result = kernel_asserts(variant,
                             f"static_assert(wgmma_ws::BN == {config.bn} && wgmma_ws::ACCUMULATORS == {config.bn // 2}, "
                             '"tile");\n'
                             f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
                             f"wgmma_ws::STAGE_BYTES == {config.stage_bytes}, \"stages\");\n"
-                            f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4, "
-                            '"partial tile");\n',
+                            f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4 && "
+                            f"wgmma_ws::BT_BOX_ROWS == {min(config.bn, 128)}, \"partial tile, boxes\");\n",
                             tmp_path)
     assert result.returncode == 0, result.stderr
 
@@ -226,16 +227,7 @@ def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width()
 
 
 @needs_nvcc
-def test_the_kernels_constants_at_bn_64(tmp_path):
-    config = WS.variant("bn64").config
-    result = kernel_asserts("bn64",
-                            f"static_assert(wgmma_ws::BN == {NARROWEST_BN} && wgmma_ws::ACCUMULATORS == 32, "
-                            '"tile");\n'
-                            f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
-                            f"wgmma_ws::STAGE_BYTES == {config.stage_bytes} && wgmma_ws::BT_BOX_ROWS == 64, "
-                            '"stages");\n',
-                            tmp_path)
-    assert result.returncode == 0, result.stderr
+def test_the_128x64_builds_issue_m64n64k16_in_both_dtypes(tmp_path):
     built = ptx("wgmma_warp_specialized", "bn64", tmp_path)
     assert built.returncode == 0, built.stderr
     code = (tmp_path / "module.ptx").read_text()
