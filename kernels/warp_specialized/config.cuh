@@ -20,6 +20,8 @@
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
 //                         that fit, 4 at BN 256, 6 at BN 128, 8 at BN 64).
 //   WGMMA_WS_SMEM_BYTES   dynamic shared memory of the launch, in bytes: the layout below, alignment slack included.
+//   WGMMA_WS_BT_BOX_ROWS  rows of a box of a K-major Bt (tf32 and 8-bit operands): 128, or BN where it is narrower;
+//                         the tensor map the host builds has the same box.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
@@ -104,6 +106,9 @@
 #endif
 #ifndef WGMMA_WS_GROUP_M
 #error "WGMMA_WS_GROUP_M is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_BT_BOX_ROWS
+#error "WGMMA_WS_BT_BOX_ROWS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
 #ifndef WGMMA_WS_STREAMK_MIN_SAVED
 #error "WGMMA_WS_STREAMK_MIN_SAVED is set by the registry (matmul_study/core/warp_specialized.py)"
@@ -240,8 +245,8 @@ using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N
 
 #if HOPPER_SM90A
 // A K-major Bt tile (the tf32 and 8-bit operands) is read in boxes of this many rows: 128, or the whole tile where it
-// is narrower (a build of 64 columns has a tensor map of its own: the registry's ws_rung, BT_BOX_ROWS).
-constexpr int BT_BOX_ROWS = BN < 128 ? BN : 128;
+// is narrower (a build of 64 columns has a tensor map of its own: the registry's WsConfig.bt_box_rows).
+constexpr int BT_BOX_ROWS = WGMMA_WS_BT_BOX_ROWS;
 
 // The k step kt of a K-major Bt tile (the tf32 and 8-bit operands, which wgmma reads only K-major) from a tensor map
 // whose box is BOX_ROWS rows of BOX_BYTES bytes. BN = 2 BOX_ROWS: two boxes, one per CTA of a 2-cluster, multicast

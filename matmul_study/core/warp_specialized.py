@@ -23,6 +23,8 @@ HOPPER = Requirements(min_compute_capability=(9, 0), arch_specific=True, modules
 # The most dynamic shared memory a block may opt in to on sm_90 (227 KiB): a record's default stage count is the most
 # stages that fit in it, and the kernel refuses a layout past it.
 SM90_SHARED_BYTES = shared_opt_in_bytes("sm_90a")
+# A K-major Bt tile is read in boxes of 128 rows, or of its own width where narrower (WsConfig.bt_box_rows).
+BT_BOX_ROWS = 128
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,17 @@ class WsConfig:
                 + self.STAGING_BYTES)
 
     @property
+    def bt_box_rows(self) -> int:
+        """Rows of a box of a K-major Bᵀ (tf32 and 8-bit operands; WGMMA_WS_BT_BOX_ROWS): BT_BOX_ROWS, or the whole
+        tile where it is narrower. The tensor map's box (ws_rung) and the kernel's copies (config.cuh) both take it."""
+        return min(BT_BOX_ROWS, self.bn)
+
+    @property
     def defines(self) -> tuple[str, ...]:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
-                  "SMEM_BYTES": self.shared_bytes, "CLUSTER": self.cluster, "SPLIT_K": self.split_k,
+                  "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "CLUSTER": self.cluster,
+                  "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
                   "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
@@ -421,8 +430,6 @@ SPLIT_TF32_PREPASS = Prepass(
      PrepassOutput("BT3", lambda p: (p.n, split_tf32_k(p.k)))),
     split_tf32_prepass_launch)
 
-BT_BOX_ROWS = 128  # a K-major Bt tile is read in boxes of 128 rows (kernels/warp_specialized/operands_*.cuh)
-
 
 def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, template: str, config: WsConfig,
             operands: tuple[str, str], **fields) -> WsMethod:
@@ -434,16 +441,16 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
     def maps(c: WsConfig) -> tuple[TensorMap, TensorMap]:
         a, b = operands
         return (TensorMap(a, c.BM, c.bk),
-                TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, min(BT_BOX_ROWS, c.bn), c.bk))
+                TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, c.bt_box_rows, c.bk))
 
     # A build of other tile rows than the default's reads A in boxes of its own rows, and one of tiles narrower
     # than a box of Bᵀ reads Bᵀ in boxes of its own columns. Every build keeps the default build's launch bound (384
     # threads, so ptxas budgets 168 registers a thread at entry): in a 256-thread build too, setmaxnreg then raises
     # the consumers to 232 and never lowers them.
+    own = maps(config)
     fields["variants"] = tuple(
-        replace(v, tensor_maps=maps(v.config))
-        if isinstance(v, WsVariant) and maps(v.config) != maps(config) else v
+        replace(v, tensor_maps=maps(v.config)) if isinstance(v, WsVariant) and maps(v.config) != own else v
         for v in fields.get("variants", ()))
     return WsMethod(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=config.launch,
-                    tile=config.tile, tensor_maps=maps(config), launch_bounds=(config.THREADS, 1), config=config,
+                    tile=config.tile, tensor_maps=own, launch_bounds=(config.THREADS, 1), config=config,
                     **{"requires": HOPPER, **fields})
