@@ -106,8 +106,8 @@ class _Split(NamedTuple):
 
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
-                       narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None
-                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+                       narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
+                       few_columns: int | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -149,7 +149,17 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
-    cluster (FP8_OWN_TILES)."""
+    cluster (FP8_OWN_TILES).
+
+    `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
+    and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
+    than that, they run the problem: whole, or K split the largest registered S (at least `min_split`) whose work
+    items, tiles x S, fit one wave with `min_k_steps_per_slice` k steps a slice. Such a problem streams A, N times
+    its bytes of B, and a wider tile multiplies columns of zeros for the same bytes of A: the area-over-rate model
+    of the whole tiles does not see it. On an H200 (x cuBLAS; small-problems/tiles-n64-*.txt), at 64 columns:
+    4096 x 4096 rows and k 4096 split 4 1.10 (fp16) and 1.02 (tf32), against 0.66 and 0.89 for the best other
+    pick; 8192 rows whole 1.07 and 0.92 (split 2 0.94 and 0.89); 2048 rows and k 8192 split 8 1.05 and 0.99;
+    16384 rows and k 2048 whole 1.04 and 1.10; 1024 rows and k 16384 split 8 1.05 and 0.97."""
 
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties."""
@@ -178,7 +188,25 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             return picked
         return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
 
+    def columns(problem, variants: tuple[str, ...]) -> Choice:
+        """The few_columns builds, whole or split (see above)."""
+        name = f"bn{few_columns}"
+        tiles, k_steps, sms = cdiv(problem.m, tile_m), cdiv(problem.k, tile_k), problem.sm_count
+        splits = registered_splits(tuple(v.removeprefix(f"{name}_") for v in variants if v.startswith(f"{name}_")))
+        fitting = [s for s in splits
+                   if s >= min_split and tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
+        where = (f"N = {problem.n} in one column of {tile_m}x{few_columns} tiles without a cluster, "
+                 f"{tiles} tile{'s' if tiles != 1 else ''} on {sms} SMs")
+        if fitting:
+            s = fitting[-1]
+            return Choice(f"{name}_splitk{s}", f"{where}: K split {s} ways ({k_steps} k steps of {tile_k}, about "
+                                               f"{cdiv(k_steps, s)} a slice) gives {tiles * s} work items")
+        return Choice(name, f"{where}: whole, as no split of {min_split} or more ways with {min_k_steps_per_slice} "
+                            f"k steps a slice fits one wave")
+
     def pick(problem, variants: tuple[str, ...]) -> Choice:
+        if few_columns is not None and problem.n <= few_columns < problem.m and f"bn{few_columns}" in variants:
+            return columns(problem, variants)
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
         sms = problem.sm_count

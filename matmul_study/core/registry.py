@@ -24,8 +24,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
-from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
-                                                WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
+from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, NARROWEST_BN, SPLIT_TF32_PREPASS, WS_16BIT,
+                                                WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
                                                 ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_rung,
                                                 ws_tile_builds, ws_variants)
@@ -280,7 +280,8 @@ METHODS: dict[str, Method] = {
             ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", WS_16BIT, ("A", "B"),
             variants=WS_16BIT_VARIANTS,
             choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
-                                              builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS)),
+                                              builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS),
+                                              few_columns=NARROWEST_BN),
         ),
         ws_rung(
             "wgmma_tf32",
@@ -290,7 +291,8 @@ METHODS: dict[str, Method] = {
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
             variants=WS_TF32_VARIANTS,
             choose=configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
-                                              builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS)),
+                                              builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
+                                              few_columns=NARROWEST_BN),
         ),
         ws_rung(
             "wgmma_3xtf32",
@@ -328,7 +330,7 @@ METHODS: dict[str, Method] = {
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
             choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
-                                              own_tiles=configs.FP8_OWN_TILES),
+                                              own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
             accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
         ),
         ws_rung(
