@@ -2,9 +2,9 @@
 // m64n256k32 .s32.s8.s8, exact int32 accumulation and int32 C.
 //
 // The pipeline, schedule and epilogue are the warp-specialised family's (kernels/warp_specialized/kernel.cuh), and so
-// are its compile definitions (WGMMA_WS_*, from the registry's WsConfig; clusters of 1 or 2 here, no split-K); this
-// file supplies the 8-bit operands with int accumulators (operands_bytes.cuh, OpInt8: both operands K-major, B
-// transposed on every launch by kernels/transpose_bytes.cu, timed with the GEMM).
+// are its compile definitions (WGMMA_WS_*, from the registry's WsConfig); this file supplies the 8-bit operands with
+// int accumulators (operands_bytes.cuh, OpInt8: both operands K-major, B transposed on every launch by
+// kernels/transpose_bytes.cu, timed with the GEMM). Split-K builds sum their slices' int32 partials in `workspace`.
 //
 // Measured on an H200 (bench/compare.py), against cuBLAS int8 in the same run, both with the same timed transpose
 // of B in front (cuBLAS's int8 tensor-core kernel also wants B K-major: launch/launchers.py): 4096^3 1302 TOPS,
@@ -20,11 +20,10 @@
 
 template <typename T>
 __device__ __forceinline__ void wgmma_int8_matmul(const CUtensorMap* tmap_a, const CUtensorMap* tmap_bt, int* C, int m,
-                                                  int n, int k)
+                                                  int n, int k, int* workspace = nullptr)
 {
     static_assert(sizeof(T) == 1, "int8 operands");
-    static_assert(wgmma_ws::SPLIT_K == 1, "WGMMA_WS_SPLIT_K: the split-K workspace holds fp32 partials, not int32");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_ws::OpInt8>(tmap_a, tmap_bt, C, m, n, k, nullptr);
+    wgmma_ws::ws_gemm<wgmma_ws::OpInt8>(tmap_a, tmap_bt, C, m, n, k, workspace);
 #endif
 }

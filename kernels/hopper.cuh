@@ -276,17 +276,32 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3_rs(float (&d)[N / 2], const ui
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
 }
 
-// D(64x256, s32) (+)= A(64x32, K-major, smem) * B(32x256, K-major, smem), signed 8-bit operands, exact int32
-// accumulation (no .satfinite: the host keeps k where the sums cannot overflow). 8-bit operands have no transpose
-// immediates either: both must be K-major.
+// D(64xN, s32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), signed 8-bit operands, exact int32
+// accumulation (no .satfinite: the host keeps k where the sums cannot overflow), N = 64 (32 accumulators per thread),
+// 128 (64) or 256 (128). 8-bit operands have no transpose immediates either: both must be K-major, and integer
+// wgmma takes no scale immediates, so the instruction ends at scale-d.
+#define HOPPER_D32_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+#define HOPPER_D64_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
 #define HOPPER_D128_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
-__device__ __forceinline__ void wgmma_m64n256k32_s8(int (&d)[128], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+#define HOPPER_WGMMA_S32(SHAPE, REGS, OPS, NA, NB, NS)                                                       \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned." SHAPE "k32.s32.s8.s8 " REGS ", %" NA ", %" NB ", p;\n}\n" \
+                 : OPS                                                                                     \
+                 : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
+template <int N>
+__device__ __forceinline__ void wgmma_m64k32_s8(int (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " HOPPER_D128_REGS ", %128, %129, p;\n}\n"
-                 : HOPPER_D128_OPS_S32
-                 : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
+    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");
+    if constexpr (N == 64)
+        HOPPER_WGMMA_S32("m64n64", HOPPER_D32_REGS, HOPPER_D32_OPS_S32, "32", "33", "34");
+    else if constexpr (N == 128)
+        HOPPER_WGMMA_S32("m64n128", HOPPER_D64_REGS, HOPPER_D64_OPS_S32, "64", "65", "66");
+    else
+        HOPPER_WGMMA_S32("m64n256", HOPPER_D128_REGS, HOPPER_D128_OPS_S32, "128", "129", "130");
 }
+#undef HOPPER_WGMMA_S32
+#undef HOPPER_D32_OPS_S32
+#undef HOPPER_D64_OPS_S32
 #undef HOPPER_D128_OPS_S32
 
 #undef HOPPER_WGMMA

@@ -170,7 +170,11 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                     for d in ("float16", "bfloat16")),
                   *(("wgmma_warp_specialized", v, "float16") for v in ("bn64_splitk2", "bn64_splitk8")),
                   *(("wgmma_tf32", v, "tf32") for v in ("bn64", "bn64_splitk8")),
-                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn64", "bn64_splitk4"))]
+                  *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn64", "bn64_splitk4")),
+                  # int8's narrower tiles (m64n128k32 and m64n64k32 s8) and split-K slices summed in an int32
+                  # workspace, one build of each kind
+                  *(("wgmma_int8", v, "int8") for v in ("bn128", "bn128_splitk4", "splitk4", "bm64_bn128",
+                                                        "bm64_bn128_splitk16", "bn64", "bn64_splitk8"))]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 

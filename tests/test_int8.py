@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from matmul_study.launch import kernels
-from matmul_study.core import dtypes, registry
+from matmul_study.core import configs, dtypes, registry
+from matmul_study.core.registry import WS_INT8_WEIGHED
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
 
@@ -80,11 +81,22 @@ def test_grid_prunes_int8_for_methods_without_it(make_config):
     assert reasons["naive"] == "naive supports float32, float64, int32 only"
 
 
-def test_int8_rung_has_no_split_k_builds():
-    # The split-K workspace sums fp32 partials; the kernel refuses WGMMA_WS_SPLIT_K > 1 for int8.
+def test_int8_splits_meet_in_an_int32_workspace_and_wait_to_be_weighed():
+    # 16-bit's tiles and splits: the split builds' partials are the int32 accumulators, 4 bytes each, and the
+    # generated kernel takes them as int*. The heuristic weighs only the builds measured against each other.
     m = registry.get("wgmma_int8")
-    assert m.variants and all(v.workspace is None for v in m.variants)
-    assert all(v.config.split_k == m.config.split_k == 1 for v in m.variants)
+    splits = {v.name for v in m.variants if v.workspace is not None}
+    assert {"splitk4", "splitk32", "bn128_splitk4", "bm64_bn128_splitk16", "bn64_splitk8"} <= splits
+    p = configs.job_problem(dtypes.get("int8"), 0, 4096, 4096, 64, sm_count=132)
+    assert m.variant("bn64_splitk4").workspace(p) == 32 * (4 * 128 * 64 * 4 + 4)
+    source = kernels.module_source("wgmma_int8", [("int8", 0)], "bn64_splitk4")
+    assert "int* __restrict__ workspace" in source and "C, m, n, k, workspace);" in source
+    assert kernels.trailing_arguments("wgmma_int8", "int8") == ()
+    weighed = {v.name for v in WS_INT8_WEIGHED}
+    assert weighed == {v.name for v in m.variants if v.workspace is None and v.config.bn == m.config.bn}
+    for shape in ((4096, 4096, 64), (256, 8192, 256), (128, 32768, 128), (1024, 1024, 1024), (16, 4096, 4096)):
+        assert configs.choose(m, configs.job_problem(dtypes.get("int8"), 0, *shape, sm_count=132)).variant in (
+            weighed | {configs.DEFAULT}), shape
 
 
 def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):
@@ -102,6 +114,24 @@ def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):
     assert wgmmas >= 4 and wgmmas % 4 == 0  # a stage (BK 128) is 4 x k32, in every copy of the main loop
     assert "m64n256k16.f32" not in ptx and "k8.f32.tf32" not in ptx
     assert "red.global.add.f32" not in ptx and "red.global.add.v2.f32" not in ptx  # the tail adds integers
+
+
+@pytest.mark.parametrize("variant,shape", [("bn128", "m64n128k32"), ("bm64_bn128_splitk4", "m64n128k32"),
+                                           ("bn64_splitk4", "m64n64k32")])
+def test_int8_narrower_tiles_issue_their_s8_wgmma_and_sum_int32_partials(tmp_path, variant, shape):
+    import subprocess
+
+    (tmp_path / "m.cu").write_text(kernels.module_source("wgmma_int8", [("int8", 0)], variant))
+    cmd = kernels.nvcc_command(tmp_path / "m.cu", tmp_path / "m.ptx", "sm_90a",
+                               kernels.compile_options("wgmma_int8", variant), target="ptx")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "m.ptx").read_text()
+    assert f"wgmma.mma_async.sync.aligned.{shape}.s32.s8.s8" in ptx and "m64n256k32" not in ptx
+    split = registry.get("wgmma_int8").variant(variant).workspace is not None
+    # a split build's partials leave and come back as int4 quads through L2, and nothing is added as a float
+    assert ("st.global.cg.v4.u32" in ptx or "st.global.cg.v4.s32" in ptx) == split
+    assert "add.f32" not in ptx and "add.rn.f32" not in ptx
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])

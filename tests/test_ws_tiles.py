@@ -29,15 +29,14 @@ def problem(m, n, k, dtype="float16"):
     return Problem(m, n, k, 0, dtypes.get(dtype), 132, SM90_SHARED_BYTES)
 
 
-def test_the_128x128_builds_are_registered_for_every_rung_but_int8():
+def test_the_128x128_builds_are_registered_for_every_rung():
     assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
     bm, bn, bk = WS.tile(0, "float16")
     assert all(v.tile(0, d) == (bm, NARROW_BN, bk) for v in BN128 for d in WS.dtypes) and bn == 2 * NARROW_BN
     narrow = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROW_BN and v.config.bm == 128}
               for name in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_fp8", "wgmma_int8")}
-    assert narrow["wgmma_tf32"] == {v.name for v in BN128}
+    assert narrow["wgmma_tf32"] == narrow["wgmma_int8"] == {v.name for v in BN128}
     assert narrow["wgmma_3xtf32"] == narrow["wgmma_fp8"] == {"bn128", "bn128_promote"}
-    assert narrow["wgmma_int8"] == set()  # its Op refuses 128 (test_builds_the_kernel_refuses_say_why)
 
 
 def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full():
@@ -110,7 +109,6 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant,moved,message", [
-    ("wgmma_int8", None, {"bn": 128}, "the int8 operands have 128x256 tiles only"),
     # Promotion: FP8 and tf32 operands only (the others' sums lose nothing to it), 0 or 1.
     ("wgmma_warp_specialized", "bn128", {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only"),
     ("wgmma_int8", None, {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only"),
@@ -134,9 +132,8 @@ def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_r
     short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM}
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
     splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8, 16)}
-    assert short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == {"bm64", "bm64_bn128",
-                                                                                              *splits}
-    assert short["wgmma_int8"] == {"bm64"}  # its operands take 256 columns only
+    assert (short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == short["wgmma_int8"]
+            == {"bm64", "bm64_bn128", *splits})
     v = WS.variant("bm64_bn128")
     assert v.config == replace(WS.config, bm=SHORT_BM, bn=NARROW_BN)
     assert v.tile(0, "float16") == (SHORT_BM, NARROW_BN, WS.config.bk)
@@ -198,8 +195,9 @@ def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width()
     narrowest = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROWEST_BN}
                  for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")}
     builds = {"bn64", "bn64_splitk2", "bn64_splitk4", "bn64_splitk8"}
-    assert narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"] == builds
-    assert narrowest["wgmma_int8"] == narrowest["wgmma_3xtf32"] == set()
+    assert (narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"]
+            == narrowest["wgmma_int8"] == builds)
+    assert narrowest["wgmma_3xtf32"] == set()
     v = WS.variant("bn64")
     assert v.config == replace(WS.config, bn=NARROWEST_BN, cluster=1) and v.config.stage_count == 8
     assert v.config.shared_bytes <= SM90_SHARED_BYTES < replace(v.config, stages=9).shared_bytes
@@ -207,7 +205,7 @@ def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width()
     # 16-bit B is read in 64-column strips at every width: the method's tensor maps. Bt (tf32, FP8) in boxes of 64
     # rows, a map of its own; A as the method's.
     assert v.tensor_maps == ()
-    for name in ("wgmma_tf32", "wgmma_fp8"):
+    for name in ("wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
         m = registry.get(name)
         a, bt = m.variant("bn64_splitk4").tensor_maps
         assert a == m.tensor_maps[0] and (bt.operand, bt.box_rows) == ("BT", NARROWEST_BN)

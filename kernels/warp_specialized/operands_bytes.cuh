@@ -14,9 +14,11 @@
 // consumer warpgroup, A and B descriptors both K-major (SBO = 1024 bytes between 8-row swizzle atoms; the next 32
 // k are 32 bytes on), exactly the byte layout of the tf32 operands, whose k8 instructions also step 32 bytes.
 //
-// int8 (S8): exact int32 accumulation and int32 C (Op::Acc = int), 128x256 tiles only. The epilogue moves C's 32-bit
-// elements as bits, so it is the fp32 one unchanged; the stream-K tail adds its pieces into C with integer L2
-// reductions, which are exact and do not depend on the order in which the pieces arrive (unlike the fp32 ones).
+// int8 (S8): exact int32 accumulation and int32 C (Op::Acc = int); 128x256 tiles (m64n256k32), 128x128 (WGMMA_WS_BN=128:
+// m64n128k32) or 128x64 (m64n64k32). The epilogue moves C's 32-bit elements as bits, so it is the fp32 one
+// unchanged; the stream-K tail adds its pieces into C with integer L2 reductions, and split-K slices meet in an int32
+// workspace (epilogue.cuh's sum, on int4 quads): integer sums are exact, so neither depends on the order in which
+// the pieces arrive.
 // |A|, |B| <= 128, so each product is at most 2^14 in size and a sum of k of them fits in int32 for k <= 131071
 // (matmul_study.core.dtypes refuses larger k); the instruction has no saturation, and none is needed.
 //
@@ -127,11 +129,10 @@ struct OpBytes {
 struct S8 {
     using Acc = int;
     static constexpr bool SCALED = false;
-    template <int ACC>
+    template <int ACC>  // m64n256k32 at BN 256 (128 accumulators per thread), m64n128k32 at BN 128, m64n64k32 at 64
     static __device__ __forceinline__ void mma_k32(int (&d)[ACC], uint64_t da, uint64_t db, bool accumulate)
     {
-        static_assert(ACC == 128, "WGMMA_WS_BN: the int8 operands have 128x256 tiles only (WGMMA_WS_BN=256)");
-        hopper::wgmma_m64n256k32_s8(d, da, db, accumulate);
+        hopper::wgmma_m64k32_s8<2 * ACC>(d, da, db, accumulate);
     }
 };
 using OpInt8 = OpBytes<S8>;

@@ -286,6 +286,17 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     return choose
 
 
+def among(weighed: set[str], choose: Callable[[object, tuple[str, ...]], Choice]
+          ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic `choose` over the builds `weighed` (and the default) of those asked for: a rung whose other
+    builds run and verify but have not been measured against these yet, so that no pick rests on a guess."""
+
+    def pick(problem, variants: tuple[str, ...]) -> Choice:
+        return choose(problem, tuple(v for v in variants if v in weighed))
+
+    return pick
+
+
 def token_rows(rows: int, decode: Callable[[object, tuple[str, ...]], Choice],
                rest: Callable[[object, tuple[str, ...]], Choice]) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds beside its own tiles: `decode` for M of at most `rows` token
