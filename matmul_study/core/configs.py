@@ -34,10 +34,12 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def registered_splits(variants: tuple[str, ...]) -> list[int]:
-    """The S of the split-K variants (named splitk<S>) among `variants`, ascending."""
-    return sorted(int(v.removeprefix("splitk")) for v in variants
-                  if v.startswith("splitk") and v.removeprefix("splitk").isdigit())
+def registered_splits(variants: tuple[str, ...], build: str = "") -> list[int]:
+    """The S of the split-K variants among `variants`, ascending: named splitk<S>, or <build>_splitk<S> (the splits of
+    another build, e.g. bn128)."""
+    prefix = f"{build}_splitk" if build else "splitk"
+    return sorted(int(v.removeprefix(prefix)) for v in variants
+                  if v.startswith(prefix) and v.removeprefix(prefix).isdigit())
 
 
 # Each whole-tile build's rate per SM against a 128x256 tile's, where every build runs whole waves: 2048^3 on an
@@ -192,7 +194,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         """The few_columns builds, whole or split (see above)."""
         name = f"bn{few_columns}"
         tiles, k_steps, sms = cdiv(problem.m, tile_m), cdiv(problem.k, tile_k), problem.sm_count
-        splits = registered_splits(tuple(v.removeprefix(f"{name}_") for v in variants if v.startswith(f"{name}_")))
+        splits = registered_splits(variants, name)
         fitting = [s for s in splits
                    if s >= min_split and tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
         where = (f"N = {problem.n} in one column of {tile_m}x{few_columns} tiles without a cluster, "
@@ -222,8 +224,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
         split_builds = [(tile_m, tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
-            split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(
-                tuple(v.removeprefix(f"{narrow}_") for v in variants if v.startswith(f"{narrow}_")))]
+            split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(variants, narrow)]
         if builds is not None:
             split_builds += [(r, c, s, name) for name, (r, c, s) in builds.splits.items() if name in variants]
         splits = [_Split(s * base.rows * base.cols / (rows * width), rows, width, s, name,
@@ -601,8 +602,7 @@ def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, .
 
 def _tile_splits(tile_m: int, variants: tuple[str, ...]) -> list[int]:
     """1 and the registered splits S of the m<tile_m> builds (m<tile_m>_splitk<S>)."""
-    prefix = f"m{tile_m}_"
-    return [1, *registered_splits(tuple(v.removeprefix(prefix) for v in variants if v.startswith(prefix)))]
+    return [1, *registered_splits(variants, f"m{tile_m}")]
 
 
 def _two_to_an_sm(problem, slots: int, tile_m: int) -> str:
