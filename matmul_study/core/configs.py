@@ -53,6 +53,14 @@ TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 128): 0.980, (64, 256): 0
 # much as this many k steps of a default tile: its pieces' fix-up in C. Of 8, 16, 24, 32 and 48, the one whose picks
 # lose least to the best build of the committed sweeps (see persistent_split_k).
 STREAMK_FIXUP_STEPS = 16
+# Of two splits that cut each SM's work alike, the larger tile where each slice keeps this many k steps, else the
+# smaller one (persistent_split_k). At 512x512x16384 on an H200 (x cuBLAS; tiles-weak-shapes-*.txt, tiles-n64-*.txt),
+# 128x256 tiles split 16 ways against 64x128 ones split 4 ways: tf32, 32 k steps a slice, 0.92 against 0.78; fp16,
+# 16, 0.74 against 0.69; FP8, 8, 0.71 against 0.92; and at 256x1024x8192 (tiles-decode-splits-*.txt) tf32, 16 k
+# steps, 0.73 against 0.71; fp16, 8, 0.83 against 0.93; FP8, 4, 0.70 against 1.02. A slice of few k steps spends
+# its time filling and draining the pipeline, and the larger tile's partials are 4 times the bytes; with enough
+# steps its higher rate counts for more.
+DEEP_SLICE_STEPS = 16
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     tiles, each with less work, and no partial tiles to write and read. A split of either width is taken only
     where it cuts each SM's work (tile width x k steps per slice) at least `min_split`-fold against whole narrow
     tiles within one wave, the same bar as against whole wide tiles without them (at 128 against 256: bn128 splits
-    of 4, wide splits of 8 or more); of equal cuts the narrower tile, whose partials are smaller.
+    of 4, wide splits of 8 or more). Of equal cuts, the larger tile where each of its slices keeps DEEP_SLICE_STEPS k
+    steps, else the smaller one, whose partials are smaller.
 
     `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128). Where the default tiles
     make one wave at most, each build is weighed by the busiest SM's work, the waves of cluster tiles times the
@@ -234,7 +243,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                    if f.cut >= _split_bar(problem, f, min_split) and f.items <= sms
                    and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
-            cut, rows, width, s, name, items = max(fitting, key=lambda f: (f.cut, -f.rows * f.width))
+            cut, rows, width, s, name, items = max(
+                fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if k_steps >= DEEP_SLICE_STEPS * f.s else -1)))
             size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
             against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
