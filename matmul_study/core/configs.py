@@ -170,8 +170,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     items, tiles x S, fit one wave with `min_k_steps_per_slice` k steps a slice. Such a problem streams A, N times
     its bytes of B, and a wider tile multiplies columns of zeros for the same bytes of A: the area-over-rate model
     of the whole tiles does not see it. On an H200 (x cuBLAS; small-problems/tiles-n64-*.txt), at 64 columns:
-    4096 x 4096 rows and k 4096 split 4 1.10 (fp16) and 1.02 (tf32), against 0.66 and 0.89 for the best other
-    pick; 8192 rows whole 1.07 and 0.92 (split 2 0.94 and 0.89); 2048 rows and k 8192 split 8 1.05 and 0.99;
+    4096 rows and k 4096 split 4 1.10 (fp16) and 1.02 (tf32), against 0.66 and 0.89 for the best other
+    build; 8192 rows whole 1.07 and 0.92 (split 2 0.94 and 0.89); 2048 rows and k 8192 split 8 1.05 and 0.99;
     16384 rows and k 2048 whole 1.04 and 1.10; 1024 rows and k 16384 split 8 1.05 and 0.97."""
 
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
