@@ -205,13 +205,10 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         """The few_columns builds, whole or split (see above)."""
         name = f"bn{few_columns}"
         tiles, k_steps, sms = cdiv(problem.m, tile_m), cdiv(problem.k, tile_k), problem.sm_count
-        splits = registered_splits(variants, name)
-        fitting = [s for s in splits
-                   if s >= min_split and tiles * s <= sms and k_steps >= min_k_steps_per_slice * s]
+        s = _fitting_split(name, tiles, k_steps, variants, sms, min_k_steps_per_slice, least=min_split)
         where = (f"N = {problem.n} in one column of {tile_m}x{few_columns} tiles without a cluster, "
                  f"{tiles} tile{'s' if tiles != 1 else ''} on {sms} SMs")
-        if fitting:
-            s = fitting[-1]
+        if s > 1:
             return Choice(f"{name}_splitk{s}", f"{where}: K split {s} ways ({k_steps} k steps of {tile_k}, about "
                                                f"{cdiv(k_steps, s)} a slice) gives {tiles * s} work items")
         return Choice(name, f"{where}: whole, as no split of {min_split} or more ways with {min_k_steps_per_slice} "
@@ -608,8 +605,15 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
 def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, ...], sms: int, min_k_steps: int) -> int:
     """The largest registered split S of the m<tile_m> builds whose blocks x S fit one per SM, with at least
     `min_k_steps` k steps a slice; 1 where none does."""
-    return max(x for x in _tile_splits(tile_m, variants)
-               if x == 1 or (blocks * x <= sms and k_steps >= min_k_steps * x))
+    return _fitting_split(f"m{tile_m}", blocks, k_steps, variants, sms, min_k_steps)
+
+
+def _fitting_split(build: str, blocks: int, k_steps: int, variants: tuple[str, ...], sms: int, min_k_steps: int,
+                   least: int = 2) -> int:
+    """The largest registered split S (at least `least`) of `build` (<build>_splitk<S>) whose blocks x S fit one
+    per SM, with at least `min_k_steps` k steps a slice; 1 where none does."""
+    return max((s for s in registered_splits(variants, build)
+                if s >= least and blocks * s <= sms and k_steps >= min_k_steps * s), default=1)
 
 
 def _tile_splits(tile_m: int, variants: tuple[str, ...]) -> list[int]:
