@@ -196,7 +196,7 @@ __device__ __forceinline__ void wgmma_wait()
 // scale_d = false: D = A * B (the accumulators' old values are ignored; no zeroing needed).
 #define HOPPER_WGMMA(INSTR, REGS, OPS, NA, NB, NS, TAIL)                                                  \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
-                 "wgmma.mma_async.sync.aligned." INSTR " " REGS ", %" NA ", %" NB ", p, " TAIL ";\n}\n" \
+                 "wgmma.mma_async.sync.aligned." INSTR " " REGS ", %" NA ", %" NB ", p" TAIL ";\n}\n"  \
                  : OPS                                                                                     \
                  : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
 
@@ -207,30 +207,31 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
     static_assert(sizeof(T) == 2 && (N == 64 || N == 128 || N == 256), "fp16 or bf16; N = 64, 128 or 256");
     constexpr bool f16 = __is_same(T, __half);
     if constexpr (N == 64 && f16)
-        HOPPER_WGMMA("m64n64k16.f32.f16.f16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1, 0, 1");
+        HOPPER_WGMMA("m64n64k16.f32.f16.f16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", ", 1, 1, 0, 1");
     else if constexpr (N == 64)
-        HOPPER_WGMMA("m64n64k16.f32.bf16.bf16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1, 0, 1");
+        HOPPER_WGMMA("m64n64k16.f32.bf16.bf16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", ", 1, 1, 0, 1");
     else if constexpr (N == 128 && f16)
-        HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1, 0, 1");
+        HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", ", 1, 1, 0, 1");
     else if constexpr (N == 128)
-        HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1, 0, 1");
+        HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", ", 1, 1, 0, 1");
     else if constexpr (f16)
-        HOPPER_WGMMA("m64n256k16.f32.f16.f16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
+        HOPPER_WGMMA("m64n256k16.f32.f16.f16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", ", 1, 1, 0, 1");
     else
-        HOPPER_WGMMA("m64n256k16.f32.bf16.bf16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1, 0, 1");
+        HOPPER_WGMMA("m64n256k16.f32.bf16.bf16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", ", 1, 1, 0, 1");
 }
 
-// The m64nNkK shapes with fp32 accumulators and both operands K-major (no transpose immediates: tf32 and 8-bit),
-// N = 64, 128 or 256, in a function with d (N / 2 floats), desc_a, desc_b and scale_d in scope. KIND is the rest of
-// the instruction after the N, e.g. "k8.f32.tf32.tf32".
-#define HOPPER_WGMMA_K_MAJOR_BY_N(KIND)                                                                          \
-    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");                                    \
-    if constexpr (N == 64)                                                                                   \
-        HOPPER_WGMMA("m64n64" KIND, HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", "1, 1");              \
-    else if constexpr (N == 128)                                                                             \
-        HOPPER_WGMMA("m64n128" KIND, HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", "1, 1");             \
-    else                                                                                                     \
-        HOPPER_WGMMA("m64n256" KIND, HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", "1, 1")
+// The m64nNkK shapes with both operands K-major (no transpose immediates: tf32 and 8-bit), N = 64, 128 or 256, in a
+// function with d (N / 2 accumulators), desc_a, desc_b and scale_d in scope. KIND is the rest of the instruction
+// after the N, e.g. "k8.f32.tf32.tf32"; ACC the accumulators' operand lists (empty: fp32, HOPPER_D*_OPS; _S32: int32,
+// HOPPER_D*_OPS_S32); TAIL what follows scale-d (the float kinds' scale immediates ", 1, 1"; none for integers).
+#define HOPPER_WGMMA_K_MAJOR_BY_N(KIND, ACC, TAIL)                                                                \
+    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");                                     \
+    if constexpr (N == 64)                                                                                    \
+        HOPPER_WGMMA("m64n64" KIND, HOPPER_D32_REGS, HOPPER_D32_OPS##ACC, "32", "33", "34", TAIL);             \
+    else if constexpr (N == 128)                                                                              \
+        HOPPER_WGMMA("m64n128" KIND, HOPPER_D64_REGS, HOPPER_D64_OPS##ACC, "64", "65", "66", TAIL);            \
+    else                                                                                                      \
+        HOPPER_WGMMA("m64n256" KIND, HOPPER_D128_REGS, HOPPER_D128_OPS##ACC, "128", "129", "130", TAIL)
 
 // D(64xN, fp32) (+)= A(64x8, K-major, smem) * B(8xN, K-major, smem) in tf32 (fp32 data in shared memory; the tensor
 // cores use its top 19 bits), N = 64 (32 accumulators per thread), 128 (64) or 256 (128). tf32 has no transpose
@@ -239,7 +240,7 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
 template <int N>
 __device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    HOPPER_WGMMA_K_MAJOR_BY_N("k8.f32.tf32.tf32");
+    HOPPER_WGMMA_K_MAJOR_BY_N("k8.f32.tf32.tf32", , ", 1, 1");
 }
 
 // D(64xN, fp32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), e4m3 operands (no transpose immediates for
@@ -250,7 +251,7 @@ template <int N>
 __device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
                                                   bool scale_d = true)
 {
-    HOPPER_WGMMA_K_MAJOR_BY_N("k32.f32.e4m3.e4m3");
+    HOPPER_WGMMA_K_MAJOR_BY_N("k32.f32.e4m3.e4m3", , ", 1, 1");
 }
 
 // The same with A from registers: a[4] is this thread's fragment of the warpgroup's 64x32 A (warp w: rows
@@ -283,23 +284,11 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3_rs(float (&d)[N / 2], const ui
 #define HOPPER_D32_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
 #define HOPPER_D64_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
 #define HOPPER_D128_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
-#define HOPPER_WGMMA_S32(SHAPE, REGS, OPS, NA, NB, NS)                                                       \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
-                 "wgmma.mma_async.sync.aligned." SHAPE "k32.s32.s8.s8 " REGS ", %" NA ", %" NB ", p;\n}\n" \
-                 : OPS                                                                                     \
-                 : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
 template <int N>
 __device__ __forceinline__ void wgmma_m64k32_s8(int (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    static_assert(N == 64 || N == 128 || N == 256, "N = 64, 128 or 256");
-    if constexpr (N == 64)
-        HOPPER_WGMMA_S32("m64n64", HOPPER_D32_REGS, HOPPER_D32_OPS_S32, "32", "33", "34");
-    else if constexpr (N == 128)
-        HOPPER_WGMMA_S32("m64n128", HOPPER_D64_REGS, HOPPER_D64_OPS_S32, "64", "65", "66");
-    else
-        HOPPER_WGMMA_S32("m64n256", HOPPER_D128_REGS, HOPPER_D128_OPS_S32, "128", "129", "130");
+    HOPPER_WGMMA_K_MAJOR_BY_N("k32.s32.s8.s8", _S32, "");
 }
-#undef HOPPER_WGMMA_S32
 #undef HOPPER_D32_OPS_S32
 #undef HOPPER_D64_OPS_S32
 #undef HOPPER_D128_OPS_S32
