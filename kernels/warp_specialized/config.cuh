@@ -14,7 +14,7 @@
 //   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and one consumer warpgroup per 64 rows (384 at
 //                         BM 128, 256 at BM 64).
 //   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
-//   WGMMA_WS_BN           tile width: 256, or 128 or 64 (every operand but int8).
+//   WGMMA_WS_BN           tile width: 256, 128 or 64.
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
 //                         128 int8 or e4m3); the operand policy checks it.
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
@@ -45,8 +45,8 @@
 // consumer thread) for problems whose 128x256 tiles leave most SMs idle (512^3: 8 tiles on 132 SMs): twice the
 // tiles, half the work per tile. Its stages are 32 KiB, so 6 fit where 4 of 48 KiB do; the default stage count is
 // what fits at either width, and since a stage then holds half the math, 6 cover 3/4 of the copy latency (in time)
-// that 4 cover at BN 256. The int8 operands are built at BN 256 only; the FP8 and tf32 ones also at 128, where the
-// registers hold a promoted accumulation (WGMMA_WS_PROMOTE, see mainloop.cuh). 64: 128x64 tiles (32 accumulators per
+// that 4 cover at BN 256. At 128 the FP8 and tf32 operands' registers also hold a promoted accumulation
+// (WGMMA_WS_PROMOTE, see mainloop.cuh). 64: 128x64 tiles (32 accumulators per
 // consumer thread) for an N of 64 or less, where wider tiles multiply columns past N: a 128x128 tile there does twice
 // the math for the same bytes of A, and A is what a few columns' problem streams from memory. No cluster (a CTA
 // multicasts whole 64-column strips of B), and K split at most 8 ways.
