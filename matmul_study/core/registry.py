@@ -318,8 +318,9 @@ METHODS: dict[str, Method] = {
         ws_rung(
             "wgmma_int8",
             "Hopper int8: wgmma_warp_specialized's pipeline on int8 operands, both K-major (wgmma m64n256k32 s8, "
-            "exact int32 accumulation and output; split-K slices meet in an int32 workspace); B is transposed on every launch by a byte-transpose kernel "
-            "(kernels/transpose_bytes.cu), and that transpose is timed with the kernel",
+            "exact int32 accumulation and output; split-K slices meet in an int32 workspace); B is transposed on "
+            "every launch by a byte-transpose kernel (kernels/transpose_bytes.cu), and that transpose is timed with "
+            "the kernel",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
             choose=configs.among({v.name for v in WS_INT8_WEIGHED}, configs.persistent_split_k(
