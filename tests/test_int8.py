@@ -12,7 +12,6 @@ import pytest
 
 from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
-from matmul_study.core.registry import WS_INT8_WEIGHED
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
 
@@ -81,9 +80,10 @@ def test_grid_prunes_int8_for_methods_without_it(make_config):
     assert reasons["naive"] == "naive supports float32, float64, int32 only"
 
 
-def test_int8_splits_meet_in_an_int32_workspace_and_wait_to_be_weighed():
+def test_int8_splits_meet_in_an_int32_workspace_and_are_weighed_like_16_bits():
     # 16-bit's tiles and splits: the split builds' partials are the int32 accumulators, 4 bytes each, and the
-    # generated kernel takes them as int*. The heuristic weighs only the builds measured against each other.
+    # generated kernel takes them as int*. The heuristic weighs them all, as 16-bit's does, and runs the 128x256 tiles
+    # without a cluster where they make one wave at most (configs.INT8_OWN_TILES).
     m = registry.get("wgmma_int8")
     splits = {v.name for v in m.variants if v.workspace is not None}
     assert {"splitk4", "splitk32", "bn128_splitk4", "bm64_bn128_splitk16", "bn64_splitk8"} <= splits
@@ -92,11 +92,14 @@ def test_int8_splits_meet_in_an_int32_workspace_and_wait_to_be_weighed():
     source = kernels.module_source("wgmma_int8", [("int8", 0)], "bn64_splitk4")
     assert "int* __restrict__ workspace" in source and "C, m, n, k, workspace);" in source
     assert kernels.trailing_arguments("wgmma_int8", "int8") == ()
-    weighed = {v.name for v in WS_INT8_WEIGHED}
-    assert weighed == {v.name for v in m.variants if v.workspace is None and v.config.bn == m.config.bn}
-    for shape in ((4096, 4096, 64), (256, 8192, 256), (128, 32768, 128), (1024, 1024, 1024), (16, 4096, 4096)):
-        assert configs.choose(m, configs.job_problem(dtypes.get("int8"), 0, *shape, sm_count=132)).variant in (
-            weighed | {configs.DEFAULT}), shape
+    # (m, k, n) -> the pick; on an H200 (x cuBLAS, small-problems/tiles-int8.txt): 1.17, 1.06, 1.27, 1.10, 1.40
+    picks = {(1024, 16384, 64): "bn64_splitk8", (128, 32768, 128): "bm64_bn128_splitk16", (1024, 1024, 1024): "bn64",
+             (512, 16384, 512): "bm64_bn128_splitk4", (2048, 2048, 2048): "cluster1", (4096, 4096, 4096): "default"}
+    for shape, pick in picks.items():
+        choice = configs.choose(m, configs.job_problem(dtypes.get("int8"), 0, *shape, sm_count=132))
+        assert choice.variant == pick, (shape, choice)
+    assert "one wave at most" in configs.choose(m, configs.job_problem(dtypes.get("int8"), 0, 2048, 2048, 2048,
+                                                                       sm_count=132)).reason
 
 
 def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):

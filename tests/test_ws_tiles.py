@@ -216,8 +216,8 @@ def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width()
         assert launch.grid == (grid, 1, 1) and launch.cluster == (1, 1, 1) and launch.threads == (384, 1, 1)
     split = WS.variant("bn64_splitk4")
     assert split.workspace(problem(4096, 64, 4096)) == 32 * (4 * 128 * 64 * 4 + 4)
-    # Not in the whole-tile model (they differ from the rung's record in more than the tile): a rule of their own
-    # where one spans N (test_configs).
+    # Not among the rung's tile builds (they differ from its record in more than the tile): a rule of their own where
+    # one spans N, and the whole-tile model weighs them over short K (configs.SHORT_TILE_STEPS; test_configs).
     builds_weighed = ws_tile_builds(WS.config, WS.variants)
     assert not any(name.startswith("bn64") for name in (*builds_weighed.tiles, *builds_weighed.splits))
     names = tuple(v.name for v in WS.variants)

@@ -61,6 +61,21 @@ STREAMK_FIXUP_STEPS = 16
 # its time filling and draining the pipeline, and the larger tile's partials are 4 times the bytes; with enough
 # steps its higher rate counts for more.
 DEEP_SLICE_STEPS = 16
+# tf32's k step holds half the products of fp16's (32 k of 4 bytes against 64 of 2), and its slices need twice the
+# steps: at 16 k steps a slice, 128x256 tiles split 16 ways against 64x128 ones split 4 ways ran at 0.69 against 0.92
+# (384x384x8192) and 0.41 against 0.53 (128x2048x8192; tiles-equal-cuts-tf32.txt), where fp16's 16 steps gave the
+# larger tile 0.74 against 0.69 (512x512x16384), and fp16's 8 and 4 steps the smaller one 0.77-0.96 against 0.41-0.72
+# (tiles-equal-cuts-float16.txt).
+DEEP_SLICE_STEPS_BY_DTYPE = {"tf32": 32}
+# Over at most this many k steps, the whole-tile model also weighs 128x64 tiles without a cluster (the few_columns
+# builds), at the rate of 64x128 ones (the same area and bytes a k step), and takes them on equal work: two consumer
+# warpgroups of 64x64 where the 64-row tile has one of 64x128, so the pipeline fills and the epilogue drains in half
+# the time, which short tiles spend most of theirs on. Over more steps the wider wgmma wins. On an H200 (x cuBLAS;
+# small-problems/tiles-squares-bn64.txt, tiles-int8.txt), 128x64 against 64x128: fp16 512^3 (8 k steps) 1.02
+# against 0.91, 768^3 1.00 / 0.83, 1024^3 1.08 / 0.90, 1536^3 0.74 / 0.70; tf32 768^3 0.94 / 0.82, 1024^3 1.04 /
+# 0.93; int8 1024^3 1.27 / 1.15, 1024x1024x8192 (64 k steps) 1.38 / 1.23; but fp16 1024x1024x8192 (128 k steps)
+# 0.81 / 0.88 and tf32 (256) 0.75 / 0.87.
+SHORT_TILE_STEPS = 64
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,11 @@ def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | N
 # multicasts saves less L2 traffic than the cluster's launch and barriers cost.
 FP8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster: as fast as the 2-CTA clusters or faster at "
                                    "every size measured (FP8, 1536^3-8192^3, on an H200)")
+# int8's, the same tiles without a cluster where they make one wave at most: 1536^3 1.08 against 1.02 and 2048^3
+# 1.38-1.40 against 1.31-1.33 (x cuBLAS, an H200; small-problems/tiles-int8.txt, short-grid.txt, precision/int8.txt).
+# Over more waves the multicast's saved L2 traffic counts: 4096^3 0.983 against 0.979, 8192^3 0.948 against 0.957.
+INT8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one wave at most: faster than the 2-CTA "
+                                    "clusters there (int8, 1536^3 and 2048^3, on an H200)")
 
 
 class _Whole(NamedTuple):
@@ -119,7 +139,8 @@ class _Split(NamedTuple):
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
-                       few_columns: int | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
+                       few_columns: int | None = None, own_tiles_in_one_wave: bool = False
+                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -162,7 +183,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
-    cluster (FP8_OWN_TILES).
+    cluster (FP8_OWN_TILES). `own_tiles_in_one_wave`: only where the default tiles make one wave at most (int8's,
+    INT8_OWN_TILES).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -172,32 +194,42 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     of the whole tiles does not see it. On an H200 (x cuBLAS; small-problems/tiles-n64-*.txt), at 64 columns:
     4096 rows and k 4096 split 4 1.10 (fp16) and 1.02 (tf32), against 0.66 and 0.89 for the best other
     build; 8192 rows whole 1.07 and 0.92 (split 2 0.94 and 0.89); 2048 rows and k 8192 split 8 1.05 and 0.99;
-    16384 rows and k 2048 whole 1.04 and 1.10; 1024 rows and k 16384 split 8 1.05 and 0.97."""
+    16384 rows and k 2048 whole 1.04 and 1.10; 1024 rows and k 16384 split 8 1.05 and 0.97. Over at most
+    SHORT_TILE_STEPS k steps the whole-tile model weighs bn<few_columns> too."""
 
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties."""
-        per_wave = max(1, problem.sm_count // builds.cluster)
         k_steps = cdiv(problem.k, tile_k)
         rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
         weighed = []
-        for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items():
+        candidates = {name: (r, c, builds.cluster) for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items()}
+        if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
+                and (problem.n <= problem.m or problem.m % tile_m == 0)):
+            candidates[f"bn{few_columns}"] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
+        for name, (r, c, cluster) in candidates.items():
             if name == DEFAULT or name in variants:
-                tiles = cdiv(cdiv(problem.m, r), builds.cluster) * cdiv(problem.n, c)
-                waves, split = persistent_waves(tiles, per_wave, k_steps, builds.streamk_min_saved)
+                tiles = cdiv(cdiv(problem.m, r), cluster) * cdiv(problem.n, c)
+                waves, split = persistent_waves(tiles, max(1, problem.sm_count // cluster), k_steps,
+                                                builds.streamk_min_saved)
                 fixup = STREAMK_FIXUP_STEPS / k_steps * tile_m * tile_n if split else 0.0
-                weighed.append(_Whole(waves * r * c / rates[r, c] + fixup, name, r, c))
-        return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols))
+                weighed.append(_Whole(waves * r * c / (rates[r, c] if (r, c) in rates else rates[c, r]) + fixup, name, r, c))
+        return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
     def by_tiles(problem, best: _Whole, where: str) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
         size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
+        if few_columns is not None and best.name == f"bn{few_columns}":
+            size += (f", without a cluster, at the rate of {best.cols}x{best.rows} tiles and first on equal work over "
+                     f"{cdiv(problem.k, tile_k)} k steps (at most {SHORT_TILE_STEPS})")
         return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
-                                 f"(waves of {builds.cluster}-CTA clusters x tile area / the tile's rate, a last "
+                                 "(waves of its clusters x tile area / the tile's rate, a last "
                                  "partial wave split by k steps where the kernel splits it)")
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = pick(problem, variants)
         if picked.variant != DEFAULT or own_tiles is None or own_tiles.variant not in variants:
+            return picked
+        if own_tiles_in_one_wave and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > problem.sm_count:
             return picked
         return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
 
@@ -242,8 +274,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                    if f.cut >= _split_bar(problem, f, min_split) and f.items <= sms
                    and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
+            deep = DEEP_SLICE_STEPS_BY_DTYPE.get(problem.dtype.name, DEEP_SLICE_STEPS)
             cut, rows, width, s, name, items = max(
-                fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if k_steps >= DEEP_SLICE_STEPS * f.s else -1)))
+                fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if k_steps >= deep * f.s else -1)))
             size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
             against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
@@ -294,17 +327,6 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
                               "instead")
 
     return choose
-
-
-def among(weighed: set[str], choose: Callable[[object, tuple[str, ...]], Choice]
-          ) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic `choose` over the builds `weighed` (and the default) of those asked for: a rung whose other
-    builds run and verify but have not been measured against these yet, so that no pick rests on a guess."""
-
-    def pick(problem, variants: tuple[str, ...]) -> Choice:
-        return choose(problem, tuple(v for v in variants if v in weighed))
-
-    return pick
 
 
 def token_rows(rows: int, decode: Callable[[object, tuple[str, ...]], Choice],

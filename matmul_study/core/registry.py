@@ -42,11 +42,9 @@ WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2,
                      *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_16BIT))
 WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
                     *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_TF32))
-# int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace). Its heuristic weighs the
-# builds measured against each other on a GPU (WS_INT8_WEIGHED); the others run where a config names them.
+# int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace).
 WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_BYTES),
                     *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_BYTES))
-WS_INT8_WEIGHED = tuple(v for v in WS_INT8_VARIANTS if v.config.split_k == 1 and v.config.bn == WS_BYTES.bn)
 WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
@@ -323,8 +321,10 @@ METHODS: dict[str, Method] = {
             "the kernel",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
-            choose=configs.among({v.name for v in WS_INT8_WEIGHED}, configs.persistent_split_k(
-                *WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_INT8_WEIGHED))),
+            choose=configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
+                                              builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
+                                              few_columns=NARROWEST_BN, own_tiles=configs.INT8_OWN_TILES,
+                                              own_tiles_in_one_wave=True),
         ),
         ws_rung(
             "wgmma_fp8",
