@@ -473,7 +473,8 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # tiles split 4 ways, 4 k steps a slice, at 0.75, 128x64 ones whole at 0.81 (tiles-squares-bn64.txt). fp16
 # 128x4096x4096: 128x64 tiles whole at 1.07, split 2 ways at 1.14, a split the model never takes (min_split 4). int8
 # 256x1024x8192: 64x128 tiles split 4 ways at 1.07, 128x64 ones at 1.14 (tiles-int8.txt).
-TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64", ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
+TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
+               ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bn64",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4"}
 

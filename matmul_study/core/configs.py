@@ -198,11 +198,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     SHORT_TILE_STEPS k steps the whole-tile model weighs bn<few_columns> too."""
 
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
-        """The whole-tile build that gives the busiest SM the least work, the larger tile on ties."""
+        """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller."""
         k_steps = cdiv(problem.k, tile_k)
         rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
         weighed = []
-        candidates = {name: (r, c, builds.cluster) for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items()}
+        candidates = {name: (r, c, builds.cluster)
+                      for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items()}
         if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[f"bn{few_columns}"] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
@@ -212,7 +213,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                 waves, split = persistent_waves(tiles, max(1, problem.sm_count // cluster), k_steps,
                                                 builds.streamk_min_saved)
                 fixup = STREAMK_FIXUP_STEPS / k_steps * tile_m * tile_n if split else 0.0
-                weighed.append(_Whole(waves * r * c / (rates[r, c] if (r, c) in rates else rates[c, r]) + fixup, name, r, c))
+                rate = rates[r, c] if (r, c) in rates else rates[c, r]
+                weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
     def by_tiles(problem, best: _Whole, where: str) -> Choice:
