@@ -197,6 +197,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     16384 rows and k 2048 whole 1.04 and 1.10; 1024 rows and k 16384 split 8 1.05 and 0.97. Over at most
     SHORT_TILE_STEPS k steps the whole-tile model weighs bn<few_columns> too."""
 
+    columns_build = f"bn{few_columns}" if few_columns is not None else None  # the few_columns builds' whole tiles
+
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller."""
         k_steps = cdiv(problem.k, tile_k)
@@ -206,7 +208,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                       for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items()}
         if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
-            candidates[f"bn{few_columns}"] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
+            candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
         for name, (r, c, cluster) in candidates.items():
             if name == DEFAULT or name in variants:
                 tiles = cdiv(cdiv(problem.m, r), cluster) * cdiv(problem.n, c)
@@ -220,7 +222,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     def by_tiles(problem, best: _Whole, where: str) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
         size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
-        if few_columns is not None and best.name == f"bn{few_columns}":
+        if best.name == columns_build:
             size += (f", without a cluster, at the rate of {best.cols}x{best.rows} tiles and first on equal work over "
                      f"{cdiv(problem.k, tile_k)} k steps (at most {SHORT_TILE_STEPS})")
         return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
@@ -237,19 +239,19 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     def columns(problem, variants: tuple[str, ...]) -> Choice:
         """The few_columns builds, whole or split (see above)."""
-        name = f"bn{few_columns}"
         tiles, k_steps, sms = cdiv(problem.m, tile_m), cdiv(problem.k, tile_k), problem.sm_count
-        s = _fitting_split(name, tiles, k_steps, variants, sms, min_k_steps_per_slice, least=min_split)
+        s = _fitting_split(columns_build, tiles, k_steps, variants, sms, min_k_steps_per_slice, least=min_split)
         where = (f"N = {problem.n} in one column of {tile_m}x{few_columns} tiles without a cluster, "
                  f"{tiles} tile{'s' if tiles != 1 else ''} on {sms} SMs")
         if s > 1:
-            return Choice(f"{name}_splitk{s}", f"{where}: K split {s} ways ({k_steps} k steps of {tile_k}, about "
-                                               f"{cdiv(k_steps, s)} a slice) gives {tiles * s} work items")
-        return Choice(name, f"{where}: whole, as no split of {min_split} or more ways with {min_k_steps_per_slice} "
-                            f"k steps a slice fits one wave")
+            return Choice(f"{columns_build}_splitk{s}",
+                          f"{where}: K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
+                          f"slice) gives {tiles * s} work items")
+        return Choice(columns_build, f"{where}: whole, as no split of {min_split} or more ways with "
+                                     f"{min_k_steps_per_slice} k steps a slice fits one wave")
 
     def pick(problem, variants: tuple[str, ...]) -> Choice:
-        if few_columns is not None and problem.n <= few_columns < problem.m and f"bn{few_columns}" in variants:
+        if columns_build in variants and problem.n <= few_columns < problem.m:
             return columns(problem, variants)
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, tile_k)
