@@ -599,10 +599,13 @@ def test_threads_all_takes_the_whole_machine_and_the_whole_run(monkeypatch):
     assert resources.cpu_job_threads(auto, _Workflow(4, 2)) == 2 and resources.cpu_job_gpu_slots(auto, _Workflow(4, 2)) == 0
 
 
-def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_kind_apart():
+def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_kind_apart(monkeypatch):
     # --cores 1 on this host: a compile runs beside a GPU job (which mostly waits for its GPU); the default GPU slot
-    # keeps two GPU jobs apart and the compile slot two compiles; a numpy job holds both, so that it runs alone.
+    # keeps two GPU jobs apart and the compile slot two compiles; a numpy job holds the compile slot, and the GPU
+    # slot only on a machine with no second core for the GPU job.
     from matmul_study.pipeline import resources
+
+    monkeypatch.setattr(resources, "machine_cores", lambda: 1)
 
     def slots(workflow, name):
         value = workflow.global_resources.get(name)
@@ -613,6 +616,11 @@ def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_k
     assert resources.slot_job_threads(one) == 0
     assert slots(one, "gpu") == 1 and slots(one, "compile") == 1 and resources.compile_slots(one) == 1
     assert resources.cpu_job_gpu_slots({"threads": 1}, one) == 1 and resources.cpu_job_threads({"threads": 1}, one) == 1
+    monkeypatch.setattr(resources, "machine_cores", lambda: 2)
+    assert resources.cpu_job_gpu_slots({"threads": "auto"}, one) == 0 and resources.compile_slots(one) == 1
+    assert resources.cpu_job_threads({"threads": "auto"}, one) == 0  # else Snakemake would start nothing beside it
+    assert resources.blas_threads({"threads": "auto"}, one) == 1
+    assert resources.cpu_job_gpu_slots({"threads": "all"}, one) == 1  # the CPU line that takes the whole machine
     named = _Workflow(1, 2)  # --resources gpu=2 stays the user's
     named.global_resources["compile"] = 3
     resources.default_slots(named)
@@ -624,6 +632,9 @@ def test_under_one_core_gpu_jobs_and_compiles_hold_no_core_and_slots_keep_each_k
         assert resources.compile_slots(workflow) == 0 and "compile" not in workflow.global_resources
         assert workflow.global_resources.get("gpu") in (1, None)
     assert resources.cpu_job_gpu_slots({"threads": "auto"}, _Workflow(4, 1)) == 0
+    assert resources.cpu_job_gpu_slots({"threads": "auto"}, named) == 2  # two GPU jobs and numpy: three cores
+    monkeypatch.setattr(resources, "machine_cores", lambda: 3)
+    assert resources.cpu_job_gpu_slots({"threads": "auto"}, named) == 0
 
 
 ONE_CORE_SNAKEFILE = """
@@ -659,6 +670,67 @@ def test_under_one_core_gpu_jobs_keep_starting_while_a_compile_runs(tmp_path):
     compiles = sorted(float((tmp_path / "compiled" / str(i)).read_text()) for i in range(2))
     assert measured[-1] < first_compiled, (measured, compiles)
     assert compiles[1] - compiles[0] >= 1.9  # and the compile slot kept the two compiles apart
+
+
+NUMPY_BESIDE_SNAKEFILE = """
+import time
+from matmul_study.pipeline import resources
+resources.default_slots(workflow)
+config.setdefault("threads", "auto")
+
+def stamp(path, seconds):
+    return f"python -c 'import time; a = time.time(); time.sleep({seconds}); print(a, time.time())' > {path}"
+
+rule all:
+    input: "numpy", expand("measured/{i}", i=range(6))
+
+rule compile:
+    output: "compiled/{i}"
+    threads: resources.slot_job_threads(workflow)
+    resources: compile=resources.compile_slots(workflow)
+    priority: 1
+    shell: stamp("{output}", 1)
+
+rule numpy:
+    output: "numpy"
+    threads: resources.cpu_job_threads(config, workflow)
+    resources:
+        gpu=resources.cpu_job_gpu_slots(config, workflow),
+        compile=resources.compile_slots(workflow),
+    shell: stamp("{output}", 3)
+
+rule measure:
+    input: lambda wildcards: f"compiled/{int(wildcards.i) % 2}"
+    output: "measured/{i}"
+    threads: resources.slot_job_threads(workflow)
+    resources: gpu=1
+    shell: stamp("{output}", 0.3)
+"""
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_under_one_core_numpy_runs_after_the_compiles_and_beside_gpu_jobs_where_a_core_is_free(tmp_path, cores):
+    # The study's layout under --cores 1, the machine limited to one core or two: the compiles (priority) take the
+    # compile slot before the numpy job, which holds it; on two cores the GPU jobs go on while numpy runs, on one
+    # none does.
+    if cores > len(os.sched_getaffinity(0)):
+        pytest.skip(f"this machine lets the tests use {len(os.sched_getaffinity(0))} core(s), not {cores}")
+    (tmp_path / "Snakefile").write_text(NUMPY_BESIDE_SNAKEFILE)
+    allowed = sorted(os.sched_getaffinity(0))[:cores]
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--quiet"], cwd=tmp_path,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            preexec_fn=lambda: os.sched_setaffinity(0, allowed))
+    assert result.returncode == 0, result.stderr
+
+    def spans(*names):
+        return [tuple(map(float, (tmp_path / name).read_text().split())) for name in names]
+
+    (numpy,) = spans("numpy")
+    compiled = spans("compiled/0", "compiled/1")
+    measured = spans(*(f"measured/{i}" for i in range(6)))
+    assert max(end for _, end in compiled) <= numpy[0], (compiled, numpy)
+    beside = [span for span in measured if span[0] < numpy[1] and span[1] > numpy[0]]
+    assert (len(beside) >= 2) if cores == 2 else not beside, (numpy, measured)
 
 
 def test_a_numpy_job_under_threads_all_ignores_the_cores_it_was_granted():

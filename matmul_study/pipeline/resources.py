@@ -39,8 +39,9 @@ def one_core_host(workflow) -> bool:
 
 def slot_job_threads(workflow) -> int:
     """The cores a GPU job or a compile holds of the run: one; none under --cores 1 on this host (one_core_host),
-    where its slot keeps its kind apart (default_slots). A numpy job then holds every slot (cpu_job_gpu_slots,
-    compile_slots), so that it runs alone."""
+    where its slot keeps its kind apart (default_slots). A numpy job then holds the compile slot (compile_slots),
+    so that no compile runs beside it, and the core and GPU slots only where the machine has no core for their
+    jobs (numpy_beside_gpu_jobs)."""
     return 0 if one_core_host(workflow) else 1
 
 
@@ -84,19 +85,35 @@ def blas_threads(config: dict, workflow) -> int:
     return held if asked == "auto" else min(asked, held)
 
 
+def numpy_beside_gpu_jobs(config: dict, workflow) -> bool:
+    """Under --cores 1 on this host (one_core_host), whether a numpy job runs beside the GPU jobs: where the
+    machine has a core for its BLAS thread and one for each GPU slot's job, as with more cores, so that the GPU
+    does not idle while numpy runs. It then holds no core of the run either: Snakemake starts no job while one
+    holds its only core. The compile slot (compile_slots) keeps compiles and other numpy jobs from beside it."""
+    if config["threads"] == "all" or not one_core_host(workflow):
+        return False
+    slots = workflow.global_resources.get("gpu")
+    slots = int(getattr(slots, "value", slots) or 0)
+    return machine_cores() >= blas_threads(config, workflow) + slots
+
+
 def cpu_job_threads(config: dict, workflow) -> int:
     """The cores a numpy job holds of the run (the rule's threads): cpu_job_cores, or with `threads: all` every
-    core the run was given, so that no other job runs beside it."""
+    core the run was given, so that no other job runs beside it; none where it runs beside the GPU jobs under
+    --cores 1 (numpy_beside_gpu_jobs)."""
     if config["threads"] == "all":
         return _granted_cores(workflow) or 1
-    return cpu_job_cores(workflow)
+    return 0 if numpy_beside_gpu_jobs(config, workflow) else cpu_job_cores(workflow)
 
 
 def cpu_job_gpu_slots(config: dict, workflow) -> int:
     """The GPU slots a numpy job holds: none, or with `threads: all` every slot of --resources gpu=N, so that no GPU
-    job (nor its core) runs beside a CPU line that uses the whole machine; and every slot where GPU jobs hold no
-    core (slot_job_threads), so that none runs on the core the numpy job holds."""
+    job (nor its core) runs beside a CPU line that uses the whole machine. Under --cores 1 on this host, where GPU
+    jobs hold no core (slot_job_threads), none where the machine has cores for them (numpy_beside_gpu_jobs), else
+    every slot, so that no GPU job runs on the core the numpy job uses."""
     if config["threads"] != "all" and not one_core_host(workflow):
+        return 0
+    if numpy_beside_gpu_jobs(config, workflow):
         return 0
     slots = workflow.global_resources.get("gpu")
     return int(getattr(slots, "value", slots) or 0)

@@ -43,8 +43,9 @@ rule benchmark_cpu:
         # changing either reruns the CPU jobs (Snakemake's default rerun triggers include params).
         threads=lambda wildcards: resources.blas_threads(config, workflow),
     # Every core but one per GPU slot: CPU steps would slow BLAS down by a different amount in every run, so
-    # none runs beside it; the GPU jobs (one core each) do, so that the GPUs do not idle while numpy runs. With
-    # `threads: all`, every core and GPU slot: the job uses the whole machine, and nothing runs beside it.
+    # none runs beside it; the GPU jobs (one core each) do, so that the GPUs do not idle while numpy runs. Under
+    # --cores 1 the same where the machine has a core for each GPU job. With `threads: all`, every core and GPU
+    # slot: the job uses the whole machine, and nothing runs beside it.
     threads: lambda wildcards: resources.cpu_job_threads(config, workflow)
     resources:
         gpu=lambda wildcards: resources.cpu_job_gpu_slots(config, workflow),

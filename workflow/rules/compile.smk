@@ -6,7 +6,8 @@
 #
 # Under --cores 1 a compile holds no core but the compile slot (resources.one_core_host): Snakemake starts no job
 # while one holds its only core, so a compile that held it would keep the GPU idle from the end of one GPU job to
-# the end of the compile.
+# the end of the compile. A numpy job holds the compile slot too (no compile beside it), so compiles go first
+# (priority): a numpy job that took the slot while cubins were missing would keep the GPU idle for its minute.
 
 
 rule compile_kernel:
@@ -29,6 +30,7 @@ rule compile_kernel:
     threads: resources.slot_job_threads(workflow)
     resources:
         compile=resources.compile_slots(workflow),
+    priority: 1
     conda:
         "../../envs/gpu.yaml"
     shell:
