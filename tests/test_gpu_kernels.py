@@ -174,7 +174,10 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   # int8's narrower tiles (m64n128k32 and m64n64k32 s8) and split-K slices summed in an int32
                   # workspace, one build of each kind
                   *(("wgmma_int8", v, "int8") for v in ("bn128", "bn128_splitk4", "splitk4", "bm64_bn128",
-                                                        "bm64_bn128_splitk16", "bn64", "bn64_splitk8"))]
+                                                        "bm64_bn128_splitk16", "bn64", "bn64_splitk8")),
+                  # tf32 reading B as it is and writing each k step's Bt in shared memory (WGMMA_WS_BT_SMEM): every
+                  # such build (its own producer path, at every tile and split)
+                  *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.bt_smem)]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 

@@ -15,7 +15,7 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
-from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
+from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES, WS_TF32,
                                                 ws_tile_builds)
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
@@ -33,7 +33,8 @@ def test_the_128x128_builds_are_registered_for_every_rung():
     assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
     bm, bn, bk = WS.tile(0, "float16")
     assert all(v.tile(0, d) == (bm, NARROW_BN, bk) for v in BN128 for d in WS.dtypes) and bn == 2 * NARROW_BN
-    narrow = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROW_BN and v.config.bm == 128}
+    narrow = {name: {v.name for v in registry.get(name).variants
+                     if v.config.bn == NARROW_BN and v.config.bm == 128 and not v.config.bt_smem}
               for name in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_fp8", "wgmma_int8")}
     assert narrow["wgmma_tf32"] == narrow["wgmma_int8"] == {v.name for v in BN128}
     assert narrow["wgmma_3xtf32"] == narrow["wgmma_fp8"] == {"bn128", "bn128_promote"}
@@ -129,7 +130,7 @@ def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_
 
 
 def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
-    short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM}
+    short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM and not v.config.bt_smem}
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
     splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8, 16)}
     assert (short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == short["wgmma_int8"]
@@ -192,7 +193,8 @@ def test_the_persistent_grid_holds_a_cluster_for_every_cluster_tile():
 
 
 def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width():
-    narrowest = {name: {v.name for v in registry.get(name).variants if v.config.bn == NARROWEST_BN}
+    narrowest = {name: {v.name for v in registry.get(name).variants
+                        if v.config.bn == NARROWEST_BN and not v.config.bt_smem}
                  for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")}
     builds = {"bn64", "bn64_splitk2", "bn64_splitk4", "bn64_splitk8"}
     assert (narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"]
@@ -232,3 +234,30 @@ def test_the_128x64_builds_issue_m64n64k16_in_both_dtypes(tmp_path):
     assert built.returncode == 0, built.stderr
     code = (tmp_path / "module.ptx").read_text()
     assert "m64n64k16.f32.f16.f16" in code and "m64n64k16.f32.bf16.bf16" in code and "m64n128k16" not in code
+
+
+def test_the_tf32_builds_that_write_bt_in_shared_memory_read_b_as_it_is():
+    # wgmma reads tf32 only K-major: these builds take B row-major in 32-column strips (128 bytes of fp32, 128B
+    # swizzle) and write each k step's Bt into the stage themselves, so the launcher transposes nothing (no "BT"
+    # operand); no cluster; the row buffers are in the shared memory the launch gives, and the stages fill the rest.
+    tf32 = registry.get("wgmma_tf32")
+    smem = [v for v in tf32.variants if v.config.bt_smem]
+    assert {v.name for v in smem} >= {"smem_bt", "bn128_smem_bt", "bm64_bn128_splitk8_smem_bt", "bn64_smem_bt"}
+    assert all(v.name.endswith("_smem_bt") or v.name == "smem_bt" for v in smem)
+    assert not any(v.config.bt_smem for name in ("wgmma_warp_specialized", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")
+                   for v in registry.get(name).variants)
+    for v in smem:
+        c = v.config
+        assert c.cluster == 1 and "WGMMA_WS_BT_SMEM=1" in c.defines
+        a, b = v.tensor_maps
+        assert (a.operand, a.box_rows, a.box_cols) == ("A", c.BM, 32)
+        assert (b.operand, b.box_rows, b.box_cols, b.swizzle) == ("B", 32, 32, 128)
+        rows = 2 * (c.bn * 128 + 16)
+        assert c.shared_bytes == c.ALIGN_SLACK + c.stage_count * (c.stage_bytes + 16) + c.STAGING_BYTES + rows
+        assert c.shared_bytes <= SM90_SHARED_BYTES < replace(c, stages=c.stage_count + 1).shared_bytes
+        assert replace(c, bt_smem=False).shared_bytes < c.shared_bytes or \
+            replace(c, bt_smem=False).stage_count > c.stage_count
+    assert "WGMMA_WS_BT_SMEM=0" in tf32.config.defines
+    # Not among the builds the tile model weighs: they differ from the record in more than the tile.
+    names = set(ws_tile_builds(WS_TF32, tf32.variants).tiles) | set(ws_tile_builds(WS_TF32, tf32.variants).splits)
+    assert not any(name.endswith("smem_bt") for name in names)

@@ -22,6 +22,10 @@
 //   WGMMA_WS_SMEM_BYTES   dynamic shared memory of the launch, in bytes: the layout below, alignment slack included.
 //   WGMMA_WS_BT_BOX_ROWS  rows of a box of a K-major Bt (tf32 and 8-bit operands): 128, or BN where it is narrower;
 //                         the tensor map the host builds has the same box.
+//   WGMMA_WS_BT_SMEM      1: B comes as it is (row-major, N-major) in 32-column strips, and the producer
+//                         warpgroup's other three warps write each k step's K-major Bt tile into its stage (tf32:
+//                         wgmma reads 32-bit operands only K-major), instead of the launcher transposing all of B
+//                         before the kernel; 0: the operands' own B. Without a cluster.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
@@ -107,6 +111,9 @@
 #ifndef WGMMA_WS_GROUP_M
 #error "WGMMA_WS_GROUP_M is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_BT_SMEM
+#error "WGMMA_WS_BT_SMEM is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_BT_BOX_ROWS
 #error "WGMMA_WS_BT_BOX_ROWS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -152,20 +159,34 @@ constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wg
 // bytes per store instruction) into whole-row 256-byte stores.
 constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
 constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 16 KiB per consumer warpgroup
-constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;
+// Bt written in shared memory (WGMMA_WS_BT_SMEM): B's rows of a k step land in one of BT_SMEM_BUFFERS buffers of
+// BN 32-bit columns x BK k-rows (32-column strips of 128-byte rows, 128B-swizzled), each with a full and an empty
+// barrier, and the producer warpgroup's BT_SMEM_WARPS other warps turn them into the stage's K-major Bt.
+constexpr bool BT_SMEM = WGMMA_WS_BT_SMEM != 0;
+constexpr int BT_SMEM_BUFFERS = 2;
+constexpr int ROW_BUFFERS_HELD = BT_SMEM ? BT_SMEM_BUFFERS : 0;  // in the layout
+constexpr int BT_SMEM_WARPS = 3;
+constexpr int B_ROWS_BYTES = BN * 128;  // a buffer: BK k-rows of BN 32-bit columns (BK = 32)
+constexpr int B_STRIP_BYTES_32 = 32 * 128;  // one 32-column strip of it: the tensor map's box
+constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + ROW_BUFFERS_HELD * B_ROWS_BYTES + EPI_BYTES + 2 * STAGES * 8 +
+                             2 * ROW_BUFFERS_HELD * 8;
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 // Arrivals that free a stage: every consumer warp of every CTA in the cluster.
 constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER;
+// Arrivals that fill a stage: the producer's (with A's bytes, and B's where the copy engine brings it), and with Bt
+// written in shared memory one per warp that writes it.
+constexpr int FULL_ARRIVALS = 1 + (BT_SMEM ? BT_SMEM_WARPS : 0);
 constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
 // Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
 constexpr int PART_QUADS = BM * BN / 4;
 
-// Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, the consumers'
-// staging chunks at epi, then the full and the empty barrier of each stage.
+// Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, B's row buffers (Bt
+// written in shared memory), the consumers' staging chunks at epi, then the full and the empty barrier of each stage
+// and of each row buffer.
 struct Smem {
-    uint32_t tiles, epi, full_bar, empty_bar;
+    uint32_t tiles, b_rows, epi, full_bar, empty_bar, rows_full_bar, rows_empty_bar;
 };
 
 static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)");
@@ -191,6 +212,9 @@ static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k 
 static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
               "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128, 8 with 64");
 static_assert(WGMMA_WS_STREAMK == 0 || WGMMA_WS_STREAMK == 1, "WGMMA_WS_STREAMK: 0 (off) or 1 (on)");
+static_assert(WGMMA_WS_BT_SMEM == 0 || WGMMA_WS_BT_SMEM == 1, "WGMMA_WS_BT_SMEM: 0 (off) or 1 (on)");
+static_assert(!BT_SMEM || (CLUSTER == 1 && BK == 32),
+              "WGMMA_WS_BT_SMEM: 32-bit operands (WGMMA_WS_BK=32) without a cluster (each CTA writes its own Bt)");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");

@@ -8,7 +8,9 @@
 // for a block-wide barrier:
 //   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
 //     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
-//     into the next tile while the consumers store the current one.
+//     into the next tile while the consumers store the current one. Where B is N-major and wgmma reads it only
+//     K-major (tf32, WGMMA_WS_BT_SMEM), its B goes to row buffers instead, and its other three warps write each
+//     k step's K-major Bt into the stage (mainloop.cuh, bt_writer).
 //   consumers (warpgroups 1 and 2, or 1 alone, setmaxnreg 232): each owns 64 rows of the CTA's BMxBN tile of C
 //     and issues the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores
 //     its rows.
@@ -123,9 +125,12 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const uint32_t raw = smem_addr(smem_raw);
     Smem sm;
     sm.tiles = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment (ALIGN_SLACK)
-    sm.epi = sm.tiles + STAGES * STAGE_BYTES;
+    sm.b_rows = sm.tiles + STAGES * STAGE_BYTES;  // 1024-aligned too: the stages are multiples of 1024 bytes
+    sm.epi = sm.b_rows + ROW_BUFFERS_HELD * B_ROWS_BYTES;
     sm.full_bar = sm.epi + EPI_BYTES;
     sm.empty_bar = sm.full_bar + STAGES * 8;
+    sm.rows_full_bar = sm.empty_bar + STAGES * 8;
+    sm.rows_empty_bar = sm.rows_full_bar + ROW_BUFFERS_HELD * 8;
 
     const int tid = threadIdx.x;
     // The warpgroup index through a shuffle: the compiler then knows it is the same in every lane, and keeps the
@@ -137,8 +142,12 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(sm.full_bar + 8 * s, 1);
+            mbar_init(sm.full_bar + 8 * s, FULL_ARRIVALS);
             mbar_init(sm.empty_bar + 8 * s, EMPTY_ARRIVALS);
+        }
+        for (int j = 0; j < ROW_BUFFERS_HELD; ++j) {
+            mbar_init(sm.rows_full_bar + 8 * j, 1);
+            mbar_init(sm.rows_empty_bar + 8 * j, BT_SMEM_WARPS);
         }
         fence_mbar_init();
     }
@@ -155,6 +164,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     if (wg == 0) {
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) producer<Op>(tmap_a, tmap_b, sm, sched, rank, m);
+        if constexpr (BT_SMEM) {
+            if (tid >= 32) bt_writer<Op>(sm, sched, tid - 32);
+        }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;

@@ -16,6 +16,35 @@
 namespace wgmma_ws {
 
 #if HOPPER_SM90A
+// ------------------------------------------------------------------------------------------- Bt in shared memory
+// (WGMMA_WS_BT_SMEM) wgmma reads 32-bit operands only K-major, and B is row-major (N-major). Instead of a transpose
+// of all of B before the kernel (twice B's bytes through HBM, timed with it), B comes as it is, and the producer
+// warpgroup's three idle warps write each k step's K-major Bt tile into the stage:
+//   the producer thread copies the k step's BK rows of B (BN columns, as 32-column strips of 32 rows x 128 bytes,
+//   128B-swizzled: the tensor map's box) into row buffer it % 2 once the writers have emptied it (load_b_rows);
+//   the writers wait for the row buffer and for the stage's release by the consumers, move the tile in 4x4 blocks
+//   (four 16-byte loads down four k-rows, four 16-byte stores along four Bt rows), make their stores visible to the
+//   tensor cores (fence.proxy.async) and arrive on the stage's full barrier, which completes once A's bytes have
+//   landed too.
+// A 4x4 block (kb, nb) holds k 4kb..4kb+3 and columns 4nb..4nb+3. Both layouts swizzle 16-byte chunks by the row's
+// index mod 8: element (k, column c) of a row buffer is at strip c/32, row k, chunk ((c/4) mod 8) ^ (k mod 8), and
+// element (column c, k) of Bt at row c, chunk (k/4) ^ (c mod 8). Block u of the loop takes kb = (j + R) mod 8 and
+// nb = 8Q + j for j = u mod 8, R = (u / 8) mod 8, Q = u / 64: the eight threads of each quarter-warp (one 16-byte
+// access each per cycle) then touch eight different chunks both when they load and when they store, so neither
+// has bank conflicts.
+__device__ __forceinline__ void load_b_rows(const CUtensorMap* tmap_b, const Smem& sm, int it, int n0, int kt)
+{
+    using namespace hopper;
+    const int j = it % BT_SMEM_BUFFERS;
+    const uint32_t use = static_cast<uint32_t>(it / BT_SMEM_BUFFERS);
+    mbar_wait(sm.rows_empty_bar + 8 * j, (use & 1u) ^ 1u);
+    const uint32_t bar = sm.rows_full_bar + 8 * j;
+    const uint32_t dst = sm.b_rows + j * B_ROWS_BYTES;
+    mbar_arrive_expect_tx(bar, B_ROWS_BYTES);
+#pragma unroll
+    for (int q = 0; q < BN / 32; ++q) tma_load_2d(dst + q * B_STRIP_BYTES_32, tmap_b, bar, n0 + 32 * q, kt * BK);
+}
+
 // ------------------------------------------------------------------------------------------- producer
 // One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
 // released the stage, announce its bytes, copy this CTA's A and its share of B (multicast). A CTA whose rows all
@@ -34,15 +63,77 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
         const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = tn * BN;
         for (int kt = k0; kt < k1; ++kt, ++it) {
+            if constexpr (BT_SMEM) load_b_rows(tmap_b, sm, it, n0, kt);
             const int s = it % STAGES;
             const uint32_t round = static_cast<uint32_t>(it / STAGES);
             mbar_wait(sm.empty_bar + 8 * s, (round & 1u) ^ 1u);
             const uint32_t fb = sm.full_bar + 8 * s;
             const uint32_t sa = sm.tiles + s * STAGE_BYTES;
             const bool rows = m0 < m;
-            mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
-            if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
-            Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
+            if constexpr (BT_SMEM) {  // the stage's Bt comes from the writers (bt_writer), who arrive on fb too
+                mbar_arrive_expect_tx(fb, rows ? A_BYTES : 0);
+                if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
+            } else {
+                mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
+                if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
+                Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
+            }
+        }
+    }
+}
+
+template <class Op>
+__device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sched, int t)
+{
+    using namespace hopper;
+    static_assert(BK == 32, "a k step of 32 32-bit elements: eight 4x4 blocks down a 128-byte Bt row");
+    constexpr int BLOCKS = (BK / 4) * (BN / 4);
+    constexpr int WRITERS = 32 * BT_SMEM_WARPS;
+    static_assert(WRITERS % 8 == 0, "whole quarter-warps");
+    const int lane = t % 32;
+    int it = 0;
+    for (int i = 0; i < sched.n_items; ++i) {
+        int tile, k0, k1, piece, pieces, u;
+        sched.split(i, tile, k0, k1, piece, pieces, u);
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const int j = it % BT_SMEM_BUFFERS;
+            mbar_wait(sm.rows_full_bar + 8 * j, static_cast<uint32_t>(it / BT_SMEM_BUFFERS) & 1u);
+            const int s = it % STAGES;
+            mbar_wait(sm.empty_bar + 8 * s, (static_cast<uint32_t>(it / STAGES) & 1u) ^ 1u);
+            const uint32_t src = sm.b_rows + j * B_ROWS_BYTES;
+            const uint32_t dst = sm.tiles + s * STAGE_BYTES + A_BYTES;
+            for (int b = t; b < BLOCKS; b += WRITERS) {
+                const int jj = b % 8, kb = (jj + (b / 8) % 8) % 8, nb = 8 * (b / 64) + jj;
+                float4 v[4];
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const int k = 4 * kb + r;
+                    const uint32_t at = src + (nb / 8) * B_STRIP_BYTES_32 + k * 128 + (((nb % 8) ^ (k % 8)) << 4);
+                    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                                 : "=f"(v[r].x), "=f"(v[r].y), "=f"(v[r].z), "=f"(v[r].w)
+                                 : "r"(at));
+                }
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {  // Bt row 4nb + r: column r of the block's four k-rows
+                    const int c = 4 * nb + r;
+                    const uint32_t at = dst + c * 128 + ((kb ^ (c % 8)) << 4);
+                    const float4 w = r == 0 ? make_float4(v[0].x, v[1].x, v[2].x, v[3].x)
+                                   : r == 1 ? make_float4(v[0].y, v[1].y, v[2].y, v[3].y)
+                                   : r == 2 ? make_float4(v[0].z, v[1].z, v[2].z, v[3].z)
+                                            : make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+                    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(at), "f"(w.x), "f"(w.y), "f"(w.z),
+                                 "f"(w.w)
+                                 : "memory");
+                }
+            }
+            // The stores reach the tensor cores (the async proxy) before the stage counts as full; the loads are
+            // done before the row buffer is refilled.
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+            if (lane == 0) {
+                mbar_arrive_local(sm.full_bar + 8 * s);
+                mbar_arrive_local(sm.rows_empty_bar + 8 * j);
+            }
         }
     }
 }

@@ -26,6 +26,7 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
                                      Variant)
 from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, NARROWEST_BN, SPLIT_TF32_PREPASS, WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
+                                                bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
                                                 ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_rung,
                                                 ws_tile_builds, ws_variants)
@@ -41,7 +42,8 @@ def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
 WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
                      *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_16BIT))
 WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
-                    *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_TF32))
+                    *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_TF32),
+                    *bt_smem_variants(WS_TF32))
 # int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace).
 WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_BYTES),
                     *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS), *ws_bn64_variants(WS_BYTES))

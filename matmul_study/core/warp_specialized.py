@@ -51,6 +51,10 @@ class WsConfig:
     # final wait, and each tensor-core sum runs `promote_every` of them (a divisor of the chunk) before it is added:
     promote_chunk: int = 1
     promote_every: int = 1
+    # B as it is (row-major, N-major) in row buffers, and its K-major Bt tile written into each stage by the
+    # producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed before the kernel; no
+    # cluster (each CTA writes its own):
+    bt_smem: bool = False
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
     group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
@@ -64,6 +68,7 @@ class WsConfig:
     ROW_BYTES: ClassVar[int] = 128
     CHUNK_BYTES: ClassVar[int] = 16 * 64 * 4  # one consumer warp's staging chunk
     BARRIER_BYTES: ClassVar[int] = 2 * 8
+    BT_SMEM_BUFFERS: ClassVar[int] = 2  # B's row buffers where Bt is written in shared memory (bt_smem)
     ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
 
     @property
@@ -86,6 +91,12 @@ class WsConfig:
         return self.consumers * 4 * self.CHUNK_BYTES
 
     @property
+    def rows_bytes(self) -> int:
+        """B's row buffers and their two barriers each where the kernel writes Bt itself (bt_smem): BK k-rows of bn
+        columns, 128 bytes a column; none otherwise."""
+        return self.BT_SMEM_BUFFERS * (self.bn * self.ROW_BYTES + self.BARRIER_BYTES) if self.bt_smem else 0
+
+    @property
     def stage_bytes(self) -> int:
         """Bytes of one pipeline stage: A (BM rows) and B (bn columns), 128 bytes each."""
         return (self.BM + self.bn) * self.ROW_BYTES
@@ -95,13 +106,14 @@ class WsConfig:
         """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128, 8 at bn 64)."""
         if self.stages is not None:
             return self.stages
-        return (SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES) // (self.stage_bytes + self.BARRIER_BYTES)
+        return ((SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES - self.rows_bytes)
+                // (self.stage_bytes + self.BARRIER_BYTES))
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of the launch (WGMMA_WS_SMEM_BYTES), as the kernel lays it out."""
         return (self.ALIGN_SLACK + self.stage_count * (self.stage_bytes + self.BARRIER_BYTES)
-                + self.STAGING_BYTES)
+                + self.STAGING_BYTES + self.rows_bytes)
 
     @property
     def bt_box_rows(self) -> int:
@@ -113,7 +125,7 @@ class WsConfig:
     def defines(self) -> tuple[str, ...]:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
-                  "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "CLUSTER": self.cluster,
+                  "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_SMEM": int(self.bt_smem), "CLUSTER": self.cluster,
                   "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
@@ -306,6 +318,34 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
     return tuple(out)
 
 
+BT_SMEM_SUFFIX = "smem_bt"  # the builds that write Bt in shared memory (bt_smem) end their names with it
+
+
+def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
+    """The builds of a 32-bit rung (tf32) that read B as it is and write each k step's K-major Bt tile in shared
+    memory (bt_smem, kernels/warp_specialized/mainloop.cuh), instead of transposing all of B before the kernel:
+    without a cluster, at each tile of the rung's other builds (128x256, 128x128, 64x256, 64x128, 128x64) and the
+    splits that deep K and few tiles take. For a few hundred rows against a weight matrix, where B is most of the
+    bytes and the transpose moves all of them twice."""
+    own = replace(base, cluster=1, bt_smem=True)
+    builds = {"": own, f"bn{NARROW_BN}": replace(own, bn=NARROW_BN), f"bm{SHORT_BM}": replace(own, bm=SHORT_BM),
+              f"bm{SHORT_BM}_bn{NARROW_BN}": replace(own, bm=SHORT_BM, bn=NARROW_BN),
+              f"bn{NARROWEST_BN}": replace(own, bn=NARROWEST_BN)}
+    splits = {"": (4, 8, 16), f"bn{NARROW_BN}": WS_BN128_SPLITS, f"bm{SHORT_BM}_bn{NARROW_BN}": WS_BM64_SPLITS,
+              f"bn{NARROWEST_BN}": WS_BN64_SPLITS}
+    out = []
+    for tiles, config in builds.items():
+        for s in (1, *splits.get(tiles, ())):
+            name = "_".join(part for part in (tiles, f"splitk{s}" if s > 1 else "", BT_SMEM_SUFFIX) if part)
+            out.append(replace(config, split_k=s).variant(
+                name, f"{config.BM}x{config.bn} tiles without a cluster"
+                      + (f", each tile's k steps in {s} slices summed in slice order through a workspace" if s > 1
+                         else "")
+                      + ", B read as it is and each k step's Bt tile written K-major in shared memory by the "
+                        "producer warpgroup, instead of all of B transposed before the kernel"))
+    return tuple(out)
+
+
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
     that fit them, the rest as the default), its split builds of tiles with fewer rows than its own
@@ -440,6 +480,8 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
     (variants, choose, requires, prepass, ...)."""
     def maps(c: WsConfig) -> tuple[TensorMap, TensorMap]:
         a, b = operands
+        if c.bt_smem:  # B as it is, in 32-column strips of bk rows (128 bytes of 32-bit elements)
+            return TensorMap(a, c.BM, c.bk), TensorMap("B", c.bk, 32)
         return (TensorMap(a, c.BM, c.bk),
                 TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, c.bt_box_rows, c.bk))
 
