@@ -238,8 +238,8 @@ def test_the_128x64_builds_issue_m64n64k16_in_both_dtypes(tmp_path):
 
 def test_the_tf32_builds_that_write_bt_in_shared_memory_read_b_as_it_is():
     # wgmma reads tf32 only K-major: these builds take B row-major in 32-column strips (128 bytes of fp32, 128B
-    # swizzle) and write each k step's Bt into the stage themselves, so the launcher transposes nothing (no "BT"
-    # operand); no cluster; the row buffers are in the shared memory the launch gives, and the stages fill the rest.
+    # swizzle) and write each k step's Bt into a ring of two buffers themselves, so the launcher transposes nothing
+    # (no "BT" operand); no cluster; the ring is in the shared memory the launch gives, and the stages fill the rest.
     tf32 = registry.get("wgmma_tf32")
     smem = [v for v in tf32.variants if v.config.bt_smem]
     assert {v.name for v in smem} >= {"smem_bt", "bn128_smem_bt", "bm64_bn128_splitk8_smem_bt", "bn64_smem_bt"}

@@ -159,34 +159,32 @@ constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wg
 // bytes per store instruction) into whole-row 256-byte stores.
 constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
 constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 16 KiB per consumer warpgroup
-// Bt written in shared memory (WGMMA_WS_BT_SMEM): B's rows of a k step land in one of BT_SMEM_BUFFERS buffers of
-// BN 32-bit columns x BK k-rows (32-column strips of 128-byte rows, 128B-swizzled), each with a full and an empty
-// barrier, and the producer warpgroup's BT_SMEM_WARPS other warps turn them into the stage's K-major Bt.
+// Bt written in shared memory (WGMMA_WS_BT_SMEM): a k step's BK rows of B land in the stage (BN 32-bit columns as
+// 32-column strips of 128-byte rows, 128B-swizzled, where Bt would be), and the producer warpgroup's BT_SMEM_WARPS
+// other warps write its K-major Bt into a ring of BT_SMEM_BUFFERS buffers, each with a full and an empty barrier.
 constexpr bool BT_SMEM = WGMMA_WS_BT_SMEM != 0;
 constexpr int BT_SMEM_BUFFERS = 2;
-constexpr int ROW_BUFFERS_HELD = BT_SMEM ? BT_SMEM_BUFFERS : 0;  // in the layout
+constexpr int BT_BUFFERS_HELD = BT_SMEM ? BT_SMEM_BUFFERS : 0;  // in the layout
 constexpr int BT_SMEM_WARPS = 3;
-constexpr int B_ROWS_BYTES = BN * 128;  // a buffer: BK k-rows of BN 32-bit columns (BK = 32)
-constexpr int B_STRIP_BYTES_32 = 32 * 128;  // one 32-column strip of it: the tensor map's box
-constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + ROW_BUFFERS_HELD * B_ROWS_BYTES + EPI_BYTES + 2 * STAGES * 8 +
-                             2 * ROW_BUFFERS_HELD * 8;
+constexpr int B_ROWS_BYTES = BN * 128;  // a Bt buffer: BN rows of BK 32-bit elements (BK = 32)
+constexpr int B_STRIP_BYTES_32 = 32 * 128;  // one 32-column strip of B's rows in a stage: the tensor map's box
+constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + BT_BUFFERS_HELD * B_ROWS_BYTES + EPI_BYTES + 2 * STAGES * 8 +
+                             2 * BT_BUFFERS_HELD * 8;
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-// Arrivals that free a stage: every consumer warp of every CTA in the cluster.
-constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER;
-// Arrivals that fill a stage: the producer's (with A's bytes, and B's where the copy engine brings it), and with Bt
-// written in shared memory one per warp that writes it.
-constexpr int FULL_ARRIVALS = 1 + (BT_SMEM ? BT_SMEM_WARPS : 0);
+// Arrivals that free a stage: every consumer warp of every CTA in the cluster, and with Bt written in shared memory
+// every warp that writes it (they read the stage's B rows).
+constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER + (BT_SMEM ? BT_SMEM_WARPS : 0);
 constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
 // Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
 constexpr int PART_QUADS = BM * BN / 4;
 
-// Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, B's row buffers (Bt
-// written in shared memory), the consumers' staging chunks at epi, then the full and the empty barrier of each stage
-// and of each row buffer.
+// Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, the Bt ring (Bt written
+// in shared memory), the consumers' staging chunks at epi, then the full and the empty barrier of each stage and of
+// each Bt buffer.
 struct Smem {
-    uint32_t tiles, b_rows, epi, full_bar, empty_bar, rows_full_bar, rows_empty_bar;
+    uint32_t tiles, bt, epi, full_bar, empty_bar, bt_full_bar, bt_empty_bar;
 };
 
 static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)");

@@ -9,8 +9,8 @@
 //   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
 //     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
 //     into the next tile while the consumers store the current one. Where B is N-major and wgmma reads it only
-//     K-major (tf32, WGMMA_WS_BT_SMEM), its B goes to row buffers instead, and its other three warps write each
-//     k step's K-major Bt into the stage (mainloop.cuh, bt_writer).
+//     K-major (tf32, WGMMA_WS_BT_SMEM), the stages hold B's rows as they are, and its other three warps write
+//     each k step's K-major Bt into a ring of two buffers for the consumers (mainloop.cuh, bt_writer).
 //   consumers (warpgroups 1 and 2, or 1 alone, setmaxnreg 232): each owns 64 rows of the CTA's BMxBN tile of C
 //     and issues the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores
 //     its rows.
@@ -70,7 +70,8 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
     if constexpr (SCALED<Op>) factor = scales[0] * scales[1];
     V d[ACCUMULATORS];
     uint32_t it = 0;
-    const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128)), desc_b0 = Op::desc_b(sm.tiles + A_BYTES);
+    const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128));
+    const uint32_t desc_b0 = Op::desc_b(BT_SMEM ? sm.bt : sm.tiles + A_BYTES);  // Bt: the writers' ring
     unsigned char* const chunk = staging_chunk(smem_raw, raw, sm, c, warp);
     PacedDrain<V> drain{chunk, 0, nullptr};
     for (int i = 0; i < sched.n_items; ++i) {
@@ -125,12 +126,12 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     const uint32_t raw = smem_addr(smem_raw);
     Smem sm;
     sm.tiles = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment (ALIGN_SLACK)
-    sm.b_rows = sm.tiles + STAGES * STAGE_BYTES;  // 1024-aligned too: the stages are multiples of 1024 bytes
-    sm.epi = sm.b_rows + ROW_BUFFERS_HELD * B_ROWS_BYTES;
+    sm.bt = sm.tiles + STAGES * STAGE_BYTES;  // 1024-aligned too: the stages are multiples of 1024 bytes
+    sm.epi = sm.bt + BT_BUFFERS_HELD * B_ROWS_BYTES;
     sm.full_bar = sm.epi + EPI_BYTES;
     sm.empty_bar = sm.full_bar + STAGES * 8;
-    sm.rows_full_bar = sm.empty_bar + STAGES * 8;
-    sm.rows_empty_bar = sm.rows_full_bar + ROW_BUFFERS_HELD * 8;
+    sm.bt_full_bar = sm.empty_bar + STAGES * 8;
+    sm.bt_empty_bar = sm.bt_full_bar + BT_BUFFERS_HELD * 8;
 
     const int tid = threadIdx.x;
     // The warpgroup index through a shuffle: the compiler then knows it is the same in every lane, and keeps the
@@ -142,12 +143,12 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(sm.full_bar + 8 * s, FULL_ARRIVALS);
+            mbar_init(sm.full_bar + 8 * s, 1);
             mbar_init(sm.empty_bar + 8 * s, EMPTY_ARRIVALS);
         }
-        for (int j = 0; j < ROW_BUFFERS_HELD; ++j) {
-            mbar_init(sm.rows_full_bar + 8 * j, 1);
-            mbar_init(sm.rows_empty_bar + 8 * j, BT_SMEM_WARPS);
+        for (int j = 0; j < BT_BUFFERS_HELD; ++j) {
+            mbar_init(sm.bt_full_bar + 8 * j, BT_SMEM_WARPS);
+            mbar_init(sm.bt_empty_bar + 8 * j, CONSUMERS * 4);
         }
         fence_mbar_init();
     }

@@ -19,30 +19,25 @@ namespace wgmma_ws {
 // ------------------------------------------------------------------------------------------- Bt in shared memory
 // (WGMMA_WS_BT_SMEM) wgmma reads 32-bit operands only K-major, and B is row-major (N-major). Instead of a transpose
 // of all of B before the kernel (twice B's bytes through HBM, timed with it), B comes as it is, and the producer
-// warpgroup's three idle warps write each k step's K-major Bt tile into the stage:
+// warpgroup's three idle warps write each k step's K-major Bt tile for the consumers:
 //   the producer thread copies the k step's BK rows of B (BN columns, as 32-column strips of 32 rows x 128 bytes,
-//   128B-swizzled: the tensor map's box) into row buffer it % 2 once the writers have emptied it (load_b_rows);
-//   the writers wait for the row buffer and for the stage's release by the consumers, move the tile in 4x4 blocks
-//   (four 16-byte loads down four k-rows, four 16-byte stores along four Bt rows), make their stores visible to the
-//   tensor cores (fence.proxy.async) and arrive on the stage's full barrier, which completes once A's bytes have
-//   landed too.
+//   128B-swizzled: the tensor map's box) into the stage where Bt would be (load_b_rows), with A, so that B's copies
+//   run as far ahead as the ring's stages;
+//   the writers (bt_writer) wait for the stage and for a free buffer of the Bt ring (two buffers, which the
+//   consumers release as the group that read one retires), move the tile in 4x4 blocks (four 16-byte loads down
+//   four k-rows, four 16-byte stores along four Bt rows), make their stores visible to the tensor cores
+//   (fence.proxy.async), mark the buffer full and release the stage's B rows (the stage is free once the consumers
+//   are done with its A and the writers with its B).
 // A 4x4 block (kb, nb) holds k 4kb..4kb+3 and columns 4nb..4nb+3. Both layouts swizzle 16-byte chunks by the row's
-// index mod 8: element (k, column c) of a row buffer is at strip c/32, row k, chunk ((c/4) mod 8) ^ (k mod 8), and
-// element (column c, k) of Bt at row c, chunk (k/4) ^ (c mod 8). Block u of the loop takes kb = (j + R) mod 8 and
-// nb = 8Q + j for j = u mod 8, R = (u / 8) mod 8, Q = u / 64: the eight threads of each quarter-warp (one 16-byte
-// access each per cycle) then touch eight different chunks both when they load and when they store, so neither
-// has bank conflicts.
-__device__ __forceinline__ void load_b_rows(const CUtensorMap* tmap_b, const Smem& sm, int it, int n0, int kt)
+// index mod 8: element (k, column c) of the stage's B rows is at strip c/32, row k, chunk ((c/4) mod 8) ^ (k mod
+// 8), and element (column c, k) of Bt at row c, chunk (k/4) ^ (c mod 8). Block u of the loop takes kb = (j + R) mod
+// 8 and nb = 8Q + j for j = u mod 8, R = (u / 8) mod 8, Q = u / 64: the eight threads of each quarter-warp (one
+// 16-byte access each per cycle) then touch eight different chunks both when they load and when they store, so
+// neither has bank conflicts.
+__device__ __forceinline__ void load_b_rows(uint32_t sb, const CUtensorMap* tmap_b, uint32_t bar, int n0, int kt)
 {
-    using namespace hopper;
-    const int j = it % BT_SMEM_BUFFERS;
-    const uint32_t use = static_cast<uint32_t>(it / BT_SMEM_BUFFERS);
-    mbar_wait(sm.rows_empty_bar + 8 * j, (use & 1u) ^ 1u);
-    const uint32_t bar = sm.rows_full_bar + 8 * j;
-    const uint32_t dst = sm.b_rows + j * B_ROWS_BYTES;
-    mbar_arrive_expect_tx(bar, B_ROWS_BYTES);
 #pragma unroll
-    for (int q = 0; q < BN / 32; ++q) tma_load_2d(dst + q * B_STRIP_BYTES_32, tmap_b, bar, n0 + 32 * q, kt * BK);
+    for (int q = 0; q < BN / 32; ++q) hopper::tma_load_2d(sb + q * B_STRIP_BYTES_32, tmap_b, bar, n0 + 32 * q, kt * BK);
 }
 
 // ------------------------------------------------------------------------------------------- producer
@@ -63,25 +58,22 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
         const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = tn * BN;
         for (int kt = k0; kt < k1; ++kt, ++it) {
-            if constexpr (BT_SMEM) load_b_rows(tmap_b, sm, it, n0, kt);
             const int s = it % STAGES;
             const uint32_t round = static_cast<uint32_t>(it / STAGES);
             mbar_wait(sm.empty_bar + 8 * s, (round & 1u) ^ 1u);
             const uint32_t fb = sm.full_bar + 8 * s;
             const uint32_t sa = sm.tiles + s * STAGE_BYTES;
             const bool rows = m0 < m;
-            if constexpr (BT_SMEM) {  // the stage's Bt comes from the writers (bt_writer), who arrive on fb too
-                mbar_arrive_expect_tx(fb, rows ? A_BYTES : 0);
-                if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
-            } else {
-                mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
-                if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
-                Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
-            }
+            mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
+            if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
+            if constexpr (BT_SMEM) load_b_rows(sa + A_BYTES, tmap_b, fb, n0, kt);  // B's rows; bt_writer makes Bt
+            else Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
         }
     }
 }
 
+// The writers of Bt (WGMMA_WS_BT_SMEM, see above): the producer warpgroup's warps 1-3, thread t of 96, walking the
+// schedule's k steps as the producer does.
 template <class Op>
 __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sched, int t)
 {
@@ -96,12 +88,11 @@ __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sc
         int tile, k0, k1, piece, pieces, u;
         sched.split(i, tile, k0, k1, piece, pieces, u);
         for (int kt = k0; kt < k1; ++kt, ++it) {
-            const int j = it % BT_SMEM_BUFFERS;
-            mbar_wait(sm.rows_full_bar + 8 * j, static_cast<uint32_t>(it / BT_SMEM_BUFFERS) & 1u);
-            const int s = it % STAGES;
-            mbar_wait(sm.empty_bar + 8 * s, (static_cast<uint32_t>(it / STAGES) & 1u) ^ 1u);
-            const uint32_t src = sm.b_rows + j * B_ROWS_BYTES;
-            const uint32_t dst = sm.tiles + s * STAGE_BYTES + A_BYTES;
+            const int s = it % STAGES, j = it % BT_SMEM_BUFFERS;
+            mbar_wait(sm.full_bar + 8 * s, static_cast<uint32_t>(it / STAGES) & 1u);
+            mbar_wait(sm.bt_empty_bar + 8 * j, (static_cast<uint32_t>(it / BT_SMEM_BUFFERS) & 1u) ^ 1u);
+            const uint32_t src = sm.tiles + s * STAGE_BYTES + A_BYTES;
+            const uint32_t dst = sm.bt + j * B_ROWS_BYTES;
             for (int b = t; b < BLOCKS; b += WRITERS) {
                 const int jj = b % 8, kb = (jj + (b / 8) % 8) % 8, nb = 8 * (b / 64) + jj;
                 float4 v[4];
@@ -126,13 +117,13 @@ __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sc
                                  : "memory");
                 }
             }
-            // The stores reach the tensor cores (the async proxy) before the stage counts as full; the loads are
-            // done before the row buffer is refilled.
+            // The stores reach the tensor cores (the async proxy) before the buffer counts as full; the loads are
+            // done before the stage is refilled.
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             __syncwarp();
             if (lane == 0) {
-                mbar_arrive_local(sm.full_bar + 8 * s);
-                mbar_arrive_local(sm.rows_empty_bar + 8 * j);
+                mbar_arrive_local(sm.bt_full_bar + 8 * j);
+                mbar_arrive_local(sm.empty_bar + 8 * s);
             }
         }
     }
@@ -148,6 +139,16 @@ __device__ __forceinline__ void release_stage(uint32_t empty_bar, int stage, int
         if constexpr (CLUSTER == 1) mbar_arrive_local(empty_bar + 8 * stage);
         else
             for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * stage, r);
+    }
+}
+
+// Free what ring step `step` read, once its group has retired: its stage, and with Bt written in shared memory
+// (WGMMA_WS_BT_SMEM) its buffer of the Bt ring (one arrival per consumer warp; no cluster there).
+__device__ __forceinline__ void release_step(const Smem& sm, uint32_t step, int lane)
+{
+    release_stage(sm.empty_bar, step % STAGES, lane);
+    if constexpr (BT_SMEM) {
+        if (lane == 0) hopper::mbar_arrive_local(sm.bt_empty_bar + 8 * (step % BT_SMEM_BUFFERS));
     }
 }
 
@@ -179,12 +180,18 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
     using namespace hopper;
     const uint32_t s = it % STAGES;
     mbar_wait(sm.full_bar + 8 * s, (it / STAGES) & 1u);
+    uint32_t db = desc_b0 + s * STAGE_DESC;
+    if constexpr (BT_SMEM) {  // Bt from the writers' ring (desc_b0: its first buffer)
+        const uint32_t j = it % BT_SMEM_BUFFERS;
+        mbar_wait(sm.bt_full_bar + 8 * j, (it / BT_SMEM_BUFFERS) & 1u);
+        db = desc_b0 + j * (B_ROWS_BYTES >> 4);
+    }
     wgmma_fence();
-    Op::mma(acc, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, accumulate);
+    Op::mma(acc, desc_a0 + s * STAGE_DESC, db, accumulate);
     wgmma_commit();
     if (previous) {
         wgmma_wait<1>();
-        release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+        release_step(sm, it - 1, lane);
     }
     if constexpr (DRAIN_EVERY > 0) {
         if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
@@ -252,6 +259,7 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
     static_assert(!PROMOTE || PROMOTABLE<Op>,
                   "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only (their tensor-core sums lose bits; the 16-bit "
                   "operands' match cuBLAS's error, int8's are exact)");
+    static_assert(!BT_SMEM || !PROMOTE, "WGMMA_WS_BT_SMEM: unpromoted builds (the plain k loop reads the Bt ring)");
     static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
                                                 "step's partial is weighted by its scales as it is promoted");
     static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),
@@ -370,7 +378,7 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         for (int kt = k0; kt < k1; ++kt)
             k_step<Op>(d, it, kt, k0, kt > k0, kt > k0, desc_a0, desc_b0, sm, drain, n, lane);
         wgmma_wait<0>();
-        if (k1 > k0) release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+        if (k1 > k0) release_step(sm, it - 1, lane);
     }
     if constexpr (DRAIN_EVERY > 0) {
         while (drain.left > 0) drain.step(n, lane);

@@ -51,9 +51,9 @@ class WsConfig:
     # final wait, and each tensor-core sum runs `promote_every` of them (a divisor of the chunk) before it is added:
     promote_chunk: int = 1
     promote_every: int = 1
-    # B as it is (row-major, N-major) in row buffers, and its K-major Bt tile written into each stage by the
-    # producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed before the kernel; no
-    # cluster (each CTA writes its own):
+    # B as it is (row-major, N-major) in the stages, and each k step's K-major Bt tile written into a ring of two
+    # buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed before
+    # the kernel; no cluster (each CTA writes its own):
     bt_smem: bool = False
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
@@ -68,7 +68,7 @@ class WsConfig:
     ROW_BYTES: ClassVar[int] = 128
     CHUNK_BYTES: ClassVar[int] = 16 * 64 * 4  # one consumer warp's staging chunk
     BARRIER_BYTES: ClassVar[int] = 2 * 8
-    BT_SMEM_BUFFERS: ClassVar[int] = 2  # B's row buffers where Bt is written in shared memory (bt_smem)
+    BT_SMEM_BUFFERS: ClassVar[int] = 2  # the Bt ring where Bt is written in shared memory (bt_smem)
     ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
 
     @property
@@ -92,8 +92,8 @@ class WsConfig:
 
     @property
     def rows_bytes(self) -> int:
-        """B's row buffers and their two barriers each where the kernel writes Bt itself (bt_smem): BK k-rows of bn
-        columns, 128 bytes a column; none otherwise."""
+        """The Bt ring's buffers and their two barriers each where the kernel writes Bt itself (bt_smem): bn rows of
+        BK elements, 128 bytes a row; none otherwise."""
         return self.BT_SMEM_BUFFERS * (self.bn * self.ROW_BYTES + self.BARRIER_BYTES) if self.bt_smem else 0
 
     @property
