@@ -248,16 +248,16 @@ def test_the_tf32_builds_that_write_bt_in_shared_memory_read_b_as_it_is():
                    for v in registry.get(name).variants)
     for v in smem:
         c = v.config
-        assert c.cluster == 1 and "WGMMA_WS_BT_SMEM=1" in c.defines
+        assert c.cluster == 1 and f"WGMMA_WS_BT_BUFFERS={c.bt_buffers}" in c.defines
+        assert c.bt_buffers == (2 if c.bn == 256 or (c.BM, c.bn) == (64, 256) else 4)
         a, b = v.tensor_maps
         assert (a.operand, a.box_rows, a.box_cols) == ("A", c.BM, 32)
         assert (b.operand, b.box_rows, b.box_cols, b.swizzle) == ("B", 32, 32, 128)
-        rows = 2 * (c.bn * 128 + 16)
+        rows = c.bt_buffers * (c.bn * 128 + 16)
         assert c.shared_bytes == c.ALIGN_SLACK + c.stage_count * (c.stage_bytes + 16) + c.STAGING_BYTES + rows
         assert c.shared_bytes <= SM90_SHARED_BYTES < replace(c, stages=c.stage_count + 1).shared_bytes
-        assert replace(c, bt_smem=False).shared_bytes < c.shared_bytes or \
-            replace(c, bt_smem=False).stage_count > c.stage_count
-    assert "WGMMA_WS_BT_SMEM=0" in tf32.config.defines
+        assert c.stage_count >= 2 and replace(c, bt_buffers=0).stage_count > c.stage_count
+    assert "WGMMA_WS_BT_BUFFERS=0" in tf32.config.defines
     # Not among the builds the tile model weighs: they differ from the record in more than the tile.
     names = set(ws_tile_builds(WS_TF32, tf32.variants).tiles) | set(ws_tile_builds(WS_TF32, tf32.variants).splits)
     assert not any(name.endswith("smem_bt") for name in names)

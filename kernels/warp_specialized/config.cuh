@@ -22,10 +22,10 @@
 //   WGMMA_WS_SMEM_BYTES   dynamic shared memory of the launch, in bytes: the layout below, alignment slack included.
 //   WGMMA_WS_BT_BOX_ROWS  rows of a box of a K-major Bt (tf32 and 8-bit operands): 128, or BN where it is narrower;
 //                         the tensor map the host builds has the same box.
-//   WGMMA_WS_BT_SMEM      1: B comes as it is (row-major, N-major) in 32-column strips, and the producer
-//                         warpgroup's other three warps write each k step's K-major Bt tile into its stage (tf32:
-//                         wgmma reads 32-bit operands only K-major), instead of the launcher transposing all of B
-//                         before the kernel; 0: the operands' own B. Without a cluster.
+//   WGMMA_WS_BT_BUFFERS   above 0: B comes as it is (row-major, N-major) in 32-column strips, and the producer
+//                         warpgroup's other three warps write each k step's K-major Bt tile into a ring of this many
+//                         buffers (tf32: wgmma reads 32-bit operands only K-major), instead of the launcher
+//                         transposing all of B before the kernel; 0: the operands' own B. Without a cluster.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
@@ -111,8 +111,8 @@
 #ifndef WGMMA_WS_GROUP_M
 #error "WGMMA_WS_GROUP_M is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
-#ifndef WGMMA_WS_BT_SMEM
-#error "WGMMA_WS_BT_SMEM is set by the registry (matmul_study/core/warp_specialized.py)"
+#ifndef WGMMA_WS_BT_BUFFERS
+#error "WGMMA_WS_BT_BUFFERS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
 #ifndef WGMMA_WS_BT_BOX_ROWS
 #error "WGMMA_WS_BT_BOX_ROWS is set by the registry (matmul_study/core/warp_specialized.py)"
@@ -159,12 +159,13 @@ constexpr uint32_t STAGE_DESC = STAGE_BYTES >> 4;  // one stage further, in a wg
 // bytes per store instruction) into whole-row 256-byte stores.
 constexpr int EPI_CHUNK_BYTES = 16 * 64 * 4;
 constexpr int EPI_BYTES = CONSUMERS * 4 * EPI_CHUNK_BYTES;  // 16 KiB per consumer warpgroup
-// Bt written in shared memory (WGMMA_WS_BT_SMEM): a k step's BK rows of B land in the stage (BN 32-bit columns as
-// 32-column strips of 128-byte rows, 128B-swizzled, where Bt would be), and the producer warpgroup's BT_SMEM_WARPS
-// other warps write its K-major Bt into a ring of BT_SMEM_BUFFERS buffers, each with a full and an empty barrier.
-constexpr bool BT_SMEM = WGMMA_WS_BT_SMEM != 0;
-constexpr int BT_SMEM_BUFFERS = 2;
-constexpr int BT_BUFFERS_HELD = BT_SMEM ? BT_SMEM_BUFFERS : 0;  // in the layout
+// Bt written in shared memory (WGMMA_WS_BT_BUFFERS): a k step's BK rows of B land in the stage (BN 32-bit columns
+// as 32-column strips of 128-byte rows, 128B-swizzled, where Bt would be), and the producer warpgroup's
+// BT_SMEM_WARPS other warps write its K-major Bt into a ring of BT_SMEM_BUFFERS buffers, each with a full and an
+// empty barrier.
+constexpr bool BT_SMEM = WGMMA_WS_BT_BUFFERS > 0;
+constexpr int BT_BUFFERS_HELD = WGMMA_WS_BT_BUFFERS;          // in the layout
+constexpr int BT_SMEM_BUFFERS = BT_SMEM ? BT_BUFFERS_HELD : 1;  // the ring's modulus (1 where there is none)
 constexpr int BT_SMEM_WARPS = 3;
 constexpr int B_ROWS_BYTES = BN * 128;  // a Bt buffer: BN rows of BK 32-bit elements (BK = 32)
 constexpr int B_STRIP_BYTES_32 = 32 * 128;  // one 32-column strip of B's rows in a stage: the tensor map's box
@@ -172,7 +173,7 @@ constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + BT_BUFFERS_HELD * B_ROWS_BYT
                              2 * BT_BUFFERS_HELD * 8;
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
 // Registers per thread after setmaxnreg: the producer warpgroup gives most away, or where its warps write Bt
-// (WGMMA_WS_BT_SMEM: a 4x4 block of floats, its addresses and the schedule) keeps 56, which at 40 spilled the writers'
+// (WGMMA_WS_BT_BUFFERS: a 4x4 block of floats, its addresses and the schedule) keeps 56, which at 40 spilled the writers'
 // loop to local memory (ncu: 60 % of their stalls on local loads); the consumers take the rest.
 constexpr int PRODUCER_REGS = BT_SMEM ? 56 : 40;
 constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
@@ -214,9 +215,10 @@ static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k 
 static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
               "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128, 8 with 64");
 static_assert(WGMMA_WS_STREAMK == 0 || WGMMA_WS_STREAMK == 1, "WGMMA_WS_STREAMK: 0 (off) or 1 (on)");
-static_assert(WGMMA_WS_BT_SMEM == 0 || WGMMA_WS_BT_SMEM == 1, "WGMMA_WS_BT_SMEM: 0 (off) or 1 (on)");
+static_assert(WGMMA_WS_BT_BUFFERS == 0 || WGMMA_WS_BT_BUFFERS >= 2,
+              "WGMMA_WS_BT_BUFFERS: 0 (off), or a ring of at least 2 (one read while the next is written)");
 static_assert(!BT_SMEM || (CLUSTER == 1 && BK == 32),
-              "WGMMA_WS_BT_SMEM: 32-bit operands (WGMMA_WS_BK=32) without a cluster (each CTA writes its own Bt)");
+              "WGMMA_WS_BT_BUFFERS: 32-bit operands (WGMMA_WS_BK=32) without a cluster (each CTA writes its own Bt)");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");

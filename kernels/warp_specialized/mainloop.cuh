@@ -17,7 +17,7 @@ namespace wgmma_ws {
 
 #if HOPPER_SM90A
 // ------------------------------------------------------------------------------------------- Bt in shared memory
-// (WGMMA_WS_BT_SMEM) wgmma reads 32-bit operands only K-major, and B is row-major (N-major). Instead of a transpose
+// (WGMMA_WS_BT_BUFFERS) wgmma reads 32-bit operands only K-major, and B is row-major (N-major). Instead of a transpose
 // of all of B before the kernel (twice B's bytes through HBM, timed with it), B comes as it is, and the producer
 // warpgroup's three idle warps write each k step's K-major Bt tile for the consumers:
 //   the producer thread copies the k step's BK rows of B (BN columns, as 32-column strips of 32 rows x 128 bytes,
@@ -72,7 +72,7 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
     }
 }
 
-// The writers of Bt (WGMMA_WS_BT_SMEM, see above): the producer warpgroup's warps 1-3, thread t of 96, walking the
+// The writers of Bt (WGMMA_WS_BT_BUFFERS, see above): the producer warpgroup's warps 1-3, thread t of 96, walking the
 // schedule's k steps as the producer does.
 template <class Op>
 __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sched, int t)
@@ -143,7 +143,7 @@ __device__ __forceinline__ void release_stage(uint32_t empty_bar, int stage, int
 }
 
 // Free what ring step `step` read, once its group has retired: its stage, and with Bt written in shared memory
-// (WGMMA_WS_BT_SMEM) its buffer of the Bt ring (one arrival per consumer warp; no cluster there).
+// (WGMMA_WS_BT_BUFFERS) its buffer of the Bt ring (one arrival per consumer warp; no cluster there).
 __device__ __forceinline__ void release_step(const Smem& sm, uint32_t step, int lane)
 {
     release_stage(sm.empty_bar, step % STAGES, lane);
@@ -259,7 +259,7 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
     static_assert(!PROMOTE || PROMOTABLE<Op>,
                   "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only (their tensor-core sums lose bits; the 16-bit "
                   "operands' match cuBLAS's error, int8's are exact)");
-    static_assert(!BT_SMEM || !PROMOTE, "WGMMA_WS_BT_SMEM: unpromoted builds (the plain k loop reads the Bt ring)");
+    static_assert(!BT_SMEM || !PROMOTE, "WGMMA_WS_BT_BUFFERS: unpromoted builds (the plain k loop reads the Bt ring)");
     static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
                                                 "step's partial is weighted by its scales as it is promoted");
     static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),

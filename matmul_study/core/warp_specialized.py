@@ -51,10 +51,10 @@ class WsConfig:
     # final wait, and each tensor-core sum runs `promote_every` of them (a divisor of the chunk) before it is added:
     promote_chunk: int = 1
     promote_every: int = 1
-    # B as it is (row-major, N-major) in the stages, and each k step's K-major Bt tile written into a ring of two
-    # buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed before
-    # the kernel; no cluster (each CTA writes its own):
-    bt_smem: bool = False
+    # B as it is (row-major, N-major) in the stages, and each k step's K-major Bt tile written into a ring of this
+    # many buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed
+    # before the kernel; no cluster (each CTA writes its own). 0: the operands' own B.
+    bt_buffers: int = 0
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
     group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
@@ -68,7 +68,6 @@ class WsConfig:
     ROW_BYTES: ClassVar[int] = 128
     CHUNK_BYTES: ClassVar[int] = 16 * 64 * 4  # one consumer warp's staging chunk
     BARRIER_BYTES: ClassVar[int] = 2 * 8
-    BT_SMEM_BUFFERS: ClassVar[int] = 2  # the Bt ring where Bt is written in shared memory (bt_smem)
     ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
 
     @property
@@ -91,10 +90,15 @@ class WsConfig:
         return self.consumers * 4 * self.CHUNK_BYTES
 
     @property
+    def bt_smem(self) -> bool:
+        """Whether the kernel writes Bt in shared memory itself (a ring of bt_buffers)."""
+        return self.bt_buffers > 0
+
+    @property
     def rows_bytes(self) -> int:
-        """The Bt ring's buffers and their two barriers each where the kernel writes Bt itself (bt_smem): bn rows of
-        BK elements, 128 bytes a row; none otherwise."""
-        return self.BT_SMEM_BUFFERS * (self.bn * self.ROW_BYTES + self.BARRIER_BYTES) if self.bt_smem else 0
+        """The Bt ring's buffers and their two barriers each where the kernel writes Bt itself (bt_buffers): bn rows
+        of BK elements, 128 bytes a row; none otherwise."""
+        return self.bt_buffers * (self.bn * self.ROW_BYTES + self.BARRIER_BYTES)
 
     @property
     def stage_bytes(self) -> int:
@@ -125,7 +129,8 @@ class WsConfig:
     def defines(self) -> tuple[str, ...]:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
         values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
-                  "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_SMEM": int(self.bt_smem), "CLUSTER": self.cluster,
+                  "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_BUFFERS": self.bt_buffers,
+                  "CLUSTER": self.cluster,
                   "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
@@ -318,7 +323,10 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
     return tuple(out)
 
 
-BT_SMEM_SUFFIX = "smem_bt"  # the builds that write Bt in shared memory (bt_smem) end their names with it
+BT_SMEM_SUFFIX = "smem_bt"  # the builds that write Bt in shared memory (bt_buffers) end their names with it
+# Their Bt ring: 4 buffers, so that the writers run up to three k steps ahead of the tensor cores (with 2, one step:
+# each handoff's latency showed); 2 at 256 columns, where 4 buffers of 32 KiB leave no room for two stages.
+BT_RING = 4
 
 
 def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
@@ -327,8 +335,9 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
     without a cluster, at each tile of the rung's other builds (128x256, 128x128, 64x256, 64x128, 128x64) and the
     splits that deep K and few tiles take. For a few hundred rows against a weight matrix, where B is most of the
     bytes and the transpose moves all of them twice."""
-    own = replace(base, cluster=1, bt_smem=True)
-    builds = {"": own, f"bn{NARROW_BN}": replace(own, bn=NARROW_BN), f"bm{SHORT_BM}": replace(own, bm=SHORT_BM),
+    own = replace(base, cluster=1, bt_buffers=BT_RING)
+    builds = {"": replace(own, bt_buffers=2), f"bn{NARROW_BN}": replace(own, bn=NARROW_BN),
+              f"bm{SHORT_BM}": replace(own, bm=SHORT_BM, bt_buffers=2),
               f"bm{SHORT_BM}_bn{NARROW_BN}": replace(own, bm=SHORT_BM, bn=NARROW_BN),
               f"bn{NARROWEST_BN}": replace(own, bn=NARROWEST_BN)}
     splits = {"": (4, 8, 16), f"bn{NARROW_BN}": WS_BN128_SPLITS, f"bm{SHORT_BM}_bn{NARROW_BN}": WS_BM64_SPLITS,
