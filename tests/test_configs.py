@@ -139,7 +139,10 @@ def test_tiles_that_span_all_of_n_split_at_half_the_cut():
         m = registry.get(method)
         pick = configs.choose(m, problem(4096, 128, 4096, dtype=dtype))
         assert pick.variant == "bm64_bn128_splitk2", method
-        assert configs.choose(m, problem(64, 6144, 4096, dtype=dtype)).variant == "bm64_bn128", method
+        # (tf32 there writes Bt in shared memory instead: test_tf32_writes_bt_in_shared_memory_where_b_is_most...;
+        # among the builds that transpose B, the same pick)
+        transposed = tuple(v for v in configs.runnable(m) if not v.endswith("smem_bt"))
+        assert m.choose(problem(64, 6144, 4096, dtype=dtype), transposed).variant == "bm64_bn128", method
     # 128 tiles already fill a wave: whole, 128x64 ones over 32 k steps (0.82, 64x128 0.75, split 2 ways 0.54 at
     # 8192x128x2048).
     assert configs.choose(registry.get("wgmma_warp_specialized"), problem(8192, 128, 2048)).variant == "bn64"
@@ -472,11 +475,16 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # whole at 0.95, split 2 ways at 1.07, where fp16 split 2 ways runs 5 % slower (tiles-n16-48-*.txt). tf32 512^3: 64x128
 # tiles split 4 ways, 4 k steps a slice, at 0.75, 128x64 ones whole at 0.81 (tiles-squares-bn64.txt). fp16
 # 128x4096x4096: 128x64 tiles whole at 1.07, split 2 ways at 1.14, a split the model never takes (min_split 4). int8
-# 256x1024x8192: 64x128 tiles split 4 ways at 1.07, 128x64 ones at 1.14 (tiles-int8.txt).
+# 256x1024x8192: 64x128 tiles split 4 ways at 1.07, 128x64 ones at 1.14 (tiles-int8.txt). tf32 64x6144x4096: 64x128
+# tiles writing Bt in shared memory, split 2 ways (96 slices, one wave) at 0.97, split 8 ways (three waves) at 1.01;
+# tf32 256x256x8192, where B is A's size and the transposed builds run: 64x128 tiles split 16 ways at 0.91, the same
+# writing Bt in shared memory at 0.98 (tiles-smem-bt-*.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bn64",
-               ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4"}
+               ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",
+               ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
+               ("wgmma_tf32", "tf32", "256x256x8192"): "bm64_bn128_splitk16"}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():
@@ -514,3 +522,27 @@ def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():
     # int8 shares the tiles but not the finding (8192^3: cluster1 0.948, the default 0.957): its default stays.
     assert configs.choose(registry.get("wgmma_int8"),
                           configs.job_problem(dtypes.get("int8"), 0, 4096, 4096, 4096, sm_count=132)).variant == "default"
+
+
+def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
+    # Where B has more than 4x A's and C's elements, tf32 takes a build that writes Bt in shared memory (no transpose of
+    # B before the kernel), split only within one wave; elsewhere the wave model's pick among the transposed builds.
+    tf32, dtype = registry.get("wgmma_tf32"), dtypes.get("tf32")
+
+    def pick(m, n, k):
+        return configs.choose(tf32, configs.job_problem(dtype, 0, m, k, n, sm_count=132))
+
+    for (m, n, k), expected in {(64, 4096, 4096): "bm64_bn128_splitk4_smem_bt",
+                                (128, 4096, 4096): "bn128_splitk4_smem_bt",
+                                (256, 7168, 2048): "bn128_smem_bt",
+                                (1, 4096, 4096): "bm64_bn128_splitk4_smem_bt"}.items():
+        chosen = pick(m, n, k)
+        assert chosen.variant == expected and "Bt written in shared memory" in chosen.reason, (m, n, k, chosen)
+    for m, n, k in ((512, 4096, 4096), (4096, 4096, 4096), (1024, 1024, 1024), (256, 256, 8192)):  # B <= 4x A and C
+        assert not pick(m, n, k).variant.endswith("smem_bt")
+    # Splits stay within a wave: 48 tiles of 64x128 split 2 ways (96 slices), not 4 (192).
+    assert pick(64, 6144, 4096).variant == "bm64_bn128_splitk2_smem_bt"
+    # Without those builds among the variants (a config that names others), the wave model's pick.
+    names = tuple(v for v in configs.runnable(tf32) if not v.endswith("smem_bt"))
+    assert not tf32.choose(configs.job_problem(dtype, 0, 64, 4096, 4096, sm_count=132), names).variant.endswith(
+        "smem_bt")

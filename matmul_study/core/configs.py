@@ -333,6 +333,56 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     return choose
 
 
+# Where B's bytes exceed this many times A's and C's together (token rows against a weight matrix), the tf32 rung
+# writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy).
+B_HEAVY_RATIO = 4
+# The rate per SM of those builds' tiles against a 128x256 tile's, where they write Bt themselves. 128x128: tf32's own
+# (TILE_RATES_BY_DTYPE). 64x128: each CTA writes the same Bt for half the rows, fitted to the sweeps of both on an
+# H200 (tiles-smem-bt-*.txt): 0.6 picks the best build measured at 19 of 20 B-heavy shapes (1 to 448 rows), the
+# other, 64x6144x4096, within 4.4 %.
+SMEM_BT_TILE_RATES = {(128, 128): 0.98, (64, 128): 0.6}
+
+
+def b_heavy(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[str, tuple[int, int]], suffix: str,
+            rates: dict[tuple[int, int], float] = SMEM_BT_TILE_RATES, ratio: int = B_HEAVY_RATIO
+            ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose wgmma reads B only K-major (tf32) and which has builds that read B as it is and
+    write each k step's Bt tile in shared memory (`builds`: name -> tile rows and columns, the builds named
+    <name>_<suffix> and their splits <name>_splitk<S>_<suffix>, a split only where its slices fit one wave): where B
+    is more than `ratio` times A's and C's elements, the one of those whose busiest SM does the least work, each
+    tile's work weighed by its rate per SM (`rates`), ties to fewer slices, then to larger tiles; elsewhere `rest`, whose builds transpose B before the
+    kernel. The transpose moves all of B twice more; writing Bt in shared memory spends the tensor cores'
+    shared-memory bandwidth instead, so it pays where B is most of the bytes. On an H200 (x cuBLAS,
+    tiles-smem-bt-*.txt): 64x4096x4096 1.12 against 0.47, 128x4096x4096 1.01 against 0.44, 256x7168x2048 0.68
+    against 0.50; at 512x4096x4096 (B four times A and C) 0.64 against 0.65, at 4096^3 0.53 against 0.93."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        b_elements, others = problem.k * problem.n, problem.m * problem.k + problem.m * problem.n
+        if b_elements <= ratio * others:
+            return rest(problem, variants)
+        stripped = [v.removesuffix(f"_{suffix}") for v in variants if v.endswith(f"_{suffix}")]
+        options = []  # (busiest SM's weighted work, slices, -tile area, name, tiles, tile)
+        for build, (tm, tn) in builds.items():
+            if build not in stripped:
+                continue
+            tiles = cdiv(problem.m, tm) * cdiv(problem.n, tn)
+            for split in (1, *(s for s in registered_splits(stripped, build) if tiles * s <= problem.sm_count)):
+                items = tiles * split
+                work = cdiv(items, problem.sm_count) * tm * tn * cdiv(problem.k, split) / rates[(tm, tn)]
+                name = f"{build}_{suffix}" if split == 1 else f"{build}_splitk{split}_{suffix}"
+                options.append((work, split, -tm * tn, name, tiles, (tm, tn)))
+        if not options:
+            return rest(problem, variants)
+        _, split, _, name, tiles, (tm, tn) = min(options)
+        why = (f"B is {b_elements / others:.1f}x A's and C's elements (more than {ratio}x): Bt written in shared "
+               f"memory by the kernel, not B transposed before it; {tiles} tile{'s' if tiles != 1 else ''} of "
+               f"{tm}x{tn} on {problem.sm_count} SMs")
+        return Choice(name, why + (f", K split {split} ways: the least work for the busiest SM" if split > 1 else
+                                   ": the least work for the busiest SM"))
+
+    return choose
+
+
 def token_rows(rows: int, decode: Callable[[object, tuple[str, ...]], Choice],
                rest: Callable[[object, tuple[str, ...]], Choice]) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds beside its own tiles: `decode` for M of at most `rows` token

@@ -24,9 +24,10 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
-from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, NARROWEST_BN, SPLIT_TF32_PREPASS, WS_16BIT,
+from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, NARROWEST_BN, SHORT_BM, SPLIT_TF32_PREPASS,
+                                                WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
-                                                bt_smem_variants,
+                                                BT_SMEM_SUFFIX, bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
                                                 ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_rung,
                                                 ws_tile_builds, ws_variants)
@@ -292,9 +293,13 @@ METHODS: dict[str, Method] = {
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
             variants=WS_TF32_VARIANTS,
-            choose=configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
-                                              builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
-                                              few_columns=NARROWEST_BN),
+            # Where B is most of the bytes, the kernel writes Bt in shared memory (its 128x128 and 64x128 builds);
+            # elsewhere B is transposed before it, and the wave model weighs the tiles and splits.
+            choose=configs.b_heavy(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
+                                                              builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
+                                                              few_columns=NARROWEST_BN),
+                                   {f"bn{NARROW_BN}": (WS_TF32.BM, NARROW_BN),
+                                    f"bm{SHORT_BM}_bn{NARROW_BN}": (SHORT_BM, NARROW_BN)}, BT_SMEM_SUFFIX),
         ),
         ws_rung(
             "wgmma_3xtf32",
