@@ -289,7 +289,8 @@ METHODS: dict[str, Method] = {
         ws_rung(
             "wgmma_tf32",
             "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is "
-            "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel",
+            "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel, or, in its "
+            "*_smem_bt builds, read as it is and each k step's Bt tile written in shared memory by the kernel",
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
             variants=WS_TF32_VARIANTS,
