@@ -173,8 +173,8 @@ constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + BT_BUFFERS_HELD * B_ROWS_BYT
                              2 * BT_BUFFERS_HELD * 8;
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
 // Registers per thread after setmaxnreg: the producer warpgroup gives most away, or where its warps write Bt
-// (WGMMA_WS_BT_BUFFERS: a 4x4 block of floats, its addresses and the schedule) keeps 56, which at 40 spilled the writers'
-// loop to local memory (ncu: 60 % of their stalls on local loads); the consumers take the rest.
+// (WGMMA_WS_BT_BUFFERS: a 4x4 block of floats, its addresses and the schedule) keeps 56, which at 40 spilled the
+// writers' loop to local memory (ncu: 60 % of their stalls on local loads); the consumers take the rest.
 constexpr int PRODUCER_REGS = BT_SMEM ? 56 : 40;
 constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
 // Arrivals that free a stage: every consumer warp of every CTA in the cluster, and with Bt written in shared memory

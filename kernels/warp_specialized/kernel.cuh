@@ -6,11 +6,12 @@
 // Warpgroups. A CTA is a producer warpgroup and one consumer warpgroup per 64 rows of its tile (384 threads at BM
 // 128, 256 at BM 64) that do different jobs, so that copies, math and stores overlap without any of them waiting
 // for a block-wide barrier:
-//   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40); one thread issues every TMA copy
-//     of A and B into a ring of shared-memory stages, running ahead of the math by up to STAGES k steps, and
-//     into the next tile while the consumers store the current one. Where B is N-major and wgmma reads it only
-//     K-major (tf32, WGMMA_WS_BT_BUFFERS), the stages hold B's rows as they are, and its other three warps write
-//     each k step's K-major Bt into a ring of two buffers for the consumers (mainloop.cuh, bt_writer).
+//   producer (warpgroup 0): gives most of its registers away (setmaxnreg 40, or 56 where it writes Bt); one
+//     thread issues every TMA copy of A and B into a ring of shared-memory stages, running ahead of the math by up
+//     to STAGES k steps, and into the next tile while the consumers store the current one. Where B is N-major and
+//     wgmma reads it only K-major (tf32, WGMMA_WS_BT_BUFFERS), the stages hold B's rows as they are, and its other
+//     three warps write each k step's K-major Bt into a ring of buffers for the consumers (mainloop.cuh,
+//     bt_writer).
 //   consumers (warpgroups 1 and 2, or 1 alone, setmaxnreg 232): each owns 64 rows of the CTA's BMxBN tile of C
 //     and issues the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores
 //     its rows.

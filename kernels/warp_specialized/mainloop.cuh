@@ -23,9 +23,9 @@ namespace wgmma_ws {
 //   the producer thread copies the k step's BK rows of B (BN columns, as 32-column strips of 32 rows x 128 bytes,
 //   128B-swizzled: the tensor map's box) into the stage where Bt would be (load_b_rows), with A, so that B's copies
 //   run as far ahead as the ring's stages;
-//   the writers (bt_writer) wait for the stage and for a free buffer of the Bt ring (two buffers, which the
-//   consumers release as the group that read one retires), move the tile in 4x4 blocks (four 16-byte loads down
-//   four k-rows, four 16-byte stores along four Bt rows), make their stores visible to the tensor cores
+//   the writers (bt_writer) wait for the stage and for a free buffer of the Bt ring (WGMMA_WS_BT_BUFFERS buffers,
+//   which the consumers release as the group that read one retires), move the tile in 4x4 blocks (four 16-byte
+//   loads down four k-rows, four 16-byte stores along four Bt rows), make their stores visible to the tensor cores
 //   (fence.proxy.async), mark the buffer full and release the stage's B rows (the stage is free once the consumers
 //   are done with its A and the writers with its B).
 // A 4x4 block (kb, nb) holds k 4kb..4kb+3 and columns 4nb..4nb+3. Both layouts swizzle 16-byte chunks by the row's

@@ -350,11 +350,11 @@ def b_heavy(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[str,
     write each k step's Bt tile in shared memory (`builds`: name -> tile rows and columns, the builds named
     <name>_<suffix> and their splits <name>_splitk<S>_<suffix>, a split only where its slices fit one wave): where B
     is more than `ratio` times A's and C's elements, the one of those whose busiest SM does the least work, each
-    tile's work weighed by its rate per SM (`rates`), ties to fewer slices, then to larger tiles; elsewhere `rest`, whose builds transpose B before the
-    kernel. The transpose moves all of B twice more; writing Bt in shared memory spends the tensor cores'
-    shared-memory bandwidth instead, so it pays where B is most of the bytes. On an H200 (x cuBLAS,
-    tiles-smem-bt-*.txt): 64x4096x4096 1.12 against 0.47, 128x4096x4096 1.01 against 0.44, 256x7168x2048 0.68
-    against 0.50; at 512x4096x4096 (B four times A and C) 0.64 against 0.65, at 4096^3 0.53 against 0.93."""
+    tile's work weighed by its rate per SM (`rates`), ties to fewer slices, then to larger tiles; elsewhere `rest`,
+    whose builds transpose B before the kernel. The transpose moves all of B twice more; writing Bt in shared memory
+    spends the tensor cores' shared-memory bandwidth instead, so it pays where B is most of the bytes. On an H200 (x
+    cuBLAS, tiles-smem-bt-*.txt): 64x4096x4096 1.12 against 0.47, 128x4096x4096 1.01 against 0.44, 256x7168x2048
+    0.68 against 0.50; at 512x4096x4096 (B four times A and C) 0.64 against 0.65, at 4096^3 0.53 against 0.93."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         b_elements, others = problem.k * problem.n, problem.m * problem.k + problem.m * problem.n
