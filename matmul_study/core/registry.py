@@ -24,10 +24,9 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
-from matmul_study.core.warp_specialized import (HOPPER, NARROW_BN, NARROWEST_BN, SHORT_BM, SPLIT_TF32_PREPASS,
-                                                WS_16BIT,
-                                                WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
-                                                BT_SMEM_SUFFIX, bt_smem_variants,
+from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROW_BN, NARROWEST_BN, SHORT_BM,
+                                                SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK,
+                                                WS_TF32, a_registers_variant, bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
                                                 ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_rung,
                                                 ws_tile_builds, ws_variants)

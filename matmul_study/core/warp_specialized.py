@@ -95,7 +95,7 @@ class WsConfig:
         return self.bt_buffers > 0
 
     @property
-    def rows_bytes(self) -> int:
+    def bt_ring_bytes(self) -> int:
         """The Bt ring's buffers and their two barriers each where the kernel writes Bt itself (bt_buffers): bn rows
         of BK elements, 128 bytes a row; none otherwise."""
         return self.bt_buffers * (self.bn * self.ROW_BYTES + self.BARRIER_BYTES)
@@ -110,14 +110,14 @@ class WsConfig:
         """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128, 8 at bn 64)."""
         if self.stages is not None:
             return self.stages
-        return ((SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES - self.rows_bytes)
+        return ((SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES - self.bt_ring_bytes)
                 // (self.stage_bytes + self.BARRIER_BYTES))
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of the launch (WGMMA_WS_SMEM_BYTES), as the kernel lays it out."""
         return (self.ALIGN_SLACK + self.stage_count * (self.stage_bytes + self.BARRIER_BYTES)
-                + self.STAGING_BYTES + self.rows_bytes)
+                + self.STAGING_BYTES + self.bt_ring_bytes)
 
     @property
     def bt_box_rows(self) -> int:
@@ -335,11 +335,13 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
     without a cluster, at each tile of the rung's other builds (128x256, 128x128, 64x256, 64x128, 128x64) and the
     splits that deep K and few tiles take. For a few hundred rows against a weight matrix, where B is most of the
     bytes and the transpose moves all of them twice."""
-    own = replace(base, cluster=1, bt_buffers=BT_RING)
-    builds = {"": replace(own, bt_buffers=2), f"bn{NARROW_BN}": replace(own, bn=NARROW_BN),
-              f"bm{SHORT_BM}": replace(own, bm=SHORT_BM, bt_buffers=2),
-              f"bm{SHORT_BM}_bn{NARROW_BN}": replace(own, bm=SHORT_BM, bn=NARROW_BN),
-              f"bn{NARROWEST_BN}": replace(own, bn=NARROWEST_BN)}
+    def ring(**tile) -> WsConfig:
+        c = replace(base, cluster=1, **tile)
+        return replace(c, bt_buffers=2 if c.bn == 256 else BT_RING)
+
+    builds = {"": ring(), f"bn{NARROW_BN}": ring(bn=NARROW_BN), f"bm{SHORT_BM}": ring(bm=SHORT_BM),
+              f"bm{SHORT_BM}_bn{NARROW_BN}": ring(bm=SHORT_BM, bn=NARROW_BN),
+              f"bn{NARROWEST_BN}": ring(bn=NARROWEST_BN)}
     splits = {"": (4, 8, 16), f"bn{NARROW_BN}": WS_BN128_SPLITS, f"bm{SHORT_BM}_bn{NARROW_BN}": WS_BM64_SPLITS,
               f"bn{NARROWEST_BN}": WS_BN64_SPLITS}
     out = []

@@ -15,6 +15,12 @@ def _granted_cores(workflow) -> int | None:
         return None
 
 
+def gpu_slots(workflow) -> int:
+    """The run's GPU slots (--resources gpu=N, or default_slots'), 0 where it has none."""
+    slots = workflow.global_resources.get("gpu")
+    return int(getattr(slots, "value", slots) or 0)  # Snakemake 9 wraps it in a Resource
+
+
 def cpu_job_cores(workflow) -> int:
     """The cores a numpy job holds on this host: every core but one per GPU slot (--resources gpu=N). The N GPU
     jobs, one core each, run beside it on cores BLAS does not use, and nothing else does; with no GPU slots, or
@@ -24,9 +30,7 @@ def cpu_job_cores(workflow) -> int:
         return 1
     if not workflow.local_exec or workflow.remote_exec:
         return cores  # a cluster executor: the job has a node of its own (see the Slurm profile), GPU jobs others
-    gpu_slots = workflow.global_resources.get("gpu")
-    gpu_slots = int(getattr(gpu_slots, "value", gpu_slots) or 0)  # Snakemake 9 wraps it in a Resource
-    return max(1, cores - gpu_slots)
+    return max(1, cores - gpu_slots(workflow))
 
 
 def one_core_host(workflow) -> bool:
@@ -92,9 +96,7 @@ def numpy_beside_gpu_jobs(config: dict, workflow) -> bool:
     holds its only core. The compile slot (compile_slots) keeps compiles and other numpy jobs from beside it."""
     if config["threads"] == "all" or not one_core_host(workflow):
         return False
-    slots = workflow.global_resources.get("gpu")
-    slots = int(getattr(slots, "value", slots) or 0)
-    return machine_cores() >= blas_threads(config, workflow) + slots
+    return machine_cores() >= blas_threads(config, workflow) + gpu_slots(workflow)
 
 
 def cpu_job_threads(config: dict, workflow) -> int:
@@ -111,12 +113,9 @@ def cpu_job_gpu_slots(config: dict, workflow) -> int:
     job (nor its core) runs beside a CPU line that uses the whole machine. Under --cores 1 on this host, where GPU
     jobs hold no core (slot_job_threads), none where the machine has cores for them (numpy_beside_gpu_jobs), else
     every slot, so that no GPU job runs on the core the numpy job uses."""
-    if config["threads"] != "all" and not one_core_host(workflow):
-        return 0
-    if numpy_beside_gpu_jobs(config, workflow):
-        return 0
-    slots = workflow.global_resources.get("gpu")
-    return int(getattr(slots, "value", slots) or 0)
+    if config["threads"] == "all" or (one_core_host(workflow) and not numpy_beside_gpu_jobs(config, workflow)):
+        return gpu_slots(workflow)
+    return 0
 
 
 def host_memory_bytes() -> int | None:
