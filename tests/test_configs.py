@@ -48,17 +48,20 @@ def test_tf32_squares_of_one_wave_or_less_take_the_tiles_of_least_work_per_sm():
     # Measured on an H200 (bench/compare.py wgmma_tf32, x cuBLAS; small-problems/tiles.txt, tiles-squares-bn64.txt):
     # 512^3 bm64_bn128 0.75 (bn128 0.58, default 0.40; bn64 0.81, a miss); 1024^3 bn64 1.04 (bm64_bn128 0.93, bn128
     # 0.73, default 0.47); 1280^3 bn128 0.87 (bm64 0.87);
-    # 1536^3 bn128 0.99 (bm64 0.95, bm64_bn128 0.91, default 0.84); 2048^3 default 0.84 (bn128 0.82). At 512^3 its
-    # 32 tiles of 64x128 each split 4 ways (16 k steps of 32) are as fast (tiles-decode-splits-tf32.txt: 0.748
-    # against 0.754).
+    # 1536^3 bn192 1.06 (bn128 0.99, bm64 0.95, bm64_bn128 0.92, default 0.84; tiles-bn192-tf32.txt); 2048^3 default
+    # 0.84 (bn128 0.82, bn192 0.74). At 512^3 its 32 tiles of 64x128 each split 4 ways (16 k steps of 32) are as fast
+    # (tiles-decode-splits-tf32.txt: 0.748 against 0.754).
     tf32 = registry.get("wgmma_tf32")
     f32 = dtypes.get("tf32")
     assert configs.choose(tf32, Problem(512, 512, 512, 0, f32)).variant == "bm64_bn128_splitk4"
     assert configs.choose(tf32, Problem(1024, 1024, 1024, 0, f32)).variant == "bn64"
     assert configs.choose(tf32, Problem(1280, 1280, 1280, 0, f32)).variant == "bn128"
-    # 72 cluster tiles of 128x128 on 66 clusters, the 6 past the wave split by k steps (48 of them: the split saves
-    # each cluster more than its fix-up), against three whole waves of 64x128 tiles at tf32's own rate for them.
+    # 96 tiles of 128x192 in one wave, against 72 cluster tiles of 128x128 on 66 clusters (the 6 past the wave split by
+    # k steps: 48 of them save each cluster more than the split's fix-up) and three whole waves of 64x128 tiles.
     pick = configs.choose(tf32, Problem(1536, 1536, 1536, 0, f32))
+    assert pick.variant == "bn192" and "128x192 tiles instead (96)" in pick.reason, pick
+    without = tuple(v for v in configs.runnable(tf32) if v != "bn192")
+    pick = tf32.choose(Problem(1536, 1536, 1536, 0, f32), without)
     assert pick.variant == "bn128" and "split by k steps" in pick.reason
     assert configs.choose(tf32, Problem(2048, 2048, 2048, 0, f32)).variant == "default"
 
@@ -116,8 +119,11 @@ def test_one_wave_or_less_takes_the_tiles_of_least_work_for_the_busiest_sm():
     # 128x128 0.73). On 114 SMs (57 clusters) the quarter tiles take two waves: 128x128 tiles, rated above 64x256.
     assert configs.choose(ws, problem(1024, 1024, 1024)).variant == "bn64"
     assert configs.choose(ws, problem(1024, 1024, 1024, sms=114)).variant == "bn128"
-    # 1536^3: 36 clusters of 128x256 tiles, or three waves of quarter tiles at 0.84 of the rate: 0.74 against 0.65.
-    assert configs.choose(ws, problem(1536, 1536, 1536)).variant == "bn64"
+    # 1536^3: 36 clusters of 128x256 tiles, three waves of quarter tiles at 0.84 of the rate, or one wave of 96
+    # 128x192 tiles, 3/4 of a 128x256 tile's work each: 0.84 against 0.73 and 0.64 (tiles-bn192-float16.txt).
+    assert configs.choose(ws, problem(1536, 1536, 1536)).variant == "bn192"
+    # 2048^3: 128 tiles of 128x192 fill no more of a wave than 64 clusters of 128x256 ones (0.74 against 0.97).
+    assert configs.choose(ws, problem(2048, 2048, 2048)).variant == "default"
     # Past SHORT_TILE_STEPS k steps, 64x128 (0.88 against 0.81 at 1024x1024x8192); and wider than tall with rows
     # past a multiple of 128 (320x8192x2048: 0.74 against 0.48).
     assert configs.choose(ws, problem(1024, 1024, 8192)).variant == "bm64_bn128"
@@ -515,7 +521,7 @@ def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():
                 assert builds["cluster1"] >= 0.995 * builds["default"], (path.name, shape)
                 m, n, k = map(int, shape.split("x"))
                 pick = configs.choose(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132))
-                assert pick.variant in ("cluster1", "bm64_bn128", "bn128", "bm64", "bn64"), (shape, pick)
+                assert pick.variant in ("cluster1", "bm64_bn128", "bn128", "bm64", "bn64", "bn192"), (shape, pick)
     assert pairs >= 10
     pick = configs.choose(fp8, configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132))
     assert pick.variant == "cluster1" and "without a cluster" in pick.reason

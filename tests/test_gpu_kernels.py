@@ -175,6 +175,10 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   # workspace, one build of each kind
                   *(("wgmma_int8", v, "int8") for v in ("bn128", "bn128_splitk4", "splitk4", "bm64_bn128",
                                                         "bm64_bn128_splitk16", "bn64", "bn64_splitk8")),
+                  # 128x192 tiles (m64n192, three 64-column strips of B or one 192-row box of Bt), every rung's
+                  *((m, "bn192", d) for m, d in (("wgmma_warp_specialized", "float16"),
+                                                  ("wgmma_warp_specialized", "bfloat16"), ("wgmma_tf32", "tf32"),
+                                                  ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))),
                   # tf32 reading B as it is and writing each k step's Bt in shared memory (WGMMA_WS_BT_SMEM): every
                   # such build (its own producer path, at every tile and split)
                   *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.bt_smem)]

@@ -103,7 +103,7 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
                             f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
                             f"wgmma_ws::STAGE_BYTES == {config.stage_bytes}, \"stages\");\n"
                             f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4 && "
-                            f"wgmma_ws::BT_BOX_ROWS == {min(config.bn, 128)}, \"partial tile, boxes\");\n",
+                            f"wgmma_ws::BT_BOX_ROWS == {128 if config.bn % 128 == 0 else config.bn}, \"partial tile, boxes\");\n",
                             tmp_path)
     assert result.returncode == 0, result.stderr
 
@@ -116,9 +116,11 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
     ("wgmma_fp8", "bn128", {"promote": 2}, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
     ("wgmma_warp_specialized", "bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
     ("wgmma_warp_specialized", "bn128", {"split_k": 32}, "16 with WGMMA_WS_BN=128"),
-    ("wgmma_warp_specialized", None, {"bn": 192}, "WGMMA_WS_BN: 256, 128 or 64"),
+    ("wgmma_warp_specialized", None, {"bn": 96}, "WGMMA_WS_BN: 256, 192, 128 or 64"),
+    # 128x192 tiles: three 64-column strips of B, which a cluster of 2 cannot share out.
+    ("wgmma_warp_specialized", "bn192", {"cluster": 2}, "1 with 192 or 64"),
     # 128x64 tiles: one 64-column strip of B, so no cluster to multicast it; 32 accumulators, so 8 slices at most.
-    ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 64"),
+    ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 192 or 64"),
     ("wgmma_warp_specialized", "bn64", {"split_k": 16}, "8 with 64"),
     ("wgmma_warp_specialized", None, {"bm": 32}, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)"),
     ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),

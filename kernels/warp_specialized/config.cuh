@@ -14,7 +14,7 @@
 //   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and one consumer warpgroup per 64 rows (384 at
 //                         BM 128, 256 at BM 64).
 //   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
-//   WGMMA_WS_BN           tile width: 256, 128 or 64.
+//   WGMMA_WS_BN           tile width: 256, 192, 128 or 64.
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
 //                         128 int8 or e4m3); the operand policy checks it.
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
@@ -53,7 +53,9 @@
 // (WGMMA_WS_PROMOTE, see mainloop.cuh). 64: 128x64 tiles (32 accumulators per
 // consumer thread) for an N of 64 or less, where wider tiles multiply columns past N: a 128x128 tile there does twice
 // the math for the same bytes of A, and A is what a few columns' problem streams from memory. No cluster (a CTA
-// multicasts whole 64-column strips of B), and K split at most 8 ways.
+// multicasts whole 64-column strips of B), and K split at most 8 ways. 192: 128x192 tiles without a cluster (three
+// 64-column strips; a K-major Bt tile is one box of 192 rows), where 128x256 tiles make a wave of most of the SMs and
+// 128x128 ones a second wave (1536^3: 72 tiles of 128x256, 144 of 128x128 and 96 of 128x192 on 132 SMs).
 //
 // Tile rows BM. 128: two consumer warpgroups share every stage of B. 64: one consumer warpgroup, twice the tiles
 // again for problems that 128-row tiles still leave short of a wave (1024^3: 32 tiles of 128x256, 64 of 64x256
@@ -196,10 +198,10 @@ static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgr
 static_assert(THREADS == 128 * (CONSUMERS + 1),
               "WGMMA_WS_THREADS: one producer warpgroup and a consumer warpgroup per 64 rows (384 at BM 128, 256 at "
               "BM 64)");
-static_assert(BN == 256 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 128 or 64 columns per tile");
+static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
-static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs (each multicasts whole 64-column strips "
-                                      "of B): 4 with WGMMA_WS_BN=256, 2 with 128, 1 with 64");
+static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole "
+                                      "64-column strips of B): 4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
               "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "

@@ -45,10 +45,11 @@ def registered_splits(variants: tuple[str, ...], build: str = "") -> list[int]:
 # Each whole-tile build's rate per SM against a 128x256 tile's, where every build runs whole waves: 2048^3 on an
 # H200, the mean of fp16, tf32 and FP8 (x cuBLAS in one run): 128x128 0.996, 0.980, 1.010; 64x256 0.972, 0.933,
 # 0.971 (int8 0.971); 64x128 0.880, 0.775, 0.869. Fewer rows or columns load more bytes per product.
-TILE_RATES = {(128, 256): 1.0, (128, 128): 0.99, (64, 256): 0.96, (64, 128): 0.84}
+TILE_RATES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.99, (64, 256): 0.96, (64, 128): 0.84}
 # A dtype whose own rates lie far from that mean: tf32's 64-row tiles run 3-8 % below it. (fp16's and FP8's own rates,
 # within 1-4 % of the mean, would move FP8's 2048^3 pick from cluster1, 1.003 x cuBLASLt, to 128x128 tiles, 0.965.)
-TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 128): 0.980, (64, 256): 0.933, (64, 128): 0.775}}
+TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 192): 0.94, (128, 128): 0.980, (64, 256): 0.933,
+                                (64, 128): 0.775}}
 # The stream-K split of a last partial wave (kernels/warp_specialized/tile_schedule.cuh) costs its launch about as
 # much as this many k steps of a default tile: its pieces' fix-up in C. Of 8, 16, 24, 32 and 48, the one whose picks
 # lose least to the best build of the committed sweeps (see persistent_split_k).
@@ -81,7 +82,7 @@ SHORT_TILE_STEPS = 64
 @dataclass(frozen=True)
 class TileBuilds:
     """A persistent tile kernel's whole-tile builds besides its default, and how its schedule deals them out."""
-    tiles: dict[str, tuple[int, int]]  # build name -> (rows, columns) of its tiles
+    tiles: dict[str, tuple[int, int, int]]  # build name -> (rows, columns) of its tiles and CTAs per cluster
     cluster: int  # CTAs per cluster along M: the schedule deals out tiles of `cluster` row tiles at once
     # split builds of other tiles than the rung's own rows: build name -> (rows, columns, slices of K)
     splits: dict[str, tuple[int, int, int]] = field(default_factory=dict)
@@ -204,8 +205,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         k_steps = cdiv(problem.k, tile_k)
         rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
         weighed = []
-        candidates = {name: (r, c, builds.cluster)
-                      for name, (r, c) in {DEFAULT: (tile_m, tile_n), **builds.tiles}.items()}
+        candidates = {DEFAULT: (tile_m, tile_n, builds.cluster), **builds.tiles}
         if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
@@ -335,7 +335,7 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
 
 # Where B's bytes exceed this many times A's and C's together (token rows against a weight matrix), the tf32 rung
 # writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy).
-B_HEAVY_RATIO = 4
+B_HEAVY_RATIO = 5
 # The rate per SM of those builds' tiles against a 128x256 tile's, where they write Bt themselves. 128x128: tf32's own
 # (TILE_RATES_BY_DTYPE). 64x128: each CTA writes the same Bt for half the rows, fitted to the sweeps of both on an
 # H200 (tiles-smem-bt-*.txt): 0.6 picks the best build measured at 19 of 20 B-heavy shapes (1 to 448 rows), the

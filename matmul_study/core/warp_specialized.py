@@ -122,8 +122,9 @@ class WsConfig:
     @property
     def bt_box_rows(self) -> int:
         """Rows of a box of a K-major Bᵀ (tf32 and 8-bit operands; WGMMA_WS_BT_BOX_ROWS): BT_BOX_ROWS, or the whole
-        tile where it is narrower. The tensor map's box (ws_rung) and the kernel's copies (config.cuh) both take it."""
-        return min(BT_BOX_ROWS, self.bn)
+        tile where its width is not a multiple of that (64 and 192 columns: one box). The tensor map's box (ws_rung)
+        and the kernel's copies (config.cuh) both take it."""
+        return self.bn if self.bn % BT_BOX_ROWS else BT_BOX_ROWS
 
     @property
     def defines(self) -> tuple[str, ...]:
@@ -268,6 +269,22 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
     )
 
 
+WIDE3_BN = 192  # the 128x192-tile build's width (variant bn192)
+
+
+def ws_bn192_variant(base: WsConfig) -> Variant:
+    """The 128x192-tile build of a rung (bn WIDE3_BN: each consumer warpgroup 64x192, wgmma m64n192, 96 accumulators
+    a thread), without a cluster (three 64-column strips of B, or one 192-row box of Bt, cannot be halved): for
+    problems whose 128x256 tiles make a wave of most SMs and whose 128x128 tiles make a second one. At 1536^3 on 132
+    SMs: 72 tiles of 128x256 (one wave, 55 % of the SMs), 144 of 128x128 (two waves), 96 of 128x192 (one wave, 3/4 of
+    a 128x256 tile's work each)."""
+    wide = replace(base, bn=WIDE3_BN, cluster=1)
+    return wide.variant(f"bn{WIDE3_BN}",
+                        f"{wide.BM}x{wide.bn} tiles without a cluster, {wide.stage_count} stages of "
+                        f"{wide.stage_bytes // 1024} KiB: 3/4 of a 128x256 tile's work, where those make one wave of "
+                        "most SMs and 128x128 tiles a second one")
+
+
 NARROWEST_BN = 64  # the 128x64-tile builds' width (variants bn64*)
 WS_BN64_SPLITS = (2, 4, 8)  # their split-K builds (at 32 accumulators a thread the kernel sums at most 8 slices)
 
@@ -359,12 +376,14 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
-    that fit them, the rest as the default), its split builds of tiles with fewer rows than its own
+    that fit them, the rest as the default; bn192 also in its cluster of 1; not the 64-column tiles, which the
+    heuristic's few-columns rule weighs), its split builds of tiles with fewer rows than its own
     (bm64_bn128_splitk<S>), and where its whole tiles split a last partial wave by k steps, for the wave model of
     its heuristic (configs.persistent_split_k)."""
-    tiles = {v.name: (v.config.BM, v.config.bn) for v in variants
+    tiles = {v.name: (v.config.BM, v.config.bn, v.config.cluster) for v in variants
              if isinstance(v, WsVariant) and (v.config.BM, v.config.bn) != (base.BM, base.bn)
-             and v.config == replace(base, bm=v.config.bm, bn=v.config.bn)}
+             and v.config.bn != NARROWEST_BN
+             and v.config == replace(base, bm=v.config.bm, bn=v.config.bn, cluster=v.config.cluster)}
     splits = {v.name: (v.config.BM, v.config.bn, v.config.split_k) for v in variants
               if isinstance(v, WsVariant) and v.config.split_k > 1 and v.config.BM != base.BM
               and v.config == replace(base, bm=v.config.bm, bn=v.config.bn, cluster=v.config.cluster,
