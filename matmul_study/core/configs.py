@@ -44,7 +44,9 @@ def registered_splits(variants: tuple[str, ...], build: str = "") -> list[int]:
 
 # Each whole-tile build's rate per SM against a 128x256 tile's, where every build runs whole waves: 2048^3 on an
 # H200, the mean of fp16, tf32 and FP8 (x cuBLAS in one run): 128x128 0.996, 0.980, 1.010; 64x256 0.972, 0.933,
-# 0.971 (int8 0.971); 64x128 0.880, 0.775, 0.869. Fewer rows or columns load more bytes per product.
+# 0.971 (int8 0.971); 64x128 0.880, 0.775, 0.869. Fewer rows or columns load more bytes per product. 128x192 (no
+# cluster), from 1536^3, where both it and the 2-CTA clusters of 128x256 tiles make one wave: 0.98 in fp16, 0.94 in
+# FP8 and tf32, 0.93 in int8 (tiles-bn192-*.txt); any rate from 0.92 to 0.99 makes the same picks on the sweeps.
 TILE_RATES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.99, (64, 256): 0.96, (64, 128): 0.84}
 # A dtype whose own rates lie far from that mean: tf32's 64-row tiles run 3-8 % below it. (fp16's and FP8's own rates,
 # within 1-4 % of the mean, would move FP8's 2048^3 pick from cluster1, 1.003 x cuBLASLt, to 128x128 tiles, 0.965.)
@@ -160,9 +162,10 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     of 4, wide splits of 8 or more). Of equal cuts, the larger tile where each of its slices keeps DEEP_SLICE_STEPS k
     steps, else the smaller one, whose partials are smaller.
 
-    `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128). Where the default tiles
-    make one wave at most, each build is weighed by the busiest SM's work, the waves of cluster tiles times the
-    tile's area over its rate (TILE_RATES), and the least work wins, the larger tile on ties. Those tiles are also
+    `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128, and 128x192 without a
+    cluster), each with its cluster. Where the default tiles make one wave at most, each build is weighed by the
+    busiest SM's work, the waves of cluster tiles times the tile's area over its rate (TILE_RATES), and the least
+    work wins, the larger tile on ties. Those tiles are also
     the base that a split must cut each SM's work `min_split`-fold against. On an H200 (x cuBLAS, fp16;
     results/reference/NVIDIA_H200/small-problems/tiles.txt): 512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73),
     1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65), 2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88
@@ -334,7 +337,9 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
 
 
 # Where B's bytes exceed this many times A's and C's together (token rows against a weight matrix), the tf32 rung
-# writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy).
+# writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy). At 512x6144x4096 (4.8 times)
+# the transposed 128x192 tiles ran at 0.71x cuBLAS against 0.66 (an H200, tiles-bn192-tf32.txt); at 320x8192x2048
+# (5.1 times) Bt in shared memory at 0.85 against 0.76 (tiles-bn192-moved-tf32.txt).
 B_HEAVY_RATIO = 5
 # The rate per SM of those builds' tiles against a 128x256 tile's, where they write Bt themselves. 128x128: tf32's own
 # (TILE_RATES_BY_DTYPE). 64x128: each CTA writes the same Bt for half the rows, fitted to the sweeps of both on an
