@@ -103,7 +103,8 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
                             f"static_assert(wgmma_ws::STAGES == {config.stage_count} && "
                             f"wgmma_ws::STAGE_BYTES == {config.stage_bytes}, \"stages\");\n"
                             f"static_assert(wgmma_ws::PART_QUADS == {config.BM} * {config.bn} / 4 && "
-                            f"wgmma_ws::BT_BOX_ROWS == {128 if config.bn % 128 == 0 else config.bn}, \"partial tile, boxes\");\n",
+                            f"wgmma_ws::BT_BOX_ROWS == {128 if config.bn % 128 == 0 else config.bn}, "
+                            '"partial tile, boxes");\n',
                             tmp_path)
     assert result.returncode == 0, result.stderr
 

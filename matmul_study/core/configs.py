@@ -165,19 +165,22 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128, and 128x192 without a
     cluster), each with its cluster. Where the default tiles make one wave at most, each build is weighed by the
     busiest SM's work, the waves of cluster tiles times the tile's area over its rate (TILE_RATES), and the least
-    work wins, the larger tile on ties. Those tiles are also
-    the base that a split must cut each SM's work `min_split`-fold against. On an H200 (x cuBLAS, fp16;
-    results/reference/NVIDIA_H200/small-problems/tiles.txt): 512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73),
-    1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65), 2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88
-    (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The waves are counted as the kernel deals them out
-    (persistent_waves): where it splits a last partial wave by k steps (stream-K), that wave counts by its share
-    of the clusters, plus the split's fix-up (STREAMK_FIXUP_STEPS k steps of a default tile); and each dtype's
-    rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). On the committed sweeps of the four rungs
-    (small-problems/tiles*.txt and deep-k-wgmma_*.txt, 236 (rung, dtype, shape) cases; tests/test_configs.py) that
-    changed 5 picks, all in tf32 but one: tf32 1472^3 0.88 -> 0.96 and 1536^3 0.91 -> 0.99 (128x128 tiles, whose 6
-    tiles past a wave of 66 clusters run split by k steps, against three whole waves of 64x128 ones), 384x6144x4096
-    0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 -> 0.712; what the pick loses to the
-    best build measured, 0.52 % on average before, is 0.40 %, and past 3 % in 9 cases instead of 13.
+    work wins, the larger tile on ties. Those tiles are also the base that a split must cut each SM's work
+    `min_split`-fold against. On an H200 (x cuBLAS, fp16; results/reference/NVIDIA_H200/small-problems/tiles.txt):
+    512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73), 1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65),
+    2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88 (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The
+    waves are counted as the kernel deals them out (persistent_waves): where it splits a last partial wave by k
+    steps (stream-K), that wave counts by its share of the clusters, plus the split's fix-up (STREAMK_FIXUP_STEPS k
+    steps of a default tile); and each dtype's rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). On the
+    committed sweeps of the four rungs (small-problems/tiles*.txt and deep-k-wgmma_*.txt, 236 (rung, dtype, shape)
+    cases; tests/test_configs.py) that changed 5 picks, all in tf32 but one: tf32 1472^3 0.88 -> 0.96 and 1536^3
+    0.91 -> 0.99 (128x128 tiles, whose 6 tiles past a wave of 66 clusters run split by k steps, against three whole
+    waves of 64x128 ones), 384x6144x4096 0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 ->
+    0.712; what the pick loses to the best build measured, 0.52 % on average before, is 0.40 %, and past 3 % in 9
+    cases instead of 13. The 128x192 tiles (bn192) are the pick at 54 cases of their own sweeps (tiles-bn192*.txt;
+    1472^3-1664^3 and 384-1536 rows against 1536-8192 columns), the best build measured at every one: fp16 1536^3
+    0.73 -> 0.84 and 1024x3072x4096 0.74 -> 1.02, FP8 1536^3 0.79 -> 0.91, int8 1664^3 1.19 -> 1.42, tf32 1536^3
+    0.99 -> 1.06.
     `builds.splits`: split builds of other tiles (64x128 without a cluster, for decode rows), weighed by the same
     bar: S slices of a tile cut each SM's work S x the base tile's area / theirs. At a few token rows against 4096
     columns (32 tiles of 64x128 on 132 SMs) that is 4 slices; 48 or 64 tiles stay whole. On an H200 (x cuBLAS,

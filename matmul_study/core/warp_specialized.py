@@ -269,17 +269,17 @@ def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
     )
 
 
-WIDE3_BN = 192  # the 128x192-tile build's width (variant bn192)
+THREE_STRIPS_BN = 192  # the 128x192-tile build's width (variant bn192)
 
 
 def ws_bn192_variant(base: WsConfig) -> Variant:
-    """The 128x192-tile build of a rung (bn WIDE3_BN: each consumer warpgroup 64x192, wgmma m64n192, 96 accumulators
-    a thread), without a cluster (three 64-column strips of B, or one 192-row box of Bt, cannot be halved): for
-    problems whose 128x256 tiles make a wave of most SMs and whose 128x128 tiles make a second one. At 1536^3 on 132
-    SMs: 72 tiles of 128x256 (one wave, 55 % of the SMs), 144 of 128x128 (two waves), 96 of 128x192 (one wave, 3/4 of
-    a 128x256 tile's work each)."""
-    wide = replace(base, bn=WIDE3_BN, cluster=1)
-    return wide.variant(f"bn{WIDE3_BN}",
+    """The 128x192-tile build of a rung (bn THREE_STRIPS_BN: each consumer warpgroup 64x192, wgmma m64n192, 96
+    accumulators a thread), without a cluster (three 64-column strips of B, or one 192-row box of Bt, do not halve):
+    for problems whose 128x256 tiles make a wave of about half the SMs and whose 128x128 tiles make a second one. At
+    1536^3 on 132 SMs: 72 tiles of 128x256 (one wave, 55 % of the SMs), 144 of 128x128 (two waves), 96 of 128x192
+    (one wave, 3/4 of a 128x256 tile's work each)."""
+    wide = replace(base, bn=THREE_STRIPS_BN, cluster=1)
+    return wide.variant(f"bn{THREE_STRIPS_BN}",
                         f"{wide.BM}x{wide.bn} tiles without a cluster, {wide.stage_count} stages of "
                         f"{wide.stage_bytes // 1024} KiB: 3/4 of a 128x256 tile's work, where those make one wave of "
                         "most SMs and 128x128 tiles a second one")
