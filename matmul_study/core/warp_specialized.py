@@ -282,7 +282,7 @@ def ws_bn192_variant(base: WsConfig) -> Variant:
     return wide.variant(f"bn{THREE_STRIPS_BN}",
                         f"{wide.BM}x{wide.bn} tiles without a cluster, {wide.stage_count} stages of "
                         f"{wide.stage_bytes // 1024} KiB: 3/4 of a 128x256 tile's work, where those make one wave of "
-                        "most SMs and 128x128 tiles a second one")
+                        "about half the SMs and 128x128 tiles a second one")
 
 
 NARROWEST_BN = 64  # the 128x64-tile builds' width (variants bn64*)
