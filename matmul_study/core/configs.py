@@ -52,6 +52,13 @@ TILE_RATES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.99, (64, 256): 0.
 # within 1-4 % of the mean, would move FP8's 2048^3 pick from cluster1, 1.003 x cuBLASLt, to 128x128 tiles, 0.965.)
 TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 192): 0.94, (128, 128): 0.980, (64, 256): 0.933,
                                 (64, 128): 0.775}}
+# Past one wave of default tiles, the smaller tiles' rates, where each SM runs several tiles in turn: fitted to every
+# build at 2304^3-6144^3 and 19 shapes of 2-9 waves in five dtypes on an H200 (tiles-waves-*.txt). Where both make
+# the same waves, 128x128 tiles ran at 0.92-0.94 of the 128x256 ones in 16-bit (fp16 4096^3 0.928 against 1.001)
+# and 128x192 at 0.96-0.97 (1536x8192x4096 0.959 against 0.990, four waves against three); more tiles a SM load
+# more bytes of A and B a product, and fill and drain the pipeline more often. Any rate of 128x128 from 0.92 to 0.95
+# and of 128x192 from 0.96 to 0.98 makes the same picks there.
+TILE_RATES_PAST_A_WAVE = {(128, 256): 1.0, (128, 192): 0.97, (128, 128): 0.93, (64, 256): 0.92, (64, 128): 0.80}
 # The stream-K split of a last partial wave (kernels/warp_specialized/tile_schedule.cuh) costs its launch about as
 # much as this many k steps of a default tile: its pieces' fix-up in C. Of 8, 16, 24, 32 and 48, the one whose picks
 # lose least to the best build of the committed sweeps (see persistent_split_k).
@@ -209,7 +216,10 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     def whole(problem, variants: tuple[str, ...]) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller."""
         k_steps = cdiv(problem.k, tile_k)
-        rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
+        if cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > problem.sm_count:
+            rates = TILE_RATES_PAST_A_WAVE
+        else:
+            rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
         weighed = []
         candidates = {DEFAULT: (tile_m, tile_n, builds.cluster), **builds.tiles}
         if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
@@ -264,8 +274,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         sms = problem.sm_count
         where = f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {sms} SMs"
         if 2 * tiles > sms:
-            if builds is not None and tiles <= sms:
-                return by_tiles(problem, whole(problem, variants), f"{where}, one wave at most")
+            if builds is not None:
+                waves = "one wave at most" if tiles <= sms else f"{tiles / sms:.2f} waves"
+                return by_tiles(problem, whole(problem, variants), f"{where}, {waves}")
             return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
         idle = f"{where} leave{'s' if tiles == 1 else ''}"
         narrow = f"bn{narrow_n}"
