@@ -131,8 +131,29 @@ def test_one_wave_or_less_takes_the_tiles_of_least_work_for_the_busiest_sm():
     assert configs.choose(ws, problem(320, 8192, 2048)).variant == "bn192"
     # 640x5120x1280: 60 clusters of 128x256 tiles in one wave do least (0.96; 64x256 0.95 in two).
     assert configs.choose(ws, problem(640, 5120, 1280)).variant == "default"
-    # More than a wave of 128x256 tiles: the default build, whatever K; at 2048^3 (128 tiles) it still does least.
+    # Where 128x256 tiles fill their waves, the default build, whatever K; at 2048^3 (128 tiles) it still does least.
     for shape in ((8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (2048, 2048, 16384)):
+        assert configs.choose(ws, problem(*shape)).variant == "default", shape
+
+
+def test_past_one_wave_the_tiles_that_fill_the_last_wave_best_at_their_rate_there():
+    ws, byte_rung = registry.get("wgmma_warp_specialized"), registry.get("wgmma_int8")
+    # 2304^3: 81 clusters of 128x256 tiles make two waves on 66 clusters, the second a quarter full; 216 tiles of
+    # 128x192 make two full ones (fp16 1.02 against 0.80, x cuBLAS on an H200; tiles-waves-float16.txt).
+    pick = configs.choose(ws, problem(2304, 2304, 2304))
+    assert pick.variant == "bn192" and "1.23 waves" in pick.reason and "128x192 tiles instead (216)" in pick.reason
+    assert configs.choose(byte_rung, problem(2304, 2304, 2304, dtype="int8")).variant == "bn192"
+    # 6144x2304x2048: 432 clusters of 128x128 tiles make 7 waves of half the work each (6.5 full), 216 clusters of
+    # 128x256 ones 4 waves (3.3 full): 0.94 against 0.92.
+    assert configs.choose(ws, problem(6144, 2304, 2048)).variant == "bn128"
+    # 1408x6144x4096: 11 rows of tiles leave a 2-CTA cluster one short in each column: 264 tiles without a cluster
+    # make two waves where 144 clusters make three (0.99 against 0.86; tiles-waves-more-float16.txt).
+    pick = configs.choose(ws, problem(1408, 6144, 4096))
+    assert pick.variant == "cluster1" and "the same tiles without a cluster (264)" in pick.reason
+    # One row of tiles (token rows): the pair's idle CTA still loads half of B, so no cluster1 there.
+    assert configs.choose(ws, problem(16, 37888, 3584)).variant == "bm64"
+    # Full waves of 128x256 tiles keep them: the smaller tiles' rates past a wave are lower (4096^3: 128x128 0.93).
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (3584, 3584, 3584), (2048, 4096, 4096)):
         assert configs.choose(ws, problem(*shape)).variant == "default", shape
 
 
@@ -487,14 +508,18 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # tf32 256x256x8192, where B is A's size and the transposed builds run: 64x128 tiles split 16 ways at 0.91, the same
 # writing Bt in shared memory at 0.98 (tiles-smem-bt-*.txt). tf32 448x6144x4096, B 5.5 times A's and C's elements:
 # 128x128 tiles writing Bt in shared memory at 0.80, the transposed 128x192 tiles at 0.86, where at 320x8192x2048 (5.1
-# times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt).
+# times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt). int8 and FP8 at 16x37888x3584, 148 default
+# tiles past one wave at 16 token rows: 128x192 tiles at 0.94 and 0.88, 64x128 ones at 1.01 and 0.98, where the area
+# over rate model weighs the empty rows of each tile as work (tiles-waves-more-*.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bn64",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",
                ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
                ("wgmma_tf32", "tf32", "256x256x8192"): "bm64_bn128_splitk16",
-               ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt"}
+               ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt",
+               ("wgmma_int8", "int8", "16x37888x3584"): "bn192",
+               ("wgmma_fp8", "float8_e4m3", "16x37888x3584"): "bn192"}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():

@@ -53,11 +53,14 @@ TILE_RATES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.99, (64, 256): 0.
 TILE_RATES_BY_DTYPE = {"tf32": {(128, 256): 1.0, (128, 192): 0.94, (128, 128): 0.980, (64, 256): 0.933,
                                 (64, 128): 0.775}}
 # Past one wave of default tiles, the smaller tiles' rates, where each SM runs several tiles in turn: fitted to every
-# build at 2304^3-6144^3 and 19 shapes of 2-9 waves in five dtypes on an H200 (tiles-waves-*.txt). Where both make
-# the same waves, 128x128 tiles ran at 0.92-0.94 of the 128x256 ones in 16-bit (fp16 4096^3 0.928 against 1.001)
-# and 128x192 at 0.96-0.97 (1536x8192x4096 0.959 against 0.990, four waves against three); more tiles a SM load
-# more bytes of A and B a product, and fill and drain the pipeline more often. Any rate of 128x128 from 0.92 to 0.95
-# and of 128x192 from 0.96 to 0.98 makes the same picks there.
+# build at 19 shapes of 2-9 waves (2304^3-6144^3 and oblongs) in five dtypes on an H200 (tiles-waves-<dtype>.txt).
+# Where they make the same waves as 128x256 tiles, fp16 4096^3: 128x128 0.928 against 1.001, 64x256 0.919, 64x128
+# 0.786 (tiles-waves-bm64-bn128-float16.txt); 128x192 makes 5.3 waves to 3.9 there, and ran at 0.96-0.97 of the
+# default where the quantisation is alike. More tiles a SM load more bytes of A and B a product and fill and drain
+# the pipeline more often. Any rate of 128x128 from 0.92 to 0.95 and of 128x192 from 0.96 to 0.98 makes the same picks
+# on those sweeps. On 14 shapes measured after the fit (tiles-waves-more-*.txt) the picks lose 0.1-0.8 % on average
+# per dtype to the best build measured, where the default build lost 2.4-9.6 % (cluster1 joined the candidates
+# after them: see persistent_split_k).
 TILE_RATES_PAST_A_WAVE = {(128, 256): 1.0, (128, 192): 0.97, (128, 128): 0.93, (64, 256): 0.92, (64, 128): 0.80}
 # The stream-K split of a last partial wave (kernels/warp_specialized/tile_schedule.cuh) costs its launch about as
 # much as this many k steps of a default tile: its pieces' fix-up in C. Of 8, 16, 24, 32 and 48, the one whose picks
@@ -135,6 +138,7 @@ class _Whole(NamedTuple):
     name: str
     rows: int
     cols: int
+    cluster: int  # CTAs per cluster along M
 
 
 class _Split(NamedTuple):
@@ -170,9 +174,16 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     steps, else the smaller one, whose partials are smaller.
 
     `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128, and 128x192 without a
-    cluster), each with its cluster. Where the default tiles make one wave at most, each build is weighed by the
-    busiest SM's work, the waves of cluster tiles times the tile's area over its rate (TILE_RATES), and the least
-    work wins, the larger tile on ties. Those tiles are also the base that a split must cut each SM's work
+    cluster), each with its cluster, and its own tiles without a cluster (cluster1). Where the default tiles make
+    at least half a wave, each build is weighed by the busiest SM's work, the waves of cluster tiles times the tile's
+    area over its rate (TILE_RATES in one wave, TILE_RATES_PAST_A_WAVE past it), and the least work wins, the larger
+    tile on ties, the default build on a tie with its tiles without a cluster. Those win where an odd count of row
+    tiles leaves a cluster one CTA short: 1408x6144x4096, 264 tiles in two waves against 144 clusters in three, fp16
+    0.99 against 0.86 (x cuBLAS, an H200; small-problems/tiles-waves-more-float16.txt); not over one row of tiles,
+    where the pair's idle CTA still loads half of each B tile. Past a wave, over 33 shapes in five dtypes
+    (tiles-waves*.txt): fp16 2304^3 0.80 -> 1.02 (128x192), 6144x2304x2048 0.92 -> 0.94 (128x128); int8 3072^3 0.85
+    -> 1.03; FP8 4096x2560x4096 0.91 -> 0.99 (128x128); the mean loss to the best build measured 0.1-0.5 % per
+    dtype, where the default build lost 1.4-6.2 %. Those tiles are also the base that a split must cut each SM's work
     `min_split`-fold against. On an H200 (x cuBLAS, fp16; results/reference/NVIDIA_H200/small-problems/tiles.txt):
     512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73), 1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65),
     2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88 (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The
@@ -222,6 +233,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             rates = TILE_RATES_BY_DTYPE.get(problem.dtype.name, TILE_RATES)
         weighed = []
         candidates = {DEFAULT: (tile_m, tile_n, builds.cluster), **builds.tiles}
+        if problem.m <= tile_m:  # one row of tiles: the pair's idle CTA still loads half of each B tile
+            candidates = {name: t for name, t in candidates.items() if t[:2] != (tile_m, tile_n) or name == DEFAULT}
         if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
@@ -232,12 +245,17 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                                                 builds.streamk_min_saved)
                 fixup = STREAMK_FIXUP_STEPS / k_steps * tile_m * tile_n if split else 0.0
                 rate = rates[r, c] if (r, c) in rates else rates[c, r]
-                weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c))
+                weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c, cluster))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
     def by_tiles(problem, best: _Whole, where: str) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
-        size = "whole tiles" if best.name == DEFAULT else f"{best.rows}x{best.cols} tiles instead ({tiles})"
+        if best.name == DEFAULT:
+            size = "whole tiles"
+        elif (best.rows, best.cols) == (tile_m, tile_n):
+            size = f"the same tiles without a cluster ({tiles}), none of them left without a pair"
+        else:
+            size = f"{best.rows}x{best.cols} tiles instead ({tiles})"
         if best.name == columns_build:
             size += (f", without a cluster, at the rate of {best.cols}x{best.rows} tiles and first on equal work over "
                      f"{cdiv(problem.k, tile_k)} k steps (at most {SHORT_TILE_STEPS})")
@@ -282,7 +300,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         narrow = f"bn{narrow_n}"
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
         # the whole tiles a split must beat: the least work for the busiest SM (whole), else the narrow ones
-        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
+        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n, 1)
         split_builds = [(tile_m, tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
             split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(variants, narrow)]

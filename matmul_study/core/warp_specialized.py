@@ -377,12 +377,13 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
     that fit them, the rest as the default; bn192 also in its cluster of 1; not the 64-column tiles, which the
-    heuristic's few-columns rule weighs), its split builds of tiles with fewer rows than its own
+    heuristic's few-columns rule weighs) or in a cluster of 1 alone (cluster1: no pairs of row tiles, which an odd
+    count of them leaves one CTA short), its split builds of tiles with fewer rows than its own
     (bm64_bn128_splitk<S>), and where its whole tiles split a last partial wave by k steps, for the wave model of
     its heuristic (configs.persistent_split_k)."""
     tiles = {v.name: (v.config.BM, v.config.bn, v.config.cluster) for v in variants
-             if isinstance(v, WsVariant) and (v.config.BM, v.config.bn) != (base.BM, base.bn)
-             and v.config.bn != NARROWEST_BN
+             if isinstance(v, WsVariant) and v.config.bn != NARROWEST_BN
+             and ((v.config.BM, v.config.bn) != (base.BM, base.bn) or v.config.cluster == 1)
              and v.config == replace(base, bm=v.config.bm, bn=v.config.bn, cluster=v.config.cluster)}
     splits = {v.name: (v.config.BM, v.config.bn, v.config.split_k) for v in variants
               if isinstance(v, WsVariant) and v.config.split_k > 1 and v.config.BM != base.BM
