@@ -150,8 +150,12 @@ def test_past_one_wave_the_tiles_that_fill_the_last_wave_best_at_their_rate_ther
     # make two waves where 144 clusters make three (0.99 against 0.86; tiles-waves-more-float16.txt).
     pick = configs.choose(ws, problem(1408, 6144, 4096))
     assert pick.variant == "cluster1" and "the same tiles without a cluster (264)" in pick.reason
-    # One row of tiles (token rows): the pair's idle CTA still loads half of B, so no cluster1 there.
+    # Token rows that a 64-row tile holds: only 64-row tiles (int8 16x37888x3584: 64x128 1.01, 128x192 0.94).
     assert configs.choose(ws, problem(16, 37888, 3584)).variant == "bm64"
+    assert configs.choose(byte_rung, problem(16, 37888, 3584, dtype="int8")).variant == "bm64_bn128"
+    assert configs.choose(byte_rung, problem(16, 57344, 8192, dtype="int8")).variant == "bm64"
+    # A row of 128-row tiles: no cluster1, whose pair would still load half of each B tile.
+    assert configs.choose(ws, problem(128, 37888, 3584)).variant != "cluster1"
     # Full waves of 128x256 tiles keep them: the smaller tiles' rates past a wave are lower (4096^3: 128x128 0.93).
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (3584, 3584, 3584), (2048, 4096, 4096)):
         assert configs.choose(ws, problem(*shape)).variant == "default", shape
@@ -508,18 +512,14 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # tf32 256x256x8192, where B is A's size and the transposed builds run: 64x128 tiles split 16 ways at 0.91, the same
 # writing Bt in shared memory at 0.98 (tiles-smem-bt-*.txt). tf32 448x6144x4096, B 5.5 times A's and C's elements:
 # 128x128 tiles writing Bt in shared memory at 0.80, the transposed 128x192 tiles at 0.86, where at 320x8192x2048 (5.1
-# times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt). int8 and FP8 at 16x37888x3584, 148 default
-# tiles past one wave at 16 token rows: 128x192 tiles at 0.94 and 0.88, 64x128 ones at 1.01 and 0.98, where the area
-# over rate model weighs the empty rows of each tile as work (tiles-waves-more-*.txt).
+# times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bn64",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",
                ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
                ("wgmma_tf32", "tf32", "256x256x8192"): "bm64_bn128_splitk16",
-               ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt",
-               ("wgmma_int8", "int8", "16x37888x3584"): "bn192",
-               ("wgmma_fp8", "float8_e4m3", "16x37888x3584"): "bn192"}
+               ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt"}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():

@@ -180,7 +180,11 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     tile on ties, the default build on a tie with its tiles without a cluster. Those win where an odd count of row
     tiles leaves a cluster one CTA short: 1408x6144x4096, 264 tiles in two waves against 144 clusters in three, fp16
     0.99 against 0.86 (x cuBLAS, an H200; small-problems/tiles-waves-more-float16.txt); not over one row of tiles,
-    where the pair's idle CTA still loads half of each B tile. Past a wave, over 33 shapes in five dtypes
+    where the pair's idle CTA still loads half of each B tile. Token rows that a tile of fewer rows holds (M <= 64)
+    weigh only such tiles (64x256, 64x128): a 128-row tile does twice their work on the same bytes, its rows past M
+    empty. int8 at 16-64 rows against 37888-128256 columns (small-problems/tiles-rows-wide-int8.txt): the pick at
+    0.99-1.09 x cuBLAS, within 0.6 % of the best build at each of 9 shapes, where the former ran at 0.89-1.04
+    (16x57344x8192 1.01 -> 1.09); FP8 and int8 at 16x37888x3584 0.88 -> 0.98 and 0.94 -> 1.01. Past a wave, over 33 shapes in five dtypes
     (tiles-waves*.txt): fp16 2304^3 0.80 -> 1.02 (128x192), 6144x2304x2048 0.92 -> 0.94 (128x128); int8 3072^3 0.85
     -> 1.03; FP8 4096x2560x4096 0.91 -> 0.99 (128x128); the mean loss to the best build measured 0.1-0.5 % per
     dtype, where the default build lost 1.4-6.2 %. Those tiles are also the base that a split must cut each SM's work
@@ -235,6 +239,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         candidates = {DEFAULT: (tile_m, tile_n, builds.cluster), **builds.tiles}
         if problem.m <= tile_m:  # one row of tiles: the pair's idle CTA still loads half of each B tile
             candidates = {name: t for name, t in candidates.items() if t[:2] != (tile_m, tile_n) or name == DEFAULT}
+        short = {name: t for name, t in candidates.items() if problem.m <= t[0] < tile_m and name in variants}
+        if short:  # token rows that one shorter tile holds: only such tiles (see the docstring)
+            candidates = short
         if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
