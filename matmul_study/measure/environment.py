@@ -10,6 +10,8 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+from matmul_study.core.procfs import START_TIME, stat_fields
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -75,7 +77,7 @@ def process_age_s() -> float | None:
 
     try:
         uptime = float(Path("/proc/uptime").read_text().split()[0])
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        ticks = int((stat_fields() or [])[START_TIME])
         return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         pass

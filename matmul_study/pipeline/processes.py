@@ -8,21 +8,21 @@ import contextlib
 import os
 from pathlib import Path
 
+from matmul_study.core.procfs import PARENT, START_TIME, stat_fields
+
 
 def start_time(pid: int) -> str | None:
     """The process's start time (in clock ticks since boot) from /proc, or None where there is no /proc entry:
     a pid alone can be reused by a new process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat_fields(pid)
+    return fields[START_TIME] if fields and len(fields) > START_TIME else None
 
 
 def parent_of(pid: int) -> int | None:
+    fields = stat_fields(pid)
     try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(fields[PARENT]) if fields else None
+    except (ValueError, IndexError):
         return None
 
 
