@@ -138,7 +138,6 @@ class _Whole(NamedTuple):
     name: str
     rows: int
     cols: int
-    cluster: int  # CTAs per cluster along M
 
 
 class _Split(NamedTuple):
@@ -173,36 +172,35 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     of 4, wide splits of 8 or more). Of equal cuts, the larger tile where each of its slices keeps DEEP_SLICE_STEPS k
     steps, else the smaller one, whose partials are smaller.
 
-    `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128, and 128x192 without a
-    cluster), each with its cluster, and its own tiles without a cluster (cluster1). Where the default tiles make
-    at least half a wave, each build is weighed by the busiest SM's work, the waves of cluster tiles times the tile's
-    area over its rate (TILE_RATES in one wave, TILE_RATES_PAST_A_WAVE past it), and the least work wins, the larger
-    tile on ties, the default build on a tie with its tiles without a cluster. Those win where an odd count of row
-    tiles leaves a cluster one CTA short: 1408x6144x4096, 264 tiles in two waves against 144 clusters in three, fp16
-    0.99 against 0.86 (x cuBLAS, an H200; small-problems/tiles-waves-more-float16.txt); not over one row of tiles,
-    where the pair's idle CTA still loads half of each B tile. Token rows that a tile of fewer rows holds (M <= 64)
-    weigh only such tiles (64x256, 64x128): a 128-row tile does twice their work on the same bytes, its rows past M
-    empty. int8 at 16-64 rows against 37888-128256 columns (small-problems/tiles-rows-wide-int8.txt): the pick at
-    0.99-1.09 x cuBLAS, within 0.6 % of the best build at each of 9 shapes, where the former ran at 0.89-1.04
-    (16x57344x8192 1.01 -> 1.09); FP8 and int8 at 16x37888x3584 0.88 -> 0.98 and 0.94 -> 1.01. Past a wave, over 33 shapes in five dtypes
-    (tiles-waves*.txt): fp16 2304^3 0.80 -> 1.02 (128x192), 6144x2304x2048 0.92 -> 0.94 (128x128); int8 3072^3 0.85
-    -> 1.03; FP8 4096x2560x4096 0.91 -> 0.99 (128x128); the mean loss to the best build measured 0.1-0.5 % per
+    `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128, and 128x192 without a cluster),
+    each with its cluster, and its own tiles without a cluster (cluster1). Where the default tiles make at least half
+    a wave, each build is weighed by the busiest SM's work, the waves of cluster tiles times the tile's area over its
+    rate (TILE_RATES in one wave, TILE_RATES_PAST_A_WAVE past it), and the least work wins, the larger tile on ties,
+    the default build on a tie with its tiles without a cluster. Those win where an odd count of row tiles leaves a
+    cluster one CTA short: 1408x6144x4096, 264 tiles in two waves against 144 clusters in three, fp16 0.99 against
+    0.86 (x cuBLAS, an H200; small-problems/tiles-waves-more-float16.txt); not over one row of tiles, where the pair's
+    idle CTA still loads half of each B tile. Token rows that a tile of fewer rows holds (M <= 64) weigh only such
+    tiles (64x256, 64x128): a 128-row tile does twice their work on the same bytes, its rows past M empty. int8 at
+    16-64 rows against 37888-128256 columns (small-problems/tiles-rows-wide-int8.txt): the pick at 0.99-1.09 x cuBLAS,
+    within 0.6 % of the best build at each of 9 shapes, where the former ran at 0.89-1.04 (16x57344x8192 1.01 ->
+    1.09); at 16x37888x3584 FP8 0.89 -> 0.98 and int8 0.88 -> 1.01 (64x128). Past a wave, over 33 shapes in five
+    dtypes (tiles-waves*.txt): fp16 2304^3 0.80 -> 1.02 (128x192), 6144x2304x2048 0.92 -> 0.94 (128x128); int8 3072^3
+    0.85 -> 1.03; FP8 4096x2560x4096 0.91 -> 0.99 (128x128); the mean loss to the best build measured 0.1-0.5 % per
     dtype, where the default build lost 1.4-6.2 %. Those tiles are also the base that a split must cut each SM's work
     `min_split`-fold against. On an H200 (x cuBLAS, fp16; results/reference/NVIDIA_H200/small-problems/tiles.txt):
     512^3 64x128 0.89 (128x128 0.66), 1024^3 0.89 (0.73), 1280^3 128x128 0.95, 1536^3 64x128 0.70 (128x256 0.65),
-    2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88 (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The
-    waves are counted as the kernel deals them out (persistent_waves): where it splits a last partial wave by k
-    steps (stream-K), that wave counts by its share of the clusters, plus the split's fix-up (STREAMK_FIXUP_STEPS k
-    steps of a default tile); and each dtype's rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). On the
-    committed sweeps of the four rungs (small-problems/tiles*.txt and deep-k-wgmma_*.txt, 236 (rung, dtype, shape)
-    cases; tests/test_configs.py) that changed 5 picks, all in tf32 but one: tf32 1472^3 0.88 -> 0.96 and 1536^3
-    0.91 -> 0.99 (128x128 tiles, whose 6 tiles past a wave of 66 clusters run split by k steps, against three whole
-    waves of 64x128 ones), 384x6144x4096 0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 ->
-    0.712; what the pick loses to the best build measured, 0.52 % on average before, is 0.40 %, and past 3 % in 9
-    cases instead of 13. The 128x192 tiles (bn192) are the pick at 54 cases of their own sweeps (tiles-bn192*.txt;
-    1472^3-1664^3 and 384-1536 rows against 1536-8192 columns), the best build measured at every one: fp16 1536^3
-    0.73 -> 0.84 and 1024x3072x4096 0.74 -> 1.02, FP8 1536^3 0.79 -> 0.91, int8 1664^3 1.19 -> 1.42, tf32 1536^3
-    0.99 -> 1.06.
+    2048^3 128x256 0.99, 1024x1024x8192 64x128 0.88 (128x256 0.34); int8 1280^3 64x256 1.08 (128x256 0.82). The waves
+    are counted as the kernel deals them out (persistent_waves): where it splits a last partial wave by k steps
+    (stream-K), that wave counts by its share of the clusters, plus the split's fix-up (STREAMK_FIXUP_STEPS k steps of
+    a default tile); and each dtype's rates are the mean above but tf32's (TILE_RATES_BY_DTYPE). On the committed
+    sweeps of the four rungs (small-problems/tiles*.txt and deep-k-wgmma_*.txt, 236 (rung, dtype, shape) cases;
+    tests/test_configs.py) that changed 5 picks, all in tf32 but one: tf32 1472^3 0.88 -> 0.96 and 1536^3 0.91 -> 0.99
+    (128x128 tiles, whose 6 tiles past a wave of 66 clusters run split by k steps, against three whole waves of 64x128
+    ones), 384x6144x4096 0.56 -> 0.60 and fp16 0.90 -> 0.93 (64x256), tf32 448x6144x4096 0.713 -> 0.712; what the pick
+    loses to the best build measured, 0.52 % on average before, is 0.40 %, and past 3 % in 9 cases instead of 13. The
+    128x192 tiles (bn192) are the pick at 54 cases of their own sweeps (tiles-bn192*.txt; 1472^3-1664^3 and 384-1536
+    rows against 1536-8192 columns), the best build measured at every one: fp16 1536^3 0.73 -> 0.84 and 1024x3072x4096
+    0.74 -> 1.02, FP8 1536^3 0.79 -> 0.91, int8 1664^3 1.19 -> 1.42, tf32 1536^3 0.99 -> 1.06.
     `builds.splits`: split builds of other tiles (64x128 without a cluster, for decode rows), weighed by the same
     bar: S slices of a tile cut each SM's work S x the base tile's area / theirs. At a few token rows against 4096
     columns (32 tiles of 64x128 on 132 SMs) that is 4 slices; 48 or 64 tiles stay whole. On an H200 (x cuBLAS,
@@ -252,7 +250,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                                                 builds.streamk_min_saved)
                 fixup = STREAMK_FIXUP_STEPS / k_steps * tile_m * tile_n if split else 0.0
                 rate = rates[r, c] if (r, c) in rates else rates[c, r]
-                weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c, cluster))
+                weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
     def by_tiles(problem, best: _Whole, where: str) -> Choice:
@@ -307,7 +305,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         narrow = f"bn{narrow_n}"
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
         # the whole tiles a split must beat: the least work for the busiest SM (whole), else the narrow ones
-        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n, 1)
+        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
         split_builds = [(tile_m, tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
             split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(variants, narrow)]
