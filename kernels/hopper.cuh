@@ -134,6 +134,12 @@ __device__ __forceinline__ void named_barrier(uint32_t id, uint32_t threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrive at named barrier `id` without waiting (the other `threads` minus these wait at it with named_barrier).
+__device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_dec()
 {

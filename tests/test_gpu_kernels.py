@@ -164,6 +164,11 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   *(("wgmma_warp_specialized", "bm64_bn128_splitk16", d) for d in ("float16", "bfloat16")),
                   ("wgmma_tf32", "bm64_bn128_splitk16", "tf32"), ("wgmma_fp8", "bm64_bn128_splitk16", "float8_e4m3"),
                   ("wgmma_int8", "bm64", "int8"),
+                  # 64-row tiles with two consumer warpgroups taking alternate k steps (WGMMA_WS_K_GROUPS=2: the
+                  # second's sums handed over in shared memory; 1x1x1 gives it no k step), every rung that has them
+                  *((m, v, d) for v in ("bm64_bn128_kg2", "bm64_bn64_kg2")
+                    for m, d in (("wgmma_warp_specialized", "float16"), ("wgmma_warp_specialized", "bfloat16"),
+                                 ("wgmma_tf32", "tf32"), ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))),
                   # 128x64 tiles (WGMMA_WS_BN=64, no cluster; tf32 and FP8 read Bt in boxes of 64 rows), whole and
                   # split, in every rung that has them
                   *(("wgmma_warp_specialized", v, d) for v in ("bn64", "bn64_splitk4")

@@ -11,8 +11,10 @@
 // they fit in it, with the alignment slack and without more to spare.
 //
 // The definitions (the registry's variants of a rung move one of them each):
-//   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and one consumer warpgroup per 64 rows (384 at
-//                         BM 128, 256 at BM 64).
+//   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and WGMMA_WS_K_GROUPS consumer warpgroups per 64
+//                         rows (384 at BM 128, 256 at BM 64, 384 at BM 64 with two k groups).
+//   WGMMA_WS_K_GROUPS     consumer warpgroups per 64 rows of the tile: 1, or 2 that take alternate k steps into
+//                         accumulators of their own, summed through shared memory at the end of each item (BM 64).
 //   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
 //   WGMMA_WS_BN           tile width: 256, 192, 128 or 64.
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
@@ -67,6 +69,9 @@
 
 #ifndef WGMMA_WS_THREADS
 #error "WGMMA_WS_THREADS is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_K_GROUPS
+#error "WGMMA_WS_K_GROUPS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
 #ifndef WGMMA_WS_BM
 #error "WGMMA_WS_BM is set by the registry (matmul_study/core/warp_specialized.py)"
@@ -130,7 +135,14 @@ namespace wgmma_ws {
 
 constexpr int BM = WGMMA_WS_BM, BN = WGMMA_WS_BN, BK = WGMMA_WS_BK;  // CTA tile; BK: Op::BK (checked in ws_gemm)
 constexpr int ACCUMULATORS = BN / 2;  // per consumer thread: its warpgroup's 64 x BN over 128 threads
-constexpr int CONSUMERS = BM / 64;    // consumer warpgroups, 64 rows each
+constexpr int ROW_GROUPS = BM / 64;   // consumer warpgroups that own 64 rows of the tile each (and store them)
+// Consumer warpgroups per 64 rows. 2: they take alternate k steps of every item, each into its own accumulators, and
+// the second adds its sums into the first's through shared memory at the item's end (kernel.cuh, consumer). A 64-row
+// tile's single warpgroup keeps one wgmma group in flight, and each waits for the one before it on the same
+// accumulators; two groups on separate accumulators keep the tensor cores busy meanwhile, as a 128-row tile's two
+// warpgroups do.
+constexpr int K_GROUPS = WGMMA_WS_K_GROUPS;
+constexpr int CONSUMERS = ROW_GROUPS * K_GROUPS;  // consumer warpgroups
 constexpr int THREADS = WGMMA_WS_THREADS;
 constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;
@@ -179,9 +191,10 @@ constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's
 // writers' loop to local memory (ncu: 60 % of their stalls on local loads); the consumers take the rest.
 constexpr int PRODUCER_REGS = BT_SMEM ? 56 : 40;
 constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
-// Arrivals that free a stage: every consumer warp of every CTA in the cluster, and with Bt written in shared memory
+// Arrivals that free a stage: every warp of the consumers that read it (one k group per 64 rows) in every CTA of the
+// cluster, and with Bt written in shared memory
 // every warp that writes it (they read the stage's B rows).
-constexpr int EMPTY_ARRIVALS = CONSUMERS * 4 * CLUSTER + (BT_SMEM ? BT_SMEM_WARPS : 0);
+constexpr int EMPTY_ARRIVALS = ROW_GROUPS * 4 * CLUSTER + (BT_SMEM ? BT_SMEM_WARPS : 0);
 constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
 // Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
@@ -196,8 +209,13 @@ struct Smem {
 
 static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)");
 static_assert(THREADS == 128 * (CONSUMERS + 1),
-              "WGMMA_WS_THREADS: one producer warpgroup and a consumer warpgroup per 64 rows (384 at BM 128, 256 at "
-              "BM 64)");
+              "WGMMA_WS_THREADS: one producer warpgroup and WGMMA_WS_K_GROUPS consumer warpgroups per 64 rows (384 at "
+              "BM 128, 256 at BM 64, 384 at BM 64 with two k groups)");
+static_assert(K_GROUPS == 1 || K_GROUPS == 2, "WGMMA_WS_K_GROUPS: 1 or 2 consumer warpgroups per 64 rows");
+// (the second k group's sums pass through the staging chunks, 64 x BN fp32; the paced drain would hold them)
+static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && !PROMOTE && !BT_SMEM && DRAIN_EVERY == 0),
+              "WGMMA_WS_K_GROUPS=2: 64-row tiles (WGMMA_WS_BM=64) of at most 128 columns, unpromoted, with the "
+              "operands' own B and no paced drain (WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
 static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole "

@@ -111,9 +111,9 @@ __device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned i
 {
     using namespace hopper;
     if (tid == 128) flag_wait_ge(flag, 1u);
-    named_barrier(1, 128 * CONSUMERS);
+    named_barrier(1, 128 * ROW_GROUPS);
     red_add_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
-    named_barrier(1, 128 * CONSUMERS);
+    named_barrier(1, 128 * ROW_GROUPS);
     if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
 }
 
@@ -148,7 +148,7 @@ __device__ __forceinline__ void epilogue(const V (&d)[ACCUMULATORS], const ws_sc
     }
     if (w.piece == 0) {  // piece 0 stored: the other pieces may add into it now
         __threadfence();
-        named_barrier(1, 128 * CONSUMERS);
+        named_barrier(1, 128 * ROW_GROUPS);
         if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(w.pieces - 1)) atomicExch(flag, 0u);
     }
 }
@@ -186,7 +186,7 @@ template <typename V>
 __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>* parts, int slice, int splits, V* C,
                                            int m, int n, int m0, int n0, int ct)
 {
-    constexpr int STRIDE = 128 * CONSUMERS;
+    constexpr int STRIDE = 128 * ROW_GROUPS;
     constexpr int XB = ACCUMULATORS / 4 / SPLIT_K;  // quads of one slice per thread and batch
     const int lo = slice * PART_QUADS / splits, hi = (slice + 1) * PART_QUADS / splits;
     for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
@@ -245,14 +245,14 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
     V4* const mine = parts + static_cast<size_t>(w.piece) * PART_QUADS;
 #pragma unroll
     for (int q = 0; q < ACCUMULATORS / 4; ++q)
-        __stcg(mine + q * (128 * CONSUMERS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
+        __stcg(mine + q * (128 * ROW_GROUPS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
     __threadfence();
-    named_barrier(1, 128 * CONSUMERS);
+    named_barrier(1, 128 * ROW_GROUPS);
     if (tid == 128) {
         atomicAdd(counter, 1u);
         flag_wait_ge(counter, static_cast<unsigned int>(w.pieces));
     }
-    named_barrier(1, 128 * CONSUMERS);
+    named_barrier(1, 128 * ROW_GROUPS);
     sum_slices(d, parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
     if (tid == 128 && atomicAdd(counter, 1u) == 2u * w.pieces - 1u) atomicExch(counter, 0u);
 }

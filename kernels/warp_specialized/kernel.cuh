@@ -14,7 +14,8 @@
 //     bt_writer).
 //   consumers (warpgroups 1 and 2, or 1 alone, setmaxnreg 232): each owns 64 rows of the CTA's BMxBN tile of C
 //     and issues the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores
-//     its rows.
+//     its rows. With two k groups (WGMMA_WS_K_GROUPS, 64-row tiles) warpgroups 1 and 2 share the tile's rows: each
+//     takes every other k step, and warpgroup 2 hands its sums to warpgroup 1, which stores the tile.
 //
 // Clusters. CLUSTER CTAs along M compute vertically adjacent tiles that need the same B slice per k step: each
 // CTA loads its own A and 1/CLUSTER of B, the B part multicast into every CTA of the cluster. That cuts the
@@ -60,6 +61,41 @@ namespace wgmma_ws {
 // split-K slice is scaled before it is summed, which the sum's linearity allows. A block-scaled Op's are weighted
 // in the mainloop, step by step (`scales` is then its block scales); the same linearity lets stream-K pieces and
 // split-K slices, which are whole k steps, be weighted apart.
+// Two k groups (WGMMA_WS_K_GROUPS = 2) meet at the end of item i of `steps` k steps: the second (part 1) writes its
+// sums into the staging chunks (quad q of thread t at q * 128 + t: 512 contiguous bytes per warp instruction) once
+// the first has stored the previous item, and returns true (it is done with the item); the first waits for them,
+// adds them into d and returns false (it stores the tile, then frees the chunks: consumer). Part 1 had no k step
+// where the item has one: it hands over zeros.
+constexpr uint32_t K_GROUPS_FULL = 2, K_GROUPS_FREE = 3;  // named barriers (1: the epilogue's)
+template <typename V>
+__device__ __forceinline__ bool k_groups_meet(V (&d)[ACCUMULATORS], unsigned char* chunks, int part, int i, int steps,
+                                              int tid)
+{
+    using V4 = quad_t<V>;
+    V4* const x = reinterpret_cast<V4*>(chunks);
+    const int t = tid % 128;
+    if (part > 0) {
+        if (i > 0) hopper::named_barrier(K_GROUPS_FREE, 128 * K_GROUPS);
+        const bool any = steps > part;
+#pragma unroll
+        for (int q = 0; q < ACCUMULATORS / 4; ++q)
+            x[q * 128 + t] = any ? V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]} : V4{};
+        hopper::named_barrier_arrive(K_GROUPS_FULL, 128 * K_GROUPS);
+        return true;
+    }
+    hopper::named_barrier(K_GROUPS_FULL, 128 * K_GROUPS);
+#pragma unroll
+    for (int q = 0; q < ACCUMULATORS / 4; ++q) {
+        const V4 v = x[q * 128 + t];
+        d[4 * q] += v.x;
+        d[4 * q + 1] += v.y;
+        d[4 * q + 2] += v.z;
+        d[4 * q + 3] += v.w;
+    }
+    hopper::named_barrier(1, 128);  // every warp has read its sums before the epilogue stages into the chunks
+    return false;
+}
+
 template <class Op, typename V = typename Op::Acc>
 __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
                                          const Smem& sm, V* C, int m, int n, uint32_t rank, int tid, int c,
@@ -71,7 +107,8 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
     if constexpr (SCALED<Op>) factor = scales[0] * scales[1];
     V d[ACCUMULATORS];
     uint32_t it = 0;
-    const uint32_t desc_a0 = Op::desc_a(sm.tiles + c * (64 * 128));
+    const int r = c / K_GROUPS, part = c % K_GROUPS;  // its 64 rows of the tile, and its k group
+    const uint32_t desc_a0 = Op::desc_a(sm.tiles + r * (64 * 128));
     const uint32_t desc_b0 = Op::desc_b(BT_SMEM ? sm.bt : sm.tiles + A_BYTES);  // Bt: the writers' ring
     unsigned char* const chunk = staging_chunk(smem_raw, raw, sm, c, warp);
     PacedDrain<V> drain{chunk, 0, nullptr};
@@ -80,7 +117,11 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
         mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
-                     step_weights<Op>(scales, m, m0 + c * 64 + warp * 16 + lane / 4, n0, sched.ktiles, sched.cols));
+                     step_weights<Op>(scales, m, m0 + r * 64 + warp * 16 + lane / 4, n0, sched.ktiles, sched.cols),
+                     part);
+        if constexpr (K_GROUPS > 1) {
+            if (k_groups_meet(d, smem_raw + (sm.epi - raw), part, i, w.k1 - w.k0, tid)) continue;
+        }
         if constexpr (SCALED<Op>) {
 #pragma unroll
             for (int j = 0; j < ACCUMULATORS; ++j) d[j] *= factor;
@@ -90,10 +131,15 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
                 const int cta_tiles = sched.rows * sched.cols * CLUSTER;
                 split_k_epilogue(d, w, w.u * CLUSTER + static_cast<int>(rank), cta_tiles, m0, n0, C, m, n, tid,
                                  workspace);
+                if constexpr (K_GROUPS > 1) hopper::named_barrier_arrive(K_GROUPS_FREE, 128 * K_GROUPS);
                 continue;
             }
         }
-        epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, c, warp, lane, chunk, drain);
+        epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, r, warp, lane, chunk, drain);
+        if constexpr (K_GROUPS > 1) hopper::named_barrier_arrive(K_GROUPS_FREE, 128 * K_GROUPS);
+    }
+    if constexpr (K_GROUPS > 1) {  // the last hand-over's chunks were read (k_groups_meet)
+        if (part > 0 && sched.n_items > 0) hopper::named_barrier(K_GROUPS_FREE, 128 * K_GROUPS);
     }
 }
 

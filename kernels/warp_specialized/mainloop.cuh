@@ -253,7 +253,7 @@ struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unroll
 template <class Op, typename V = typename Op::Acc, class Weights = Unweighted>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
                                          uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane,
-                                         const Weights& weights = {})
+                                         const Weights& weights = {}, int part = 0)
 {
     using namespace hopper;
     static_assert(!PROMOTE || PROMOTABLE<Op>,
@@ -374,6 +374,24 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
             k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
             finish(p0, w0);
         }
+    } else if constexpr (K_GROUPS > 1) {
+        // k group `part` of K_GROUPS: the item's k steps k0 + part, k0 + part + K_GROUPS, ..., ring steps it + part
+        // on; one group in flight, each stage released once the group that read it has retired (no drain here).
+        uint32_t step = it + part;
+        for (int kt = k0 + part; kt < k1; kt += K_GROUPS, step += K_GROUPS) {
+            const uint32_t s = step % STAGES;
+            mbar_wait(sm.full_bar + 8 * s, (step / STAGES) & 1u);
+            wgmma_fence();
+            Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0 + part);
+            wgmma_commit();
+            if (kt > k0 + part) {
+                wgmma_wait<1>();
+                release_stage(sm.empty_bar, (step - K_GROUPS) % STAGES, lane);
+            }
+        }
+        wgmma_wait<0>();
+        if (k1 > k0 + part) release_stage(sm.empty_bar, (step - K_GROUPS) % STAGES, lane);
+        it += k1 - k0;
     } else {
         for (int kt = k0; kt < k1; ++kt)
             k_step<Op>(d, it, kt, k0, kt > k0, kt > k0, desc_a0, desc_b0, sm, drain, n, lane);

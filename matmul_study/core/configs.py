@@ -89,6 +89,24 @@ DEEP_SLICE_STEPS_BY_DTYPE = {"tf32": 32}
 # 0.93; int8 1024^3 1.27 / 1.15, 1024x1024x8192 (64 k steps) 1.38 / 1.23; but fp16 1024x1024x8192 (128 k steps)
 # 0.81 / 0.88 and tf32 (256) 0.75 / 0.87.
 SHORT_TILE_STEPS = 64
+# A 64-row tile's builds with two consumer warpgroups taking alternate k steps (k_groups 2, no cluster) against its
+# one warpgroup (in clusters of 2), x the vendor on an H200, in one process (small-problems/tiles-k-groups-*.txt):
+# 1024x1024x8192 fp16 0.94 against 0.87, tf32 0.88 / 0.86, FP8 1.04 / 0.89, int8 1.40 / 1.18; 768x768x12288 fp16
+# 0.78 / 0.69; 1024^3 fp16 1.06 / 0.91; 512^3 fp16 0.95 / 0.90. Faster at every shape of more rows than a tile
+# measured, in every dtype; at token rows (M <= 64) not (16x6144x4096 fp16 0.64 against 0.72): there the pair's
+# second CTA, whose rows are all past M, still loads half of B. So the whole-tile model weighs the tile, and where
+# it picks it past token rows, the twin runs it. Against 128x64 tiles (two warpgroups of 64x64) the twin wins over
+# longer K than the single warpgroup did: 1024x1024x8192 in 8-bit (64 k steps) int8 1.40 against 1.23, FP8 1.04
+# against 0.89, but 1024^3 (8) int8 1.21 against 1.26 and fp16 (16) 1.06 against 1.09; so where the twin runs the
+# 64x128 tiles, the whole-tile model weighs 128x64 ones over half of SHORT_TILE_STEPS.
+K_GROUP_TWINS = True
+# 64x64 tiles with two k groups, over short K and where they make one wave: their rate against 128x256 tiles' in
+# the whole-tile model. At 512^3 (64 tiles, 8 k steps in fp16) on an H200 against 128x64 tiles (32): fp16 1.17
+# against 1.00 x cuBLAS, tf32 0.86 / 0.80, FP8 1.03 / 0.93, int8 1.04 / 0.95 (small-problems/tiles-k-groups-*.txt):
+# half the work per SM in 0.86-0.93 of the time, 0.46-0.49 of the 128x256 rate. At that rate they win wherever both
+# make one wave, and lose where they make two and 128x64 tiles one (768^3 fp16 0.79 against 1.00, 1024^3 0.86
+# against 1.09).
+SMALL_TILE_RATE = 0.48
 
 
 @dataclass(frozen=True)
@@ -101,6 +119,11 @@ class TileBuilds:
     # the whole-tile builds split a last partial wave by k steps where that saves each cluster at least this many
     # (None: they never split it)
     streamk_min_saved: int | None = None
+    # whole-tile build -> the build of the same tiles with two consumer warpgroups taking alternate k steps (no
+    # cluster), taken in its place past token rows (K_GROUP_TWINS)
+    twins: dict[str, str] = field(default_factory=dict)
+    # a build of 64x64 tiles with two k groups: (name, (rows, columns)), weighed over short K (SMALL_TILE_RATE)
+    small: tuple[str, tuple[int, int]] | None = None
 
 
 def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | None) -> tuple[float, bool]:
@@ -226,8 +249,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     columns_build = f"bn{few_columns}" if few_columns is not None else None  # the few_columns builds' whole tiles
 
-    def whole(problem, variants: tuple[str, ...]) -> _Whole:
-        """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller."""
+    def whole(problem, variants: tuple[str, ...], small: bool = True) -> _Whole:
+        """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller;
+        `small`: the 64x64 tiles among them (builds.small; not as the base a split must cut against)."""
         k_steps = cdiv(problem.k, tile_k)
         if cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > problem.sm_count:
             rates = TILE_RATES_PAST_A_WAVE
@@ -240,20 +264,30 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         short = {name: t for name, t in candidates.items() if problem.m <= t[0] < tile_m and name in variants}
         if short:  # token rows that one shorter tile holds: only such tiles (see the docstring)
             candidates = short
-        if (few_columns is not None and k_steps <= SHORT_TILE_STEPS
+        twin_rows = [r for name, (r, c, _) in builds.tiles.items()
+                     if (r, c) == (few_columns, tile_m) and builds.twins.get(name) in variants]
+        short_steps = SHORT_TILE_STEPS // 2 if K_GROUP_TWINS and twin_rows and problem.m > twin_rows[0] else (
+            SHORT_TILE_STEPS)
+        if (few_columns is not None and k_steps <= short_steps
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
+        small_rows, small_cols = builds.small[1] if builds.small else (0, 0)
+        if (small and builds.small and builds.small[0] in variants and k_steps <= SHORT_TILE_STEPS
+                and problem.m > small_rows
+                and cdiv(problem.m, small_rows) * cdiv(problem.n, small_cols) <= problem.sm_count):
+            candidates[builds.small[0]] = (small_rows, small_cols, 1)  # at SMALL_TILE_RATE
         for name, (r, c, cluster) in candidates.items():
             if name == DEFAULT or name in variants:
                 tiles = cdiv(cdiv(problem.m, r), cluster) * cdiv(problem.n, c)
                 waves, split = persistent_waves(tiles, max(1, problem.sm_count // cluster), k_steps,
                                                 builds.streamk_min_saved)
                 fixup = STREAMK_FIXUP_STEPS / k_steps * tile_m * tile_n if split else 0.0
-                rate = rates[r, c] if (r, c) in rates else rates[c, r]
+                rate = (SMALL_TILE_RATE if builds.small and name == builds.small[0]
+                        else rates[r, c] if (r, c) in rates else rates[c, r])
                 weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
-    def by_tiles(problem, best: _Whole, where: str) -> Choice:
+    def by_tiles(problem, best: _Whole, where: str, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
         if best.name == DEFAULT:
             size = "whole tiles"
@@ -264,9 +298,17 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if best.name == columns_build:
             size += (f", without a cluster, at the rate of {best.cols}x{best.rows} tiles and first on equal work over "
                      f"{cdiv(problem.k, tile_k)} k steps (at most {SHORT_TILE_STEPS})")
-        return Choice(best.name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
-                                 "(waves of its clusters x tile area / the tile's rate, a last "
-                                 "partial wave split by k steps where the kernel splits it)")
+        if builds.small and best.name == builds.small[0]:
+            size += (f", two consumer warpgroups taking alternate k steps, over {cdiv(problem.k, tile_k)} k steps (at "
+                     f"most {SHORT_TILE_STEPS}), in one wave")
+        name, twin = best.name, builds.twins.get(best.name)
+        if K_GROUP_TWINS and twin in variants and problem.m > best.rows:
+            name = twin
+            size += (", run by two consumer warpgroups taking alternate k steps, without a cluster (past token rows "
+                     "faster than one)")
+        return Choice(name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
+                            "(waves of its clusters x tile area / the tile's rate, a last "
+                            "partial wave split by k steps where the kernel splits it)")
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = pick(problem, variants)
@@ -299,13 +341,13 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if 2 * tiles > sms:
             if builds is not None:
                 waves = "one wave at most" if tiles <= sms else f"{tiles / sms:.2f} waves"
-                return by_tiles(problem, whole(problem, variants), f"{where}, {waves}")
+                return by_tiles(problem, whole(problem, variants), f"{where}, {waves}", variants)
             return Choice(DEFAULT, f"{where}: at least half a wave, so whole tiles")
         idle = f"{where} leave{'s' if tiles == 1 else ''}"
         narrow = f"bn{narrow_n}"
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
         # the whole tiles a split must beat: the least work for the busiest SM (whole), else the narrow ones
-        base = whole(problem, variants) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
+        base = whole(problem, variants, small=False) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
         split_builds = [(tile_m, tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
         if base_n != tile_n:
             split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(variants, narrow)]
@@ -327,8 +369,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
                                 f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
         if builds is not None:
-            return by_tiles(problem, base, f"{idle} most SMs idle and no split cuts each SM's work "
-                                           f"{min_split}-fold within one wave")
+            return by_tiles(problem, whole(problem, variants), f"{idle} most SMs idle and no split cuts each SM's work "
+                                           f"{min_split}-fold within one wave", variants)
         if base_n == tile_n:
             return Choice(DEFAULT, f"{where}, but {k_steps} k steps of {tile_k} are too few to split "
                                    f"{min_split} or more ways")

@@ -29,7 +29,7 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROW_B
                                                 WS_TF32, a_registers_variant, bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
                                                 ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_bn192_variant,
-                                                ws_rung, ws_tile_builds, ws_variants)
+                                                ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -41,19 +41,22 @@ def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
 # The warp-specialised rungs' builds (each its rung's record with one axis moved), which their heuristics weigh too.
 WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
                      ws_bn192_variant(WS_16BIT), *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS),
+                     *ws_k_group_variants(WS_16BIT),
                      *ws_bn64_variants(WS_16BIT))
 WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
                     ws_bn192_variant(WS_TF32), *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS),
+                    *ws_k_group_variants(WS_TF32),
                     *ws_bn64_variants(WS_TF32), *bt_smem_variants(WS_TF32))
 # int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace).
 WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_BYTES),
                     ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
+                    *ws_k_group_variants(WS_BYTES),
                     *ws_bn64_variants(WS_BYTES))
 WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
                    ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
-                   *ws_bn64_variants(WS_BYTES))
+                   *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES))
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants())
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15

@@ -37,6 +37,9 @@ class WsConfig:
     bk: int  # k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32, 128 bytes)
     bn: int = 256  # tile width: 256, or 128 (twice the tiles, half the work each), or 64 (for an N of 64 or less)
     bm: int = 128  # tile rows: 128 (two consumer warpgroups), or 64 (one: twice the tiles again)
+    # consumer warpgroups per 64 rows: 1, or 2 that take alternate k steps, each into its own accumulators (64-row
+    # tiles of at most 128 columns, without the paced drain: the sums meet in the epilogue's staging)
+    k_groups: int = 1
     stages: int | None = None  # pipeline stages; None: the most that fit in an SM's shared memory (stage_count)
     cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
     split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
@@ -77,7 +80,7 @@ class WsConfig:
 
     @property
     def consumers(self) -> int:
-        return self.bm // 64
+        return self.bm // 64 * self.k_groups
 
     @property
     def THREADS(self) -> int:
@@ -129,7 +132,7 @@ class WsConfig:
     @property
     def defines(self) -> tuple[str, ...]:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
-        values = {"THREADS": self.THREADS, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
+        values = {"THREADS": self.THREADS, "K_GROUPS": self.k_groups, "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_BUFFERS": self.bt_buffers,
                   "CLUSTER": self.cluster,
                   "SPLIT_K": self.split_k,
@@ -340,6 +343,27 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
     return tuple(out)
 
 
+K_GROUPS_SUFFIX = "kg2"  # the 64-row-tile builds with two consumer warpgroups taking alternate k steps
+
+
+def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
+    """The 64-row-tile builds of a rung with two consumer warpgroups that take alternate k steps of every tile, each
+    into accumulators of its own, the second handing its sums to the first through shared memory at the tile's end
+    (k_groups 2; kernels/warp_specialized/kernel.cuh): 64x128 (bm64_bn128_kg2) and 64x64 (bm64_bn64_kg2), without a
+    cluster. A single warpgroup keeps one wgmma group in flight, and each group waits for the one before it on the
+    same accumulators; two warpgroups on separate accumulators keep the tensor cores busy meanwhile, as a 128-row
+    tile's two do. cuBLAS runs such tiles so at 1024x1024x8192 fp16 (64x128, 384 threads; ncu on an H200)."""
+    out = []
+    for bn in (NARROW_BN, NARROWEST_BN):
+        c = replace(base, bm=SHORT_BM, bn=bn, cluster=1, k_groups=2, drain_every=0)
+        out.append(c.variant(
+            f"bm{SHORT_BM}_bn{bn}_{K_GROUPS_SUFFIX}",
+            f"{c.BM}x{c.bn} tiles without a cluster, two consumer warpgroups taking alternate k steps into "
+            f"accumulators of their own, summed at the tile's end ({c.THREADS} threads), {c.stage_count} stages of "
+            f"{c.stage_bytes // 1024} KiB"))
+    return tuple(out)
+
+
 BT_SMEM_SUFFIX = "smem_bt"  # the builds that write Bt in shared memory (bt_buffers) end their names with it
 # Their Bt ring: 4 buffers, so that the writers run up to three k steps ahead of the tensor cores (with 2, one step:
 # each handoff's latency showed); 2 at 256 columns, where 4 buffers of 32 KiB leave no room for two stages.
@@ -379,8 +403,9 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     that fit them, the rest as the default; bn192 also in its cluster of 1; not the 64-column tiles, which the
     heuristic's few-columns rule weighs) or in a cluster of 1 alone (cluster1: no pairs of row tiles, which an odd
     count of them leaves one CTA short), its split builds of tiles with fewer rows than its own
-    (bm64_bn128_splitk<S>), and where its whole tiles split a last partial wave by k steps, for the wave model of
-    its heuristic (configs.persistent_split_k)."""
+    (bm64_bn128_splitk<S>), where its whole tiles split a last partial wave by k steps, the builds that run one of
+    those tiles with two k groups (bm64_bn128_kg2), and its 64x64 tiles with two k groups (bm64_bn64_kg2), for the
+    wave model of its heuristic (configs.persistent_split_k)."""
     tiles = {v.name: (v.config.BM, v.config.bn, v.config.cluster) for v in variants
              if isinstance(v, WsVariant) and v.config.bn != NARROWEST_BN
              and ((v.config.BM, v.config.bn) != (base.BM, base.bn) or v.config.cluster == 1)
@@ -389,7 +414,14 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
               if isinstance(v, WsVariant) and v.config.split_k > 1 and v.config.BM != base.BM
               and v.config == replace(base, bm=v.config.bm, bn=v.config.bn, cluster=v.config.cluster,
                                       split_k=v.config.split_k)}
-    return TileBuilds(tiles, base.cluster, splits, base.streamk_min_saved if base.streamk else None)
+    by_name = {v.name: v.config for v in variants if isinstance(v, WsVariant)}
+    twins = {name: f"{name}_{K_GROUPS_SUFFIX}" for name, (r, c, _) in tiles.items()
+             if by_name.get(f"{name}_{K_GROUPS_SUFFIX}") == replace(by_name[name], cluster=1, k_groups=2,
+                                                                    drain_every=0)}
+    small = {v.name: (v.config.BM, v.config.bn) for v in variants if isinstance(v, WsVariant)
+             and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)}
+    return TileBuilds(tiles, base.cluster, splits, base.streamk_min_saved if base.streamk else None, twins,
+                      next(iter(small.items()), None))
 
 
 def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
