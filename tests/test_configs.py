@@ -108,12 +108,12 @@ WIDE_AND_NARROW = ("cluster1", "splitk2", "splitk4", "splitk8", "splitk16", "spl
 
 def test_one_wave_or_less_takes_the_tiles_of_least_work_for_the_busiest_sm():
     ws = registry.get("wgmma_warp_specialized")
-    # 512^3: 8 tiles of 128x256, 32 of 64x128 (16 clusters of 2) or of 128x64; 8 k steps: no split cuts each SM's
-    # work 4-fold. Of the quarter tiles on equal work, 128x64 (configs.SHORT_TILE_STEPS): on an H200 (x cuBLAS) 1.02
-    # against 0.91.
-    pick = configs.choose(ws, problem(512, 512, 512))
+    # 768^3: 18 tiles of 128x256, 72 of 64x128 (36 clusters of 2) or of 128x64; 12 k steps: no split cuts each SM's
+    # work 4-fold. Of the quarter tiles on equal work, 128x64 (configs.SHORT_TILE_STEPS): on an H200 (x cuBLAS) 1.00
+    # against 0.83 (512^3: 1.02 against 0.91, where 64x64 tiles now run: see the two-k-group test).
+    pick = configs.choose(ws, problem(768, 768, 768))
     assert pick.variant == "bn64"
-    assert "8 output tiles of 128x256" in pick.reason and "128x64 tiles instead (32)" in pick.reason
+    assert "18 output tiles of 128x256" in pick.reason and "128x64 tiles instead (72)" in pick.reason
     assert "at the rate of 64x128 tiles" in pick.reason
     # 1024^3: every build in one wave, the quarter tiles do a quarter of the work (1.08 of cuBLAS, 64x128 0.89,
     # 128x128 0.73). On 114 SMs (57 clusters) the quarter tiles take two waves: 128x128 tiles, rated above 64x256.
@@ -124,16 +124,45 @@ def test_one_wave_or_less_takes_the_tiles_of_least_work_for_the_busiest_sm():
     assert configs.choose(ws, problem(1536, 1536, 1536)).variant == "bn192"
     # 2048^3: 128 tiles of 128x192 fill no more of a wave than 64 clusters of 128x256 ones (0.74 against 0.97).
     assert configs.choose(ws, problem(2048, 2048, 2048)).variant == "default"
-    # Past SHORT_TILE_STEPS k steps, 64x128 (0.88 against 0.81 at 1024x1024x8192); and wider than tall with rows
-    # past a multiple of 128, 128 tiles of 128x192 (320x8192x2048: 0.74, 64x128 0.72, 128x64 0.50;
-    # tiles-bn192-moved-float16.txt).
-    assert configs.choose(ws, problem(1024, 1024, 8192)).variant == "bm64_bn128"
+    # Past SHORT_TILE_STEPS k steps, 64x128 (0.88 against 0.81 at 1024x1024x8192), run by two k groups (0.95); and
+    # wider than tall with rows past a multiple of 128, 128 tiles of 128x192 (320x8192x2048: 0.74, 64x128 0.72, 128x64
+    # 0.50; tiles-bn192-moved-float16.txt).
+    assert configs.choose(ws, problem(1024, 1024, 8192)).variant == "bm64_bn128_kg2"
     assert configs.choose(ws, problem(320, 8192, 2048)).variant == "bn192"
     # 640x5120x1280: 60 clusters of 128x256 tiles in one wave do least (0.96; 64x256 0.95 in two).
     assert configs.choose(ws, problem(640, 5120, 1280)).variant == "default"
     # Where 128x256 tiles fill their waves, the default build, whatever K; at 2048^3 (128 tiles) it still does least.
     for shape in ((8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (2048, 2048, 16384)):
         assert configs.choose(ws, problem(*shape)).variant == "default", shape
+
+
+def test_two_k_groups_run_the_64_row_tiles_over_two_rows_of_them_and_64x64_tiles_one_short_wave():
+    # Where the whole-tile model picks 64x128 tiles over two rows of tiles or more, the build of two consumer
+    # warpgroups taking alternate k steps runs them (configs.K_GROUP_TWINS; tiles-k-groups-*.txt, x the vendor on an
+    # H200: 1024x1024x8192 fp16 0.95 against 0.88, FP8 1.04 against 0.98 for 128x64 tiles, int8 1.45 against 1.24).
+    for method, dtype in (("wgmma_warp_specialized", "float16"), ("wgmma_warp_specialized", "bfloat16"),
+                          ("wgmma_tf32", "tf32"), ("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8")):
+        pick = configs.choose(registry.get(method), problem(1024, 1024, 8192, dtype=dtype))
+        assert pick.variant == "bm64_bn128_kg2", (dtype, pick)
+        assert "two consumer warpgroups taking alternate k steps" in pick.reason
+    ws = registry.get("wgmma_warp_specialized")
+    # Over one row of tiles, the single warpgroup in pairs (65x4096x4096: 0.69 against 0.58).
+    assert configs.choose(ws, problem(65, 4096, 4096)).variant == "bm64_bn128"
+    assert configs.choose(ws, problem(16, 6144, 4096)).variant == "bm64_bn128"
+    # Over short K, 64x64 tiles with two k groups where they make one wave and M holds two rows of them
+    # (configs.SMALL_TILE_RATE): 256^3-704^3, fp16 512^3 1.13 against 0.97 for 128x64 tiles; not where they make two
+    # waves and 128x64 tiles one (768^3, 1024^3), nor past SHORT_TILE_STEPS k steps.
+    for n in (256, 384, 512, 640, 704):
+        pick = configs.choose(ws, problem(n, n, n))
+        assert pick.variant == "bm64_bn64_kg2" and "in one wave" in pick.reason, (n, pick)
+    for shape in ((768, 768, 768), (1024, 1024, 1024)):
+        assert configs.choose(ws, problem(*shape)).variant == "bn64", shape
+    assert configs.choose(ws, problem(512, 512, 8192)).variant != "bm64_bn64_kg2"
+    # Where the twin runs the 64x128 tiles, 128x64 ones are weighed over at most TWIN_SHORT_TILE_STEPS k steps: tf32
+    # 1000x800x1200 (38 k steps) 128x64 at 1.37 (the twin 1.20), 1024x1024x2048 (64) the twin at 1.02 (0.99).
+    tf32 = registry.get("wgmma_tf32")
+    assert configs.choose(tf32, problem(1000, 800, 1200, dtype="tf32")).variant == "bn64"
+    assert configs.choose(tf32, problem(1024, 1024, 2048, dtype="tf32")).variant == "bm64_bn128_kg2"
 
 
 def test_past_one_wave_the_tiles_that_fill_the_last_wave_best_at_their_rate_there():
@@ -506,20 +535,24 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # Where the pick loses more, measured and kept in view (x the vendor, an H200). tf32 8192x16x8192: 64 tiles of 128x64
 # whole at 0.95, split 2 ways at 1.07, where fp16 split 2 ways runs 5 % slower (tiles-n16-48-*.txt). tf32 512^3: 64x128
 # tiles split 4 ways, 4 k steps a slice, at 0.75, 128x64 ones whole at 0.81 (tiles-squares-bn64.txt). fp16
-# 128x4096x4096: 128x64 tiles whole at 1.07, split 2 ways at 1.14, a split the model never takes (min_split 4). int8
+# 128x4096x4096: 64x64 tiles with two k groups at 1.03, 128x64 ones whole at 1.04-1.07, split 2 ways at 1.14, a split
+# the model never takes (min_split 4). int8
 # 256x1024x8192: 64x128 tiles split 4 ways at 1.07, 128x64 ones at 1.14 (tiles-int8.txt). tf32 64x6144x4096: 64x128
 # tiles writing Bt in shared memory, split 2 ways (96 slices, one wave) at 0.97, split 8 ways (three waves) at 1.01;
 # tf32 256x256x8192, where B is A's size and the transposed builds run: 64x128 tiles split 16 ways at 0.91, the same
 # writing Bt in shared memory at 0.98 (tiles-smem-bt-*.txt). tf32 448x6144x4096, B 5.5 times A's and C's elements:
 # 128x128 tiles writing Bt in shared memory at 0.80, the transposed 128x192 tiles at 0.86, where at 320x8192x2048 (5.1
-# times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt).
+# times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt). FP8 65x4096x4096, one row of 64 and one of
+# a single row: 64x128 tiles in pairs at 0.80, the same with two k groups and no cluster at 0.86, which in fp16 ran at
+# 0.58 against 0.69 (tiles-k-groups-*.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
-               ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bn64",
+               ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bm64_bn64_kg2",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",
                ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
                ("wgmma_tf32", "tf32", "256x256x8192"): "bm64_bn128_splitk16",
-               ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt"}
+               ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt",
+               ("wgmma_fp8", "float8_e4m3", "65x4096x4096"): "bm64_bn128"}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():

@@ -133,7 +133,8 @@ def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_
 
 
 def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
-    short = {name: {v.name for v in registry.get(name).variants if v.config.bm == SHORT_BM and not v.config.bt_smem}
+    short = {name: {v.name for v in registry.get(name).variants
+                    if v.config.bm == SHORT_BM and not v.config.bt_smem and v.config.k_groups == 1}
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
     splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8, 16)}
     assert (short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == short["wgmma_int8"]
@@ -197,7 +198,7 @@ def test_the_persistent_grid_holds_a_cluster_for_every_cluster_tile():
 
 def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width():
     narrowest = {name: {v.name for v in registry.get(name).variants
-                        if v.config.bn == NARROWEST_BN and not v.config.bt_smem}
+                        if v.config.bn == NARROWEST_BN and not v.config.bt_smem and v.config.bm != SHORT_BM}
                  for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")}
     builds = {"bn64", "bn64_splitk2", "bn64_splitk4", "bn64_splitk8"}
     assert (narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"]
@@ -264,3 +265,21 @@ def test_the_tf32_builds_that_write_bt_in_shared_memory_read_b_as_it_is():
     # Not among the builds the tile model weighs: they differ from the record in more than the tile.
     names = set(ws_tile_builds(WS_TF32, tf32.variants).tiles) | set(ws_tile_builds(WS_TF32, tf32.variants).splits)
     assert not any(name.endswith("smem_bt") for name in names)
+
+
+def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_cluster():
+    # Two consumer warpgroups per 64 rows, taking alternate k steps (WGMMA_WS_K_GROUPS=2): the record's k_groups, its
+    # threads and its staging (the second's sums pass through it) follow; every tensor-core rung but the promoted
+    # ones has them, at 64x128 and 64x64, without a cluster and without the paced drain.
+    for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
+        method = registry.get(name)
+        twos = {v.name: v.config for v in method.variants if v.config.k_groups == 2}
+        assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2"}, name
+        for config in twos.values():
+            assert config == replace(method.config, bm=SHORT_BM, bn=config.bn, cluster=1, k_groups=2, drain_every=0)
+            assert config.THREADS == 384 and config.STAGING_BYTES == 64 * 128 * 4
+            assert "WGMMA_WS_K_GROUPS=2" in config.defines and "WGMMA_WS_THREADS=384" in config.defines
+            assert config.shared_bytes <= SM90_SHARED_BYTES
+    assert {v.name for v in registry.get("wgmma_3xtf32").variants if v.config.k_groups == 2} == set()
+    launch = WS.launch_for(problem(1024, 1024, 8192), "bm64_bn128_kg2")
+    assert launch.threads == (384, 1, 1) and launch.cluster == (1, 1, 1) and launch.grid == (128, 1, 1)

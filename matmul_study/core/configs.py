@@ -92,20 +92,24 @@ SHORT_TILE_STEPS = 64
 # A 64-row tile's builds with two consumer warpgroups taking alternate k steps (k_groups 2, no cluster) against its
 # one warpgroup (in clusters of 2), x the vendor on an H200, in one process (small-problems/tiles-k-groups-*.txt):
 # 1024x1024x8192 fp16 0.94 against 0.87, tf32 0.88 / 0.86, FP8 1.04 / 0.89, int8 1.40 / 1.18; 768x768x12288 fp16
-# 0.78 / 0.69; 1024^3 fp16 1.06 / 0.91; 512^3 fp16 0.95 / 0.90. Faster at every shape of more rows than a tile
-# measured, in every dtype; at token rows (M <= 64) not (16x6144x4096 fp16 0.64 against 0.72): there the pair's
-# second CTA, whose rows are all past M, still loads half of B. So the whole-tile model weighs the tile, and where
-# it picks it past token rows, the twin runs it. Against 128x64 tiles (two warpgroups of 64x64) the twin wins over
-# longer K than the single warpgroup did: 1024x1024x8192 in 8-bit (64 k steps) int8 1.40 against 1.23, FP8 1.04
-# against 0.89, but 1024^3 (8) int8 1.21 against 1.26 and fp16 (16) 1.06 against 1.09; so where the twin runs the
-# 64x128 tiles, the whole-tile model weighs 128x64 ones over half of SHORT_TILE_STEPS.
+# 0.78 / 0.69; 1024^3 fp16 1.06 / 0.91; 512^3 fp16 0.95 / 0.90. Faster at every shape of two rows of tiles or more
+# measured, in every dtype; over one row not (16x6144x4096 fp16 0.64 against 0.72, 65x4096x4096 0.58 against 0.69):
+# there the pair's second CTA, whose rows lie (almost) all past M, loads half of B for the first. So the whole-tile
+# model weighs the tile, and where it picks it over two rows of tiles or more, the twin runs it. Against 128x64 tiles (two warpgroups of 64x64) the twin wins over
+# more k steps than the single warpgroup did: at 56 and 64 k steps, 1024x1024x8192 in 8-bit int8 1.45 against 1.24
+# and FP8 1.04 against 0.98, fp16 1024x1024x4096 0.97 against 0.73, tf32 1024x1024x2048 1.02 against 0.99 and
+# 1792^3 0.95 against 0.94; but 1024^3 (8 k steps) int8 1.21 against 1.26, fp16 (16) 1.06 against 1.09, and tf32
+# 1000x800x1200 (38) 1.20 against 1.37. So where the twin runs the 64x128 tiles, the whole-tile model weighs 128x64
+# ones over at most TWIN_SHORT_TILE_STEPS k steps.
 K_GROUP_TWINS = True
-# 64x64 tiles with two k groups, over short K and where they make one wave: their rate against 128x256 tiles' in
-# the whole-tile model. At 512^3 (64 tiles, 8 k steps in fp16) on an H200 against 128x64 tiles (32): fp16 1.17
-# against 1.00 x cuBLAS, tf32 0.86 / 0.80, FP8 1.03 / 0.93, int8 1.04 / 0.95 (small-problems/tiles-k-groups-*.txt):
-# half the work per SM in 0.86-0.93 of the time, 0.46-0.49 of the 128x256 rate. At that rate they win wherever both
-# make one wave, and lose where they make two and 128x64 tiles one (768^3 fp16 0.79 against 1.00, 1024^3 0.86
-# against 1.09).
+TWIN_SHORT_TILE_STEPS = 48
+# 64x64 tiles with two k groups, over short K (SHORT_TILE_STEPS) where they make one wave and M holds two rows of
+# them: their rate against 128x256 tiles' in the whole-tile model. At 512^3 (64 tiles, 8 k steps in fp16) on an H200
+# against 128x64 tiles (32): fp16 1.17 against 1.00 x cuBLAS, tf32 0.86 / 0.80, FP8 1.03 / 0.93, int8 1.04 / 0.95
+# (small-problems/tiles-k-groups-*.txt): half the work per SM in 0.86-0.93 of the time, 0.46-0.49 of the 128x256
+# rate. At that rate they win wherever both make one wave (256^3-704^3 in every dtype: 1.00-1.41 against 0.65-1.32),
+# and lose where they make two and 128x64 tiles one (768^3 fp16 0.79 against 1.00, 1024^3 0.86 against 1.09). At 65
+# rows, whose second row of tiles holds one row, fp16 ran at 0.50 against 0.69 for 64x128 tiles in pairs.
 SMALL_TILE_RATE = 0.48
 
 
@@ -266,14 +270,14 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             candidates = short
         twin_rows = [r for name, (r, c, _) in builds.tiles.items()
                      if (r, c) == (few_columns, tile_m) and builds.twins.get(name) in variants]
-        short_steps = SHORT_TILE_STEPS // 2 if K_GROUP_TWINS and twin_rows and problem.m > twin_rows[0] else (
+        short_steps = TWIN_SHORT_TILE_STEPS if K_GROUP_TWINS and twin_rows and problem.m >= 2 * twin_rows[0] else (
             SHORT_TILE_STEPS)
         if (few_columns is not None and k_steps <= short_steps
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
         small_rows, small_cols = builds.small[1] if builds.small else (0, 0)
         if (small and builds.small and builds.small[0] in variants and k_steps <= SHORT_TILE_STEPS
-                and problem.m > small_rows
+                and problem.m >= 2 * small_rows
                 and cdiv(problem.m, small_rows) * cdiv(problem.n, small_cols) <= problem.sm_count):
             candidates[builds.small[0]] = (small_rows, small_cols, 1)  # at SMALL_TILE_RATE
         for name, (r, c, cluster) in candidates.items():
@@ -302,10 +306,10 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             size += (f", two consumer warpgroups taking alternate k steps, over {cdiv(problem.k, tile_k)} k steps (at "
                      f"most {SHORT_TILE_STEPS}), in one wave")
         name, twin = best.name, builds.twins.get(best.name)
-        if K_GROUP_TWINS and twin in variants and problem.m > best.rows:
+        if K_GROUP_TWINS and twin in variants and problem.m >= 2 * best.rows:
             name = twin
-            size += (", run by two consumer warpgroups taking alternate k steps, without a cluster (past token rows "
-                     "faster than one)")
+            size += (", run by two consumer warpgroups taking alternate k steps, without a cluster (over two rows of "
+                     "tiles or more faster than one)")
         return Choice(name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
                             "(waves of its clusters x tile area / the tile's rate, a last "
                             "partial wave split by k steps where the kernel splits it)")
