@@ -138,7 +138,7 @@ def test_one_wave_or_less_takes_the_tiles_of_least_work_for_the_busiest_sm():
 
 def test_two_k_groups_run_the_64_row_tiles_over_two_rows_of_them_and_64x64_tiles_one_short_wave():
     # Where the whole-tile model picks 64x128 tiles over two rows of tiles or more, the build of two consumer
-    # warpgroups taking alternate k steps runs them (configs.K_GROUP_TWINS; tiles-k-groups-*.txt, x the vendor on an
+    # warpgroups taking alternate k steps runs them (configs.TWIN_SHORT_TILE_STEPS; tiles-k-groups-*.txt, x the vendor on an
     # H200: 1024x1024x8192 fp16 0.95 against 0.88, FP8 1.04 against 0.98 for 128x64 tiles, int8 1.45 against 1.24).
     for method, dtype in (("wgmma_warp_specialized", "float16"), ("wgmma_warp_specialized", "bfloat16"),
                           ("wgmma_tf32", "tf32"), ("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8")):

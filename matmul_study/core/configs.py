@@ -89,19 +89,19 @@ DEEP_SLICE_STEPS_BY_DTYPE = {"tf32": 32}
 # 0.93; int8 1024^3 1.27 / 1.15, 1024x1024x8192 (64 k steps) 1.38 / 1.23; but fp16 1024x1024x8192 (128 k steps)
 # 0.81 / 0.88 and tf32 (256) 0.75 / 0.87.
 SHORT_TILE_STEPS = 64
-# A 64-row tile's builds with two consumer warpgroups taking alternate k steps (k_groups 2, no cluster) against its
-# one warpgroup (in clusters of 2), x the vendor on an H200, in one process (small-problems/tiles-k-groups-*.txt):
-# 1024x1024x8192 fp16 0.94 against 0.87, tf32 0.88 / 0.86, FP8 1.04 / 0.89, int8 1.40 / 1.18; 768x768x12288 fp16
-# 0.78 / 0.69; 1024^3 fp16 1.06 / 0.91; 512^3 fp16 0.95 / 0.90. Faster at every shape of two rows of tiles or more
-# measured, in every dtype; over one row not (16x6144x4096 fp16 0.64 against 0.72, 65x4096x4096 0.58 against 0.69):
-# there the pair's second CTA, whose rows lie (almost) all past M, loads half of B for the first. So the whole-tile
-# model weighs the tile, and where it picks it over two rows of tiles or more, the twin runs it. Against 128x64 tiles (two warpgroups of 64x64) the twin wins over
-# more k steps than the single warpgroup did: at 56 and 64 k steps, 1024x1024x8192 in 8-bit int8 1.45 against 1.24
-# and FP8 1.04 against 0.98, fp16 1024x1024x4096 0.97 against 0.73, tf32 1024x1024x2048 1.02 against 0.99 and
-# 1792^3 0.95 against 0.94; but 1024^3 (8 k steps) int8 1.21 against 1.26, fp16 (16) 1.06 against 1.09, and tf32
-# 1000x800x1200 (38) 1.20 against 1.37. So where the twin runs the 64x128 tiles, the whole-tile model weighs 128x64
-# ones over at most TWIN_SHORT_TILE_STEPS k steps.
-K_GROUP_TWINS = True
+# A 64-row tile's builds with two consumer warpgroups taking alternate k steps (k_groups 2, no cluster; the tile's
+# twin, TileBuilds.twins) against its one warpgroup in clusters of 2, x the vendor on an H200, in one process
+# (small-problems/k-groups-explore.txt, tiles-k-groups-*.txt): 1024x1024x8192 fp16 0.95 against 0.88, tf32 0.97 /
+# 0.87, FP8 1.04 / 0.89, int8 1.40 / 1.18; 768x768x12288 fp16 0.77 / 0.69; 1024^3 fp16 1.06 / 0.91; 512^3 fp16 0.95 /
+# 0.90. Faster at every shape of two rows of tiles or more measured, in every dtype; over one row not (16x6144x4096
+# fp16 0.64 against 0.72, 65x4096x4096 0.58 against 0.69): there the pair's second CTA, whose rows lie (almost) all
+# past M, loads half of B for the first. So the whole-tile model weighs the tile, and where it picks it over two rows
+# of tiles or more, the twin runs it. Against 128x64 tiles (two warpgroups of 64x64) the twin wins over more k steps
+# than the single warpgroup did: at 56 and 64 k steps, 1024x1024x8192 in 8-bit int8 1.45 against 1.24 and FP8 1.04
+# against 0.98, fp16 1024x1024x4096 0.97 against 0.73, tf32 1024x1024x2048 1.02 against 0.99 and 1792^3 0.95 against
+# 0.94; but 1024^3 (8 k steps) int8 1.21 against 1.26, fp16 (16) 1.06 against 1.09, and tf32 1000x800x1200 (38) 1.20
+# against 1.37. So where the twin runs the 64x128 tiles, the whole-tile model weighs 128x64 ones over at most this
+# many k steps (SHORT_TILE_STEPS where the single warpgroup does).
 TWIN_SHORT_TILE_STEPS = 48
 # 64x64 tiles with two k groups, over short K (SHORT_TILE_STEPS) where they make one wave and M holds two rows of
 # them: their rate against 128x256 tiles' in the whole-tile model. At 512^3 (64 tiles, 8 k steps in fp16) on an H200
@@ -124,7 +124,7 @@ class TileBuilds:
     # (None: they never split it)
     streamk_min_saved: int | None = None
     # whole-tile build -> the build of the same tiles with two consumer warpgroups taking alternate k steps (no
-    # cluster), taken in its place past token rows (K_GROUP_TWINS)
+    # cluster), taken in its place over two rows of tiles or more (TWIN_SHORT_TILE_STEPS)
     twins: dict[str, str] = field(default_factory=dict)
     # a build of 64x64 tiles with two k groups: (name, (rows, columns)), weighed over short K (SMALL_TILE_RATE)
     small: tuple[str, tuple[int, int]] | None = None
@@ -270,8 +270,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             candidates = short
         twin_rows = [r for name, (r, c, _) in builds.tiles.items()
                      if (r, c) == (few_columns, tile_m) and builds.twins.get(name) in variants]
-        short_steps = TWIN_SHORT_TILE_STEPS if K_GROUP_TWINS and twin_rows and problem.m >= 2 * twin_rows[0] else (
-            SHORT_TILE_STEPS)
+        twin = bool(twin_rows) and problem.m >= 2 * twin_rows[0]  # the twin would run the 64x128 tiles
+        short_steps = TWIN_SHORT_TILE_STEPS if twin else SHORT_TILE_STEPS
         if (few_columns is not None and k_steps <= short_steps
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
@@ -306,7 +306,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             size += (f", two consumer warpgroups taking alternate k steps, over {cdiv(problem.k, tile_k)} k steps (at "
                      f"most {SHORT_TILE_STEPS}), in one wave")
         name, twin = best.name, builds.twins.get(best.name)
-        if K_GROUP_TWINS and twin in variants and problem.m >= 2 * best.rows:
+        if twin in variants and problem.m >= 2 * best.rows:
             name = twin
             size += (", run by two consumer warpgroups taking alternate k steps, without a cluster (over two rows of "
                      "tiles or more faster than one)")
