@@ -138,8 +138,8 @@ def test_one_wave_or_less_takes_the_tiles_of_least_work_for_the_busiest_sm():
 
 def test_two_k_groups_run_the_64_row_tiles_over_two_rows_of_them_and_64x64_tiles_one_short_wave():
     # Where the whole-tile model picks 64x128 tiles over two rows of tiles or more, the build of two consumer
-    # warpgroups taking alternate k steps runs them (configs.TWIN_SHORT_TILE_STEPS; tiles-k-groups-*.txt, x the vendor on an
-    # H200: 1024x1024x8192 fp16 0.95 against 0.88, FP8 1.04 against 0.98 for 128x64 tiles, int8 1.45 against 1.24).
+    # warpgroups taking alternate k steps runs them (TileBuilds.twins; tiles-k-groups-*.txt, x the vendor on an H200:
+    # 1024x1024x8192 fp16 0.95 against 0.88, FP8 1.04 against 0.98 for 128x64 tiles, int8 1.45 against 1.24).
     for method, dtype in (("wgmma_warp_specialized", "float16"), ("wgmma_warp_specialized", "bfloat16"),
                           ("wgmma_tf32", "tf32"), ("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8")):
         pick = configs.choose(registry.get(method), problem(1024, 1024, 8192, dtype=dtype))
@@ -241,20 +241,36 @@ def test_a_few_columns_run_128x64_tiles_split_while_the_slices_fit_one_wave():
 
 
 def test_of_equal_cuts_the_larger_tile_takes_slices_deep_enough_to_fill_its_pipeline():
-    # 512x512x16384: 8 tiles of 128x256 split 16 ways and 32 of 64x128 split 4 ways both make 128 work items, each
-    # SM's work cut 4-fold. The larger tile where a slice keeps 16 k steps (configs.DEEP_SLICE_STEPS), 32 in tf32:
-    # tf32 (32 a slice) and fp16 (16); FP8's slices would keep 8, so the smaller tile (H200 x cuBLAS: 0.92, 0.74
-    # against 0.78, 0.69; FP8 0.92 against 0.71).
-    picks = {("wgmma_tf32", "tf32"): "splitk16", ("wgmma_warp_specialized", "float16"): "splitk16",
-             ("wgmma_warp_specialized", "bfloat16"): "splitk16", ("wgmma_fp8", "float8_e4m3"): "bm64_bn128_splitk4"}
+    # 512x512x16384: 8 tiles of 128x256 split 16 ways, 16 of 128x128 split 8 ways and 32 of 64x128 split 4 ways all
+    # make 128 work items, each SM's work cut 4-fold. The largest tile whose slices keep configs.DEEP_SLICE_STEPS k
+    # steps per 128x128 of its area (DEEP_SLICE_AREA; 16 in 16-bit and FP8, 32 in tf32 and int8): in fp16, bf16 and
+    # tf32 the 128x128 tiles (H200 x cuBLAS, tiles-bn128-splits-*.txt: 0.85, 0.85, 0.95 against 0.71, 0.71, 0.92 for
+    # 128x256 split 16 and 0.68, 0.68, 0.79 for 64x128 split 4); in int8 and FP8 the 64x128 ones (1.09 and 0.92; FP8
+    # has no 128x128 splits, and its 128x256 ones ran at 0.71).
+    picks = {("wgmma_tf32", "tf32"): "bn128_splitk8", ("wgmma_warp_specialized", "float16"): "bn128_splitk8",
+             ("wgmma_warp_specialized", "bfloat16"): "bn128_splitk8", ("wgmma_int8", "int8"): "bm64_bn128_splitk4",
+             ("wgmma_fp8", "float8_e4m3"): "bm64_bn128_splitk4"}
     for (method, dtype), variant in picks.items():
         pick = configs.choose(registry.get(method), problem(512, 512, 16384, dtype=dtype))
         assert pick.variant == variant, (method, dtype, pick)
-    # Half the K: fp16's slices of 128x256 tiles would keep 8 k steps, tf32's 16: the smaller tile (tf32 at
-    # 384x384x8192, tiles-equal-cuts-tf32.txt: 0.92 against 0.69).
-    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(512, 512, 8192)).variant != "splitk16"
-    assert configs.choose(registry.get("wgmma_tf32"), problem(512, 512, 8192, dtype="tf32")).variant == (
-        "bm64_bn128_splitk4")
+    # Half the K: fp16's slices of 128x128 tiles keep 16 k steps, still enough (0.96 against 0.84 for 64x128 tiles
+    # split 4); at 384x384x8192, 9 tiles x 8 slices, 0.87 against 0.76.
+    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(512, 512, 8192)).variant == "bn128_splitk8"
+    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(384, 384, 8192)).variant == "bn128_splitk8"
+
+
+def test_deep_slices_past_token_rows_split_half_a_wave_of_whole_tiles_two_fold():
+    # 512x1024x8192: 64 tiles of 64x128 fill half the SMs; 32 tiles of 128x128 split 4 ways fill them all, each SM's
+    # work cut 2-fold, with 32 k steps a slice. Where M holds two rows of 128-row tiles and each slice keeps twice
+    # configs.DEEP_SLICE_STEPS, half the cut suffices: fp16 0.97 and tf32 0.86 against 0.79 and 0.64 for the whole
+    # 64x128 tiles (tiles-bn128-splits-*.txt). int8's 64 k steps keep 16 a slice: its whole 64x64 tiles (1.16).
+    for shape in ((512, 1024, 8192), (1024, 512, 8192)):
+        assert configs.choose(registry.get("wgmma_warp_specialized"), problem(*shape)).variant == "bn128_splitk4"
+        assert configs.choose(registry.get("wgmma_tf32"), problem(*shape, dtype="tf32")).variant == "bn128_splitk4"
+    assert configs.choose(registry.get("wgmma_int8"), problem(512, 1024, 8192, dtype="int8")).variant == (
+        "bm64_bn64_kg2")
+    # Token rows keep the full cut (64x6144x4096: 64x128 tiles whole 0.87, split 2 ways 0.77).
+    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(64, 6144, 4096)).variant == "bm64_bn128"
 
 
 def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold():
@@ -267,9 +283,9 @@ def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold()
     assert pick.variant == "bm64_bn128_splitk16"
     assert "128 work items" in pick.reason and "16x less work per SM than whole 64x128 tiles" in pick.reason
     assert configs.choose(ws, problem(128, 128, 32768)).variant == "bm64_bn128_splitk16"
-    # 32 tiles of 64x128 x 4 slices = 128 items (as 8 wide tiles x 16, whose slices would keep 8 k steps): at
-    # 256x1024x8192 0.93 against 0.83.
-    assert configs.choose(ws, problem(256, 1024, 8192)).variant == "bm64_bn128_splitk4"
+    # 16 tiles of 128x128 x 8 slices = 128 items (as 32 of 64x128 x 4, and 8 wide tiles x 16, whose slices would keep
+    # 8 k steps): at 256x1024x8192 1.11 against 0.94 and 0.83 (tiles-bn128-splits-float16.txt).
+    assert configs.choose(ws, problem(256, 1024, 8192)).variant == "bn128_splitk8"
     # Equal cuts (4-fold: bn128 in 4 slices, or the wide tiles in 8): the narrow tiles, whose partials are half.
     pick = NARROW(problem(256, 256, 2048), WIDE_AND_NARROW)
     assert pick.variant == "bn128_splitk4" and "of 128x128 tiles" in pick.reason and "16 work items" in pick.reason
@@ -544,7 +560,11 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # 128x128 tiles writing Bt in shared memory at 0.80, the transposed 128x192 tiles at 0.86, where at 320x8192x2048 (5.1
 # times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt). FP8 65x4096x4096, one row of 64 and one of
 # a single row: 64x128 tiles in pairs at 0.80, the same with two k groups and no cluster at 0.86, which in fp16 ran at
-# 0.58 against 0.69 (tiles-k-groups-*.txt).
+# 0.58 against 0.69 (tiles-k-groups-*.txt). bf16 and int8 256x256x8192: 64x128 tiles split 16 ways at 0.96 and 1.16,
+# 8 ways at 1.00 and 1.23 (tiles-bn128-splits-*.txt). tf32 at deep K with 192-512 rows against 512-1024 columns: the
+# pick, 128x128 tiles split 8 or 16 ways on a transposed B, at 0.71-1.05, the same tiles writing Bt in shared memory
+# at 1.00-1.12 (the transpose of B before the kernel, 2 x K x N x 4 bytes, costs most where M is small, which the
+# B-heavy rule's element ratio does not see; tiles-bn128-splits-tf32.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bm64_bn64_kg2",
@@ -552,7 +572,13 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
                ("wgmma_tf32", "tf32", "256x256x8192"): "bm64_bn128_splitk16",
                ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt",
-               ("wgmma_fp8", "float8_e4m3", "65x4096x4096"): "bm64_bn128"}
+               ("wgmma_fp8", "float8_e4m3", "65x4096x4096"): "bm64_bn128",
+               ("wgmma_warp_specialized", "bfloat16", "256x256x8192"): "bm64_bn128_splitk16",
+               ("wgmma_int8", "int8", "256x256x8192"): "bm64_bn128_splitk16",
+               **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
+                   ("512x512x16384", "bn128_splitk8"), ("192x1024x8192", "bn128_splitk8"),
+                   ("256x1024x8192", "bn128_splitk8"), ("256x512x16384", "bn128_splitk16"),
+                   ("512x512x8192", "bn128_splitk8"))}}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():

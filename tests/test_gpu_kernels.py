@@ -176,6 +176,10 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   *(("wgmma_warp_specialized", v, "float16") for v in ("bn64_splitk2", "bn64_splitk8")),
                   *(("wgmma_tf32", v, "tf32") for v in ("bn64", "bn64_splitk8")),
                   *(("wgmma_fp8", v, "float8_e4m3") for v in ("bn64", "bn64_splitk4")),
+                  # 128x128 tiles split 8 and 16 ways (deep K), in the 16-bit dtypes, tf32 and int8
+                  ("wgmma_warp_specialized", "bn128_splitk8", "float16"),
+                  ("wgmma_warp_specialized", "bn128_splitk16", "bfloat16"), ("wgmma_tf32", "bn128_splitk8", "tf32"),
+                  ("wgmma_int8", "bn128_splitk16", "int8"),
                   # int8's narrower tiles (m64n128k32 and m64n64k32 s8) and split-K slices summed in an int32
                   # workspace, one build of each kind
                   *(("wgmma_int8", v, "int8") for v in ("bn128", "bn128_splitk4", "splitk4", "bm64_bn128",

@@ -30,7 +30,8 @@ def problem(m, n, k, dtype="float16"):
 
 
 def test_the_128x128_builds_are_registered_for_every_rung():
-    assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4"}
+    assert {v.name for v in BN128} == {"bn128", "bn128_stages4", "bn128_splitk2", "bn128_splitk4", "bn128_splitk8",
+                                       "bn128_splitk16"}
     bm, bn, bk = WS.tile(0, "float16")
     assert all(v.tile(0, d) == (bm, NARROW_BN, bk) for v in BN128 for d in WS.dtypes) and bn == 2 * NARROW_BN
     narrow = {name: {v.name for v in registry.get(name).variants

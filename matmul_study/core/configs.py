@@ -66,20 +66,19 @@ TILE_RATES_PAST_A_WAVE = {(128, 256): 1.0, (128, 192): 0.97, (128, 128): 0.93, (
 # much as this many k steps of a default tile: its pieces' fix-up in C. Of 8, 16, 24, 32 and 48, the one whose picks
 # lose least to the best build of the committed sweeps (see persistent_split_k).
 STREAMK_FIXUP_STEPS = 16
-# Of two splits that cut each SM's work alike, the larger tile where each slice keeps this many k steps, else the
-# smaller one (persistent_split_k). At 512x512x16384 on an H200 (x cuBLAS; tiles-weak-shapes-*.txt, tiles-n64-*.txt),
-# 128x256 tiles split 16 ways against 64x128 ones split 4 ways: tf32, 32 k steps a slice, 0.92 against 0.78; fp16,
-# 16, 0.74 against 0.69; FP8, 8, 0.71 against 0.92; and at 256x1024x8192 (tiles-decode-splits-*.txt) tf32, 16 k
-# steps, 0.73 against 0.71; fp16, 8, 0.83 against 0.93; FP8, 4, 0.70 against 1.02. A slice of few k steps spends
-# its time filling and draining the pipeline, and the larger tile's partials are 4 times the bytes; with enough
-# steps its higher rate counts for more.
+# Of splits that cut each SM's work alike, the largest tile whose slices keep this many k steps per DEEP_SLICE_AREA
+# of its area (a 128x256 tile twice as many, a 64x128 one half), else the smallest (persistent_split_k). A slice of
+# few k steps spends its time filling and draining the pipeline, and a larger tile's partials are more bytes to write
+# and read; with enough steps its higher rate counts for more. At 512x512x16384 on an H200 (x cuBLAS;
+# tiles-bn128-splits-*.txt), 128x256 tiles split 16 ways, 128x128 split 8 and 64x128 split 4: fp16 0.71, 0.85, 0.68;
+# tf32 0.92, 0.95, 0.79; int8 0.85, 1.10, 1.09; at 256x1024x8192 fp16 0.83, 1.11, 0.94; 384x384x8192 fp16 0.63, 0.87,
+# 0.76. tf32's k step holds half the products of fp16's (32 k of 4 bytes against 64 of 2), and int8's twice them at
+# half the cost each, and both need twice the steps: tf32 at 16 k steps a slice of 128x256 tiles 0.69 against 0.92 for
+# 64x128 ones (384x384x8192, tiles-equal-cuts-tf32.txt); int8 at 16 a slice of 128x128 tiles 1.08 against 1.19
+# (384x384x16384), 1.04 against 1.20 at 384x384x8192 (8).
 DEEP_SLICE_STEPS = 16
-# tf32's k step holds half the products of fp16's (32 k of 4 bytes against 64 of 2), and its slices need twice the
-# steps: at 16 k steps a slice, 128x256 tiles split 16 ways against 64x128 ones split 4 ways ran at 0.69 against 0.92
-# (384x384x8192) and 0.41 against 0.53 (128x2048x8192; tiles-equal-cuts-tf32.txt), where fp16's 16 steps gave the
-# larger tile 0.74 against 0.69 (512x512x16384), and fp16's 8 and 4 steps the smaller one 0.77-0.96 against 0.41-0.72
-# (tiles-equal-cuts-float16.txt).
-DEEP_SLICE_STEPS_BY_DTYPE = {"tf32": 32}
+DEEP_SLICE_STEPS_BY_DTYPE = {"tf32": 32, "int8": 32}
+DEEP_SLICE_AREA = 128 * 128
 # Over at most this many k steps, the whole-tile model also weighs 128x64 tiles without a cluster (the few_columns
 # builds), at the rate of 64x128 ones (the same area and bytes a k step), and takes them on equal work: two consumer
 # warpgroups of 64x64 where the 64-row tile has one of 64x128, so the pipeline fills and the epilogue drains in half
@@ -196,8 +195,13 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     tiles, each with less work, and no partial tiles to write and read. A split of either width is taken only
     where it cuts each SM's work (tile width x k steps per slice) at least `min_split`-fold against whole narrow
     tiles within one wave, the same bar as against whole wide tiles without them (at 128 against 256: bn128 splits
-    of 4, wide splits of 8 or more). Of equal cuts, the larger tile where each of its slices keeps DEEP_SLICE_STEPS k
-    steps, else the smaller one, whose partials are smaller.
+    of 4, wide splits of 8 or more). Of equal cuts, the largest tile whose slices keep DEEP_SLICE_STEPS k steps per
+    DEEP_SLICE_AREA of its area, else the smallest, whose partials are smaller. Where the whole tiles fill half the SMs
+    at most, M holds two rows of 128-row tiles and each slice keeps twice DEEP_SLICE_STEPS k steps, half the cut
+    suffices: at 512x1024x8192, 64 tiles of 64x128 whole against 32 of 128x128 split 4 ways, fp16 0.79 against 0.97
+    and tf32 0.64 against 0.86 (x cuBLAS, an H200; small-problems/tiles-bn128-splits-*.txt); not at token rows, where
+    a split of 2 lost (64x6144x4096 fp16 0.77 against 0.87). A split's work items count the CTAs of its clusters (a
+    2-CTA cluster over one row of 128-row tiles is two CTAs per tile).
 
     `builds`: the method's whole-tile builds of other sizes (128x128, 64x256, 64x128, and 128x192 without a cluster),
     each with its cluster, and its own tiles without a cluster (cluster1). Where the default tiles make at least half
@@ -352,21 +356,32 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         base_n = narrow_n if narrow_n is not None and narrow in variants else tile_n
         # the whole tiles a split must beat: the least work for the busiest SM (whole), else the narrow ones
         base = whole(problem, variants, small=False) if builds is not None else _Whole(0.0, DEFAULT, tile_m, base_n)
-        split_builds = [(tile_m, tile_n, s, f"splitk{s}") for s in registered_splits(variants)]
+        own_cluster = builds.cluster if builds is not None else 1  # the rung's own splits run in its clusters
+        split_builds = [(tile_m, tile_n, s, f"splitk{s}", own_cluster) for s in registered_splits(variants)]
         if base_n != tile_n:
-            split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}") for s in registered_splits(variants, narrow)]
+            split_builds += [(tile_m, narrow_n, s, f"{narrow}_splitk{s}", own_cluster)
+                             for s in registered_splits(variants, narrow)]
         if builds is not None:
-            split_builds += [(r, c, s, name) for name, (r, c, s) in builds.splits.items() if name in variants]
+            split_builds += [(r, c, s, name, 1) for name, (r, c, s) in builds.splits.items() if name in variants]
         splits = [_Split(s * base.rows * base.cols / (rows * width), rows, width, s, name,
-                         cdiv(problem.m, rows) * cdiv(problem.n, width) * s)
-                  for rows, width, s, name in split_builds]
+                         cdiv(cdiv(problem.m, rows), cluster) * cluster * cdiv(problem.n, width) * s)
+                  for rows, width, s, name, cluster in split_builds]
+        deep = DEEP_SLICE_STEPS_BY_DTYPE.get(problem.dtype.name, DEEP_SLICE_STEPS)
+        base_items = cdiv(problem.m, base.rows) * cdiv(problem.n, base.cols)
+
+        def keeps_deep(f: _Split) -> bool:  # its slices hold enough k steps for its tile's partials (DEEP_SLICE_AREA)
+            return k_steps >= deep * f.s * f.rows * f.width / DEEP_SLICE_AREA
+
+        def bar(f: _Split) -> float:  # half the cut for deep slices past token rows (see the docstring)
+            full = _split_bar(problem, f, min_split)
+            half = 2 * base_items <= sms and problem.m >= 2 * tile_m and k_steps >= 2 * deep * f.s
+            return full / 2 if half else full
+
         fitting = [f for f in splits
-                   if f.cut >= _split_bar(problem, f, min_split) and f.items <= sms
-                   and k_steps >= min_k_steps_per_slice * f.s]
+                   if f.cut >= bar(f) and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
-            deep = DEEP_SLICE_STEPS_BY_DTYPE.get(problem.dtype.name, DEEP_SLICE_STEPS)
             cut, rows, width, s, name, items = max(
-                fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if k_steps >= deep * f.s else -1)))
+                fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if keeps_deep(f) else -1)))
             size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
             against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")

@@ -248,7 +248,7 @@ def ws_variants(base: WsConfig, groups_along_n: bool, clusters: tuple[int, ...],
     )
 
 
-WS_BN128_SPLITS = (2, 4)  # split-K builds of the 128x128 tiles
+WS_BN128_SPLITS = (2, 4, 8, 16)  # split-K builds of the 128x128 tiles (8 and 16: deep K, few tiles)
 
 
 def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
