@@ -192,8 +192,7 @@ constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's
 constexpr int PRODUCER_REGS = BT_SMEM ? 56 : 40;
 constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
 // Arrivals that free a stage: every warp of the consumers that read it (one k group per 64 rows) in every CTA of the
-// cluster, and with Bt written in shared memory
-// every warp that writes it (they read the stage's B rows).
+// cluster, and with Bt written in shared memory every warp that writes it (they read the stage's B rows).
 constexpr int EMPTY_ARRIVALS = ROW_GROUPS * 4 * CLUSTER + (BT_SMEM ? BT_SMEM_WARPS : 0);
 constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
