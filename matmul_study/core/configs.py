@@ -257,6 +257,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     columns_build = f"bn{few_columns}" if few_columns is not None else None  # the few_columns builds' whole tiles
 
+    def twin_of(name: str, rows: int, problem, variants: tuple[str, ...]) -> str | None:
+        """The build with two k groups that runs build `name`'s tiles of `rows` rows (TileBuilds.twins), where it runs
+        them: over two rows of tiles or more."""
+        twin = builds.twins.get(name)
+        return twin if twin in variants and problem.m >= 2 * rows else None
+
     def whole(problem, variants: tuple[str, ...], small: bool = True) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller;
         `small`: the 64x64 tiles among them (builds.small; not as the base a split must cut against)."""
@@ -272,10 +278,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         short = {name: t for name, t in candidates.items() if problem.m <= t[0] < tile_m and name in variants}
         if short:  # token rows that one shorter tile holds: only such tiles (see the docstring)
             candidates = short
-        twin_rows = [r for name, (r, c, _) in builds.tiles.items()
-                     if (r, c) == (few_columns, tile_m) and builds.twins.get(name) in variants]
-        twin = bool(twin_rows) and problem.m >= 2 * twin_rows[0]  # the twin would run the 64x128 tiles
-        short_steps = TWIN_SHORT_TILE_STEPS if twin else SHORT_TILE_STEPS
+        twinned = any(twin_of(name, r, problem, variants) for name, (r, c, _) in builds.tiles.items()
+                      if (r, c) == (few_columns, tile_m))  # a twin would run the transposed (64x128) tiles
+        short_steps = TWIN_SHORT_TILE_STEPS if twinned else SHORT_TILE_STEPS
         if (few_columns is not None and k_steps <= short_steps
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)
@@ -309,8 +314,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if builds.small and best.name == builds.small[0]:
             size += (f", two consumer warpgroups taking alternate k steps, over {cdiv(problem.k, tile_k)} k steps (at "
                      f"most {SHORT_TILE_STEPS}), in one wave")
-        name, twin = best.name, builds.twins.get(best.name)
-        if twin in variants and problem.m >= 2 * best.rows:
+        name, twin = best.name, twin_of(best.name, best.rows, problem, variants)
+        if twin is not None:
             name = twin
             size += (", run by two consumer warpgroups taking alternate k steps, without a cluster (over two rows of "
                      "tiles or more faster than one)")
