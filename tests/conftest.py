@@ -14,6 +14,33 @@ CHROMIUM_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_CHROMIUM") == "1"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
+SHARD_VARIABLE = "MATMUL_STUDY_TEST_SHARD"
+
+
+def shard_range(count: int, spec: str) -> range:
+    """The tests that shard `spec` ("i/n": the i-th of n, from 1) keeps of `count` collected ones: the i-th of n
+    contiguous parts, so that one build's tests stay in one process, which compiles it once."""
+    try:
+        i, n = (int(part) for part in spec.split("/"))
+    except ValueError:
+        i = n = 0
+    if not 1 <= i <= n:
+        raise pytest.UsageError(f"{SHARD_VARIABLE}={spec!r}: expected i/n with 1 <= i <= n, e.g. 1/4")
+    return range((i - 1) * count // n, i * count // n)
+
+
+def pytest_collection_modifyitems(config, items):
+    """With MATMUL_STUDY_TEST_SHARD=i/n, keep the i-th of n contiguous parts of the collected tests and deselect the
+    rest: n processes share one run (the GPU suite on a machine with several GPUs, each process on one, with a build
+    cache of its own or a shared one)."""
+    spec = os.environ.get(SHARD_VARIABLE)
+    if not spec:
+        return
+    kept = shard_range(len(items), spec)
+    config.hook.pytest_deselected(items=[item for j, item in enumerate(items) if j not in kept])
+    items[:] = [items[j] for j in kept]
+
+
 @pytest.fixture(scope="package")
 def chromium() -> str:
     """The path of a headless-capable Chromium (CHROMIUM, else the first of CHROMIUM_NAMES on the PATH), for the

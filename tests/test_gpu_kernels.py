@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from matmul_study.core import dtypes, registry
+from matmul_study.core.warp_specialized import WS_SMALL_SPLITS
 
 from matmul_study.measure import inputs
 
@@ -121,6 +122,7 @@ def test_persistent_kernel_with_several_tiles_per_block_matches_reference(cubin_
 SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp_specialized", "splitk8", "bfloat16"),
                   ("wgmma_warp_specialized", "splitk16", "float16"), ("wgmma_warp_specialized", "splitk32", "bfloat16"),
                   ("wgmma_warp_specialized", "bn128_splitk2", "bfloat16"),
+                  ("wgmma_warp_specialized", "bm64_bn64_kg2_splitk32", "float16"),
                   ("wgmma_tf32", "splitk4", "tf32"), ("wgmma_fp8", "splitk4", "float8_e4m3"),
                   ("wgmma_fp8_block", "splitk4", "float8_e4m3_block")]
 SPLIT_K_SHAPES = [(129, 3001, 17), (1, 1000, 129), (17, 100, 1), (300, 8193, 520)]
@@ -169,6 +171,12 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   *((m, v, d) for v in ("bm64_bn128_kg2", "bm64_bn64_kg2")
                     for m, d in (("wgmma_warp_specialized", "float16"), ("wgmma_warp_specialized", "bfloat16"),
                                  ("wgmma_tf32", "tf32"), ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))),
+                  # and the 64x64 ones split (a deep K against a few tiles): every split in fp16, the two deepest in
+                  # every other dtype (past 8 slices the sum loads a quad of each slice in batches of 8)
+                  *(("wgmma_warp_specialized", f"bm64_bn64_kg2_splitk{s}", "float16") for s in WS_SMALL_SPLITS),
+                  *((m, f"bm64_bn64_kg2_splitk{s}", d) for s in WS_SMALL_SPLITS[-2:]
+                    for m, d in (("wgmma_warp_specialized", "bfloat16"), ("wgmma_tf32", "tf32"),
+                                 ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))),
                   # 128x64 tiles (WGMMA_WS_BN=64, no cluster; tf32 and FP8 read Bt in boxes of 64 rows), whole and
                   # split, in every rung that has them
                   *(("wgmma_warp_specialized", v, d) for v in ("bn64", "bn64_splitk4")
@@ -337,6 +345,7 @@ import pycuda.autoprimaryctx
 import pycuda.driver as cuda
 import pycuda.gpuarray as gpuarray
 from matmul_study.core import dtypes, registry
+from matmul_study.core.warp_specialized import WS_SMALL_SPLITS
 from matmul_study.launch import launchers
 from matmul_study.core.specs import Problem
 

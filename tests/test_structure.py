@@ -128,3 +128,13 @@ def test_no_test_module_defines_a_test_twice():
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_")]
         twice += [f"{path.name}: {name}" for name in sorted(set(names)) if names.count(name) > 1]
     assert not twice, twice
+
+
+def test_test_shards_partition_the_collected_tests_in_contiguous_parts():
+    from conftest import shard_range
+
+    parts = [shard_range(10, f"{i}/3") for i in (1, 2, 3)]
+    assert [list(r) for r in parts] == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9]]
+    for bad in ("0/3", "4/3", "3", "a/b"):
+        with pytest.raises(pytest.UsageError, match="MATMUL_STUDY_TEST_SHARD"):
+            shard_range(10, bad)

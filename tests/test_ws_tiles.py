@@ -15,8 +15,8 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
-from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES, WS_TF32,
-                                                ws_tile_builds)
+from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES, WS_SMALL_SPLITS,
+                                                WS_TF32, ws_tile_builds)
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
@@ -117,13 +117,12 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
     ("wgmma_int8", None, {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only"),
     ("wgmma_fp8", "bn128", {"promote": 2}, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)"),
     ("wgmma_warp_specialized", "bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
-    ("wgmma_warp_specialized", "bn128", {"split_k": 32}, "16 with WGMMA_WS_BN=128"),
+    ("wgmma_warp_specialized", "bn128", {"split_k": 128}, "1 (whole tiles) to 64 slices per tile"),
     ("wgmma_warp_specialized", None, {"bn": 96}, "WGMMA_WS_BN: 256, 192, 128 or 64"),
     # 128x192 tiles: three 64-column strips of B, which a cluster of 2 cannot share out.
     ("wgmma_warp_specialized", "bn192", {"cluster": 2}, "1 with 192 or 64"),
-    # 128x64 tiles: one 64-column strip of B, so no cluster to multicast it; 32 accumulators, so 8 slices at most.
+    # 128x64 tiles: one 64-column strip of B, so no cluster to multicast it.
     ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 192 or 64"),
-    ("wgmma_warp_specialized", "bn64", {"split_k": 16}, "8 with 64"),
     ("wgmma_warp_specialized", None, {"bm": 32}, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)"),
     ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),
     ("wgmma_warp_specialized", None, {"bk": 32}, "WGMMA_WS_BK: 64 for 16-bit operands"),
@@ -271,13 +270,18 @@ def test_the_tf32_builds_that_write_bt_in_shared_memory_read_b_as_it_is():
 def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_cluster():
     # Two consumer warpgroups per 64 rows, taking alternate k steps (WGMMA_WS_K_GROUPS=2): the record's k_groups, its
     # threads and its staging (the second's sums pass through it) follow; every tensor-core rung but the promoted
-    # ones has them, at 64x128 and 64x64, without a cluster and without the paced drain.
+    # ones has them, at 64x128 and 64x64, without a cluster and without the paced drain; the 64x64 ones also split
+    # along K (a deep K against a few tiles), up to 32 slices.
     for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
         method = registry.get(name)
         twos = {v.name: v.config for v in method.variants if v.config.k_groups == 2}
-        assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2"}, name
-        for config in twos.values():
-            assert config == replace(method.config, bm=SHORT_BM, bn=config.bn, cluster=1, k_groups=2, drain_every=0)
+        splits = {f"bm64_bn64_kg2_splitk{s}": s for s in WS_SMALL_SPLITS}
+        assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2", *splits}, name
+        assert max(WS_SMALL_SPLITS) == 32
+        for v, config in twos.items():
+            assert config == replace(method.config, bm=SHORT_BM, bn=config.bn, cluster=1, k_groups=2, drain_every=0,
+                                     split_k=splits.get(v, 1))
+            assert config.bn == 64 or v not in splits
             assert config.THREADS == 384 and config.STAGING_BYTES == 64 * 128 * 4
             assert "WGMMA_WS_K_GROUPS=2" in config.defines and "WGMMA_WS_THREADS=384" in config.defines
             assert config.shared_bytes <= SM90_SHARED_BYTES

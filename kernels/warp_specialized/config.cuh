@@ -230,9 +230,7 @@ static_assert(SMEM_BYTES <= 227 * 1024, "WGMMA_WS_STAGES: the stages fit the opt
 static_assert(GROUP_ORDER >= 0 && GROUP_ORDER <= 2, "WGMMA_WS_GROUP_ORDER: 0 (operands'), 1 (rows) or 2 (columns)");
 static_assert(GROUP_M >= 1, "WGMMA_WS_GROUP_M: at least 1");
 static_assert(DRAIN_EVERY >= 0, "WGMMA_WS_DRAIN_EVERY: 0 (off) or a number of k steps");
-// (the split-K sum loads a quad of every slice into the accumulators at once: BN / 8 quads per thread)
-static_assert(SPLIT_K >= 1 && SPLIT_K <= ACCUMULATORS / 4,
-              "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 32 slices per tile, 16 with WGMMA_WS_BN=128, 8 with 64");
+static_assert(SPLIT_K >= 1 && SPLIT_K <= 64, "WGMMA_WS_SPLIT_K: 1 (whole tiles) to 64 slices per tile");
 static_assert(WGMMA_WS_STREAMK == 0 || WGMMA_WS_STREAMK == 1, "WGMMA_WS_STREAMK: 0 (off) or 1 (on)");
 static_assert(WGMMA_WS_BT_BUFFERS == 0 || WGMMA_WS_BT_BUFFERS >= 2,
               "WGMMA_WS_BT_BUFFERS: 0 (off), or a ring of at least 2 (one read while the next is written)");

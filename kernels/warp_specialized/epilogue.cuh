@@ -177,7 +177,8 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
 // partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
 // free once the partial is out, are the load buffer: a thread's whole share (BN / 8 / SPLIT_K quads of each slice)
-// is in flight at once, in no registers beyond d's (ptxas budgets the kernel at the launch bound's 168, and d
+// is in flight at once (where SPLIT_K passes d's ACCUMULATORS / 4 quads, one quad of each slice, in batches of that
+// many slices, added in slice order as each batch comes), in no registers beyond d's (ptxas budgets the kernel at the launch bound's 168, and d
 // stays allocated for the next item's wgmmas; a buffer of its own spilled beyond 4 quads). Against 4 loads at a
 // time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200, fp16). Quad q*256 + ct is consumer
 // thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns 8q + 2 (ct % 4) and the
@@ -187,42 +188,50 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
                                            int m, int n, int m0, int n0, int ct)
 {
     constexpr int STRIDE = 128 * ROW_GROUPS;
-    constexpr int XB = ACCUMULATORS / 4 / SPLIT_K;  // quads of one slice per thread and batch
+    constexpr int SB = SPLIT_K < ACCUMULATORS / 4 ? SPLIT_K : ACCUMULATORS / 4;  // slices per batch of loads
+    constexpr int XB = ACCUMULATORS / 4 / SB;  // quads of one slice per thread and batch
     const int lo = slice * PART_QUADS / splits, hi = (slice + 1) * PART_QUADS / splits;
     for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
+        V a[XB][4];
 #pragma unroll
-        for (int i = 0; i < XB; ++i) {
+        for (int b = 0; b < SPLIT_K; b += SB) {  // one batch, but where a quad of every slice outnumbers d's
 #pragma unroll
-            for (int s = 0; s < SPLIT_K; ++s) {
-                if (s < splits && x0 + i * STRIDE < hi) {
-                    const quad_t<V> v = __ldcg(parts + static_cast<size_t>(s) * PART_QUADS + x0 + i * STRIDE);
-                    V* const slot = d + 4 * (i * SPLIT_K + s);
-                    slot[0] = v.x;
-                    slot[1] = v.y;
-                    slot[2] = v.z;
-                    slot[3] = v.w;
+            for (int i = 0; i < XB; ++i) {
+#pragma unroll
+                for (int s = 0; s < SB; ++s) {
+                    if (b + s < splits && x0 + i * STRIDE < hi) {
+                        const quad_t<V> v =
+                            __ldcg(parts + static_cast<size_t>(b + s) * PART_QUADS + x0 + i * STRIDE);
+                        V* const slot = d + 4 * (i * SB + s);
+                        slot[0] = v.x;
+                        slot[1] = v.y;
+                        slot[2] = v.z;
+                        slot[3] = v.w;
+                    }
                 }
             }
-        }
 #pragma unroll
-        for (int i = 0; i < XB; ++i) {
-            const int x = x0 + i * STRIDE;
-            if (x >= hi) break;
-            const V* const slot = d + 4 * i * SPLIT_K;
-            V a0 = slot[0], a1 = slot[1], a2 = slot[2], a3 = slot[3];
+            for (int i = 0; i < XB; ++i) {
+                const int x = x0 + i * STRIDE;
+                if (x >= hi) break;
+                const V* const slot = d + 4 * i * SB;
 #pragma unroll
-            for (int s = 1; s < SPLIT_K; ++s) {
-                if (s < splits) {
-                    a0 += slot[4 * s];
-                    a1 += slot[4 * s + 1];
-                    a2 += slot[4 * s + 2];
-                    a3 += slot[4 * s + 3];
+                for (int s = 0; s < SB; ++s) {
+                    if (b + s == 0) {
+#pragma unroll
+                        for (int j = 0; j < 4; ++j) a[i][j] = slot[j];
+                    } else if (b + s < splits) {
+#pragma unroll
+                        for (int j = 0; j < 4; ++j) a[i][j] += slot[4 * s + j];
+                    }
+                }
+                if (b + SB >= SPLIT_K) {
+                    const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
+                    const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
+                    store_pair_guarded(C, m, n, row, col, a[i][0], a[i][1]);
+                    store_pair_guarded(C, m, n, row + 8, col, a[i][2], a[i][3]);
                 }
             }
-            const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
-            const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
-            store_pair_guarded(C, m, n, row, col, a0, a1);
-            store_pair_guarded(C, m, n, row + 8, col, a2, a3);
         }
     }
 }

@@ -171,7 +171,8 @@ __device__ __forceinline__ auto step_weights(const float* scales, int m, int row
 
 // k step kt of an item that began at k0, into acc: wait for the stage, issue its wgmmas (`accumulate` false:
 // scale-d = 0), then, where an earlier step's group is in flight (`previous`), wait for it (one stays in flight)
-// and release the stage it read; the paced drain stores its rows between steps.
+// and release the stage it read; the paced drain stores its rows between steps. `it` is kt's ring step, and moves
+// on by K_GROUPS: with two k groups each consumer warpgroup takes every other step, and its previous is two back.
 template <class Op, typename V>
 __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int kt, int k0, bool accumulate,
                                        bool previous, uint32_t desc_a0, uint32_t desc_b0, const Smem& sm,
@@ -191,12 +192,12 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
     wgmma_commit();
     if (previous) {
         wgmma_wait<1>();
-        release_step(sm, it - 1, lane);
+        release_step(sm, it - K_GROUPS, lane);
     }
     if constexpr (DRAIN_EVERY > 0) {
         if (drain.left > 0 && (kt - k0) % DRAIN_PERIOD == DRAIN_PERIOD - 1) drain.step(n, lane);
     }
-    ++it;
+    it += K_GROUPS;
 }
 
 // The k steps [k0, k1) of one item into d. Each k step: wait for the stage, issue its wgmmas, keep one group in
@@ -376,21 +377,12 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         }
     } else if constexpr (K_GROUPS > 1) {
         // k group `part` of K_GROUPS: the item's k steps k0 + part, k0 + part + K_GROUPS, ..., ring steps it + part
-        // on; one group in flight, each stage released once the group that read it has retired (no drain here).
+        // on (k_step strides by K_GROUPS); no drain here.
         uint32_t step = it + part;
-        for (int kt = k0 + part; kt < k1; kt += K_GROUPS, step += K_GROUPS) {
-            const uint32_t s = step % STAGES;
-            mbar_wait(sm.full_bar + 8 * s, (step / STAGES) & 1u);
-            wgmma_fence();
-            Op::mma(d, desc_a0 + s * STAGE_DESC, desc_b0 + s * STAGE_DESC, kt > k0 + part);
-            wgmma_commit();
-            if (kt > k0 + part) {
-                wgmma_wait<1>();
-                release_stage(sm.empty_bar, (step - K_GROUPS) % STAGES, lane);
-            }
-        }
+        for (int kt = k0 + part; kt < k1; kt += K_GROUPS)
+            k_step<Op>(d, step, kt, k0, kt > k0 + part, kt > k0 + part, desc_a0, desc_b0, sm, drain, n, lane);
         wgmma_wait<0>();
-        if (k1 > k0 + part) release_stage(sm.empty_bar, (step - K_GROUPS) % STAGES, lane);
+        if (k1 > k0 + part) release_step(sm, step - K_GROUPS, lane);
         it += k1 - k0;
     } else {
         for (int kt = k0; kt < k1; ++kt)

@@ -290,7 +290,7 @@ def ws_bn192_variant(base: WsConfig) -> Variant:
 
 
 NARROWEST_BN = 64  # the 128x64-tile builds' width (variants bn64*)
-WS_BN64_SPLITS = (2, 4, 8)  # their split-K builds (at 32 accumulators a thread the kernel sums at most 8 slices)
+WS_BN64_SPLITS = (2, 4, 8)  # their split-K builds
 
 
 def ws_bn64_variants(base: WsConfig) -> tuple[Variant, ...]:
@@ -345,6 +345,7 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
 
 
 K_GROUPS_SUFFIX = "kg2"  # the 64-row-tile builds with two consumer warpgroups taking alternate k steps
+WS_SMALL_SPLITS = (4, 8, 16, 32)  # split-K builds of the 64x64 two-k-group tiles: deep K, a few of them
 
 
 def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
@@ -362,6 +363,12 @@ def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
             f"{c.BM}x{c.bn} tiles without a cluster, two consumer warpgroups taking alternate k steps into "
             f"accumulators of their own, summed at the tile's end ({c.THREADS} threads), {c.stage_count} stages of "
             f"{c.stage_bytes // 1024} KiB"))
+    small = replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)
+    out += [replace(small, split_k=s).variant(
+        f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}_splitk{s}",
+        f"{small.BM}x{small.bn} tiles with two k groups, each tile's k steps in {s} slices on {s} CTAs, summed in "
+        "slice order through a workspace (deterministic): a deep K against a few tiles")
+        for s in WS_SMALL_SPLITS]
     return tuple(out)
 
 
