@@ -278,11 +278,10 @@ def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold()
     # 256x256x8192: 8 tiles of 64x128 would each do 128 k steps; 16 slices of each do 8, as 32 slices of the 2 wide
     # tiles would do 4 of twice the area. Of the most cut, the smaller tile, whose rows are not idle: on an H200 (x
     # cuBLAS, small-problems/tiles-deep-k-splitk16-float16.txt) 1.06, against 8 slices' 1.11 and splitk32's 0.77
-    # (tiles-decode-splits-float16.txt); at 128x128x32768 16 slices run at 0.87, 8 at 0.62.
+    # (tiles-decode-splits-float16.txt).
     pick = configs.choose(ws, problem(256, 256, 8192))
     assert pick.variant == "bm64_bn128_splitk16"
     assert "128 work items" in pick.reason and "16x less work per SM than whole 64x128 tiles" in pick.reason
-    assert configs.choose(ws, problem(128, 128, 32768)).variant == "bm64_bn128_splitk16"
     # 16 tiles of 128x128 x 8 slices = 128 items (as 32 of 64x128 x 4, and 8 wide tiles x 16, whose slices would keep
     # 8 k steps): at 256x1024x8192 1.11 against 0.94 and 0.83 (tiles-bn128-splits-float16.txt).
     assert configs.choose(ws, problem(256, 1024, 8192)).variant == "bn128_splitk8"
@@ -292,6 +291,30 @@ def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold()
     # A 4-fold cut needs 4 slices of at least 4 k steps: 16 k steps.
     assert NARROW(problem(256, 256, 1024), WIDE_AND_NARROW).variant == "bn128_splitk4"
     assert NARROW(problem(256, 256, 960), WIDE_AND_NARROW).variant == "bn128"
+
+
+def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
+    # Where the deepest split of 64x128 tiles makes items for a quarter of the SMs at most (16 slices of 2 tiles:
+    # 32), the 64x64 tiles with two k groups split as many ways as keep their items within half of them (66 of 132):
+    # 128x128x32768 16 slices of 4 tiles (64 items), 64x128x32768 and 64x64x65536 32 slices. On an H200 (x the
+    # vendor, small-problems/tiles-small-splits-*.txt) fp16 0.97, 1.01, 0.92 against the 64x128 split's 0.87, 0.81,
+    # 0.60; 32 slices of 4 tiles (128 items) 0.93.
+    for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_int8", "wgmma_fp8"):
+        method = registry.get(name)
+        dtype = method.dtypes[0]
+        pick = configs.choose(method, problem(128, 128, 32768, dtype=dtype))
+        assert pick.variant == "bm64_bn64_kg2_splitk16", name
+        assert "64 work items" in pick.reason and "16 slices of 64x128 tiles give 32" in pick.reason
+        assert configs.choose(method, problem(64, 128, 32768, dtype=dtype)).variant == "bm64_bn64_kg2_splitk32"
+        assert configs.choose(method, problem(64, 64, 65536, dtype=dtype)).variant == "bm64_bn64_kg2_splitk32"
+        # 4 tiles of 64x128 split 16 ways make 64 items, half the SMs: they stay (256x128x16384 fp16 1.07 against the
+        # 64x64 split's 1.03), and so do the splits past a few tiles.
+        for shape in ((256, 128, 16384), (128, 256, 8192), (256, 256, 8192)):
+            assert configs.choose(method, problem(*shape, dtype=dtype)).variant == "bm64_bn128_splitk16", shape
+    # Without the 64x64 splits, the 64x128 split as before.
+    ws = registry.get("wgmma_warp_specialized")
+    without = tuple(v for v in configs.runnable(ws, "float16") if "kg2_splitk" not in v)
+    assert ws.choose(problem(128, 128, 32768), without).variant == "bm64_bn128_splitk16"
 
 
 def test_without_128x128_builds_the_narrow_heuristic_is_the_wide_one():

@@ -110,6 +110,16 @@ TWIN_SHORT_TILE_STEPS = 48
 # and lose where they make two and 128x64 tiles one (768^3 fp16 0.79 against 1.00, 1024^3 0.86 against 1.09). At 65
 # rows, whose second row of tiles holds one row, fp16 ran at 0.50 against 0.69 for 64x128 tiles in pairs.
 SMALL_TILE_RATE = 0.48
+# Where the split the model takes makes work items for at most a quarter of the SMs (a few 64x128 tiles against a
+# deep K: their deepest split, 16 slices, makes 16 or 32), the 64x64 tiles with two k groups split as many ways as
+# keep their items within half the SMs (TileBuilds.small_splits). On an H200 (x the vendor; small-problems/
+# small-splits-*.txt), fp16 against the 64x128 split: 128x128x32768 16 slices of 4 tiles 0.97 against 0.87,
+# 128x128x16384 0.99 / 0.93, 96x96x32768 0.88 / 0.79, 64x128x32768 32 slices of 2 tiles 1.01 / 0.81, 64x64x65536 32
+# of 1 0.92 / 0.60; int8 1.13 / 1.05, 1.24 / 1.17, 1.08 / 1.00, 1.18 / 1.08, 1.28 / 0.95. Past half the SMs the
+# slices lose again (128x128x32768 in 32 slices, 128 items: fp16 0.93, int8 1.08); at 64 items of 64x128 tiles
+# (256x128x16384, 128x256x8192) those stay as fast or faster (fp16 1.07 against 1.03 and 1.06 against 1.07).
+SMALL_SPLIT_FROM = 4  # the taken split's items at most the SMs / this
+SMALL_SPLIT_ITEMS = 2  # the 64x64 slices' items at most the SMs / this
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,8 @@ class TileBuilds:
     twins: dict[str, str] = field(default_factory=dict)
     # a build of 64x64 tiles with two k groups: (name, (rows, columns)), weighed over short K (SMALL_TILE_RATE)
     small: tuple[str, tuple[int, int]] | None = None
+    # its split builds: build name -> (rows, columns, slices of K), for a deep K against a few tiles (SMALL_SPLIT_FROM)
+    small_splits: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | None) -> tuple[float, bool]:
@@ -300,6 +312,19 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                 weighed.append(_Whole(waves * r * c / rate + fixup, name, r, c))
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
+    def small_split(problem, taken: _Split, k_steps: int, variants: tuple[str, ...]) -> _Split | None:
+        """The split of 64x64 tiles with two k groups that runs in place of split `taken` (SMALL_SPLIT_FROM): the
+        most slices whose items stay within 1/SMALL_SPLIT_ITEMS of the SMs, each of min_k_steps_per_slice k steps or
+        more, where `taken` makes items for at most 1/SMALL_SPLIT_FROM of them and these make more."""
+        sms = problem.sm_count
+        if builds is None or taken.items * SMALL_SPLIT_FROM > sms:
+            return None
+        options = [_Split(0.0, r, c, s, name, cdiv(problem.m, r) * cdiv(problem.n, c) * s)
+                   for name, (r, c, s) in builds.small_splits.items()
+                   if name in variants and k_steps >= min_k_steps_per_slice * s]
+        options = [f for f in options if taken.items < f.items and f.items * SMALL_SPLIT_ITEMS <= sms]
+        return max(options, key=lambda f: f.items, default=None)
+
     def by_tiles(problem, best: _Whole, where: str, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)
         if best.name == DEFAULT:
@@ -385,11 +410,18 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         fitting = [f for f in splits
                    if f.cut >= bar(f) and f.items <= sms and k_steps >= min_k_steps_per_slice * f.s]
         if fitting:
-            cut, rows, width, s, name, items = max(
-                fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if keeps_deep(f) else -1)))
+            taken = max(fitting, key=lambda f: (f.cut, f.rows * f.width * (1 if keeps_deep(f) else -1)))
+            cut, rows, width, s, name, items = taken
             size = "" if (rows, width) == (tile_m, tile_n) else f" of {rows}x{width} tiles"
             against = ("" if (base.rows, base.cols) == (tile_m, tile_n)
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
+            small = small_split(problem, taken, k_steps, variants)
+            if small is not None:
+                return Choice(small.name, f"{idle} SMs idle: K split {small.s} ways of {small.rows}x{small.width} tiles "
+                                          f"with two k groups ({k_steps} k steps of {tile_k}, about "
+                                          f"{cdiv(k_steps, small.s)} a slice) gives {small.items} work items, at "
+                                          f"most 1/{SMALL_SPLIT_ITEMS} of the SMs, where {s} slices{size} give "
+                                          f"{items}, at most 1/{SMALL_SPLIT_FROM} of them")
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
                                 f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
         if builds is not None:
