@@ -587,7 +587,13 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # 8 ways at 1.00 and 1.23 (tiles-bn128-splits-*.txt). tf32 at deep K with 192-512 rows against 512-1024 columns: the
 # pick, 128x128 tiles split 8 or 16 ways on a transposed B, at 0.71-1.05, the same tiles writing Bt in shared memory
 # at 1.00-1.12 (the transpose of B before the kernel, 2 x K x N x 4 bytes, costs most where M is small, which the
-# B-heavy rule's element ratio does not see; tiles-bn128-splits-tf32.txt).
+# B-heavy rule's element ratio does not see; tiles-bn128-splits-tf32.txt). Deep K against a few 64x64 tiles
+# (tiles-small-splits-*.txt): 96x96x32768 in 16 slices of 4 tiles (64 items) at 0.87 (bf16) and 0.62 (tf32), in 32
+# slices at 0.89 and 0.67 (fp16 0.88 / 0.89; the rule keeps half the SMs, where 128x128x32768 lost in 32 slices);
+# 192x192x16384, 6 tiles of 64x128 split 16 ways (96 items) at 0.98 (FP8) and 0.68 (tf32), 9 of 64x64 split 8 ways
+# (72) at 1.04 and 0.74; 16-bit 256x256x4096, 64x128 tiles split 16 ways (4 k steps a slice) at 1.00 and 0.99, 8 ways
+# at 1.09; 128x128x1024, a split of 16 or 8 k steps at 0.86 (16-bit), 0.76 (FP8) and 0.83 (int8), where the 64x64
+# tiles whole run at 0.93, 1.00 and 1.08.
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bm64_bn64_kg2",
@@ -601,7 +607,17 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
                    ("512x512x16384", "bn128_splitk8"), ("192x1024x8192", "bn128_splitk8"),
                    ("256x1024x8192", "bn128_splitk8"), ("256x512x16384", "bn128_splitk16"),
-                   ("512x512x8192", "bn128_splitk8"))}}
+                   ("512x512x8192", "bn128_splitk8"))},
+               ("wgmma_warp_specialized", "bfloat16", "96x96x32768"): "bm64_bn64_kg2_splitk16",
+               ("wgmma_tf32", "tf32", "96x96x32768"): "bm64_bn64_kg2_splitk16",
+               ("wgmma_fp8", "float8_e4m3", "192x192x16384"): "bm64_bn128_splitk16",
+               ("wgmma_tf32", "tf32", "192x192x16384"): "bm64_bn128_splitk16",
+               **{("wgmma_warp_specialized", dtype, "256x256x4096"): "bm64_bn128_splitk16"
+                  for dtype in ("float16", "bfloat16")},
+               **{("wgmma_warp_specialized", dtype, "128x128x1024"): "bm64_bn64_kg2_splitk4"
+                  for dtype in ("float16", "bfloat16")},
+               **{(method, dtype, "128x128x1024"): "bm64_bn128_splitk2"
+                  for method, dtype in (("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8"))}}
 
 
 def test_the_tile_picks_fit_the_committed_sweeps():
