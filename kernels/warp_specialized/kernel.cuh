@@ -195,7 +195,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         }
         for (int j = 0; j < BT_BUFFERS_HELD; ++j) {
             mbar_init(sm.bt_full_bar + 8 * j, BT_SMEM_WARPS);
-            mbar_init(sm.bt_empty_bar + 8 * j, CONSUMERS * 4);
+            mbar_init(sm.bt_empty_bar + 8 * j, ROW_GROUPS * 4);  // the warps of the warpgroup that read it
         }
         fence_mbar_init();
     }

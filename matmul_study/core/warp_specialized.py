@@ -388,17 +388,22 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
         c = replace(base, cluster=1, **tile)
         return replace(c, bt_buffers=2 if c.bn == 256 else BT_RING)
 
+    small = f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}"
     builds = {"": ring(), f"bn{NARROW_BN}": ring(bn=NARROW_BN), f"bm{SHORT_BM}": ring(bm=SHORT_BM),
               f"bm{SHORT_BM}_bn{NARROW_BN}": ring(bm=SHORT_BM, bn=NARROW_BN),
-              f"bn{NARROWEST_BN}": ring(bn=NARROWEST_BN)}
+              f"bn{NARROWEST_BN}": ring(bn=NARROWEST_BN),
+              small: ring(bm=SHORT_BM, bn=NARROWEST_BN, k_groups=2, drain_every=0)}
     splits = {"": (4, 8, 16), f"bn{NARROW_BN}": WS_BN128_SPLITS, f"bm{SHORT_BM}_bn{NARROW_BN}": WS_BM64_SPLITS,
-              f"bn{NARROWEST_BN}": WS_BN64_SPLITS}
+              f"bn{NARROWEST_BN}": WS_BN64_SPLITS, small: WS_SMALL_SPLITS}
     out = []
     for tiles, config in builds.items():
         for s in (1, *splits.get(tiles, ())):
+            if tiles == small and s == 1:
+                continue  # the 64x64 tiles' Bt builds are for a deep K: split
             name = "_".join(part for part in (tiles, f"splitk{s}" if s > 1 else "", BT_SMEM_SUFFIX) if part)
             out.append(replace(config, split_k=s).variant(
                 name, f"{config.BM}x{config.bn} tiles without a cluster"
+                      + (", two consumer warpgroups taking alternate k steps" if config.k_groups == 2 else "")
                       + (f", each tile's k steps in {s} slices summed in slice order through a workspace" if s > 1
                          else "")
                       + ", B read as it is and each k step's Bt tile written K-major in shared memory by the "
