@@ -120,6 +120,12 @@ SMALL_TILE_RATE = 0.48
 # (256x128x16384, 128x256x8192) those stay as fast or faster (fp16 1.07 against 1.03 and 1.06 against 1.07).
 SMALL_SPLIT_FROM = 4  # the taken split's items at most the SMs / this
 SMALL_SPLIT_ITEMS = 2  # the 64x64 slices' items at most the SMs / this
+# tf32's 64x64 splits that write Bt in shared memory (TileBuilds.small_bt_splits) run there instead, as many slices
+# as fit one wave: each CTA writes its own slice's Bt, so more of them share that work, and nothing is transposed
+# before the kernel, which at these shapes costs as much as the product. On an H200 (x cuBLAS,
+# small-problems/tiles-small-splits-smem-bt-*.txt), 32 slices writing Bt against the transposed 16: 128x128x32768
+# 0.82 against 0.59, 128x128x16384 0.92 / 0.76, 96x96x32768 0.80 / 0.63, 128x128x8192 0.97 / 0.79, 64x192x16384
+# 0.95 / 0.68; in 16 slices writing Bt 0.51, 0.66, 0.50, 0.81, 0.66.
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,8 @@ class TileBuilds:
     small: tuple[str, tuple[int, int]] | None = None
     # its split builds: build name -> (rows, columns, slices of K), for a deep K against a few tiles (SMALL_SPLIT_FROM)
     small_splits: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # the same splits writing Bt in shared memory (tf32), which run in their place where present
+    small_bt_splits: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | None) -> tuple[float, bool]:
@@ -314,15 +322,17 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     def small_split(problem, taken: _Split, k_steps: int, variants: tuple[str, ...]) -> _Split | None:
         """The split of 64x64 tiles with two k groups that runs in place of split `taken` (SMALL_SPLIT_FROM): the
-        most slices whose items stay within 1/SMALL_SPLIT_ITEMS of the SMs, each of min_k_steps_per_slice k steps or
-        more, where `taken` makes items for at most 1/SMALL_SPLIT_FROM of them and these make more."""
+        most slices whose items stay within 1/SMALL_SPLIT_ITEMS of the SMs (those that write Bt in shared memory,
+        where the rung has them: within one wave), each of min_k_steps_per_slice k steps or more, where `taken` makes
+        items for at most 1/SMALL_SPLIT_FROM of them and these make more."""
         sms = problem.sm_count
         if builds is None or taken.items * SMALL_SPLIT_FROM > sms:
             return None
+        pool, most = ((builds.small_bt_splits, sms) if any(name in variants for name in builds.small_bt_splits)
+                      else (builds.small_splits, sms // SMALL_SPLIT_ITEMS))
         options = [_Split(0.0, r, c, s, name, cdiv(problem.m, r) * cdiv(problem.n, c) * s)
-                   for name, (r, c, s) in builds.small_splits.items()
-                   if name in variants and k_steps >= min_k_steps_per_slice * s]
-        options = [f for f in options if taken.items < f.items and f.items * SMALL_SPLIT_ITEMS <= sms]
+                   for name, (r, c, s) in pool.items() if name in variants and k_steps >= min_k_steps_per_slice * s]
+        options = [f for f in options if taken.items < f.items <= most]
         return max(options, key=lambda f: f.items, default=None)
 
     def by_tiles(problem, best: _Whole, where: str, variants: tuple[str, ...]) -> Choice:
@@ -417,11 +427,13 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                        else f", {cut:g}x less work per SM than whole {base.rows}x{base.cols} tiles")
             small = small_split(problem, taken, k_steps, variants)
             if small is not None:
+                bt = small.name in builds.small_bt_splits
                 return Choice(small.name, f"{idle} SMs idle: K split {small.s} ways of {small.rows}x{small.width} tiles "
-                                          f"with two k groups ({k_steps} k steps of {tile_k}, about "
-                                          f"{cdiv(k_steps, small.s)} a slice) gives {small.items} work items, at "
-                                          f"most 1/{SMALL_SPLIT_ITEMS} of the SMs, where {s} slices{size} give "
-                                          f"{items}, at most 1/{SMALL_SPLIT_FROM} of them")
+                                          f"with two k groups{' writing Bt in shared memory' if bt else ''} "
+                                          f"({k_steps} k steps of {tile_k}, about {cdiv(k_steps, small.s)} a slice) "
+                                          f"gives {small.items} work items, at most "
+                                          f"{'one wave' if bt else f'1/{SMALL_SPLIT_ITEMS} of the SMs'}, where {s} "
+                                          f"slices{size} give {items}, at most 1/{SMALL_SPLIT_FROM} of them")
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
                                 f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
         if builds is not None:

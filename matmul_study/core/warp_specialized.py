@@ -433,12 +433,17 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
                                                                     drain_every=0)}
     small = {v.name: (v.config.BM, v.config.bn) for v in variants if isinstance(v, WsVariant)
              and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)}
+    def small_split(v, bt_buffers: int) -> bool:
+        return v.config.split_k > 1 and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2,
+                                                            drain_every=0, split_k=v.config.split_k,
+                                                            bt_buffers=bt_buffers)
+
     small_splits = {v.name: (v.config.BM, v.config.bn, v.config.split_k) for v in variants
-                    if isinstance(v, WsVariant) and v.config.split_k > 1
-                    and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0,
-                                            split_k=v.config.split_k)}
+                    if isinstance(v, WsVariant) and small_split(v, 0)}
+    small_bt_splits = {v.name: (v.config.BM, v.config.bn, v.config.split_k) for v in variants
+                       if isinstance(v, WsVariant) and small_split(v, BT_RING)}
     return TileBuilds(tiles, base.cluster, splits, base.streamk_min_saved if base.streamk else None, twins,
-                      next(iter(small.items()), None), small_splits)
+                      next(iter(small.items()), None), small_splits, small_bt_splits)
 
 
 def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Variant, ...]:
