@@ -299,7 +299,7 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
     # 128x128x32768 16 slices of 4 tiles (64 items), 64x128x32768 and 64x64x65536 32 slices. On an H200 (x the
     # vendor, small-problems/tiles-small-splits-*.txt) fp16 0.97, 1.01, 0.92 against the 64x128 split's 0.87, 0.81,
     # 0.60; 32 slices of 4 tiles (128 items) 0.93.
-    for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_int8", "wgmma_fp8"):
+    for name in ("wgmma_warp_specialized", "wgmma_int8", "wgmma_fp8"):
         method = registry.get(name)
         dtype = method.dtypes[0]
         pick = configs.choose(method, problem(128, 128, 32768, dtype=dtype))
@@ -311,6 +311,15 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
         # 64x64 split's 1.03), and so do the splits past a few tiles.
         for shape in ((256, 128, 16384), (128, 256, 8192), (256, 256, 8192)):
             assert configs.choose(method, problem(*shape, dtype=dtype)).variant == "bm64_bn128_splitk16", shape
+    # tf32 writes Bt in shared memory there, as many slices as fit one wave: 128 items of 4 tiles (0.82 against 0.59
+    # for the transposed 16 slices, small-problems/tiles-small-splits-smem-bt-tf32.txt), 64 of 2.
+    tf32 = registry.get("wgmma_tf32")
+    pick = configs.choose(tf32, problem(128, 128, 32768, dtype="tf32"))
+    assert pick.variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert "writing Bt in shared memory" in pick.reason and "128 work items, at most one wave" in pick.reason
+    assert configs.choose(tf32, problem(64, 128, 32768, dtype="tf32")).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    for shape in ((256, 128, 16384), (128, 256, 8192)):
+        assert configs.choose(tf32, problem(*shape, dtype="tf32")).variant == "bm64_bn128_splitk16", shape
     # Without the 64x64 splits, the 64x128 split as before.
     ws = registry.get("wgmma_warp_specialized")
     without = tuple(v for v in configs.runnable(ws, "float16") if "kg2_splitk" not in v)
@@ -588,8 +597,9 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # pick, 128x128 tiles split 8 or 16 ways on a transposed B, at 0.71-1.05, the same tiles writing Bt in shared memory
 # at 1.00-1.12 (the transpose of B before the kernel, 2 x K x N x 4 bytes, costs most where M is small, which the
 # B-heavy rule's element ratio does not see; tiles-bn128-splits-tf32.txt). Deep K against a few 64x64 tiles
-# (tiles-small-splits-*.txt): 96x96x32768 in 16 slices of 4 tiles (64 items) at 0.87 (bf16) and 0.62 (tf32), in 32
-# slices at 0.89 and 0.67 (fp16 0.88 / 0.89; the rule keeps half the SMs, where 128x128x32768 lost in 32 slices);
+# (tiles-small-splits-*.txt): bf16 96x96x32768 in 16 slices of 4 tiles (64 items) at 0.87, in 32 slices at 0.89
+# (fp16 0.88 / 0.89; the rule keeps half the SMs, where 128x128x32768 lost in 32 slices); tf32 128x128x1024, whose
+# 32 k steps allow 8 slices of 4 writing Bt (1.08), where 16 slices of 2 ran at 1.14;
 # 192x192x16384, 6 tiles of 64x128 split 16 ways (96 items) at 0.98 (FP8) and 0.68 (tf32), 9 of 64x64 split 8 ways
 # (72) at 1.04 and 0.74; 16-bit 256x256x4096, 64x128 tiles split 16 ways (4 k steps a slice) at 1.00 and 0.99, 8 ways
 # at 1.09; 128x128x1024, a split of 16 or 8 k steps at 0.86 (16-bit), 0.76 (FP8) and 0.83 (int8), where the 64x64
@@ -609,7 +619,7 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                    ("256x1024x8192", "bn128_splitk8"), ("256x512x16384", "bn128_splitk16"),
                    ("512x512x8192", "bn128_splitk8"))},
                ("wgmma_warp_specialized", "bfloat16", "96x96x32768"): "bm64_bn64_kg2_splitk16",
-               ("wgmma_tf32", "tf32", "96x96x32768"): "bm64_bn64_kg2_splitk16",
+               ("wgmma_tf32", "tf32", "128x128x1024"): "bm64_bn64_kg2_splitk8_smem_bt",
                ("wgmma_fp8", "float8_e4m3", "192x192x16384"): "bm64_bn128_splitk16",
                ("wgmma_tf32", "tf32", "192x192x16384"): "bm64_bn128_splitk16",
                **{("wgmma_warp_specialized", dtype, "256x256x4096"): "bm64_bn128_splitk16"

@@ -271,10 +271,10 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     # Two consumer warpgroups per 64 rows, taking alternate k steps (WGMMA_WS_K_GROUPS=2): the record's k_groups, its
     # threads and its staging (the second's sums pass through it) follow; every tensor-core rung but the promoted
     # ones has them, at 64x128 and 64x64, without a cluster and without the paced drain; the 64x64 ones also split
-    # along K (a deep K against a few tiles), up to 32 slices.
+    # along K (a deep K against a few tiles), up to 32 slices (tf32's also writing Bt in shared memory).
     for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
         method = registry.get(name)
-        twos = {v.name: v.config for v in method.variants if v.config.k_groups == 2}
+        twos = {v.name: v.config for v in method.variants if v.config.k_groups == 2 and not v.config.bt_smem}
         splits = {f"bm64_bn64_kg2_splitk{s}": s for s in WS_SMALL_SPLITS}
         assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2", *splits}, name
         assert max(WS_SMALL_SPLITS) == 32
@@ -286,5 +286,12 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
             assert "WGMMA_WS_K_GROUPS=2" in config.defines and "WGMMA_WS_THREADS=384" in config.defines
             assert config.shared_bytes <= SM90_SHARED_BYTES
     assert {v.name for v in registry.get("wgmma_3xtf32").variants if v.config.k_groups == 2} == set()
+    tf32 = registry.get("wgmma_tf32")
+    bt = {v.name: v.config for v in tf32.variants if v.config.k_groups == 2 and v.config.bt_smem}
+    assert set(bt) == {f"bm64_bn64_kg2_splitk{s}_smem_bt" for s in WS_SMALL_SPLITS}
+    for config in bt.values():
+        assert config == replace(tf32.config, bm=SHORT_BM, bn=64, cluster=1, k_groups=2, drain_every=0,
+                                 split_k=config.split_k, bt_buffers=4)
+        assert config.shared_bytes <= SM90_SHARED_BYTES
     launch = WS.launch_for(problem(1024, 1024, 8192), "bm64_bn128_kg2")
     assert launch.threads == (384, 1, 1) and launch.cluster == (1, 1, 1) and launch.grid == (128, 1, 1)
