@@ -178,11 +178,12 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
 // partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
 // free once the partial is out, are the load buffer: a thread's whole share (BN / 8 / SPLIT_K quads of each slice)
 // is in flight at once (where SPLIT_K passes d's ACCUMULATORS / 4 quads, one quad of each slice, in batches of that
-// many slices, added in slice order as each batch comes), in no registers beyond d's (ptxas budgets the kernel at the launch bound's 168, and d
-// stays allocated for the next item's wgmmas; a buffer of its own spilled beyond 4 quads). Against 4 loads at a
-// time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200, fp16). Quad q*256 + ct is consumer
-// thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns 8q + 2 (ct % 4) and the
-// next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by other SMs.
+// many slices, added in slice order as each batch comes), in no registers beyond d's (ptxas budgets the kernel at
+// the launch bound's 168, and d stays allocated for the next item's wgmmas; a buffer of its own spilled beyond 4
+// quads). Against 4 loads at a time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200, fp16). Quad
+// q*256 + ct is consumer thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns
+// 8q + 2 (ct % 4) and the next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by
+// other SMs.
 template <typename V>
 __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>* parts, int slice, int splits, V* C,
                                            int m, int n, int m0, int n0, int ct)

@@ -113,7 +113,7 @@ SMALL_TILE_RATE = 0.48
 # Where the split the model takes makes work items for at most a quarter of the SMs (a few 64x128 tiles against a
 # deep K: their deepest split, 16 slices, makes 16 or 32), the 64x64 tiles with two k groups split as many ways as
 # keep their items within half the SMs (TileBuilds.small_splits). On an H200 (x the vendor; small-problems/
-# small-splits-*.txt), fp16 against the 64x128 split: 128x128x32768 16 slices of 4 tiles 0.97 against 0.87,
+# tiles-small-splits-*.txt), fp16 against the 64x128 split: 128x128x32768 16 slices of 4 tiles 0.97 against 0.87,
 # 128x128x16384 0.99 / 0.93, 96x96x32768 0.88 / 0.79, 64x128x32768 32 slices of 2 tiles 1.01 / 0.81, 64x64x65536 32
 # of 1 0.92 / 0.60; int8 1.13 / 1.05, 1.24 / 1.17, 1.08 / 1.00, 1.18 / 1.08, 1.28 / 0.95. Past half the SMs the
 # slices lose again (128x128x32768 in 32 slices, 128 items: fp16 0.93, int8 1.08); at 64 items of 64x128 tiles
@@ -428,12 +428,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             small = small_split(problem, taken, k_steps, variants)
             if small is not None:
                 bt = small.name in builds.small_bt_splits
-                return Choice(small.name, f"{idle} SMs idle: K split {small.s} ways of {small.rows}x{small.width} tiles "
-                                          f"with two k groups{' writing Bt in shared memory' if bt else ''} "
-                                          f"({k_steps} k steps of {tile_k}, about {cdiv(k_steps, small.s)} a slice) "
-                                          f"gives {small.items} work items, at most "
-                                          f"{'one wave' if bt else f'1/{SMALL_SPLIT_ITEMS} of the SMs'}, where {s} "
-                                          f"slices{size} give {items}, at most 1/{SMALL_SPLIT_FROM} of them")
+                return Choice(small.name,
+                              f"{idle} SMs idle: K split {small.s} ways of {small.rows}x{small.width} tiles with two "
+                              f"k groups{' writing Bt in shared memory' if bt else ''} ({k_steps} k steps of "
+                              f"{tile_k}, about {cdiv(k_steps, small.s)} a slice) gives {small.items} work items, at "
+                              f"most {'one wave' if bt else f'1/{SMALL_SPLIT_ITEMS} of the SMs'}, where {s} "
+                              f"slices{size} give {items}, at most 1/{SMALL_SPLIT_FROM} of them")
             return Choice(name, f"{idle} SMs idle: K split {s} ways{size} ({k_steps} k steps of {tile_k}, about "
                                 f"{cdiv(k_steps, s)} a slice) gives {items} work items{against}")
         if builds is not None:

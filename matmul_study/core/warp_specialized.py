@@ -417,8 +417,9 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     heuristic's few-columns rule weighs) or in a cluster of 1 alone (cluster1: no pairs of row tiles, which an odd
     count of them leaves one CTA short), its split builds of tiles with fewer rows than its own
     (bm64_bn128_splitk<S>), where its whole tiles split a last partial wave by k steps, the builds that run one of
-    those tiles with two k groups (bm64_bn128_kg2), and its 64x64 tiles with two k groups (bm64_bn64_kg2) and their splits, for the
-    wave model of its heuristic (configs.persistent_split_k)."""
+    those tiles with two k groups (bm64_bn128_kg2), and its 64x64 tiles with two k groups (bm64_bn64_kg2) and their
+    splits (those that write Bt in shared memory apart), for the wave model of its heuristic
+    (configs.persistent_split_k)."""
     tiles = {v.name: (v.config.BM, v.config.bn, v.config.cluster) for v in variants
              if isinstance(v, WsVariant) and v.config.bn != NARROWEST_BN
              and ((v.config.BM, v.config.bn) != (base.BM, base.bn) or v.config.cluster == 1)
@@ -433,6 +434,7 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
                                                                     drain_every=0)}
     small = {v.name: (v.config.BM, v.config.bn) for v in variants if isinstance(v, WsVariant)
              and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)}
+
     def small_split(v, bt_buffers: int) -> bool:
         return v.config.split_k > 1 and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2,
                                                             drain_every=0, split_k=v.config.split_k,
