@@ -246,8 +246,9 @@ def test_of_equal_cuts_the_larger_tile_takes_slices_deep_enough_to_fill_its_pipe
     # steps per 128x128 of its area (DEEP_SLICE_AREA; 16 in 16-bit and FP8, 32 in tf32 and int8): in fp16, bf16 and
     # tf32 the 128x128 tiles (H200 x cuBLAS, tiles-bn128-splits-*.txt: 0.85, 0.85, 0.95 against 0.71, 0.71, 0.92 for
     # 128x256 split 16 and 0.68, 0.68, 0.79 for 64x128 split 4); in int8 and FP8 the 64x128 ones (1.09 and 0.92; FP8
-    # has no 128x128 splits, and its 128x256 ones ran at 0.71).
-    picks = {("wgmma_tf32", "tf32"): "bn128_splitk8", ("wgmma_warp_specialized", "float16"): "bn128_splitk8",
+    # has no 128x128 splits, and its 128x256 ones ran at 0.71). tf32 runs that split writing Bt in shared memory
+    # (configs.bt_twin: 1.02).
+    picks = {("wgmma_tf32", "tf32"): "bn128_splitk8_smem_bt", ("wgmma_warp_specialized", "float16"): "bn128_splitk8",
              ("wgmma_warp_specialized", "bfloat16"): "bn128_splitk8", ("wgmma_int8", "int8"): "bm64_bn128_splitk4",
              ("wgmma_fp8", "float8_e4m3"): "bm64_bn128_splitk4"}
     for (method, dtype), variant in picks.items():
@@ -266,7 +267,10 @@ def test_deep_slices_past_token_rows_split_half_a_wave_of_whole_tiles_two_fold()
     # 64x128 tiles (tiles-bn128-splits-*.txt). int8's 64 k steps keep 16 a slice: its whole 64x64 tiles (1.16).
     for shape in ((512, 1024, 8192), (1024, 512, 8192)):
         assert configs.choose(registry.get("wgmma_warp_specialized"), problem(*shape)).variant == "bn128_splitk4"
-        assert configs.choose(registry.get("wgmma_tf32"), problem(*shape, dtype="tf32")).variant == "bn128_splitk4"
+    # tf32 writes Bt in shared memory over 4 rows of tiles (configs.bt_twin; 0.87 against 0.86), not over 8.
+    assert configs.choose(registry.get("wgmma_tf32"), problem(512, 1024, 8192, dtype="tf32")).variant == (
+        "bn128_splitk4_smem_bt")
+    assert configs.choose(registry.get("wgmma_tf32"), problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
     assert configs.choose(registry.get("wgmma_int8"), problem(512, 1024, 8192, dtype="int8")).variant == (
         "bm64_bn64_kg2")
     # Token rows keep the full cut (64x6144x4096: 64x128 tiles whole 0.87, split 2 ways 0.77).
@@ -324,6 +328,27 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
     ws = registry.get("wgmma_warp_specialized")
     without = tuple(v for v in configs.runnable(ws, "float16") if "kg2_splitk" not in v)
     assert ws.choose(problem(128, 128, 32768), without).variant == "bm64_bn128_splitk16"
+
+
+def test_tf32_splits_that_fill_the_sms_over_a_few_rows_of_tiles_write_bt_in_shared_memory():
+    # configs.bt_twin: the wave model's split, and where its items fill 7/8 of the SMs over at most 4 rows of tiles,
+    # the same split writing Bt in shared memory (an H200, x cuBLAS: 256x512x16384 0.76 -> 1.11, 192x1024x8192 0.71 ->
+    # 1.00, 256x256x8192 0.91 -> 0.99, 256x256x4096 0.96 -> 1.13; small-problems/tiles-bt-twins-*.txt and the sweeps).
+    tf32 = registry.get("wgmma_tf32")
+    for shape, split in (((256, 512, 16384), "bn128_splitk16"), ((192, 1024, 8192), "bn128_splitk8"),
+                         ((256, 256, 8192), "bm64_bn128_splitk16"), ((256, 256, 4096), "bm64_bn128_splitk16")):
+        pick = configs.choose(tf32, problem(*shape, dtype="tf32"))
+        assert pick.variant == f"{split}_smem_bt", shape
+        assert "writes its slice's Bt in shared memory" in pick.reason
+    # Fewer items (384x768x8192: 72, 0.73 against the twin's 0.67), or 8 rows of tiles (1024x512x8192: 1.23 / 1.03),
+    # keep the transposed split; the other rungs have no twins.
+    assert configs.choose(tf32, problem(384, 768, 8192, dtype="tf32")).variant == "bn128_splitk4"
+    assert configs.choose(tf32, problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
+    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(256, 512, 16384)).variant == "bn128_splitk16"
+    # A rung without the twin keeps its split.
+    rest = configs.persistent_split_k(128, 256, 64, narrow_n=128)
+    rule = configs.bt_twin(rest, {"": (128, 256), "bn128": (128, 128)}, "smem_bt")
+    assert rule(problem(256, 512, 16384), WIDE_AND_NARROW) == rest(problem(256, 512, 16384), WIDE_AND_NARROW)
 
 
 def test_without_128x128_builds_the_narrow_heuristic_is_the_wide_one():
@@ -570,7 +595,8 @@ def test_the_decode_picks_fit_the_committed_sweeps():
 
 
 TILE_SWEEPS = [*sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("tiles*.txt")),
-               *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("deep-k-wgmma_*.txt"))]
+               *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("deep-k-wgmma_*.txt")),
+               REPO / "results/reference/NVIDIA_H200/small-problems/tf32-smem-bt-deep-k.txt"]
 # The most the warp-specialised rungs' pick may lose to the best build measured, per dtype: tf32 448x6144x4096 runs
 # 128x128 tiles, a wave and 6 tiles split by k steps, at 0.712, its 128x256 ones, one wave, at 0.740; FP8
 # at 64x14336x4096 runs 56 tiles of 64x256 at 0.95, where 112 of 64x128, two waves of 2-CTA clusters by the model,
@@ -593,10 +619,11 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # times) the former lead, 0.85 against 0.76 (tiles-bn192-moved-tf32.txt). FP8 65x4096x4096, one row of 64 and one of
 # a single row: 64x128 tiles in pairs at 0.80, the same with two k groups and no cluster at 0.86, which in fp16 ran at
 # 0.58 against 0.69 (tiles-k-groups-*.txt). bf16 and int8 256x256x8192: 64x128 tiles split 16 ways at 0.96 and 1.16,
-# 8 ways at 1.00 and 1.23 (tiles-bn128-splits-*.txt). tf32 at deep K with 192-512 rows against 512-1024 columns: the
-# pick, 128x128 tiles split 8 or 16 ways on a transposed B, at 0.71-1.05, the same tiles writing Bt in shared memory
-# at 1.00-1.12 (the transpose of B before the kernel, 2 x K x N x 4 bytes, costs most where M is small, which the
-# B-heavy rule's element ratio does not see; tiles-bn128-splits-tf32.txt). Deep K against a few 64x64 tiles
+# 8 ways at 1.00 and 1.23 (tiles-bn128-splits-*.txt). tf32 where its splits write Bt in shared memory and the wave
+# model, which weighs the transposed builds, picks another tile or split than the best of those: 320x640x16384, 5
+# rows of 64x128 tiles split 4 ways (transposed, 100 items) at 0.83, 128x128 ones split 8 ways writing Bt at 1.13;
+# 256x512x8192, 64x128 split 8 ways writing Bt at 0.83 (transposed 0.74), 128x128 split 16 ways writing Bt at 1.11;
+# 256x1024x1024 1.02 against 1.08 (tiles-bt-twins-*.txt). Deep K against a few 64x64 tiles
 # (tiles-small-splits-*.txt): bf16 96x96x32768 in 16 slices of 4 tiles (64 items) at 0.87, in 32 slices at 0.89
 # (fp16 0.88 / 0.89; the rule keeps half the SMs, where 128x128x32768 lost in 32 slices); tf32 128x128x1024, whose
 # 32 k steps allow 8 slices of 4 writing Bt (1.08), where 16 slices of 2 ran at 1.14;
@@ -609,15 +636,13 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bm64_bn64_kg2",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",
                ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
-               ("wgmma_tf32", "tf32", "256x256x8192"): "bm64_bn128_splitk16",
                ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt",
                ("wgmma_fp8", "float8_e4m3", "65x4096x4096"): "bm64_bn128",
                ("wgmma_warp_specialized", "bfloat16", "256x256x8192"): "bm64_bn128_splitk16",
                ("wgmma_int8", "int8", "256x256x8192"): "bm64_bn128_splitk16",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
-                   ("512x512x16384", "bn128_splitk8"), ("192x1024x8192", "bn128_splitk8"),
-                   ("256x1024x8192", "bn128_splitk8"), ("256x512x16384", "bn128_splitk16"),
-                   ("512x512x8192", "bn128_splitk8"))},
+                   ("320x640x16384", "bm64_bn128_splitk4"), ("256x512x8192", "bm64_bn128_splitk8_smem_bt"),
+                   ("256x1024x1024", "bm64_bn128_splitk4_smem_bt"))},
                ("wgmma_warp_specialized", "bfloat16", "96x96x32768"): "bm64_bn64_kg2_splitk16",
                ("wgmma_tf32", "tf32", "128x128x1024"): "bm64_bn64_kg2_splitk8_smem_bt",
                ("wgmma_fp8", "float8_e4m3", "192x192x16384"): "bm64_bn128_splitk16",
@@ -681,8 +706,10 @@ def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
                                 (1, 4096, 4096): "bm64_bn128_splitk4_smem_bt"}.items():
         chosen = pick(m, n, k)
         assert chosen.variant == expected and "Bt written in shared memory" in chosen.reason, (m, n, k, chosen)
-    for m, n, k in ((512, 4096, 4096), (4096, 4096, 4096), (1024, 1024, 1024), (256, 256, 8192)):  # B <= 4x A and C
+    for m, n, k in ((512, 4096, 4096), (4096, 4096, 4096), (1024, 1024, 1024)):  # B <= 4x A and C
         assert not pick(m, n, k).variant.endswith("smem_bt")
+    # (256x256x8192's split writes Bt through another rule, configs.bt_twin: its items fill the SMs.)
+    assert "Bt written in shared memory" not in pick(256, 256, 8192).reason
     # Splits stay within a wave: 48 tiles of 64x128 split 2 ways (96 slices), not 4 (192).
     assert pick(64, 6144, 4096).variant == "bm64_bn128_splitk2_smem_bt"
     # Without those builds among the variants (a config that names others), the wave model's pick.

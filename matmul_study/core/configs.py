@@ -12,6 +12,8 @@ the job and the regret table all go through these two, so that they cannot disag
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -531,6 +533,47 @@ def b_heavy(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[str,
                f"{tm}x{tn} on {problem.sm_count} SMs")
         return Choice(name, why + (f", K split {split} ways: the least work for the busiest SM" if split > 1 else
                                    ": the least work for the busiest SM"))
+
+    return choose
+
+
+# Where tf32's pick is a split of K whose work items fill the SMs (at least this share of them) over at most this many
+# rows of tiles, the same split writing Bt in shared memory runs it (bt_twin). On an H200 (x cuBLAS, one process;
+# small-problems/tiles-bn128-splits-tf32.txt, tf32-smem-bt-deep-k.txt, tiles-small-splits-smem-bt-more-tf32.txt,
+# tiles-bt-twins-*.txt), the split against its twin: 256x512x16384 (2 rows of 128x128 tiles, 128 items) 0.76 / 1.11,
+# 192x1024x8192 0.71 / 1.00, 256x1024x8192 0.81 / 1.12, 128x1024x8192 (1 row) 0.79 / 1.10, 512x512x16384 (4 rows)
+# 0.96 / 1.02, 512x512x8192 1.05 / 1.12, 256x256x8192 (4 rows of 64x128) 0.91 / 0.99, 256x256x4096 (4 k steps a
+# slice) 0.96 / 1.13, 256x512x8192 0.74 / 0.84, 256x1024x1024 (128 items of 8 k steps) 0.93 / 1.02, 512x1024x8192
+# 0.86 / 0.87; with fewer items the twin lost or tied (384x384x16384, 72 items, 0.86 / 0.80; 384x768x8192, 72, 0.73 /
+# 0.67; 160x128x16384, 48, 0.87 / 0.61; 192x192x16384, 96, 0.69 / 0.70), and over 8 rows of tiles too
+# (1024x512x8192, 128 items, 1.23 / 1.03): each row of tiles writes all of Bt again.
+BT_TWIN_FILL = 7 / 8
+BT_TWIN_ROW_TILES = 4
+
+
+def bt_twin(rest: Callable[[object, tuple[str, ...]], Choice], tiles: dict[str, tuple[int, int]], suffix: str,
+            fill: float = BT_TWIN_FILL, row_tiles: int = BT_TWIN_ROW_TILES
+            ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose splits have twins that write Bt in shared memory (<split>_<suffix>; `tiles`:
+    the split builds' tile name, "" for the rung's own, -> tile rows and columns): `rest`'s pick, and where that is a
+    split whose work items fill at least `fill` of the SMs over at most `row_tiles` rows of tiles, its twin (see
+    BT_TWIN_FILL). B transposed before the kernel moves all of it
+    twice more; written in shared memory, each CTA writes its slice's Bt, which a full wave of CTAs shares out, and
+    each row of tiles writes it again."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        split = re.fullmatch(r"(?:(.+)_)?splitk(\d+)", picked.variant)
+        twin = f"{picked.variant}_{suffix}"
+        if split is None or twin not in variants or (split.group(1) or "") not in tiles:
+            return picked
+        tm, tn = tiles[split.group(1) or ""]
+        rows, items = cdiv(problem.m, tm), cdiv(problem.m, tm) * cdiv(problem.n, tn) * int(split.group(2))
+        if rows > row_tiles or items < fill * problem.sm_count:
+            return picked
+        return Choice(twin, f"{picked.reason}; its {items} work items fill the SMs over {rows} row"
+                            f"{'s' if rows != 1 else ''} of tiles, so each writes its slice's Bt in shared memory "
+                            "instead of all of B transposed before the kernel")
 
     return choose
 

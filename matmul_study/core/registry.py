@@ -48,6 +48,8 @@ WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2))
                     *ws_k_group_variants(WS_TF32),
                     *ws_bn64_variants(WS_TF32), *bt_smem_variants(WS_TF32))
 # int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace).
+# tf32's tiles whose builds also write Bt in shared memory (their <tile>_smem_bt and <tile>_splitk<S>_smem_bt twins)
+TF32_BT_TILES = {f"bn{NARROW_BN}": (WS_TF32.BM, NARROW_BN), f"bm{SHORT_BM}_bn{NARROW_BN}": (SHORT_BM, NARROW_BN)}
 WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_BYTES),
                     ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
                     *ws_k_group_variants(WS_BYTES),
@@ -301,11 +303,13 @@ METHODS: dict[str, Method] = {
             variants=WS_TF32_VARIANTS,
             # Where B is most of the bytes, the kernel writes Bt in shared memory (its 128x128 and 64x128 builds);
             # elsewhere B is transposed before it, and the wave model weighs the tiles and splits.
-            choose=configs.b_heavy(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
-                                                              builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
-                                                              few_columns=NARROWEST_BN),
-                                   {f"bn{NARROW_BN}": (WS_TF32.BM, NARROW_BN),
-                                    f"bm{SHORT_BM}_bn{NARROW_BN}": (SHORT_BM, NARROW_BN)}, BT_SMEM_SUFFIX),
+            # Splits of a deep K that fill the SMs over a few rows of tiles write Bt themselves too (bt_twin).
+            choose=configs.b_heavy(configs.bt_twin(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
+                                                                              builds=ws_tile_builds(WS_TF32,
+                                                                                                    WS_TF32_VARIANTS),
+                                                                              few_columns=NARROWEST_BN),
+                                                   {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
+                                   TF32_BT_TILES, BT_SMEM_SUFFIX),
         ),
         ws_rung(
             "wgmma_3xtf32",
