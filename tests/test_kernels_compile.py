@@ -497,11 +497,13 @@ def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path
     # (m, n, k) -> CTA tiles with clusters of 1 and of 2 (300 rows: 3 tiles, or 2 clusters of 2), 128 or 64 rows,
     # 256, 128 or 64 wide
     for shape, cta_tiles in (((512, 512, 512), {(1, 128, 256): 8, (2, 128, 256): 8, (2, 128, 128): 16,
-                                                (1, 128, 128): 16, (1, 64, 128): 32, (1, 128, 64): 32}),
+                                                (1, 128, 128): 16, (1, 64, 128): 32, (1, 128, 64): 32,
+                                                (1, 64, 64): 64}),
                              ((129, 17, 3001), {(1, 128, 256): 2, (2, 128, 256): 2, (2, 128, 128): 2,
-                                                (1, 128, 128): 2, (1, 64, 128): 3, (1, 128, 64): 2}),
+                                                (1, 128, 128): 2, (1, 64, 128): 3, (1, 128, 64): 2, (1, 64, 64): 3}),
                              ((300, 520, 8193), {(1, 128, 256): 3 * 3, (2, 128, 256): 4 * 3, (2, 128, 128): 4 * 5,
-                                                 (1, 128, 128): 3 * 5, (1, 64, 128): 5 * 5, (1, 128, 64): 3 * 9})):
+                                                 (1, 128, 128): 3 * 5, (1, 64, 128): 5 * 5, (1, 128, 64): 3 * 9,
+                                                 (1, 64, 64): 5 * 9})):
         cta_tiles = cta_tiles[config.cluster, config.BM, config.bn]
         problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
         assert m.workspace_bytes(problem, variant) == cta_tiles * (split * part_bytes + 4)
