@@ -345,7 +345,6 @@ import pycuda.autoprimaryctx
 import pycuda.driver as cuda
 import pycuda.gpuarray as gpuarray
 from matmul_study.core import dtypes, registry
-from matmul_study.core.warp_specialized import WS_SMALL_SPLITS
 from matmul_study.launch import launchers
 from matmul_study.core.specs import Problem
 

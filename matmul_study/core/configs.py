@@ -13,7 +13,6 @@ the job and the regret table all go through these two, so that they cannot disag
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
