@@ -28,6 +28,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eight-warps", nargs="+", type=float, default=[0.7, 0.8, 0.9, 1.0])
     p.add_argument("--block-us", nargs="+", type=float, default=[0.5, 1.0, 2.0])
     p.add_argument("--partial-gbps", nargs="+", type=float, default=[50.0, 100.0, 200.0])
+    p.add_argument("--descend", action="store_true",
+                   help="start from the registry's facts and move one at a time over these values (tile_fit.descend) "
+                        "instead of trying the whole grid: for a method with more tiles than the grid can take")
     return p
 
 
@@ -46,11 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     widest = {r: max(c for rr, c in shapes if rr == r) for r, _ in shapes}
     keys = [*sorted(widest), *sorted((r, c) for r, c in shapes if c < widest[r])]
     sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
-    fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys},
-                        tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us),
-                        tuple(args.partial_gbps))
-    best = fits[0]
-    print(f"best of {len(fits)}: {best.rates}")
+    grids = tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us), tuple(args.partial_gbps)
+    if args.descend:
+        start = registry.TILE_RATES[args.method][args.dtype]
+        show("the registry's facts", tile_fit.evaluate(args.method, args.dtype, start, sweep))
+        best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids)
+        print(f"descended to: {best.rates}")
+    else:
+        fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys}, *grids)
+        best = fits[0]
+        print(f"best of {len(fits)}: {best.rates}")
     show("fitted", best)
     if args.check:
         show("checked", tile_fit.evaluate(args.method, args.dtype, best.rates,

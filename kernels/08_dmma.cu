@@ -55,12 +55,18 @@ struct Config {
     static_assert(STAGES >= 2, "");
 };
 
-// The configuration dmma_matmul compiles: block tile, k slice and stages are the registry's (core/geometry.py, DMMA:
-// -DDMMA_BM, _BN, _BK, _STAGES), warp tile (64 x 32) and mma shape (m16n8k4) the kernel's own. A tile of fewer
-// than 64 rows (the decode builds, 16 or 32 token rows) lays its warps side by side along N, each BM x 32: no warp
-// multiplies rows past the tile's. The registry's thread count and dynamic shared memory (-DDMMA_THREADS,
-// -DDMMA_SMEM_BYTES) are what the launch gives: checked against the warp layout and the stages.
-constexpr int WARP_M = DMMA_BM < 64 ? DMMA_BM : 64;
+// The configuration dmma_matmul compiles: block tile, k slice, stages and threads are the registry's
+// (core/geometry.py, DMMA: -DDMMA_BM, _BN, _BK, _STAGES, _THREADS), the mma shape (m16n8k4) the kernel's own. The
+// warps are laid out from the thread count: BN / 32 of them side by side along N, each 32 columns wide, and the rest
+// stacked along M, so a warp is WARP_M = BM / (warps / (BN / 32)) rows high: 64 x 32 in the 128 x 128 tiles of 8
+// warps and the 128 x 64 ones of 4; BM x 32 in the decode tiles (16 or 32 token rows, 4 warps side by side, so no
+// warp multiplies rows past the tile's); 32 x 32 in the 64-row tiles (64 x 128 of 8 warps, 64 x 64 of 4), whose
+// 32 accumulators a thread leave room for more warps to an SM. The registry's dynamic shared memory
+// (-DDMMA_SMEM_BYTES) is what the launch gives: checked against the stages.
+constexpr int WARPS_N = DMMA_BN / 32;
+static_assert(DMMA_BN % 32 == 0 && DMMA_THREADS % (32 * WARPS_N) == 0,
+              "the registry's thread count lays no whole warps over the tile's 32-column strips");
+constexpr int WARP_M = DMMA_BM / (DMMA_THREADS / (32 * WARPS_N));
 using DefaultConfig = Config<DMMA_BM, DMMA_BN, DMMA_BK, WARP_M, 32, DMMA_STAGES, 4>;
 static_assert(DMMA_THREADS == DefaultConfig::THREADS, "the registry's thread count is not the warp layout's");
 static_assert(DefaultConfig::SMEM_BYTES <= DMMA_SMEM_BYTES,

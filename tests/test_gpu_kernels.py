@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, geometry, registry
 from matmul_study.core.warp_specialized import WS_SMALL_SPLITS
 
 from matmul_study.measure import inputs
@@ -307,6 +307,24 @@ def test_narrow_builds_match_reference(variant_cubin, method, variant, dtype, sh
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
+# dmma's 64-row builds (64 x 128 tiles of 8 warps, 64 x 64 of 4, a warp per 32 x 32; whole or split): M of 1 and 65
+# (past one tile), ragged N and K, unaligned rows (k odd), several tiles of a deep uneven K; split builds three
+# times, the same bits.
+SQUARE_BUILDS = [("dmma", v.name, "float64") for v in registry.get("dmma").variants if v.name.startswith("bm64")]
+SQUARE_SHAPES = [(1, 1, 1), (65, 1000, 129), (257, 511, 65), (130, 3001, 200), (300, 8193, 520)]
+
+
+def test_every_64_row_dmma_build_is_checked():
+    assert {v for _, v, _ in SQUARE_BUILDS} == {
+        base + (f"_splitk{s}" if s > 1 else "") for base in ("bm64", "bm64_bn64") for s in geometry.DMMA_SQUARE_SPLITS}
+
+
+@pytest.mark.parametrize("shape", SQUARE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", SQUARE_BUILDS)
+def test_64_row_dmma_builds_match_reference(variant_cubin, method, variant, dtype, shape):
+    check_build(variant_cubin, method, variant, dtype, shape)
+
+
 @pytest.fixture(scope="module")
 def warptiled_fp32_ptx(tmp_path_factory):
     """warptiled float32 as PTX for a virtual arch, which the driver compiles for this GPU when it is loaded:
@@ -344,7 +362,7 @@ import numpy as np
 import pycuda.autoprimaryctx
 import pycuda.driver as cuda
 import pycuda.gpuarray as gpuarray
-from matmul_study.core import dtypes, registry
+from matmul_study.core import dtypes, geometry, registry
 from matmul_study.launch import launchers
 from matmul_study.core.specs import Problem
 

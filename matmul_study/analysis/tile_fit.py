@@ -10,7 +10,7 @@ sweep did not run counts as a miss, so a fit cannot hide behind builds nobody me
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from matmul_study.core import configs, dtypes, registry
@@ -47,7 +47,8 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
     """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
     m = registry.get(method)
     model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
-                                    lambda problem, variants: _REST)
+                                    lambda problem, variants: _REST,
+                                    ragged_fill=registry.TILE_RAGGED_FILL.get(method, 0.0))
     names = configs.runnable(m, dtype)
     picks = {}
     for shape, builds in sweep.items():
@@ -71,6 +72,31 @@ def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
             for rates in itertools.product(*(gmacs[r] for r in rows))
             for a4, a8, us, gbps in itertools.product(four_warps, eight_warps, block_us, partial_gbps)]
     return sorted(fits, key=lambda f: (round(f.total, 6), round(f.worst, 6)))
+
+
+def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: configs.TileRates,
+            gmacs: tuple[float, ...], four_warps: tuple[float, ...], eight_warps: tuple[float, ...],
+            block_us: tuple[float, ...], partial_gbps: tuple[float, ...]) -> Fit:
+    """From `start`, one fact at a time (each tile's rate over `gmacs`, each warp share, the block's time, the
+    partials' rate over theirs) to the value of least total regret, then least worst, until no fact moves: a fit for
+    more tiles than the whole grid of fit() can try."""
+    def key(f: Fit) -> tuple[float, float]:
+        return round(f.total, 6), round(f.worst, 6)
+
+    def candidates(r: configs.TileRates):
+        for tile in r.gmacs:
+            yield from (replace(r, gmacs={**r.gmacs, tile: g}) for g in gmacs)
+        yield from (replace(r, warp_share={**r.warp_share, 4: a}) for a in four_warps)
+        yield from (replace(r, warp_share={**r.warp_share, 8: a}) for a in eight_warps)
+        yield from (replace(r, block_us=us) for us in block_us)
+        yield from (replace(r, partial_gbps=gbps) for gbps in partial_gbps)
+
+    best = evaluate(method, dtype, start, sweep)
+    while True:
+        step = min((evaluate(method, dtype, r, sweep) for r in candidates(best.rates)), key=key)
+        if key(step) >= key(best):
+            return best
+        best = step
 
 
 def sweep_of(method: str, dtype: str, paths) -> dict[str, dict[str, float]]:

@@ -797,10 +797,11 @@ class TileRates:
 
 def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
                     builds: dict[str, object], rates: dict[str, TileRates],
-                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4
-                    ) -> Callable[[object, tuple[str, ...]], Choice]:
+                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4,
+                    ragged_fill: float = 0.0) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave)
-    or hold as many columns past N as in it, or more (otherwise `rest`), with builds of smaller tiles and of split
+    or hold as many columns past N as in it, or more, or fill their waves of one block an SM to less than
+    `ragged_fill` (a last wave mostly empty; 0: never) (otherwise `rest`), with builds of smaller tiles and of split
     K: every build is weighed by the time its busiest SM takes, and the least wins (of equal times, fewer slices,
     then the larger tile). A build whose tile is narrower than another of the same rows is weighed only where that
     one holds as many columns past N as in it, or more (kernel 7's 32 x 64 tiles against its 32 x 128 ones: at N of
@@ -847,7 +848,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         idle = 2 * tiles <= problem.sm_count
         # A few columns: the default tiles multiply as many columns past N as in it, or more.
         narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
-        if not (idle or narrow) or problem.dtype.name not in rates:
+        fill = tiles / (cdiv(tiles, problem.sm_count) * problem.sm_count)
+        ragged = fill < ragged_fill
+        if not (idle or narrow or ragged) or problem.dtype.name not in rates:
             return rest(problem, variants)
         tiles_of = {name: tile_of(problem, builds.get(name)) for name in (DEFAULT, *variants)
                     if name == DEFAULT or name in builds}
@@ -862,7 +865,8 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         us, s, rows, cols, blocks, busiest = weighed[name]
         where = (f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on {problem.sm_count} SMs "
                  + (f"leave{'s' if tiles == 1 else ''} most SMs idle" if idle else
-                    f"hold as many columns past N = {problem.n} as in it, or more"))
+                    f"hold as many columns past N = {problem.n} as in it, or more" if narrow else
+                    f"fill their waves to {fill:.0%}"))
         split = f", K in {s} slices" if s > 1 else ""
         against = (f"{weighed[DEFAULT][0] / us:.1f}x less than whole default tiles" if name != DEFAULT
                    else "the default tiles themselves")

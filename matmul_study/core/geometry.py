@@ -296,6 +296,28 @@ def dmma_narrow_variants() -> tuple[Variant, ...]:
         family, s, name, f"narrow tiles: 128x{DMMA_NARROW_TILE_N}, 4 warps of 64x32, 3 stages{how}"))
 
 
+# 08_dmma.cu's 64-row builds (variants bm64[_splitk<S>]: 64 x 128 tiles of 8 warps; bm64_bn64[_splitk<S>]: 64 x 64
+# of 4), warps of 32 x 32, 4 stages (106 KB and 74 KB). For squares of 512-3072, where the 128 x 128 tiles are too
+# few for the SMs or leave a last wave mostly empty, and the decode tiles stream B for 16 or 32 rows at a time.
+# ptxas (nvcc 13.0) gives them 152-218 registers a thread, so an SM holds one 64 x 128 block, three 64 x 64 ones
+# whole or split 2 ways and two split 4 or 8 ways. Held to two 64 x 128 blocks (128 registers) they ran 12 % slower
+# at 1024^3, and their splits spilled (small-problems/dmma-squares-capped-float64.txt).
+DMMA_SQUARE_TILES = ((64, 128), (64, 64))
+DMMA_SQUARE_SPLITS = (1, 2, 4, 8)
+
+
+def dmma_square_variants() -> tuple[Variant, ...]:
+    """kernel 8's 64-row builds: DMMA_SQUARE_TILES, a warp per 32 x 32, whole or split."""
+    def builds(rows: int, cols: int) -> tuple[Variant, ...]:
+        threads = 32 * (rows // 32) * (cols // 32)
+        family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=rows, tile_n=cols, threads=threads),)})
+        base = f"bm{rows}" + (f"_bn{cols}" if cols != _DMMA.tile_n else "")
+        return _split_builds(base, DMMA_SQUARE_SPLITS, lambda s, name, how: family_split_variant(
+            family, s, name, f"64-row tiles: {rows}x{cols}, {threads // 32} warps of 32x32, 4 stages{how}"))
+
+    return tuple(v for rows, cols in DMMA_SQUARE_TILES for v in builds(rows, cols))
+
+
 def _split_builds(base: str, splits: tuple[int, ...], build: Callable[[int, str, str], Variant]
                   ) -> tuple[Variant, ...]:
     """Builds `base` (whole tiles, S = 1) and `base`_splitk<S>, each made by build(S, name, how it splits)."""

@@ -19,8 +19,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
                                         WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED,
                                         decode_variants, dmma_decode_variants, dmma_narrow_variants,
-                                        square_thread_blocks,
-                                        square_thread_blocks_dynamic_tiles, tile_split_k_variants,
+                                        dmma_square_variants, square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
@@ -74,7 +73,8 @@ WARPTILED_TILE_RATES = {
                                  partial_gbps=50.0),
 }
 
-DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants())
+DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
+                 *dmma_square_variants())
 # Kernel 8's tile model, fitted the same way to its 20 builds and the default at 29 shapes (an H200;
 # small-problems/: dmma-tiles-fit-float64.txt with dmma-small-shapes.txt, dmma-narrow-n-float64.txt for a few columns,
 # narrow-dmma-float64.txt for token rows against a narrow N): the pick is the best build at 25 of them and loses at
@@ -82,9 +82,16 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # (dmma-tiles-check-float64.txt) 3.3 % on average, at most 12 % (512^3 and 1024^3). Its 128x64 tiles have a rate of
 # their own.
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 120.0, 128: 140.0, (128, 64): 120.0}, {4: 0.7, 8: 1.0},
-                                 block_us=0.5, partial_gbps=25.0),
+    "float64": configs.TileRates({16: 70.0, 32: 120.0, 64: 160.0, 128: 160.0, (64, 64): 200.0, (128, 64): 120.0},
+                                 {4: 0.7, 8: 1.0}, block_us=1.0, partial_gbps=20.0),
 }
+
+# Where the tile model also weighs kernel 8's builds: its default tiles (128 x 128, one block an SM) fill their
+# waves to less than this (1536^3: 144 tiles, two waves filled to 55 %).
+DMMA_RAGGED_FILL = 0.8
+# The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and where they apply.
+TILE_RATES = {"warptiled": WARPTILED_TILE_RATES, "dmma": DMMA_TILE_RATES}
+TILE_RAGGED_FILL = {"dmma": DMMA_RAGGED_FILL}
 
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
@@ -230,7 +237,8 @@ METHODS: dict[str, Method] = {
             choose=simt_choose(
                 DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
-                                        configs.wave_split_k(DMMA.tile, min_slice_k=128))),
+                                        configs.wave_split_k(DMMA.tile, min_slice_k=128),
+                                        ragged_fill=DMMA_RAGGED_FILL)),
         ),
         Method(
             "wmma_tiled",
