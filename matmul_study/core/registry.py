@@ -75,12 +75,12 @@ WARPTILED_TILE_RATES = {
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
                  *dmma_square_variants())
-# Kernel 8's tile model, fitted the same way to its 20 builds and the default at 29 shapes (an H200;
-# small-problems/: dmma-tiles-fit-float64.txt with dmma-small-shapes.txt, dmma-narrow-n-float64.txt for a few columns,
-# narrow-dmma-float64.txt for token rows against a narrow N): the pick is the best build at 25 of them and loses at
-# most 10 % (6144x64x2048: 8 slices of 128x64 tiles, against 4); at 7 shapes it never saw
-# (dmma-tiles-check-float64.txt) 3.3 % on average, at most 12 % (512^3 and 1024^3). Its 128x64 tiles have a rate of
-# their own.
+# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend) to its 36 builds and the default at 51 shapes
+# past the token rows and in the model's reach (an H200; small-problems/: dmma-tiles-fit-float64.txt,
+# dmma-small-shapes.txt, dmma-tiles-check-float64.txt, dmma-narrow-n-float64.txt, narrow-dmma-float64.txt,
+# dmma-picks-float64.txt, and with the 64-row tiles dmma-squares-float64.txt and dmma-bm64-*.txt): the pick loses 3.6 %
+# on average to the best build measured, at most 22 % (1152^3: 64x128 tiles split 4 ways, against 64x64 ones split
+# 2 ways). Its 64x64 and 128x64 tiles have rates of their own.
 DMMA_TILE_RATES = {
     "float64": configs.TileRates({16: 70.0, 32: 120.0, 64: 160.0, 128: 160.0, (64, 64): 200.0, (128, 64): 120.0},
                                  {4: 0.7, 8: 1.0}, block_us=1.0, partial_gbps=20.0),
