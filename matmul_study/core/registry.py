@@ -19,7 +19,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
                                         WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED,
                                         decode_variants, dmma_decode_variants, dmma_narrow_variants,
-                                        dmma_square_variants, square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
+                                        dmma_square_variants, square_thread_blocks,
+                                        square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
