@@ -6,7 +6,9 @@
       --check results/reference/NVIDIA_H200/small-problems/simt-tiles-check-float32.txt
 
 Prints the best facts of the grid (rates per tile rows or tile shape, shares of 4 and 8 resident warps, a block's
-own time, the partials' rate), the pick and its regret at each fitted shape, and the same at each checked shape.
+own time, the partials' rate; where the default tiles' waves are too ragged, the registry's), the pick and its regret
+at each fitted shape, and the same at each checked shape. --descend moves the registry's facts one at a time instead,
+for a method with more tiles than the whole grid can try.
 """
 from __future__ import annotations
 
@@ -50,13 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     keys = [*sorted(widest), *sorted((r, c) for r, c in shapes if c < widest[r])]
     sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
     grids = tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us), tuple(args.partial_gbps)
+    start = registry.TILE_RATES[args.method][args.dtype]
     if args.descend:
-        start = registry.TILE_RATES[args.method][args.dtype]
         show("the registry's facts", tile_fit.evaluate(args.method, args.dtype, start, sweep))
         best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids)
         print(f"descended to: {best.rates}")
     else:
-        fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys}, *grids)
+        fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys}, *grids,
+                            ragged_fill=start.ragged_fill)
         best = fits[0]
         print(f"best of {len(fits)}: {best.rates}")
     show("fitted", best)

@@ -47,8 +47,7 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
     """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
     m = registry.get(method)
     model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
-                                    lambda problem, variants: _REST,
-                                    ragged_fill=registry.TILE_RAGGED_FILL.get(method, 0.0))
+                                    lambda problem, variants: _REST)
     names = configs.runnable(m, dtype)
     picks = {}
     for shape, builds in sweep.items():
@@ -64,11 +63,13 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
 
 def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
         gmacs: dict[int | tuple[int, int], tuple[float, ...]], four_warps: tuple[float, ...],
-        eight_warps: tuple[float, ...], block_us: tuple[float, ...], partial_gbps: tuple[float, ...]) -> list[Fit]:
+        eight_warps: tuple[float, ...], block_us: tuple[float, ...], partial_gbps: tuple[float, ...],
+        ragged_fill: float = 0.0) -> list[Fit]:
     """Every candidate of the grid (per tile rows, or tile shape, the rates to try; the shares of 4 and 8 resident
-    warps; the block's own time; the partials' rate), best first."""
+    warps; the block's own time; the partials' rate), best first; `ragged_fill` as given, not fitted."""
     rows = list(gmacs)
-    fits = [evaluate(method, dtype, configs.TileRates(dict(zip(rows, rates)), {4: a4, 8: a8}, us, gbps), sweep)
+    fits = [evaluate(method, dtype, configs.TileRates(dict(zip(rows, rates)), {4: a4, 8: a8}, us, gbps, ragged_fill),
+                     sweep)
             for rates in itertools.product(*(gmacs[r] for r in rows))
             for a4, a8, us, gbps in itertools.product(four_warps, eight_warps, block_us, partial_gbps)]
     return sorted(fits, key=lambda f: (round(f.total, 6), round(f.worst, 6)))

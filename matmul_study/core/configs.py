@@ -793,15 +793,18 @@ class TileRates:
     warp_share: dict[int, float]
     block_us: float  # each block's own time: its start, the fill of its pipeline, its epilogue
     partial_gbps: float  # the rate at which a tile's last slice reads the S partial tiles and sums them
+    # Where the model also weighs the builds: the default tiles (one block an SM) fill their waves to less than this
+    # (a last wave mostly empty; 0: never).
+    ragged_fill: float = 0.0
 
 
 def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
                     builds: dict[str, object], rates: dict[str, TileRates],
-                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4,
-                    ragged_fill: float = 0.0) -> Callable[[object, tuple[str, ...]], Choice]:
+                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4
+                    ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave)
-    or hold as many columns past N as in it, or more, or fill their waves of one block an SM to less than
-    `ragged_fill` (a last wave mostly empty; 0: never) (otherwise `rest`), with builds of smaller tiles and of split
+    or hold as many columns past N as in it, or more, or fill their waves of one block an SM to less than the dtype's
+    `ragged_fill` (otherwise `rest`), with builds of smaller tiles and of split
     K: every build is weighed by the time its busiest SM takes, and the least wins (of equal times, fewer slices,
     then the larger tile). A build whose tile is narrower than another of the same rows is weighed only where that
     one holds as many columns past N as in it, or more (kernel 7's 32 x 64 tiles against its 32 x 128 ones: at N of
@@ -810,9 +813,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     A build's blocks (its launch: tiles x slices) are dealt out evenly, so the busiest SM runs cdiv(blocks, SMs) of
     them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's
     `gmacs`, times `warp_share` where few of its warps are resident (the blocks it holds at once, by shared memory
-    and threads: a lone block of 4 warps leaves the FMA units waiting). Each split adds the sum its tiles' last
-    slices do: S partial tiles read at `partial_gbps`. Rows and columns past the problem count as work: a tile
-    multiplies them.
+    and threads: a lone block of 4 warps leaves the FMA units waiting). Each split adds the sums its tiles' last
+    slices do: S partial tiles read at `partial_gbps`, cdiv(tiles, SMs) of them on the busiest SM. Rows and columns
+    past the problem count as work: a tile multiplies them.
 
     `tile(block, dtype)` and `launch(problem)`: the default build's; `builds`: the method's variants by name
     (their launch, and their tile where it is not the default's); `rates`: per dtype. A split needs
@@ -838,8 +841,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         share *= min(1.0, warps / min(fact.warp_share))  # fewer warps than the fewest named: in proportion
         rate = fact.gmacs.get((rows, cols), fact.gmacs.get(rows))
         us = busiest * (rows * cols * cdiv(problem.k, s) / (rate * share) / 1e3 + fact.block_us)
-        if s > 1:
-            us += s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3
+        if s > 1:  # each tile's sum, spread over the SMs: the busiest sums cdiv(tiles, SMs) of them
+            sums = cdiv(shape.grid[0] * shape.grid[1], problem.sm_count)
+            us += sums * s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3
         return us, s, rows, cols, blocks, busiest
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
@@ -849,8 +853,7 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         # A few columns: the default tiles multiply as many columns past N as in it, or more.
         narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
         fill = tiles / (cdiv(tiles, problem.sm_count) * problem.sm_count)
-        ragged = fill < ragged_fill
-        if not (idle or narrow or ragged) or problem.dtype.name not in rates:
+        if problem.dtype.name not in rates or not (idle or narrow or fill < rates[problem.dtype.name].ragged_fill):
             return rest(problem, variants)
         tiles_of = {name: tile_of(problem, builds.get(name)) for name in (DEFAULT, *variants)
                     if name == DEFAULT or name in builds}

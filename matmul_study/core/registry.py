@@ -60,6 +60,12 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
                    ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
                    *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES))
 
+# Where the tile models also weigh kernels 7's and 8's builds (TileRates.ragged_fill): their default tiles (one
+# block an SM) fill their waves to less than this (dmma 1536^3: 144 tiles of 128 x 128, two waves filled to 55 %;
+# warptiled fp32 2304^3: 162 tiles of 128 x 256, 61 %). Not warptiled fp64, which dmma answers for, and whose
+# sweeps ran too few of its splits at such shapes.
+RAGGED_FILL = 0.8
+
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants())
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
@@ -68,8 +74,8 @@ WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_varia
 # (simt-tiles-check-*.txt), 3.2 % and 2.3 % on average, at most 9.5 % and 8 %. fp64's sweep did not run the
 # default tiles' splits at its first four shapes; the suite's pipeline run measured the picks there.
 WARPTILED_TILE_RATES = {
-    "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.5, 8: 0.8}, block_us=1.0,
-                                 partial_gbps=100.0),
+    "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.6, 8: 0.8}, block_us=1.0,
+                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL),
     "float64": configs.TileRates({16: 30.0, 32: 60.0, 128: 70.0}, {4: 0.5, 8: 1.0}, block_us=1.0,
                                  partial_gbps=50.0),
 }
@@ -84,15 +90,11 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # 2 ways). Its 64x64 and 128x64 tiles have rates of their own.
 DMMA_TILE_RATES = {
     "float64": configs.TileRates({16: 70.0, 32: 120.0, 64: 160.0, 128: 160.0, (64, 64): 200.0, (128, 64): 120.0},
-                                 {4: 0.7, 8: 1.0}, block_us=1.0, partial_gbps=20.0),
+                                 {4: 0.7, 8: 1.0}, block_us=1.0, partial_gbps=20.0, ragged_fill=RAGGED_FILL),
 }
 
-# Where the tile model also weighs kernel 8's builds: its default tiles (128 x 128, one block an SM) fill their
-# waves to less than this (1536^3: 144 tiles, two waves filled to 55 %).
-DMMA_RAGGED_FILL = 0.8
-# The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and where they apply.
+# The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend).
 TILE_RATES = {"warptiled": WARPTILED_TILE_RATES, "dmma": DMMA_TILE_RATES}
-TILE_RAGGED_FILL = {"dmma": DMMA_RAGGED_FILL}
 
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
@@ -238,8 +240,7 @@ METHODS: dict[str, Method] = {
             choose=simt_choose(
                 DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
-                                        configs.wave_split_k(DMMA.tile, min_slice_k=128),
-                                        ragged_fill=DMMA_RAGGED_FILL)),
+                                        configs.wave_split_k(DMMA.tile, min_slice_k=128))),
         ),
         Method(
             "wmma_tiled",
