@@ -501,12 +501,12 @@ def test_no_decode_build_of_dmma_spills(tmp_path):
 
 # dmma's tile model, fitted to every build at the shapes of its sweeps (its own shapes past the token rows, few
 # columns, token rows against a narrow N, squares of 256-3072 and the 64-row tiles at all of them): the most its
-# pick may lose (1152^3: 64x128 tiles split 4 ways 0.67 of cuBLAS, 64x64 ones split 2 ways 0.86).
+# pick may lose (1152^3: 64x128 tiles split 2 ways 0.71 of cuBLAS, 64x64 ones split 2 ways 0.86).
 DMMA_FIT = ("dmma-tiles-fit-float64.txt", "dmma-small-shapes.txt", "dmma-tiles-check-float64.txt",
             "dmma-narrow-n-float64.txt", "narrow-dmma-float64.txt", "dmma-picks-float64.txt",
             "dmma-squares-float64.txt", "dmma-bm64-fit-shapes-float64.txt", "dmma-bm64-squares-float64.txt",
             "dmma-bm64-narrow-shapes-float64.txt")
-DMMA_TILE_REGRET = 0.23
+DMMA_TILE_REGRET = 0.19
 
 
 def dmma_sweep():
@@ -529,7 +529,7 @@ def test_the_dmma_tile_model_picks_fit_the_committed_sweeps():
         before = old(problem(m, n, k, "float64"), names).variant
         if before in builds:
             gains.append(builds[chosen] / builds[before])
-    assert sum(regrets) / len(regrets) < 0.04  # 3.6 %
+    assert sum(regrets) / len(regrets) < 0.035  # 3.2 %
     assert max(gains) > 1.5  # 128x128x32768: 0.72 against 0.33 for the default tiles split 32 ways
 
 
