@@ -83,7 +83,7 @@ def test_grid_prunes_int8_for_methods_without_it(make_config):
 def test_int8_splits_meet_in_an_int32_workspace_and_are_weighed_like_16_bits():
     # 16-bit's tiles and splits: the split builds' partials are the int32 accumulators, 4 bytes each, and the
     # generated kernel takes them as int*. The heuristic weighs them all, as 16-bit's does, and runs the 128x256 tiles
-    # without a cluster where they make one wave at most (configs.INT8_OWN_TILES).
+    # without a cluster where they make one wave at most (configs.ONE_WAVE_OWN_TILES).
     m = registry.get("wgmma_int8")
     splits = {v.name for v in m.variants if v.workspace is not None}
     assert {"splitk4", "splitk32", "bn128_splitk4", "bm64_bn128_splitk16", "bn64_splitk8"} <= splits

@@ -172,11 +172,15 @@ def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | N
 # multicasts saves less L2 traffic than the cluster's launch and barriers cost.
 FP8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster: as fast as the 2-CTA clusters or faster at "
                                    "every size measured (FP8, 1536^3-8192^3, on an H200)")
-# int8's, the same tiles without a cluster where they make one wave at most: 1536^3 1.08 against 1.02 and 2048^3
-# 1.38-1.40 against 1.31-1.33 (x cuBLAS, an H200; small-problems/tiles-int8.txt, short-grid.txt, precision/int8.txt).
-# Over more waves the multicast's saved L2 traffic counts: 4096^3 0.983 against 0.979, 8192^3 0.948 against 0.957.
-INT8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one wave at most: faster than the 2-CTA "
-                                    "clusters there (int8, 1536^3 and 2048^3, on an H200)")
+# int8's, 16-bit's and tf32's, the same tiles without a cluster where they make one wave at most (x cuBLAS, an
+# H200): int8 1536^3 1.08 against 1.02 and 2048^3 1.38-1.40 against 1.31-1.33 (small-problems/tiles-int8.txt,
+# short-grid.txt, precision/int8.txt); at the eight one-wave shapes of small-problems/cluster1-*.txt, twice each,
+# fp16 2048^3 1.012 against 0.970, 2048x2048x1024 1.038 against 0.967, the others 0.3-2.5 % faster, bf16 the same,
+# tf32 0.2-3 % faster (2048^3 0.858 against 0.845). A cluster's multicast saves L2 traffic that a single wave does
+# not miss; over more waves it counts: int8 4096^3 0.983 against 0.979, 8192^3 0.948 against 0.957, fp16 4096^3
+# 0.986 against 0.997.
+ONE_WAVE_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one wave at most: faster than the 2-CTA "
+                                        "clusters there (int8, 16-bit and tf32, 1024-2048 rows, on an H200)")
 
 
 class _Whole(NamedTuple):
@@ -263,7 +267,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
     cluster (FP8_OWN_TILES). `own_tiles_in_one_wave`: only where the default tiles make one wave at most (int8's,
-    INT8_OWN_TILES).
+    16-bit's and tf32's: ONE_WAVE_OWN_TILES).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
