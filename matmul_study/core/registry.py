@@ -72,7 +72,9 @@ WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_varia
 # results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
 # fp32 and 11 of 13 measured in fp64, and loses at most 3.2 % (fp32) and 4.7 % (fp64); at 11 shapes it never saw
 # (simt-tiles-check-*.txt), 3.2 % and 2.3 % on average, at most 9.5 % and 8 %. fp64's sweep did not run the
-# default tiles' splits at its first four shapes; the suite's pipeline run measured the picks there.
+# default tiles' splits at its first four shapes; the suite's pipeline run measured the picks there. fp32's facts
+# then descended (--descend) over those sweeps, the 32x64 tiles and 16 squares of 256-3072 (simt-squares-*.txt),
+# where its waves of default tiles are ragged too: 2 % lost on average at 41 shapes, at most 12 %.
 WARPTILED_TILE_RATES = {
     "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.6, 8: 0.8}, block_us=1.0,
                                  partial_gbps=100.0, ragged_fill=RAGGED_FILL),
@@ -198,8 +200,9 @@ METHODS: dict[str, Method] = {
             launch_bounds=WARPTILED.launch_bounds,
             variants=WARPTILED_VARIANTS,
             # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
-            # k steps or more; a narrow N, or more rows where the default tiles leave most SMs idle or hold a few
-            # columns: the build the tile model gives the least time; else the default tiles, split where few.
+            # k steps or more; a narrow N, or more rows where the default tiles leave most SMs idle, hold a few
+            # columns or (fp32) fill their waves to less than RAGGED_FILL: the build the tile model gives the least
+            # time; else the default tiles, split where few.
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
@@ -234,9 +237,10 @@ METHODS: dict[str, Method] = {
             launch_bounds=DMMA.launch_bounds,
             variants=DMMA_VARIANTS,
             # As kernel 7: a few token rows take the decode tiles (BM x 128, BM 16 or 32), K in at most 4 slices;
-            # a narrow N, or more rows where the default tiles leave most SMs idle or hold a few columns, the build
-            # the tile model gives the least time (its 128x64 tiles among them); else the default tiles, split where
-            # few (a k step costs DMMA half the time it costs the SIMT rungs: twice their minimum depth a slice).
+            # a narrow N, or more rows where the default tiles leave most SMs idle, hold a few columns or fill their
+            # waves to less than RAGGED_FILL, the build the tile model gives the least time (its 128x64 and 64-row
+            # tiles among them); else the default tiles, split where few (a k step costs DMMA half the time it
+            # costs the SIMT rungs: twice their minimum depth a slice).
             choose=simt_choose(
                 DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
