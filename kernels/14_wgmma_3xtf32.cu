@@ -1,8 +1,8 @@
 // 3xTF32 GEMM for Hopper (sm_90a), method wgmma_3xtf32: fp32 A and B in, fp32 C out, at fp32's accuracy on the
 // tf32 tensor cores. A pre-pass (wgmma_3xtf32_split, warp_specialized/operands_3xtf32.cuh, where the scheme, its
-// accuracy and its traffic are explained) splits each operand into a big and a small tf32 part, laid out along a
-// K' = 3 kp that sums big·small + small·big + big·big; the GEMM is wgmma_tf32's (the warp-specialised pipeline of
-// kernels/warp_specialized/kernel.cuh with the tf32 operands) over K'.
+// accuracy and its traffic are explained) splits each operand into a big and a small tf32 part, laid out in two
+// blocks of kp; the GEMM is wgmma_tf32's (the warp-specialised pipeline of kernels/warp_specialized/kernel.cuh with
+// the tf32 operands) over K' = 3 kp, its third block reading the big parts again: big·small + small·big + big·big.
 #pragma once
 
 #include "warp_specialized/kernel.cuh"
@@ -16,6 +16,6 @@ __device__ __forceinline__ void wgmma_3xtf32_matmul(const CUtensorMap* tmap_a3, 
 {
     static_assert(sizeof(T) == 4, "fp32 operands (3xTF32 math)");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_ws::OpTf32>(tmap_a3, tmap_bt3, C, m, n, wgmma_3xtf32::wide_k(k), workspace);
+    wgmma_ws::ws_gemm<wgmma_ws::Op3xTf32>(tmap_a3, tmap_bt3, C, m, n, wgmma_3xtf32::wide_k(k), workspace);
 #endif
 }

@@ -15,7 +15,7 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
-from matmul_study.core.warp_specialized import split_tf32_k
+from matmul_study.core.warp_specialized import split_tf32_columns, split_tf32_k, split_tf32_kp
 
 METHOD = "wgmma_3xtf32"
 FP32 = dtypes.get("float32")
@@ -26,18 +26,21 @@ NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
-@pytest.mark.parametrize("k,split", [(1, 12), (3, 12), (4, 12), (5, 24), (33, 108), (129, 396), (4096, 12288)])
-def test_each_block_of_k_is_padded_to_16_bytes(k, split):
-    assert split_tf32_k(k) == split
-    assert split % 3 == 0 and (split // 3 * FP32.itemsize) % 16 == 0 and k <= split // 3 < k + 4
+@pytest.mark.parametrize("k,split", [(1, 96), (3, 96), (32, 96), (33, 192), (129, 480), (4096, 12288)])
+def test_each_block_of_k_is_padded_to_whole_k_steps(k, split):
+    # Three blocks for the GEMM's K, two stored: the third reads the big parts again. A block is a whole number of
+    # the GEMM's k steps of 32 floats (so no k step straddles two blocks), and its rows a whole number of 16 bytes.
+    kp = split_tf32_kp(k)
+    assert split_tf32_k(k) == split == 3 * kp and split_tf32_columns(k) == 2 * kp
+    assert kp % 32 == 0 and (kp * FP32.itemsize) % 16 == 0 and k <= kp < k + 32
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_the_prepass_outputs_are_the_tensor_maps_operands_with_k_split_three_ways(m, n, k):
+def test_the_prepass_outputs_are_the_tensor_maps_operands_with_two_blocks_of_k(m, n, k):
     method = registry.get(METHOD)
     p = Problem(m, n, k, 0, FP32)
     shapes = {o.name: o.shape(p) for o in method.prepass.outputs}
-    assert shapes == {"A3": (m, split_tf32_k(k)), "BT3": (n, split_tf32_k(k))}
+    assert shapes == {"A3": (m, split_tf32_columns(k)), "BT3": (n, split_tf32_columns(k))}
     # The GEMM reads nothing but the pre-pass's outputs, and their rows need no padded copy.
     assert {spec.operand for spec in method.tensor_maps} == set(shapes)
     assert all(cols * FP32.itemsize % 16 == 0 for _, cols in shapes.values())
@@ -46,7 +49,7 @@ def test_the_prepass_outputs_are_the_tensor_maps_operands_with_k_split_three_way
 @pytest.mark.parametrize("m,n,k", SHAPES)
 def test_the_prepass_has_one_block_per_32x32_tile_of_a_and_of_b(m, n, k):
     launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
-    kp = split_tf32_k(k) // 3
+    kp = split_tf32_kp(k)
     assert launch.grid == (cdiv(m, 32) * cdiv(kp, 32) + cdiv(kp, 32) * cdiv(n, 32), 1, 1)
     assert launch.threads == (32, 8, 1) and launch.shared_bytes == 0
     # It waits for the previous GEMM before overwriting the buffers that GEMM reads.
@@ -59,6 +62,8 @@ def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
     # tensor maps or the pre-pass grid for another layout.
     checks = [f"static_assert(wgmma_3xtf32::wide_k({k}) == {split_tf32_k(k)}, \"wide_k({k})\");"
               for _, _, k in SHAPES]
+    checks += [f"static_assert(wgmma_3xtf32::stored_k({k}) == {split_tf32_columns(k)}, \"stored_k({k})\");"
+               for _, _, k in SHAPES]
     for m, n, k in SHAPES:
         blocks = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32)).grid[0]
         checks.append(f"static_assert(wgmma_3xtf32::prepass_blocks({m}, {n}, {k}) == {blocks}, "
@@ -130,7 +135,7 @@ def test_the_prepass_splits_each_operand_into_big_and_small_tf32_parts(gpu, tmp_
     a = (rng.standard_normal((m, k)) * 10.0 ** rng.integers(-6, 7, (m, k))).astype(np.float32)
     a.flat[:4] = [1 + 2.0 ** -11, -(1 + 3 * 2.0 ** -11), 0.0, 2.0 ** -120]  # ties away from zero, zero, tiny
     b = rng.uniform(-5, 5, (k, n)).astype(np.float32)
-    kp, width = split_tf32_k(k) // 3, split_tf32_k(k)
+    kp, width = split_tf32_kp(k), split_tf32_columns(k)
     a3 = gpuarray.to_gpu(np.full((m, width), np.nan, np.float32))  # every column must be written
     bt3 = gpuarray.to_gpu(np.full((n, width), np.nan, np.float32))
     launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
@@ -141,10 +146,11 @@ def test_the_prepass_splits_each_operand_into_big_and_small_tf32_parts(gpu, tmp_
     a3, bt3 = a3.get(), bt3.get()
 
     def blocks(x):
-        return [x[:, i * kp:(i + 1) * kp] for i in range(3)]
+        return [x[:, i * kp:(i + 1) * kp] for i in range(2)]
 
-    # A3 = [A_big | A_small | A_big], BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ]: the correction terms first.
-    for x, out, order in ((a, a3, "bsb"), (b.T, bt3, "sbb")):
+    # A3 = [A_big | A_small], BT3 = [B_smallᵀ | B_bigᵀ]: the correction terms first; the GEMM's third block of k
+    # steps reads A3's first and BT3's second again.
+    for x, out, order in ((a, a3, "bs"), (b.T, bt3, "sb")):
         big = tf32_rna(x)
         small = tf32_rna(x - big)
         expect = {"b": big, "s": small}

@@ -272,6 +272,14 @@ template <class Op, class = void>
 constexpr bool BLOCK_SCALED = false;
 template <class Op>
 constexpr bool BLOCK_SCALED<Op, decltype(void(Op::BLOCK_SCALED))> = Op::BLOCK_SCALED;
+// Whether an Op's operands hold fewer blocks of k than its GEMM reads (Op::K_BLOCKS_REPEAT: the 3xTF32 operands of
+// operands_3xtf32.cuh, whose third block of k steps reads A's first block and B's second again): the producer then
+// copies k step kt of `ktiles` from A's step Op::a_step(kt, ktiles) and B's Op::b_step(kt, ktiles). Absent from
+// every other Op, whose k step kt is both operands' own.
+template <class Op, class = void>
+constexpr bool K_BLOCKS_REPEAT = false;
+template <class Op>
+constexpr bool K_BLOCKS_REPEAT<Op, decltype(void(Op::K_BLOCKS_REPEAT))> = Op::K_BLOCKS_REPEAT;
 // Whether an Op's k steps may be promoted (WGMMA_WS_PROMOTE, mainloop.cuh): Op::PROMOTABLE, declared by the operands
 // whose tensor-core sums lose bits (FP8, tf32), which also give the column parts of a step (Op::mma_columns).
 template <class Op, class = void>

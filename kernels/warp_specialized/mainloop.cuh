@@ -64,10 +64,15 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
             const uint32_t fb = sm.full_bar + 8 * s;
             const uint32_t sa = sm.tiles + s * STAGE_BYTES;
             const bool rows = m0 < m;
+            int ka = kt, kb = kt;  // the k steps of A's and B's columns that this one multiplies
+            if constexpr (K_BLOCKS_REPEAT<Op>) {
+                ka = Op::a_step(kt, sched.ktiles);
+                kb = Op::b_step(kt, sched.ktiles);
+            }
             mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
-            if (rows) tma_load_2d(sa, tmap_a, fb, kt * Op::BK, m0);
-            if constexpr (BT_SMEM) load_b_rows(sa + A_BYTES, tmap_b, fb, n0, kt);  // B's rows; bt_writer makes Bt
-            else Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kt, rank);
+            if (rows) tma_load_2d(sa, tmap_a, fb, ka * Op::BK, m0);
+            if constexpr (BT_SMEM) load_b_rows(sa + A_BYTES, tmap_b, fb, n0, kb);  // B's rows; bt_writer makes Bt
+            else Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kb, rank);
         }
     }
 }

@@ -18,27 +18,29 @@
 //
 // Two kernels, one timed launch:
 //   pre-pass (wgmma_3xtf32_split): reads row-major A (m x k) and B (k x n) once and writes two K-major operands
-//     of K' = 3 kp columns, kp = k rounded up to 4 (16 bytes: the tensor maps' row-pitch granule), zeros past k:
-//         A3  (m x K')  = [ A_big    | A_small | A_big  ]
-//         BT3 (n x K')  = [ B_smallᵀ | B_bigᵀ  | B_bigᵀ ]
-//     so that the dot product of a row of A3 with a row of BT3 is the sum of the three products. B's transpose
-//     (tf32 wgmma reads both operands K-major) comes with it, in place of wgmma_tf32's per-launch cuBLAS geam.
-//   GEMM: the warp-specialised pipeline (kernel.cuh) with wgmma_tf32's operands (OpTf32, operands_tf32.cuh)
-//     over A3 and BT3 with K'. The three blocks need not be aligned to its k step (BK = 32) or to the wgmma's K
-//     (8): A3 and BT3 share one column layout, so a k step that straddles two blocks still multiplies matching
-//     columns, and the padding columns are zero in both.
+//     of two blocks of kp columns each, kp = k rounded up to 32 (the GEMM's k step), zeros past k:
+//         A3  (m x 2 kp) = [ A_big    | A_small ]
+//         BT3 (n x 2 kp) = [ B_smallᵀ | B_bigᵀ  ]
+//     B's transpose (tf32 wgmma reads both operands K-major) comes with it, in place of wgmma_tf32's per-launch
+//     cuBLAS geam.
+//   GEMM: the warp-specialised pipeline (kernel.cuh) with wgmma_tf32's operands and instruction (Op3xTf32, below)
+//     over K' = 3 kp: its first two blocks of k steps multiply A3's blocks with BT3's (big·small, small·big), and
+//     its third reads A3's first block and BT3's second again (big·big), so the dot product of a row of A with a
+//     column of B is the sum of the three products. A k step never straddles two blocks (kp is a whole number of
+//     them), and the padding columns are zero in both operands.
 // Both parts are stored already rounded (low 13 bits zero), so the tensor maps are typed FLOAT32: the copy
 // engine's TFLOAT32 rounding would change nothing, and the wgmma's truncation of the low bits drops only zeros.
 //
-// Traffic of the pre-pass: reads 4(mk + kn) bytes, writes 12 kp (m + n) bytes. Measured on an H200: 512 MiB in
-// 0.146 ms at 4096³ (3.7 TB/s; 13 % of the launch) and 2 GiB in 0.58 ms at 8192³ (7 %); the GEMM over K' = 3k ran
-// at about 436 and 417 TF/s of tf32 work, so the whole launch reached 126 and 132 TF/s of fp32 work.
+// Traffic of the pre-pass: reads 4(mk + kn) bytes, writes 8 kp (m + n) bytes. Writing big·big's block a second
+// time, as A3 and BT3 of three blocks did, took 12 kp (m + n): 512 MiB in 0.146 ms at 4096³ (3.7 TB/s, 13 % of the
+// launch) and 2 GiB in 0.58 ms at 8192³ (7 %) on an H200; the GEMM over K' = 3k ran at about 436 and 417 TF/s of
+// tf32 work, so the whole launch reached 126 and 132 TF/s of fp32 work.
 //
 // Host contract: the pre-pass first, grid (prepass_blocks(m, n, k), 1, 1), block (32, 8, 1), no dynamic shared
 // memory, launched as a programmatic dependent of the previous kernel (it waits for it before writing A3 and BT3,
-// which that kernel may still read); A3 and BT3 with row pitch wide_k(k) floats. Then the GEMM, as wgmma_tf32's
+// which that kernel may still read); A3 and BT3 with row pitch stored_k(k) floats. Then the GEMM, as wgmma_tf32's
 // (kernel.cuh's host contract: persistent, dependent, so it waits for the pre-pass), with the user's m, n, k: it
-// runs over wide_k(k) itself. tmap_a over A3 (dims (K', m)), tmap_bt over BT3 (dims (K', n)),
+// runs over wide_k(k) itself. tmap_a over A3 (dims (stored_k, m)), tmap_bt over BT3 (dims (stored_k, n)),
 // both fp32, box (rows 128, cols 32), 128B swizzle, zero OOB fill.
 #pragma once
 
@@ -46,15 +48,16 @@
 
 namespace wgmma_3xtf32 {
 
-constexpr int K_ALIGN = 4;     // floats per 16 bytes: each block of k padded to this (TMA's row-pitch granule)
+constexpr int K_ALIGN = 32;    // each block of k padded to whole k steps of the GEMM (BK floats; 16-byte rows)
 constexpr int TILE = 32;       // the pre-pass's tile: 32 x 32 elements per block
 constexpr int TILE_ROWS = 8;   // block 32 x 8 threads, 4 rows of the tile each
 constexpr int PREPASS_THREADS = TILE * TILE_ROWS;
 
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
 __host__ __device__ constexpr int padded_k(int k) { return cdiv(k, K_ALIGN) * K_ALIGN; }
-// Columns of A3 and BT3, the GEMM's K: three blocks of padded_k(k).
+// The GEMM's K: three blocks of padded_k(k). Columns of A3 and BT3 (their row pitch): two.
 __host__ __device__ constexpr int wide_k(int k) { return 3 * padded_k(k); }
+__host__ __device__ constexpr int stored_k(int k) { return 2 * padded_k(k); }
 // Pre-pass tiles: A's (row tiles x column tiles of kp) first, then B's (kp tiles x column tiles of n).
 __host__ __device__ constexpr int a_tiles(int m, int k) { return cdiv(m, TILE) * cdiv(padded_k(k), TILE); }
 __host__ __device__ constexpr int prepass_blocks(int m, int n, int k)
@@ -83,8 +86,29 @@ __device__ __forceinline__ void split(float x, float& big, float& small)
 
 }  // namespace wgmma_3xtf32
 
+#if HOPPER_SM90A
+namespace wgmma_ws {
+// wgmma_tf32's operands over A3 and BT3 (config.cuh's K_BLOCKS_REPEAT): of the GEMM's ktiles k steps, three blocks
+// of ktiles / 3, the third reads A3's first block (A_big) and BT3's second (B_bigᵀ).
+struct Op3xTf32 : OpTf32 {
+    static constexpr bool K_BLOCKS_REPEAT = true;
+    static_assert(wgmma_3xtf32::K_ALIGN == BK, "a block of k is a whole number of k steps");
+    static __device__ __forceinline__ int a_step(int kt, int ktiles)
+    {
+        const int block = ktiles / 3;
+        return kt >= 2 * block ? kt - 2 * block : kt;
+    }
+    static __device__ __forceinline__ int b_step(int kt, int ktiles)
+    {
+        const int block = ktiles / 3;
+        return kt >= 2 * block ? kt - block : kt;
+    }
+};
+}  // namespace wgmma_ws
+#endif
+
 // The pre-pass: one 32 x 32 tile per block. A's tiles copy rows (no transpose): each warp reads 32 consecutive k
-// of a row and writes them three times. B's tiles are transposed through shared memory (padded row: no bank
+// of a row and writes them twice. B's tiles are transposed through shared memory (padded row: no bank
 // conflicts), so both the reads of B's rows (along n) and the writes of BT3's rows (along k) are coalesced.
 // Columns k..kp-1 are written as zeros; nothing past kp is touched.
 extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
@@ -101,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
 #endif
     __shared__ float tile[TILE][TILE + 1];
     const int kp = padded_k(k);
-    const size_t pitch = static_cast<size_t>(wide_k(k));
+    const size_t pitch = static_cast<size_t>(stored_k(k));
     const int tx = threadIdx.x, ty = threadIdx.y;
     int t = blockIdx.x;
     const int ta = a_tiles(m, k);
@@ -124,7 +148,6 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
                 float* row = a3 + static_cast<size_t>(r) * pitch;
                 row[c] = big;
                 row[kp + c] = small;
-                row[2 * kp + c] = big;
             }
         }
         return;
@@ -141,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
     const int kk = k0 + tx;
     if (kk >= kp) return;
 #pragma unroll
-    for (int j = 0; j < TILE / TILE_ROWS; ++j) {  // BT3 row n: [small | big | big] at column kk of each block
+    for (int j = 0; j < TILE / TILE_ROWS; ++j) {  // BT3 row n: [small | big] at column kk of each block
         const int i = ty + TILE_ROWS * j, nn = n0 + i;
         if (nn < n) {
             float big, small;
@@ -149,7 +172,6 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xtf32::PREPASS_THREADS)
             float* row = bt3 + static_cast<size_t>(nn) * pitch;
             row[kk] = small;
             row[kp + kk] = big;
-            row[2 * kp + kk] = big;
         }
     }
 #endif

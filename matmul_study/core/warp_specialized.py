@@ -530,31 +530,41 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
 
 
 # The 3xTF32 rung (kernels/warp_specialized/operands_3xtf32.cuh): a pre-pass splits each fp32 operand into a big and
-# a small tf32 part and writes A3 = [A_big | A_small | A_big] (m x K') and BT3 = [B_smallᵀ | B_bigᵀ | B_bigᵀ] (n x
-# K'), each block of k padded with zeros to 4 floats (the tensor maps' 16-byte row pitch), K' = 3 kp; wgmma_tf32's
-# GEMM runs on them over K'. These mirror the kernel's wgmma_3xtf32::wide_k and prepass_blocks (checked by
-# tests/test_3xtf32.py).
-SPLIT_K_ALIGN = 4  # floats: 16 bytes
+# a small tf32 part and writes A3 = [A_big | A_small] (m x 2 kp) and BT3 = [B_smallᵀ | B_bigᵀ] (n x 2 kp), each block
+# of k padded with zeros to kp, a whole number of the GEMM's k steps (32 floats); wgmma_tf32's GEMM runs on them
+# over K' = 3 kp, its third block reading the big parts again. These mirror the kernel's wgmma_3xtf32::wide_k,
+# stored_k and prepass_blocks (checked by tests/test_3xtf32.py).
+SPLIT_K_ALIGN = 32  # floats: one k step of the GEMM
 SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
 
 
+def split_tf32_kp(k: int) -> int:
+    """A block of the 3xTF32 rung's k: k rounded up to a whole number of the GEMM's k steps."""
+    return cdiv(k, SPLIT_K_ALIGN) * SPLIT_K_ALIGN
+
+
 def split_tf32_k(k: int) -> int:
-    """Columns of the 3xTF32 rung's split operands (its GEMM's K): three blocks of k rounded up to 4 floats."""
-    return 3 * cdiv(k, SPLIT_K_ALIGN) * SPLIT_K_ALIGN
+    """The 3xTF32 rung's GEMM's K: three blocks of split_tf32_kp(k)."""
+    return 3 * split_tf32_kp(k)
+
+
+def split_tf32_columns(k: int) -> int:
+    """Columns of the 3xTF32 rung's split operands: two blocks of split_tf32_kp(k)."""
+    return 2 * split_tf32_kp(k)
 
 
 def split_tf32_prepass_launch(p: Problem) -> Launch:
-    """One block per 32 x 32 tile: A's (m x kp) then B's (kp x n), kp = k rounded up to 4; at least one block.
-    A programmatic dependent: it waits for the previous GEMM, which reads its outputs, before writing them."""
-    kp = split_tf32_k(p.k) // 3
+    """One block per 32 x 32 tile: A's (m x kp) then B's (kp x n); at least one block. A programmatic dependent: it
+    waits for the previous GEMM, which reads its outputs, before writing them."""
+    kp = split_tf32_kp(p.k)
     tiles = cdiv(p.m, SPLIT_TILE) * cdiv(kp, SPLIT_TILE) + cdiv(kp, SPLIT_TILE) * cdiv(p.n, SPLIT_TILE)
     return Launch((max(1, tiles), 1, 1), (SPLIT_TILE, 8, 1), dependent=True)
 
 
 SPLIT_TF32_PREPASS = Prepass(
     "wgmma_3xtf32_split",
-    (PrepassOutput("A3", lambda p: (p.m, split_tf32_k(p.k))),
-     PrepassOutput("BT3", lambda p: (p.n, split_tf32_k(p.k)))),
+    (PrepassOutput("A3", lambda p: (p.m, split_tf32_columns(p.k))),
+     PrepassOutput("BT3", lambda p: (p.n, split_tf32_columns(p.k)))),
     split_tf32_prepass_launch)
 
 
