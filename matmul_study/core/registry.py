@@ -61,10 +61,10 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
                    *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES))
 
 # Where the tile models also weigh kernels 7's and 8's builds (TileRates.ragged_fill): their default tiles (one
-# block an SM) fill their waves to less than this (dmma 1536^3: 144 tiles of 128 x 128, two waves filled to 55 %;
-# warptiled fp32 2304^3: 162 tiles of 128 x 256, 61 %). Not warptiled fp64, which dmma answers for, and whose
-# sweeps ran too few of its splits at such shapes.
-RAGGED_FILL = 0.8
+# block an SM) fill their waves to less than this (dmma 1536^3: 144 tiles of 128 x 128, two waves filled to 55 %,
+# and 2304^3, 82 %; warptiled fp32 2304^3: 162 tiles of 128 x 256, 61 %). Not 2048^3, 4096^3 or 8192^3 (97 %), nor
+# warptiled fp64, which dmma answers for, and whose sweeps ran too few of its splits at such shapes.
+RAGGED_FILL = 0.9
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants())
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
