@@ -529,7 +529,7 @@ def test_the_dmma_tile_model_picks_fit_the_committed_sweeps():
         before = old(problem(m, n, k, "float64"), names).variant
         if before in builds:
             gains.append(builds[chosen] / builds[before])
-    assert sum(regrets) / len(regrets) < 0.035  # 3.2 %
+    assert sum(regrets) / len(regrets) < 0.035  # 3.1 %
     assert max(gains) > 1.5  # 128x128x32768: 0.72 against 0.33 for the default tiles split 32 ways
 
 

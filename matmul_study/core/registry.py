@@ -84,10 +84,10 @@ WARPTILED_TILE_RATES = {
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
                  *dmma_square_variants())
-# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend) to its 36 builds and the default at 46 shapes
+# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend) to its 36 builds and the default at 48 shapes
 # past the token rows and in the model's reach (an H200; small-problems/: dmma-tiles-fit-float64.txt,
 # dmma-small-shapes.txt, dmma-tiles-check-float64.txt, dmma-narrow-n-float64.txt, narrow-dmma-float64.txt,
-# dmma-picks-float64.txt, and with the 64-row tiles dmma-squares-float64.txt and dmma-bm64-*.txt): the pick loses 3.2 %
+# dmma-picks-float64.txt, and with the 64-row tiles dmma-squares-float64.txt and dmma-bm64-*.txt): the pick loses 3.1 %
 # on average to the best build measured, at most 18 % (1152^3: 64x128 tiles split 2 ways, against 64x64 ones split
 # 2 ways). Its 64x64 and 128x64 tiles have rates of their own.
 DMMA_TILE_RATES = {
