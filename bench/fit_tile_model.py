@@ -44,12 +44,6 @@ def show(title: str, result: tile_fit.Fit) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    m = registry.get(args.method)
-    # A rate per tile rows (the widest tile of those rows); a narrower tile of the same rows has a rate of its own,
-    # keyed (rows, columns).
-    shapes = {(v.tile or m.tile)(0, args.dtype)[:2] for v in m.variants} | {m.tile(0, args.dtype)[:2]}
-    widest = {r: max(c for rr, c in shapes if rr == r) for r, _ in shapes}
-    keys = [*sorted(widest), *sorted((r, c) for r, c in shapes if c < widest[r])]
     sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
     grids = tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us), tuple(args.partial_gbps)
     start = registry.TILE_RATES[args.method][args.dtype]
@@ -58,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids)
         print(f"descended to: {best.rates}")
     else:
+        m = registry.get(args.method)
+        # A rate per tile rows (the widest tile of those rows); a narrower tile of the same rows has a rate of its
+        # own, keyed (rows, columns).
+        shapes = {(v.tile or m.tile)(0, args.dtype)[:2] for v in m.variants} | {m.tile(0, args.dtype)[:2]}
+        widest = {r: max(c for rr, c in shapes if rr == r) for r, _ in shapes}
+        keys = [*sorted(widest), *sorted((r, c) for r, c in shapes if c < widest[r])]
         fits = tile_fit.fit(args.method, args.dtype, sweep, {key: tuple(args.rates) for key in keys}, *grids,
                             ragged_fill=start.ragged_fill)
         best = fits[0]

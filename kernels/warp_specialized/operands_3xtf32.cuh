@@ -93,15 +93,15 @@ namespace wgmma_ws {
 struct Op3xTf32 : OpTf32 {
     static constexpr bool K_BLOCKS_REPEAT = true;
     static_assert(wgmma_3xtf32::K_ALIGN == BK, "a block of k is a whole number of k steps");
-    static __device__ __forceinline__ int a_step(int kt, int ktiles)
+    static __device__ __forceinline__ int a_step(int kt, int ktiles) { return third_back(kt, ktiles, 2); }
+    static __device__ __forceinline__ int b_step(int kt, int ktiles) { return third_back(kt, ktiles, 1); }
+
+private:
+    // Step kt, or in the third block the same step `blocks` blocks back.
+    static __device__ __forceinline__ int third_back(int kt, int ktiles, int blocks)
     {
         const int block = ktiles / 3;
-        return kt >= 2 * block ? kt - 2 * block : kt;
-    }
-    static __device__ __forceinline__ int b_step(int kt, int ktiles)
-    {
-        const int block = ktiles / 3;
-        return kt >= 2 * block ? kt - block : kt;
+        return kt >= 2 * block ? kt - blocks * block : kt;
     }
 };
 }  // namespace wgmma_ws

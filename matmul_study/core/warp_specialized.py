@@ -534,7 +534,7 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
 # of k padded with zeros to kp, a whole number of the GEMM's k steps (32 floats); wgmma_tf32's GEMM runs on them
 # over K' = 3 kp, its third block reading the big parts again. These mirror the kernel's wgmma_3xtf32::wide_k,
 # stored_k and prepass_blocks (checked by tests/test_3xtf32.py).
-SPLIT_K_ALIGN = 32  # floats: one k step of the GEMM
+SPLIT_K_ALIGN = WS_TF32.bk  # floats: one k step of the GEMM
 SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
 
 
