@@ -448,8 +448,8 @@ def test_the_tile_model_descent_starts_from_the_registrys_facts(capsys):
     sweeps = BENCH.parent / "results/reference/NVIDIA_H200/small-problems"
     files = [str(sweeps / f) for f in ("dmma-squares-float64.txt", "dmma-bm64-squares-float64.txt")]
     assert fit_script.main(["dmma", "float64", "--descend", "--fit", *files, "--rates", "120", "160", "200",
-                            "--four-warps", "0.7", "--eight-warps", "1.0", "--block-us", "1",
-                            "--partial-gbps", "20"]) == 0
+                            "--four-warps", "0.6", "--eight-warps", "1.0", "--block-us", "2",
+                            "--partial-gbps", "50"]) == 0
     out = capsys.readouterr().out
     committed = registry.DMMA_TILE_RATES["float64"]
     assert out.startswith("the registry's facts: total regret") and f"descended to: {committed}" in out

@@ -91,10 +91,11 @@ def test_deep_k_takes_a_large_split():
     assert dmma(problem(256, 256, 8192, "float64"), names).variant == "splitk32"
     assert dmma(problem(512, 512, 16384, "float64"), names).variant == "splitk8"
     # dmma's tile model: 32-row tiles split 16 ways at 256x256x8192 (0.88 of cuBLAS against 0.55 on an H200,
-    # small-problems/dmma-tiles-fit-float64.txt); at 512x512x16384 64x128 tiles split 4 ways (0.92 against the
-    # default tiles split 8 ways, 0.89: dmma-bm64-fit-shapes-float64.txt).
+    # small-problems/dmma-tiles-fit-float64.txt); at 512x512x16384 64x64 tiles split 4 ways (0.87 against the
+    # default tiles split 8 ways, 0.89, and the model's miss there, 64x128 tiles split 4 ways, 0.92:
+    # dmma-bm64-fit-shapes-float64.txt).
     assert pick("dmma", 256, 256, 8192, "float64").variant == "m32_splitk16"
-    assert pick("dmma", 512, 512, 16384, "float64").variant == "bm64_splitk4"
+    assert pick("dmma", 512, 512, 16384, "float64").variant == "bm64_bn64_splitk4"
     # warptiled's tile model: 32-row tiles split 16 ways (256 blocks, two to an SM) against the two default tiles
     # split 32 ways: on an H200 fp32 0.90 of cuBLAS against 0.44, fp64 0.44 against 0.34
     # (small-problems/simt-tiles-fit-*.txt); at 512x512x16384 the default tiles split 16 ways stay the best (0.84).
@@ -117,10 +118,10 @@ def test_shallow_k_is_not_split():
     assert choose(problem(256, 256, 255), configs.runnable(registry.get("warptiled"))).variant == "splitk2"
     assert dmma(problem(512, 512, 512, "float64"), dmma_names).variant == "splitk4"
     assert dmma(problem(256, 256, 255, "float64"), dmma_names).variant == "default"
-    # A split of the tile models keeps 4 k steps a slice: at K = 64 (2 fp32 k steps, 4 of DMMA's) none: 16-row
-    # tiles whole.
+    # A split of the tile models keeps 4 k steps a slice: at K = 64 (2 fp32 k steps, 4 of DMMA's) none: whole
+    # tiles of 16 rows (fp32) and of 64x64 (dmma's rates for its tiles: 16 blocks of 8 warps' work).
     assert pick("warptiled", 256, 256, 64).variant == "m16"
-    assert pick("dmma", 256, 256, 64, "float64").variant == "m16"
+    assert pick("dmma", 256, 256, 64, "float64").variant == "bm64_bn64"
 
 
 def test_a_smaller_gpu_splits_less():
@@ -506,7 +507,7 @@ DMMA_FIT = ("dmma-tiles-fit-float64.txt", "dmma-small-shapes.txt", "dmma-tiles-c
             "dmma-narrow-n-float64.txt", "narrow-dmma-float64.txt", "dmma-picks-float64.txt",
             "dmma-squares-float64.txt", "dmma-bm64-fit-shapes-float64.txt", "dmma-bm64-squares-float64.txt",
             "dmma-bm64-narrow-shapes-float64.txt")
-DMMA_TILE_REGRET = 0.19
+DMMA_TILE_REGRET = 0.14  # 64x2048x4096, a token-row shape past the model: 32-row tiles split 4 ways (13 %)
 
 
 def dmma_sweep():
@@ -529,7 +530,7 @@ def test_the_dmma_tile_model_picks_fit_the_committed_sweeps():
         before = old(problem(m, n, k, "float64"), names).variant
         if before in builds:
             gains.append(builds[chosen] / builds[before])
-    assert sum(regrets) / len(regrets) < 0.035  # 3.1 %
+    assert sum(regrets) / len(regrets) < 0.015  # 1.3 % (the tile model alone: 1.1 %)
     assert max(gains) > 1.5  # 128x128x32768: 0.72 against 0.33 for the default tiles split 32 ways
 
 

@@ -790,7 +790,8 @@ THREADS_PER_SM = 2048  # the most threads an SM holds at once (sm_80 and sm_90)
 class TileRates:
     """simt_tile_model's facts for one dtype, fitted to a sweep of every build (see there)."""
     # per tile rows, or per (rows, columns) where a tile of those rows has a rate of its own: multiply-adds an SM
-    # does a nanosecond with 12 or more warps resident
+    # does a nanosecond with 12 or more warps resident. A tile with a rate of its own is weighed on every problem,
+    # one narrower than another of its rows without one only on problems of few columns (simt_tile_model).
     gmacs: dict[int | tuple[int, int], float]
     # with at most this many warps of the tile resident: the share of that rate (with fewer than the fewest named,
     # that share in proportion: a lone block of 2 warps half that of 4)
@@ -812,7 +813,7 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     K: every build is weighed by the time its busiest SM takes, and the least wins (of equal times, fewer slices,
     then the larger tile). A build whose tile is narrower than another of the same rows is weighed only where that
     one holds as many columns past N as in it, or more (kernel 7's 32 x 64 tiles against its 32 x 128 ones: at N of
-    64 or less).
+    64 or less), unless the narrower tile has a rate of its own (kernel 8's 64 x 64 tiles: everywhere).
 
     A build's blocks (its launch: tiles x slices) are dealt out evenly, so the busiest SM runs cdiv(blocks, SMs) of
     them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's
@@ -862,10 +863,12 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         tiles_of = {name: tile_of(problem, builds.get(name)) for name in (DEFAULT, *variants)
                     if name == DEFAULT or name in builds}
         shapes = {name: t[:2] for name, t in tiles_of.items()}
-        # A tile narrower than another of its rows only where that one holds as many columns past N as in it.
+        # A tile narrower than another of its rows only where that one holds as many columns past N as in it, or
+        # where the model has a rate for the narrower tile's own shape.
         widest = {r: max(c for rr, c in shapes.values() if rr == r) for r, _ in shapes.values()}
+        own = rates[problem.dtype.name].gmacs
         shapes = {name: (r, c) for name, (r, c) in shapes.items()
-                  if c == widest[r] or cdiv(problem.n, widest[r]) * widest[r] >= 2 * problem.n}
+                  if c == widest[r] or (r, c) in own or cdiv(problem.n, widest[r]) * widest[r] >= 2 * problem.n}
         weighed = {name: weigh(problem, builds.get(name), tiles_of[name]) for name in shapes}
         weighed = {name: w for name, w in weighed.items() if w is not None}
         name = min(weighed, key=lambda v: (round(weighed[v][0], 3), weighed[v][1], -weighed[v][2] * weighed[v][3]))

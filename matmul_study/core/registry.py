@@ -87,12 +87,14 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend) to its 36 builds and the default at 48 shapes
 # past the token rows and in the model's reach (an H200; small-problems/: dmma-tiles-fit-float64.txt,
 # dmma-small-shapes.txt, dmma-tiles-check-float64.txt, dmma-narrow-n-float64.txt, narrow-dmma-float64.txt,
-# dmma-picks-float64.txt, and with the 64-row tiles dmma-squares-float64.txt and dmma-bm64-*.txt): the pick loses 3.1 %
-# on average to the best build measured, at most 18 % (1152^3: 64x128 tiles split 2 ways, against 64x64 ones split
-# 2 ways). Its 64x64 and 128x64 tiles have rates of their own.
+# dmma-picks-float64.txt, and with the 64-row tiles dmma-squares-float64.txt and dmma-bm64-*.txt): the pick loses 1.1 %
+# on average to the best build measured, at most 11 % (384^3: 64x64 tiles split 2 ways, against whole 16x128 ones).
+# Its 64x64 and 128x64 tiles have rates of their own, so the model weighs them on every shape, not only where the
+# wider tiles of their rows hold as many columns past N as in it (1152^3 and 1536^3: 64x64 tiles split 2 ways, 0.86
+# and 0.90x cuBLAS, where the 64x128 ones it was limited to ran at 0.71 and 0.79).
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 120.0, 64: 160.0, 128: 160.0, (64, 64): 200.0, (128, 64): 120.0},
-                                 {4: 0.7, 8: 1.0}, block_us=1.0, partial_gbps=20.0, ragged_fill=RAGGED_FILL),
+    "float64": configs.TileRates({16: 70.0, 32: 120.0, 64: 160.0, 128: 160.0, (64, 64): 160.0, (128, 64): 120.0},
+                                 {4: 0.6, 8: 1.0}, block_us=2.0, partial_gbps=50.0, ragged_fill=RAGGED_FILL),
 }
 
 # The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend).
