@@ -4,14 +4,16 @@
 // The pipeline, schedule and epilogue are the warp-specialised family's (kernels/warp_specialized/kernel.cuh, as
 // wgmma_warp_specialized's), and so are its compile definitions (WGMMA_WS_*, from the registry's WsConfig; clusters
 // of 1 or 2 here); this file supplies the tf32 operands (operands_tf32.cuh: both operands K-major, 128x256 tiles,
-// wgmma m64n256k8). B comes in transposed: the launcher refreshes Bt = B^T from B before each launch (cuBLAS geam,
-// timed with the kernel); or, in the builds with a Bt ring (WGMMA_WS_BT_BUFFERS > 0, the registry's *_smem_bt), B
-// comes as it is and the producer warpgroup writes each k step's Bt tile in shared memory (mainloop.cuh, bt_writer).
+// wgmma m64n256k8). B comes in transposed: a pre-pass (wgmma_tf32_transpose, warp_specialized/transpose_tf32.cuh)
+// writes Bt = B^T before each launch, timed with the kernel; or, in the builds with a Bt ring (WGMMA_WS_BT_BUFFERS >
+// 0, the registry's *_smem_bt), B comes as it is and the producer warpgroup writes each k step's Bt tile in shared
+// memory (mainloop.cuh, bt_writer).
 // Split-K builds (WGMMA_WS_SPLIT_K > 1) take the family's workspace as their last argument.
 #pragma once
 
 #include "warp_specialized/kernel.cuh"
 #include "warp_specialized/operands_tf32.cuh"
+#include "warp_specialized/transpose_tf32.cuh"
 
 template <typename T>
 __device__ __forceinline__ void wgmma_tf32_matmul(const CUtensorMap* tmap_a, const CUtensorMap* tmap_bt, float* C,

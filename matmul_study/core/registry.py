@@ -25,8 +25,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROW_BN, NARROWEST_BN, SHORT_BM,
-                                                SPLIT_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK,
-                                                WS_TF32, a_registers_variant, bt_smem_variants,
+                                                SPLIT_TF32_PREPASS, TRANSPOSE_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
+                                                WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant, bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
                                                 ws_bm64_variants, ws_bn64_variants, ws_bn128_variants, ws_bn192_variant,
                                                 ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
@@ -313,10 +313,12 @@ METHODS: dict[str, Method] = {
         ws_rung(
             "wgmma_tf32",
             "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is "
-            "transposed on every launch (cuBLAS geam), and that transpose is timed with the kernel, or, in its "
-            "*_smem_bt builds, read as it is and each k step's Bt tile written in shared memory by the kernel",
+            "transposed on every launch by a pre-pass kernel that lets the GEMM launch under it, and that transpose "
+            "is timed with the kernel, or, in its *_smem_bt builds, read as it is and each k step's Bt tile written "
+            "in shared memory by the kernel",
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
-            requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings", "cupy")),
+            prepass=TRANSPOSE_TF32_PREPASS,
+            requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings",)),
             variants=WS_TF32_VARIANTS,
             # Where B is most of the bytes, the kernel writes Bt in shared memory (its 128x128 and 64x128 builds);
             # elsewhere B is transposed before it, and the wave model weighs the tiles and splits.

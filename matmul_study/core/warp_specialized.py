@@ -561,6 +561,22 @@ def split_tf32_prepass_launch(p: Problem) -> Launch:
     return Launch((max(1, tiles), 1, 1), (SPLIT_TILE, 8, 1), dependent=True)
 
 
+TRANSPOSE_TILE = 64  # kernels/warp_specialized/transpose_tf32.cuh: a block of 256 threads per 64 x 64 tile of B
+
+
+def transpose_tf32_launch(p: Problem) -> Launch:
+    """One block per 64 x 64 tile of B (k x n); at least one. A programmatic dependent: it waits for the previous
+    GEMM, which reads Bt, before writing it."""
+    return Launch((max(1, cdiv(p.n, TRANSPOSE_TILE)), max(1, cdiv(p.k, TRANSPOSE_TILE)), 1), (256, 1, 1),
+                  dependent=True)
+
+
+# wgmma_tf32's pre-pass: Bt (n x k) from B, on every launch (its builds that write Bt in shared memory read B and
+# skip it: launchers.tensor_map_kernel).
+TRANSPOSE_TF32_PREPASS = Prepass("wgmma_tf32_transpose", (PrepassOutput("BT", lambda p: (p.n, p.k)),),
+                                 transpose_tf32_launch)
+
+
 SPLIT_TF32_PREPASS = Prepass(
     "wgmma_3xtf32_split",
     (PrepassOutput("A3", lambda p: (p.m, split_tf32_columns(p.k))),

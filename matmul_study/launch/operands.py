@@ -56,33 +56,6 @@ class PitchedOperand:
             self.copy(aligned=False)
 
 
-class TransposedOperand(PitchedOperand):
-    """Bᵀ (n x k, K-major) for kernels that cannot read B as it is stored (fp32 B is k x n). Rebuilt on every
-    launch by cuBLAS's geam (a tiled transpose, about 3x faster than an element-wise strided copy), so the
-    transpose is timed with the kernel. Its pitch is padded to 16 bytes from the start."""
-
-    def __init__(self, source, rows: int, cols: int, itemsize: int, storage: str):
-        import cupy
-        from cupy_backends.cuda.libs import cublas as lib
-
-        if storage != "float32":
-            raise ValueError(f"a transposed operand is only built for float32 storage, not {storage}")
-        self.rows, self.cols, self.itemsize = cols, rows, itemsize
-        self.pitch = pitch_elements(rows, itemsize)
-        self.copy = None
-        self._buffer = cupy.zeros((cols, self.pitch), dtype=storage)
-        self.pointer = int(self._buffer.data.ptr)
-        self._scalars = np.array([1.0, 0.0], dtype=np.float32)
-        one, zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
-        handle, source_ptr = cupy.cuda.device.get_cublas_handle(), int(source.gpudata)
-        # Column-major view: row-major B (k x n) is X (n x k, ld n); Xᵀ (k x n, ld pitch) is row-major Bᵀ.
-        self._geam = lambda: lib.sgeam(handle, lib.CUBLAS_OP_T, lib.CUBLAS_OP_T, rows, cols, one, source_ptr,
-                                       cols, zero, source_ptr, cols, self.pointer, self.pitch)
-
-    def refresh(self) -> None:
-        self._geam()
-
-
 TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
 
 
@@ -125,10 +98,12 @@ class ByteTransposedOperand(PitchedOperand):
 
 
 def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str) -> PitchedOperand:
-    """Bᵀ of B (rows x cols) for a kernel that reads B K-major: by cuBLAS geam (fp32) or the byte transpose."""
-    if itemsize == 1:
-        return ByteTransposedOperand(source, rows, cols)
-    return TransposedOperand(source, rows, cols, itemsize, storage)
+    """Bᵀ of a 1-byte B (rows x cols) for a kernel that reads B K-major: the byte transpose. (32-bit operands come
+    transposed from their method's pre-pass: wgmma_tf32's, 3xTF32's.)"""
+    if itemsize != 1:
+        raise ValueError(f"B is transposed by the launcher only for 1-byte storage, not {storage}: a method with "
+                         "32-bit operands read K-major writes Bᵀ in its pre-pass (specs.Prepass)")
+    return ByteTransposedOperand(source, rows, cols)
 
 
 class PrepassOperand:

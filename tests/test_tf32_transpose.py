@@ -1,0 +1,127 @@
+"""The tf32 rung's pre-pass (kernels/warp_specialized/transpose_tf32.cuh, wgmma_tf32_transpose): Bᵀ for the GEMM's
+K-major second operand. The host's grid and output against the kernel's own (nvcc, no GPU), its waits, and on a
+Hopper GPU the transpose itself.
+
+The rung's results on odd shapes, through the launcher that runs this pre-pass, are checked with every other
+kernel's in tests/test_gpu_kernels.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from matmul_study.core import dtypes, registry
+from matmul_study.core.specs import Problem, cdiv
+from matmul_study.core.warp_specialized import BT_SMEM_SUFFIX, TRANSPOSE_TILE
+from matmul_study.launch import kernels
+from matmul_study.launch.operands import pitch_elements
+
+METHOD = "wgmma_tf32"
+TF32 = dtypes.get("tf32")
+# (m, n, k): k and n a multiple of 4, of 64 or not, tiles cut by every edge; 1x1x1.
+SHAPES = [(1, 1, 1), (17, 65, 33), (257, 129, 511), (100, 250, 37), (64, 64, 64), (3, 5, 4097), (9, 1, 130)]
+
+NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_the_prepass_writes_the_bt_that_the_gemm_reads(m, n, k):
+    method = registry.get(METHOD)
+    p = Problem(m, n, k, 0, TF32)
+    assert {o.name: o.shape(p) for o in method.prepass.outputs} == {"BT": (n, k)}
+    assert [spec.operand for spec in method.tensor_maps] == ["A", "BT"]
+    launch = method.prepass.launch(p)
+    assert launch.grid == (max(1, cdiv(n, TRANSPOSE_TILE)), max(1, cdiv(k, TRANSPOSE_TILE)), 1)
+    assert launch.threads == (256, 1, 1) and launch.shared_bytes == 0
+    # It waits for the previous GEMM before overwriting the Bᵀ that GEMM reads.
+    assert launch.dependent and not launch.clustered
+
+
+def test_the_builds_that_write_bt_in_shared_memory_read_b_and_so_skip_the_prepass():
+    # launchers.tensor_map_kernel runs the pre-pass only for a build whose maps read one of its outputs.
+    method = registry.get(METHOD)
+    written = {o.name for o in method.prepass.outputs}
+    smem = [v for v in method.variants if v.name.endswith(BT_SMEM_SUFFIX)]
+    assert smem and all(not {s.operand for s in v.tensor_maps} & written for v in smem)
+    rest = [v for v in method.variants if v not in smem]
+    assert all({s.operand for s in (v.tensor_maps or method.tensor_maps)} & written for v in rest)
+
+
+@needs_nvcc
+def test_the_kernel_agrees_with_the_registry_on_its_tile_and_bts_pitch(tmp_path):
+    # The kernel computes Bᵀ's row pitch itself: the host's (the pre-pass output's, the tensor map's stride) must be
+    # the same, or rows would land where the tensor map does not read them.
+    checks = [f"static_assert(tf32_transpose::bt_pitch({k}) == {pitch_elements(k, 4)}, \"pitch {k}\");"
+              for k in (1, 3, 4, 5, 33, 4097)]
+    threads = registry.get(METHOD).prepass.launch(Problem(1, 1, 1, 0, TF32)).threads[0]
+    checks += [f"static_assert(tf32_transpose::TILE == {TRANSPOSE_TILE}, \"tile\");",
+               f"static_assert(tf32_transpose::THREADS == {threads}, \"threads\");"]
+    source = f'#include "{registry.get(METHOD).source}"\n' + "\n".join(checks) + "\n"
+    options = kernels.compile_options(METHOD)
+    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, options)
+    assert result.returncode == 0, result.stderr
+    broken = source + "static_assert(tf32_transpose::bt_pitch(5) == 5, \"guard: 16-byte rows\");\n"
+    failed = kernels.compile_with_nvcc(broken, "sm_90a", tmp_path / "broken", options)
+    assert failed.returncode != 0 and "guard: 16-byte rows" in failed.stderr
+
+
+@needs_nvcc
+def test_the_prepass_and_the_gemm_wait_for_the_previous_grid_before_any_global_access(tmp_path):
+    # Both are launched as programmatic dependents: the pre-pass may start while the previous launch's GEMM still
+    # reads Bᵀ, the GEMM while the pre-pass still writes it.
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(METHOD, [("tf32", 0)]))
+    command = kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", kernels.compile_options(METHOD), "ptx")
+    assert subprocess.run(command, capture_output=True, text=True).returncode == 0
+    entries = (tmp_path / "module.ptx").read_text().split(".entry ")[1:]
+    assert sorted(e.split("(")[0] for e in entries) == sorted([registry.get(METHOD).prepass.symbol,
+                                                               kernels.symbol(METHOD, "tf32", 0)])
+    for body in entries:
+        first_wait = body.index("griddepcontrol.wait")
+        accesses = [body.find(op) for op in ("cp.async.bulk.tensor", "st.global", "ld.global", "red.global")]
+        assert min(i for i in accesses if i >= 0) > first_wait
+        assert "griddepcontrol.launch_dependents" in body
+
+
+# ------------------------------------------------------------------------------------------- on a GPU
+@pytest.fixture(scope="module")
+def gpu():
+    """PyCUDA's primary context on a GPU that runs the rung."""
+    cuda = pytest.importorskip("pycuda.driver")
+    try:
+        import pycuda.autoprimaryctx  # noqa: F401
+    except Exception as exc:  # no driver or no device
+        pytest.skip(f"no usable CUDA device: {exc}")
+    from matmul_study.core.backends import module_available
+
+    cc = cuda.Context.get_device().compute_capability()
+    why = registry.get(METHOD).unmet_requirement(cc, module_available)
+    if why:
+        pytest.skip(why)
+    return cuda, f"sm_{cc[0]}{cc[1]}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (17, 65, 33), (257, 129, 511), (3, 5, 4097), (9, 1, 130)])
+def test_the_prepass_writes_b_transposed_and_nothing_past_k(gpu, tmp_path, m, n, k):
+    cuda, arch = gpu
+    import pycuda.gpuarray as gpuarray
+
+    cubin = str(tmp_path / "module.cubin")
+    kernels.compile_cubin(METHOD, "tf32", 0, arch, cubin)
+    b = np.random.default_rng([m, n, k]).uniform(-5, 5, (k, n)).astype(np.float32)
+    pitch = pitch_elements(k, 4)
+    bt = gpuarray.to_gpu(np.full((n, pitch), np.nan, np.float32))
+    launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, TF32))
+    func = cuda.module_from_file(cubin).get_function(registry.get(METHOD).prepass.symbol)
+    a = gpuarray.zeros((m, k), np.float32)
+    func(a.gpudata, gpuarray.to_gpu(b).gpudata, bt.gpudata, np.int32(m), np.int32(n), np.int32(k),
+         grid=launch.grid, block=launch.threads)
+    out = bt.get()
+    np.testing.assert_array_equal(out[:, :k], b.T)  # bit for bit: a copy, no rounding
+    assert np.isnan(out[:, k:]).all(), "the pitch's padding is not written (the tensor map stops at k)"
