@@ -38,8 +38,10 @@ def test_the_prepass_writes_the_bt_that_the_gemm_reads(m, n, k):
     launch = method.prepass.launch(p)
     assert launch.grid == (max(1, cdiv(n, TRANSPOSE_TILE)), max(1, cdiv(k, TRANSPOSE_TILE)), 1)
     assert launch.threads == (256, 1, 1) and launch.shared_bytes == 0
-    # It waits for the previous GEMM before overwriting the Bᵀ that GEMM reads.
-    assert launch.dependent and not launch.clustered
+    # In stream order: it starts once the previous GEMM, which reads Bᵀ, has ended (the GEMM after it is its
+    # programmatic dependent).
+    assert not launch.dependent and not launch.clustered
+    assert method.launch(p).dependent
 
 
 def test_the_builds_that_write_bt_in_shared_memory_read_b_and_so_skip_the_prepass():
@@ -72,8 +74,8 @@ def test_the_kernel_agrees_with_the_registry_on_its_tile_and_bts_pitch(tmp_path)
 
 @needs_nvcc
 def test_the_prepass_and_the_gemm_wait_for_the_previous_grid_before_any_global_access(tmp_path):
-    # Both are launched as programmatic dependents: the pre-pass may start while the previous launch's GEMM still
-    # reads Bᵀ, the GEMM while the pre-pass still writes it.
+    # The GEMM is launched as the pre-pass's programmatic dependent, so it may start while the pre-pass still writes
+    # Bᵀ; the pre-pass waits too, should it be launched as a dependent of the GEMM before it, which reads Bᵀ.
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(METHOD, [("tf32", 0)]))
     command = kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", kernels.compile_options(METHOD), "ptx")

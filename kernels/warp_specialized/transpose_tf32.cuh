@@ -1,13 +1,14 @@
 // The tf32 rung's pre-pass (kernels/13_wgmma_tf32.cu, method wgmma_tf32): Bt = B^T, written on every launch and
 // timed with the GEMM. wgmma reads 32-bit operands only K-major, and the study's B is k x n row-major (N-major), so
-// the GEMM's second tensor map reads Bt (n x k). As a programmatic dependent launch, and one that lets its own
-// dependent (the GEMM) launch at once, both launches overlap the kernel before them: the pre-pass waits for the
-// previous grid (the last GEMM reads Bt) before it touches memory, and the GEMM waits for the pre-pass before it
-// reads Bt (kernel.cuh). On an H200, cuBLAS's geam, which did this before, ran at the same bandwidth (3.4-4.3 TB/s
-// at 2048^2 to 8192^2, 6-7 us at 1024^2 and below) but as a launch of its own after which the GEMM started.
+// the GEMM's second tensor map reads Bt (n x k). It lets its dependent (the GEMM, launched with programmatic stream
+// serialisation) launch at once, so that the GEMM's launch and set-up run under it; the GEMM waits for it to complete
+// before it reads Bt (kernel.cuh). It is itself launched in stream order, after the previous GEMM (which reads Bt)
+// has ended; its wait for the previous grid guards Bt where it is launched as a dependent too. On an H200, cuBLAS's
+// geam, which did this before, moved the bytes at the same rate (3.4-4.3 TB/s at 2048^2 to 8192^2, 6-7 us at 1024^2
+// and below), but the GEMM launched only once it had ended.
 //
 // Host contract: grid (cdiv(n, TILE), cdiv(k, TILE), 1), block (THREADS, 1, 1), no dynamic shared memory, launched
-// as a programmatic dependent of the previous kernel; Bt with row pitch bt_pitch(k) floats (k rounded up to 16
+// after the previous GEMM in stream order; Bt with row pitch bt_pitch(k) floats (k rounded up to 16
 // bytes: the tensor map's row stride), whose columns past k are not written (the tensor map's extent is k: TMA
 // fills past it with zeros).
 #pragma once
@@ -31,8 +32,9 @@ extern "C" __global__ void __launch_bounds__(tf32_transpose::THREADS)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     using namespace tf32_transpose;
-    // The GEMM may launch now (it waits for this grid to complete before reading Bt); this grid waits for the
-    // previous one (the last GEMM reads Bt) before writing it.
+    // The GEMM may launch now (it waits for this grid to complete before reading Bt). Launched in stream order
+    // (the host's way) this grid starts after the last GEMM, which reads Bt, has ended; as a dependent it would
+    // wait for it here.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
     __shared__ float tile[TILE][TILE + 1];
