@@ -10,6 +10,11 @@
 // the block then writes each of the tile's 64 destination rows as 16 contiguous words. Tiles that reach past the
 // matrix, or pitches that are not multiples of 4 bytes (no aligned words), go byte by byte: only edges and odd
 // shapes take that path.
+//
+// It is launched in stream order, and on sm_90 lets the next kernel launch at once where that kernel is launched
+// as a programmatic dependent (the int8 and FP8 rungs' GEMMs, which wait for it to complete before they read Bt:
+// their launch and set-up then run under it). A library's GEMM launched after it (cuBLAS's int8 call, cuBLASLt's
+// FP8 one) is no such dependent, and starts when it ends.
 #pragma once
 
 #include <stdint.h>
@@ -18,6 +23,9 @@ extern "C" __global__ void __launch_bounds__(256) transpose_bytes(const uint8_t*
                                                                    uint8_t* __restrict__ dst, int rows, int cols,
                                                                    int src_pitch, int dst_pitch)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     constexpr int TILE = 64;
     __shared__ uint32_t t[TILE][TILE / 4 + 1];  // [destination row][word]; the extra word spreads the banks
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
