@@ -21,8 +21,8 @@
 //     of two blocks of kp columns each, kp = k rounded up to 32 (the GEMM's k step), zeros past k:
 //         A3  (m x 2 kp) = [ A_big    | A_small ]
 //         BT3 (n x 2 kp) = [ B_smallᵀ | B_bigᵀ  ]
-//     B's transpose (tf32 wgmma reads both operands K-major) comes with it, in place of wgmma_tf32's per-launch
-//     cuBLAS geam.
+//     B's transpose (tf32 wgmma reads both operands K-major) comes with it, as wgmma_tf32's comes with its own
+//     pre-pass (transpose_tf32.cuh).
 //   GEMM: the warp-specialised pipeline (kernel.cuh) with wgmma_tf32's operands and instruction (Op3xTf32, below)
 //     over K' = 3 kp: its first two blocks of k steps multiply A3's blocks with BT3's (big·small, small·big), and
 //     its third reads A3's first block and BT3's second again (big·big), so the dot product of a row of A with a
