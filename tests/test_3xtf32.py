@@ -15,7 +15,7 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
-from matmul_study.core.warp_specialized import split_tf32_columns, split_tf32_k, split_tf32_kp
+from matmul_study.core.warp_specialized import split_tf32_columns, split_tf32_kp
 
 METHOD = "wgmma_3xtf32"
 FP32 = dtypes.get("float32")
@@ -31,7 +31,7 @@ def test_each_block_of_k_is_padded_to_whole_k_steps(k, split):
     # Three blocks for the GEMM's K, two stored: the third reads the big parts again. A block is a whole number of
     # the GEMM's k steps of 32 floats (so no k step straddles two blocks), and its rows a whole number of 16 bytes.
     kp = split_tf32_kp(k)
-    assert split_tf32_k(k) == split == 3 * kp and split_tf32_columns(k) == 2 * kp
+    assert 3 * kp == split and split_tf32_columns(k) == 2 * kp
     assert kp % 32 == 0 and (kp * FP32.itemsize) % 16 == 0 and k <= kp < k + 32
 
 
@@ -60,7 +60,7 @@ def test_the_prepass_has_one_block_per_32x32_tile_of_a_and_of_b(m, n, k):
 def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
     # The kernel computes K' and its tile count itself: a registry that disagreed would size the buffers, the
     # tensor maps or the pre-pass grid for another layout.
-    checks = [f"static_assert(wgmma_3xtf32::wide_k({k}) == {split_tf32_k(k)}, \"wide_k({k})\");"
+    checks = [f"static_assert(wgmma_3xtf32::wide_k({k}) == {3 * split_tf32_kp(k)}, \"wide_k({k})\");"
               for _, _, k in SHAPES]
     checks += [f"static_assert(wgmma_3xtf32::stored_k({k}) == {split_tf32_columns(k)}, \"stored_k({k})\");"
                for _, _, k in SHAPES]

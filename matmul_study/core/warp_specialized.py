@@ -532,8 +532,8 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
 # The 3xTF32 rung (kernels/warp_specialized/operands_3xtf32.cuh): a pre-pass splits each fp32 operand into a big and
 # a small tf32 part and writes A3 = [A_big | A_small] (m x 2 kp) and BT3 = [B_smallᵀ | B_bigᵀ] (n x 2 kp), each block
 # of k padded with zeros to kp, a whole number of the GEMM's k steps (32 floats); wgmma_tf32's GEMM runs on them
-# over K' = 3 kp, its third block reading the big parts again. These mirror the kernel's wgmma_3xtf32::wide_k,
-# stored_k and prepass_blocks (checked by tests/test_3xtf32.py).
+# over K' = 3 kp, its third block reading the big parts again. These mirror the kernel's wgmma_3xtf32::padded_k,
+# stored_k and prepass_blocks (checked by tests/test_3xtf32.py); the kernel works out K' itself.
 SPLIT_K_ALIGN = WS_TF32.bk  # floats: one k step of the GEMM
 SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
 
@@ -541,11 +541,6 @@ SPLIT_TILE = 32  # the pre-pass's 32 x 32 tiles, blocks of 32 x 8 threads
 def split_tf32_kp(k: int) -> int:
     """A block of the 3xTF32 rung's k: k rounded up to a whole number of the GEMM's k steps."""
     return cdiv(k, SPLIT_K_ALIGN) * SPLIT_K_ALIGN
-
-
-def split_tf32_k(k: int) -> int:
-    """The 3xTF32 rung's GEMM's K: three blocks of split_tf32_kp(k)."""
-    return 3 * split_tf32_kp(k)
 
 
 def split_tf32_columns(k: int) -> int:
