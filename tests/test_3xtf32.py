@@ -16,6 +16,7 @@ from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
 from matmul_study.core.warp_specialized import split_tf32_columns, split_tf32_kp
+from prepass_checks import assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees, rung_gpu
 
 METHOD = "wgmma_3xtf32"
 FP32 = dtypes.get("float32")
@@ -69,33 +70,15 @@ def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
         checks.append(f"static_assert(wgmma_3xtf32::prepass_blocks({m}, {n}, {k}) == {blocks}, "
                       f"\"blocks {m}x{n}x{k}\");")
     checks.append(f"static_assert(wgmma_3xtf32::PREPASS_THREADS == {32 * 8}, \"threads\");")
-    source = f'#include "{registry.get(METHOD).source}"\n' + "\n".join(checks) + "\n"
-    options = kernels.compile_options(METHOD)  # the registry's definitions of the default build
-    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, options)
-    assert result.returncode == 0, result.stderr
-    broken = source + "static_assert(wgmma_3xtf32::wide_k(1) == 4, \"guard: one block only\");\n"
-    failed = kernels.compile_with_nvcc(broken, "sm_90a", tmp_path / "broken", options)
-    assert failed.returncode != 0 and "guard: one block only" in failed.stderr
+    assert_the_kernel_agrees(METHOD, checks, "static_assert(wgmma_3xtf32::wide_k(1) == 4, \"guard: one block only\");",
+                             tmp_path)
 
 
 @needs_nvcc
 def test_the_prepass_and_the_gemm_wait_for_the_previous_grid_before_any_global_access(tmp_path):
     # Both are launched as programmatic dependents: the pre-pass may start while the previous launch's GEMM still
     # reads A3 and BT3, the GEMM while the pre-pass still writes them.
-    import subprocess
-
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source(METHOD, [("float32", 0)]))
-    command = kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", kernels.compile_options(METHOD), "ptx")
-    assert subprocess.run(command, capture_output=True, text=True).returncode == 0
-    entries = (tmp_path / "module.ptx").read_text().split(".entry ")[1:]
-    assert sorted(e.split("(")[0] for e in entries) == sorted([registry.get(METHOD).prepass.symbol,
-                                                               kernels.symbol(METHOD, "float32", 0)])
-    for body in entries:
-        first_wait = body.index("griddepcontrol.wait")
-        accesses = [body.find(op) for op in ("cp.async.bulk.tensor", "st.global", "ld.global", "red.global")]
-        assert min(i for i in accesses if i >= 0) > first_wait
-        assert "griddepcontrol.launch_dependents" in body
+    assert_both_kernels_wait_before_any_global_access(METHOD, "float32", tmp_path)
 
 
 # ------------------------------------------------------------------------------------------- on a GPU
@@ -108,19 +91,8 @@ def tf32_rna(x: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def gpu():
-    """PyCUDA's primary context on a GPU that runs the rung, and the rung's module built for it."""
-    cuda = pytest.importorskip("pycuda.driver")
-    try:
-        import pycuda.autoprimaryctx  # noqa: F401
-    except Exception as exc:  # no driver or no device
-        pytest.skip(f"no usable CUDA device: {exc}")
-    from matmul_study.core.backends import module_available
-
-    cc = cuda.Context.get_device().compute_capability()
-    why = registry.get(METHOD).unmet_requirement(cc, module_available)
-    if why:
-        pytest.skip(why)
-    return cuda, f"sm_{cc[0]}{cc[1]}"
+    """PyCUDA's primary context on a GPU that runs the rung, and its arch."""
+    return rung_gpu(METHOD)
 
 
 @pytest.mark.gpu

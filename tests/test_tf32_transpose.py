@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from matmul_study.core.specs import Problem, cdiv
 from matmul_study.core.warp_specialized import BT_SMEM_SUFFIX, TRANSPOSE_TILE
 from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
+from prepass_checks import assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees, rung_gpu
 
 METHOD = "wgmma_tf32"
 TF32 = dtypes.get("tf32")
@@ -63,49 +63,22 @@ def test_the_kernel_agrees_with_the_registry_on_its_tile_and_bts_pitch(tmp_path)
     threads = registry.get(METHOD).prepass.launch(Problem(1, 1, 1, 0, TF32)).threads[0]
     checks += [f"static_assert(tf32_transpose::TILE == {TRANSPOSE_TILE}, \"tile\");",
                f"static_assert(tf32_transpose::THREADS == {threads}, \"threads\");"]
-    source = f'#include "{registry.get(METHOD).source}"\n' + "\n".join(checks) + "\n"
-    options = kernels.compile_options(METHOD)
-    result = kernels.compile_with_nvcc(source, "sm_90a", tmp_path, options)
-    assert result.returncode == 0, result.stderr
-    broken = source + "static_assert(tf32_transpose::bt_pitch(5) == 5, \"guard: 16-byte rows\");\n"
-    failed = kernels.compile_with_nvcc(broken, "sm_90a", tmp_path / "broken", options)
-    assert failed.returncode != 0 and "guard: 16-byte rows" in failed.stderr
+    guard = "static_assert(tf32_transpose::bt_pitch(5) == 5, \"guard: 16-byte rows\");"
+    assert_the_kernel_agrees(METHOD, checks, guard, tmp_path)
 
 
 @needs_nvcc
 def test_the_prepass_and_the_gemm_wait_for_the_previous_grid_before_any_global_access(tmp_path):
     # The GEMM is launched as the pre-pass's programmatic dependent, so it may start while the pre-pass still writes
     # Bᵀ; the pre-pass waits too, should it be launched as a dependent of the GEMM before it, which reads Bᵀ.
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source(METHOD, [("tf32", 0)]))
-    command = kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", kernels.compile_options(METHOD), "ptx")
-    assert subprocess.run(command, capture_output=True, text=True).returncode == 0
-    entries = (tmp_path / "module.ptx").read_text().split(".entry ")[1:]
-    assert sorted(e.split("(")[0] for e in entries) == sorted([registry.get(METHOD).prepass.symbol,
-                                                               kernels.symbol(METHOD, "tf32", 0)])
-    for body in entries:
-        first_wait = body.index("griddepcontrol.wait")
-        accesses = [body.find(op) for op in ("cp.async.bulk.tensor", "st.global", "ld.global", "red.global")]
-        assert min(i for i in accesses if i >= 0) > first_wait
-        assert "griddepcontrol.launch_dependents" in body
+    assert_both_kernels_wait_before_any_global_access(METHOD, "tf32", tmp_path)
 
 
 # ------------------------------------------------------------------------------------------- on a GPU
 @pytest.fixture(scope="module")
 def gpu():
-    """PyCUDA's primary context on a GPU that runs the rung."""
-    cuda = pytest.importorskip("pycuda.driver")
-    try:
-        import pycuda.autoprimaryctx  # noqa: F401
-    except Exception as exc:  # no driver or no device
-        pytest.skip(f"no usable CUDA device: {exc}")
-    from matmul_study.core.backends import module_available
-
-    cc = cuda.Context.get_device().compute_capability()
-    why = registry.get(METHOD).unmet_requirement(cc, module_available)
-    if why:
-        pytest.skip(why)
-    return cuda, f"sm_{cc[0]}{cc[1]}"
+    """PyCUDA's primary context on a GPU that runs the rung, and its arch."""
+    return rung_gpu(METHOD)
 
 
 @pytest.mark.gpu
