@@ -562,8 +562,8 @@ TRANSPOSE_TILE = 64  # kernels/warp_specialized/transpose_tf32.cuh: a block of 2
 def transpose_tf32_launch(p: Problem) -> Launch:
     """One block per 64 x 64 tile of B (k x n); at least one. Launched in stream order, so it starts once the
     previous GEMM, which reads Bt, has ended; the GEMM after it is its programmatic dependent, launched under it.
-    (As a programmatic dependent of the previous GEMM too, its blocks took SMs that GEMM's successor then waited
-    for: 0.62 against 0.80x cuBLAS at 512^3 on an H200.)"""
+    (Launched as a programmatic dependent of the previous GEMM too, the rung ran slower: 0.62 against 0.80x cuBLAS
+    at 512^3 on an H200, docs/tensor-cores.md.)"""
     return Launch((max(1, cdiv(p.n, TRANSPOSE_TILE)), max(1, cdiv(p.k, TRANSPOSE_TILE)), 1), (256, 1, 1))
 
 
