@@ -15,7 +15,7 @@ import pytest
 
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
-from matmul_study.core.warp_specialized import BT_SMEM_SUFFIX, TRANSPOSE_TILE
+from matmul_study.core.warp_specialized import BT_SMEM_SUFFIX, TF32_TRANSPOSE_THREADS, TF32_TRANSPOSE_TILE
 from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
 from prepass_checks import assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees, rung_gpu
@@ -36,7 +36,7 @@ def test_the_prepass_writes_the_bt_that_the_gemm_reads(m, n, k):
     assert {o.name: o.shape(p) for o in method.prepass.outputs} == {"BT": (n, k)}
     assert [spec.operand for spec in method.tensor_maps] == ["A", "BT"]
     launch = method.prepass.launch(p)
-    assert launch.grid == (max(1, cdiv(n, TRANSPOSE_TILE)), max(1, cdiv(k, TRANSPOSE_TILE)), 1)
+    assert launch.grid == (max(1, cdiv(n, TF32_TRANSPOSE_TILE)), max(1, cdiv(k, TF32_TRANSPOSE_TILE)), 1)
     assert launch.threads == (256, 1, 1) and launch.shared_bytes == 0
     # In stream order: it starts once the previous GEMM, which reads Bᵀ, has ended (the GEMM after it is its
     # programmatic dependent).
@@ -60,9 +60,8 @@ def test_the_kernel_agrees_with_the_registry_on_its_tile_and_bts_pitch(tmp_path)
     # the same, or rows would land where the tensor map does not read them.
     checks = [f"static_assert(tf32_transpose::bt_pitch({k}) == {pitch_elements(k, 4)}, \"pitch {k}\");"
               for k in (1, 3, 4, 5, 33, 4097)]
-    threads = registry.get(METHOD).prepass.launch(Problem(1, 1, 1, 0, TF32)).threads[0]
-    checks += [f"static_assert(tf32_transpose::TILE == {TRANSPOSE_TILE}, \"tile\");",
-               f"static_assert(tf32_transpose::THREADS == {threads}, \"threads\");"]
+    checks += [f"static_assert(tf32_transpose::TILE == {TF32_TRANSPOSE_TILE}, \"tile\");",
+               f"static_assert(tf32_transpose::THREADS == {TF32_TRANSPOSE_THREADS}, \"threads\");"]
     guard = "static_assert(tf32_transpose::bt_pitch(5) == 5, \"guard: 16-byte rows\");"
     assert_the_kernel_agrees(METHOD, checks, guard, tmp_path)
 

@@ -556,7 +556,10 @@ def split_tf32_prepass_launch(p: Problem) -> Launch:
     return Launch((max(1, tiles), 1, 1), (SPLIT_TILE, 8, 1), dependent=True)
 
 
-TRANSPOSE_TILE = 64  # kernels/warp_specialized/transpose_tf32.cuh: a block of 256 threads per 64 x 64 tile of B
+# kernels/warp_specialized/transpose_tf32.cuh: a block per 64 x 64 tile of B (tf32_transpose::TILE, THREADS; the
+# byte transpose of the int8 and FP8 rungs has its own, launch/operands.py)
+TF32_TRANSPOSE_TILE = 64
+TF32_TRANSPOSE_THREADS = 256
 
 
 def transpose_tf32_launch(p: Problem) -> Launch:
@@ -564,7 +567,8 @@ def transpose_tf32_launch(p: Problem) -> Launch:
     previous GEMM, which reads Bt, has ended; the GEMM after it is its programmatic dependent, launched under it.
     (Launched as a programmatic dependent of the previous GEMM too, the rung ran slower: 0.62 against 0.80x cuBLAS
     at 512^3 on an H200, docs/tensor-cores.md.)"""
-    return Launch((max(1, cdiv(p.n, TRANSPOSE_TILE)), max(1, cdiv(p.k, TRANSPOSE_TILE)), 1), (256, 1, 1))
+    return Launch((max(1, cdiv(p.n, TF32_TRANSPOSE_TILE)), max(1, cdiv(p.k, TF32_TRANSPOSE_TILE)), 1),
+                  (TF32_TRANSPOSE_THREADS, 1, 1))
 
 
 # wgmma_tf32's pre-pass: Bt (n x k) from B, on every launch (its builds that write Bt in shared memory read B and
