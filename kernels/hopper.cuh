@@ -258,6 +258,30 @@ __device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t des
     HOPPER_WGMMA_K_MAJOR_BY_N("k8.f32.tf32.tf32", , ", 1, 1");
 }
 
+// D(64xN, fp32) (+)= A(64x8, registers) * B(8xN, K-major, smem) in tf32: a[4] is this thread's fragment of its
+// warp's 16 rows x 8 k of A (a[0]: row lane / 4, k lane % 4; a[1] the row 8 below; a[2], a[3] the same rows at k + 4),
+// N = 64, 128, 192 or 256. A read into registers may come from any layout in shared memory (operands_tf32.cuh,
+// OpTf32Swapped: B's N-major rows as wgmma's A).
+#define HOPPER_WGMMA_TF32_RS(SHAPE, REGS, OPS, A, NB, NS)                                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned." SHAPE "k8.f32.tf32.tf32 " REGS ", " A ", %" NB ", p, 1, 1;\n}\n" \
+                 : OPS                                                                                     \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
+template <int N>
+__device__ __forceinline__ void wgmma_m64k8_tf32_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                    bool scale_d = true)
+{
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256, "N = 64, 128, 192 or 256");
+    if constexpr (N == 64)
+        HOPPER_WGMMA_TF32_RS("m64n64", HOPPER_D32_REGS, HOPPER_D32_OPS, "{%32, %33, %34, %35}", "36", "37");
+    else if constexpr (N == 128)
+        HOPPER_WGMMA_TF32_RS("m64n128", HOPPER_D64_REGS, HOPPER_D64_OPS, "{%64, %65, %66, %67}", "68", "69");
+    else if constexpr (N == 192)
+        HOPPER_WGMMA_TF32_RS("m64n192", HOPPER_D96_REGS, HOPPER_D96_OPS, "{%96, %97, %98, %99}", "100", "101");
+    else
+        HOPPER_WGMMA_TF32_RS("m64n256", HOPPER_D128_REGS, HOPPER_D128_OPS, "{%128, %129, %130, %131}", "132", "133");
+}
+
 // D(64xN, fp32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), e4m3 operands (no transpose immediates for 8-bit
 // operands either), N = 64 (32 accumulators per thread), 128 (64), 192 (96) or 256 (128). The tensor cores add the k
 // products into D with fewer bits than an fp32 add keeps (docs/tensor-cores.md, FP8), which is why long sums lose

@@ -198,7 +198,9 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                                                   ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))),
                   # tf32 reading B as it is and writing each k step's Bt in shared memory (WGMMA_WS_BT_SMEM): every
                   # such build (its own producer path, at every tile and split)
-                  *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.bt_smem)]
+                  *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.bt_smem),
+                  # tf32 computing Cᵀ = Bᵀ·Aᵀ (WGMMA_WS_SWAP_AB: B's rows read into registers, C stored transposed)
+                  *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.swap_ab)]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 
@@ -214,6 +216,17 @@ def check_build(variant_cubin, method, variant, dtype, shape) -> np.ndarray:
     split = registry.get(method).variant(variant).workspace is not None
     return check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape,
                         launches=3 if split else 2, variant=variant, same_bits=split)
+
+
+# (m, k, n): a row or a column of C, M and N one past a tile of the kernel's (its rows are C's columns), K one past a
+# k step
+SWAP_SHAPES = [(1, 300, 777), (777, 300, 1), (257, 33, 129), (129, 4097, 257), (4096, 64, 130)]
+
+
+@pytest.mark.parametrize("shape", SWAP_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("variant", [v.name for v in registry.get("wgmma_tf32").variants if v.config.swap_ab])
+def test_tf32_builds_that_swap_a_and_b_store_c_not_its_transpose(variant_cubin, variant, shape):
+    check_build(variant_cubin, "wgmma_tf32", variant, "tf32", shape)
 
 
 @pytest.mark.parametrize("shape", [(257, 511, 129), (300, 4300, 4300)], ids=lambda s: "x".join(map(str, s)))

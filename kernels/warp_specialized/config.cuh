@@ -28,6 +28,8 @@
 //                         warpgroup's other three warps write each k step's K-major Bt tile into a ring of this many
 //                         buffers (tf32: wgmma reads 32-bit operands only K-major), instead of the launcher
 //                         transposing all of B before the kernel; 0: the operands' own B. Without a cluster.
+//   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (the tf32 operands' OpTf32Swapped: B as it is, read
+//                         into registers as wgmma's A; C stored transposed), on whole tiles only; 0: C = A B.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
@@ -124,6 +126,9 @@
 #ifndef WGMMA_WS_BT_BOX_ROWS
 #error "WGMMA_WS_BT_BOX_ROWS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_SWAP_AB
+#error "WGMMA_WS_SWAP_AB is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_STREAMK_MIN_SAVED
 #error "WGMMA_WS_STREAMK_MIN_SAVED is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -154,6 +159,7 @@ constexpr bool BALANCED = WGMMA_WS_BALANCED != 0;
 constexpr int DRAIN_EVERY = WGMMA_WS_DRAIN_EVERY;
 constexpr int DRAIN_PERIOD = DRAIN_EVERY > 0 ? DRAIN_EVERY : 1;  // (no % 0 where the drain is off)
 constexpr bool PROMOTE = WGMMA_WS_PROMOTE != 0;
+constexpr bool SWAP_AB = WGMMA_WS_SWAP_AB != 0;  // C^T = B^T A^T (Op::A_TRANSPOSED)
 constexpr int PROMOTE_CHAIN = 8;  // k steps per chain of the promoted mainloop (see mainloop; even: two sets)
 // Column parts of a promoted k step: at BN 256 the scratch sets are a quarter of the tile's columns each (mainloop).
 constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
@@ -236,6 +242,12 @@ static_assert(WGMMA_WS_BT_BUFFERS == 0 || WGMMA_WS_BT_BUFFERS >= 2,
               "WGMMA_WS_BT_BUFFERS: 0 (off), or a ring of at least 2 (one read while the next is written)");
 static_assert(!BT_SMEM || (CLUSTER == 1 && BK == 32),
               "WGMMA_WS_BT_BUFFERS: 32-bit operands (WGMMA_WS_BK=32) without a cluster (each CTA writes its own Bt)");
+static_assert(WGMMA_WS_SWAP_AB == 0 || WGMMA_WS_SWAP_AB == 1, "WGMMA_WS_SWAP_AB: 0 (off) or 1 (on)");
+// (its epilogue stores each element by itself, transposed: no staging, so no paced drain, and no partial sums)
+static_assert(!SWAP_AB || (SPLIT_K == 1 && WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS == 1 && !PROMOTE &&
+                           !BT_SMEM),
+              "WGMMA_WS_SWAP_AB=1: whole tiles (WGMMA_WS_SPLIT_K=1, WGMMA_WS_STREAMK=0), no paced drain "
+              "(WGMMA_WS_DRAIN_EVERY=0), one k group, unpromoted, without a Bt ring");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");
@@ -292,6 +304,13 @@ template <class Op, class = void>
 constexpr bool A_IN_REGISTERS = false;
 template <class Op>
 constexpr bool A_IN_REGISTERS<Op, decltype(void(Op::A_IN_REGISTERS))> = Op::A_IN_REGISTERS;
+// Whether an Op's A is the problem's B^T, read from B's N-major rows (Op::A_TRANSPOSED: OpTf32Swapped): the kernel
+// then computes C^T = B^T A^T in its own (m, n), the producer copies the A slot with Op::load_a, and the epilogue
+// stores C^T's elements transposed, into C. Absent from every other Op (WGMMA_WS_SWAP_AB=0).
+template <class Op, class = void>
+constexpr bool A_TRANSPOSED = false;
+template <class Op>
+constexpr bool A_TRANSPOSED<Op, decltype(void(Op::A_TRANSPOSED))> = Op::A_TRANSPOSED;
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;

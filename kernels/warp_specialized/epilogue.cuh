@@ -117,6 +117,27 @@ __device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned i
     if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
 }
 
+// A tile of C^T (WGMMA_WS_SWAP_AB: the kernel's m x n is the problem's n x m) into C, guarded: the thread's
+// element (row, col) of the kernel's goes to C[col][row], C's rows being m long. The eight rows of a warp's store
+// are 32 contiguous bytes of one of C's rows, and its four column pairs four of C's rows.
+template <int NJ, typename V>
+__device__ __forceinline__ void store_acc_transposed(const V* d, V* C, int m, int n, int row0, int col0)
+{
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 8 * h;
+            if (row >= m) continue;
+#pragma unroll
+            for (int v = 0; v < 2; ++v) {
+                const int col = col0 + 8 * j + v;
+                if (col < n) C[static_cast<size_t>(col) * m + row] = d[4 * j + 2 * h + v];
+            }
+        }
+    }
+}
+
 // Item i's (of n_items) accumulators to C: stream-K pieces > 0 add into C; whole tiles and pieces 0 store,
 // through the staging chunk where the warpgroup's 64 rows lie inside C (rows 16-byte aligned), else guarded. A
 // whole tile that is not the CTA's last item leaves its last 64 columns to the paced drain. Piece 0 then raises its

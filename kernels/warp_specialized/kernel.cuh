@@ -136,7 +136,10 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
                 continue;
             }
         }
-        epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, r, warp, lane, chunk, drain);
+        if constexpr (A_TRANSPOSED<Op>)  // C^T's tile: row i, column j of the kernel's go to C[j][i]
+            store_acc_transposed<BN / 8>(d, C, m, n, m0 + r * 64 + warp * 16 + lane / 4, n0 + 2 * (lane % 4));
+        else
+            epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, r, warp, lane, chunk, drain);
         if constexpr (K_GROUPS > 1) hopper::named_barrier_arrive(K_GROUPS_FREE, 128 * K_GROUPS);
     }
     if constexpr (K_GROUPS > 1) {  // the last hand-over's chunks were read (k_groups_meet)
@@ -162,6 +165,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
 {
     using namespace hopper;
     static_assert(Op::BK == BK, "WGMMA_WS_BK: the operands' k step (Op::BK, one 128-byte row of their elements)");
+    static_assert(SWAP_AB == A_TRANSPOSED<Op>,
+                  "WGMMA_WS_SWAP_AB: 1 exactly for operands that read B's rows as wgmma's A (OpTf32Swapped)");
     // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
     // exit), and touch no global memory before the previous grid has completed (griddepcontrol.wait).
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -70,7 +70,11 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
                 kb = Op::b_step(kt, sched.ktiles);
             }
             mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
-            if (rows) tma_load_2d(sa, tmap_a, fb, ka * Op::BK, m0);
+            if constexpr (A_TRANSPOSED<Op>) {
+                if (rows) Op::load_a(sa, tmap_a, fb, m0, ka);  // B's rows m0.. as the A slot's boxes
+            } else if (rows) {
+                tma_load_2d(sa, tmap_a, fb, ka * Op::BK, m0);
+            }
             if constexpr (BT_SMEM) load_b_rows(sa + A_BYTES, tmap_b, fb, n0, kb);  // B's rows; bt_writer makes Bt
             else Op::load_b(sa + A_BYTES, tmap_b, fb, n0, kb, rank);
         }
@@ -194,9 +198,10 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
     }
     wgmma_fence();
     Op::mma(acc, desc_a0 + s * STAGE_DESC, db, accumulate);
-    wgmma_commit();
+    // (an Op with A from registers commits its groups itself, and has waited for the previous step's: OpTf32Swapped)
+    if constexpr (!A_TRANSPOSED<Op>) wgmma_commit();
     if (previous) {
-        wgmma_wait<1>();
+        if constexpr (!A_TRANSPOSED<Op>) wgmma_wait<1>();
         release_step(sm, it - K_GROUPS, lane);
     }
     if constexpr (DRAIN_EVERY > 0) {

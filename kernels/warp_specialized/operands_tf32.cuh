@@ -59,6 +59,71 @@ struct OpTf32 {
                                            hopper::desc_join(dbc + kk * (32 >> 4), 1024), kk > 0 || accumulate);
     }
 };
+
+// The tf32 operands with A and B swapped (WGMMA_WS_SWAP_AB=1, the registry's *swap builds): the kernel computes
+// C^T = B^T A^T, so B needs no transpose before it. Its tile rows are the problem's columns and its tile columns the
+// problem's rows (the launcher passes (n, m, k) for (m, n, k)); wgmma's A is B^T, which wgmma takes K-major only from
+// shared memory but in any layout from registers, and wgmma's B is A^T, whose K-major rows are A's own.
+//   A slot: the stage holds B's k step as it is, BK = 32 rows of k by the tile's BM problem columns, as BM / 32 boxes
+//     of 32 rows x 32 columns (128 bytes, 128B-swizzled: tensor map over B, dims (n, k), box (32, 32)); box q holds
+//     columns 32q..32q+31, so a consumer warpgroup's 64 columns are boxes 2c and 2c + 1, at the offset of its 64 rows
+//     in a K-major A tile (8 KiB).
+//   B slot: A's rows, as OpTf32's Bt (tensor map over A, dims (k, m), boxes of BT_BOX_ROWS rows of 32 floats).
+//   mma: each k step, the thread's wgmma A fragments of the step's four k8 slices (16 floats: rows g and g + 8 of
+//     its warp's 16, k t and t + 4, g = lane / 4, t = lane % 4) come from the stage by ld.shared, and each slice's
+//     wgmma m64nBNk8 with A from registers is a group of its own. A wgmma reads its registers while in flight, so a
+//     slice's loads wait for the previous step's same slice (the three groups after it may still run); by the end of
+//     a step the previous step's groups have all retired, and the mainloop releases its stage without a wait of its
+//     own (mainloop.cuh, k_step). Element (column c, k) of a box lies at row k, 16-byte chunk (c / 4) ^ (k % 8),
+//     word c % 4: the eight g of one load span two chunks and the four t four rows, so a load has two-way bank
+//     conflicts (16 loads a step beside the wgmmas' 4 x 64 x 256 x 8 products).
+//   epilogue: the accumulators hold C^T; each element goes to C[col][row] (guarded stores, 32 contiguous bytes per
+//     eight rows of the tile: epilogue.cuh, store_acc_transposed).
+struct OpTf32Swapped : OpTf32 {
+    static constexpr bool A_TRANSPOSED = true;
+    static constexpr bool PROMOTABLE = false;
+    static constexpr int A_BOX_COLS = 32;  // problem columns per box of the A slot (128 bytes of fp32)
+    static_assert(BM % A_BOX_COLS == 0 && A_BYTES == (BM / A_BOX_COLS) * BK * 128,
+                  "WGMMA_WS_SWAP_AB: the A slot holds BM / 32 boxes of BK rows x 32 columns");
+    // The A slot's BM / 32 boxes of k step kt, columns m0.. of B (the kernel's rows).
+    static __device__ __forceinline__ void load_a(uint32_t sa, const CUtensorMap* tmap_b, uint32_t bar, int m0, int kt)
+    {
+#pragma unroll
+        for (int q = 0; q < BM / A_BOX_COLS; ++q)
+            hopper::tma_load_2d(sa + q * (BK * 128), tmap_b, bar, m0 + A_BOX_COLS * q, kt * BK);
+    }
+    static __device__ __forceinline__ void mma(float (&d)[ACCUMULATORS], uint32_t da, uint32_t db, bool accumulate)
+    {
+        extern __shared__ __align__(1024) unsigned char smem_raw[];
+        const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
+        // This warp's 16 columns lie in box warp / 2 of the warpgroup's two, at columns 16 (warp % 2) + g (+ 8).
+        const uint32_t box = hopper::desc_address(da) + hopper::shared_window(hopper::smem_addr(smem_raw)) +
+                             (warp >> 1) * (BK * 128);
+        const int c0 = 16 * (warp & 1) + g;
+        uint32_t a[BK / 8][4];
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk) {
+            // Slice kk's registers are the previous step's slice kk's, which its wgmma reads while in flight: wait
+            // until at most the BK / 8 - 1 groups issued since are (the previous step's later slices, this step's
+            // earlier ones).
+            hopper::wgmma_wait<BK / 8 - 1>();
+#pragma unroll
+            for (int v = 0; v < 2; ++v) {
+                const int k = 8 * kk + 4 * v + t;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int c = c0 + 8 * h;
+                    const uint32_t at = box + k * 128 + ((((c >> 2) ^ (k & 7))) << 4) + (c & 3) * 4;
+                    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(a[kk][2 * v + h]) : "r"(at) : "memory");
+                }
+            }
+            hopper::wgmma_fence();  // the fragment's registers are written before the wgmma reads them
+            hopper::wgmma_m64k8_tf32_rs<BN>(d, a[kk], hopper::desc_join(db + kk * (32 >> 4), 1024),
+                                            kk > 0 || accumulate);
+            hopper::wgmma_commit();
+        }
+    }
+};
 #endif  // HOPPER_SM90A
 
 }  // namespace wgmma_ws

@@ -581,6 +581,32 @@ def bt_twin(rest: Callable[[object, tuple[str, ...]], Choice], tiles: dict[str, 
     return choose
 
 
+def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, tuple[str, int]],
+              tile: tuple[int, int]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose whole-tile builds have twins that compute Cᵀ = Bᵀ·Aᵀ (tf32: B's rows read into
+    registers as wgmma's A, so no pre-pass transposes B; `twins`: build -> its twin and the cluster both share; `tile`:
+    both builds' tile rows and columns, which the twin lays along n and m): `rest`'s pick, and where that is one of
+    `twins`, the twin, unless its tiles, laid the other way, take more waves of clusters. The transpose moves all of B
+    twice more through HBM, timed with the GEMM: on an H200 (x cuBLAS, tiles-swap-tf32.txt) 2048^3 1.06 against
+    0.88, 4096^3 1.01 against 0.94, 8192^3 1.01 against 1.00."""
+    tm, tn = tile
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        if picked.variant not in twins or twins[picked.variant][0] not in variants:
+            return picked
+        twin, cluster = twins[picked.variant]
+        slots = max(1, problem.sm_count // cluster)
+        waves = cdiv(cdiv(cdiv(problem.m, tm), cluster) * cdiv(problem.n, tn), slots)
+        swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn), slots)
+        if swapped > waves:
+            return picked
+        return Choice(twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in as many waves ({swapped}), reading B "
+                            "as it is instead of transposing it before the kernel")
+
+    return choose
+
+
 def token_rows(rows: int, decode: Callable[[object, tuple[str, ...]], Choice],
                rest: Callable[[object, tuple[str, ...]], Choice]) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with decode builds beside its own tiles: `decode` for M of at most `rows` token

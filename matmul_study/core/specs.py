@@ -72,6 +72,8 @@ class Launch:
     # Programmatic dependent launch (cuLaunchKernelEx): the kernel may start while the previous kernel on the
     # stream ends, because it waits (griddepcontrol.wait) before its first global access.
     dependent: bool = False
+    # The kernel computes Cᵀ = Bᵀ·Aᵀ: it takes the problem's (n, m, k) where it would take (m, n, k).
+    transposed: bool = False
 
     @property
     def clustered(self) -> bool:

@@ -58,6 +58,10 @@ class WsConfig:
     # many buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed
     # before the kernel; no cluster (each CTA writes its own). 0: the operands' own B.
     bt_buffers: int = 0
+    # The kernel computes Cᵀ = Bᵀ·Aᵀ (tf32: B's N-major rows read into registers as wgmma's A, A's rows as its K-major
+    # B, C stored transposed), so B needs no transpose; whole tiles only (no split-K, stream-K or paced drain). Its
+    # tile rows are the problem's columns: the launch takes (n, m, k) for (m, n, k).
+    swap_ab: bool = False
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
     group_order: int = 0  # tile order: 0 the operands' own, 1 groups of cluster-rows, 2 of cluster-columns
@@ -140,7 +144,7 @@ class WsConfig:
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
                   "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
-                  "BALANCED": int(self.balanced),
+                  "SWAP_AB": int(self.swap_ab), "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
         return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
 
@@ -152,6 +156,8 @@ class WsConfig:
         """Persistent grid of THREADS-thread CTAs (a producer and two consumer warpgroups) over BM x bn tiles, in
         clusters along M, launched as a programmatic dependent of the previous kernel. A split-K build has
         `split_k` work items per cluster tile, so its grid is as large as those items, up to one CTA per SM."""
+        if self.swap_ab:  # the kernel's problem is Cᵀ's: n x m
+            return replace(replace(self, swap_ab=False).launch(replace(p, m=p.n, n=p.m)), transposed=True)
         if self.split_k == 1:
             return persistent(self.BM, self.bn, self.THREADS, shared_bytes=self.shared_bytes, cluster=self.cluster,
                               dependent=True)(p)
@@ -411,6 +417,25 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
     return tuple(out)
 
 
+SWAP_SUFFIX = "swap"
+
+
+def swap_variants(base: WsConfig) -> tuple[Variant, ...]:
+    """The builds of the tf32 rung that compute Cᵀ = Bᵀ·Aᵀ (swap_ab; kernels/warp_specialized/operands_tf32.cuh,
+    OpTf32Swapped): B as it is, each k step's 32 rows read from shared memory into registers as wgmma's A, so that no
+    pre-pass transposes B (twice its bytes through HBM, timed with the GEMM). Whole tiles, 128 of B's columns by 256
+    of A's rows (the twins of the rung's 128x256 tiles, configs.swap_twin), in clusters of 2 (A's tile multicast)
+    or of 1. (Its 128x128 tiles ran 0.75-0.83x cuBLAS at 512^3-8192^3 on an H200, below the rung's other builds.)"""
+    swapped = replace(base, swap_ab=True, streamk=False, drain_every=0)
+    what = "Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B)"
+    return (
+        swapped.variant(SWAP_SUFFIX, f"{what}: tiles of {swapped.BM} columns x {swapped.bn} rows of C, clusters of "
+                                     f"{swapped.cluster} sharing A's rows"),
+        replace(swapped, cluster=1).variant(f"{SWAP_SUFFIX}_cluster1", f"{what}: {swapped.BM} x {swapped.bn}, no "
+                                                                       "cluster"),
+    )
+
+
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
     that fit them, the rest as the default; bn192 also in its cluster of 1; not the 64-column tiles, which the
@@ -593,6 +618,8 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
     (variants, choose, requires, prepass, ...)."""
     def maps(c: WsConfig) -> tuple[TensorMap, TensorMap]:
         a, b = operands
+        if c.swap_ab:  # B's rows in 32 x 32 boxes as wgmma's A, A's rows as its K-major B (OpTf32Swapped)
+            return TensorMap("B", c.bk, 32), TensorMap(a, c.bt_box_rows, c.bk)
         if c.bt_smem:  # B as it is, in 32-column strips of bk rows (128 bytes of 32-bit elements)
             return TensorMap(a, c.BM, c.bk), TensorMap("B", c.bk, 32)
         return (TensorMap(a, c.BM, c.bk),

@@ -287,7 +287,8 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     config = launch_config(launch)
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is
     # copied by value from its own 64-byte-aligned storage).
-    scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k))
+    m, n = (p.n, p.m) if launch.transposed else (p.m, p.n)  # a kernel of Cᵀ = Bᵀ·Aᵀ takes (n, m, k)
+    scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(p.k))
     workspace = kernel_workspace(p, variant)  # a split-K build's
     pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
     scalars += tuple(ctypes.c_uint64(int(pointers[name]))

@@ -1,0 +1,142 @@
+"""The tf32 rung's builds that compute Cᵀ = Bᵀ·Aᵀ (WGMMA_WS_SWAP_AB, kernels/warp_specialized/operands_tf32.cuh,
+OpTf32Swapped): their contract with the launcher, their place in the heuristic, and (nvcc, no GPU) what the kernel
+issues and refuses.
+
+Their results on odd shapes are checked with every other kernel's in tests/test_gpu_kernels.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import replace
+
+import pytest
+
+from matmul_study.core import dtypes, registry
+from matmul_study.core.specs import Problem, TensorMap, cdiv
+from matmul_study.core.warp_specialized import SWAP_SUFFIX, WS_TF32
+from matmul_study.launch import kernels
+
+METHOD = "wgmma_tf32"
+TF32 = dtypes.get("tf32")
+SWAPS = [v for v in registry.get(METHOD).variants if v.config.swap_ab]
+
+NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
+
+
+def test_the_swapped_builds_are_the_twins_of_the_128x256_tiles():
+    assert [v.name for v in SWAPS] == [SWAP_SUFFIX, f"{SWAP_SUFFIX}_cluster1"]
+    for v in SWAPS:
+        c = v.config
+        assert (c.BM, c.bn, c.bk) == (WS_TF32.BM, WS_TF32.bn, WS_TF32.bk)
+        # whole tiles: the kernel stores each element of Cᵀ by itself
+        assert c.split_k == 1 and not c.streamk and c.drain_every == 0 and not c.promote and not c.bt_smem
+        assert "WGMMA_WS_SWAP_AB=1" in v.defines and "WGMMA_WS_STREAMK=0" in v.defines
+    assert [v.config.cluster for v in SWAPS] == [2, 1]
+    assert all("WGMMA_WS_SWAP_AB=0" in v.defines for v in registry.get(METHOD).variants if not v.config.swap_ab)
+
+
+@pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (1000, 3000, 77), (1, 777, 300), (777, 1, 300)])
+def test_the_launch_is_the_transposed_problems(m, n, k):
+    # The kernel's rows are C's columns: its grid is that of the default build on the n x m problem, and the
+    # launcher passes (n, m, k).
+    method = registry.get(METHOD)
+    p = Problem(m, n, k, 0, TF32)
+    for v in SWAPS:
+        launch = method.launch_for(p, v.name)
+        plain = replace(v.config, swap_ab=False).launch(replace(p, m=n, n=m))
+        assert launch.transposed and replace(launch, transposed=False) == plain
+    assert not method.launch_for(p, None).transposed
+
+
+def test_b_is_read_as_it_is_in_boxes_of_32_rows_and_a_as_the_k_major_operand():
+    # tmap_a (wgmma's A slot): B's k x n rows, 32 k by 32 columns (128 bytes); tmap_bt: A's rows, 128 a box (half
+    # the kernel's 256 columns, one per CTA of a cluster), 32 k.
+    for v in SWAPS:
+        assert v.tensor_maps == (TensorMap("B", WS_TF32.bk, 32), TensorMap("A", 128, WS_TF32.bk))
+
+
+def names() -> tuple[str, ...]:
+    return ("default", *(v.name for v in registry.get(METHOD).variants))
+
+
+@pytest.mark.parametrize("shape,picked", [((4096, 4096, 4096), "swap"), ((8192, 8192, 8192), "swap"),
+                                          ((2048, 2048, 2048), "swap_cluster1"),
+                                          ((4096, 11008, 4096), "swap")])
+def test_the_heuristic_takes_the_twin_of_a_128x256_pick(shape, picked):
+    m, n, k = shape
+    choice = registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names())
+    assert choice.variant == picked and "Cᵀ = Bᵀ·Aᵀ" in choice.reason
+
+
+def test_the_heuristic_keeps_a_pick_whose_twin_takes_more_waves():
+    # 1408 x 6144: 11 x 24 tiles of 128 x 256 in two waves of 132 SMs; laid the other way, 48 x 6 in three.
+    p = Problem(1408, 6144, 4096, 0, TF32)
+    assert cdiv(1408, 128) * cdiv(6144, 256) <= 2 * 132 < cdiv(6144, 128) * cdiv(1408, 256)
+    assert registry.get(METHOD).choose(p, names()).variant == "cluster1"
+
+
+def test_the_heuristic_keeps_the_pick_where_the_twin_is_not_offered():
+    p = Problem(4096, 4096, 4096, 0, TF32)
+    offered = tuple(v for v in names() if SWAP_SUFFIX not in v)
+    assert registry.get(METHOD).choose(p, offered).variant == "default"
+
+
+def build(variant: str, tmp_path, target: str, options: list[str] | None = None) -> tuple[int, str, str]:
+    """The rung's `variant` compiled to `target` ("ptx" or "cubin"): (nvcc's status, the PTX or "", its messages)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source(METHOD, [("tf32", 0)], variant))
+    output = tmp_path / f"module.{target}"
+    options = options or [*kernels.compile_options(METHOD, variant), "-Xptxas", "-v"]
+    result = subprocess.run(kernels.nvcc_command(source, output, "sm_90a", options, target), capture_output=True,
+                            text=True)
+    code = output.read_text() if target == "ptx" and result.returncode == 0 else ""
+    return result.returncode, code, result.stdout + result.stderr
+
+
+@needs_nvcc
+def test_each_k_step_is_four_wgmmas_with_a_from_registers_loaded_by_sixteen_shared_loads(tmp_path):
+    status, ptx, messages = build(SWAP_SUFFIX, tmp_path, "ptx")
+    assert status == 0, messages
+    wgmmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k8\.f32\.tf32\.tf32\s*\{[^}]*\},\s*(\{[^}]*\})", ptx)
+    assert len(wgmmas) == 4 and all(a.count("%r") == 4 for a in wgmmas)  # A: four 32-bit registers, not a descriptor
+    assert ptx.count("ld.shared.b32") == 16
+    # each slice its own group, its registers reused only once the previous step's same slice has retired
+    assert ptx.count("wgmma.wait_group.sync.aligned 3;") == 4
+
+
+@needs_nvcc
+@pytest.mark.parametrize("variant", [v.name for v in SWAPS])
+def test_the_swapped_builds_keep_their_wgmmas_pipelined_without_spills(variant, tmp_path):
+    status, _, report = build(variant, tmp_path, "cubin")
+    assert status == 0, report
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    assert "Potential Performance Loss" not in report, report
+
+
+@needs_nvcc
+@pytest.mark.parametrize("field,value", [("split_k", 2), ("streamk", True), ("drain_every", 2)])
+def test_the_kernel_refuses_a_swap_with_partial_sums_or_a_paced_drain(field, value, tmp_path):
+    config = replace(SWAPS[0].config, **{field: value})
+    options = [*(o for o in kernels.compile_options(METHOD, SWAP_SUFFIX) if not o.startswith("-DWGMMA_WS_")),
+               *(f"-D{d}" for d in config.defines)]
+    status, _, messages = build(SWAP_SUFFIX, tmp_path, "ptx", options)
+    assert status != 0 and "WGMMA_WS_SWAP_AB=1: whole tiles" in messages, messages
+
+
+@needs_nvcc
+def test_only_the_swapped_policy_takes_swap_ab(tmp_path):
+    # The 3xTF32 rung shares the tf32 operands but not the swap: its kernel refuses the definition.
+    config = replace(registry.get("wgmma_3xtf32").config, swap_ab=True, streamk=False, drain_every=0)
+    options = [*(o for o in kernels.compile_options("wgmma_3xtf32", None) if not o.startswith("-DWGMMA_WS_")),
+               *(f"-D{d}" for d in config.defines)]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    source = tmp_path / "module.cu"
+    source.write_text(kernels.module_source("wgmma_3xtf32", [("float32", 0)], None))
+    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "m.ptx", "sm_90a", options, "ptx"),
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "WGMMA_WS_SWAP_AB: 1 exactly" in result.stderr, result.stderr
