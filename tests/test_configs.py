@@ -64,9 +64,9 @@ def test_tf32_squares_of_one_wave_or_less_take_the_tiles_of_least_work_per_sm():
     pick = tf32.choose(Problem(1536, 1536, 1536, 0, f32), without)
     assert pick.variant == "bn128" and "split by k steps" in pick.reason
     # 2048^3: the default tiles, one wave of them, without their cluster (0.858 of cuBLAS against 0.845 with it,
-    # small-problems/cluster1-tf32-*.txt).
+    # small-problems/cluster1-tf32-*.txt), in their twin that computes Cᵀ = Bᵀ·Aᵀ (tests/test_tf32_swap.py).
     pick = configs.choose(tf32, Problem(2048, 2048, 2048, 0, f32))
-    assert pick.variant == "cluster1" and "one wave at most" in pick.reason
+    assert pick.variant == "swap_cluster1" and "one wave at most" in pick.reason
 
 
 def test_the_wave_model_splits_a_last_partial_wave_as_the_kernel_does():

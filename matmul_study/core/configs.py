@@ -581,14 +581,24 @@ def bt_twin(rest: Callable[[object, tuple[str, ...]], Choice], tiles: dict[str, 
     return choose
 
 
+# The swap twins' model (swap_twin), from the tf32 rung on an H200: its pre-pass moves B at about 3.5 TB/s (3.4-4.3
+# measured, docs/tensor-cores.md), and a 128x256 tile runs at about 1.3e12 multiply-adds a second on its SM (350 TF/s
+# over 132 SMs).
+SWAP_TRANSPOSE_BYTES_PER_S = 3.5e12
+SWAP_TILE_MACS_PER_S = 1.3e12
+
+
 def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, tuple[str, int]],
-              tile: tuple[int, int]) -> Callable[[object, tuple[str, ...]], Choice]:
+              tile: tuple[int, int], element_bytes: int = 4, bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S,
+              macs_per_s: float = SWAP_TILE_MACS_PER_S) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose whole-tile builds have twins that compute Cᵀ = Bᵀ·Aᵀ (tf32: B's rows read into
     registers as wgmma's A, so no pre-pass transposes B; `twins`: build -> its twin and the cluster both share; `tile`:
     both builds' tile rows and columns, which the twin lays along n and m): `rest`'s pick, and where that is one of
-    `twins`, the twin, unless its tiles, laid the other way, take more waves of clusters. The transpose moves all of B
-    twice more through HBM, timed with the GEMM: on an H200 (x cuBLAS, tiles-swap-tf32.txt) 2048^3 1.06 against
-    0.88, 4096^3 1.01 against 0.94, 8192^3 1.01 against 1.00."""
+    `twins`, the twin if its waves of whole tiles take no longer than the pick's, whose last partial wave the
+    stream-K tail splits (its waves a fraction), plus the transpose of B before it (B's elements read and written
+    once, at `bytes_per_s`, in waves of tiles at `macs_per_s` each). On an H200 (x cuBLAS, tiles-swap-*-tf32.txt):
+    2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, 4096x11008x4096 1.22 against 1.18; 2304^3 0.93 against 1.03
+    (two whole waves of the twin's 81 clusters against the pick's 1.2 waves): kept."""
     tm, tn = tile
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
@@ -597,12 +607,15 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
             return picked
         twin, cluster = twins[picked.variant]
         slots = max(1, problem.sm_count // cluster)
-        waves = cdiv(cdiv(cdiv(problem.m, tm), cluster) * cdiv(problem.n, tn), slots)
+        waves = cdiv(cdiv(problem.m, tm), cluster) * cdiv(problem.n, tn) / slots
+        transpose = 2 * element_bytes * problem.n * macs_per_s / (bytes_per_s * tm * tn)  # in waves (k cancels)
         swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn), slots)
-        if swapped > waves:
+        if swapped > waves + transpose:
             return picked
-        return Choice(twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in as many waves ({swapped}), reading B "
-                            "as it is instead of transposing it before the kernel")
+        plural = "s" if swapped != 1 else ""
+        return Choice(twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of whole "
+                            f"tiles, against {waves:.2f} and the transpose of B ({transpose:.2f} waves) before the "
+                            "kernel")
 
     return choose
 
