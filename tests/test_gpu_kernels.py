@@ -199,8 +199,10 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   # tf32 reading B as it is and writing each k step's Bt in shared memory (WGMMA_WS_BT_SMEM): every
                   # such build (its own producer path, at every tile and split)
                   *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.bt_smem),
-                  # tf32 computing Cᵀ = Bᵀ·Aᵀ (WGMMA_WS_SWAP_AB: B's rows read into registers, C stored transposed)
-                  *(("wgmma_tf32", v.name, "tf32") for v in registry.get("wgmma_tf32").variants if v.config.swap_ab)]
+                  # tf32 computing Cᵀ = Bᵀ·Aᵀ (WGMMA_WS_SWAP_AB: B's rows read into registers, C stored transposed):
+                  # the twins of the 128x256, 64x128-split, 128x64-split and 128x192 tiles (every twin: SWAP_SHAPES)
+                  *(("wgmma_tf32", v, "tf32") for v in ("swap", "swap_bm64_bn128_splitk4", "swap_bn64_splitk8",
+                                                        "swap_bn192"))]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, TensorMap
-from matmul_study.core.warp_specialized import SWAP_SUFFIX, WS_TF32
+from matmul_study.core.warp_specialized import SWAP_PREFIX, SWAP_TWINS, WS_TF32, swap_twin_name
 from matmul_study.launch import kernels
 
 METHOD = "wgmma_tf32"
@@ -27,16 +27,17 @@ NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
-def test_the_swapped_builds_are_the_twins_of_the_128x256_tiles():
-    assert [v.name for v in SWAPS] == [SWAP_SUFFIX, f"{SWAP_SUFFIX}_cluster1"]
-    for v in SWAPS:
-        c = v.config
-        assert (c.BM, c.bn, c.bk) == (WS_TF32.BM, WS_TF32.bn, WS_TF32.bk)
-        # whole tiles: the kernel stores each element of Cᵀ by itself
-        assert c.split_k == 1 and not c.streamk and c.drain_every == 0 and not c.promote and not c.bt_smem
-        assert "WGMMA_WS_SWAP_AB=1" in v.defines and "WGMMA_WS_STREAMK=0" in v.defines
-    assert [v.config.cluster for v in SWAPS] == [2, 1]
-    assert all("WGMMA_WS_SWAP_AB=0" in v.defines for v in registry.get(METHOD).variants if not v.config.swap_ab)
+def test_each_swapped_build_is_the_twin_of_a_tile_build_without_the_stream_k_tail():
+    method = registry.get(METHOD)
+    assert [v.name for v in SWAPS] == [swap_twin_name(b) for b in SWAP_TWINS]
+    assert {"swap", "swap_cluster1", "swap_bn64", "swap_bm64_bn128_splitk4", "swap_bn192"} <= {v.name for v in SWAPS}
+    for build in SWAP_TWINS:
+        own, twin = method.variant(build or None).config, method.variant(swap_twin_name(build)).config
+        # the same tile, cluster, split and stages; no stream-K tail (its reductions store C, not Cᵀ), no paced drain
+        assert twin == replace(own, swap_ab=True, streamk=False, drain_every=0)
+        assert not twin.promote and not twin.bt_smem and twin.k_groups == 1
+        assert "WGMMA_WS_SWAP_AB=1" in method.variant(swap_twin_name(build)).defines
+    assert all("WGMMA_WS_SWAP_AB=0" in v.defines for v in method.variants if not v.config.swap_ab)
 
 
 @pytest.mark.parametrize("m,n,k", [(4096, 4096, 4096), (1000, 3000, 77), (1, 777, 300), (777, 1, 300)])
@@ -54,9 +55,10 @@ def test_the_launch_is_the_transposed_problems(m, n, k):
 
 def test_b_is_read_as_it_is_in_boxes_of_32_rows_and_a_as_the_k_major_operand():
     # tmap_a (wgmma's A slot): B's k x n rows, 32 k by 32 columns (128 bytes); tmap_bt: A's rows, 128 a box (half
-    # the kernel's 256 columns, one per CTA of a cluster), 32 k.
+    # the kernel's 256 columns, one per CTA of a cluster) or the kernel's columns where fewer or not a multiple, 32 k.
     for v in SWAPS:
-        assert v.tensor_maps == (TensorMap("B", WS_TF32.bk, 32), TensorMap("A", 128, WS_TF32.bk))
+        rows = 128 if v.config.bn % 128 == 0 else v.config.bn
+        assert v.tensor_maps == (TensorMap("B", WS_TF32.bk, 32), TensorMap("A", rows, WS_TF32.bk))
 
 
 def names() -> tuple[str, ...]:
@@ -65,7 +67,8 @@ def names() -> tuple[str, ...]:
 
 @pytest.mark.parametrize("shape,picked", [((4096, 4096, 4096), "swap"), ((8192, 8192, 8192), "swap"),
                                           ((2048, 2048, 2048), "swap_cluster1"),
-                                          ((4096, 11008, 4096), "swap")])
+                                          ((4096, 11008, 4096), "swap"), ((512, 512, 512), "swap_bm64_bn128_splitk4"),
+                                          ((1024, 1024, 1024), "swap_bn64")])
 def test_the_heuristic_takes_the_twin_of_a_128x256_pick(shape, picked):
     m, n, k = shape
     choice = registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names())
@@ -82,7 +85,7 @@ def test_the_heuristic_keeps_a_pick_whose_twin_takes_longer(shape, picked):
 
 def test_the_heuristic_keeps_the_pick_where_the_twin_is_not_offered():
     p = Problem(4096, 4096, 4096, 0, TF32)
-    offered = tuple(v for v in names() if SWAP_SUFFIX not in v)
+    offered = tuple(v for v in names() if SWAP_PREFIX not in v)
     assert registry.get(METHOD).choose(p, offered).variant == "default"
 
 
@@ -101,7 +104,7 @@ def build(variant: str, tmp_path, target: str, options: list[str] | None = None)
 
 @needs_nvcc
 def test_each_k_step_is_four_wgmmas_with_a_from_registers_loaded_by_sixteen_shared_loads(tmp_path):
-    status, ptx, messages = build(SWAP_SUFFIX, tmp_path, "ptx")
+    status, ptx, messages = build(SWAP_PREFIX, tmp_path, "ptx")
     assert status == 0, messages
     wgmmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k8\.f32\.tf32\.tf32\s*\{[^}]*\},\s*(\{[^}]*\})", ptx)
     assert len(wgmmas) == 4 and all(a.count("%r") == 4 for a in wgmmas)  # A: four 32-bit registers, not a descriptor
@@ -111,7 +114,7 @@ def test_each_k_step_is_four_wgmmas_with_a_from_registers_loaded_by_sixteen_shar
 
 
 @needs_nvcc
-@pytest.mark.parametrize("variant", [v.name for v in SWAPS])
+@pytest.mark.parametrize("variant", ["swap", "swap_bm64_bn128_splitk16", "swap_bn64_splitk8", "swap_bn192"])
 def test_the_swapped_builds_keep_their_wgmmas_pipelined_without_spills(variant, tmp_path):
     status, _, report = build(variant, tmp_path, "cubin")
     assert status == 0, report
@@ -120,13 +123,13 @@ def test_the_swapped_builds_keep_their_wgmmas_pipelined_without_spills(variant, 
 
 
 @needs_nvcc
-@pytest.mark.parametrize("field,value", [("split_k", 2), ("streamk", True), ("drain_every", 2)])
-def test_the_kernel_refuses_a_swap_with_partial_sums_or_a_paced_drain(field, value, tmp_path):
+@pytest.mark.parametrize("field,value", [("streamk", True), ("drain_every", 2), ("promote", True)])
+def test_the_kernel_refuses_a_swap_with_the_stream_k_tail_a_paced_drain_or_promoted_sums(field, value, tmp_path):
     config = replace(SWAPS[0].config, **{field: value})
-    options = [*(o for o in kernels.compile_options(METHOD, SWAP_SUFFIX) if not o.startswith("-DWGMMA_WS_")),
+    options = [*(o for o in kernels.compile_options(METHOD, SWAP_PREFIX) if not o.startswith("-DWGMMA_WS_")),
                *(f"-D{d}" for d in config.defines)]
-    status, _, messages = build(SWAP_SUFFIX, tmp_path, "ptx", options)
-    assert status != 0 and "WGMMA_WS_SWAP_AB=1: whole tiles" in messages, messages
+    status, _, messages = build(SWAP_PREFIX, tmp_path, "ptx", options)
+    assert status != 0 and "WGMMA_WS_SWAP_AB=1: whole tiles or split-K slices" in messages, messages
 
 
 @needs_nvcc

@@ -135,7 +135,8 @@ def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_
 
 def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
     short = {name: {v.name for v in registry.get(name).variants
-                    if v.config.bm == SHORT_BM and not v.config.bt_smem and v.config.k_groups == 1}
+                    if v.config.bm == SHORT_BM and not v.config.bt_smem and v.config.k_groups == 1
+                    and not v.config.swap_ab}
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
     splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8, 16)}
     assert (short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == short["wgmma_int8"]
@@ -199,7 +200,8 @@ def test_the_persistent_grid_holds_a_cluster_for_every_cluster_tile():
 
 def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width():
     narrowest = {name: {v.name for v in registry.get(name).variants
-                        if v.config.bn == NARROWEST_BN and not v.config.bt_smem and v.config.bm != SHORT_BM}
+                        if v.config.bn == NARROWEST_BN and not v.config.bt_smem and v.config.bm != SHORT_BM
+                        and not v.config.swap_ab}
                  for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")}
     builds = {"bn64", "bn64_splitk2", "bn64_splitk4", "bn64_splitk8"}
     assert (narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"]

@@ -29,7 +29,7 @@
 //                         buffers (tf32: wgmma reads 32-bit operands only K-major), instead of the launcher
 //                         transposing all of B before the kernel; 0: the operands' own B. Without a cluster.
 //   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (the tf32 operands' OpTf32Swapped: B as it is, read
-//                         into registers as wgmma's A; C stored transposed), on whole tiles only; 0: C = A B.
+//                         into registers as wgmma's A; C stored transposed), without the stream-K tail; 0: C = A B.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
@@ -243,11 +243,11 @@ static_assert(WGMMA_WS_BT_BUFFERS == 0 || WGMMA_WS_BT_BUFFERS >= 2,
 static_assert(!BT_SMEM || (CLUSTER == 1 && BK == 32),
               "WGMMA_WS_BT_BUFFERS: 32-bit operands (WGMMA_WS_BK=32) without a cluster (each CTA writes its own Bt)");
 static_assert(WGMMA_WS_SWAP_AB == 0 || WGMMA_WS_SWAP_AB == 1, "WGMMA_WS_SWAP_AB: 0 (off) or 1 (on)");
-// (its epilogue stores each element by itself, transposed: no staging, so no paced drain, and no partial sums)
-static_assert(!SWAP_AB || (SPLIT_K == 1 && WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS == 1 && !PROMOTE &&
-                           !BT_SMEM),
-              "WGMMA_WS_SWAP_AB=1: whole tiles (WGMMA_WS_SPLIT_K=1, WGMMA_WS_STREAMK=0), no paced drain "
-              "(WGMMA_WS_DRAIN_EVERY=0), one k group, unpromoted, without a Bt ring");
+// (its epilogue stores each element by itself, transposed: no staging, so no paced drain; split-K slices sum their
+// share of a tile as ever and store it transposed, but the stream-K tail's reductions are not)
+static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS == 1 && !PROMOTE && !BT_SMEM),
+              "WGMMA_WS_SWAP_AB=1: whole tiles or split-K slices, no stream-K tail (WGMMA_WS_STREAMK=0), no paced "
+              "drain (WGMMA_WS_DRAIN_EVERY=0), one k group, unpromoted, without a Bt ring");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");

@@ -195,6 +195,16 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
     }
 }
 
+// The same for a tile of C^T (WGMMA_WS_SWAP_AB): (row, col) and (row, col + 1) of the kernel's m x n go to C[col][row]
+// and C[col + 1][row].
+template <typename V>
+__device__ __forceinline__ void store_pair_transposed_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
+{
+    if (row >= m) return;
+    if (col < n) C[static_cast<size_t>(col) * m + row] = v0;
+    if (col + 1 < n) C[static_cast<size_t>(col + 1) * m + row] = v1;
+}
+
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
 // partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
 // free once the partial is out, are the load buffer: a thread's whole share (BN / 8 / SPLIT_K quads of each slice)
@@ -250,8 +260,13 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
                 if (b + SB >= SPLIT_K) {
                     const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
                     const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
-                    store_pair_guarded(C, m, n, row, col, a[i][0], a[i][1]);
-                    store_pair_guarded(C, m, n, row + 8, col, a[i][2], a[i][3]);
+                    if constexpr (SWAP_AB) {  // the tile is C^T's (store_acc_transposed)
+                        store_pair_transposed_guarded(C, m, n, row, col, a[i][0], a[i][1]);
+                        store_pair_transposed_guarded(C, m, n, row + 8, col, a[i][2], a[i][3]);
+                    } else {
+                        store_pair_guarded(C, m, n, row, col, a[i][0], a[i][1]);
+                        store_pair_guarded(C, m, n, row + 8, col, a[i][2], a[i][3]);
+                    }
                 }
             }
         }

@@ -588,34 +588,43 @@ SWAP_TRANSPOSE_BYTES_PER_S = 3.5e12
 SWAP_TILE_MACS_PER_S = 1.3e12
 
 
-def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, tuple[str, int]],
-              tile: tuple[int, int], element_bytes: int = 4, bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S,
-              macs_per_s: float = SWAP_TILE_MACS_PER_S) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of a rung whose whole-tile builds have twins that compute Cᵀ = Bᵀ·Aᵀ (tf32: B's rows read into
-    registers as wgmma's A, so no pre-pass transposes B; `twins`: build -> its twin and the cluster both share; `tile`:
-    both builds' tile rows and columns, which the twin lays along n and m): `rest`'s pick, and where that is one of
-    `twins`, the twin if its waves of whole tiles take no longer than the pick's, whose last partial wave the
-    stream-K tail splits (its waves a fraction), plus the transpose of B before it (B's elements read and written
-    once, at `bytes_per_s`, in waves of tiles at `macs_per_s` each). On an H200 (x cuBLAS, tiles-swap-*-tf32.txt):
-    2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, 4096x11008x4096 1.22 against 1.18; 2304^3 0.93 against 1.03
-    (two whole waves of the twin's 81 clusters against the pick's 1.2 waves): kept."""
-    tm, tn = tile
+def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[str, tuple[int, int, int, int]],
+              twin_name: Callable[[str], str], k_step: int, min_saved: int, element_bytes: int = 4,
+              bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S, macs_per_s: float = SWAP_TILE_MACS_PER_S
+              ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose builds have twins that compute Cᵀ = Bᵀ·Aᵀ (tf32: B's rows read into registers
+    as wgmma's A, so no pre-pass transposes B; `builds`: a build with a twin -> its tile rows, columns, cluster and
+    K slices, which the twin, named twin_name(build), shares, laid along n and m): `rest`'s pick, and where that has a
+    twin, the twin if its waves of work items take no longer than the pick's plus the transpose of B before it.
+    The pick's whole tiles split a last partial wave by k steps where the kernel does (the stream-K tail, of k steps
+    of `k_step` that save each cluster `min_saved`: persistent_waves), so their waves may be a fraction; the twin has
+    no tail, and a split build's items come in whole waves either way. The transpose reads and writes
+    B's elements once at `bytes_per_s`; a wave is a tile's 1/slices of k at `macs_per_s` on each SM. Nor where the
+    twin's tiles, laid the other way, cover more of C's area than the pick's (8192x16: 128-row tiles of 16 columns). On an H200 (x
+    cuBLAS, tiles-swap-*-tf32.txt): 2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, the 15 committed sweep shapes
+    whose pick the twins moved 0.99-1.27 against 0.81-1.11; kept, 2304^3 1.02 against the twin's 0.91 (two whole
+    waves of 81 clusters against 1.2 waves), 5120^3 1.17 against 1.13."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
-        if picked.variant not in twins or twins[picked.variant][0] not in variants:
+        if picked.variant not in builds or twin_name(picked.variant) not in variants:
             return picked
-        twin, cluster = twins[picked.variant]
+        tm, tn, cluster, slices = builds[picked.variant]
         slots = max(1, problem.sm_count // cluster)
-        waves = cdiv(cdiv(problem.m, tm), cluster) * cdiv(problem.n, tn) / slots
-        transpose = 2 * element_bytes * problem.n * macs_per_s / (bytes_per_s * tm * tn)  # in waves (k cancels)
-        swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn), slots)
-        if swapped > waves + transpose:
+        items = cdiv(cdiv(problem.m, tm), cluster) * cdiv(problem.n, tn) * slices
+        waves = persistent_waves(items, slots, cdiv(problem.k, k_step), min_saved if slices == 1 else None)[0]
+        # the transpose in waves of the pick's items (k cancels)
+        transpose = 2 * element_bytes * problem.n * slices * macs_per_s / (bytes_per_s * tm * tn)
+        swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn) * slices, slots)
+        # (and no more of C's area in its tiles: a few columns in the twin's tile rows would waste most of them)
+        area, swapped_area = (cdiv(problem.m, tm) * cdiv(problem.n, tn),
+                              cdiv(problem.n, tm) * cdiv(problem.m, tn))
+        if swapped > waves + transpose or swapped_area > area:
             return picked
         plural = "s" if swapped != 1 else ""
-        return Choice(twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of whole "
-                            f"tiles, against {waves:.2f} and the transpose of B ({transpose:.2f} waves) before the "
-                            "kernel")
+        return Choice(twin_name(picked.variant),
+                      f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of work items, "
+                      f"against {waves:.2f} and the transpose of B ({transpose:.2f} waves) before the kernel")
 
     return choose
 

@@ -24,11 +24,11 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
-from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, SWAP_SUFFIX, NARROW_BN, NARROWEST_BN, SHORT_BM,
+from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, SWAP_TWINS, NARROW_BN, NARROWEST_BN, SHORT_BM,
                                                 SPLIT_TF32_PREPASS, TRANSPOSE_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
                                                 WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant, bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
-                                                swap_variants, ws_bm64_variants, ws_bn64_variants, ws_bn128_variants,
+                                                swap_twin_name, swap_variants, ws_bm64_variants, ws_bn64_variants, ws_bn128_variants,
                                                 ws_bn192_variant, ws_k_group_variants, ws_rung, ws_tile_builds,
                                                 ws_variants)
 
@@ -44,10 +44,12 @@ WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2,
                      ws_bn192_variant(WS_16BIT), *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS),
                      *ws_k_group_variants(WS_16BIT),
                      *ws_bn64_variants(WS_16BIT))
-WS_TF32_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
-                    ws_bn192_variant(WS_TF32), *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS),
-                    *ws_k_group_variants(WS_TF32),
-                    *ws_bn64_variants(WS_TF32), *bt_smem_variants(WS_TF32), *swap_variants(WS_TF32))
+WS_TF32_OWN_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
+                        ws_bn192_variant(WS_TF32), *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS),
+                        *ws_k_group_variants(WS_TF32),
+                        *ws_bn64_variants(WS_TF32), *bt_smem_variants(WS_TF32))
+# ... and the twins of its tiles and splits that compute Cᵀ = Bᵀ·Aᵀ (B read as it is)
+WS_TF32_VARIANTS = (*WS_TF32_OWN_VARIANTS, *swap_variants(WS_TF32, WS_TF32_OWN_VARIANTS))
 # int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace).
 # tf32's tiles whose builds also write Bt in shared memory (their <tile>_smem_bt and <tile>_splitk<S>_smem_bt twins)
 TF32_BT_TILES = {f"bn{NARROW_BN}": (WS_TF32.BM, NARROW_BN), f"bm{SHORT_BM}_bn{NARROW_BN}": (SHORT_BM, NARROW_BN)}
@@ -324,7 +326,7 @@ METHODS: dict[str, Method] = {
             # Where B is most of the bytes, the kernel writes Bt in shared memory (its 128x128 and 64x128 builds);
             # elsewhere B is transposed before it, and the wave model weighs the tiles and splits.
             # Splits of a deep K that fill the SMs over a few rows of tiles write Bt themselves too (bt_twin).
-            # The 128x256 whole tiles' picks go to their twins that compute Cᵀ = Bᵀ·Aᵀ (swap_twin).
+            # A pick with a twin that computes Cᵀ = Bᵀ·Aᵀ goes to the twin where that takes no longer (swap_twin).
             choose=configs.b_heavy(
                 configs.swap_twin(
                     configs.bt_twin(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
@@ -333,8 +335,9 @@ METHODS: dict[str, Method] = {
                                                                own_tiles=configs.ONE_WAVE_OWN_TILES,
                                                                own_tiles_in_one_wave=True),
                                     {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
-                    {"default": (SWAP_SUFFIX, WS_TF32.cluster), "cluster1": (f"{SWAP_SUFFIX}_cluster1", 1)},
-                    WS_TF32.tile()[:2]),
+                    {build or "default": (c.BM, c.bn, c.cluster, c.split_k)
+                     for build, c in (("", WS_TF32), *((v.name, v.config) for v in WS_TF32_OWN_VARIANTS))
+                     if build in SWAP_TWINS}, swap_twin_name, WS_TF32.bk, WS_TF32.streamk_min_saved),
                 TF32_BT_TILES, BT_SMEM_SUFFIX),
         ),
         ws_rung(

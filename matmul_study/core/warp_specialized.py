@@ -417,23 +417,36 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-SWAP_SUFFIX = "swap"
+SWAP_PREFIX = "swap"
+# The builds that have twins computing Cᵀ = Bᵀ·Aᵀ (swap_variants): the rung's whole tiles and their splits that the
+# heuristic picks (not its two-k-group tiles, whose sums meet through the staging that the swapped epilogue skips).
+SWAP_TWINS = ("", "cluster1", f"bn{NARROW_BN}", *(f"bn{NARROW_BN}_splitk{s}" for s in WS_BN128_SPLITS),
+              f"bn{THREE_STRIPS_BN}", f"bm{SHORT_BM}", f"bm{SHORT_BM}_bn{NARROW_BN}",
+              *(f"bm{SHORT_BM}_bn{NARROW_BN}_splitk{s}" for s in WS_BM64_SPLITS),
+              f"bn{NARROWEST_BN}", *(f"bn{NARROWEST_BN}_splitk{s}" for s in WS_BN64_SPLITS))
 
 
-def swap_variants(base: WsConfig) -> tuple[Variant, ...]:
-    """The builds of the tf32 rung that compute Cᵀ = Bᵀ·Aᵀ (swap_ab; kernels/warp_specialized/operands_tf32.cuh,
-    OpTf32Swapped): B as it is, each k step's 32 rows read from shared memory into registers as wgmma's A, so that no
-    pre-pass transposes B (twice its bytes through HBM, timed with the GEMM). Whole tiles, 128 of B's columns by 256
-    of A's rows (the twins of the rung's 128x256 tiles, configs.swap_twin), in clusters of 2 (A's tile multicast)
-    or of 1. (Its 128x128 tiles ran 0.75-0.83x cuBLAS at 512^3-8192^3 on an H200, below the rung's other builds.)"""
-    swapped = replace(base, swap_ab=True, streamk=False, drain_every=0)
+def swap_twin_name(build: str) -> str:
+    """The name of `build`'s twin that computes Cᵀ = Bᵀ·Aᵀ ("" or "default": the rung's own tiles): swap_<build>."""
+    return SWAP_PREFIX if build in ("", "default") else f"{SWAP_PREFIX}_{build}"
+
+
+def swap_variants(base: WsConfig, variants: tuple[Variant, ...]) -> tuple[Variant, ...]:
+    """The twins of a tf32 rung's builds named in SWAP_TWINS (its record `base` for ""; `variants` the rest) that
+    compute Cᵀ = Bᵀ·Aᵀ (swap_ab; kernels/warp_specialized/operands_tf32.cuh, OpTf32Swapped): B as it is, each k
+    step's 32 rows read from shared memory into registers as wgmma's A, so that no pre-pass transposes B (twice its
+    bytes through HBM and a launch, timed with the GEMM). The same tile, cluster and split, laid the other way (BM of
+    B's columns by bn of A's rows), without the stream-K tail and the paced drain (configs.swap_twin picks them)."""
+    by_name = {"": base, **{v.name: v.config for v in variants if isinstance(v, WsVariant)}}
     what = "Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B)"
-    return (
-        swapped.variant(SWAP_SUFFIX, f"{what}: tiles of {swapped.BM} columns x {swapped.bn} rows of C, clusters of "
-                                     f"{swapped.cluster} sharing A's rows"),
-        replace(swapped, cluster=1).variant(f"{SWAP_SUFFIX}_cluster1", f"{what}: {swapped.BM} x {swapped.bn}, no "
-                                                                       "cluster"),
-    )
+    out = []
+    for build in SWAP_TWINS:
+        c = replace(by_name[build], swap_ab=True, streamk=False, drain_every=0)
+        split = f", K split {c.split_k} ways" if c.split_k > 1 else ""
+        cluster = f"clusters of {c.cluster} sharing A's rows" if c.cluster > 1 else "no cluster"
+        out.append(c.variant(swap_twin_name(build), f"{what}: tiles of {c.BM} columns x {c.bn} rows of C, "
+                                                    f"{cluster}{split}; the twin of {build or 'the default build'}"))
+    return tuple(out)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
