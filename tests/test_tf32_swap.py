@@ -53,6 +53,18 @@ def test_the_launch_is_the_transposed_problems(m, n, k):
     assert not method.launch_for(p, None).transposed
 
 
+@pytest.mark.parametrize("m,n,k", [(300, 4300, 4300), (4300, 300, 4300), (512, 512, 512)])
+def test_a_split_twins_workspace_holds_the_kernels_tiles(m, n, k):
+    # The kernel's problem is Cᵀ's: its CTA tiles are BM of C's columns by bn of its rows, one partial tile of each
+    # per slice, then a counter each.
+    method = registry.get(METHOD)
+    for v in (v for v in SWAPS if v.config.split_k > 1):
+        c = v.config
+        tiles = -(-n // (c.BM * c.cluster)) * c.cluster * -(-m // c.bn)
+        assert v.workspace(Problem(m, n, k, 0, TF32)) == tiles * (c.split_k * c.BM * c.bn * 4 + 4)
+        assert method.variant(v.name).workspace is v.workspace
+
+
 def test_b_is_read_as_it_is_in_boxes_of_32_rows_and_a_as_the_k_major_operand():
     # tmap_a (wgmma's A slot): B's k x n rows, 32 k by 32 columns (128 bytes); tmap_bt: A's rows, 128 a box (half
     # the kernel's 256 columns, one per CTA of a cluster) or the kernel's columns where fewer or not a multiple, 32 k.

@@ -169,7 +169,9 @@ class WsConfig:
     def workspace_bytes(self, p: Problem) -> int:
         """A split-K build's workspace (kernels/warp_specialized/epilogue.cuh, host contract): per BM x bn CTA tile
         (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split_k` partial tiles
-        of 32-bit accumulators, then one 32-bit counter per CTA tile."""
+        of 32-bit accumulators, then one 32-bit counter per CTA tile (of the kernel's problem: Cᵀ's where swap_ab)."""
+        if self.swap_ab:
+            p = replace(p, m=p.n, n=p.m)
         cta_tiles = cdiv(p.m, self.BM * self.cluster) * self.cluster * cdiv(p.n, self.bn)
         return cta_tiles * (self.split_k * self.BM * self.bn * self.ACC_BYTES + self.ACC_BYTES)
 
