@@ -599,8 +599,7 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[st
     The pick's whole tiles split a last partial wave by k steps where the kernel does (the stream-K tail, of k steps
     of `k_step` that save each cluster `min_saved`: persistent_waves), so their waves may be a fraction; the twin has
     no tail, and a split build's items come in whole waves either way. The transpose reads and writes
-    B's elements once at `bytes_per_s`; a wave is a tile's 1/slices of k at `macs_per_s` on each SM. Nor where the
-    twin's tiles, laid the other way, cover more of C's area than the pick's (8192x16: 128-row tiles of 16 columns). On an H200 (x
+    B's elements once at `bytes_per_s`; a wave is a tile's 1/slices of k at `macs_per_s` on each SM. On an H200 (x
     cuBLAS, tiles-swap-*-tf32.txt): 2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, the 15 committed sweep shapes
     whose pick the twins moved 0.99-1.27 against 0.81-1.11; kept, 2304^3 1.02 against the twin's 0.91 (two whole
     waves of 81 clusters against 1.2 waves), 5120^3 1.17 against 1.13."""
@@ -616,10 +615,7 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[st
         # the transpose in waves of the pick's items (k cancels)
         transpose = 2 * element_bytes * problem.n * slices * macs_per_s / (bytes_per_s * tm * tn)
         swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn) * slices, slots)
-        # (and no more of C's area in its tiles: a few columns in the twin's tile rows would waste most of them)
-        area, swapped_area = (cdiv(problem.m, tm) * cdiv(problem.n, tn),
-                              cdiv(problem.n, tm) * cdiv(problem.m, tn))
-        if swapped > waves + transpose or swapped_area > area:
+        if swapped > waves + transpose:
             return picked
         plural = "s" if swapped != 1 else ""
         return Choice(twin_name(picked.variant),
