@@ -20,6 +20,13 @@ CHOOSE = configs.persistent_split_k(128, 256, 64, min_split=2)  # every register
 SPLITS = ("cluster1", "splitk2", "splitk4", "splitk8")
 
 
+def transposing(method, p: Problem) -> configs.Choice:
+    """A rung's pick among its builds that read B as its operands need it (tf32: transposed before the kernel, or
+    written in shared memory): the wave model's and its twins'. tf32's twins that compute Cᵀ = Bᵀ·Aᵀ, which take
+    many of these picks over (configs.swap_twin), are tests/test_tf32_swap.py's; the committed sweeps check the final
+    picks (test_the_tile_picks_fit_the_committed_sweeps)."""
+    return method.choose(p, tuple(v for v in configs.runnable(method) if not v.startswith("swap")))
+
 def test_a_full_wave_keeps_whole_tiles():
     pick = CHOOSE(problem(4096, 4096, 4096), SPLITS)
     assert pick.variant == "default" and "512 output tiles" in pick.reason
@@ -53,20 +60,20 @@ def test_tf32_squares_of_one_wave_or_less_take_the_tiles_of_least_work_per_sm():
     # (tiles-decode-splits-tf32.txt: 0.748 against 0.754).
     tf32 = registry.get("wgmma_tf32")
     f32 = dtypes.get("tf32")
-    assert configs.choose(tf32, Problem(512, 512, 512, 0, f32)).variant == "bm64_bn128_splitk4"
-    assert configs.choose(tf32, Problem(1024, 1024, 1024, 0, f32)).variant == "bn64"
-    assert configs.choose(tf32, Problem(1280, 1280, 1280, 0, f32)).variant == "bn128"
+    assert transposing(tf32, Problem(512, 512, 512, 0, f32)).variant == "bm64_bn128_splitk4"
+    assert transposing(tf32, Problem(1024, 1024, 1024, 0, f32)).variant == "bn64"
+    assert transposing(tf32, Problem(1280, 1280, 1280, 0, f32)).variant == "bn128"
     # 96 tiles of 128x192 in one wave, against 72 cluster tiles of 128x128 on 66 clusters (the 6 past the wave split by
     # k steps: 48 of them save each cluster more than the split's fix-up) and three whole waves of 64x128 tiles.
-    pick = configs.choose(tf32, Problem(1536, 1536, 1536, 0, f32))
+    pick = transposing(tf32, Problem(1536, 1536, 1536, 0, f32))
     assert pick.variant == "bn192" and "128x192 tiles instead (96)" in pick.reason, pick
     without = tuple(v for v in configs.runnable(tf32) if v != "bn192")
     pick = tf32.choose(Problem(1536, 1536, 1536, 0, f32), without)
     assert pick.variant == "bn128" and "split by k steps" in pick.reason
     # 2048^3: the default tiles, one wave of them, without their cluster (0.858 of cuBLAS against 0.845 with it,
-    # small-problems/cluster1-tf32-*.txt), in their twin that computes Cᵀ = Bᵀ·Aᵀ (tests/test_tf32_swap.py).
-    pick = configs.choose(tf32, Problem(2048, 2048, 2048, 0, f32))
-    assert pick.variant == "swap_cluster1" and "one wave at most" in pick.reason
+    # small-problems/cluster1-tf32-*.txt).
+    pick = transposing(tf32, Problem(2048, 2048, 2048, 0, f32))
+    assert pick.variant == "cluster1" and "one wave at most" in pick.reason
 
 
 def test_the_wave_model_splits_a_last_partial_wave_as_the_kernel_does():
@@ -169,8 +176,8 @@ def test_two_k_groups_run_the_64_row_tiles_over_two_rows_of_them_and_64x64_tiles
     # Where the twin runs the 64x128 tiles, 128x64 ones are weighed over at most TWIN_SHORT_TILE_STEPS k steps: tf32
     # 1000x800x1200 (38 k steps) 128x64 at 1.37 (the twin 1.20), 1024x1024x2048 (64) the twin at 1.02 (0.99).
     tf32 = registry.get("wgmma_tf32")
-    assert configs.choose(tf32, problem(1000, 800, 1200, dtype="tf32")).variant == "bn64"
-    assert configs.choose(tf32, problem(1024, 1024, 2048, dtype="tf32")).variant == "bm64_bn128_kg2"
+    assert transposing(tf32, problem(1000, 800, 1200, dtype="tf32")).variant == "bn64"
+    assert transposing(tf32, problem(1024, 1024, 2048, dtype="tf32")).variant == "bm64_bn128_kg2"
 
 
 def test_past_one_wave_the_tiles_that_fill_the_last_wave_best_at_their_rate_there():
@@ -206,7 +213,7 @@ def test_tiles_that_span_all_of_n_split_at_half_the_cut():
     # 6144 columns (48 tiles), stays whole: 0.87 against 0.76 split 2 ways.
     for method, dtype in (("wgmma_warp_specialized", "float16"), ("wgmma_fp8", "float8_e4m3"), ("wgmma_tf32", "tf32")):
         m = registry.get(method)
-        pick = configs.choose(m, problem(4096, 128, 4096, dtype=dtype))
+        pick = transposing(m, problem(4096, 128, 4096, dtype=dtype))
         assert pick.variant == "bm64_bn128_splitk2", method
         # (tf32 there writes Bt in shared memory instead: test_tf32_writes_bt_in_shared_memory_where_b_is_most...;
         # among the builds that transpose B, the same pick)
@@ -276,9 +283,9 @@ def test_deep_slices_past_token_rows_split_half_a_wave_of_whole_tiles_two_fold()
     for shape in ((512, 1024, 8192), (1024, 512, 8192)):
         assert configs.choose(registry.get("wgmma_warp_specialized"), problem(*shape)).variant == "bn128_splitk4"
     # tf32 writes Bt in shared memory over 4 rows of tiles (configs.bt_twin; 0.87 against 0.86), not over 8.
-    assert configs.choose(registry.get("wgmma_tf32"), problem(512, 1024, 8192, dtype="tf32")).variant == (
+    assert transposing(registry.get("wgmma_tf32"), problem(512, 1024, 8192, dtype="tf32")).variant == (
         "bn128_splitk4_smem_bt")
-    assert configs.choose(registry.get("wgmma_tf32"), problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
+    assert transposing(registry.get("wgmma_tf32"), problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
     assert configs.choose(registry.get("wgmma_int8"), problem(512, 1024, 8192, dtype="int8")).variant == (
         "bm64_bn64_kg2")
     # Token rows keep the full cut (64x6144x4096: 64x128 tiles whole 0.87, split 2 ways 0.77).
@@ -326,12 +333,12 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
     # tf32 writes Bt in shared memory there, as many slices as fit one wave: 128 items of 4 tiles (0.82 against 0.59
     # for the transposed 16 slices, small-problems/tiles-small-splits-smem-bt-tf32.txt), 64 of 2.
     tf32 = registry.get("wgmma_tf32")
-    pick = configs.choose(tf32, problem(128, 128, 32768, dtype="tf32"))
+    pick = transposing(tf32, problem(128, 128, 32768, dtype="tf32"))
     assert pick.variant == "bm64_bn64_kg2_splitk32_smem_bt"
     assert "writing Bt in shared memory" in pick.reason and "128 work items, at most one wave" in pick.reason
-    assert configs.choose(tf32, problem(64, 128, 32768, dtype="tf32")).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert transposing(tf32, problem(64, 128, 32768, dtype="tf32")).variant == "bm64_bn64_kg2_splitk32_smem_bt"
     for shape in ((256, 128, 16384), (128, 256, 8192)):
-        assert configs.choose(tf32, problem(*shape, dtype="tf32")).variant == "bm64_bn128_splitk16", shape
+        assert transposing(tf32, problem(*shape, dtype="tf32")).variant == "bm64_bn128_splitk16", shape
     # Without the 64x64 splits, the 64x128 split as before.
     ws = registry.get("wgmma_warp_specialized")
     without = tuple(v for v in configs.runnable(ws, "float16") if "kg2_splitk" not in v)
@@ -345,13 +352,13 @@ def test_tf32_splits_that_fill_the_sms_over_a_few_rows_of_tiles_write_bt_in_shar
     tf32 = registry.get("wgmma_tf32")
     for shape, split in (((256, 512, 16384), "bn128_splitk16"), ((192, 1024, 8192), "bn128_splitk8"),
                          ((256, 256, 8192), "bm64_bn128_splitk16"), ((256, 256, 4096), "bm64_bn128_splitk16")):
-        pick = configs.choose(tf32, problem(*shape, dtype="tf32"))
+        pick = transposing(tf32, problem(*shape, dtype="tf32"))
         assert pick.variant == f"{split}_smem_bt", shape
         assert "writes its slice's Bt in shared memory" in pick.reason
     # Fewer items (384x768x8192: 72, 0.73 against the twin's 0.67), or 8 rows of tiles (1024x512x8192: 1.23 / 1.03),
     # keep the transposed split; the other rungs have no twins.
-    assert configs.choose(tf32, problem(384, 768, 8192, dtype="tf32")).variant == "bn128_splitk4"
-    assert configs.choose(tf32, problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
+    assert transposing(tf32, problem(384, 768, 8192, dtype="tf32")).variant == "bn128_splitk4"
+    assert transposing(tf32, problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
     assert configs.choose(registry.get("wgmma_warp_specialized"), problem(256, 512, 16384)).variant == "bn128_splitk16"
     # A rung without the twin keeps its split.
     rest = configs.persistent_split_k(128, 256, 64, narrow_n=128)
@@ -649,7 +656,7 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                ("wgmma_warp_specialized", "bfloat16", "256x256x8192"): "bm64_bn128_splitk16",
                ("wgmma_int8", "int8", "256x256x8192"): "bm64_bn128_splitk16",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
-                   ("320x640x16384", "bm64_bn128_splitk4"), ("256x512x8192", "bm64_bn128_splitk8_smem_bt"),
+                   ("320x640x16384", "swap_bm64_bn128_splitk4"), ("256x512x8192", "bm64_bn128_splitk8_smem_bt"),
                    ("256x1024x1024", "bm64_bn128_splitk4_smem_bt"))},
                ("wgmma_warp_specialized", "bfloat16", "96x96x32768"): "bm64_bn64_kg2_splitk16",
                ("wgmma_tf32", "tf32", "128x128x1024"): "bm64_bn64_kg2_splitk8_smem_bt",
@@ -706,7 +713,7 @@ def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
     tf32, dtype = registry.get("wgmma_tf32"), dtypes.get("tf32")
 
     def pick(m, n, k):
-        return configs.choose(tf32, configs.job_problem(dtype, 0, m, k, n, sm_count=132))
+        return transposing(tf32, configs.job_problem(dtype, 0, m, k, n, sm_count=132))
 
     for (m, n, k), expected in {(64, 4096, 4096): "bm64_bn128_splitk4_smem_bt",
                                 (128, 4096, 4096): "bn128_splitk4_smem_bt",

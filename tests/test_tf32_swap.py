@@ -80,17 +80,20 @@ def names() -> tuple[str, ...]:
 @pytest.mark.parametrize("shape,picked", [((4096, 4096, 4096), "swap"), ((8192, 8192, 8192), "swap"),
                                           ((2048, 2048, 2048), "swap_cluster1"),
                                           ((4096, 11008, 4096), "swap"), ((512, 512, 512), "swap_bm64_bn128_splitk4"),
-                                          ((1024, 1024, 1024), "swap_bn64")])
+                                          ((1024, 1024, 1024), "swap_bn64"), ((1536, 1536, 1536), "swap_bn192"),
+                                          ((320, 640, 16384), "swap_bm64_bn128_splitk4")])
 def test_the_heuristic_takes_the_twin_of_a_128x256_pick(shape, picked):
     m, n, k = shape
     choice = registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names())
     assert choice.variant == picked and "Cᵀ = Bᵀ·Aᵀ" in choice.reason
 
 
-@pytest.mark.parametrize("shape,picked", [((1408, 6144, 4096), "cluster1"), ((2304, 2304, 2304), "default")])
+@pytest.mark.parametrize("shape,picked", [((1408, 6144, 4096), "cluster1"), ((2304, 2304, 2304), "default"),
+                                          ((8192, 64, 4096), "bn64"), ((1024, 64, 16384), "bn64_splitk8")])
 def test_the_heuristic_keeps_a_pick_whose_twin_takes_longer(shape, picked):
     # 1408 x 6144: 11 x 24 tiles of 128 x 256 in two waves of 132 SMs; laid the other way, 48 x 6 in three.
     # 2304^3: 81 clusters of two tiles, 1.2 waves of 66 with the stream-K tail; the twin's whole tiles two waves.
+    # 64 columns: the twin's 128-row tiles cover twice the pick's area of C (0.72 against 0.97 at 8192x64x4096).
     m, n, k = shape
     assert registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names()).variant == picked
 

@@ -586,12 +586,16 @@ def bt_twin(rest: Callable[[object, tuple[str, ...]], Choice], tiles: dict[str, 
 # over 132 SMs).
 SWAP_TRANSPOSE_BYTES_PER_S = 3.5e12
 SWAP_TILE_MACS_PER_S = 1.3e12
+# ... and the most of C's area, in tiles, that a twin may cover against its pick's: where C has fewer columns than a
+# tile has rows, the twin's tiles lie mostly past them (x cuBLAS on an H200, tiles-swap-area-tf32.txt: 8192x16x8192
+# 0.60 against 0.88, twice the area; 160x128x16384 1.00 against 0.87, a third more).
+SWAP_MAX_AREA = 1.5
 
 
 def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[str, tuple[int, int, int, int]],
               twin_name: Callable[[str], str], k_step: int, min_saved: int, element_bytes: int = 4,
-              bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S, macs_per_s: float = SWAP_TILE_MACS_PER_S
-              ) -> Callable[[object, tuple[str, ...]], Choice]:
+              bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S, macs_per_s: float = SWAP_TILE_MACS_PER_S,
+              max_area: float = SWAP_MAX_AREA) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose builds have twins that compute Cᵀ = Bᵀ·Aᵀ (tf32: B's rows read into registers
     as wgmma's A, so no pre-pass transposes B; `builds`: a build with a twin -> its tile rows, columns, cluster and
     K slices, which the twin, named twin_name(build), shares, laid along n and m): `rest`'s pick, and where that has a
@@ -599,7 +603,8 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[st
     The pick's whole tiles split a last partial wave by k steps where the kernel does (the stream-K tail, of k steps
     of `k_step` that save each cluster `min_saved`: persistent_waves), so their waves may be a fraction; the twin has
     no tail, and a split build's items come in whole waves either way. The transpose reads and writes
-    B's elements once at `bytes_per_s`; a wave is a tile's 1/slices of k at `macs_per_s` on each SM. On an H200 (x
+    B's elements once at `bytes_per_s`; a wave is a tile's 1/slices of k at `macs_per_s` on each SM. Nor where the
+    twin's tiles cover more than `max_area` times the pick's of C (a few columns in its tile rows). On an H200 (x
     cuBLAS, tiles-swap-*-tf32.txt): 2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, the 15 committed sweep shapes
     whose pick the twins moved 0.99-1.27 against 0.81-1.11; kept, 2304^3 1.02 against the twin's 0.91 (two whole
     waves of 81 clusters against 1.2 waves), 5120^3 1.17 against 1.13."""
@@ -615,7 +620,8 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[st
         # the transpose in waves of the pick's items (k cancels)
         transpose = 2 * element_bytes * problem.n * slices * macs_per_s / (bytes_per_s * tm * tn)
         swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn) * slices, slots)
-        if swapped > waves + transpose:
+        area = cdiv(problem.n, tm) * cdiv(problem.m, tn) / (cdiv(problem.m, tm) * cdiv(problem.n, tn))
+        if swapped > waves + transpose or area > max_area:
             return picked
         plural = "s" if swapped != 1 else ""
         return Choice(twin_name(picked.variant),
