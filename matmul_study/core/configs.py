@@ -592,41 +592,57 @@ SWAP_TILE_MACS_PER_S = 1.3e12
 SWAP_MAX_AREA = 1.5
 
 
-def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], builds: dict[str, tuple[int, int, int, int]],
-              twin_name: Callable[[str], str], k_step: int, min_saved: int, element_bytes: int = 4,
-              bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S, macs_per_s: float = SWAP_TILE_MACS_PER_S,
-              max_area: float = SWAP_MAX_AREA) -> Callable[[object, tuple[str, ...]], Choice]:
+class SwapTwin(NamedTuple):
+    """A build's twin that computes Cᵀ = Bᵀ·Aᵀ (swap_twin): its name, the build's tile rows and columns (the twin's
+    too, laid along n and m), the build's cluster and the twin's, their K slices, and whether the build transposes B
+    before the kernel (the twin of a build that writes Bᵀ in shared memory saves no transpose, only the writers)."""
+    twin: str
+    rows: int
+    cols: int
+    cluster: int
+    twin_cluster: int
+    slices: int
+    transposes: bool
+
+
+def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, SwapTwin], k_step: int,
+              min_saved: int, element_bytes: int = 4, bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S,
+              macs_per_s: float = SWAP_TILE_MACS_PER_S, max_area: float = SWAP_MAX_AREA
+              ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose builds have twins that compute Cᵀ = Bᵀ·Aᵀ (tf32: B's rows read into registers
-    as wgmma's A, so no pre-pass transposes B; `builds`: a build with a twin -> its tile rows, columns, cluster and
-    K slices, which the twin, named twin_name(build), shares, laid along n and m): `rest`'s pick, and where that has a
-    twin, the twin if its waves of work items take no longer than the pick's plus the transpose of B before it.
-    The pick's whole tiles split a last partial wave by k steps where the kernel does (the stream-K tail, of k steps
-    of `k_step` that save each cluster `min_saved`: persistent_waves), so their waves may be a fraction; the twin has
-    no tail, and a split build's items come in whole waves either way. The transpose reads and writes
-    B's elements once at `bytes_per_s`; a wave is a tile's 1/slices of k at `macs_per_s` on each SM. Nor where the
-    twin's tiles cover more than `max_area` times the pick's of C (a few columns in its tile rows). On an H200 (x
-    cuBLAS, tiles-swap-*-tf32.txt): 2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, the 15 committed sweep shapes
-    whose pick the twins moved 0.99-1.27 against 0.81-1.11; kept, 2304^3 1.02 against the twin's 0.91 (two whole
-    waves of 81 clusters against 1.2 waves), 5120^3 1.17 against 1.13."""
+    as wgmma's A, so that B needs neither a pre-pass that transposes it nor warps that write Bᵀ in shared memory;
+    `twins`: build -> SwapTwin): `rest`'s pick, and where that has a twin, the twin if its waves of work items take
+    no longer than the pick's, plus the transpose of B where the pick transposes it. The pick's whole tiles split a
+    last partial wave by k steps where the kernel does (the stream-K tail, of k steps of `k_step` that save each
+    cluster `min_saved`: persistent_waves), so their waves may be a fraction; the twin has no tail, and split builds'
+    items come in whole waves either way. The transpose reads and writes B's elements once at `bytes_per_s`; a wave is
+    a tile's 1/slices of k at `macs_per_s` on each SM. Nor where the twin's tiles cover more than `max_area` times the
+    pick's of C (a few rows or columns in the twin's tiles, laid the other way). On an H200 (x cuBLAS,
+    tiles-swap-*-tf32.txt): 2048^3 1.06 against 0.88, 4096^3 1.01 against 0.94, 512^3 1.11 against 0.81; deep K,
+    against builds that write Bᵀ, 512x512x16384 1.43 against 1.03, 256x256x8192 1.35 against 1.01; kept, 2304^3 1.02
+    against the twin's 0.91 (two whole waves of 81 clusters against 1.2 waves), 16x4096x4096 0.99 against 0.56."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
-        if picked.variant not in builds or twin_name(picked.variant) not in variants:
+        t = twins.get(picked.variant)
+        if t is None or t.twin not in variants:
             return picked
-        tm, tn, cluster, slices = builds[picked.variant]
-        slots = max(1, problem.sm_count // cluster)
-        items = cdiv(cdiv(problem.m, tm), cluster) * cdiv(problem.n, tn) * slices
-        waves = persistent_waves(items, slots, cdiv(problem.k, k_step), min_saved if slices == 1 else None)[0]
+        items = cdiv(cdiv(problem.m, t.rows), t.cluster) * cdiv(problem.n, t.cols) * t.slices
+        waves = persistent_waves(items, max(1, problem.sm_count // t.cluster), cdiv(problem.k, k_step),
+                                 min_saved if t.slices == 1 else None)[0]
         # the transpose in waves of the pick's items (k cancels)
-        transpose = 2 * element_bytes * problem.n * slices * macs_per_s / (bytes_per_s * tm * tn)
-        swapped = cdiv(cdiv(cdiv(problem.n, tm), cluster) * cdiv(problem.m, tn) * slices, slots)
-        area = cdiv(problem.n, tm) * cdiv(problem.m, tn) / (cdiv(problem.m, tm) * cdiv(problem.n, tn))
+        transpose = (2 * element_bytes * problem.n * t.slices * macs_per_s / (bytes_per_s * t.rows * t.cols)
+                     if t.transposes else 0.0)
+        swapped = cdiv(cdiv(cdiv(problem.n, t.rows), t.twin_cluster) * cdiv(problem.m, t.cols) * t.slices,
+                       max(1, problem.sm_count // t.twin_cluster))
+        area = cdiv(problem.n, t.rows) * cdiv(problem.m, t.cols) / (cdiv(problem.m, t.rows) * cdiv(problem.n, t.cols))
         if swapped > waves + transpose or area > max_area:
             return picked
         plural = "s" if swapped != 1 else ""
-        return Choice(twin_name(picked.variant),
-                      f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of work items, "
-                      f"against {waves:.2f} and the transpose of B ({transpose:.2f} waves) before the kernel")
+        against = f"the transpose of B ({transpose:.2f} waves) before the kernel" if t.transposes else (
+            "the warps that write Bᵀ in shared memory")
+        return Choice(t.twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of work "
+                              f"items, against {waves:.2f} and {against}")
 
     return choose
 

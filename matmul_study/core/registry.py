@@ -24,13 +24,13 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         warptiled_decode_variants, warptiled_narrow_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
-from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, SWAP_TWINS, NARROW_BN, NARROWEST_BN, SHORT_BM,
+from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
                                                 SPLIT_TF32_PREPASS, TRANSPOSE_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
                                                 WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant, bt_smem_variants,
                                                 fp8_block_variants, promote_chunk_variants, promoted_variants,
-                                                swap_twin_name, swap_variants, ws_bm64_variants, ws_bn64_variants, ws_bn128_variants,
-                                                ws_bn192_variant, ws_k_group_variants, ws_rung, ws_tile_builds,
-                                                ws_variants)
+                                                swap_twins, swap_variants, ws_bm64_variants, ws_bn128_variants,
+                                                ws_bn192_variant, ws_bn64_variants, ws_k_group_variants, ws_rung,
+                                                ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -326,19 +326,18 @@ METHODS: dict[str, Method] = {
             # Where B is most of the bytes, the kernel writes Bt in shared memory (its 128x128 and 64x128 builds);
             # elsewhere B is transposed before it, and the wave model weighs the tiles and splits.
             # Splits of a deep K that fill the SMs over a few rows of tiles write Bt themselves too (bt_twin).
-            # A pick with a twin that computes Cᵀ = Bᵀ·Aᵀ goes to the twin where that takes no longer (swap_twin).
-            choose=configs.b_heavy(
-                configs.swap_twin(
+            # Any of those picks with a twin that computes Cᵀ = Bᵀ·Aᵀ goes to the twin where that takes no longer
+            # (swap_twin).
+            choose=configs.swap_twin(
+                configs.b_heavy(
                     configs.bt_twin(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
                                                                builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
                                                                few_columns=NARROWEST_BN,
                                                                own_tiles=configs.ONE_WAVE_OWN_TILES,
                                                                own_tiles_in_one_wave=True),
                                     {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
-                    {build or "default": (c.BM, c.bn, c.cluster, c.split_k)
-                     for build, c in (("", WS_TF32), *((v.name, v.config) for v in WS_TF32_OWN_VARIANTS))
-                     if build in SWAP_TWINS}, swap_twin_name, WS_TF32.bk, WS_TF32.streamk_min_saved),
-                TF32_BT_TILES, BT_SMEM_SUFFIX),
+                    TF32_BT_TILES, BT_SMEM_SUFFIX),
+                swap_twins(WS_TF32, WS_TF32_VARIANTS), WS_TF32.bk, WS_TF32.streamk_min_saved),
         ),
         ws_rung(
             "wgmma_3xtf32",

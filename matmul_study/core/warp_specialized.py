@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import TileBuilds
+from matmul_study.core.configs import SwapTwin, TileBuilds
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -431,6 +431,22 @@ SWAP_TWINS = ("", "cluster1", f"bn{NARROW_BN}", *(f"bn{NARROW_BN}_splitk{s}" for
 def swap_twin_name(build: str) -> str:
     """The name of `build`'s twin that computes Cᵀ = Bᵀ·Aᵀ ("" or "default": the rung's own tiles): swap_<build>."""
     return SWAP_PREFIX if build in ("", "default") else f"{SWAP_PREFIX}_{build}"
+
+
+def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapTwin]:
+    """The rung's builds (its record `base`, then `variants`) that have a twin computing Cᵀ = Bᵀ·Aᵀ among `variants`,
+    for configs.swap_twin: those of SWAP_TWINS, and those that write Bᵀ in shared memory at their tiles and splits
+    (<build>_smem_bt; the default's: smem_bt), each with its tile, cluster, slices and its twin's cluster."""
+    by_name = {"default": base, **{v.name: v.config for v in variants if isinstance(v, WsVariant)}}
+    out = {}
+    for name, c in by_name.items():
+        if c.swap_ab:
+            continue
+        own = name if not c.bt_smem else "" if name == BT_SMEM_SUFFIX else name.removesuffix(f"_{BT_SMEM_SUFFIX}")
+        twin = by_name.get(swap_twin_name(own))
+        if own in (*SWAP_TWINS, "default") and twin is not None:
+            out[name] = SwapTwin(swap_twin_name(own), c.BM, c.bn, c.cluster, twin.cluster, c.split_k, not c.bt_smem)
+    return out
 
 
 def swap_variants(base: WsConfig, variants: tuple[Variant, ...]) -> tuple[Variant, ...]:
