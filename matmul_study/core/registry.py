@@ -318,7 +318,8 @@ METHODS: dict[str, Method] = {
             "Hopper tf32: wgmma_warp_specialized's pipeline with both operands K-major (wgmma m64n256k8 tf32); B is "
             "transposed on every launch by a pre-pass kernel that lets the GEMM launch under it, and that transpose "
             "is timed with the kernel, or, in its *_smem_bt builds, read as it is and each k step's Bt tile written "
-            "in shared memory by the kernel",
+            "in shared memory by the kernel, or, in its swap* builds, read as it is into registers as wgmma's A of "
+            "Cᵀ = Bᵀ·Aᵀ",
             ("tf32",), "13_wgmma_tf32.cu", "wgmma_tf32_matmul<{T}>", WS_TF32, ("A", "BT"),
             prepass=TRANSPOSE_TF32_PREPASS,
             requires=Requirements((9, 0), arch_specific=True, modules=("cuda.bindings",)),
