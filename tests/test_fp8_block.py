@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import ml_dtypes
@@ -23,6 +22,7 @@ from matmul_study.core.backends import CUBLASLT
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import dequantized, verify_on_host
 from matmul_study.pipeline.config import ConfigError, validate
+from kernel_builds import rung_build
 
 BLOCK = dtypes.get("float8_e4m3_block")
 PER_TENSOR = dtypes.get("float8_e4m3")
@@ -286,15 +286,7 @@ def block_build(variant: str | None, tmp_path, target: str, extra: tuple[str, ..
                 options: list[str] | None = None) -> tuple[int, str, str]:
     """The block rung's `variant` compiled to `target` ("ptx" or "cubin"): (nvcc's status, the PTX or "", its
     messages); `options` replace the build's own."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source("wgmma_fp8_block", [("float8_e4m3_block", 0)], variant))
-    output = tmp_path / f"module.{target}"
-    options = [*(options or kernels.compile_options("wgmma_fp8_block", variant)), *extra]
-    result = subprocess.run(kernels.nvcc_command(source, output, "sm_90a", options, target), capture_output=True,
-                            text=True)
-    code = output.read_text() if target == "ptx" and result.returncode == 0 else ""
-    return result.returncode, code, result.stdout + result.stderr
+    return rung_build("wgmma_fp8_block", "float8_e4m3_block", variant, tmp_path, target, extra, options)
 
 
 @needs_nvcc

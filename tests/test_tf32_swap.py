@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import pytest
@@ -18,6 +17,7 @@ from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, TensorMap
 from matmul_study.core.warp_specialized import SWAP_PREFIX, SWAP_TWINS, WS_TF32, swap_twin_name
 from matmul_study.launch import kernels
+from kernel_builds import rung_build
 
 METHOD = "wgmma_tf32"
 TF32 = dtypes.get("tf32")
@@ -105,16 +105,9 @@ def test_the_heuristic_keeps_the_pick_where_the_twin_is_not_offered():
 
 
 def build(variant: str, tmp_path, target: str, options: list[str] | None = None) -> tuple[int, str, str]:
-    """The rung's `variant` compiled to `target` ("ptx" or "cubin"): (nvcc's status, the PTX or "", its messages)."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source(METHOD, [("tf32", 0)], variant))
-    output = tmp_path / f"module.{target}"
-    options = options or [*kernels.compile_options(METHOD, variant), "-Xptxas", "-v"]
-    result = subprocess.run(kernels.nvcc_command(source, output, "sm_90a", options, target), capture_output=True,
-                            text=True)
-    code = output.read_text() if target == "ptx" and result.returncode == 0 else ""
-    return result.returncode, code, result.stdout + result.stderr
+    """The rung's `variant` compiled to `target` ("ptx" or "cubin"): (nvcc's status, the PTX or "", its messages,
+    ptxas's report among them unless `options` replace the build's own)."""
+    return rung_build(METHOD, "tf32", variant, tmp_path, target, () if options else ("-Xptxas", "-v"), options)
 
 
 @needs_nvcc
@@ -153,9 +146,5 @@ def test_only_the_swapped_policy_takes_swap_ab(tmp_path):
     config = replace(registry.get("wgmma_3xtf32").config, swap_ab=True, streamk=False, drain_every=0)
     options = [*(o for o in kernels.compile_options("wgmma_3xtf32", None) if not o.startswith("-DWGMMA_WS_")),
                *(f"-D{d}" for d in config.defines)]
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source("wgmma_3xtf32", [("float32", 0)], None))
-    result = subprocess.run(kernels.nvcc_command(source, tmp_path / "m.ptx", "sm_90a", options, "ptx"),
-                            capture_output=True, text=True)
-    assert result.returncode != 0 and "WGMMA_WS_SWAP_AB: 1 exactly" in result.stderr, result.stderr
+    status, _, messages = rung_build("wgmma_3xtf32", "float32", None, tmp_path, "ptx", options=options)
+    assert status != 0 and "WGMMA_WS_SWAP_AB: 1 exactly" in messages, messages
