@@ -505,7 +505,9 @@ def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path
                                                  (1, 128, 128): 3 * 5, (1, 64, 128): 5 * 5, (1, 128, 64): 3 * 9,
                                                  (1, 64, 64): 5 * 9})):
         cta_tiles = cta_tiles[config.cluster, config.BM, config.bn]
-        problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
+        # (a build that computes Cᵀ = Bᵀ·Aᵀ tiles the n x m problem: given (n, m, k), its kernel's is `shape`)
+        m_, n_, k_ = shape
+        problem = Problem(*((n_, m_, k_) if config.swap_ab else shape), 0, dtypes.get(m.dtypes[0]))
         assert m.workspace_bytes(problem, variant) == cta_tiles * (split * part_bytes + 4)
         assert m.launch_for(problem, variant).grid[0] == min(132, cta_tiles * split)
     checks = {"SPLIT_K": split, "STREAMK": 0, "PART_QUADS * 16": part_bytes}
