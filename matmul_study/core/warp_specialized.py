@@ -59,8 +59,8 @@ class WsConfig:
     # before the kernel; no cluster (each CTA writes its own). 0: the operands' own B.
     bt_buffers: int = 0
     # The kernel computes Cᵀ = Bᵀ·Aᵀ (tf32: B's N-major rows read into registers as wgmma's A, A's rows as its K-major
-    # B, C stored transposed), so B needs no transpose; whole tiles only (no split-K, stream-K or paced drain). Its
-    # tile rows are the problem's columns: the launch takes (n, m, k) for (m, n, k).
+    # B, C stored transposed), so B needs no transpose; whole tiles or split-K slices (no stream-K tail or paced
+    # drain). Its tile rows are the problem's columns: the launch takes (n, m, k) for (m, n, k) (kernel_problem).
     swap_ab: bool = False
     # Knobs that change no launch, stated here too so that a build is one list of facts:
     balanced: bool = True  # unsplit tails go to the fewest clusters that keep the number of waves
@@ -157,7 +157,7 @@ class WsConfig:
         clusters along M, launched as a programmatic dependent of the previous kernel. A split-K build has
         `split_k` work items per cluster tile, so its grid is as large as those items, up to one CTA per SM."""
         if self.swap_ab:  # the kernel's problem is Cᵀ's: n x m
-            return replace(replace(self, swap_ab=False).launch(replace(p, m=p.n, n=p.m)), transposed=True)
+            return replace(replace(self, swap_ab=False).launch(self.kernel_problem(p)), transposed=True)
         if self.split_k == 1:
             return persistent(self.BM, self.bn, self.THREADS, shared_bytes=self.shared_bytes, cluster=self.cluster,
                               dependent=True)(p)
@@ -166,12 +166,15 @@ class WsConfig:
         return Launch((blocks, 1, 1), (self.THREADS, 1, 1), self.shared_bytes, (self.cluster, 1, 1), persistent=True,
                       dependent=True)
 
+    def kernel_problem(self, p: Problem) -> Problem:
+        """The problem the kernel tiles: `p`, or Cᵀ's (n x m) where it computes Cᵀ = Bᵀ·Aᵀ (swap_ab)."""
+        return replace(p, m=p.n, n=p.m) if self.swap_ab else p
+
     def workspace_bytes(self, p: Problem) -> int:
         """A split-K build's workspace (kernels/warp_specialized/epilogue.cuh, host contract): per BM x bn CTA tile
         (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split_k` partial tiles
         of 32-bit accumulators, then one 32-bit counter per CTA tile (of the kernel's problem: Cᵀ's where swap_ab)."""
-        if self.swap_ab:
-            p = replace(p, m=p.n, n=p.m)
+        p = self.kernel_problem(p)
         cta_tiles = cdiv(p.m, self.BM * self.cluster) * self.cluster * cdiv(p.n, self.bn)
         return cta_tiles * (self.split_k * self.BM * self.bn * self.ACC_BYTES + self.ACC_BYTES)
 
@@ -433,19 +436,25 @@ def swap_twin_name(build: str) -> str:
     return SWAP_PREFIX if build in ("", "default") else f"{SWAP_PREFIX}_{build}"
 
 
+def records(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, WsConfig]:
+    """A rung's builds by name, "" for its record `base`, then its `variants`' records."""
+    return {"": base, **{v.name: v.config for v in variants if isinstance(v, WsVariant)}}
+
+
 def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapTwin]:
-    """The rung's builds (its record `base`, then `variants`) that have a twin computing Cᵀ = Bᵀ·Aᵀ among `variants`,
-    for configs.swap_twin: those of SWAP_TWINS, and those that write Bᵀ in shared memory at their tiles and splits
-    (<build>_smem_bt; the default's: smem_bt), each with its tile, cluster, slices and its twin's cluster."""
-    by_name = {"default": base, **{v.name: v.config for v in variants if isinstance(v, WsVariant)}}
+    """The rung's builds (its record `base`, "default", then `variants`) that have a twin computing Cᵀ = Bᵀ·Aᵀ among
+    `variants`, for configs.swap_twin: those of SWAP_TWINS, and those that write Bᵀ in shared memory at their tiles
+    and splits (<build>_smem_bt; the default's: smem_bt), each with its tile, cluster, slices and its twin's cluster."""
+    by_name = records(base, variants)
     out = {}
     for name, c in by_name.items():
         if c.swap_ab:
             continue
         own = name if not c.bt_smem else "" if name == BT_SMEM_SUFFIX else name.removesuffix(f"_{BT_SMEM_SUFFIX}")
         twin = by_name.get(swap_twin_name(own))
-        if own in (*SWAP_TWINS, "default") and twin is not None:
-            out[name] = SwapTwin(swap_twin_name(own), c.BM, c.bn, c.cluster, twin.cluster, c.split_k, not c.bt_smem)
+        if own in SWAP_TWINS and twin is not None:
+            out[name or "default"] = SwapTwin(swap_twin_name(own), c.BM, c.bn, c.cluster, twin.cluster, c.split_k,
+                                              not c.bt_smem)
     return out
 
 
@@ -455,7 +464,7 @@ def swap_variants(base: WsConfig, variants: tuple[Variant, ...]) -> tuple[Varian
     step's 32 rows read from shared memory into registers as wgmma's A, so that no pre-pass transposes B (twice its
     bytes through HBM and a launch, timed with the GEMM). The same tile, cluster and split, laid the other way (BM of
     B's columns by bn of A's rows), without the stream-K tail and the paced drain (configs.swap_twin picks them)."""
-    by_name = {"": base, **{v.name: v.config for v in variants if isinstance(v, WsVariant)}}
+    by_name = records(base, variants)
     what = "Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B)"
     out = []
     for build in SWAP_TWINS:
