@@ -117,24 +117,26 @@ __device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned i
     if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
 }
 
-// A tile of C^T (WGMMA_WS_SWAP_AB: the kernel's m x n is the problem's n x m) into C, guarded: the thread's
-// element (row, col) of the kernel's goes to C[col][row], C's rows being m long. The eight rows of a warp's store
-// are 32 contiguous bytes of one of C's rows, and its four column pairs four of C's rows.
+// A pair of a tile of C^T (WGMMA_WS_SWAP_AB: the kernel's m x n is the problem's n x m), guarded: (row, col) and
+// (row, col + 1) of the kernel's go to C[col][row] and C[col + 1][row], C's rows being m long.
+template <typename V>
+__device__ __forceinline__ void store_pair_transposed_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
+{
+    if (row >= m) return;
+    if (col < n) C[static_cast<size_t>(col) * m + row] = v0;
+    if (col + 1 < n) C[static_cast<size_t>(col + 1) * m + row] = v1;
+}
+
+// A thread's accumulators of a tile of C^T into C, pair by pair. The eight rows of a warp's store are 32
+// contiguous bytes of one of C's rows, and its four column pairs four of C's rows.
 template <int NJ, typename V>
 __device__ __forceinline__ void store_acc_transposed(const V* d, V* C, int m, int n, int row0, int col0)
 {
 #pragma unroll
     for (int j = 0; j < NJ; ++j) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = row0 + 8 * h;
-            if (row >= m) continue;
-#pragma unroll
-            for (int v = 0; v < 2; ++v) {
-                const int col = col0 + 8 * j + v;
-                if (col < n) C[static_cast<size_t>(col) * m + row] = d[4 * j + 2 * h + v];
-            }
-        }
+        for (int h = 0; h < 2; ++h)
+            store_pair_transposed_guarded(C, m, n, row0 + 8 * h, col0 + 8 * j, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
     }
 }
 
@@ -193,16 +195,6 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
         if (col < n) dst[0] = v0;
         if (col + 1 < n) dst[1] = v1;
     }
-}
-
-// The same for a tile of C^T (WGMMA_WS_SWAP_AB): (row, col) and (row, col + 1) of the kernel's m x n go to C[col][row]
-// and C[col + 1][row].
-template <typename V>
-__device__ __forceinline__ void store_pair_transposed_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
-{
-    if (row >= m) return;
-    if (col < n) C[static_cast<size_t>(col) * m + row] = v0;
-    if (col + 1 < n) C[static_cast<size_t>(col + 1) * m + row] = v1;
 }
 
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
