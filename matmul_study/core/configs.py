@@ -778,11 +778,20 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
                                 min_k_steps_per_slice, few, slots, prefer=tile_m)
             if more.variant != name:
                 return more
+        idle = _idle_sms_split(rows * tiles, s, k_steps, tile_m, variants, slots[tile_m], problem.sm_count,
+                               min_k_steps_per_slice, smallest=tile_m == min(allowed))
+        if idle is not None:
+            s, name = idle, f"m{tile_m}_splitk{idle}"
         along_m = (f" ({rows} along M: in {problem.dtype.name} a decode tile takes at most {tile_m} rows)"
                    if rows > 1 else "")
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, each block streaming "
                  "its part of B with little math per byte")
         on = f"{problem.sm_count} SMs{_two_to_an_sm(problem, slots[tile_m], tile_m)}"
+        if idle is not None:
+            return Choice(name, f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
+                                f"slice) gives {rows * tiles * s} blocks on {problem.sm_count} SMs, at most two to an "
+                                f"SM: one block an SM would leave more than {IDLE_SM_SHARE:.0%} of them idle "
+                                f"(configs.IDLE_SM_SHARE)")
         if s == 1:
             return Choice(name, f"{where}; whole tiles ({rows * tiles} blocks on {on}, {k_steps} k steps of {tile_k})")
         return Choice(name, f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
@@ -956,6 +965,38 @@ def _decode_split(tile_m: int, blocks: int, k_steps: int, variants: tuple[str, .
     """The largest registered split S of the m<tile_m> builds whose blocks x S fit one per SM, with at least
     `min_k_steps` k steps a slice; 1 where none does."""
     return _fitting_split(f"m{tile_m}", blocks, k_steps, variants, sms, min_k_steps)
+
+
+# decode_tiles: where one block an SM leaves more than this share of the SMs idle, a split that puts at most two
+# blocks on every SM (two of every decode build fit by shared memory) where it gives the busiest SM less of a tile;
+# in 16-row tiles, whose partial sums are the smallest, also where it gives as much but streams on more SMs. Measured
+# on an H200 (bench/compare.py, one process per dtype, x cuBLAS; small-problems/idle-sms-*.txt): 32x10240x8192
+# (80 column tiles, whole: each SM's share a tile) split 3 ways (240 blocks, two thirds of a tile) ran at 1.06
+# against 1.01 in fp16, 1.03 against 0.84 in tf32, 2.78 against 2.70 in int8 and 2.52 against 1.84 in FP8;
+# 16x6144x4096 (48 column tiles) split 4 ways (192 blocks) against 2 (96), half a tile either way, at 0.93 against
+# 0.91-0.93 in 16 bits, 1.12 against 1.08 in tf32, 2.89 against 2.74 in int8 and 2.21 against 2.04 in FP8. In 32-
+# and 64-row tiles the same doubling ran 4-8 % slower in fp16 (32 and 64x6144x4096: 0.85 against 0.88, 0.72 against
+# 0.79), and at 32 and 64 column tiles, where one block an SM leaves 4 SMs idle, a doubled split ran slower in
+# every dtype (decode-sweep-*.txt: 4096 columns split 8 ways 0.95-0.96 against 1.08-1.14 in fp16).
+IDLE_SM_SHARE = 0.25
+
+
+def _idle_sms_split(blocks: int, s: int, k_steps: int, tile_m: int, variants: tuple[str, ...], slots: int, sms: int,
+                    min_k_steps: int, smallest: bool) -> int | None:
+    """The split for `blocks` decode blocks (row x column tiles) where one block an SM, split `s` ways, leaves more
+    than IDLE_SM_SHARE of the `sms` idle: the registered split of at most two blocks an SM whose busiest SM has the
+    least of a tile (ceil(blocks x S / sms) / S), where that is less than `s` gives, or as much in the `smallest`
+    tiles (then the most slices). None where one block an SM fills the GPU, the blocks are already counted two to
+    an SM (`slots` past `sms`), or no split gains."""
+    if slots > sms or blocks * s >= (1 - IDLE_SM_SHARE) * sms:
+        return None
+    share = {t: cdiv(blocks * t, sms) / t for t in registered_splits(variants, f"m{tile_m}")
+             if t > s and blocks * t <= 2 * sms and k_steps >= min_k_steps * t}
+    least = min(share.values(), default=None)
+    now = cdiv(blocks * s, sms) / s
+    if least is None or least > now or (least == now and not smallest):
+        return None
+    return max(t for t, v in share.items() if v == least)
 
 
 def _fitting_split(build: str, blocks: int, k_steps: int, variants: tuple[str, ...], sms: int, min_k_steps: int,
