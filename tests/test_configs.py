@@ -764,3 +764,21 @@ def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
     names = tuple(v for v in configs.runnable(tf32) if not v.endswith("smem_bt"))
     assert not tf32.choose(configs.job_problem(dtype, 0, 64, 4096, 4096, sm_count=132), names).variant.endswith(
         "smem_bt")
+
+
+def test_fp8_runs_its_promoted_build_beside_its_pick_under_auto():
+    # The warp-specialised FP8 rung's pick accumulates in the tensor cores; under auto a study runs its promoted
+    # 128x128 build beside it, so that cuBLASLt's promoted line has a kernel of the rung beside it
+    # (configs.class_picks). Other methods, and a forced or swept setting, run what they ran.
+    fp8 = registry.get("wgmma_fp8")
+    for shape in ((4096, 4096, 4096), (1024, 8192, 1024), (16, 4096, 6144)):
+        problem = configs.job_problem(dtypes.get("float8_e4m3"), 0, *shape, sm_count=132)
+        planned = configs.plan(fp8, problem, configs.AUTO)
+        assert [c.variant for c in planned] == [configs.choose(fp8, problem).variant, "bn128_promote"], shape
+        assert [fp8.accuracy_of(c.variant, "float8_e4m3") for c in planned] == ["fast accumulation", "promoted"]
+        assert "promoted class" in configs.reason_for(fp8, problem, configs.AUTO, "bn128_promote")
+        assert [c.variant for c in configs.plan(fp8, problem, ["default"])] == ["default"]
+    for name in ("wgmma_warp_specialized", "wgmma_int8", "mma_async_copy", "wgmma_3xtf32"):
+        method = registry.get(name)
+        problem = configs.job_problem(dtypes.get(method.dtypes[0]), 0, 4096, 4096, 4096, sm_count=132)
+        assert len(configs.plan(method, problem, configs.AUTO)) == 1, name

@@ -44,7 +44,8 @@ def test_default_grid_size(default_config):
     jobs, _ = grid.build(default_config, have_module=everything)
     # Counted from the registry: per default method, its supported dtypes of the config, times the config's blocks
     # where it has a block axis (and supports them), times the shapes; a vendor line once per accuracy class of the
-    # dtype (cuBLASLt's FP8: promoted and fast accumulation).
+    # dtype (cuBLASLt's FP8: promoted and fast accumulation), and a method with a heuristic for a second class
+    # (wgmma_fp8's promoted build) once more.
     expected = 0
     for name in registry.default_methods():
         method = registry.get(name)
@@ -52,7 +53,7 @@ def test_default_grid_size(default_config):
         per_dtype = len(blocks) if method.block_axis else 1
         for dtype in set(method.dtypes) & set(default_config["dtypes"]):
             classes = {method.accuracy_of(v) for v in (None, *configs.runnable(method, dtype))}
-            expected += per_dtype * (len(classes) if method.reference_line else 1)
+            expected += per_dtype * (len(classes) if method.reference_line else 1 + (method.class_choose is not None))
     assert len(jobs) == expected * len(default_config["sizes"])
     with_jobs = [m for m in registry.default_methods() if set(registry.get(m).dtypes) & set(default_config["dtypes"])]
     assert list(dict.fromkeys(jobs["method"])) == with_jobs  # in ladder order

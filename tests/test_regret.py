@@ -55,3 +55,21 @@ def test_no_sweep_no_regret():
     table = regret.regret_table(collate.tidy([job("a", 1, method="gone", pick=None), job("b", 2, method="gone",
                                                                                          pick=None)]))
     assert table["pick"].tolist() == [""] and math.isnan(table["regret"].iloc[0])
+
+
+def fp8_job(variant, gflops, pick="cluster1"):
+    record = job(variant, gflops, size=4096, method="wgmma_fp8", pick=pick)
+    record["dtype"] = "float8_e4m3"
+    return record
+
+
+def test_a_pick_is_weighed_against_the_builds_of_its_accuracy_class_only():
+    # FP8's promoted build runs beside the fast-accumulation pick (configs.class_picks); a faster build of the other
+    # class is no regret of the pick, and a pick with no other build of its class measured has no row.
+    table = regret.regret_table(collate.tidy([fp8_job("cluster1", 1000), fp8_job("bn128_promote", 1200)]))
+    assert table.empty
+    table = regret.regret_table(collate.tidy([fp8_job("cluster1", 1000), fp8_job("default", 1100),
+                                              fp8_job("bn128_promote", 1200), fp8_job("promote", 1300)]))
+    row = table.iloc[0]
+    assert (row["pick"], row["best"], row["variants"]) == ("cluster1", "default", 2)
+    assert row["regret"] == pytest.approx(1000 / 1100)

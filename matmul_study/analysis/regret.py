@@ -29,10 +29,25 @@ def _pick(method: str, dtype: str, block: int, m: int, k: int, n: int, sm_count)
     return configs.choose(registry.get(method), problem).variant
 
 
+def _in_class_of(method: str, dtype: str, pick: str | None, variants: pd.Index) -> list[bool]:
+    """Which of `variants` are in the accuracy class of the pick (Method.accuracy_of): a pick is weighed against the
+    builds of its own class only (FP8's promoted builds run beside a fast-accumulation pick, configs.class_picks).
+    All of them for a method the registry does not know, or no pick."""
+    if pick is None or method not in registry.METHODS:
+        return [True] * len(variants)
+    record = registry.get(method)
+    known = {configs.DEFAULT, *(v.name for v in record.variants)}
+    if pick not in known:
+        return [True] * len(variants)
+    accuracy = record.accuracy_of(pick, dtype)
+    return [name not in known or record.accuracy_of(name, dtype) == accuracy for name in variants]
+
+
 def regret_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per (device, method, dtype, block, shape) with two or more configurations verified: the variants measured,
     the heuristic's pick and its rate (NaN where the pick was not measured or failed), the fastest variant and its
-    rate, and regret = pick rate / best rate. Rows in device, method (ladder order), dtype and size order."""
+    rate, and regret = pick rate / best rate, among the builds of the pick's accuracy class. Rows in device, method
+    (ladder order), dtype and size order."""
     needed = {"method", "dtype", "status", "gflops", "m", "k", "n", "variant"}
     if results.empty or not needed <= set(results.columns):
         return pd.DataFrame(columns=COLUMNS)
@@ -51,6 +66,9 @@ def regret_table(results: pd.DataFrame) -> pd.DataFrame:
         sm_count = group["env_sm_count"].iloc[0] if "env_sm_count" in group else None
         pick = (str(recorded.iloc[0]) if not recorded.empty else
                 _pick(method, dtype, int(block), int(m), int(k), int(n), sm_count))
+        rates = rates[_in_class_of(method, dtype, pick, rates.index)]
+        if len(rates) < 2:
+            continue
         best = rates.idxmax()
         pick_rate = rates.get(pick, np.nan) if pick is not None else np.nan
         rows.append({"device": device, "method": method, "dtype": dtype, "block": int(block),

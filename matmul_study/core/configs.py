@@ -1127,7 +1127,7 @@ def plan(method, problem, setting, pick: Choice | None = None) -> list[Choice]:
     if setting == AUTO and method.reference_line:
         return vendor_lines(method, problem.dtype.name)
     if setting == AUTO:
-        return [pick or choose(method, problem)]
+        return [pick or choose(method, problem), *class_picks(method, problem)]
     if setting == DEFAULT:
         return [Choice(DEFAULT, FORCED)]
     if setting == ALL:
@@ -1138,6 +1138,24 @@ def plan(method, problem, setting, pick: Choice | None = None) -> list[Choice]:
         raise ValueError(f"{method.name} has no variant {unknown[0]!r}; its variants: {', '.join(known)}")
     here = (DEFAULT, *runnable(method, problem.dtype.name))  # a build limited to other dtypes skips this one
     return [Choice(name, FORCED) for name in dict.fromkeys(setting) if name in here]
+
+
+def class_picks(method, problem) -> list[Choice]:
+    """The pick of `method`'s class_choose (its builds of another accuracy class than its heuristic's pick), which a
+    study runs beside that pick under "auto"; none where the method has no such heuristic or its pick is not a
+    build the problem's dtype may run."""
+    if method.class_choose is None:
+        return []
+    picked = method.class_choose(problem, runnable(method, problem.dtype.name))
+    return [picked] if picked.variant in runnable(method, problem.dtype.name) else []
+
+
+def one_build(variant: str, reason: str) -> Callable[[object, tuple[str, ...]], Choice]:
+    """A heuristic that picks `variant` for every problem, for `reason`."""
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        return Choice(variant, reason)
+
+    return choose
 
 
 def vendor_lines(method, dtype: str) -> list[Choice]:

@@ -382,6 +382,13 @@ METHODS: dict[str, Method] = {
             choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
                                               own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
             accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
+            # Its promoted class beside the pick: 128x128 tiles, the fastest promoted build at 2048^3-8192^3 (0.94-0.96
+            # x cuBLASLt's promoted line, promote 0.88-0.95; an H200, results/reference/NVIDIA_H200/precision/) and
+            # past the decode rows where kernel 10's promoted FP8 is slowest (4096x64x4096 0.54 against 0.29,
+            # 1024x1024x8192 0.72 against 0.33, 1000x800x1200 0.95 against 0.64; small-problems/fp8-promoted-small.txt).
+            class_choose=configs.one_build(
+                "bn128_promote", "the promoted class beside the pick (sums promoted into fp32 every k step, "
+                "cuBLASLt's promoted line's): 128x128 tiles, the fastest promoted build measured"),
         ),
         ws_rung(
             "wgmma_fp8_block",

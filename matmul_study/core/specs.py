@@ -210,6 +210,10 @@ class Method:
     prepass: Prepass | None = None
     # The per-problem heuristic over the variants (core/configs.py): (problem, variant names) -> Choice.
     choose: Callable | None = None
+    # A second heuristic, over its builds of another accuracy class than `choose` picks from (FP8's promoted builds
+    # beside a fast-accumulation pick): under `variants: auto` a study runs both picks (configs.plan), so that the
+    # class has a kernel of this rung beside the vendor line of that class. Same signature as `choose`.
+    class_choose: Callable | None = None
     # Its kernel waits for the previous grid itself (griddepcontrol.wait before its first global access), so it may
     # be launched as a programmatic dependent (Launch.dependent, PDL) where its own launch does not ask for it: the
     # bench's --pdl.
