@@ -786,12 +786,9 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
                    if rows > 1 else "")
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, each block streaming "
                  "its part of B with little math per byte")
-        on = f"{problem.sm_count} SMs{_two_to_an_sm(problem, slots[tile_m], tile_m)}"
-        if idle is not None:
-            return Choice(name, f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
-                                f"slice) gives {rows * tiles * s} blocks on {problem.sm_count} SMs, at most two to an "
-                                f"SM: one block an SM would leave more than {IDLE_SM_SHARE:.0%} of them idle "
-                                f"(configs.IDLE_SM_SHARE)")
+        on = (f"{problem.sm_count} SMs, at most two to an SM: one block an SM would leave more than "
+              f"{IDLE_SM_SHARE:.0%} of them idle (configs.IDLE_SM_SHARE)" if idle is not None else
+              f"{problem.sm_count} SMs{_two_to_an_sm(problem, slots[tile_m], tile_m)}")
         if s == 1:
             return Choice(name, f"{where}; whole tiles ({rows * tiles} blocks on {on}, {k_steps} k steps of {tile_k})")
         return Choice(name, f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a "
@@ -1146,8 +1143,9 @@ def class_picks(method, problem) -> list[Choice]:
     build the problem's dtype may run."""
     if method.class_choose is None:
         return []
-    picked = method.class_choose(problem, runnable(method, problem.dtype.name))
-    return [picked] if picked.variant in runnable(method, problem.dtype.name) else []
+    names = runnable(method, problem.dtype.name)
+    picked = method.class_choose(problem, names)
+    return [picked] if picked.variant in names else []
 
 
 def one_build(variant: str, reason: str) -> Callable[[object, tuple[str, ...]], Choice]:
