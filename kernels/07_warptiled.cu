@@ -98,12 +98,14 @@ struct Contract {
 // (m32) chunk each. A lane's A and B fragments are then one 16-byte shared load each that the warp's lanes share 4
 // or 8 ways (one wavefront), so the block streams B with the FMA units, not shared memory, as its limit. The narrow
 // builds (m32_n64, for 64 columns or fewer) lay out the same way over BM x 64: 2 warps side by side.
+// Of 8 rows (m8, for M of a few rows: a 16-row tile at M = 1 multiplies 15 rows of zeros, and its FMAs, not B's
+// bytes, set the pace) a warp is 8 x 64: lanes 2 x 16, the same 4 x 4 chunk, so the block's 4 warps span 256 columns.
 template <int BM, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
 struct WarpLayout {
     static constexpr bool decode = BM < 64;
-    static constexpr int WM = decode ? BM : WIDE_WM, WN = decode ? 32 : WIDE_WN;
+    static constexpr int WM = decode ? BM : WIDE_WM, WN = decode ? (BM == 8 ? 64 : 32) : WIDE_WN;
     static constexpr int LANES_M = decode ? BM / 4 : WIDE_LANES_M;
-    static_assert(!decode || BM == 16 || BM == 32, "decode tiles: 16 or 32 rows");
+    static_assert(!decode || BM == 8 || BM == 16 || BM == 32, "decode tiles: 8, 16 or 32 rows");
 };
 template <int BM, int BN, int BK, int STAGES, class W>
 using LaidOut = Config<BM, BN, BK, W::WM, W::WN, STAGES, W::LANES_M>;
@@ -301,45 +303,55 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     if constexpr (SPLIT > 1) split_k::slice((k + BK - 1) / BK, kt0, kt1);
 
     // ---- loader mapping ----
-    // A: a pass of all threads covers A_RPP rows x 8 k (lane % 8 -> k, so 8 lanes read one row's 32 bytes);
-    //    element i is row a_r0 + (i % A_RP) * A_RPP, k a_c0 + 8 * (i / A_RP).
+    // A: a pass of all threads covers A_RPP rows x A_KSTEP k (lane % 8 -> k, so 8 lanes read one row's 32 bytes;
+    //    a tile of fewer rows than THREADS / 8 takes A_KSTEP / 8 groups of 8 k a pass);
+    //    element i is row a_r0 + (i % A_RP) * A_RPP, k a_c0 + A_KSTEP * (i / A_RP).
     // B: a pass covers B_RPP rows of BN / V 16-byte chunks; chunk i is row b_r0 + i * B_RPP.
-    constexpr int A_RPP = THREADS / 8, A_RP = BM / A_RPP;
+    constexpr int A_RPP = BM < THREADS / 8 ? BM : THREADS / 8, A_RP = BM / A_RPP;
+    constexpr int A_KGROUPS = THREADS / 8 / A_RPP, A_KSTEP = 8 * A_KGROUPS;
     constexpr int B_CPR = BN / V, B_RPP = THREADS / B_CPR;
-    static_assert(BM % A_RPP == 0 && A_PER == A_RP * (BK / 8), "A loader covers the slice");
+    static_assert(BM % A_RPP == 0 && (THREADS / 8) % A_RPP == 0 && BK % A_KSTEP == 0 &&
+                  A_PER == A_RP * (BK / A_KSTEP), "A loader covers the slice");
     static_assert(THREADS % B_CPR == 0 && B_PER * B_RPP == BK, "B loader covers the slice");
-    const int a_r0 = tid / 8, a_c0 = tid % 8;
+    const int a_r0 = A_KGROUPS > 1 ? tid / 8 % A_RPP : tid / 8;
+    const int a_c0 = tid % 8 + (A_KGROUPS > 1 ? 8 * (tid / 8 / A_RPP) : 0);
     const int b_r0 = tid / B_CPR, b_c0 = (tid % B_CPR) * V;
-    const int a_soff0 = a_c0 * A_LD + a_r0;          // + (i / A_RP) * 8 * A_LD + (i % A_RP) * A_RPP
+    const int a_soff0 = a_c0 * A_LD + a_r0;          // + (i / A_RP) * A_KSTEP * A_LD + (i % A_RP) * A_RPP
     const int b_soff0 = BK * A_LD + b_r0 * B_LD + b_c0;  // + i * B_RPP * B_LD
     const bool b_vec = (n % V == 0) && aligned16(B);
-    // Fast path: the whole block tile is inside C and B rows allow 16-byte chunks; then only whole slices
-    // of k need no guard. Row offsets inside the block (< BM * k) fit an int.
-    const bool interior = (bm + BM <= m) && (bn + BN <= n) && b_vec;
-    const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice
-    const T* b_cur = B + static_cast<size_t>(interior ? b_r0 + kt0 * BK : 0) * n + bn + b_c0;  // += BK * n
+    // Fast paths, one per operand: A's when the tile's rows are all inside C, B's when its columns are and B's rows
+    // allow 16-byte chunks; then only whole slices of k need no guard. So a tile of token rows past M (M = 1 in an
+    // 8-row tile) guards its few A copies and streams B unguarded. Row offsets inside the block (< BM * k) fit an int.
+    const bool a_whole = bm + BM <= m, b_whole = (bn + BN <= n) && b_vec;
+    const T* a_cur = A + static_cast<size_t>(a_whole ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice
+    const T* b_cur = B + static_cast<size_t>(b_whole ? b_r0 + kt0 * BK : 0) * n + bn + b_c0;  // += BK * n
     const int a_rstep = A_RPP * k, b_rstep = B_RPP * n;
 
-    // All of one slice's copies; `fast` (uniform) selects the unguarded path for whole interior slices.
+    // All of one slice's copies; each operand's fast path (uniform) where its part of the slice is whole.
     auto load_slice = [&](int stage, int kt) {
         T* st = smem + stage * STAGE;
         const int k0 = (kt0 + kt) * BK;
-        if (interior && k0 + BK <= k) {
+        const bool whole_k = k0 + BK <= k;
+        if (a_whole && whole_k) {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i)
-                cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * 8 * A_LD + (i % A_RP) * A_RPP,
-                                    a_cur + (i % A_RP) * a_rstep + 8 * (i / A_RP), sizeof(T));
+                cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * A_KSTEP * A_LD + (i % A_RP) * A_RPP,
+                                    a_cur + (i % A_RP) * a_rstep + A_KSTEP * (i / A_RP), sizeof(T));
+        } else {
+            // Rows past M or ragged k: every element checked, out-of-range ones zero-filled.
+#pragma unroll
+            for (int i = 0; i < A_PER; ++i) {
+                const int r = bm + a_r0 + (i % A_RP) * A_RPP, c = k0 + a_c0 + A_KSTEP * (i / A_RP);
+                const bool ok = r < m && c < k;
+                cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * A_KSTEP * A_LD + (i % A_RP) * A_RPP,
+                                    ok ? A + static_cast<size_t>(r) * k + c : A, ok ? static_cast<int>(sizeof(T)) : 0);
+            }
+        }
+        if (b_whole && whole_k) {
 #pragma unroll
             for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * B_LD, b_cur + i * b_rstep, 16);
         } else {
-            // Edge tile or ragged k: every element checked, out-of-range ones zero-filled.
-#pragma unroll
-            for (int i = 0; i < A_PER; ++i) {
-                const int r = bm + a_r0 + (i % A_RP) * A_RPP, c = k0 + a_c0 + 8 * (i / A_RP);
-                const bool ok = r < m && c < k;
-                cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * 8 * A_LD + (i % A_RP) * A_RPP,
-                                    ok ? A + static_cast<size_t>(r) * k + c : A, ok ? static_cast<int>(sizeof(T)) : 0);
-            }
+            // Columns past N, rows of B not in 16-byte chunks, or ragged k: every chunk or element checked.
 #pragma unroll
             for (int i = 0; i < B_PER; ++i) {
                 const int r = k0 + b_r0 + i * B_RPP, c = bn + b_c0;

@@ -261,7 +261,7 @@ def test_block_scaled_fp8_builds_match_reference(variant_cubin, method, variant,
 # than slices: empty slices store zeros and count), ragged edges and k (257x511x129, 129x3001x17), several tiles
 # of deep uneven slices (300x8193x520).
 TILE_SPLIT_K_BUILDS = [(m, v.name, dtype) for m in ("warptiled", "dmma") for v in registry.get(m).variants
-                       if v.workspace is not None for dtype in registry.get(m).dtypes]
+                       if v.workspace is not None for dtype in v.dtypes or registry.get(m).dtypes]
 TILE_SPLIT_K_SHAPES = [(1, 1, 1), (17, 100, 1), (257, 511, 129), (129, 3001, 17), (300, 8193, 520)]
 
 
@@ -300,7 +300,7 @@ def test_tile_split_k_builds_give_the_same_bits_every_launch_and_the_right_produ
 # registers) or of the 128-column tile, K not a multiple of the slices or of a k step, and unaligned rows (k odd:
 # A's rows not 16-byte aligned); split builds three times, the same bits.
 DECODE_BUILDS = [(m, v.name, d) for m in ("mma_async_copy", "warptiled", "dmma") for v in registry.get(m).variants
-                 if v.name.startswith("m") for d in registry.get(m).dtypes]
+                 if v.name.startswith("m") for d in v.dtypes or registry.get(m).dtypes]
 DECODE_SHAPES = [(1, 1, 1), (7, 1000, 300), (17, 4099, 1030), (33, 333, 129), (65, 2048, 264), (16, 8193, 4101)]
 
 

@@ -206,6 +206,22 @@ def warptiled_decode_family(tile_m: int, tile_n: int = DECODE_TILE_N) -> TileFam
     })
 
 
+# Its fp32 builds of 8 token rows (variants m8[_splitk<S>]), for M of a few rows: 8 x 256 tiles of 4 warps side by
+# side (8 x 64 each), k slices of 64 bytes a row (16 fp32: 16 KiB of B a stage, as the 16-row tiles' 128-byte slices
+# of 128 columns), 4 stages: 67 KB, three to an SM.
+WARPTILED_TOKEN_TILE = BlockTile("WARPTILED_F32", 8, 256, 16, 128, stages=4, layout=_warptiled_layout(4))
+WARPTILED_TOKEN_SPLITS = (1, 2, 4, 8, 16)
+
+
+def warptiled_token_variants() -> tuple[Variant, ...]:
+    """kernel 7's fp32 builds of 8 token rows, whole or split."""
+    family = TileFamily("WARPTILED", {"float32": (WARPTILED_TOKEN_TILE,)})
+    return tuple(replace(v, dtypes=("float32",)) for v in _split_builds(
+        "m8", WARPTILED_TOKEN_SPLITS, lambda s, name, how: family_split_variant(
+            family, s, name, f"token-row tiles: 8x256, 4 warps side by side along N, k slices of 64 bytes a row, "
+                             f"4 stages{how}")))
+
+
 # Its narrow builds (variants m32_n64[_splitk<S>]): 32 x 64 tiles of 2 warps side by side, for a few columns (at
 # N = 64 the decode tiles multiply as many columns past N as in it), 4 stages: 51 KB (fp32), 66 KB (fp64).
 WARPTILED_NARROW_TILE = (32, 64)

@@ -17,11 +17,12 @@ from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, DMMA_DECODE_MAX_SPLIT,
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
-                                        WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WGMMA_TMA, WMMA, WMMA_TILED,
-                                        decode_variants, dmma_decode_variants, dmma_narrow_variants,
-                                        dmma_square_variants, square_thread_blocks,
+                                        WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WARPTILED_TOKEN_TILE, WGMMA_TMA,
+                                        WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
+                                        dmma_narrow_variants, dmma_square_variants, square_thread_blocks,
                                         square_thread_blocks_dynamic_tiles, tile_split_k_variants,
-                                        warptiled_decode_variants, warptiled_narrow_variants)
+                                        warptiled_decode_variants, warptiled_narrow_variants,
+                                        warptiled_token_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
@@ -69,7 +70,8 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
 # warptiled fp64, which dmma answers for, and whose sweeps ran too few of its splits at such shapes.
 RAGGED_FILL = 0.9
 
-WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants())
+WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants(),
+                      *warptiled_token_variants())
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
 # results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
@@ -105,13 +107,17 @@ TILE_RATES = {"warptiled": WARPTILED_TILE_RATES, "dmma": DMMA_TILE_RATES}
 
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
-                model: Callable[[object, tuple[str, ...]], configs.Choice]
+                model: Callable[[object, tuple[str, ...]], configs.Choice], token_tile: BlockTile | None = None
                 ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
     """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
     in at most `max_split` slices), unless N is too narrow for them to fill half the SMs; there and past the token
-    rows, the tile `model`."""
-    return configs.token_rows(rows, configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES,
-                                                              max_split=max_split, units=units, narrow=model), model)
+    rows, the tile `model`. With a `token_tile`, M of at most its rows goes to its builds first
+    (configs.simt_token_tiles)."""
+    decode = configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES, max_split=max_split, units=units,
+                                       narrow=model)
+    if token_tile is not None:
+        decode = configs.simt_token_tiles(token_tile, decode, units=units)
+    return configs.token_rows(rows, decode, model)
 
 
 METHODS: dict[str, Method] = {
@@ -211,7 +217,8 @@ METHODS: dict[str, Method] = {
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
-                                        WARPTILED_TILE_RATES, configs.wave_split_k(WARPTILED.tile, min_slice_k=64))),
+                                        WARPTILED_TILE_RATES, configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
+                token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(
             "warptiled_mbarrier",
