@@ -49,11 +49,13 @@ def test_the_methods_register_every_split_with_its_compile_definition():
         splits = [v for v in m.variants if v.name.startswith("splitk")]
         assert [(v.name, v.defines) for v in splits] == [(f"splitk{s}", (f"{define}={s}",)) for s in SPLITS]
         assert all(v.workspace is not None and "slice order" in v.description for v in splits)
-    # warptiled's other builds are its decode tiles (test_warptiled_decode_tiles) and its 32x64 tiles.
+    # warptiled's other builds are its decode tiles (test_warptiled_decode_tiles), its 32x64 tiles and its fp32
+    # 8-row tiles.
     assert {v.name for v in registry.get("warptiled").variants} - {f"splitk{s}" for s in SPLITS} == {
         f"m{t}" + (f"_splitk{s}" if s > 1 else "") for t in geometry.WARPTILED_DECODE_TILE_MS
         for s in geometry.WARPTILED_DECODE_SPLITS} | {
-        "m32_n64" + (f"_splitk{s}" if s > 1 else "") for s in geometry.WARPTILED_NARROW_SPLITS}
+        "m32_n64" + (f"_splitk{s}" if s > 1 else "") for s in geometry.WARPTILED_NARROW_SPLITS} | {
+        "m8" + (f"_splitk{s}" if s > 1 else "") for s in geometry.WARPTILED_TOKEN_SPLITS}
 
 
 def test_few_tiles_split_to_fill_one_wave():
@@ -245,7 +247,8 @@ def test_warptiled_sends_token_rows_to_its_decode_tiles():
         assert choice.variant == "m16_splitk8", dtype
         assert "16x128 tiles" in choice.reason and f"k steps of {tile_k}" in choice.reason
         assert "256 blocks of 4 warps" in choice.reason
-        assert pick("warptiled", 1, 4096, 4096, dtype).variant == "m16_splitk8"
+        assert pick("warptiled", 1, 4096, 4096, dtype).variant == ("m8_splitk8" if dtype == "float32" else
+                                                                  "m16_splitk8")
         assert pick("warptiled", 24, 4096, 4096, dtype).variant == "m32_splitk8"  # one tile of 32, not two of 16
         assert pick("warptiled", 48, 4096, 4096, dtype).variant == "m16_splitk8"  # three of 16: no row wasted
         assert pick("warptiled", 96, 4096, 4096, dtype).variant == "m32_splitk8"
@@ -260,6 +263,41 @@ def test_warptiled_sends_token_rows_to_its_decode_tiles():
         assert (launch.grid, launch.threads, launch.shared_bytes) == ((32, 1, 4), (128, 1, 1), shared)
         assert variant.workspace(p) == 32 * (4 * 16 * 128 * dtypes.get(dtype).output.itemsize + 4)
         assert variant.tile(0, dtype)[:2] == (16, 128)
+
+
+def test_warptiled_sends_a_few_token_rows_to_its_8_row_tiles_in_fp32():
+    # M of at most 8 in fp32: 8 x 256 tiles, K split the most ways whose blocks fit one to an SM (16 column tiles: 8
+    # ways, 128 blocks; 56: 2 ways; 112: whole), up to two to an SM where one leaves a quarter of the SMs idle (24
+    # column tiles: 8 ways, 192 blocks, not 4 ways' 96).
+    for m in (1, 2, 8):
+        assert pick("warptiled", m, 4096, 4096).variant == "m8_splitk8"
+        assert pick("warptiled", m, 4096, 14336).variant == "m8_splitk8"
+        assert pick("warptiled", m, 6144, 4096).variant == "m8_splitk8"
+        assert pick("warptiled", m, 14336, 4096).variant == "m8_splitk2"
+        assert pick("warptiled", m, 28672, 4096).variant == "m8"
+    choice = pick("warptiled", 1, 6144, 4096)
+    assert "8x256 tiles" in choice.reason and "192 blocks" in choice.reason and "two to an SM" in choice.reason
+    assert "15 rows of zeros" in choice.reason and "k steps of 16" in choice.reason
+    # More rows: the 16-row tiles; fp64, which has no 8-row build: its decode tiles; N too narrow for 16 slices of
+    # 8-row tiles to fill half the SMs (4 column tiles): the tile model, as for the 16-row tiles.
+    assert pick("warptiled", 9, 4096, 4096).variant == "m16_splitk8"
+    assert pick("warptiled", 1, 4096, 4096, "float64").variant == "m16_splitk8"
+    assert pick("warptiled", 1, 1024, 8192).variant == pick("warptiled", 9, 1024, 8192).variant == "m16_splitk16"
+    variant = registry.get("warptiled").variant("m8_splitk8")
+    assert variant.dtypes == ("float32",)
+    launch = variant.launch(problem(1, 4096, 4096))
+    assert (launch.grid, launch.threads, launch.shared_bytes) == ((16, 1, 8), (128, 1, 1), 4 * 16 * (8 + 4 + 256) * 4)
+    assert variant.workspace(problem(1, 4096, 4096)) == 16 * (8 * 8 * 256 * 4 + 4)
+
+
+def test_a_build_of_another_dtype_is_never_a_pick():
+    # The tile model and the token-row rule weigh only the builds of the problem's dtype: kernel 7's 8-row tiles
+    # exist in fp32 alone, so no fp64 problem gets them, wherever its pick comes from.
+    warptiled = registry.get("warptiled")
+    fp32_only = {v.name for v in warptiled.variants if v.dtypes == ("float32",)}
+    assert fp32_only == {"m8", *(f"m8_splitk{s}" for s in geometry.WARPTILED_TOKEN_SPLITS if s > 1)}
+    for m, n, k in ((1, 4096, 4096), (7, 300, 1000), (1, 1024, 8192), (1, 1, 1), (8, 64, 65536), (128, 128, 32768)):
+        assert pick("warptiled", m, n, k, "float64").variant not in fp32_only, (m, n, k)
 
 
 # The most kernel 7's decode pick may lose to the best build measured (small-problems/simt-decode*.txt, H200): fp32

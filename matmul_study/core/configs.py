@@ -858,26 +858,19 @@ SHARED_RESERVED_PER_BLOCK = 1024
 THREADS_PER_SM = 2048  # the most threads an SM holds at once (sm_80 and sm_90)
 
 
-def resident_blocks(problem, launch) -> int:
-    """The blocks of `launch` an SM holds at once, by their shared memory and threads."""
-    threads = launch.threads[0] * launch.threads[1] * launch.threads[2]
-    return min((problem.max_shared_bytes + SHARED_RESERVED_PER_BLOCK)
-               // (launch.shared_bytes + SHARED_RESERVED_PER_BLOCK), THREADS_PER_SM // threads)
-
-
 def simt_token_tiles(tile, rest: Callable[[object, tuple[str, ...]], Choice],
                      min_slice_steps: int = DEEP_SLICE_K_STEPS, units: str = "the CUDA cores"
                      ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of kernel 7's builds of a few token rows, m<BM>[_splitk<S>] (`tile`: their configuration, a
-    geometry.BlockTile of BM = tile.tile_m rows, k slices of tile.tile_k), for M of at most BM: K split the most
-    ways whose blocks an SM can all hold at once (by their shared memory and threads), every slice keeping
-    `min_slice_steps` k steps; more rows, or N too narrow
-    for the most slices to fill half the SMs, go to `rest`. At M = 1 a 16-row tile multiplies 15 rows of zeros, and
-    its FMAs, not B's bytes, set its pace. On an H200 (x cuBLAS, small-problems/simt-token-rows-float32.txt) 8 x 256
-    tiles (three to an SM) ran 1x4096x4096 at 0.80 split 16 ways (256 blocks) against 0.65 in 8 and the 16-row
-    tiles' 0.64; 1x6144x4096 at 0.84 in 16 (384 blocks) against 0.75 in 8; 1x14336x4096 at 0.86 in 4 (224) against
-    0.63 in 8; 1x28672x4096 at 0.88 in 2 (224) against 0.63 whole; 8x4096x4096 at 2.06 in 8 and 1.82 in 16,
-    against 1.46."""
+    geometry.BlockTile of BM = tile.tile_m rows, k slices of tile.tile_k), for M of at most BM: K split as kernel
+    10's decode tiles split it, the most ways whose blocks fit one to an SM, and where that leaves more than
+    IDLE_SM_SHARE of the SMs idle, up to two to an SM where the busiest SM then has no more of a tile
+    (_idle_sms_split); every slice keeps `min_slice_steps` k steps. More rows, or N too narrow for the most slices
+    to fill half the SMs, go to `rest`. At M = 1 a 16-row tile multiplies 15 rows of zeros, and its FMAs, not B's
+    bytes, set its pace. On an H200 (x cuBLAS, small-problems/simt-token-rows-float32.txt), 8 x 256 tiles: 1x4096x4096
+    at 0.89 split 8 ways (128 blocks) against 0.79 in 16 and the 16-row tiles' 0.76; 1x6144x4096 at 0.94 in 8 (192
+    blocks, two to an SM where 4 ways leave 36 SMs idle) against 0.91; 1x14336x4096 at 0.97 in 2 (112 blocks);
+    1x28672x4096 at 1.03 whole (112); 8x4096x4096 at 2.09 in 8, against 1.85 in 16 and the 16-row tiles' 1.72."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_m, tile_k = tile.tile_m, tile.tile_k
@@ -885,20 +878,22 @@ def simt_token_tiles(tile, rest: Callable[[object, tuple[str, ...]], Choice],
         if problem.m > tile_m or build not in variants:
             return rest(problem, variants)
         shape = tile.launch(problem)
-        tiles, per_sm = shape.grid[0] * shape.grid[1], resident_blocks(problem, shape)
+        tiles, sms = shape.grid[0] * shape.grid[1], problem.sm_count
         k_steps = cdiv(problem.k, tile_k)
-        splits = _tile_splits(tile_m, variants)
-        if 2 * tiles * max(splits) < problem.sm_count:
+        if 2 * tiles * max(_tile_splits(tile_m, variants)) < sms:
             return rest(problem, variants)
-        s = max(x for x in splits if x == 1 or (tiles * x <= per_sm * problem.sm_count
-                                                and k_steps >= min_slice_steps * x))
-        where = (f"M = {problem.m} token row{'s' if problem.m > 1 else ''}: {tile_m}-row tiles on {units} "
+        s = _fitting_split(build, tiles, k_steps, variants, sms, min_slice_steps)
+        idle = _idle_sms_split(tiles, s, k_steps, tile_m, variants, sms, sms, min_slice_steps, smallest=True)
+        s = s if idle is None else idle
+        where = (f"M = {problem.m} token row{'s' if problem.m > 1 else ''}: {tile_m}x{tile.tile_n} tiles on {units} "
                  f"(a 16-row tile would multiply {16 - problem.m} rows of zeros), {tiles} along N")
+        on = (f"at most two to an SM: one block an SM would leave more than {IDLE_SM_SHARE:.0%} of the {sms} SMs "
+              "idle (configs.IDLE_SM_SHARE)" if idle is not None else f"at most one to each of {sms} SMs")
         if s == 1:
-            return Choice(build, f"{where}; whole tiles ({tiles} blocks, {per_sm} to an SM at once)")
+            return Choice(build, f"{where}; whole tiles ({tiles} blocks, {on}, {k_steps} k steps of {tile_k})")
         return Choice(f"{build}_splitk{s}",
-                      f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a slice): "
-                      f"{tiles * s} blocks, which {problem.sm_count} SMs hold at once, {per_sm} to an SM")
+                      f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a slice) "
+                      f"gives {tiles * s} blocks, {on}")
 
     return choose
 
@@ -955,7 +950,8 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         blocks = shape.grid[0] * shape.grid[1] * s
         busiest = cdiv(blocks, problem.sm_count)
         threads = shape.threads[0] * shape.threads[1] * shape.threads[2]
-        resident = resident_blocks(problem, shape)
+        resident = min((problem.max_shared_bytes + SHARED_RESERVED_PER_BLOCK)
+                       // (shape.shared_bytes + SHARED_RESERVED_PER_BLOCK), THREADS_PER_SM // threads)
         fact = rates[problem.dtype.name]
         warps = min(busiest, resident) * threads // 32
         share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
@@ -1124,7 +1120,7 @@ def choose(method, problem) -> Choice:
     """The method's configuration for `problem`: its heuristic's pick among its variants (diagnostic builds left
     out), or the default build where it has none. The one place a pick is made: the grid plans with it (plan), a
     job records it for the device that ran it, the regret table asks it for results that did not record it."""
-    names = runnable(method)
+    names = runnable(method, problem.dtype.name)  # a build of other dtypes (kernel 7's fp32 8-row tiles) is no pick
     if not names:
         return Choice(DEFAULT, ONE_CONFIGURATION)
     if method.choose is None:
