@@ -319,26 +319,33 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     const int a_soff0 = a_c0 * A_LD + a_r0;          // + (i / A_RP) * A_KSTEP * A_LD + (i % A_RP) * A_RPP
     const int b_soff0 = BK * A_LD + b_r0 * B_LD + b_c0;  // + i * B_RPP * B_LD
     const bool b_vec = (n % V == 0) && aligned16(B);
-    // Fast paths, one per operand: A's when the tile's rows are all inside C, B's when its columns are and B's rows
-    // allow 16-byte chunks; then only whole slices of k need no guard. So a tile of token rows past M (M = 1 in an
-    // 8-row tile) guards its few A copies and streams B unguarded. Row offsets inside the block (< BM * k) fit an int.
-    const bool a_whole = bm + BM <= m, b_whole = (bn + BN <= n) && b_vec;
-    const T* a_cur = A + static_cast<size_t>(a_whole ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice
+    // Fast path: the whole block tile is inside C and B rows allow 16-byte chunks; then only whole slices of k need
+    // no guard. A decode tile (fewer than 64 rows) of token rows past M (M = 1 in an 8-row tile) whose columns are
+    // inside C guards only its few A copies and streams B unguarded: through the guards, B's copies cost M = 1 a
+    // sixth of its time in 16-row tiles (0.64 of cuBLAS at 1x4096x4096 against 0.76). The wider tiles keep the one
+    // fast path as it was (with a second their main loop ran 1.5 % slower at 4096^3: ptxas scheduled it otherwise).
+    // Row offsets inside the block (< BM * k) fit an int.
+    constexpr bool ROWS_APART = BM < 64;  // B's copies unguarded where only A's rows run past M
+    const bool interior = (bm + BM <= m) && (bn + BN <= n) && b_vec;
+    const bool b_whole = ROWS_APART ? (bn + BN <= n) && b_vec : interior;
+    const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice
     const T* b_cur = B + static_cast<size_t>(b_whole ? b_r0 + kt0 * BK : 0) * n + bn + b_c0;  // += BK * n
     const int a_rstep = A_RPP * k, b_rstep = B_RPP * n;
 
-    // All of one slice's copies; each operand's fast path (uniform) where its part of the slice is whole.
+    // All of one slice's copies; `interior` (uniform) selects the unguarded path for whole interior slices, and in a
+    // decode tile `b_whole` B's unguarded copies.
     auto load_slice = [&](int stage, int kt) {
         T* st = smem + stage * STAGE;
         const int k0 = (kt0 + kt) * BK;
-        const bool whole_k = k0 + BK <= k;
-        if (a_whole && whole_k) {
+        if (interior && k0 + BK <= k) {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i)
                 cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * A_KSTEP * A_LD + (i % A_RP) * A_RPP,
                                     a_cur + (i % A_RP) * a_rstep + A_KSTEP * (i / A_RP), sizeof(T));
+#pragma unroll
+            for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * B_LD, b_cur + i * b_rstep, 16);
         } else {
-            // Rows past M or ragged k: every element checked, out-of-range ones zero-filled.
+            // Edge tile or ragged k: every element checked, out-of-range ones zero-filled.
 #pragma unroll
             for (int i = 0; i < A_PER; ++i) {
                 const int r = bm + a_r0 + (i % A_RP) * A_RPP, c = k0 + a_c0 + A_KSTEP * (i / A_RP);
@@ -346,26 +353,26 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                 cp_async<sizeof(T)>(st + a_soff0 + (i / A_RP) * A_KSTEP * A_LD + (i % A_RP) * A_RPP,
                                     ok ? A + static_cast<size_t>(r) * k + c : A, ok ? static_cast<int>(sizeof(T)) : 0);
             }
-        }
-        if (b_whole && whole_k) {
+            if (ROWS_APART && b_whole && k0 + BK <= k) {
 #pragma unroll
-            for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * B_LD, b_cur + i * b_rstep, 16);
-        } else {
-            // Columns past N, rows of B not in 16-byte chunks, or ragged k: every chunk or element checked.
+                for (int i = 0; i < B_PER; ++i)
+                    cp_async<16>(st + b_soff0 + i * B_RPP * B_LD, b_cur + i * b_rstep, 16);
+            } else {
 #pragma unroll
-            for (int i = 0; i < B_PER; ++i) {
-                const int r = k0 + b_r0 + i * B_RPP, c = bn + b_c0;
-                const int left = r < k ? n - c : 0;  // valid columns from c on
-                const T* src = B + static_cast<size_t>(r) * n + c;
-                T* dst = st + b_soff0 + i * B_RPP * B_LD;
-                if (b_vec) {
-                    const int valid = max(0, min(V, left));
-                    cp_async<16>(dst, valid > 0 ? src : B, valid * static_cast<int>(sizeof(T)));
-                } else {
+                for (int i = 0; i < B_PER; ++i) {
+                    const int r = k0 + b_r0 + i * B_RPP, c = bn + b_c0;
+                    const int left = r < k ? n - c : 0;  // valid columns from c on
+                    const T* src = B + static_cast<size_t>(r) * n + c;
+                    T* dst = st + b_soff0 + i * B_RPP * B_LD;
+                    if (b_vec) {
+                        const int valid = max(0, min(V, left));
+                        cp_async<16>(dst, valid > 0 ? src : B, valid * static_cast<int>(sizeof(T)));
+                    } else {
 #pragma unroll
-                    for (int v = 0; v < V; ++v) {
-                        const bool ok = v < left;
-                        cp_async<sizeof(T)>(dst + v, ok ? src + v : B, ok ? static_cast<int>(sizeof(T)) : 0);
+                        for (int v = 0; v < V; ++v) {
+                            const bool ok = v < left;
+                            cp_async<sizeof(T)>(dst + v, ok ? src + v : B, ok ? static_cast<int>(sizeof(T)) : 0);
+                        }
                     }
                 }
             }
