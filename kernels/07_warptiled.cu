@@ -92,14 +92,14 @@ struct Contract {
 // barriers per k, +1.4-1.8 % over BK 16 in an H200 sweep) or BK 16, 3 stages. double: 64 x 32 warp tiles, BK 8,
 // 4 stages.
 //
-// Decode tiles (the registry's builds m16 and m32, with their splits): a block of fewer than 64 rows, BM x 128, for a
+// Decode tiles (the registry's builds m8, m16 and m32, with their splits): a block of fewer than 64 rows, for a
 // few token rows against a weight matrix. A 128-row tile would multiply rows of zeros (at M = 16, 7 of every 8 FMAs),
 // so the block's 4 warps sit side by side along N, each BM x 32: lanes BM / 4 x 128 / BM, one 4 x 4 (m16) or 4 x 8
 // (m32) chunk each. A lane's A and B fragments are then one 16-byte shared load each that the warp's lanes share 4
 // or 8 ways (one wavefront), so the block streams B with the FMA units, not shared memory, as its limit. The narrow
-// builds (m32_n64, for 64 columns or fewer) lay out the same way over BM x 64: 2 warps side by side.
-// Of 8 rows (m8, for M of a few rows: a 16-row tile at M = 1 multiplies 15 rows of zeros, and its FMAs, not B's
-// bytes, set the pace) a warp is 8 x 64: lanes 2 x 16, the same 4 x 4 chunk, so the block's 4 warps span 256 columns.
+// builds (m32_n64, for 64 columns or fewer) lay out the same way over BM x 64: 2 warps side by side. Of 8 rows (m8,
+// fp32, for M of a few rows: a 16-row tile at M = 1 multiplies 15 rows of zeros, and its FMAs, not B's bytes, set
+// the pace) a warp is 8 x 64: lanes 2 x 16, the same 4 x 4 chunk, so the block's 4 warps span 8 x 256.
 template <int BM, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
 struct WarpLayout {
     static constexpr bool decode = BM < 64;
