@@ -867,10 +867,11 @@ def simt_token_tiles(tile, rest: Callable[[object, tuple[str, ...]], Choice],
     IDLE_SM_SHARE of the SMs idle, up to two to an SM where the busiest SM then has no more of a tile
     (_idle_sms_split); every slice keeps `min_slice_steps` k steps. More rows, or N too narrow for the most slices
     to fill half the SMs, go to `rest`. At M = 1 a 16-row tile multiplies 15 rows of zeros, and its FMAs, not B's
-    bytes, set its pace. On an H200 (x cuBLAS, small-problems/simt-token-rows-float32.txt), 8 x 256 tiles: 1x4096x4096
-    at 0.89 split 8 ways (128 blocks) against 0.79 in 16 and the 16-row tiles' 0.76; 1x6144x4096 at 0.94 in 8 (192
-    blocks, two to an SM where 4 ways leave 36 SMs idle) against 0.91; 1x14336x4096 at 0.97 in 2 (112 blocks);
-    1x28672x4096 at 1.03 whole (112); 8x4096x4096 at 2.09 in 8, against 1.85 in 16 and the 16-row tiles' 1.72."""
+    bytes, set its pace. On an H200 (x cuBLAS, small-problems/simt-decode-token-rows-float32.txt), 8 x 256 tiles:
+    1x4096x4096 at 0.89 split 8 ways (128 blocks) against 0.79 in 16 and the 16-row tiles' 0.76; 1x6144x4096 at 0.94
+    in 8 (192 blocks, two to an SM where 4 ways leave 36 SMs idle) against 0.91; 1x14336x4096 at 0.97 in 2 (112
+    blocks); 1x28672x4096 at 1.03 whole (112); 8x4096x4096 at 2.09 in 8, against 1.85 in 16 and the 16-row tiles'
+    1.72."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_m, tile_k = tile.tile_m, tile.tile_k
@@ -888,7 +889,7 @@ def simt_token_tiles(tile, rest: Callable[[object, tuple[str, ...]], Choice],
         where = (f"M = {problem.m} token row{'s' if problem.m > 1 else ''}: {tile_m}x{tile.tile_n} tiles on {units} "
                  f"(a 16-row tile would multiply {16 - problem.m} rows of zeros), {tiles} along N")
         on = (f"at most two to an SM: one block an SM would leave more than {IDLE_SM_SHARE:.0%} of the {sms} SMs "
-              "idle (configs.IDLE_SM_SHARE)" if idle is not None else f"at most one to each of {sms} SMs")
+              "idle (configs.IDLE_SM_SHARE)" if idle is not None else f"on {sms} SMs")
         if s == 1:
             return Choice(build, f"{where}; whole tiles ({tiles} blocks, {on}, {k_steps} k steps of {tile_k})")
         return Choice(f"{build}_splitk{s}",

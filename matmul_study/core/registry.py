@@ -211,9 +211,10 @@ METHODS: dict[str, Method] = {
             launch_bounds=WARPTILED.launch_bounds,
             variants=WARPTILED_VARIANTS,
             # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
-            # k steps or more, and in fp32 M of at most 8 its 8 x 256 tiles (configs.simt_token_tiles); a narrow N, or more rows where the default tiles leave most SMs idle, hold a few
-            # columns or (fp32) fill their waves to less than RAGGED_FILL: the build the tile model gives the least
-            # time; else the default tiles, split where few.
+            # k steps or more, and in fp32 M of at most 8 its 8 x 256 tiles (configs.simt_token_tiles); a narrow N,
+            # or more rows where the default tiles leave most SMs idle, hold a few columns or (fp32) fill their waves
+            # to less than RAGGED_FILL: the build the tile model gives the least time; else the default tiles, split
+            # where few.
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
