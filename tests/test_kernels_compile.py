@@ -478,7 +478,7 @@ def test_split_k_variants_exist_and_only_they_take_a_workspace():
             problem = Problem(512, 512, 512, 0, dtypes.get(dtype))
             assert m.workspace_bytes(problem) == 0
             assert "workspace" not in kernels.wrapper(method, dtype, blocks_for(method)[0])
-            for v in m.variants:
+            for v in (v for v in m.variants if not v.dtypes or dtype in v.dtypes):
                 # Typed as the accumulators of its partial tiles.
                 wrapper = kernels.wrapper(method, dtype, 0, v.name)
                 takes = f"{dtypes.get(dtype).c_accumulator}* __restrict__ workspace" in wrapper
