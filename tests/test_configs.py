@@ -1,11 +1,12 @@
 """The per-problem configuration heuristic: the choice for a shape, with its reason, and its limits."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from matmul_study.analysis.tile_fit import table_ratios
-from matmul_study.core import configs, dtypes, registry, specs
+from matmul_study.core import configs, dtypes, registry, specs, warp_specialized
 from matmul_study.core.specs import Method, Problem, Variant
 from matmul_study.core.warp_specialized import ws_tile_builds
 
@@ -766,19 +767,66 @@ def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
         "smem_bt")
 
 
-def test_fp8_runs_its_promoted_build_beside_its_pick_under_auto():
-    # The warp-specialised FP8 rung's pick accumulates in the tensor cores; under auto a study runs its promoted
-    # 128x128 build beside it, so that cuBLASLt's promoted line has a kernel of the rung beside it
-    # (configs.class_picks). Other methods, and a forced or swept setting, run what they ran.
+# FP8's promoted class at the shapes of its ladder's bench (M x N x K; an H200, × cuBLASLt's promoted line,
+# small-problems/fp8-promoted-ladder.txt): its pick there, what that ran at, and the best build measured where
+# another was faster.
+PROMOTED_PICKS = {(128, 4096, 4096): "bn64_promote",  # 0.99
+                  (128, 128, 32768): "bm64_bn128_promote_splitk16",  # 0.96
+                  (512, 512, 16384): "bn128_promote_splitk8",  # 0.96
+                  (4096, 64, 4096): "bn64_promote_splitk4",  # 0.93
+                  (1024, 1024, 1024): "bn64_promote",  # 1.08
+                  (2048, 2048, 2048): "bn128_promote",  # 0.97
+                  (64, 4096, 4096): "bm64_bn128_promote_splitk4",  # 0.89
+                  (256, 256, 8192): "bm64_bn128_promote_splitk16",  # 1.00; bn64_promote_splitk8 1.10
+                  (1024, 1024, 8192): "bn64_promote"}  # 0.84; bm64_bn128_promote 0.90
+
+
+def test_fp8_runs_its_promoted_class_beside_its_pick_under_auto():
+    # The warp-specialised FP8 rung's pick accumulates in the tensor cores; under auto a study runs the pick of its
+    # promoted class beside it (configs.class_picks), so that cuBLASLt's promoted line has a kernel of the rung beside
+    # it: the split-K heuristic over the promoted ladder (128x128 tiles, split; 64x128 whole and split; 128x64 whole
+    # and split). Other methods, and a forced or swept setting, run what they ran.
     fp8 = registry.get("wgmma_fp8")
-    for shape in ((4096, 4096, 4096), (1024, 8192, 1024), (16, 4096, 6144)):
-        problem = configs.job_problem(dtypes.get("float8_e4m3"), 0, *shape, sm_count=132)
+    for (m, n, k), expected in PROMOTED_PICKS.items():
+        problem = configs.job_problem(dtypes.get("float8_e4m3"), 0, m, k, n, sm_count=132)
         planned = configs.plan(fp8, problem, configs.AUTO)
-        assert [c.variant for c in planned] == [configs.choose(fp8, problem).variant, "bn128_promote"], shape
+        assert [c.variant for c in planned] == [configs.choose(fp8, problem).variant, expected], (m, n, k)
         assert [fp8.accuracy_of(c.variant, "float8_e4m3") for c in planned] == ["fast accumulation", "promoted"]
-        assert "promoted class" in configs.reason_for(fp8, problem, configs.AUTO, "bn128_promote")
+        assert "promoted class" in configs.reason_for(fp8, problem, configs.AUTO, expected)
         assert [c.variant for c in configs.plan(fp8, problem, ["default"])] == ["default"]
     for name in ("wgmma_warp_specialized", "wgmma_int8", "mma_async_copy", "wgmma_3xtf32"):
         method = registry.get(name)
         problem = configs.job_problem(dtypes.get(method.dtypes[0]), 0, 4096, 4096, 4096, sm_count=132)
         assert len(configs.plan(method, problem, configs.AUTO)) == 1, name
+
+
+def test_a_heuristic_within_a_class_sees_its_builds_by_the_names_it_knows():
+    # configs.within_class: the heuristic is asked with the names it knows for the class's builds that the study may
+    # run (not the record's), and its pick comes back by the build's own name, after the class's reason.
+    asked = []
+
+    def rest(problem, variants):
+        asked.append(variants)
+        return configs.Choice(variants[-1] if variants else configs.DEFAULT, "its reason")
+
+    names = {configs.DEFAULT: "x_promote", "splitk4": "x_promote_splitk4", "bm64": "bm64_x_promote"}
+    choose = configs.within_class(rest, names, "the class")
+    assert choose(None, ("x_promote", "bm64_x_promote", "other")) == configs.Choice("bm64_x_promote",
+                                                                                   "the class: its reason")
+    assert choose(None, ("x_promote",)) == configs.Choice("x_promote", "the class: its reason")
+    assert asked == [("bm64",), ()]
+
+
+def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
+    # Every build of the promoted ladder promotes each k step (the promoted class), and is bn128_promote's record with
+    # its tile, its split or its cluster moved; the heuristic's names and the builds' own name the same tiles.
+    own, ladder = warp_specialized.promoted_ladder(warp_specialized.WS_BYTES)
+    fp8 = registry.get("wgmma_fp8")
+    assert fp8.variant("bn128_promote").config == own
+    for key, v in ladder.items():
+        assert fp8.variant(v.name).config == v.config and fp8.accuracy_of(v.name) == "promoted", key
+        c = v.config
+        assert c == replace(own, bm=c.bm, bn=c.bn, split_k=c.split_k, cluster=c.cluster), key
+        tile = "bm64" if c.bm == 64 else "bn64" if c.bn == 64 else ""
+        assert key == "_".join(p for p in (tile, f"splitk{c.split_k}" if c.split_k > 1 else "") if p)
+        assert v.name.startswith({"bm64": "bm64_bn128", "bn64": "bn64", "": "bn128"}[tile] + "_promote")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from matmul_study.core import dtypes, geometry, registry
-from matmul_study.core.warp_specialized import WS_SMALL_SPLITS
+from matmul_study.core.warp_specialized import WS_BYTES, WS_SMALL_SPLITS, promoted_ladder
 
 from matmul_study.measure import inputs
 
@@ -124,6 +124,8 @@ SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp
                   ("wgmma_warp_specialized", "bn128_splitk2", "bfloat16"),
                   ("wgmma_warp_specialized", "bm64_bn64_kg2_splitk32", "float16"),
                   ("wgmma_tf32", "splitk4", "tf32"), ("wgmma_fp8", "splitk4", "float8_e4m3"),
+                  ("wgmma_fp8", "bn128_promote_splitk4", "float8_e4m3"),
+                  ("wgmma_fp8", "bm64_bn128_promote_splitk16", "float8_e4m3"),
                   ("wgmma_fp8_block", "splitk4", "float8_e4m3_block")]
 SPLIT_K_SHAPES = [(129, 3001, 17), (1, 1000, 129), (17, 100, 1), (300, 8193, 520)]
 
@@ -202,7 +204,10 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   # tf32 computing Cᵀ = Bᵀ·Aᵀ (WGMMA_WS_SWAP_AB: B's rows read into registers, C stored transposed):
                   # the twins of the 128x256, 64x128-split, 128x64-split and 128x192 tiles (every twin: SWAP_SHAPES)
                   *(("wgmma_tf32", v, "tf32") for v in ("swap", "swap_bm64_bn128_splitk4", "swap_bn64_splitk8",
-                                                        "swap_bn192"))]
+                                                        "swap_bn192")),
+                  # FP8's promoted class (promoted_ladder): its 128x128 tiles split, its 64x128 tiles (one consumer
+                  # warpgroup alternating two scratch sets) whole and split, its 128x64 tiles whole and split
+                  *(("wgmma_fp8", v.name, "float8_e4m3") for v in promoted_ladder(WS_BYTES)[1].values())]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 
 
@@ -484,7 +489,9 @@ def test_tf32_rung_rounds_like_cublas(shape):
 
 @pytest.mark.parametrize("variant,control", [("promote", "default"), ("promote_rs", "default"),
                                              ("promote2", "default"), ("promote_chunk2", "default"),
-                                             ("bn128_promote", "bn128")])
+                                             ("bn128_promote", "bn128"), ("bm64_bn128_promote", "bm64_bn128"),
+                                             ("bm64_bn128_promote_splitk4", "bm64_bn128_splitk4"),
+                                             ("bn64_promote_splitk4", "bn64_splitk4")])
 def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
     # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
     # cuBLASLt's default (which promotes); adding each k step's sum into fp32 accumulators must bring ours to within

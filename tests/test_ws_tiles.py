@@ -39,7 +39,9 @@ def test_the_128x128_builds_are_registered_for_every_rung():
                          and not v.config.swap_ab}
               for name in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_fp8", "wgmma_int8")}
     assert narrow["wgmma_tf32"] == narrow["wgmma_int8"] == {v.name for v in BN128}
-    assert narrow["wgmma_3xtf32"] == narrow["wgmma_fp8"] == {"bn128", "bn128_promote"}
+    assert narrow["wgmma_3xtf32"] == {"bn128", "bn128_promote"}
+    # FP8's promoted class splits its 128x128 tiles too (its ladder: warp_specialized.promoted_ladder)
+    assert narrow["wgmma_fp8"] == {"bn128", "bn128_promote", *(f"bn128_promote_splitk{s}" for s in (4, 8, 16))}
 
 
 def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full():
@@ -136,7 +138,7 @@ def test_builds_the_kernel_refuses_say_why(method, variant, moved, message, tmp_
 def test_the_64_row_builds_are_one_consumer_warpgroup_reading_a_in_boxes_of_64_rows():
     short = {name: {v.name for v in registry.get(name).variants
                     if v.config.bm == SHORT_BM and not v.config.bt_smem and v.config.k_groups == 1
-                    and not v.config.swap_ab}
+                    and not v.config.swap_ab and not v.config.promote}  # (FP8's promoted ladder: test_configs)
              for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8")}
     splits = {f"bm64_bn128_splitk{s}" for s in (2, 4, 8, 16)}
     assert (short["wgmma_warp_specialized"] == short["wgmma_tf32"] == short["wgmma_fp8"] == short["wgmma_int8"]
@@ -201,7 +203,7 @@ def test_the_persistent_grid_holds_a_cluster_for_every_cluster_tile():
 def test_the_128x64_builds_take_no_cluster_and_read_bt_in_boxes_of_their_width():
     narrowest = {name: {v.name for v in registry.get(name).variants
                         if v.config.bn == NARROWEST_BN and not v.config.bt_smem and v.config.bm != SHORT_BM
-                        and not v.config.swap_ab}
+                        and not v.config.swap_ab and not v.config.promote}
                  for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8", "wgmma_3xtf32")}
     builds = {"bn64", "bn64_splitk2", "bn64_splitk4", "bn64_splitk8"}
     assert (narrowest["wgmma_warp_specialized"] == narrowest["wgmma_tf32"] == narrowest["wgmma_fp8"]

@@ -1191,10 +1191,16 @@ def class_picks(method, problem) -> list[Choice]:
     return [picked] if picked.variant in names else []
 
 
-def one_build(variant: str, reason: str) -> Callable[[object, tuple[str, ...]], Choice]:
-    """A heuristic that picks `variant` for every problem, for `reason`."""
+def within_class(rest: Callable[[object, tuple[str, ...]], Choice], names: dict[str, str], reason: str
+                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """A heuristic over the builds of one accuracy class whose record is not the method's (FP8's promoted 128x128
+    tiles): `rest` is written for a rung whose record is the class's and knows the class's builds by the names they
+    would have there; `names` maps each of those (DEFAULT for the record) to the build's own name. `rest` weighs those
+    of the study's variants, and its pick comes back by its own name, its reason after `reason`."""
     def choose(problem, variants: tuple[str, ...]) -> Choice:
-        return Choice(variant, reason)
+        known = tuple(name for name, own in names.items() if name != DEFAULT and own in variants)
+        picked = rest(problem, known)
+        return Choice(names[picked.variant], f"{reason}: {picked.reason}")
 
     return choose
 

@@ -28,7 +28,8 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
                                                 SPLIT_TF32_PREPASS, TRANSPOSE_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
                                                 WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant, bt_smem_variants,
-                                                fp8_block_variants, promote_chunk_variants, promoted_variants,
+                                                fp8_block_variants, promote_chunk_variants, promoted_class_choose,
+                                                promoted_ladder, promoted_variants,
                                                 swap_twins, swap_variants, ws_bm64_variants, ws_bn128_variants,
                                                 ws_bn192_variant, ws_bn64_variants, ws_k_group_variants, ws_rung,
                                                 ws_tile_builds, ws_variants)
@@ -62,7 +63,8 @@ WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2))
                    *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                    a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
                    ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
-                   *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES))
+                   *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES),
+                   *promoted_ladder(WS_BYTES)[1].values())
 
 # Where the tile models also weigh kernels 7's and 8's builds (TileRates.ragged_fill): their default tiles (one
 # block an SM) fill their waves to less than this (dmma 1536^3: 144 tiles of 128 x 128, two waves filled to 55 %,
@@ -389,14 +391,13 @@ METHODS: dict[str, Method] = {
             variants=WS_FP8_VARIANTS,
             choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
                                               own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
-            accuracy=FAST_ACCUMULATION,  # but promote and bn128_promote: PROMOTED
-            # Its promoted class beside the pick: 128x128 tiles, the fastest promoted build at 2048^3-8192^3 (0.94-0.96
-            # x cuBLASLt's promoted line, promote 0.88-0.95; an H200, results/reference/NVIDIA_H200/precision/) and
-            # past the decode rows where kernel 10's promoted FP8 is slowest (4096x64x4096 0.54 against 0.29,
-            # 1024x1024x8192 0.72 against 0.33, 1000x800x1200 0.95 against 0.64; small-problems/fp8-promoted-small.txt).
-            class_choose=configs.one_build(
-                "bn128_promote", "the promoted class beside the pick (sums promoted into fp32 every k step, "
-                "cuBLASLt's promoted line's): 128x128 tiles, the fastest promoted build measured"),
+            accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
+            # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
+            # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an
+            # H200, results/reference/NVIDIA_H200/precision/), split and at 64x128 and 128x64 where those leave SMs
+            # idle: past the decode rows 0.84-1.08 where bn128_promote ran 0.13-0.83 and kernel 10 0.30-0.86
+            # (M x N x K: 512x512x16384 0.96, 4096x64x4096 0.93; small-problems/fp8-promoted-ladder.txt).
+            class_choose=promoted_class_choose(WS_BYTES),
         ),
         ws_rung(
             "wgmma_fp8_block",

@@ -10,10 +10,10 @@ layout takes exactly the bytes that `WsConfig.shared_bytes` gives the launch, al
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import SwapTwin, TileBuilds
+from matmul_study.core.configs import DEFAULT, Choice, SwapTwin, TileBuilds, persistent_split_k, within_class
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -537,6 +537,52 @@ def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Varia
             "an error that does not grow with k, for 64 fp32 adds per thread and k step, some of them not hidden "
             "under the tensor cores' work, and the smaller tiles that the three accumulator sets need"),
     )
+
+
+PROMOTE_SUFFIX = "promote"
+# The promoted class's splits (promoted_ladder): of its 128x128 tiles at least 4 ways and of its 128x64 ones (the
+# heuristic's bar: a split must cut each SM's work 4-fold against whole tiles), of its 64x128 ones from 2 (half the
+# rows: 2 slices cut it 4-fold against whole 128x128 tiles).
+PROMOTED_SPLITS = {"": (4, 8, 16), f"bm{SHORT_BM}": WS_BM64_SPLITS, f"bn{NARROWEST_BN}": (4, 8)}
+
+
+def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
+    """The ladder of a rung's promoted class (FP8: cuBLASLt's default class), whose record is the rung's 128x128 tiles
+    with promoted sums (bn128_promote, promoted_variants: three accumulator sets fit a consumer there): that record,
+    and the builds that move one axis of it, each named <tile>_promote[_splitk<S>] and keyed by the name that
+    configs.persistent_split_k knows it by in a rung whose record this is: its splits (splitk<S>), its 64x128 tiles
+    (bm64: one consumer warpgroup, which alternates its own two scratch sets) whole and split without a cluster
+    (bm64_splitk<S>), its 128x64 tiles without a cluster (bn64, for an N of 64 or less) whole and split
+    (PROMOTED_SPLITS). Every slice and tile promotes each k step's sum, so each build errs as bn128_promote does."""
+    own = replace(base, bn=NARROW_BN, promote=True)
+    moved = {"": (f"bn{NARROW_BN}", own), f"bm{SHORT_BM}": (f"bm{SHORT_BM}_bn{NARROW_BN}", replace(own, bm=SHORT_BM)),
+             f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1))}
+    ladder = {}
+    for key, (tile, c) in moved.items():
+        for s in (1, *PROMOTED_SPLITS[key]):
+            if key == "" and s == 1:
+                continue  # the record itself: bn128_promote
+            config = replace(c, split_k=s, cluster=1 if key and s > 1 else c.cluster)
+            rows = f"{config.BM}x{config.bn} tiles" + ("" if config.cluster > 1 else " without a cluster")
+            split = (f", each tile's k steps in {s} slices summed in slice order through a workspace (deterministic)"
+                     if s > 1 else "")
+            ladder["_".join(p for p in (key, f"splitk{s}" if s > 1 else "") if p)] = config.variant(
+                "_".join(p for p in (tile, PROMOTE_SUFFIX, f"splitk{s}" if s > 1 else "") if p),
+                f"{rows} with each k step's sum promoted into fp32 accumulators{split}: the promoted class's "
+                f"{'splits' if s > 1 else 'tiles'} for problems whose 128x128 tiles leave SMs idle")
+    return own, ladder
+
+
+def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung's promoted class (Method.class_choose): the split-K heuristic of the rung's other
+    class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
+    idle, 128x64 tiles where they span N) over promoted_ladder's builds, as if their record were the rung's."""
+    own, ladder = promoted_ladder(base)
+    as_known = tuple(replace(v, name=key) for key, v in ladder.items())
+    rest = persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN)
+    names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
+    return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
+                                    "cuBLASLt's promoted line's)")
 
 
 def a_registers_variant(base: WsConfig) -> Variant:
