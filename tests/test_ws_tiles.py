@@ -41,7 +41,8 @@ def test_the_128x128_builds_are_registered_for_every_rung():
     assert narrow["wgmma_tf32"] == narrow["wgmma_int8"] == {v.name for v in BN128}
     assert narrow["wgmma_3xtf32"] == {"bn128", "bn128_promote"}
     # FP8's promoted class splits its 128x128 tiles too (its ladder: warp_specialized.promoted_ladder)
-    assert narrow["wgmma_fp8"] == {"bn128", "bn128_promote", *(f"bn128_promote_splitk{s}" for s in (4, 8, 16))}
+    assert narrow["wgmma_fp8"] == {"bn128", "bn128_promote", "bn128_promote_cluster1",
+                                   *(f"bn128_promote_splitk{s}" for s in (4, 8, 16))}
 
 
 def test_128x128_tiles_give_twice_the_ctas_of_128x256_ones_until_the_gpu_is_full():

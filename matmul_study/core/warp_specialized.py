@@ -553,7 +553,8 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     configs.persistent_split_k knows it by in a rung whose record this is: its splits (splitk<S>), its 64x128 tiles
     (bm64: one consumer warpgroup, which alternates its own two scratch sets) whole and split without a cluster
     (bm64_splitk<S>), its 128x64 tiles without a cluster (bn64, for an N of 64 or less) whole and split
-    (PROMOTED_SPLITS). Every slice and tile promotes each k step's sum, so each build errs as bn128_promote does."""
+    (PROMOTED_SPLITS), and its own tiles without a cluster (cluster1). Every slice and tile promotes each k step's
+    sum, so each build errs as bn128_promote does."""
     own = replace(base, bn=NARROW_BN, promote=True)
     moved = {"": (f"bn{NARROW_BN}", own), f"bm{SHORT_BM}": (f"bm{SHORT_BM}_bn{NARROW_BN}", replace(own, bm=SHORT_BM)),
              f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1))}
@@ -570,6 +571,10 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
                 "_".join(p for p in (tile, PROMOTE_SUFFIX, f"splitk{s}" if s > 1 else "") if p),
                 f"{rows} with each k step's sum promoted into fp32 accumulators{split}: the promoted class's "
                 f"{'splits' if s > 1 else 'tiles'} for problems whose 128x128 tiles leave SMs idle")
+    ladder["cluster1"] = replace(own, cluster=1).variant(
+        f"bn{NARROW_BN}_{PROMOTE_SUFFIX}_cluster1",
+        f"{own.BM}x{own.bn} tiles without a cluster with each k step's sum promoted into fp32 accumulators: every CTA "
+        "loads its own Bt tile (bn128_promote's clusters of 2 multicast it on alternate k steps)")
     return own, ladder
 
 
