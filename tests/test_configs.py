@@ -775,7 +775,10 @@ PROMOTED_PICKS = {(128, 4096, 4096): "bn64_promote",  # 0.99
                   (512, 512, 16384): "bn128_promote_splitk8",  # 0.96
                   (4096, 64, 4096): "bn64_promote_splitk4",  # 0.93
                   (1024, 1024, 1024): "bn64_promote",  # 1.08
-                  (2048, 2048, 2048): "bn128_promote",  # 0.97
+                  # its own tiles without a cluster up to 8 waves (fp8-promoted-cluster1-*.txt, twice each)
+                  (2048, 2048, 2048): "bn128_promote_cluster1",  # 1.04-1.07; bn128_promote 0.97-1.00
+                  (4096, 4096, 4096): "bn128_promote_cluster1",  # 0.99; bn128_promote 0.96
+                  (8192, 8192, 8192): "bn128_promote",  # 0.94-0.95; bn128_promote_cluster1 0.90
                   (64, 4096, 4096): "bm64_bn128_promote_splitk4",  # 0.89
                   (256, 256, 8192): "bm64_bn128_promote_splitk16",  # 1.00; bn64_promote_splitk8 1.10
                   (1024, 1024, 8192): "bn64_promote"}  # 0.84; bm64_bn128_promote 0.90

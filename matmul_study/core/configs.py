@@ -181,6 +181,14 @@ FP8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster: as fast as
 # 0.986 against 0.997.
 ONE_WAVE_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one wave at most: faster than the 2-CTA "
                                         "clusters there (int8, 16-bit and tf32, 1024-2048 rows, on an H200)")
+# FP8's promoted 128x128 tiles (bn128_promote) without a cluster, against the 2-CTA clusters, twice each in one
+# process on an H200 (x cuBLASLt's promoted line; small-problems/fp8-promoted-cluster1-*.txt): 2048^3 (1.9 waves)
+# 1.037 and 1.073 (0.968 and 1.001), 3072^3 (4.4) 0.948 and 0.946 (0.922 and 0.922), 4096^3 (7.8) 0.990 and 0.989
+# (0.963 and 0.962); 8192^3 (31 waves) 0.901 and 0.902 (0.950 and 0.943): where the operands far exceed L2, the B
+# tile a cluster multicasts saves HBM reads as well.
+PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to 8 waves: faster than the 2-CTA "
+                                        "clusters there (FP8 promoted, 2048^3-4096^3, on an H200), slower at 8192^3")
+PROMOTED_OWN_TILES_WAVES = 8
 
 
 class _Whole(NamedTuple):
@@ -203,7 +211,7 @@ class _Split(NamedTuple):
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
-                       few_columns: int | None = None, own_tiles_in_one_wave: bool = False
+                       few_columns: int | None = None, own_tiles_waves: float | None = None
                        ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
@@ -266,8 +274,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
-    cluster (FP8_OWN_TILES). `own_tiles_in_one_wave`: only where the default tiles make one wave at most (int8's,
-    16-bit's and tf32's: ONE_WAVE_OWN_TILES).
+    cluster (FP8_OWN_TILES). `own_tiles_waves`: only where the default tiles make at most that many waves (int8's,
+    16-bit's and tf32's: one, ONE_WAVE_OWN_TILES; FP8's promoted class: PROMOTED_OWN_TILES_WAVES).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -367,7 +375,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         picked = pick(problem, variants)
         if picked.variant != DEFAULT or own_tiles is None or own_tiles.variant not in variants:
             return picked
-        if own_tiles_in_one_wave and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > problem.sm_count:
+        if (own_tiles_waves is not None
+                and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > own_tiles_waves * problem.sm_count):
             return picked
         return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
 

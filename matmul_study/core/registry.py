@@ -321,7 +321,7 @@ METHODS: dict[str, Method] = {
             choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
                                               builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS),
                                               few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                              own_tiles_in_one_wave=True),
+                                              own_tiles_waves=1),
         ),
         ws_rung(
             "wgmma_tf32",
@@ -345,7 +345,7 @@ METHODS: dict[str, Method] = {
                                                                builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
                                                                few_columns=NARROWEST_BN,
                                                                own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                                               own_tiles_in_one_wave=True),
+                                                               own_tiles_waves=1),
                                     {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
                     TF32_BT_TILES, BT_SMEM_SUFFIX),
                 swap_twins(WS_TF32, WS_TF32_VARIANTS), WS_TF32.bk, WS_TF32.streamk_min_saved),
@@ -380,7 +380,7 @@ METHODS: dict[str, Method] = {
             choose=configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
                                               builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
                                               few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                              own_tiles_in_one_wave=True),
+                                              own_tiles_waves=1),
         ),
         ws_rung(
             "wgmma_fp8",
