@@ -103,6 +103,11 @@ SHORT_TILE_STEPS = 64
 # against 1.37. So where the twin runs the 64x128 tiles, the whole-tile model weighs 128x64 ones over at most this
 # many k steps (SHORT_TILE_STEPS where the single warpgroup does).
 TWIN_SHORT_TILE_STEPS = 48
+# FP8's promoted 64x128 tiles (bm64_bn128_promote) keep two k steps in flight in their one consumer warpgroup (two
+# scratch sets taking turns), as a twin's two warpgroups do, and against the promoted 128x64 tiles they win over as
+# many k steps (x cuBLASLt's promoted line, an H200; small-problems/fp8-promoted-ladder.txt): 1024x1024x8192 (64 k
+# steps) 0.90 against 0.84, but 128x4096x4096 (32) 0.96 against 0.99, 1024^3 (8) 0.96 against 1.08.
+PROMOTED_SHORT_TILE_STEPS = TWIN_SHORT_TILE_STEPS
 # 64x64 tiles with two k groups, over short K (SHORT_TILE_STEPS) where they make one wave and M holds two rows of
 # them: their rate against 128x256 tiles' in the whole-tile model. At 512^3 (64 tiles, 8 k steps in fp16) on an H200
 # against 128x64 tiles (32): fp16 1.17 against 1.00 x cuBLAS, tf32 0.86 / 0.80, FP8 1.03 / 0.93, int8 1.04 / 0.95
@@ -211,7 +216,8 @@ class _Split(NamedTuple):
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
-                       few_columns: int | None = None, own_tiles_waves: float | None = None
+                       few_columns: int | None = None, own_tiles_waves: float | None = None,
+                       short_tile_steps: int | None = None
                        ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
@@ -286,7 +292,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     4096 rows and k 4096 split 4 1.10 (fp16) and 1.02 (tf32), against 0.66 and 0.89 for the best other
     build; 8192 rows whole 1.07 and 0.92 (split 2 0.94 and 0.89); 2048 rows and k 8192 split 8 1.05 and 0.99;
     16384 rows and k 2048 whole 1.04 and 1.10; 1024 rows and k 16384 split 8 1.05 and 0.97. Over at most
-    SHORT_TILE_STEPS k steps the whole-tile model weighs bn<few_columns> too."""
+    SHORT_TILE_STEPS k steps the whole-tile model weighs bn<few_columns> too (TWIN_SHORT_TILE_STEPS where a twin would
+    run the 64x128 tiles; `short_tile_steps` where given)."""
 
     columns_build = f"bn{few_columns}" if few_columns is not None else None  # the few_columns builds' whole tiles
 
@@ -313,7 +320,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
             candidates = short
         twinned = any(twin_of(name, r, problem, variants) for name, (r, c, _) in builds.tiles.items()
                       if (r, c) == (few_columns, tile_m))  # a twin would run the transposed (64x128) tiles
-        short_steps = TWIN_SHORT_TILE_STEPS if twinned else SHORT_TILE_STEPS
+        short_steps = (short_tile_steps if short_tile_steps is not None
+                       else TWIN_SHORT_TILE_STEPS if twinned else SHORT_TILE_STEPS)
         if (few_columns is not None and k_steps <= short_steps
                 and (problem.n <= problem.m or problem.m % tile_m == 0)):
             candidates[columns_build] = (tile_m, few_columns, 1)  # at the rate of its transpose (SHORT_TILE_STEPS)

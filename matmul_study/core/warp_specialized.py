@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, Choice, SwapTwin,
-                                      TileBuilds, persistent_split_k, within_class)
+from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
+                                      Choice, SwapTwin, TileBuilds, persistent_split_k, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -582,12 +582,14 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
 def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung's promoted class (Method.class_choose): the split-K heuristic of the rung's other
     class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
-    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves) over
-    promoted_ladder's builds, as if their record were the rung's."""
+    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves, 128x64
+    tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
+    their record were the rung's."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     rest = persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN,
-                              own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES)
+                              own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
+                              short_tile_steps=PROMOTED_SHORT_TILE_STEPS)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
     return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                     "cuBLASLt's promoted line's)")
