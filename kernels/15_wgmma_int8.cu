@@ -12,6 +12,9 @@
 // 3.0 TB/s), 12 % and 6 % of the time. At 4096^3 the stores of C weigh twice as much as in fp16 (the same 128 KiB of
 // 32-bit C per tile against half the k-loop time), which the pipeline's epilogue does not hide.
 //
+// The builds that swap the operands (WGMMA_WS_SWAP_AB=1, the registry's swap*) compute C^T = B^T A^T with B's rows
+// read into registers as wgmma's A (operands_bytes.cuh, OpBytesSwapped), and need no transpose of B.
+//
 // Host contract: the family's (kernel.cuh), with the tensor maps of operands_bytes.cuh.
 #pragma once
 
@@ -24,6 +27,10 @@ __device__ __forceinline__ void wgmma_int8_matmul(const CUtensorMap* tmap_a, con
 {
     static_assert(sizeof(T) == 1, "int8 operands");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_ws::OpInt8>(tmap_a, tmap_bt, C, m, n, k, workspace);
+    // (sizeof(T) keeps the condition dependent, so that only the build's own policy is instantiated)
+    if constexpr (wgmma_ws::SWAP_AB && sizeof(T) == 1)  // tmap_a over B's rows, tmap_bt over A, (m, n) = (n, m)
+        wgmma_ws::ws_gemm<wgmma_ws::OpInt8Swapped>(tmap_a, tmap_bt, C, m, n, k, workspace);
+    else
+        wgmma_ws::ws_gemm<wgmma_ws::OpInt8>(tmap_a, tmap_bt, C, m, n, k, workspace);
 #endif
 }

@@ -25,6 +25,10 @@ __device__ __forceinline__ void wgmma_fp8_matmul(const CUtensorMap* tmap_a, cons
 {
     static_assert(sizeof(T) == 1, "e4m3 operands");
 #if HOPPER_SM90A
-    wgmma_ws::ws_gemm<wgmma_ws::OpFp8>(tmap_a, tmap_bt, C, m, n, k, workspace, scales);
+    // (sizeof(T) keeps the condition dependent, so that only the build's own policy is instantiated)
+    if constexpr (wgmma_ws::SWAP_AB && sizeof(T) == 1)  // tmap_a over B's rows, tmap_bt over A, (m, n) = (n, m)
+        wgmma_ws::ws_gemm<wgmma_ws::OpFp8Swapped>(tmap_a, tmap_bt, C, m, n, k, workspace, scales);
+    else
+        wgmma_ws::ws_gemm<wgmma_ws::OpFp8>(tmap_a, tmap_bt, C, m, n, k, workspace, scales);
 #endif
 }

@@ -182,6 +182,16 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
                  : "r"(addr));
 }
 
+// The same matrices transposed as they load (ldmatrix .trans): lane l receives in r[j] the 16-bit elements of rows
+// 2 (l % 4) and 2 (l % 4) + 1 of matrix j at element l / 4 (bytes 2 (l / 4) and the next of each row's 16), the
+// first in the low half.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -258,28 +268,38 @@ __device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t des
     HOPPER_WGMMA_K_MAJOR_BY_N("k8.f32.tf32.tf32", , ", 1, 1");
 }
 
-// D(64xN, fp32) (+)= A(64x8, registers) * B(8xN, K-major, smem) in tf32: a[4] is this thread's fragment of its
-// warp's 16 rows x 8 k of A (a[0]: row lane / 4, k lane % 4; a[1] the row 8 below; a[2], a[3] the same rows at k + 4),
-// N = 64, 128, 192 or 256. A read into registers may come from any layout in shared memory (operands_tf32.cuh,
-// OpTf32Swapped: B's N-major rows as wgmma's A).
-#define HOPPER_WGMMA_TF32_RS(SHAPE, REGS, OPS, A, NB, NS)                                                   \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                         \
-                 "wgmma.mma_async.sync.aligned." SHAPE "k8.f32.tf32.tf32 " REGS ", " A ", %" NB ", p, 1, 1;\n}\n" \
+// The m64nNk* shapes with A from registers and B K-major in shared memory (tf32 and 8-bit), N = 64, 128, 192 or
+// 256, in a function with d (N / 2 accumulators), a (this thread's four registers of A's fragment), desc_b and
+// scale_d in scope; KIND, ACC and TAIL as HOPPER_WGMMA_K_MAJOR_BY_N's. A read into registers may come from any layout
+// in shared memory (OpTf32Swapped, OpBytesSwapped: B's N-major rows as wgmma's A).
+#define HOPPER_WGMMA_RS(INSTR, REGS, OPS, A, NB, NS, TAIL)                                                \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned." INSTR " " REGS ", " A ", %" NB ", p" TAIL ";\n}\n"  \
                  : OPS                                                                                     \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
+#define HOPPER_WGMMA_RS_BY_N(KIND, ACC, TAIL)                                                                     \
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256, "N = 64, 128, 192 or 256");                    \
+    if constexpr (N == 64)                                                                                    \
+        HOPPER_WGMMA_RS("m64n64" KIND, HOPPER_D32_REGS, HOPPER_D32_OPS##ACC, "{%32, %33, %34, %35}", "36", "37",  \
+                        TAIL);                                                                                \
+    else if constexpr (N == 128)                                                                              \
+        HOPPER_WGMMA_RS("m64n128" KIND, HOPPER_D64_REGS, HOPPER_D64_OPS##ACC, "{%64, %65, %66, %67}", "68", "69",  \
+                        TAIL);                                                                                \
+    else if constexpr (N == 192)                                                                              \
+        HOPPER_WGMMA_RS("m64n192" KIND, HOPPER_D96_REGS, HOPPER_D96_OPS##ACC, "{%96, %97, %98, %99}", "100", "101", \
+                        TAIL);                                                                                \
+    else                                                                                                      \
+        HOPPER_WGMMA_RS("m64n256" KIND, HOPPER_D128_REGS, HOPPER_D128_OPS##ACC, "{%128, %129, %130, %131}", "132", \
+                        "133", TAIL)
+
+// D(64xN, fp32) (+)= A(64x8, registers) * B(8xN, K-major, smem) in tf32: a[4] is this thread's fragment of its
+// warp's 16 rows x 8 k of A (a[0]: row lane / 4, k lane % 4; a[1] the row 8 below; a[2], a[3] the same rows at k + 4),
+// N = 64, 128, 192 or 256.
 template <int N>
 __device__ __forceinline__ void wgmma_m64k8_tf32_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
                                                     bool scale_d = true)
 {
-    static_assert(N == 64 || N == 128 || N == 192 || N == 256, "N = 64, 128, 192 or 256");
-    if constexpr (N == 64)
-        HOPPER_WGMMA_TF32_RS("m64n64", HOPPER_D32_REGS, HOPPER_D32_OPS, "{%32, %33, %34, %35}", "36", "37");
-    else if constexpr (N == 128)
-        HOPPER_WGMMA_TF32_RS("m64n128", HOPPER_D64_REGS, HOPPER_D64_OPS, "{%64, %65, %66, %67}", "68", "69");
-    else if constexpr (N == 192)
-        HOPPER_WGMMA_TF32_RS("m64n192", HOPPER_D96_REGS, HOPPER_D96_OPS, "{%96, %97, %98, %99}", "100", "101");
-    else
-        HOPPER_WGMMA_TF32_RS("m64n256", HOPPER_D128_REGS, HOPPER_D128_OPS, "{%128, %129, %130, %131}", "132", "133");
+    HOPPER_WGMMA_RS_BY_N("k8.f32.tf32.tf32", , ", 1, 1");
 }
 
 // D(64xN, fp32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), e4m3 operands (no transpose immediates for 8-bit
@@ -293,27 +313,15 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t de
     HOPPER_WGMMA_K_MAJOR_BY_N("k32.f32.e4m3.e4m3", , ", 1, 1");
 }
 
-// The same with A from registers: a[4] is this thread's fragment of the warpgroup's 64x32 A (warp w: rows
-// 16w..16w+15; ldmatrix_x4's layout), N = 64 (32 accumulators per thread) or 128 (64). A read from shared memory is
-// read once per wgmma, so a k step issued in column parts re-reads it for every part; from registers it is read
-// once (operands_bytes.cuh, a_fragments).
+// The same with A from registers: a[4] is this thread's fragment of its warp's 16 rows x 32 k of A (a[0]: row lane /
+// 4, k 4 (lane % 4) .. + 3; a[1] the row 8 below; a[2], a[3] the same rows at k + 16; ldmatrix_x4's layout), N = 64
+// to 256. A read from shared memory is read once per wgmma, so a k step issued in column parts re-reads it for every
+// part; from registers it is read once (operands_bytes.cuh, a_fragments).
 template <int N>
 __device__ __forceinline__ void wgmma_m64k32_e4m3_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
                                                      bool scale_d = true)
 {
-    static_assert(N == 64 || N == 128, "N = 64 or 128");
-    if constexpr (N == 64)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " HOPPER_D32_REGS
-                     ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-                     : HOPPER_D32_OPS
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " HOPPER_D64_REGS
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-                     : HOPPER_D64_OPS
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)));
+    HOPPER_WGMMA_RS_BY_N("k32.f32.e4m3.e4m3", , ", 1, 1");
 }
 
 // D(64xN, s32) (+)= A(64x32, K-major, smem) * B(32xN, K-major, smem), signed 8-bit operands, exact int32 accumulation
@@ -329,6 +337,16 @@ __device__ __forceinline__ void wgmma_m64k32_s8(int (&d)[N / 2], uint64_t desc_a
 {
     HOPPER_WGMMA_K_MAJOR_BY_N("k32.s32.s8.s8", _S32, "");
 }
+
+// The same with A from registers (a[4] as wgmma_m64k32_e4m3_rs's).
+template <int N>
+__device__ __forceinline__ void wgmma_m64k32_s8_rs(int (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                                   bool scale_d = true)
+{
+    HOPPER_WGMMA_RS_BY_N("k32.s32.s8.s8", _S32, "");
+}
+#undef HOPPER_WGMMA_RS_BY_N
+#undef HOPPER_WGMMA_RS
 #undef HOPPER_D32_OPS_S32
 #undef HOPPER_D64_OPS_S32
 #undef HOPPER_D96_OPS_S32

@@ -230,10 +230,17 @@ def check_build(variant_cubin, method, variant, dtype, shape) -> np.ndarray:
 SWAP_SHAPES = [(1, 300, 777), (777, 300, 1), (257, 33, 129), (129, 4097, 257), (4096, 64, 130)]
 
 
-@pytest.mark.parametrize("shape", SWAP_SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("variant", [v.name for v in registry.get("wgmma_tf32").variants if v.config.swap_ab])
-def test_tf32_builds_that_swap_a_and_b_store_c_not_its_transpose(variant_cubin, variant, shape):
-    check_build(variant_cubin, "wgmma_tf32", variant, "tf32", shape)
+# Every build that swaps A and B: tf32's (OpTf32Swapped) and the 8-bit rungs' (OpBytesSwapped: B's rows through
+# ldmatrix.trans and byte permutes, a thread's rows of Cᵀ in adjacent pairs); (m, k, n) as above, and for the 8-bit
+# operands K one past a k step of 128 and N not a multiple of 16 (B's rows padded for the tensor map).
+SWAP_BUILDS = [(m, v.name, d) for m, d in (("wgmma_tf32", "tf32"), ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))
+               for v in registry.get(m).variants if v.config.swap_ab]
+
+
+@pytest.mark.parametrize("shape", [*SWAP_SHAPES, (300, 129, 1000)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", SWAP_BUILDS)
+def test_builds_that_swap_a_and_b_store_c_not_its_transpose(variant_cubin, method, variant, dtype, shape):
+    check_build(variant_cubin, method, variant, dtype, shape)
 
 
 @pytest.mark.parametrize("shape", [(257, 511, 129), (300, 4300, 4300)], ids=lambda s: "x".join(map(str, s)))

@@ -248,6 +248,9 @@ static_assert(WGMMA_WS_SWAP_AB == 0 || WGMMA_WS_SWAP_AB == 1, "WGMMA_WS_SWAP_AB:
 static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS == 1 && !PROMOTE && !BT_SMEM),
               "WGMMA_WS_SWAP_AB=1: whole tiles or split-K slices, no stream-K tail (WGMMA_WS_STREAMK=0), no paced "
               "drain (WGMMA_WS_DRAIN_EVERY=0), one k group, unpromoted, without a Bt ring");
+// (8-bit operands swapped read their A slot as one box of 128 k rows x 128 of B's columns: OpBytesSwapped)
+static_assert(!SWAP_AB || BK != 128 || BM == 128,
+              "WGMMA_WS_SWAP_AB=1 with 8-bit operands (WGMMA_WS_BK=128): tiles of 128 rows (WGMMA_WS_BM=128)");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");
@@ -311,6 +314,19 @@ template <class Op, class = void>
 constexpr bool A_TRANSPOSED = false;
 template <class Op>
 constexpr bool A_TRANSPOSED<Op, decltype(void(Op::A_TRANSPOSED))> = Op::A_TRANSPOSED;
+// Where a thread's two accumulator rows lie, below its first: 8 (hopper.cuh's layout: rows l / 4 and l / 4 + 8 of its
+// warp's 16), or Op::ROW_PAIR = 1 for operands whose fragment rows the kernel takes in adjacent pairs (OpBytesSwapped:
+// rows 2 (l / 4) and the next); pair_row gives the first.
+template <class Op, class = void>
+constexpr int ROW_PAIR = 8;
+template <class Op>
+constexpr int ROW_PAIR<Op, decltype(void(Op::ROW_PAIR))> = Op::ROW_PAIR;
+template <int PAIR>
+__device__ __forceinline__ int pair_row(int lane)
+{
+    static_assert(PAIR == 8 || PAIR == 1, "a thread's rows 8 apart, or adjacent");
+    return PAIR == 8 ? lane / 4 : 2 * (lane / 4);
+}
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
                                                  SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;

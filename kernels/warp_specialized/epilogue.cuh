@@ -127,16 +127,38 @@ __device__ __forceinline__ void store_pair_transposed_guarded(V* C, int m, int n
     if (col + 1 < n) C[static_cast<size_t>(col + 1) * m + row] = v1;
 }
 
-// A thread's accumulators of a tile of C^T into C, pair by pair. The eight rows of a warp's store are 32
-// contiguous bytes of one of C's rows, and its four column pairs four of C's rows.
-template <int NJ, typename V>
+// Two adjacent rows (row, row + 1) of one column `col` of a tile of C^T, guarded: C[col][row, row + 1] (8-byte stores
+// where aligned, as store_pair_guarded's).
+template <typename V>
+__device__ __forceinline__ void store_rows_transposed_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
+{
+    if (col >= n) return;
+    V* const dst = C + static_cast<size_t>(col) * m + row;
+    if ((m % 2) == 0 && row + 1 < m) {
+        *reinterpret_cast<hopper::pair_t<V>*>(dst) = hopper::pair_t<V>{v0, v1};
+    } else {
+        if (row < m) dst[0] = v0;
+        if (row + 1 < m) dst[1] = v1;
+    }
+}
+
+// A thread's accumulators of a tile of C^T into C, pair by pair; its second row PAIR below its first (ROW_PAIR). The
+// eight rows of a warp's store are 32 contiguous bytes of one of C's rows (PAIR 8; 64 bytes at PAIR 1, both rows),
+// and its four column pairs four of C's rows.
+template <int NJ, int PAIR = 8, typename V>
 __device__ __forceinline__ void store_acc_transposed(const V* d, V* C, int m, int n, int row0, int col0)
 {
 #pragma unroll
     for (int j = 0; j < NJ; ++j) {
+        if constexpr (PAIR == 1) {  // rows row0 and row0 + 1: adjacent in each of C's rows
+            store_rows_transposed_guarded(C, m, n, row0, col0 + 8 * j, d[4 * j], d[4 * j + 2]);
+            store_rows_transposed_guarded(C, m, n, row0, col0 + 8 * j + 1, d[4 * j + 1], d[4 * j + 3]);
+        } else {
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-            store_pair_transposed_guarded(C, m, n, row0 + 8 * h, col0 + 8 * j, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            for (int h = 0; h < 2; ++h)
+                store_pair_transposed_guarded(C, m, n, row0 + PAIR * h, col0 + 8 * j, d[4 * j + 2 * h],
+                                              d[4 * j + 2 * h + 1]);
+        }
     }
 }
 
@@ -207,7 +229,7 @@ __device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, 
 // q*256 + ct is consumer thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns
 // 8q + 2 (ct % 4) and the next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by
 // other SMs.
-template <typename V>
+template <int PAIR, typename V>
 __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>* parts, int slice, int splits, V* C,
                                            int m, int n, int m0, int n0, int ct)
 {
@@ -251,10 +273,13 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
                 }
                 if (b + SB >= SPLIT_K) {
                     const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
-                    const int row = m0 + (t / 32) * 16 + lane / 4, col = n0 + 8 * q + 2 * (lane % 4);
-                    if constexpr (SWAP_AB) {  // the tile is C^T's (store_acc_transposed)
+                    const int row = m0 + (t / 32) * 16 + pair_row<PAIR>(lane), col = n0 + 8 * q + 2 * (lane % 4);
+                    if constexpr (SWAP_AB && PAIR == 1) {  // C^T's adjacent rows (store_acc_transposed)
+                        store_rows_transposed_guarded(C, m, n, row, col, a[i][0], a[i][2]);
+                        store_rows_transposed_guarded(C, m, n, row, col + 1, a[i][1], a[i][3]);
+                    } else if constexpr (SWAP_AB) {  // the tile is C^T's (store_acc_transposed)
                         store_pair_transposed_guarded(C, m, n, row, col, a[i][0], a[i][1]);
-                        store_pair_transposed_guarded(C, m, n, row + 8, col, a[i][2], a[i][3]);
+                        store_pair_transposed_guarded(C, m, n, row + PAIR, col, a[i][2], a[i][3]);
                     } else {
                         store_pair_guarded(C, m, n, row, col, a[i][0], a[i][1]);
                         store_pair_guarded(C, m, n, row + 8, col, a[i][2], a[i][3]);
@@ -268,7 +293,7 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
 // A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial to the workspace,
 // count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads' buffer),
 // count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
-template <typename V>
+template <int PAIR = 8, typename V>
 __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_schedule::Work& w, int cta_tile,
                                                  int cta_tiles, int m0, int n0, V* C, int m, int n, int tid,
                                                  void* workspace)
@@ -291,7 +316,7 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
         flag_wait_ge(counter, static_cast<unsigned int>(w.pieces));
     }
     named_barrier(1, 128 * ROW_GROUPS);
-    sum_slices(d, parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
+    sum_slices<PAIR>(d, parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
     if (tid == 128 && atomicAdd(counter, 1u) == 2u * w.pieces - 1u) atomicExch(counter, 0u);
 }
 #endif  // HOPPER_SM90A

@@ -132,16 +132,19 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         if constexpr (SPLIT_K > 1) {
             if (w.pieces > 1) {
                 const int cta_tiles = sched.rows * sched.cols * CLUSTER;
-                split_k_epilogue(d, w, w.u * CLUSTER + static_cast<int>(rank), cta_tiles, m0, n0, C, m, n, tid,
-                                 workspace);
+                split_k_epilogue<ROW_PAIR<Op>>(d, w, w.u * CLUSTER + static_cast<int>(rank), cta_tiles, m0, n0, C, m,
+                                               n, tid, workspace);
                 if constexpr (K_GROUPS > 1) hopper::named_barrier_arrive(K_GROUPS_FREE, 128 * K_GROUPS);
                 continue;
             }
         }
-        if constexpr (A_TRANSPOSED<Op>)  // C^T's tile: row i, column j of the kernel's go to C[j][i]
-            store_acc_transposed<BN / 8>(d, C, m, n, m0 + r * 64 + warp * 16 + lane / 4, n0 + 2 * (lane % 4));
-        else
+        if constexpr (A_TRANSPOSED<Op>) {  // C^T's tile: row i, column j of the kernel's go to C[j][i]
+            constexpr int PAIR = ROW_PAIR<Op>;
+            store_acc_transposed<BN / 8, PAIR>(d, C, m, n, m0 + r * 64 + warp * 16 + pair_row<PAIR>(lane),
+                                               n0 + 2 * (lane % 4));
+        } else {
             epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, r, warp, lane, chunk, drain);
+        }
         if constexpr (K_GROUPS > 1) hopper::named_barrier_arrive(K_GROUPS_FREE, 128 * K_GROUPS);
     }
     if constexpr (K_GROUPS > 1) {  // the last hand-over's chunks were read (k_groups_meet)
@@ -168,7 +171,8 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     using namespace hopper;
     static_assert(Op::BK == BK, "WGMMA_WS_BK: the operands' k step (Op::BK, one 128-byte row of their elements)");
     static_assert(SWAP_AB == A_TRANSPOSED<Op>,
-                  "WGMMA_WS_SWAP_AB: 1 exactly for operands that read B's rows as wgmma's A (OpTf32Swapped)");
+                  "WGMMA_WS_SWAP_AB: 1 exactly for operands that read B's rows as wgmma's A (OpTf32Swapped, "
+                  "OpBytesSwapped)");
     // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
     // exit), and touch no global memory before the previous grid has completed (griddepcontrol.wait).
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -125,6 +125,66 @@ struct OpBytes {
     }
 };
 
+// The 8-bit operands with A and B swapped (WGMMA_WS_SWAP_AB=1, the registry's swap* builds): the kernel computes
+// C^T = B^T A^T, so B needs no transpose before it (the byte transpose that the other builds, and the vendor's 8-bit
+// GEMMs, run on every launch). As OpTf32Swapped: the kernel's rows are the problem's columns (the launcher passes (n,
+// m, k)), wgmma's A is B^T from registers, wgmma's B is A's own K-major rows (the B slot, as OpBytes's Bt).
+//   A slot: the stage holds B's k step as it is, BK = 128 rows of k by the tile's BM = 128 problem columns, 128 bytes
+//     a row (one box of the tensor map over B, dims (n, k), box (128, 128), 128B-swizzled): element (k, column c) at
+//     row k, 16-byte chunk (c / 16) ^ (k % 8), byte c % 16. Consumer warpgroup r's 64 columns are chunks 4r..4r+3,
+//     warp w's 16 columns chunk 4r + w.
+//   mma: per k32 slice, one ldmatrix.x4.trans of 8x8 matrices of 16-bit elements (pairs of columns): lanes 8j..8j+7
+//     address matrix j's rows, the k rows 4i + (i' % 2) + 2 (j % 2) + 16 (j / 2) for row i' = 2i + (0 or 1) (k
+//     rows 4t and 4t + 1 of the slice in matrix 0, 4t + 2 and 4t + 3 in matrix 1, the same 16 below in matrices 2 and
+//     3), so that lane l, t = l % 4, g = l / 4, receives from each matrix the bytes (k, column 2g), (k, 2g + 1), (k +
+//     1, 2g), (k + 1, 2g + 1) of its two k rows; two byte permutes (prmt) per pair of matrices turn them into wgmma's
+//     A fragment, 4 k of column 2g in one register and 4 k of column 2g + 1 in the other. So the fragment's rows g and
+//     g + 8 are the warp's columns 2g and 2g + 1 (ROW_PAIR = 1), which the epilogue and the split-K sum store
+//     accordingly. A matrix's eight rows lie at only four swizzle phases (k and k + 8 share one): two-way bank
+//     conflicts, 4 ldmatrix.x4 a step beside the step's 4 x 64 x BN x 32 products. As OpTf32Swapped, each slice's
+//     registers wait for the previous step's same slice, and each slice is a wgmma group of its own.
+//   epilogue: the accumulators hold C^T; each element goes to C[col][row] (store_acc_transposed).
+// Tiles of 128 rows only (the A slot's box is one 128-byte swizzle row of 128 columns: config.cuh refuses others).
+template <class Kind>
+struct OpBytesSwapped : OpBytes<Kind> {
+    using Acc = typename Kind::Acc;
+    static constexpr bool A_TRANSPOSED = true;
+    static constexpr bool PROMOTABLE = false;
+    static constexpr bool A_IN_REGISTERS = false;
+    static constexpr int ROW_PAIR = 1;
+    // The A slot's box of k step kt, columns m0.. of B (the kernel's rows).
+    static __device__ __forceinline__ void load_a(uint32_t sa, const CUtensorMap* tmap_b, uint32_t bar, int m0, int kt)
+    {
+        hopper::tma_load_2d(sa, tmap_b, bar, m0, kt * BK);
+    }
+    static __device__ __forceinline__ void mma(Acc (&d)[ACCUMULATORS], uint32_t da, uint32_t db, bool accumulate)
+    {
+        extern __shared__ __align__(1024) unsigned char smem_raw[];
+        const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, r = threadIdx.x / 128 - 1;
+        const int j = lane / 8, i = lane % 8;
+        // The stage (da is warpgroup r's A descriptor: its 64 rows of a K-major A tile, r x 8 KiB on) and this
+        // lane's row of the matrices of slice 0; the slices are 32 rows apart, which keeps each row's swizzle phase.
+        const uint32_t stage =
+            hopper::desc_address(da) - r * (64 * 128) + hopper::shared_window(hopper::smem_addr(smem_raw));
+        const int k = 4 * (i / 2) + i % 2 + 2 * (j % 2) + 16 * (j / 2);
+        const uint32_t row = stage + k * 128 + (((4 * r + warp) ^ (k & 7)) << 4);
+        uint32_t a[BK / 32][4];
+#pragma unroll
+        for (int kk = 0; kk < BK / 32; ++kk) {
+            hopper::wgmma_wait<BK / 32 - 1>();  // slice kk's registers: the previous step's slice kk has retired
+            uint32_t x[4];
+            hopper::ldmatrix_x4_trans(x, row + kk * (32 * 128));
+            a[kk][0] = __byte_perm(x[0], x[1], 0x6420);  // column 2g: k 4t, 4t + 1 (matrix 0), 4t + 2, 4t + 3 (1)
+            a[kk][1] = __byte_perm(x[0], x[1], 0x7531);  // column 2g + 1
+            a[kk][2] = __byte_perm(x[2], x[3], 0x6420);  // the same at k + 16
+            a[kk][3] = __byte_perm(x[2], x[3], 0x7531);
+            hopper::wgmma_fence();  // the fragment's registers are written before the wgmma reads them
+            Kind::mma_k32_rs(d, a[kk], hopper::desc_join(db + kk * (32 >> 4), 1024), kk > 0 || accumulate);
+            hopper::wgmma_commit();
+        }
+    }
+};
+
 // Signed 8-bit integers, exact int32 sums.
 struct S8 {
     using Acc = int;
@@ -134,8 +194,15 @@ struct S8 {
     {
         hopper::wgmma_m64k32_s8<2 * ACC>(d, da, db, accumulate);
     }
+    template <int ACC>  // A from registers (OpBytesSwapped)
+    static __device__ __forceinline__ void mma_k32_rs(int (&d)[ACC], const uint32_t (&a)[4], uint64_t db,
+                                                      bool accumulate)
+    {
+        hopper::wgmma_m64k32_s8_rs<2 * ACC>(d, a, db, accumulate);
+    }
 };
 using OpInt8 = OpBytes<S8>;
+using OpInt8Swapped = OpBytesSwapped<S8>;
 
 // e4m3 with per-tensor scales, fp32 sums.
 struct E4M3 {
@@ -146,7 +213,7 @@ struct E4M3 {
     {
         hopper::wgmma_m64k32_e4m3<2 * ACC>(d, da, db, accumulate);
     }
-    template <int ACC>  // A from registers: m64n64k32 (a quarter of BN 256) or m64n128k32
+    template <int ACC>  // A from registers: m64n64k32 (a quarter of BN 256) to m64n256k32 (OpBytesSwapped)
     static __device__ __forceinline__ void mma_k32_rs(float (&d)[ACC], const uint32_t (&a)[4], uint64_t db,
                                                       bool accumulate)
     {
@@ -154,6 +221,7 @@ struct E4M3 {
     }
 };
 using OpFp8 = OpBytes<E4M3>;
+using OpFp8Swapped = OpBytesSwapped<E4M3>;
 #endif  // HOPPER_SM90A
 
 }  // namespace wgmma_ws

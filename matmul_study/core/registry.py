@@ -26,13 +26,13 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
-                                                SPLIT_TF32_PREPASS, TRANSPOSE_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS,
-                                                WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant, bt_smem_variants,
-                                                fp8_block_variants, promote_chunk_variants, promoted_class_choose,
-                                                promoted_ladder, promoted_variants,
-                                                swap_twins, swap_variants, ws_bm64_variants, ws_bn128_variants,
-                                                ws_bn192_variant, ws_bn64_variants, ws_k_group_variants, ws_rung,
-                                                ws_tile_builds, ws_variants)
+                                                SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
+                                                WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
+                                                bt_smem_variants, fp8_block_variants, promote_chunk_variants,
+                                                promoted_class_choose, promoted_ladder, promoted_variants, swap_twins,
+                                                swap_variants, ws_bm64_variants, ws_bn128_variants, ws_bn192_variant,
+                                                ws_bn64_variants, ws_k_group_variants, ws_rung, ws_tile_builds,
+                                                ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -55,16 +55,21 @@ WS_TF32_VARIANTS = (*WS_TF32_OWN_VARIANTS, *swap_variants(WS_TF32, WS_TF32_OWN_V
 # int8's builds: 16-bit's tiles and splits (its split-K slices meet in an int32 workspace).
 # tf32's tiles whose builds also write Bt in shared memory (their <tile>_smem_bt and <tile>_splitk<S>_smem_bt twins)
 TF32_BT_TILES = {f"bn{NARROW_BN}": (WS_TF32.BM, NARROW_BN), f"bm{SHORT_BM}_bn{NARROW_BN}": (SHORT_BM, NARROW_BN)}
-WS_INT8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_BYTES),
-                    ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
-                    *ws_k_group_variants(WS_BYTES),
-                    *ws_bn64_variants(WS_BYTES))
-WS_FP8_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
-                   *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
-                   a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
-                   ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
-                   *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES),
-                   *promoted_ladder(WS_BYTES)[1].values())
+WS_INT8_OWN_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_BYTES),
+                        ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
+                        *ws_k_group_variants(WS_BYTES),
+                        *ws_bn64_variants(WS_BYTES))
+# ... and the twins of its 128-row tiles and splits that compute Cᵀ = Bᵀ·Aᵀ (B read as it is, no transpose)
+WS_INT8_VARIANTS = (*WS_INT8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_INT8_OWN_VARIANTS, rows=WS_BYTES.BM,
+                                                                 builds=SWAP_TWINS_BYTES))
+WS_FP8_OWN_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
+                       *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
+                       a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
+                       ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
+                       *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES),
+                       *promoted_ladder(WS_BYTES)[1].values())
+WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VARIANTS, rows=WS_BYTES.BM,
+                                                               builds=SWAP_TWINS_BYTES))
 
 # Where the tile models also weigh kernels 7's and 8's builds (TileRates.ragged_fill): their default tiles (one
 # block an SM) fill their waves to less than this (dmma 1536^3: 144 tiles of 128 x 128, two waves filled to 55 %,

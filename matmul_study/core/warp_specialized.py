@@ -459,16 +459,27 @@ def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapT
     return out
 
 
-def swap_variants(base: WsConfig, variants: tuple[Variant, ...]) -> tuple[Variant, ...]:
-    """The twins of a tf32 rung's builds named in SWAP_TWINS (its record `base` for ""; `variants` the rest) that
-    compute Cᵀ = Bᵀ·Aᵀ (swap_ab; kernels/warp_specialized/operands_tf32.cuh, OpTf32Swapped): B as it is, each k
-    step's 32 rows read from shared memory into registers as wgmma's A, so that no pre-pass transposes B (twice its
-    bytes through HBM and a launch, timed with the GEMM). The same tile, cluster and split, laid the other way (BM of
-    B's columns by bn of A's rows), without the stream-K tail and the paced drain (configs.swap_twin picks them)."""
+# The 8-bit rungs' builds with twins (swap_variants): SWAP_TWINS' of 128 rows, and their own tiles split, which
+# FP8 has where it has no 128x128 splits.
+SWAP_TWINS_BYTES = (*SWAP_TWINS, *(f"splitk{s}" for s in (4, 8, 16)))
+
+
+def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | None = None,
+                  builds: tuple[str, ...] = SWAP_TWINS) -> tuple[Variant, ...]:
+    """The twins of a rung's builds named in SWAP_TWINS (its record `base` for ""; `variants` the rest) that compute
+    Cᵀ = Bᵀ·Aᵀ (swap_ab; kernels/warp_specialized/operands_tf32.cuh, OpTf32Swapped, and operands_bytes.cuh,
+    OpBytesSwapped): B as it is, each k step's rows read from shared memory into registers as wgmma's A, so that no
+    pass before the kernel transposes B (twice its bytes through HBM and a launch, timed with the GEMM). The same
+    tile, cluster and split, laid the other way (BM of B's columns by bn of A's rows), without the stream-K tail and
+    the paced drain (configs.swap_twin picks tf32's). `rows`: only the twins of the rung's builds of tiles of that
+    many rows (the 8-bit operands' OpBytesSwapped reads its A slot as one box of 128 of B's columns); `builds`: the
+    builds that have twins."""
     by_name = records(base, variants)
     what = "Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B)"
     out = []
-    for build in SWAP_TWINS:
+    for build in builds:
+        if rows is not None and (build not in by_name or by_name[build].BM != rows):
+            continue
         c = replace(by_name[build], swap_ab=True, streamk=False, drain_every=0)
         split = f", K split {c.split_k} ways" if c.split_k > 1 else ""
         cluster = f"clusters of {c.cluster} sharing A's rows" if c.cluster > 1 else "no cluster"
@@ -714,8 +725,8 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
     (variants, choose, requires, prepass, ...)."""
     def maps(c: WsConfig) -> tuple[TensorMap, TensorMap]:
         a, b = operands
-        if c.swap_ab:  # B's rows in 32 x 32 boxes as wgmma's A, A's rows as its K-major B (OpTf32Swapped)
-            return TensorMap("B", c.bk, 32), TensorMap(a, c.bt_box_rows, c.bk)
+        if c.swap_ab:  # B's rows in boxes of bk rows x 128 bytes as wgmma's A, A's rows as its K-major B
+            return TensorMap("B", c.bk, c.bk), TensorMap(a, c.bt_box_rows, c.bk)
         if c.bt_smem:  # B as it is, in 32-column strips of bk rows (128 bytes of 32-bit elements)
             return TensorMap(a, c.BM, c.bk), TensorMap("B", c.bk, 32)
         return (TensorMap(a, c.BM, c.bk),
