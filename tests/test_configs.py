@@ -9,6 +9,7 @@ from matmul_study.analysis.tile_fit import table_ratios
 from matmul_study.core import configs, dtypes, registry, specs, warp_specialized
 from matmul_study.core.specs import Method, Problem, Variant
 from matmul_study.core.warp_specialized import ws_tile_builds
+from own_tiles import own_builds, own_choice
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -158,22 +159,22 @@ def test_two_k_groups_run_the_64_row_tiles_over_two_rows_of_them_and_64x64_tiles
     # 1024x1024x8192 fp16 0.95 against 0.88, FP8 1.04 against 0.98 for 128x64 tiles, int8 1.45 against 1.24).
     for method, dtype in (("wgmma_warp_specialized", "float16"), ("wgmma_warp_specialized", "bfloat16"),
                           ("wgmma_tf32", "tf32"), ("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8")):
-        pick = configs.choose(registry.get(method), problem(1024, 1024, 8192, dtype=dtype))
+        pick = own_choice(registry.get(method), problem(1024, 1024, 8192, dtype=dtype))
         assert pick.variant == "bm64_bn128_kg2", (dtype, pick)
         assert "two consumer warpgroups taking alternate k steps" in pick.reason
     ws = registry.get("wgmma_warp_specialized")
     # Over one row of tiles, the single warpgroup in pairs (65x4096x4096: 0.69 against 0.58).
-    assert configs.choose(ws, problem(65, 4096, 4096)).variant == "bm64_bn128"
-    assert configs.choose(ws, problem(16, 6144, 4096)).variant == "bm64_bn128"
+    assert own_choice(ws, problem(65, 4096, 4096)).variant == "bm64_bn128"
+    assert own_choice(ws, problem(16, 6144, 4096)).variant == "bm64_bn128"
     # Over short K, 64x64 tiles with two k groups where they make one wave and M holds two rows of them
     # (configs.SMALL_TILE_RATE): 256^3-704^3, fp16 512^3 1.13 against 0.97 for 128x64 tiles; not where they make two
     # waves and 128x64 tiles one (768^3, 1024^3), nor past SHORT_TILE_STEPS k steps.
     for n in (256, 384, 512, 640, 704):
-        pick = configs.choose(ws, problem(n, n, n))
+        pick = own_choice(ws, problem(n, n, n))
         assert pick.variant == "bm64_bn64_kg2" and "in one wave" in pick.reason, (n, pick)
     for shape in ((768, 768, 768), (1024, 1024, 1024)):
-        assert configs.choose(ws, problem(*shape)).variant == "bn64", shape
-    assert configs.choose(ws, problem(512, 512, 8192)).variant != "bm64_bn64_kg2"
+        assert own_choice(ws, problem(*shape)).variant == "bn64", shape
+    assert own_choice(ws, problem(512, 512, 8192)).variant != "bm64_bn64_kg2"
     # Where the twin runs the 64x128 tiles, 128x64 ones are weighed over at most TWIN_SHORT_TILE_STEPS k steps: tf32
     # 1000x800x1200 (38 k steps) 128x64 at 1.37 (the twin 1.20), 1024x1024x2048 (64) the twin at 1.02 (0.99).
     tf32 = registry.get("wgmma_tf32")
@@ -185,25 +186,25 @@ def test_past_one_wave_the_tiles_that_fill_the_last_wave_best_at_their_rate_ther
     ws, byte_rung = registry.get("wgmma_warp_specialized"), registry.get("wgmma_int8")
     # 2304^3: 81 clusters of 128x256 tiles make two waves on 66 clusters, the second a quarter full; 216 tiles of
     # 128x192 make two full ones (fp16 1.02 against 0.80, x cuBLAS on an H200; tiles-waves-float16.txt).
-    pick = configs.choose(ws, problem(2304, 2304, 2304))
+    pick = own_choice(ws, problem(2304, 2304, 2304))
     assert pick.variant == "bn192" and "1.23 waves" in pick.reason and "128x192 tiles instead (216)" in pick.reason
-    assert configs.choose(byte_rung, problem(2304, 2304, 2304, dtype="int8")).variant == "bn192"
+    assert own_choice(byte_rung, problem(2304, 2304, 2304, dtype="int8")).variant == "bn192"
     # 6144x2304x2048: 432 clusters of 128x128 tiles make 7 waves of half the work each (6.5 full), 216 clusters of
     # 128x256 ones 4 waves (3.3 full): 0.94 against 0.92.
-    assert configs.choose(ws, problem(6144, 2304, 2048)).variant == "bn128"
+    assert own_choice(ws, problem(6144, 2304, 2048)).variant == "bn128"
     # 1408x6144x4096: 11 rows of tiles leave a 2-CTA cluster one short in each column: 264 tiles without a cluster
     # make two waves where 144 clusters make three (0.99 against 0.86; tiles-waves-more-float16.txt).
-    pick = configs.choose(ws, problem(1408, 6144, 4096))
+    pick = own_choice(ws, problem(1408, 6144, 4096))
     assert pick.variant == "cluster1" and "the same tiles without a cluster (264)" in pick.reason
     # Token rows that a 64-row tile holds: only 64-row tiles (int8 16x37888x3584: 64x128 1.01, 128x192 0.94).
-    assert configs.choose(ws, problem(16, 37888, 3584)).variant == "bm64"
-    assert configs.choose(byte_rung, problem(16, 37888, 3584, dtype="int8")).variant == "bm64_bn128"
-    assert configs.choose(byte_rung, problem(16, 57344, 8192, dtype="int8")).variant == "bm64"
+    assert own_choice(ws, problem(16, 37888, 3584)).variant == "bm64"
+    assert own_choice(byte_rung, problem(16, 37888, 3584, dtype="int8")).variant == "bm64_bn128"
+    assert own_choice(byte_rung, problem(16, 57344, 8192, dtype="int8")).variant == "bm64"
     # A row of 128-row tiles: no cluster1, whose pair would still load half of each B tile.
-    assert configs.choose(ws, problem(128, 37888, 3584)).variant != "cluster1"
+    assert own_choice(ws, problem(128, 37888, 3584)).variant != "cluster1"
     # Full waves of 128x256 tiles keep them: the smaller tiles' rates past a wave are lower (4096^3: 128x128 0.93).
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (3584, 3584, 3584), (2048, 4096, 4096)):
-        assert configs.choose(ws, problem(*shape)).variant == "default", shape
+        assert own_choice(ws, problem(*shape)).variant == "default", shape
 
 
 def test_tiles_that_span_all_of_n_split_at_half_the_cut():
@@ -218,11 +219,11 @@ def test_tiles_that_span_all_of_n_split_at_half_the_cut():
         assert pick.variant == "bm64_bn128_splitk2", method
         # (tf32 there writes Bt in shared memory instead: test_tf32_writes_bt_in_shared_memory_where_b_is_most...;
         # among the builds that transpose B, the same pick)
-        transposed = tuple(v for v in configs.runnable(m) if not v.endswith("smem_bt"))
+        transposed = tuple(v for v in own_builds(m, dtype) if not v.endswith("smem_bt"))
         assert m.choose(problem(64, 6144, 4096, dtype=dtype), transposed).variant == "bm64_bn128", method
     # 128 tiles already fill a wave: whole, 128x64 ones over 32 k steps (0.82, 64x128 0.75, split 2 ways 0.54 at
     # 8192x128x2048).
-    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(8192, 128, 2048)).variant == "bn64"
+    assert own_choice(registry.get("wgmma_warp_specialized"), problem(8192, 128, 2048)).variant == "bn64"
 
 
 def test_a_few_columns_run_128x64_tiles_split_while_the_slices_fit_one_wave():
@@ -241,19 +242,19 @@ def test_a_few_columns_run_128x64_tiles_split_while_the_slices_fit_one_wave():
     for method, dtype in (("wgmma_warp_specialized", "float16"), ("wgmma_fp8", "float8_e4m3"), ("wgmma_tf32", "tf32")):
         m = registry.get(method)
         for (rows, cols, k), variant in picks.items():
-            pick = configs.choose(m, problem(rows, cols, k, dtype=dtype))
+            pick = own_choice(m, problem(rows, cols, k, dtype=dtype))
             assert pick.variant == variant, (method, rows, cols, k, pick)
-        pick = configs.choose(m, problem(4096, 64, 4096, dtype=dtype))
+        pick = own_choice(m, problem(4096, 64, 4096, dtype=dtype))
         assert "N = 64 in one column of 128x64 tiles" in pick.reason and "gives 128 work items" in pick.reason
         # 64 columns and at most 64 rows: the 64-row tiles' rule; 65 columns or more: the wide tiles' rules.
-        assert not configs.choose(m, problem(64, 64, 65536, dtype=dtype)).variant.startswith("bn64"), method
-        assert not configs.choose(m, problem(4096, 65, 4096, dtype=dtype)).variant.startswith("bn64"), method
+        assert not own_choice(m, problem(64, 64, 65536, dtype=dtype)).variant.startswith("bn64"), method
+        assert not own_choice(m, problem(4096, 65, 4096, dtype=dtype)).variant.startswith("bn64"), method
     # Without the builds among the variants asked for, the other rules.
     ws = registry.get("wgmma_warp_specialized")
     names = tuple(v.name for v in ws.variants if not v.name.startswith("bn64"))
     assert ws.choose(problem(4096, 64, 4096), names).variant == "bm64_bn128_splitk2"
     # int8 too (tiles-int8.txt: 0.97, against 0.36 for its former pick).
-    assert configs.choose(registry.get("wgmma_int8"), problem(4096, 64, 4096, dtype="int8")).variant == "bn64_splitk4"
+    assert own_choice(registry.get("wgmma_int8"), problem(4096, 64, 4096, dtype="int8")).variant == "bn64_splitk4"
 
 
 def test_of_equal_cuts_the_larger_tile_takes_slices_deep_enough_to_fill_its_pipeline():
@@ -282,15 +283,15 @@ def test_deep_slices_past_token_rows_split_half_a_wave_of_whole_tiles_two_fold()
     # configs.DEEP_SLICE_STEPS, half the cut suffices: fp16 0.97 and tf32 0.86 against 0.79 and 0.64 for the whole
     # 64x128 tiles (tiles-bn128-splits-*.txt). int8's 64 k steps keep 16 a slice: its whole 64x64 tiles (1.16).
     for shape in ((512, 1024, 8192), (1024, 512, 8192)):
-        assert configs.choose(registry.get("wgmma_warp_specialized"), problem(*shape)).variant == "bn128_splitk4"
+        assert own_choice(registry.get("wgmma_warp_specialized"), problem(*shape)).variant == "bn128_splitk4"
     # tf32 writes Bt in shared memory over 4 rows of tiles (configs.bt_twin; 0.87 against 0.86), not over 8.
     assert transposing(registry.get("wgmma_tf32"), problem(512, 1024, 8192, dtype="tf32")).variant == (
         "bn128_splitk4_smem_bt")
     assert transposing(registry.get("wgmma_tf32"), problem(1024, 512, 8192, dtype="tf32")).variant == "bn128_splitk4"
-    assert configs.choose(registry.get("wgmma_int8"), problem(512, 1024, 8192, dtype="int8")).variant == (
+    assert own_choice(registry.get("wgmma_int8"), problem(512, 1024, 8192, dtype="int8")).variant == (
         "bm64_bn64_kg2")
     # Token rows keep the full cut (64x6144x4096: 64x128 tiles whole 0.87, split 2 ways 0.77).
-    assert configs.choose(registry.get("wgmma_warp_specialized"), problem(64, 6144, 4096)).variant == "bm64_bn128"
+    assert own_choice(registry.get("wgmma_warp_specialized"), problem(64, 6144, 4096)).variant == "bm64_bn128"
 
 
 def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold():
@@ -322,15 +323,15 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
     for name in ("wgmma_warp_specialized", "wgmma_int8", "wgmma_fp8"):
         method = registry.get(name)
         dtype = method.dtypes[0]
-        pick = configs.choose(method, problem(128, 128, 32768, dtype=dtype))
+        pick = own_choice(method, problem(128, 128, 32768, dtype=dtype))
         assert pick.variant == "bm64_bn64_kg2_splitk16", name
         assert "64 work items" in pick.reason and "16 slices of 64x128 tiles give 32" in pick.reason
-        assert configs.choose(method, problem(64, 128, 32768, dtype=dtype)).variant == "bm64_bn64_kg2_splitk32"
-        assert configs.choose(method, problem(64, 64, 65536, dtype=dtype)).variant == "bm64_bn64_kg2_splitk32"
+        assert own_choice(method, problem(64, 128, 32768, dtype=dtype)).variant == "bm64_bn64_kg2_splitk32"
+        assert own_choice(method, problem(64, 64, 65536, dtype=dtype)).variant == "bm64_bn64_kg2_splitk32"
         # 4 tiles of 64x128 split 16 ways make 64 items, half the SMs: they stay (256x128x16384 fp16 1.07 against the
         # 64x64 split's 1.03), and so do the splits past a few tiles.
         for shape in ((256, 128, 16384), (128, 256, 8192), (256, 256, 8192)):
-            assert configs.choose(method, problem(*shape, dtype=dtype)).variant == "bm64_bn128_splitk16", shape
+            assert own_choice(method, problem(*shape, dtype=dtype)).variant == "bm64_bn128_splitk16", shape
     # tf32 writes Bt in shared memory there, as many slices as fit one wave: 128 items of 4 tiles (0.82 against 0.59
     # for the transposed 16 slices, small-problems/tiles-small-splits-smem-bt-tf32.txt), 64 of 2.
     tf32 = registry.get("wgmma_tf32")
@@ -709,8 +710,8 @@ def test_the_tile_picks_fit_the_committed_sweeps():
     assert len(ratios) >= 60 and {dtype for _, dtype, _ in ratios} == set(TILE_REGRET)
     for (method, dtype, shape), rate in ratios.items():
         m, n, k = map(int, shape.split("x"))
-        pick = configs.choose(registry.get(method), configs.job_problem(dtypes.get(dtype), 0, m, k, n,
-                                                                         sm_count=132)).variant
+        rung, problem = registry.get(method), configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132)
+        pick = rung.choose(problem, own_builds(rung, dtype)).variant
         if pick == configs.FP8_OWN_TILES.variant and pick not in rate:
             pick = configs.DEFAULT  # the same tiles: the sweeps weigh tiles, test_fp8_own_tiles the cluster
         assert pick in rate, f"{method} {dtype} {shape}: the pick {pick} was not measured"
@@ -731,13 +732,13 @@ def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():
                 pairs += 1
                 assert builds["cluster1"] >= 0.995 * builds["default"], (path.name, shape)
                 m, n, k = map(int, shape.split("x"))
-                pick = configs.choose(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132))
+                pick = own_choice(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132))
                 assert pick.variant in ("cluster1", "bm64_bn128", "bn128", "bm64", "bn64", "bn192"), (shape, pick)
     assert pairs >= 10
-    pick = configs.choose(fp8, configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132))
+    pick = own_choice(fp8, configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132))
     assert pick.variant == "cluster1" and "without a cluster" in pick.reason
     # int8 shares the tiles but not the finding (8192^3: cluster1 0.948, the default 0.957): its default stays.
-    assert configs.choose(registry.get("wgmma_int8"),
+    assert own_choice(registry.get("wgmma_int8"),
                           configs.job_problem(dtypes.get("int8"), 0, 4096, 4096, 4096, sm_count=132)).variant == "default"
 
 

@@ -20,6 +20,7 @@ from matmul_study.core import dtypes, registry, specs
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
 from matmul_study.core.warp_specialized import NARROW_BN, SM90_SHARED_BYTES
+from own_tiles import own_choice
 
 FP8 = dtypes.get("float8_e4m3")
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
@@ -97,7 +98,7 @@ def test_fp8_rung_is_a_hopper_kernel_with_split_k_builds():
     # 2 tiles of 128x256: K split, in 64x128 tiles (on an H200 1.00x cuBLASLt's fast-accumulation line split 16 ways,
     # 1.03 split 8, against the 128x256 tiles' 0.65 split 16 ways; small-problems/tiles-deep-k-splitk16-float8_e4m3.txt,
     # tiles-decode-splits-float8_e4m3.txt)
-    assert m.choose(small, tuple(v.name for v in m.variants)).variant == "bm64_bn128_splitk16"
+    assert own_choice(m, small).variant == "bm64_bn128_splitk16"  # its own tiles' rule (tests/own_tiles.py)
 
 
 @pytest.mark.parametrize("method, dtype, variant, expected", [

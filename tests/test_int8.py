@@ -14,6 +14,7 @@ from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import verify_on_host
+from own_tiles import own_choice
 
 
 def test_int8_record_is_exact_int32_with_cublas_integer_types():
@@ -83,7 +84,8 @@ def test_grid_prunes_int8_for_methods_without_it(make_config):
 def test_int8_splits_meet_in_an_int32_workspace_and_are_weighed_like_16_bits():
     # 16-bit's tiles and splits: the split builds' partials are the int32 accumulators, 4 bytes each, and the
     # generated kernel takes them as int*. The heuristic weighs them all, as 16-bit's does, and runs the 128x256 tiles
-    # without a cluster where they make one wave at most (configs.ONE_WAVE_OWN_TILES).
+    # without a cluster where they make one wave at most (configs.ONE_WAVE_OWN_TILES): its own tiles' rule, which its
+    # twins' (Cᵀ = Bᵀ·Aᵀ) asks for Cᵀ's problem (test_configs.py weighs that).
     m = registry.get("wgmma_int8")
     splits = {v.name for v in m.variants if v.workspace is not None}
     assert {"splitk4", "splitk32", "bn128_splitk4", "bm64_bn128_splitk16", "bn64_splitk8"} <= splits
@@ -97,7 +99,7 @@ def test_int8_splits_meet_in_an_int32_workspace_and_are_weighed_like_16_bits():
     picks = {(1024, 16384, 64): "bn64_splitk8", (128, 32768, 128): "bm64_bn64_kg2_splitk16", (1024, 1024, 1024): "bn64",
              (512, 16384, 512): "bm64_bn128_splitk4", (2048, 2048, 2048): "cluster1", (4096, 4096, 4096): "default"}
     for shape, pick in picks.items():
-        choice = configs.choose(m, configs.job_problem(dtypes.get("int8"), 0, *shape, sm_count=132))
+        choice = own_choice(m, configs.job_problem(dtypes.get("int8"), 0, *shape, sm_count=132))
         assert choice.variant == pick, (shape, choice)
     assert "one wave at most" in configs.choose(m, configs.job_problem(dtypes.get("int8"), 0, 2048, 2048, 2048,
                                                                        sm_count=132)).reason

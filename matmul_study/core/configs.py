@@ -13,7 +13,7 @@ the job and the regret table all go through these two, so that they cannot disag
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from matmul_study.core.specs import Problem
@@ -660,6 +660,50 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
             "the warps that write Bᵀ in shared memory")
         return Choice(t.twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of work "
                               f"items, against {waves:.2f} and {against}")
+
+    return choose
+
+
+# The 8-bit rungs' twins that compute Cᵀ = Bᵀ·Aᵀ (any tile of 128 rows: swapped_problem) against the rung's own
+# picks, x the vendor (both of whose lines transpose B as ours do) on an H200 in one process
+# (small-problems/swap-bytes-store.txt, M x N x K, int8 / FP8): 16x4096x4096 2.09 / 1.77 (K split 4 ways over 128x64
+# tiles of Cᵀ) against 0.97 / 0.81, 128x4096x4096 1.79 / 1.39 against 1.16 / 1.05, 512x512x16384 1.38 / 1.09 against
+# 1.03 / 0.84, 1000x800x1200 1.63 / 1.43 against 1.02 / 0.93, 1024^3 1.87 / 1.51 against 1.33 / 1.08, 2048^3 1.76 /
+# 1.28 against 1.40 / 1.03, 4096^3 1.07 / 1.09 against 0.98 / 1.01. Where B is a small part of the bytes (N = 64)
+# or the products far outweigh it (8192^3; before the twins' paired stores, 1.06 / 1.02 against 1.06 / 1.02), its
+# transpose costs little and the rung's own tiles keep their stream-K tails and staged stores. The transpose of B,
+# estimated as its share of the GEMM's own time: 8192^3 5 %, 4096^3 10 %, 2048^3 20 %, 1024^3 39 %, 16 rows against
+# 4096x4096 200 %, 4096x64x4096 3 %. So the twins run where that share is at least this.
+SWAP_TRANSPOSE_SHARE = 0.08
+# ... the GEMM's own time in that estimate: its products at the 8-bit tensor cores' rate (cuBLAS int8 1.49 and
+# cuBLASLt FP8 1.42 P ops/s at 8192^3 on an H200), or its operands' bytes at SWAP_TRANSPOSE_BYTES_PER_S where longer.
+SWAP_GEMM_OPS_PER_S = 1.4e15
+
+
+def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, str],
+                    share: float = SWAP_TRANSPOSE_SHARE, ops_per_s: float = SWAP_GEMM_OPS_PER_S,
+                    bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose builds of every tile have twins that compute Cᵀ = Bᵀ·Aᵀ (the 8-bit rungs: B's
+    rows read into registers through ldmatrix.trans, so that B needs no transpose before the kernel; `twins`: build
+    -> its twin, DEFAULT for the rung's record): where the transpose of B (its bytes read and written once at
+    `bytes_per_s`) would take at least `share` of the GEMM's own time (its products at `ops_per_s`, or A's and B's
+    bytes at `bytes_per_s` where longer), the twin of `rest`'s pick for Cᵀ's problem (n x m x k) among the builds
+    that have twins: the rung's own rules, for tiles laid along B's columns; elsewhere `rest`'s pick."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        size = problem.dtype.itemsize
+        gemm = max(2 * problem.m * problem.n * problem.k / ops_per_s,
+                   size * problem.k * (problem.m + problem.n) / bytes_per_s)
+        transpose = 2 * size * problem.k * problem.n / bytes_per_s
+        if transpose < share * gemm or twins.get(DEFAULT) not in variants:
+            return picked
+        known = tuple(name for name, twin in twins.items() if name != DEFAULT and twin in variants)
+        transposed = rest(replace(problem, m=problem.n, n=problem.m), known)
+        return Choice(twins[transposed.variant],
+                      f"the transpose of B would take {transpose / gemm:.0%} of the GEMM's time (at least "
+                      f"{share:.0%}): Cᵀ = Bᵀ·Aᵀ without it, by the twin of the pick for Cᵀ's problem ({problem.n} x "
+                      f"{problem.m}): {transposed.reason}")
 
     return choose
 

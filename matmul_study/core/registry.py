@@ -30,9 +30,9 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, fp8_block_variants, promote_chunk_variants,
                                                 promoted_class_choose, promoted_ladder, promoted_variants, swap_twins,
-                                                swap_variants, ws_bm64_variants, ws_bn128_variants, ws_bn192_variant,
-                                                ws_bn64_variants, ws_k_group_variants, ws_rung, ws_tile_builds,
-                                                ws_variants)
+                                                swap_variants, swapped_names, ws_bm64_variants, ws_bn128_variants,
+                                                ws_bn192_variant, ws_bn64_variants, ws_k_group_variants, ws_rung,
+                                                ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -382,10 +382,13 @@ METHODS: dict[str, Method] = {
             "the kernel",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
-            choose=configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
-                                              builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
-                                              few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                              own_tiles_waves=1),
+            # its builds' twins (Cᵀ = Bᵀ·Aᵀ, no transpose of B) where that transpose would cost enough
+            choose=configs.swapped_problem(
+                configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
+                                           builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
+                                           few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
+                                           own_tiles_waves=1),
+                swapped_names(WS_INT8_VARIANTS)),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -394,8 +397,10 @@ METHODS: dict[str, Method] = {
             "launch by the byte-transpose kernel, timed with the GEMM",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
-            choose=configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
-                                              own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
+            choose=configs.swapped_problem(
+                configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
+                                           own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
+                swapped_names(WS_FP8_VARIANTS)),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an

@@ -464,6 +464,13 @@ def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapT
 SWAP_TWINS_BYTES = (*SWAP_TWINS, *(f"splitk{s}" for s in (4, 8, 16)))
 
 
+def swapped_names(variants: tuple[Variant, ...]) -> dict[str, str]:
+    """The rung's builds that have a twin computing Cᵀ = Bᵀ·Aᵀ among `variants` (swap_variants), each with its twin's
+    name ("default" for the rung's record), for configs.swapped_problem."""
+    names = {v.name for v in variants}
+    return {build or DEFAULT: swap_twin_name(build) for build in SWAP_TWINS_BYTES if swap_twin_name(build) in names}
+
+
 def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | None = None,
                   builds: tuple[str, ...] = SWAP_TWINS) -> tuple[Variant, ...]:
     """The twins of a rung's builds named in SWAP_TWINS (its record `base` for ""; `variants` the rest) that compute
