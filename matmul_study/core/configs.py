@@ -675,20 +675,27 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
 # estimated as its share of the GEMM's own time: 8192^3 5 %, 4096^3 10 %, 2048^3 20 %, 1024^3 39 %, 16 rows against
 # 4096x4096 200 %, 4096x64x4096 3 %. So the twins run where that share is at least this.
 SWAP_TRANSPOSE_SHARE = 0.08
+# ... but not where the rung's own pick splits K this many ways or more (a few tiles against a deep K): its 64-row
+# tiles and their two k groups cut each SM's work further than the twins' 128-row ones can (x the vendor, int8 /
+# FP8, small-problems/swap-rule-*.txt: 128x128x32768 1.18 / 1.05 against the twins' 0.99 / 0.61, 64x64x65536 1.35 /
+# 1.04 against 0.76 / 0.41, 256x256x8192 1.24 / 1.06 against 1.38 / 0.89).
+SWAP_KEEP_SLICES = 16
 # ... the GEMM's own time in that estimate: its products at the 8-bit tensor cores' rate (cuBLAS int8 1.49 and
 # cuBLASLt FP8 1.42 P ops/s at 8192^3 on an H200), or its operands' bytes at SWAP_TRANSPOSE_BYTES_PER_S where longer.
 SWAP_GEMM_OPS_PER_S = 1.4e15
 
 
 def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, str],
-                    share: float = SWAP_TRANSPOSE_SHARE, ops_per_s: float = SWAP_GEMM_OPS_PER_S,
-                    bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S) -> Callable[[object, tuple[str, ...]], Choice]:
+                    deep_splits: frozenset[str] = frozenset(), share: float = SWAP_TRANSPOSE_SHARE,
+                    ops_per_s: float = SWAP_GEMM_OPS_PER_S, bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S
+                    ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose builds of every tile have twins that compute Cᵀ = Bᵀ·Aᵀ (the 8-bit rungs: B's
     rows read into registers through ldmatrix.trans, so that B needs no transpose before the kernel; `twins`: build
     -> its twin, DEFAULT for the rung's record): where the transpose of B (its bytes read and written once at
     `bytes_per_s`) would take at least `share` of the GEMM's own time (its products at `ops_per_s`, or A's and B's
     bytes at `bytes_per_s` where longer), the twin of `rest`'s pick for Cᵀ's problem (n x m x k) among the builds
-    that have twins: the rung's own rules, for tiles laid along B's columns; elsewhere `rest`'s pick."""
+    that have twins: the rung's own rules, for tiles laid along B's columns; elsewhere, and where `rest`'s pick is
+    one of `deep_splits` (the rung's builds that split K SWAP_KEEP_SLICES ways or more), `rest`'s pick."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -696,7 +703,7 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
         gemm = max(2 * problem.m * problem.n * problem.k / ops_per_s,
                    size * problem.k * (problem.m + problem.n) / bytes_per_s)
         transpose = 2 * size * problem.k * problem.n / bytes_per_s
-        if transpose < share * gemm or twins.get(DEFAULT) not in variants:
+        if transpose < share * gemm or twins.get(DEFAULT) not in variants or picked.variant in deep_splits:
             return picked
         known = tuple(name for name, twin in twins.items() if name != DEFAULT and twin in variants)
         transposed = rest(replace(problem, m=problem.n, n=problem.m), known)

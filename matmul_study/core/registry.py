@@ -28,11 +28,11 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
                                                 SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
-                                                bt_smem_variants, fp8_block_variants, promote_chunk_variants,
-                                                promoted_class_choose, promoted_ladder, promoted_variants, swap_twins,
-                                                swap_variants, swapped_names, ws_bm64_variants, ws_bn128_variants,
-                                                ws_bn192_variant, ws_bn64_variants, ws_k_group_variants, ws_rung,
-                                                ws_tile_builds, ws_variants)
+                                                bt_smem_variants, deep_splits, fp8_block_variants,
+                                                promote_chunk_variants, promoted_class_choose, promoted_ladder,
+                                                promoted_variants, swap_twins, swap_variants, swapped_names,
+                                                ws_bm64_variants, ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
+                                                ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -388,7 +388,7 @@ METHODS: dict[str, Method] = {
                                            builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
                                            few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
                                            own_tiles_waves=1),
-                swapped_names(WS_INT8_VARIANTS)),
+                swapped_names(WS_INT8_VARIANTS), deep_splits(WS_INT8_VARIANTS, configs.SWAP_KEEP_SLICES)),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -400,7 +400,7 @@ METHODS: dict[str, Method] = {
             choose=configs.swapped_problem(
                 configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
                                            own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
-                swapped_names(WS_FP8_VARIANTS)),
+                swapped_names(WS_FP8_VARIANTS), deep_splits(WS_FP8_VARIANTS, configs.SWAP_KEEP_SLICES)),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an

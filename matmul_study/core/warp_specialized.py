@@ -464,6 +464,13 @@ def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapT
 SWAP_TWINS_BYTES = (*SWAP_TWINS, *(f"splitk{s}" for s in (4, 8, 16)))
 
 
+def deep_splits(variants: tuple[Variant, ...], slices: int) -> frozenset[str]:
+    """The rung's builds among `variants` that split K `slices` ways or more, but the twins (configs.swapped_problem
+    keeps them)."""
+    return frozenset(v.name for v in variants
+                     if isinstance(v, WsVariant) and v.config.split_k >= slices and not v.config.swap_ab)
+
+
 def swapped_names(variants: tuple[Variant, ...]) -> dict[str, str]:
     """The rung's builds that have a twin computing Cᵀ = Bᵀ·Aᵀ among `variants` (swap_variants), each with its twin's
     name ("default" for the rung's record), for configs.swapped_problem."""
