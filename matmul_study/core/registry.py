@@ -379,7 +379,8 @@ METHODS: dict[str, Method] = {
             "Hopper int8: wgmma_warp_specialized's pipeline on int8 operands, both K-major (wgmma m64n256k32 s8, "
             "exact int32 accumulation and output; split-K slices meet in an int32 workspace); B is transposed on "
             "every launch by a byte-transpose kernel (kernels/transpose_bytes.cu), and that transpose is timed with "
-            "the kernel",
+            "the kernel, but in the swap builds, which compute Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as "
+            "wgmma's A",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
             # its builds' twins (Cᵀ = Bᵀ·Aᵀ, no transpose of B) where that transpose would cost enough
@@ -394,7 +395,8 @@ METHODS: dict[str, Method] = {
             "wgmma_fp8",
             "Hopper FP8: the int8 rung's pipeline on e4m3 operands with per-tensor scales (wgmma m64n256k32 e4m3, "
             "fp32 accumulation, the scales applied to the accumulators as they leave); B is transposed on every "
-            "launch by the byte-transpose kernel, timed with the GEMM",
+            "launch by the byte-transpose kernel, timed with the GEMM, but in the swap builds (Cᵀ = Bᵀ·Aᵀ, B's rows "
+            "read into registers as wgmma's A)",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
             choose=configs.swapped_problem(
