@@ -117,6 +117,20 @@ __device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned i
     if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
 }
 
+// C[row][col, col + 1] = (v0, v1) where inside C (8-byte stores where aligned).
+template <typename V>
+__device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
+{
+    if (row >= m) return;
+    V* const dst = C + static_cast<size_t>(row) * n + col;
+    if ((n % 2) == 0 && col + 1 < n) {
+        *reinterpret_cast<hopper::pair_t<V>*>(dst) = hopper::pair_t<V>{v0, v1};
+    } else {
+        if (col < n) dst[0] = v0;
+        if (col + 1 < n) dst[1] = v1;
+    }
+}
+
 // A pair of a tile of C^T (WGMMA_WS_SWAP_AB: the kernel's m x n is the problem's n x m), guarded: (row, col) and
 // (row, col + 1) of the kernel's go to C[col][row] and C[col + 1][row], C's rows being m long.
 template <typename V>
@@ -127,21 +141,6 @@ __device__ __forceinline__ void store_pair_transposed_guarded(V* C, int m, int n
     if (col + 1 < n) C[static_cast<size_t>(col + 1) * m + row] = v1;
 }
 
-// Two adjacent rows (row, row + 1) of one column `col` of a tile of C^T, guarded: C[col][row, row + 1] (8-byte stores
-// where aligned, as store_pair_guarded's).
-template <typename V>
-__device__ __forceinline__ void store_rows_transposed_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
-{
-    if (col >= n) return;
-    V* const dst = C + static_cast<size_t>(col) * m + row;
-    if ((m % 2) == 0 && row + 1 < m) {
-        *reinterpret_cast<hopper::pair_t<V>*>(dst) = hopper::pair_t<V>{v0, v1};
-    } else {
-        if (row < m) dst[0] = v0;
-        if (row + 1 < m) dst[1] = v1;
-    }
-}
-
 // A thread's accumulators of a tile of C^T into C, pair by pair; its second row PAIR below its first (ROW_PAIR). The
 // eight rows of a warp's store are 32 contiguous bytes of one of C's rows (PAIR 8; 64 bytes at PAIR 1, both rows),
 // and its four column pairs four of C's rows.
@@ -150,9 +149,9 @@ __device__ __forceinline__ void store_acc_transposed(const V* d, V* C, int m, in
 {
 #pragma unroll
     for (int j = 0; j < NJ; ++j) {
-        if constexpr (PAIR == 1) {  // rows row0 and row0 + 1: adjacent in each of C's rows
-            store_rows_transposed_guarded(C, m, n, row0, col0 + 8 * j, d[4 * j], d[4 * j + 2]);
-            store_rows_transposed_guarded(C, m, n, row0, col0 + 8 * j + 1, d[4 * j + 1], d[4 * j + 3]);
+        if constexpr (PAIR == 1) {  // rows row0 and row0 + 1: a pair in C's row col (C: the kernel's n rows of m)
+            store_pair_guarded(C, n, m, col0 + 8 * j, row0, d[4 * j], d[4 * j + 2]);
+            store_pair_guarded(C, n, m, col0 + 8 * j + 1, row0, d[4 * j + 1], d[4 * j + 3]);
         } else {
 #pragma unroll
             for (int h = 0; h < 2; ++h)
@@ -204,20 +203,6 @@ template <typename V> struct quad_of;
 template <> struct quad_of<float> { using type = float4; };
 template <> struct quad_of<int> { using type = int4; };
 template <typename V> using quad_t = typename quad_of<V>::type;
-
-// C[row][col, col + 1] = (v0, v1) where inside C (8-byte stores where aligned).
-template <typename V>
-__device__ __forceinline__ void store_pair_guarded(V* C, int m, int n, int row, int col, V v0, V v1)
-{
-    if (row >= m) return;
-    V* const dst = C + static_cast<size_t>(row) * n + col;
-    if ((n % 2) == 0 && col + 1 < n) {
-        *reinterpret_cast<hopper::pair_t<V>*>(dst) = hopper::pair_t<V>{v0, v1};
-    } else {
-        if (col < n) dst[0] = v0;
-        if (col + 1 < n) dst[1] = v1;
-    }
-}
 
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
 // partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
@@ -275,8 +260,8 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
                     const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
                     const int row = m0 + (t / 32) * 16 + pair_row<PAIR>(lane), col = n0 + 8 * q + 2 * (lane % 4);
                     if constexpr (SWAP_AB && PAIR == 1) {  // C^T's adjacent rows (store_acc_transposed)
-                        store_rows_transposed_guarded(C, m, n, row, col, a[i][0], a[i][2]);
-                        store_rows_transposed_guarded(C, m, n, row, col + 1, a[i][1], a[i][3]);
+                        store_pair_guarded(C, n, m, col, row, a[i][0], a[i][2]);
+                        store_pair_guarded(C, n, m, col + 1, row, a[i][1], a[i][3]);
                     } else if constexpr (SWAP_AB) {  // the tile is C^T's (store_acc_transposed)
                         store_pair_transposed_guarded(C, m, n, row, col, a[i][0], a[i][1]);
                         store_pair_transposed_guarded(C, m, n, row + PAIR, col, a[i][2], a[i][3]);
