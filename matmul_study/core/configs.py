@@ -666,15 +666,15 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
 
 # The 8-bit rungs' twins that compute Cᵀ = Bᵀ·Aᵀ (any tile of 128 rows: swapped_problem) against the rung's own
 # picks, x the vendor (both of whose lines transpose B as ours do) on an H200 in one process
-# (small-problems/swap-bytes-store.txt, M x N x K, int8 / FP8): 16x4096x4096 2.09 / 1.77 (K split 4 ways over 128x64
-# tiles of Cᵀ) against 0.97 / 0.81, 128x4096x4096 1.79 / 1.39 against 1.16 / 1.05, 512x512x16384 1.38 / 1.09 against
-# 1.03 / 0.84, 1000x800x1200 1.63 / 1.43 against 1.02 / 0.93, 1024^3 1.87 / 1.51 against 1.33 / 1.08, 2048^3 1.76 /
-# 1.28 against 1.40 / 1.03, 4096^3 1.07 / 1.09 against 0.98 / 1.01. Where B is a small part of the bytes (N = 64)
-# or the products far outweigh it (8192^3; before the twins' paired stores, 1.06 / 1.02 against 1.06 / 1.02), its
-# transpose costs little and the rung's own tiles keep their stream-K tails and staged stores. The transpose of B,
-# estimated as its share of the GEMM's own time: 8192^3 5 %, 4096^3 10 %, 2048^3 20 %, 1024^3 39 %, 16 rows against
-# 4096x4096 200 %, 4096x64x4096 3 %. So the twins run where that share is at least this.
-SWAP_TRANSPOSE_SHARE = 0.08
+# (small-problems/swap-bytes-store-*.txt, swap-large-*.txt, M x N x K, int8 / FP8): 16x4096x4096 2.09 / 1.77 (K split
+# 4 ways over 128x64 tiles of Cᵀ) against 0.97 / 0.81, 128x4096x4096 1.79 / 1.39 against 1.16 / 1.05, 512x512x16384
+# 1.38 / 1.09 against 1.03 / 0.84, 1000x800x1200 1.63 / 1.43 against 1.02 / 0.93, 1024^3 1.87 / 1.51 against 1.33 /
+# 1.08, 2048^3 1.76 / 1.28 against 1.40 / 1.03, 4096^3 1.07 / 1.09 against 0.98 / 1.01, 8192^3 1.01-1.12 / 1.04-1.05
+# against 0.95-1.09 / 0.99-1.02, 8192x6144x4096 0.99 / 1.02-1.03 against 0.97 / 0.99. But at N = 64, where the twins'
+# 128-row tiles lie half past B's columns, 0.61-0.63 / 0.57-0.59 against 1.00 / 0.93-0.94. The transpose of B,
+# estimated as its share of the GEMM's own time: 8192^3 and 8192x6144x4096 5 %, 4096^3 10 %, 1024^3 39 %, 16 rows
+# against 4096x4096 200 %, 4096x64x4096 3 %. So the twins run where that share is at least this.
+SWAP_TRANSPOSE_SHARE = 0.04
 # ... but not where the rung's own pick splits K this many ways or more (a few tiles against a deep K): its 64-row
 # tiles and their two k groups cut each SM's work further than the twins' 128-row ones can (x the vendor, int8 /
 # FP8, small-problems/swap-rule-*.txt: 128x128x32768 1.18 / 1.05 against the twins' 0.99 / 0.61, 64x64x65536 1.35 /
