@@ -612,7 +612,9 @@ SWAP_MAX_AREA = 1.5
 class SwapTwin(NamedTuple):
     """A build's twin that computes Cᵀ = Bᵀ·Aᵀ (swap_twin): its name, the build's tile rows and columns (the twin's
     too, laid along n and m), the build's cluster and the twin's, their K slices, and whether the build transposes B
-    before the kernel (the twin of a build that writes Bᵀ in shared memory saves no transpose, only the writers)."""
+    before the kernel (the twin of a build that writes Bᵀ in shared memory saves no transpose, only the writers).
+    A twin of other rows or slices than the build's (a build whose two consumer warpgroups take alternate k steps of
+    a 64-row tile: the twin of a 128-row tile split twice as far, the same work an item) names its own."""
     twin: str
     rows: int
     cols: int
@@ -620,6 +622,8 @@ class SwapTwin(NamedTuple):
     twin_cluster: int
     slices: int
     transposes: bool
+    twin_rows: int | None = None  # None: `rows`
+    twin_slices: int | None = None  # None: `slices`
 
 
 def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, SwapTwin], k_step: int,
@@ -650,12 +654,16 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
         # the transpose in waves of the pick's items (k cancels)
         transpose = (2 * element_bytes * problem.n * t.slices * macs_per_s / (bytes_per_s * t.rows * t.cols)
                      if t.transposes else 0.0)
-        swapped = cdiv(cdiv(cdiv(problem.n, t.rows), t.twin_cluster) * cdiv(problem.m, t.cols) * t.slices,
-                       max(1, problem.sm_count // t.twin_cluster))
-        area = cdiv(problem.n, t.rows) * cdiv(problem.m, t.cols) / (cdiv(problem.m, t.rows) * cdiv(problem.n, t.cols))
+        rows, slices = t.twin_rows or t.rows, t.twin_slices or t.slices
+        # the twin's waves, in the pick's items (of rows x cols x K / slices)
+        swapped = cdiv(cdiv(cdiv(problem.n, rows), t.twin_cluster) * cdiv(problem.m, t.cols) * slices,
+                       max(1, problem.sm_count // t.twin_cluster)) * rows * t.slices / (t.rows * slices)
+        area = (cdiv(problem.n, rows) * rows * cdiv(problem.m, t.cols)
+                / (cdiv(problem.m, t.rows) * t.rows * cdiv(problem.n, t.cols)))
         if swapped > waves + transpose or area > max_area:
             return picked
         plural = "s" if swapped != 1 else ""
+        swapped = int(swapped) if swapped == int(swapped) else round(swapped, 2)
         against = f"the transpose of B ({transpose:.2f} waves) before the kernel" if t.transposes else (
             "the warps that write Bᵀ in shared memory")
         return Choice(t.twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of work "
@@ -711,6 +719,28 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
                       f"the transpose of B would take {transpose / gemm:.0%} of the GEMM's time (at least "
                       f"{share:.0%}): Cᵀ = Bᵀ·Aᵀ without it, by the twin of the pick for Cᵀ's problem ({problem.n} x "
                       f"{problem.m}): {transposed.reason}")
+
+    return choose
+
+
+def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Callable[[object, tuple[str, ...]], Choice],
+                  builds: frozenset[str]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a kernel with builds of tiles smaller than its default ones (`builds`: kernel 7's 64 x 64 and
+    64 x 128 tiles of 4 warps, several to an SM) beside its own rule `rest`: where `rest` picks the default tiles,
+    whole or split (a problem whose 128 x 256 tiles leave most SMs idle or a last wave ragged), `model`'s pick among
+    the smaller tiles' builds and the default (a tile model with facts of their own: several blocks share an SM, which
+    the default tiles' facts do not weigh); elsewhere `rest`'s pick."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        offered = tuple(v for v in variants if v in builds)
+        if not offered or re.fullmatch(rf"{DEFAULT}|splitk\d+", picked.variant) is None:
+            return picked
+        small = model(problem, offered)
+        if small.variant not in builds:
+            return picked
+        return Choice(small.variant, f"{picked.reason}; but smaller tiles, several to an SM, take less: "
+                                     f"{small.reason.split(': ', 1)[-1]}")
 
     return choose
 

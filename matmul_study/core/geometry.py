@@ -237,6 +237,26 @@ def warptiled_narrow_variants() -> tuple[Variant, ...]:
                          f"4 stages{how}"))
 
 
+# Its fp32 small tiles (variants m64_n<BN>[_splitk<S>]): 64 x 64 and 64 x 128 tiles of 4 warps side by side along N
+# (64 x 16 and 64 x 32 each), k slices of 64 bytes a row, 4 stages: 34 and 50 KB, several blocks to an SM. For
+# mid-sized problems whose 128 x 256 tiles leave most SMs idle (cuBLAS runs SGEMM there on 64 x 64 tiles of 4 warps).
+WARPTILED_SMALL_TILES = ((64, 64), (64, 128))
+WARPTILED_SMALL_SPLITS = (1, 2, 4, 8, 16)
+
+
+def warptiled_small_variants() -> tuple[Variant, ...]:
+    """kernel 7's fp32 small tiles: WARPTILED_SMALL_TILES of 4 warps, whole or split."""
+    def builds(rows: int, cols: int) -> tuple[Variant, ...]:
+        tile = BlockTile("WARPTILED_F32", rows, cols, 16, 128, stages=4, layout=_warptiled_layout(4))
+        family = TileFamily("WARPTILED", {"float32": (tile,)})
+        return tuple(replace(v, dtypes=("float32",)) for v in _split_builds(
+            f"m{rows}_n{cols}", WARPTILED_SMALL_SPLITS, lambda s, name, how: family_split_variant(
+                family, s, name, f"small tiles: {rows}x{cols}, 4 warps side by side along N, k slices of 64 bytes "
+                                 f"a row, 4 stages{how}")))
+
+    return tuple(v for rows, cols in WARPTILED_SMALL_TILES for v in builds(rows, cols))
+
+
 def decode_tile(tile_m: int) -> BlockTile:
     return replace(MMA_ASYNC_COPY, tile_m=tile_m, tile_n=DECODE_TILE_N,
                    tile_k=DECODE_SLICE_BYTES // MMA_ASYNC_COPY.unit_bytes, threads=128)

@@ -22,6 +22,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         dmma_narrow_variants, dmma_square_variants, square_thread_blocks,
                                         square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants,
+                                        warptiled_small_variants,
                                         warptiled_token_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
@@ -78,7 +79,8 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 RAGGED_FILL = 0.9
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants(),
-                      *warptiled_token_variants())
+                      *warptiled_token_variants(), *warptiled_small_variants())
+WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
 # results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
@@ -92,6 +94,18 @@ WARPTILED_TILE_RATES = {
                                  partial_gbps=100.0, ragged_fill=RAGGED_FILL),
     "float64": configs.TileRates({16: 30.0, 32: 60.0, 128: 70.0}, {4: 0.5, 8: 1.0}, block_us=1.0,
                                  partial_gbps=50.0),
+}
+# ... and of its fp32 small tiles (64 x 128 and 64 x 64, 4 warps, several to an SM; configs.smaller_tiles weighs them
+# where the model above picks the default tiles, whole or split), fitted to every build at the 38 shapes of the sweeps
+# above on an H200 (small-problems/simt-small-tiles-sweep-float32.txt): at the 12 whose pick was the default tiles,
+# the pick is the best 64-row build at 11 and within 1 % at the other (x cuBLAS, the default tiles' pick before ->
+# after: 640x640x2048 0.66 -> 0.79, 1000x800x1200 0.70 -> 0.81, 1024^3 0.87 -> 0.97, 1536^3 0.83 -> 0.94, 1792^3
+# 0.93 -> 1.12, 2560^3 0.76 -> 0.93, 3072^3 0.96 -> 1.05); on 10 shapes of another run (simt-small-tiles-float32.txt)
+# the best measured at 9, within 4 % at the other (1536^3). The 64 x 64 tiles' low rate keeps them for sweeps: they
+# ran best at N = 64 (4096x64x4096 0.95 against kernel 7's 32 x 64 tiles' 0.87), which this rule does not reach.
+WARPTILED_SMALL_TILE_RATES = {
+    "float32": configs.TileRates({64: 160.0, (64, 64): 60.0, 128: 120.0}, {4: 0.5, 8: 1.0}, block_us=2.0,
+                                 partial_gbps=50.0, ragged_fill=RAGGED_FILL),
 }
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
@@ -224,8 +238,12 @@ METHODS: dict[str, Method] = {
             # where few.
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
-                configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, {v.name: v for v in WARPTILED_VARIANTS},
-                                        WARPTILED_TILE_RATES, configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
+                configs.smaller_tiles(
+                    configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS, WARPTILED_TILE_RATES,
+                                            configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
+                    configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS,
+                                            WARPTILED_SMALL_TILE_RATES, configs.wave_split_k(WARPTILED.tile)),
+                    frozenset(v.name for v in warptiled_small_variants())),
                 token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(
