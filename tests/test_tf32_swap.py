@@ -15,7 +15,7 @@ import pytest
 
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, TensorMap
-from matmul_study.core.warp_specialized import SWAP_PREFIX, SWAP_TWINS, WS_TF32, swap_twin_name
+from matmul_study.core.warp_specialized import SWAP_PREFIX, SWAP_TWINS, WS_TF32, swap_twin_name, swap_twins
 from matmul_study.launch import kernels
 from kernel_builds import rung_build
 
@@ -96,6 +96,35 @@ def test_the_heuristic_keeps_a_pick_whose_twin_takes_longer(shape, picked):
     # 64 columns: the twin's 128-row tiles cover twice the pick's area of C (0.72 against 0.97 at 8192x64x4096).
     m, n, k = shape
     assert registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names()).variant == picked
+
+
+def test_a_two_k_group_build_has_the_twin_of_a_128_row_tile_split_twice_as_far():
+    # Its two warpgroups take alternate k steps of a 64-row tile: as many items, each as large, as a 128-row tile of
+    # its columns over half of its K slice; the builds that write Bᵀ in shared memory transpose nothing to save.
+    twins = swap_twins(WS_TF32, registry.WS_TF32_VARIANTS)
+    assert twins["bm64_bn128_kg2"].twin == "swap_bn128_splitk2"
+    assert twins["bm64_bn64_kg2"].twin == "swap_bn64_splitk2"
+    assert twins["bm64_bn64_kg2_splitk4"].twin == "swap_bn64_splitk8"
+    for name, t in twins.items():
+        if "kg2" in name:
+            own = registry.get(METHOD).variant(name).config
+            assert (t.rows, t.twin_rows, t.twin_slices) == (64, 128, 2 * own.split_k) and t.transposes
+    assert not any(name.endswith("_smem_bt") for name in twins if "kg2" in name)
+
+
+@pytest.mark.parametrize("shape,picked", [((1024, 1024, 8192), "swap_bn128_splitk2"),
+                                          ((512, 2048, 8192), "swap_bn128_splitk2"),
+                                          ((384, 1024, 1024), "swap_bn64_splitk2"),
+                                          ((1536, 768, 8192), "bm64_bn128_kg2"),
+                                          ((3072, 384, 8192), "bm64_bn128_kg2")])
+def test_the_heuristic_weighs_a_two_k_group_pick_against_its_twin(shape, picked):
+    # x cuBLAS on an H200 (small-problems/tf32-kg2-twins*.txt): 1024x1024x8192 1.13 against the pick's 0.79,
+    # 512x2048x8192 1.12 against 0.62, 384x1024x1024 1.19 against 1.14; kept where the twin's items, one wave
+    # either way, outweigh the pick's and the transpose of B (1536x768x8192 0.86 against the twin's 0.70).
+    m, n, k = shape
+    choice = registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names())
+    assert choice.variant == picked
+    assert ("Cᵀ = Bᵀ·Aᵀ" in choice.reason) == picked.startswith(SWAP_PREFIX)
 
 
 def test_the_heuristic_keeps_the_pick_where_the_twin_is_not_offered():

@@ -445,11 +445,26 @@ def records(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, WsConfig
 def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapTwin]:
     """The rung's builds (its record `base`, "default", then `variants`) that have a twin computing Cᵀ = Bᵀ·Aᵀ among
     `variants`, for configs.swap_twin: those of SWAP_TWINS, and those that write Bᵀ in shared memory at their tiles
-    and splits (<build>_smem_bt; the default's: smem_bt), each with its tile, cluster, slices and its twin's cluster."""
+    and splits (<build>_smem_bt; the default's: smem_bt), each with its tile, cluster, slices and its twin's cluster;
+    and the builds of two k groups that transpose B (bm64_bn128_kg2...), which have no twin of their own (their
+    warpgroups' sums meet through the staging that the swapped epilogue skips): the twin of the 128-row tile of their
+    columns split twice as far, whose items are as many and as large (a 64 x 128 tile over all of K against a
+    128 x 128 one over half of it)."""
     by_name = records(base, variants)
     out = {}
     for name, c in by_name.items():
         if c.swap_ab:
+            continue
+        if c.k_groups > 1:
+            if c.bt_smem:
+                continue
+            rows, slices = c.BM * c.k_groups, c.split_k * c.k_groups
+            own = next((n for n, o in by_name.items() if n in SWAP_TWINS and not o.bt_smem and o.k_groups == 1
+                        and (o.BM, o.bn, o.split_k) == (rows, c.bn, slices)), None)
+            twin = by_name.get(swap_twin_name(own)) if own is not None else None
+            if twin is not None:
+                out[name] = SwapTwin(swap_twin_name(own), c.BM, c.bn, c.cluster, twin.cluster, c.split_k, True,
+                                     rows, slices)
             continue
         own = name if not c.bt_smem else "" if name == BT_SMEM_SUFFIX else name.removesuffix(f"_{BT_SMEM_SUFFIX}")
         twin = by_name.get(swap_twin_name(own))
