@@ -678,12 +678,13 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # tiles whole run at 0.93, 1.00 and 1.08.
 # tf32 where its twins that compute Cᵀ = Bᵀ·Aᵀ run faster than the pick and no rule takes them
 # (tiles-swap-rows-deep-tf32.txt): 16 token rows, whose 128x64 tiles' twins split to fill the SMs run at 0.88-1.05
-# against the 64x128 tiles writing Bᵀ at 0.77-0.99; 1024x1024x8192, the 64x128 tiles of two k groups (no twin: their
-# sums meet through the staging) at 0.73-0.93 against the 128x128 split's twin at 1.03.
+# against the 64x128 tiles writing Bᵀ at 0.77-0.99. tf32 1792^3, 392 items of 64x128 tiles in two k groups (past a
+# wave: their twin, the 128x128 tiles split 2 ways, is not weighed) at 0.75-0.95 against the 128x256 tiles without a
+# cluster at 0.95-0.97 (tiles-kg2-twins-tf32.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
                    ("16x4096x4096", "bm64_bn128_splitk4_smem_bt"), ("16x6144x4096", "bm64_bn128_splitk2_smem_bt"),
-                   ("16x4096x14336", "bm64_bn128_splitk4_smem_bt"), ("1024x1024x8192", "bm64_bn128_kg2"))},
+                   ("16x4096x14336", "bm64_bn128_splitk4_smem_bt"), ("1792x1792x1792", "bm64_bn128_kg2"))},
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bm64_bn64_kg2",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",

@@ -607,6 +607,12 @@ SWAP_TILE_MACS_PER_S = 1.3e12
 # tile has rows, the twin's tiles lie mostly past them (x cuBLAS on an H200, tiles-swap-area-tf32.txt: 8192x16x8192
 # 0.60 against 0.88, twice the area; 160x128x16384 1.00 against 0.87, a third more).
 SWAP_MAX_AREA = 1.5
+# ... and the fewest k steps a slice of a twin split further than its pick (the twin of a two-k-group build): short
+# of them, the twin split as its pick is (x cuBLAS on an H200, tiles-kg2-twins*-tf32.txt: 256^3 1.09 unsplit against
+# 0.87 split 2 ways, 2048x256x512 1.09 against 0.97; 384x1024x1024, 16 steps a slice, 1.19 split against 1.00). Where
+# the transpose's launch outweighs the tiles' work, the wave model does not weigh it: these small problems take the
+# twin unsplit.
+SWAP_SPLIT_MIN_STEPS = 12
 
 
 class SwapTwin(NamedTuple):
@@ -624,6 +630,7 @@ class SwapTwin(NamedTuple):
     transposes: bool
     twin_rows: int | None = None  # None: `rows`
     twin_slices: int | None = None  # None: `slices`
+    short_twin: str | None = None  # the twin of twin_rows split as the build is, for a K too short to split further
 
 
 def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, SwapTwin], k_step: int,
@@ -649,6 +656,14 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
         if t is None or t.twin not in variants:
             return picked
         items = cdiv(cdiv(problem.m, t.rows), t.cluster) * cdiv(problem.n, t.cols) * t.slices
+        if t.twin_slices is not None and items > problem.sm_count // t.cluster:
+            return picked  # a twin split further than its pick: only while one wave holds the items (no partials
+            # stored past it: 1792^3, 392 items, 0.82 against the pick's 0.75-0.89)
+        if (t.twin_slices is not None and t.short_twin in variants
+                and cdiv(problem.k, k_step) < SWAP_SPLIT_MIN_STEPS * t.twin_slices):
+            return Choice(t.short_twin, f"{picked.reason}; over {cdiv(problem.k, k_step)} k steps its twin of "
+                                        f"{t.twin_rows}-row tiles computes Cᵀ = Bᵀ·Aᵀ unsplit, without the transpose "
+                                        "of B and its launch")
         waves = persistent_waves(items, max(1, problem.sm_count // t.cluster), cdiv(problem.k, k_step),
                                  min_saved if t.slices == 1 else None)[0]
         # the transpose in waves of the pick's items (k cancels)
