@@ -411,6 +411,12 @@ def test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster():
     chosen = pick("warptiled", 1024, 1024, 1024)
     assert chosen.variant == "m64_n128_splitk2" and "smaller tiles, several to an SM" in chosen.reason
     assert pick("warptiled", 2048, 2048, 2048).variant == "default"  # a full wave of the default tiles
+    # Slices deeper than SMALL_TILE_MAX_STEPS keep the default tiles (small-tiles-rule-float32-*.txt, one process
+    # each: 2048x1024x4096 split 2 ways 0.94 against the 64x128 tiles' 0.86, 1024x1024x8192 split 4 ways 0.93 against
+    # 0.90); at 32 k steps a slice the small tiles (1024x1024x4096: 0.86 against 0.85).
+    assert pick("warptiled", 2048, 1024, 4096).variant == own_tiles_pick(2048, 1024, 4096).variant == "splitk2"
+    assert pick("warptiled", 1024, 1024, 8192).variant == "splitk4"
+    assert pick("warptiled", 1024, 1024, 4096).variant == "m64_n128_splitk2"
     assert pick("warptiled", 1024, 1024, 1024, dtype="float64").variant not in small  # fp32's builds alone
 
 

@@ -738,18 +738,29 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
     return choose
 
 
+# smaller_tiles: the most k steps a slice of the default tiles' pick at which the smaller tiles take its place. Deeper
+# slices keep the 128 x 256 tiles, whose larger products per byte read pay there (x cuBLAS on an H200, the default
+# tiles' pick against the 64 x 128 tiles', small-tiles-rule-float32-*.txt: 2048x1024x4096 split 2 ways, 64 steps of 32
+# a slice, 0.94 against 0.86; 1024x1024x8192 split 4 ways, 64 steps, 0.93 against 0.90; 1024x1024x4096, 32 steps, 0.85
+# against 0.86; 1408^3, 22 steps, 0.86 against 0.93).
+SMALL_TILE_MAX_STEPS = 47
+
+
 def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Callable[[object, tuple[str, ...]], Choice],
-                  builds: frozenset[str]) -> Callable[[object, tuple[str, ...]], Choice]:
+                  builds: frozenset[str], tile_k: int, max_steps: int = SMALL_TILE_MAX_STEPS
+                  ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with builds of tiles smaller than its default ones (`builds`: kernel 7's 64 x 64 and
     64 x 128 tiles of 4 warps, several to an SM) beside its own rule `rest`: where `rest` picks the default tiles,
-    whole or split (a problem whose 128 x 256 tiles leave most SMs idle or a last wave ragged), `model`'s pick among
-    the smaller tiles' builds and the default (a tile model with facts of their own: several blocks share an SM, which
-    the default tiles' facts do not weigh); elsewhere `rest`'s pick."""
+    whole or split (a problem whose 128 x 256 tiles leave most SMs idle or a last wave ragged), each slice of at most
+    `max_steps` k steps of `tile_k`, `model`'s pick among the smaller tiles' builds and the default (a tile model with
+    facts of their own: several blocks share an SM, which the default tiles' facts do not weigh); elsewhere `rest`'s
+    pick."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
         offered = tuple(v for v in variants if v in builds)
-        if not offered or re.fullmatch(rf"{DEFAULT}|splitk\d+", picked.variant) is None:
+        own = re.fullmatch(rf"{DEFAULT}|splitk(\d+)", picked.variant)
+        if not offered or own is None or cdiv(cdiv(problem.k, tile_k), int(own.group(1) or 1)) > max_steps:
             return picked
         small = model(problem, offered)
         if small.variant not in builds:

@@ -243,7 +243,7 @@ METHODS: dict[str, Method] = {
                                             configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
                     configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS,
                                             WARPTILED_SMALL_TILE_RATES, configs.wave_split_k(WARPTILED.tile)),
-                    frozenset(v.name for v in warptiled_small_variants())),
+                    frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2]),
                 token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(
