@@ -98,11 +98,12 @@ WARPTILED_TILE_RATES = {
 # ... and of its fp32 small tiles (64 x 128 and 64 x 64, 4 warps, several to an SM; configs.smaller_tiles weighs them
 # where the model above picks the default tiles, whole or split), fitted to every build at the 38 shapes of the sweeps
 # above on an H200 (small-problems/simt-small-tiles-sweep-float32.txt): at the 12 whose pick was the default tiles,
-# the pick is the best 64-row build at 11 and within 1 % at the other (x cuBLAS, the default tiles' pick before ->
-# after: 640x640x2048 0.66 -> 0.79, 1000x800x1200 0.70 -> 0.81, 1024^3 0.87 -> 0.97, 1536^3 0.83 -> 0.94, 1792^3
-# 0.93 -> 1.12, 2560^3 0.76 -> 0.93, 3072^3 0.96 -> 1.05); on 10 shapes of another run (simt-small-tiles-float32.txt)
-# the best measured at 9, within 4 % at the other (1536^3). The 64 x 64 tiles' low rate keeps them for sweeps: they
-# ran best at N = 64 (4096x64x4096 0.95 against kernel 7's 32 x 64 tiles' 0.87), which this rule does not reach.
+# the pick is the best build measured at 10 and within 1 % at the other two (x cuBLAS, the default tiles' pick before
+# -> after: 640x640x2048 0.66 -> 0.79, 1000x800x1200 0.70 -> 0.81, 1024^3 0.87 -> 0.97, 1536^3 0.83 -> 0.94, 1792^3
+# 0.93 -> 1.12, 2560^3 0.76 -> 0.93, 3072^3 0.96 -> 1.05); at the 10 such shapes of another run
+# (simt-small-tiles-float32.txt) the best at 8, within 1 % at 1000x800x1200 and 5 % at 1536^3. The 64 x 64 tiles' low
+# rate keeps them for sweeps: they ran best at N = 64 (4096x64x4096 0.95 against kernel 7's 32 x 64 tiles' 0.87),
+# which this rule does not reach.
 WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 60.0, 128: 120.0}, {4: 0.5, 8: 1.0}, block_us=2.0,
                                  partial_gbps=50.0, ragged_fill=RAGGED_FILL),
