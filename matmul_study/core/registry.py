@@ -108,6 +108,17 @@ WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 60.0, 128: 120.0}, {4: 0.5, 8: 1.0}, block_us=2.0,
                                  partial_gbps=50.0, ragged_fill=RAGGED_FILL),
 }
+# ... and against its decode and narrow tiles, where the model above picks them past the token rows and a decode
+# tile's columns (at 128 columns or fewer the small tiles were not measured against them): fitted to every
+# build at 47 shapes past the token rows (simt-small-tiles-sweep-float32.txt, simt-small-tiles-more-float32.txt; the
+# least total regret with no pick 3 % behind the former one), a rate for every tile's rows. Where they moved the pick
+# (x cuBLAS, one process each): 1200^3 32-row tiles 0.57 -> 64 x 128 split 2 ways 0.94, 1500x700x900 16-row tiles
+# split 2 ways 0.53 -> 64 x 64 0.79, 700x1400x2100 0.69 -> 0.83, 2000x300x3000 0.51 -> 0.58, 640^3 0.97 -> 1.03;
+# 512^3 32-row tiles split 4 ways 1.06 -> 64 x 64 split 2 ways 1.03 (and 1.07 -> 1.04 in another run).
+WARPTILED_BESIDE_TILE_RATES = {
+    "float32": configs.TileRates({16: 180.0, 32: 160.0, 64: 190.0, (64, 64): 140.0, 128: 130.0}, {4: 0.9, 8: 1.0},
+                                 block_us=0.5, partial_gbps=25.0, ragged_fill=RAGGED_FILL),
+}
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
                  *dmma_square_variants())
@@ -244,7 +255,11 @@ METHODS: dict[str, Method] = {
                                             configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
                     configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS,
                                             WARPTILED_SMALL_TILE_RATES, configs.wave_split_k(WARPTILED.tile)),
-                    frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2]),
+                    frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
+                    frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants())),
+                    WARPTILED_DECODE_ROWS, DECODE_TILE_N,
+                    configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS,
+                                            WARPTILED_BESIDE_TILE_RATES, configs.wave_split_k(WARPTILED.tile))),
                 token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(
