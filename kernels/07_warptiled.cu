@@ -101,21 +101,19 @@ struct Contract {
 // fp32, for M of a few rows: a 16-row tile at M = 1 multiplies 15 rows of zeros, and its FMAs, not B's bytes, set
 // the pace) a warp is 8 x 64: lanes 2 x 16, the same 4 x 4 chunk, so the block's 4 warps span 8 x 256.
 //
-// Small tiles (the registry's m64_n64 and m64_n128 builds, with their splits): 64 rows whose block has fewer outputs
-// a warp than the wide warp tile, for mid-sized problems whose wide tiles leave most SMs idle. Their warps sit side
-// by side along N too, each 64 x BN / warps: 64 x 16 (lanes 16 x 2, a 4 x 8 chunk each, cuBLAS's SIMT layout at
-// such shapes: 64 x 64 tiles of 1 x 4 warps) or 64 x 32 (lanes 8 x 4, 8 x 8). Their few registers and shared
-// memory let several blocks share an SM, whose warps hide each other's latency.
-template <int BM, int BN, int THREADS, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
+// Small tiles (the registry's m64_n64 and m64_n128 builds, with their splits): 64 rows, for mid-sized problems whose
+// wide tiles leave most SMs idle. Their 4 warps sit side by side along N too, each 64 x BN / 4: 64 x 16 (lanes
+// 16 x 2, a 4 x 8 chunk each, cuBLAS's SIMT layout at such shapes: 64 x 64 tiles of 1 x 4 warps) or 64 x 32 (lanes
+// 8 x 4, 8 x 8). Their few registers and shared memory let several blocks share an SM, whose warps hide each other's
+// latency.
+template <int BM, int BN, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
 struct WarpLayout {
-    static constexpr bool decode = BM < 64;
-    static constexpr bool small = !decode && BM * BN / (THREADS / 32) < WIDE_WM * WIDE_WN;
-    static constexpr int SMALL_WN = BN / (THREADS / 32);
+    static constexpr bool decode = BM < 64, small = BM == 64;
     static constexpr int WM = decode || small ? BM : WIDE_WM;
-    static constexpr int WN = decode ? (BM == 8 ? 64 : 32) : small ? SMALL_WN : WIDE_WN;
-    static constexpr int LANES_M = decode ? BM / 4 : small ? (SMALL_WN >= 32 ? 8 : 16) : WIDE_LANES_M;
+    static constexpr int WN = decode ? (BM == 8 ? 64 : 32) : small ? BN / 4 : WIDE_WN;
+    static constexpr int LANES_M = decode ? BM / 4 : small ? (BN / 4 >= 32 ? 8 : 16) : WIDE_LANES_M;
     static_assert(!decode || BM == 8 || BM == 16 || BM == 32, "decode tiles: 8, 16 or 32 rows");
-    static_assert(!small || BM == 64, "small tiles: 64 rows");
+    static_assert(!small || BN == 64 || BN == 128, "small tiles: 64 x 64 or 64 x 128");
 };
 template <int BM, int BN, int BK, int STAGES, class W>
 using LaidOut = Config<BM, BN, BK, W::WM, W::WN, STAGES, W::LANES_M>;
@@ -127,13 +125,13 @@ template <typename T> struct Barrier {
 #ifdef WARPTILED_F32_BK
 template <> struct Barrier<float>
     : Contract<LaidOut<WARPTILED_F32_BM, WARPTILED_F32_BN, WARPTILED_F32_BK, WARPTILED_F32_STAGES,
-                       WarpLayout<WARPTILED_F32_BM, WARPTILED_F32_BN, WARPTILED_F32_THREADS, 64, 64, 4>>,
+                       WarpLayout<WARPTILED_F32_BM, WARPTILED_F32_BN, 64, 64, 4>>,
                float, WARPTILED_F32_THREADS, WARPTILED_F32_SMEM_BYTES> {};
 #endif
 #ifdef WARPTILED_F64_BK
 template <> struct Barrier<double>
     : Contract<LaidOut<WARPTILED_F64_BM, WARPTILED_F64_BN, WARPTILED_F64_BK, WARPTILED_F64_STAGES,
-                       WarpLayout<WARPTILED_F64_BM, WARPTILED_F64_BN, WARPTILED_F64_THREADS, 64, 32, 8>>,
+                       WarpLayout<WARPTILED_F64_BM, WARPTILED_F64_BN, 64, 32, 8>>,
                double, WARPTILED_F64_THREADS, WARPTILED_F64_SMEM_BYTES> {};
 #endif
 
