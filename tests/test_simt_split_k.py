@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from functools import partial
 
 import pytest
 
@@ -388,40 +389,57 @@ def test_the_tile_model_picks_fit_the_committed_sweeps(sweep):
         assert builds[chosen] >= 0.98 * builds[before], (dtype, shape, chosen, before, builds)
 
 
+SMALL_TILES_CHECK = SMALL / "simt-small-tiles-check-float32.txt"  # every fp32 build at 10 more shapes, one process
+SMALL_TILES_FRESH = SMALL / "simt-small-tiles-fresh-float32.txt"  # and at 12 more, measured after the fit
+
+
 def test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster():
     # Where kernel 7's tile model picks its 128x256 tiles, whole or split, the small 64-row tiles' own model weighs
     # them (configs.smaller_tiles), fitted to every build at the sweeps' 38 shapes (one process on an H200) and checked
     # on another run's 15 shapes (simt-small-tiles-float32.txt); where it picks decode or narrow tiles past the token
-    # rows and a decode tile's columns, a model of their own weighs the small tiles against them (fitted to the sweep
-    # and 16 more shapes, simt-small-tiles-more-float32.txt): no pick more than 3 % behind the former one.
+    # rows, a model of their own weighs the small tiles against them (fitted to the three sweeps' 50 shapes, checked
+    # at 10 shapes nobody tuned for, simt-small-tiles-check-float32.txt, and 12 more measured after the fit,
+    # simt-small-tiles-fresh-float32.txt): the least total regret, at most 3.2 % on average where it was fitted, 5 %
+    # and 12 % where it was checked (17.7 % and 17.5 % with the former facts), and never more than 10 % behind the
+    # former pick (1400x1000x800: 64x64 tiles 0.88 of cuBLAS, 64x128 split 2 ways 0.96).
     small = SMALL_TILES
     beside = {v.name for v in (*geometry.warptiled_decode_variants(), *geometry.warptiled_narrow_variants())}
     before = tuple(v for v in configs.runnable(registry.get("warptiled"), "float32") if v not in small)
-    for path, regret in ((SMALL_TILES_SWEEP, 0.015), (SMALL_TILES_RUN, 0.05), (SMALL_TILES_MORE, None)):
+    fitted = (SMALL_TILES_SWEEP, SMALL_TILES_RUN, SMALL_TILES_MORE)
+    for paths, mean_regret in ((fitted, 0.032), ((SMALL_TILES_CHECK,), 0.05), ((SMALL_TILES_FRESH,), 0.12)):
+        regrets = []
+        for (_, dtype, shape), builds in table_ratios(paths).items():
+            m, n, k = map(int, shape.split("x"))
+            if m <= geometry.WARPTILED_DECODE_ROWS:
+                continue
+            old = pick_among("warptiled", m, n, k, before)
+            chosen = pick("warptiled", m, n, k).variant
+            regrets.append(1 - builds[chosen] / max(builds.values()))
+            if old in beside:
+                assert builds[chosen] >= 0.90 * builds[old], (shape, old, chosen)
+            elif re.fullmatch(r"default|splitk\d+", old) is None:
+                assert chosen == old, (shape, old, chosen)  # the rest of the rule as it was
+            else:
+                assert builds[chosen] >= builds[old], (shape, old, chosen)
+        assert len(regrets) >= 10 and sum(regrets) / len(regrets) <= mean_regret, (paths, regrets)
+    for path, regret in ((SMALL_TILES_SWEEP, 0.015), (SMALL_TILES_RUN, 0.05)):  # in the default tiles' place
         taken = 0
         for (_, dtype, shape), builds in table_ratios([path]).items():
             m, n, k = map(int, shape.split("x"))
             old = pick_among("warptiled", m, n, k, before)
-            chosen = pick("warptiled", m, n, k).variant
-            if old in beside and m > geometry.WARPTILED_DECODE_ROWS and n > geometry.DECODE_TILE_N:
-                assert builds[chosen] >= 0.97 * builds[old], (shape, old, chosen)
+            if re.fullmatch(r"default|splitk\d+", old) is not None:
+                chosen = pick("warptiled", m, n, k).variant
+                best = max(r for b, r in builds.items() if b in small or b == "default")
+                assert builds[chosen] >= (1 - regret) * best, (shape, old, chosen)
                 taken += chosen in small
-                continue
-            if re.fullmatch(r"default|splitk\d+", old) is None:
-                assert chosen == old, (shape, old, chosen)  # the rest of the rule as it was
-                continue
-            best = max(r for b, r in builds.items() if b in small or b == "default")
-            assert regret is None or builds[chosen] >= (1 - regret) * best, (shape, old, chosen)
-            assert builds[chosen] >= builds[old], (shape, old, chosen)
-            taken += chosen in small
         assert taken >= 6, path.name
-    # Past the token rows, the decode tiles' former picks at shapes nobody tuned for (x cuBLAS, one process):
-    # 1200^3 32-row tiles 0.57, 64x128 tiles split 2 ways 0.94; 1500x700x900 16-row tiles split 2 ways 0.53, 64x64
-    # tiles 0.79.
-    assert pick("warptiled", 1200, 1200, 1200).variant == "m64_n128_splitk2"
-    assert pick("warptiled", 1500, 700, 900).variant == "m64_n64"
+    # Past the token rows, the decode and narrow tiles' former picks at shapes nobody tuned for (x cuBLAS, one
+    # process): 6144x64x2048 32x64 tiles split 2 ways 1.25, 64x64 tiles split 4 ways 1.59; 896^3 16-row tiles 0.85,
+    # 64x64 tiles split 2 ways 0.94; 2000x300x3000 64x128 tiles split 4 ways 0.58, 64x64 0.81.
+    assert pick("warptiled", 6144, 64, 2048).variant == "m64_n64_splitk4"
+    assert pick("warptiled", 896, 896, 896).variant == "m64_n64_splitk2"
+    assert pick("warptiled", 2000, 300, 3000).variant == "m64_n64_splitk4"
     assert pick("warptiled", 768, 768, 768).variant == "m16_splitk4"  # kept: 0.94 against 0.91
-    assert pick("warptiled", 8192, 128, 8192).variant == own_tiles_pick(8192, 128, 8192).variant  # 128 columns
     # 1024^3: 256 blocks of 64x128 (two an SM, K in 2 slices) at 0.97 of cuBLAS against 0.87 for 128 of 128x256
     # split 4 ways (three of the former's fit an SM by registers and shared memory).
     chosen = pick("warptiled", 1024, 1024, 1024)
@@ -555,16 +573,18 @@ def test_the_narrow_picks_fit_the_committed_sweeps():
 def test_a_few_columns_send_kernel_7_to_its_tile_model_even_in_a_full_wave():
     # Default tiles that hold as many columns past N as in it (N <= 128 of fp32's 256) are weighed by the tile model
     # even where they fill a wave (small-problems/narrow-n-warptiled.txt, H200, x cuBLAS): the pick within 2 % of the
-    # best build in every case, and fp32 8192x64x4096 0.38 against the whole default tiles' 0.13.
+    # best build in every case, and fp32 8192x64x4096 0.38 against the whole default tiles' 0.13. (Among the builds
+    # that sweep ran: fp32's small tiles, measured later, are weighed against these picks too,
+    # test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster.)
     ratios = table_ratios([SMALL / "narrow-n-warptiled.txt"])
     assert len(ratios) == 8
     for (method, dtype, shape), builds in ratios.items():
         m, n, k = map(int, shape.split("x"))
         if n <= 64:
             continue  # the 32x64 tiles' (below)
-        chosen = pick(method, m, n, k, dtype).variant
+        chosen = (own_tiles_pick if method == "warptiled" else partial(pick, method))(m, n, k, dtype).variant
         assert builds[chosen] >= 0.98 * max(builds.values()), (dtype, shape, chosen, builds)
-    assert pick("warptiled", 8192, 128, 8192).variant == "m32"
+    assert own_tiles_pick(8192, 128, 8192).variant == "m32"
 
 
 # The most kernel 7's pick may lose to the best build at 64 columns or fewer (warptiled-narrow-n.txt): fp64
@@ -574,7 +594,8 @@ NARROW_N_REGRET = {"float32": 0.0, "float64": 0.17}
 
 def test_kernel_7_takes_tiles_of_64_columns_for_a_few_columns():
     # 32 x 64 tiles of 2 warps side by side, whole or split: registry data; weighed where the 32 x 128 tiles hold as
-    # many columns past N as in it (N <= 64).
+    # many columns past N as in it (N <= 64). (Among kernel 7's builds but fp32's small tiles, measured later:
+    # test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster.)
     m = registry.get("warptiled")
     p = problem(4096, 64, 4096)
     launch = m.launch_for(p, "m32_n64_splitk4")
@@ -587,7 +608,7 @@ def test_kernel_7_takes_tiles_of_64_columns_for_a_few_columns():
     gains = []
     for (_, dtype, shape), builds in ratios.items():
         rows, n, k = map(int, shape.split("x"))
-        chosen = pick("warptiled", rows, n, k, dtype).variant
+        chosen = own_tiles_pick(rows, n, k, dtype).variant
         assert chosen.startswith("m32_n64"), (dtype, shape, chosen)
         assert builds[chosen] >= (1 - NARROW_N_REGRET[dtype]) * max(builds.values()), (dtype, shape, chosen, builds)
         before = pick_among("warptiled", rows, n, k, tuple(b for b in builds if "_n64" not in b), dtype)

@@ -748,16 +748,16 @@ SMALL_TILE_MAX_STEPS = 47
 
 def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Callable[[object, tuple[str, ...]], Choice],
                   builds: frozenset[str], tile_k: int, beside: frozenset[str] = frozenset(), rows: int = 0,
-                  columns: int = 0, beside_model: Callable[[object, tuple[str, ...]], Choice] | None = None,
+                  beside_model: Callable[[object, tuple[str, ...]], Choice] | None = None,
                   max_steps: int = SMALL_TILE_MAX_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with builds of tiles smaller than its default ones (`builds`: kernel 7's 64 x 64 and
     64 x 128 tiles of 4 warps, several to an SM) beside its own rule `rest`: where `rest` picks the default tiles,
     whole or split (a problem whose 128 x 256 tiles leave most SMs idle or a last wave ragged), each slice of at most
     `max_steps` k steps of `tile_k`, `model`'s pick among the smaller tiles' builds and the default (a tile model with
     facts of their own: several blocks share an SM, which the default tiles' facts do not weigh); past `rows` token
-    rows and `columns` columns where `rest` picks one of the builds `beside` (kernel 7's decode and narrow tiles, which
-    its tile model weighs there), `beside_model`'s among the smaller tiles' builds, that pick and the default (facts of
-    their own again, for those tiles); elsewhere `rest`'s pick."""
+    rows where `rest` picks one of the builds `beside` (kernel 7's decode and narrow tiles, which its tile model weighs
+    there), `beside_model`'s among the smaller tiles' builds and that pick (facts of their own again, for those tiles);
+    elsewhere `rest`'s pick."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -765,7 +765,7 @@ def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Call
         own = re.fullmatch(rf"{DEFAULT}|splitk(\d+)", picked.variant)
         if own is not None and cdiv(cdiv(problem.k, tile_k), int(own.group(1) or 1)) <= max_steps:
             weigh = model
-        elif beside_model is not None and picked.variant in beside and problem.m > rows and problem.n > columns:
+        elif beside_model is not None and picked.variant in beside and problem.m > rows:
             weigh, offered = beside_model, offered + (picked.variant,)
         else:
             return picked
