@@ -3,6 +3,7 @@ heuristic's picks and reasons, the variants' launch geometry and workspace, and 
 
 from __future__ import annotations
 
+import csv
 import re
 import subprocess
 from functools import partial
@@ -452,6 +453,22 @@ def test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster():
     assert pick("warptiled", 1024, 1024, 8192).variant == "splitk4"
     assert pick("warptiled", 1024, 1024, 4096).variant == "m64_n128_splitk2"
     assert pick("warptiled", 1024, 1024, 1024, dtype="float64").variant not in small  # fp32's builds alone
+
+
+def test_a_pipeline_ran_the_small_tiles_picks_past_the_token_rows():
+    # `.ci/gpu-check.sh sweep` on an H200 with the rule above: kernel 7's pick and cuBLAS at 12 shapes whose pick the
+    # second model moved (m x k x n), every job verified; its picks are this rule's, and its ratios those of the
+    # sweeps (6144x2048x64 1.57 of cuBLAS, where the 32x64 tiles the tile model picks ran at 1.25).
+    with open(SMALL / "pipeline-small-tiles-beside-results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 24 and all(r["status"] == "passed" for r in rows)
+    ours = [r for r in rows if r["method"] == "warptiled"]
+    assert len(ours) == 12
+    for r in ours:
+        m, k, n = int(r["m"]), int(r["k"]), int(r["n"])
+        assert r["variant"] == pick("warptiled", m, n, k).variant in SMALL_TILES, (m, k, n)
+    ratio = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["pct_of_cublas"]) / 100 for r in ours}
+    assert ratio[6144, 2048, 64] > 1.5 and ratio[12288, 2048, 64] > 1.0 and ratio[896, 896, 896] > 0.9
 
 
 def test_the_tile_model_counts_the_warps_an_sm_holds():
