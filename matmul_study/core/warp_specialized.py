@@ -451,6 +451,13 @@ def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapT
     columns split twice as far, whose items are as many and as large (a 64 x 128 tile over all of K against a
     128 x 128 one over half of it), and for a K too short to split, that tile's twin split as the build is."""
     by_name = records(base, variants)
+
+    def twin_of(rows: int, bn: int, split: int) -> str | None:
+        """The twin of the build of rows x bn tiles (one k group, B transposed) split `split` ways, where both are."""
+        own = next((n for n, o in by_name.items() if n in SWAP_TWINS and not o.bt_smem and o.k_groups == 1
+                    and (o.BM, o.bn, o.split_k) == (rows, bn, split)), None)
+        return swap_twin_name(own) if own is not None and swap_twin_name(own) in by_name else None
+
     out = {}
     for name, c in by_name.items():
         if c.swap_ab:
@@ -459,16 +466,10 @@ def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapT
             if c.bt_smem:
                 continue
             rows, slices = c.BM * c.k_groups, c.split_k * c.k_groups
-
-            def twin_of(split: int) -> str | None:  # the twin of the 128-row tile of its columns split so
-                own = next((n for n, o in by_name.items() if n in SWAP_TWINS and not o.bt_smem and o.k_groups == 1
-                            and (o.BM, o.bn, o.split_k) == (rows, c.bn, split)), None)
-                return swap_twin_name(own) if own is not None and swap_twin_name(own) in by_name else None
-
-            twin = twin_of(slices)
+            twin = twin_of(rows, c.bn, slices)
             if twin is not None:
                 out[name] = SwapTwin(twin, c.BM, c.bn, c.cluster, by_name[twin].cluster, c.split_k, True, rows,
-                                     slices, twin_of(c.split_k))
+                                     slices, twin_of(rows, c.bn, c.split_k))
             continue
         own = name if not c.bt_smem else "" if name == BT_SMEM_SUFFIX else name.removesuffix(f"_{BT_SMEM_SUFFIX}")
         twin = by_name.get(swap_twin_name(own))
