@@ -678,10 +678,10 @@ def swap_twin(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str
         if swapped > waves + transpose or area > max_area:
             return picked
         plural = "s" if swapped != 1 else ""
-        swapped = int(swapped) if swapped == int(swapped) else round(swapped, 2)
+        shown = f"{swapped:.2f}".rstrip("0").rstrip(".")  # (2 waves, 1.5 waves, 1.33 waves)
         against = f"the transpose of B ({transpose:.2f} waves) before the kernel" if t.transposes else (
             "the warps that write Bᵀ in shared memory")
-        return Choice(t.twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {swapped} wave{plural} of work "
+        return Choice(t.twin, f"{picked.reason}; its twin computes Cᵀ = Bᵀ·Aᵀ in {shown} wave{plural} of work "
                               f"items, against {waves:.2f} and {against}")
 
     return choose
