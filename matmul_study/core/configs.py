@@ -762,8 +762,9 @@ def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Call
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
         offered = tuple(v for v in variants if v in builds)
-        own = re.fullmatch(rf"{DEFAULT}|splitk(\d+)", picked.variant)
-        if own is not None and cdiv(cdiv(problem.k, tile_k), int(own.group(1) or 1)) <= max_steps:
+        # the default tiles' pick, whole or split: its slices
+        slices = {DEFAULT: 1, **{f"splitk{s}": s for s in registered_splits(variants)}}.get(picked.variant)
+        if slices is not None and cdiv(cdiv(problem.k, tile_k), slices) <= max_steps:
             weigh = model
         elif beside_model is not None and picked.variant in beside and problem.m > rows:
             weigh, offered = beside_model, offered + (picked.variant,)
