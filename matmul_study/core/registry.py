@@ -103,7 +103,7 @@ WARPTILED_TILE_RATES = {
 # 0.93 -> 1.12, 2560^3 0.76 -> 0.93, 3072^3 0.96 -> 1.05); at the 10 such shapes of another run
 # (simt-small-tiles-float32.txt) the best at 8, within 1 % at 1000x800x1200 and 5 % at 1536^3. The 64 x 64 tiles' low
 # rate keeps them for sweeps: they ran best at N = 64 (4096x64x4096 0.95 against kernel 7's 32 x 64 tiles' 0.87),
-# which this rule does not reach.
+# where the model below weighs them.
 WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 60.0, 128: 120.0}, {4: 0.5, 8: 1.0}, block_us=2.0,
                                  partial_gbps=50.0, ragged_fill=RAGGED_FILL),
@@ -113,12 +113,13 @@ WARPTILED_SMALL_TILE_RATES = {
 # simt-small-tiles-more-float32.txt, simt-small-tiles-float32.txt; the least total regret, each pick more than 3 %
 # behind the former one counting as a tenth more), a rate for every tile's rows. Over those shapes the pick loses
 # 3.0 % on average to the best build measured (5.2 % with the tile model's picks kept at 128 columns or fewer, with
-# facts fitted to lose none of them), and at 10 shapes nobody tuned for (simt-small-tiles-check-float32.txt) 4.9 %
-# (17.7 %). Where it moved the pick (x cuBLAS, one process each): 6144x64x2048 32x64 tiles split 2 ways 1.25 -> 64x64
-# tiles split 4 ways 1.59, 16384x64x1024 0.92 -> 1.01, 384x3072x1024 16-row tiles split 2 ways 0.81 -> 0.94, 896^3
-# 16-row tiles 0.85 -> 0.94, 2000x300x3000 0.58 -> 0.81; at the check's shapes 12288x64x2048 0.81 -> 1.03,
-# 3000x100x2000 0.67 -> 0.87, 1300x900x700 0.66 -> 0.84, 2200x500x1500 0.73 -> 0.94. Lost: 640^3 1.03 -> 0.97 (32-row
-# tiles split 2 ways), 1200^3 0.94 -> 0.85 (64x64 tiles split 4 ways, against 64x128 split 2 ways).
+# facts fitted to lose none of them), at 10 shapes nobody tuned for (simt-small-tiles-check-float32.txt) 4.9 %
+# (17.7 %), and at 12 more measured after the fit (simt-small-tiles-fresh-float32.txt) 11.1 % (17.5 %). Where it moved
+# the pick (x cuBLAS, one process each): 6144x64x2048 32x64 tiles split 2 ways 1.25 -> 64x64 tiles split 4 ways 1.59,
+# 16384x64x1024 0.92 -> 1.01, 384x3072x1024 16-row tiles split 2 ways 0.81 -> 0.94, 896^3 16-row tiles 0.85 -> 0.94,
+# 2000x300x3000 0.58 -> 0.81; at the check's shapes 12288x64x2048 0.81 -> 1.03, 3000x100x2000 0.67 -> 0.87,
+# 1300x900x700 0.66 -> 0.84, 2200x500x1500 0.73 -> 0.94. Lost: 640^3 1.03 -> 0.97 (32-row tiles split 2 ways), 1200^3
+# 0.94 -> 0.85 (64x64 tiles split 4 ways, against 64x128 split 2 ways).
 WARPTILED_BESIDE_TILE_RATES = {
     "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 210.0, (64, 64): 230.0, 128: 200.0}, {4: 0.6, 8: 0.8},
                                  block_us=0.25, partial_gbps=100.0, ragged_fill=RAGGED_FILL),
