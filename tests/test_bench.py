@@ -4,6 +4,7 @@ ratios and table on made-up timings, and, on a GPU, one variant compared with cu
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ from matmul_study.analysis import tile_fit
 from matmul_study.measure import compare
 from matmul_study.measure.verify import Verification
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
 
 
 def load(name: str):
@@ -269,6 +271,53 @@ def test_the_profile_front_end_takes_one_case_only(capsys):
     with pytest.raises(SystemExit):
         ncu.command([WS, "--shape", "1024", "2048"])
     assert "profile one case at a time; these arguments make 2" in capsys.readouterr().err
+
+
+def test_the_profile_front_end_samples_the_warps_per_instruction_into_a_source_page(tmp_path):
+    source = tmp_path / "block.csv.gz"
+    run = ncu.command([WS, "--shape", "4096", "--source", str(source), "--", "--section", "SpeedOfLight"])
+    python = run.index(sys.executable)
+    assert run[python + 2:] == [WS, "--shape", "4096", "--profile", "3"]  # --source is not compare.py's
+    sections = run[run.index("--launch-count") + 2:python]
+    assert sections == [*ncu.SOURCE_SECTIONS, "-o", str(tmp_path / "block"), "-f", "--section", "SpeedOfLight"]
+    assert ncu.report_path(source) == tmp_path / "block.ncu-rep"
+    with pytest.raises(SystemExit, match="--source needs a path"):
+        ncu.command([WS, "--shape", "4096", "--source"])
+
+
+def test_a_source_page_gives_each_kernel_its_instructions_with_the_most_samples():
+    text = ('"Kernel Name","ours",\n'
+            '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb","stall_wait",'
+            '"stall_long_sb (Not Issued)"\n'
+            '"0x10","  FMUL R1, R2, R3","30","28","2","99"\n"0x20","  LDG.E R2, [R4.64]","10","0","10","0"\n'
+            '"0x30","  EXIT","0","0","0","0"\n'
+            '"Kernel Name","nvjet_sm90",\n"Address","Source","Warp Stall Sampling (All Samples)","stall_wait"\n'
+            '"0x40","  HGMMA","5","5"\n')
+    pages = ncu.source_pages(text)
+    assert list(pages) == ["ours", "nvjet_sm90"] and len(pages["ours"]) == 3
+    top = ncu.waits(pages["ours"], top=2)
+    assert top.instruction.tolist() == ["FMUL R1, R2, R3", "LDG.E R2, [R4.64]"]
+    assert top.share.tolist() == pytest.approx([0.75, 0.25])
+    assert top.reason.tolist() == ["long_sb", "wait"]  # the not-issued column is not a reason of its own
+    assert ncu.waits(pages["nvjet_sm90"]).reason.tolist() == ["wait"]
+
+
+def test_block_scaled_fp8_waits_on_its_scales_where_the_promoted_build_does_not():
+    # The committed source pages at 8192^3 on an H200 (docs/tensor-cores.md): after the final cluster barrier, where
+    # the producer warpgroup's idle warps wait, the block-scaled build's warps wait most on the FMULs of a step's
+    # scales, for their loads (long scoreboard): 30 % of its samples; bn128_promote's on its wgmmas.
+    small = REPO / "results/reference/NVIDIA_H200/small-problems"
+    for name, leading in (("block", "FMUL"), ("promoted", "WARPGROUP.DEPBAR")):
+        with gzip.open(small / f"ncu-source-fp8-{name}-8192.csv.gz", "rt") as f:
+            (page,) = ncu.source_pages(f.read()).values()
+        top = ncu.waits(page, top=len(page))
+        assert top.instruction[0] == "UCGABAR_WAIT"
+        assert top.instruction[1].startswith(leading), top.head()
+        fmul = top[top.instruction.str.startswith("FMUL")]
+        if name == "block":
+            assert fmul.share.sum() > 0.25 and set(fmul.reason[fmul.share > 0.01]) == {"long_sb"}
+        else:
+            assert fmul.share.sum() < 0.01
 
 
 # ------------------------------------------------------------------------------------------------ the protocol
