@@ -19,6 +19,7 @@ import pytest
 from matmul_study.launch import cublaslt, kernels, launchers
 from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLASLT
+from matmul_study.core.warp_specialized import SM90_SHARED_BYTES
 from matmul_study.measure import inputs
 from matmul_study.measure.verify import dequantized, verify_on_host
 from matmul_study.pipeline.config import ConfigError, validate
@@ -221,17 +222,22 @@ def test_dequantize_blocks_multiplies_each_element_by_its_blocks_scale():
 def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only():
     m = registry.get("wgmma_fp8_block")
     assert m.dtypes == ("float8_e4m3_block",) and m.source == "17_wgmma_fp8_block.cu" and m.default_study
-    # Its record is wgmma_fp8's bn128_promote build's (every definition comes from it, none from the method).
+    # Its record is wgmma_fp8's bn128_promote build's with a scale ring (every definition comes from it, none from
+    # the method), at the same stage count: the ring fits beside the six stages.
     promoted = registry.get("wgmma_fp8").variant("bn128_promote")
-    assert m.config == promoted.config and m.compile_options == ()
+    assert m.config == replace(promoted.config, scale_slots=3) and m.compile_options == ()
+    assert m.config.stage_count == promoted.config.stage_count == 6
+    assert m.config.shared_bytes == promoted.config.shared_bytes + 3 * ((128 + 4) * 4 + 16) <= SM90_SHARED_BYTES
     assert m.tile(0, "float8_e4m3_block") == promoted.tile(0, "float8_e4m3")
     assert m.unmet_requirement((8, 9), lambda name: True) is not None  # sm_90a only
     assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "splitk2", "splitk4", "splitk8"}
     for v in m.variants:  # a variant never changes the tile, promotion or the scales: those are the method's
-        assert (v.config.bn, v.config.bk, v.config.promote) == (m.config.bn, m.config.bk, True), v.name
+        assert (v.config.bn, v.config.bk, v.config.promote, v.config.scale_slots) == (
+            m.config.bn, m.config.bk, True, m.config.scale_slots), v.name
     launch = m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK))
     assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1)
-    assert launch == registry.get("wgmma_fp8").launch_for(specs.Problem(512, 512, 512, 0, PER_TENSOR), "bn128_promote")
+    per_tensor = registry.get("wgmma_fp8").launch_for(specs.Problem(512, 512, 512, 0, PER_TENSOR), "bn128_promote")
+    assert launch == replace(per_tensor, shared_bytes=m.config.shared_bytes)
     assert m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK), "cluster1").cluster == (1, 1, 1)
     split = m.variant("splitk4")
     assert split.config == replace(m.config, split_k=4)
@@ -295,11 +301,16 @@ def test_each_step_is_weighted_by_three_scales_as_it_is_promoted(tmp_path):
     assert status == 0, messages
     assert "m64n128k32.f32.e4m3.e4m3" in ptx and "m64n256k32" not in ptx
     # A chain of 8 steps and a remainder step: 9 steps of 4 wgmmas, each partial's 64 accumulators added with an
-    # FFMA (no FADD: the per-tensor build's add), and per step two rows' A scales and one B scale loaded.
+    # FFMA (no FADD: the per-tensor build's add), and per step two rows' A scales and one B scale read from the scale
+    # ring in shared memory, whose slot the thread then frees; no consumer loads a scale from global memory.
     assert ptx.count("mma_async.sync.aligned.m64n128k32") == 9 * 4
     assert len(re.findall(r"^\s*fma\.rn\.f32", ptx, re.MULTILINE)) == 9 * 64
     assert len(re.findall(r"^\s*add\.f32", ptx, re.MULTILINE)) == 0
-    assert ptx.count("ld.global.nc.f32") == 9 * 3
+    assert ptx.count("ld.shared.f32") == 9 * 3 and "ld.global.nc.f32" not in ptx
+    # The loader warp copies a step's 128 rows (4 per lane) and the B scale, then arrives as its copies land (in each
+    # copy of its k loop that the compiler unrolls).
+    arrivals = ptx.count("cp.async.mbarrier.arrive.noinc.shared::cta.b64")
+    assert arrivals >= 1 and ptx.count("cp.async.ca.shared.global") == (128 // 32 + 1) * arrivals
 
 
 @needs_nvcc
@@ -333,8 +344,10 @@ def test_registry_launch_matches_the_block_kernels_config(variant, tmp_path):
     ({"promote": False}, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
     ({"bn": 256}, "a tile one 128-column block of B's scales"),
     ({"bn": 256, "promote": False}, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1"),
+    ({"scale_slots": 0}, "block scales (wgmma_fp8_block) need WGMMA_WS_SCALE_SLOTS of at least 2"),
+    ({"scale_slots": 1}, "WGMMA_WS_SCALE_SLOTS: 0 (none), or a ring of at least 2"),
 ])
-def test_a_block_build_without_promotion_or_at_128x256_tiles_does_not_compile(moved, message, tmp_path):
+def test_a_block_build_without_promotion_a_scale_ring_or_at_128x256_tiles_does_not_compile(moved, message, tmp_path):
     # The rung's record with promotion or the tile width moved (its shared memory follows the tile).
     config = replace(registry.get("wgmma_fp8_block").config, stages=None, **moved)
     options = [*kernels.COMPILE_OPTIONS, *(f"-D{d}" for d in config.defines)]

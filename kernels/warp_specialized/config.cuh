@@ -28,6 +28,9 @@
 //                         warpgroup's other three warps write each k step's K-major Bt tile into a ring of this many
 //                         buffers (tf32: wgmma reads 32-bit operands only K-major), instead of the launcher
 //                         transposing all of B before the kernel; 0: the operands' own B. Without a cluster.
+//   WGMMA_WS_SCALE_SLOTS  above 0: a ring of this many slots of block scales in shared memory, each a k step's
+//                         scales of the tile's rows and its B scale, filled by a producer warp (block-scaled
+//                         operands, 17_wgmma_fp8_block.cu, need at least 2); 0: none.
 //   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (the tf32 operands' OpTf32Swapped: B as it is, read
 //                         into registers as wgmma's A; C stored transposed), without the stream-K tail; 0: C = A B.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
@@ -126,6 +129,9 @@
 #ifndef WGMMA_WS_BT_BOX_ROWS
 #error "WGMMA_WS_BT_BOX_ROWS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_SCALE_SLOTS
+#error "WGMMA_WS_SCALE_SLOTS is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_SWAP_AB
 #error "WGMMA_WS_SWAP_AB is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -189,12 +195,20 @@ constexpr int BT_SMEM_BUFFERS = BT_SMEM ? BT_BUFFERS_HELD : 1;  // the ring's mo
 constexpr int BT_SMEM_WARPS = 3;
 constexpr int B_ROWS_BYTES = BN * 128;  // a Bt buffer: BN rows of BK 32-bit elements (BK = 32)
 constexpr int B_STRIP_BYTES_32 = 32 * 128;  // one 32-column strip of B's rows in a stage: the tensor map's box
+// Block scales in shared memory (WGMMA_WS_SCALE_SLOTS, block-scaled operands): a ring of SCALE_SLOTS slots, each one
+// k step's scales of the tile's BM rows of A then its B scale (padded to 16 bytes), with a full and an empty barrier
+// each; a producer warp fills it (mainloop.cuh, scale_loader), ahead of the consumers by up to SCALE_SLOTS steps.
+constexpr int SCALE_SLOTS = WGMMA_WS_SCALE_SLOTS;
+constexpr int SCALE_SLOT_BYTES = (BM + 4) * 4;
 constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + BT_BUFFERS_HELD * B_ROWS_BYTES + EPI_BYTES + 2 * STAGES * 8 +
-                             2 * BT_BUFFERS_HELD * 8;
+                             2 * BT_BUFFERS_HELD * 8 + SCALE_SLOTS * (SCALE_SLOT_BYTES + 2 * 8);
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)
 // Registers per thread after setmaxnreg: the producer warpgroup gives most away, or where its warps write Bt
 // (WGMMA_WS_BT_BUFFERS: a 4x4 block of floats, its addresses and the schedule) keeps 56, which at 40 spilled the
 // writers' loop to local memory (ncu: 60 % of their stalls on local loads); the consumers take the rest.
+// setmaxnreg moves registers within the CTA's allocation at entry (ENTRY_REGS per thread, from the family's launch
+// bound of 384 threads): what the producer gives away must cover what the consumers take, or their setmaxnreg.inc
+// waits for ever.
 constexpr int PRODUCER_REGS = BT_SMEM ? 56 : 40;
 constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
 // Arrivals that free a stage: every warp of the consumers that read it (one k group per 64 rows) in every CTA of the
@@ -206,10 +220,10 @@ constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tai
 constexpr int PART_QUADS = BM * BN / 4;
 
 // Addresses in the shared window: stage s's A at tiles + s*STAGE_BYTES and its B after it, the Bt ring (Bt written
-// in shared memory), the consumers' staging chunks at epi, then the full and the empty barrier of each stage and of
-// each Bt buffer.
+// in shared memory), the consumers' staging chunks at epi, the full and the empty barrier of each stage and of
+// each Bt buffer, then the scale ring's slots and the full and the empty barrier of each slot.
 struct Smem {
-    uint32_t tiles, bt, epi, full_bar, empty_bar, bt_full_bar, bt_empty_bar;
+    uint32_t tiles, bt, epi, full_bar, empty_bar, bt_full_bar, bt_empty_bar, scales, scale_full_bar, scale_empty_bar;
 };
 
 static_assert(BM == 128 || BM == 64, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)");
@@ -242,6 +256,11 @@ static_assert(WGMMA_WS_BT_BUFFERS == 0 || WGMMA_WS_BT_BUFFERS >= 2,
               "WGMMA_WS_BT_BUFFERS: 0 (off), or a ring of at least 2 (one read while the next is written)");
 static_assert(!BT_SMEM || (CLUSTER == 1 && BK == 32),
               "WGMMA_WS_BT_BUFFERS: 32-bit operands (WGMMA_WS_BK=32) without a cluster (each CTA writes its own Bt)");
+static_assert(SCALE_SLOTS == 0 || SCALE_SLOTS >= 2,
+              "WGMMA_WS_SCALE_SLOTS: 0 (none), or a ring of at least 2 (one read while the next is filled)");
+static_assert(SCALE_SLOTS == 0 || (!BT_SMEM && K_GROUPS == 1),
+              "WGMMA_WS_SCALE_SLOTS: without a Bt ring (its warps are the producer warpgroup's other three) and with "
+              "one k group");
 static_assert(WGMMA_WS_SWAP_AB == 0 || WGMMA_WS_SWAP_AB == 1, "WGMMA_WS_SWAP_AB: 0 (off) or 1 (on)");
 // (its epilogue stores each element by itself, transposed: no staging, so no paced drain; split-K slices sum their
 // share of a tile as ever and store it transposed, but the stream-K tail's reductions are not)
@@ -252,7 +271,9 @@ static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS
 static_assert(!SWAP_AB || BK != 128 || BM == 128,
               "WGMMA_WS_SWAP_AB=1 with 8-bit operands (WGMMA_WS_BK=128): tiles of 128 rows (WGMMA_WS_BM=128)");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
-static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
+constexpr int ENTRY_REGS = 65536 / (3 * 128) / 8 * 8;  // 168
+static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (CONSUMERS + 1) * ENTRY_REGS,
+              "setmaxnreg: the consumers' registers past the entry budget exceed what the producer gives away");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");
 // (the fp32 set and two scratch sets: 3 x 64 accumulators per thread at BN 128; at BN 256, 128 and two sets of a
 // quarter of the columns, 2 x 32: three full sets of 128 would exceed a thread's 255 registers)

@@ -11,7 +11,8 @@
 //     to STAGES k steps, and into the next tile while the consumers store the current one. Where B is N-major and
 //     wgmma reads it only K-major (tf32, WGMMA_WS_BT_BUFFERS), the stages hold B's rows as they are, and its other
 //     three warps write each k step's K-major Bt into a ring of buffers for the consumers (mainloop.cuh,
-//     bt_writer).
+//     bt_writer). Where the operands have block scales (WGMMA_WS_SCALE_SLOTS), its second warp copies each k
+//     step's scales into a ring of slots for the consumers (mainloop.cuh, scale_loader).
 //   consumers (warpgroups 1 and 2, or 1 alone, setmaxnreg 232): each owns 64 rows of the CTA's BMxBN tile of C
 //     and issues the policy's wgmmas on the stages (32-bit accumulators: BN / 2 registers per thread), then stores
 //     its rows. With two k groups (WGMMA_WS_K_GROUPS, 64-row tiles) warpgroups 1 and 2 share the tile's rows: each
@@ -120,8 +121,7 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
         mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
-                     step_weights<Op>(scales, m, m0 + r * 64 + warp * 16 + lane / 4, n0, sched.ktiles, sched.cols),
-                     part);
+                     step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4), part);
         if constexpr (K_GROUPS > 1) {
             if (k_groups_meet(d, smem_raw + (sm.epi - raw), part, i, w.k1 - w.k0, tid)) continue;
         }
@@ -191,6 +191,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     sm.empty_bar = sm.full_bar + STAGES * 8;
     sm.bt_full_bar = sm.empty_bar + STAGES * 8;
     sm.bt_empty_bar = sm.bt_full_bar + BT_BUFFERS_HELD * 8;
+    sm.scales = sm.bt_empty_bar + BT_BUFFERS_HELD * 8;  // slots of whole floats, then their barriers (8-aligned)
+    sm.scale_full_bar = sm.scales + SCALE_SLOTS * SCALE_SLOT_BYTES;
+    sm.scale_empty_bar = sm.scale_full_bar + SCALE_SLOTS * 8;
 
     const int tid = threadIdx.x;
     // The warpgroup index through a shuffle: the compiler then knows it is the same in every lane, and keeps the
@@ -209,6 +212,10 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
             mbar_init(sm.bt_full_bar + 8 * j, BT_SMEM_WARPS);
             mbar_init(sm.bt_empty_bar + 8 * j, ROW_GROUPS * 4);  // the warps of the warpgroup that read it
         }
+        for (int j = 0; j < SCALE_SLOTS; ++j) {
+            mbar_init(sm.scale_full_bar + 8 * j, 32);              // each lane of the loader, as its copies land
+            mbar_init(sm.scale_empty_bar + 8 * j, CONSUMERS * 128);  // every consumer thread, once it has read it
+        }
         fence_mbar_init();
     }
     if constexpr (CLUSTER > 1) cluster_sync();  // peers' barriers exist before any multicast or remote arrive
@@ -226,6 +233,9 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         if (tid == 0) producer<Op>(tmap_a, tmap_b, sm, sched, rank, m);
         if constexpr (BT_SMEM) {
             if (tid >= 32) bt_writer<Op>(sm, sched, tid - 32);
+        }
+        if constexpr (SCALE_SLOTS > 0) {
+            if (tid >= 32 && tid < 64) scale_loader<Op>(sm, sched, scales, rank, m, tid - 32);
         }
     } else {
         setmaxnreg_inc<CONSUMER_REGS>();

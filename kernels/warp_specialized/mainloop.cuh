@@ -138,6 +138,35 @@ __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sc
     }
 }
 
+// The loader of block scales (WGMMA_WS_SCALE_SLOTS, block-scaled operands): the producer warpgroup's second warp,
+// lane `lane`, walking the schedule's k steps as the producer does. For each it waits until every consumer warp has
+// read the slot's step before (its empty barrier), copies the step's scales of the tile's rows and its B scale into
+// the slot (Op::ScaleCopies: cp.async through L2, each lane its share) and arrives on the slot's full barrier as its
+// own copies land (the barrier counts the 32 lanes). The consumers then read a step's scales from shared memory,
+// copied up to SCALE_SLOTS steps ahead, instead of waiting in their k steps for loads from L2. The warp has the
+// producer warpgroup's 40 registers (config.cuh): its k loop is not unrolled, which at 40 spilled.
+template <class Op>
+__device__ __forceinline__ void scale_loader(const Smem& sm, const Schedule<Op>& sched, const float* scales,
+                                             uint32_t rank, int m, int lane)
+{
+    using namespace hopper;
+    uint32_t it = 0;
+    for (int i = 0; i < sched.n_items; ++i) {
+        int t, k0, k1, piece, pieces, u, tm, tn;  // of these the loader needs the tile and its k steps
+        sched.split(i, t, k0, k1, piece, pieces, u);
+        sched.coords(t, tm, tn);
+        typename Op::ScaleCopies copies(scales, m, (tm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN, k0,
+                                        sched.ktiles, sched.cols, lane);
+#pragma unroll 1
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+            const uint32_t s = it % SCALE_SLOTS;
+            mbar_wait(sm.scale_empty_bar + 8 * s, ((it / SCALE_SLOTS) & 1u) ^ 1u);
+            copies.copy(sm.scales + s * SCALE_SLOT_BYTES);
+            cp_async_arrive(sm.scale_full_bar + 8 * s);
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------- consumers
 // Free stage `stage` for the producers: one arrival per consumer warp on the stage's empty barrier in every CTA of
 // the cluster (the peers' copy engines write into this CTA's stage too).
@@ -162,19 +191,19 @@ __device__ __forceinline__ void release_step(const Smem& sm, uint32_t step, int 
 }
 
 // The weights of k steps' partials in the promoted mainloop for an Op without block scales: none (Step is empty, at
-// loads nothing), the partials are added as they are. A block-scaled Op brings its own (Op::Weights: at(kt) gives
-// the thread's two weights of step kt as Step, a float2).
+// loads nothing), the partials are added as they are. A block-scaled Op brings its own (Op::Weights: at(step) gives
+// the thread's two weights of ring step `step` as Step, a float2, from the scale ring's slot).
 struct Unweighted {
     struct Step {};
-    __device__ __forceinline__ Step at(int) const { return {}; }
+    __device__ __forceinline__ Step at(uint32_t) const { return {}; }
 };
 
-// Where a consumer thread's block-scaled weights come from (Op::Weights, built per item from the kernel's scales
-// argument, the thread's first row and the tile's first column), or Unweighted for every other Op.
+// Where a consumer thread's block-scaled weights come from (Op::Weights: the scale ring and the thread's first row in
+// the tile), or Unweighted for every other Op.
 template <class Op>
-__device__ __forceinline__ auto step_weights(const float* scales, int m, int row0, int n0, int ktiles, int cols)
+__device__ __forceinline__ auto step_weights(const Smem& sm, int row)
 {
-    if constexpr (BLOCK_SCALED<Op>) return typename Op::Weights(scales, m, row0, n0, ktiles, cols);
+    if constexpr (BLOCK_SCALED<Op>) return typename Op::Weights(sm, row);
     else return Unweighted{};
 }
 
@@ -251,11 +280,10 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 //
 // Block scales (BLOCK_SCALED<Op>, operands_fp8_block.cuh): a k step is one scale block (128 k), so each partial is
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
-// `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16),
-// asked for before the step's wgmmas and used after the next step's are issued, so the loads' latency runs under
-// the tensor cores' work. (ptxas 13.0 issues the loads just after the next step's first wgmma, wherever they stand
-// in the source: they then overlap the wait for the step's own group.) For every other Op `weights` is Unweighted:
-// no loads, the FADD, the same build.
+// `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16) from
+// the scale ring in shared memory, which the producer warpgroup's loader fills ahead (scale_loader), asked for
+// before the step's wgmmas (its ring step `it`) and used after the next step's are issued. For every other Op
+// `weights` is Unweighted: no loads, the FADD, the same build.
 template <int N>
 struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unrolls over them
     static constexpr int value = N;
@@ -371,17 +399,17 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
 #pragma unroll
             for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
-                w0 = weights.at(kt + u);
+                w0 = weights.at(it);
                 k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane);
                 if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
-                w1 = weights.at(kt + u + 1);
+                w1 = weights.at(it);
                 k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane);
                 add(p0, w0);
             }
             finish(p1, w1);
         }
         for (; kt < k1; ++kt) {
-            w0 = weights.at(kt);
+            w0 = weights.at(it);
             k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
             finish(p0, w0);
         }

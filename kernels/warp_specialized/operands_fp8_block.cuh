@@ -9,17 +9,21 @@
 // d = fma(partial, sa[row, kt] * sb[kt, n0 / 128], d): an FFMA where the per-tensor build has an FADD, and no
 // per-tensor factor at the end. The tile's 128 columns lie in one column block of B's scales (n0 / 128), so a
 // thread needs three scales per k step: its two rows' (each consumer thread holds rows l/4 and l/4 + 8 of its
-// warp's 16 in the wgmma accumulator layout) and the tile's B scale. They are read through the read-only path
-// (__ldg) and used only after the next step's wgmmas are issued, so their latency runs under the tensor cores'
-// work (ptxas 13.0 issues them just after the next step's first wgmma, where they overlap the wait for the step's
-// own group); consecutive lanes read consecutive rows of one k block, and the scales (kb x (m + nb) floats, 2 MiB
-// at 8192^3) stay in L2. Stream-K pieces and split-K slices are whole k steps, each weighted as it is computed, and
-// summed as in the per-tensor builds. This is DeepGEMM's scheme (its promotion, its scale per 1x128 and 128x128
-// block).
+// warp's 16 in the wgmma accumulator layout) and the tile's B scale.
+//
+// Where the scales come from: a ring of WGMMA_WS_SCALE_SLOTS slots in shared memory (config.cuh), each a k step's
+// scales of the tile's 128 rows and its B scale, which the producer warpgroup's second warp copies (mainloop.cuh,
+// scale_loader; ScaleCopies below: cp.async through L2, consecutive lanes consecutive rows of one k block) up to
+// that many steps ahead of the consumers. A consumer thread waits for its step's slot, reads its three scales with
+// ld.shared and frees its share of the slot (the slot is free once every consumer thread has). Read by each consumer thread from global memory instead,
+// 30 % of the build's warp samples waited on them (ncu, 8192^3): ptxas issues such loads just after the next step's
+// first wgmma wherever they stand in the source, too late for L2's latency. Stream-K pieces and split-K slices are
+// whole k steps, each weighted as it is computed, and summed as in the per-tensor builds. This is DeepGEMM's scheme
+// (its promotion, its scale per 1x128 and 128x128 block, its scales staged in shared memory by the producer side).
 //
 // Scales (matmul_study.core.dtypes.block_scale_layout): one fp32 buffer, kb = ceil(k / 128), nb = ceil(n / 128):
 // [ sa: kb x m, k-block-major (row i's scale of k block q at q * m + i) | sb: kb x nb, k-block-major ]. Rows past m
-// (the last tile's) read row m - 1's scale: their partials are zero (TMA's zero fill), and the loads stay inside sa.
+// (the last tile's) get row m - 1's scale: their partials are zero (TMA's zero fill), and the copies stay inside sa.
 #pragma once
 
 #include "operands_bytes.cuh"
@@ -39,29 +43,61 @@ struct OpFp8Block : OpBytes<E4M3Block> {
     static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK,
                   "a k step is one 128-k scale block and a tile one 128-column block of B's scales");
 
-    // One consumer thread's weights of its k steps in one tile: at(kt) = (sa[kt, r0], sa[kt, r1]) * sb[kt, n0 / 128]
-    // for its rows r0 and r1 = r0 + 8 (clamped to m - 1), as the mainloop's Step (x: r0, y: r1).
-    struct Weights {
-        using Step = float2;
-        const float* sa;  // row r0's scale at k step 0; a k step further is m on
-        const float* sb;  // the tile's B scale at k step 0; a k step further is nb on
-        int r1;           // from r0's scale to r1's
-        int m, nb;
+    static_assert(SCALE_SLOTS >= 2, "block scales (wgmma_fp8_block) need WGMMA_WS_SCALE_SLOTS of at least 2: the "
+                                     "scale ring that the producer warpgroup fills");
 
-        __device__ __forceinline__ Weights(const float* scales, int m_, int row0, int n0, int ktiles, int cols)
-            : m(m_), nb(cols)
+    // One loader lane's copies of an item's k steps into slots of the scale ring (SCALE_SLOT_BYTES), from its first
+    // step k0 on: row m0 + i's A scale to float i (rows past m: row m - 1's), the tile's B scale to float BM. Lane l
+    // copies rows l, l + 32, ... (each copy instruction 32 consecutive floats), lane 0 the B scale too; `cols` is
+    // nb, B's scale columns.
+    struct ScaleCopies {
+        const float* sa;  // row 0's A scale of the next k step
+        const float* sb;  // the tile's B scale of the next k step
+        int row;  // this lane's first row, m0 + lane
+        int m, cols, lane;
+
+        __device__ __forceinline__ ScaleCopies(const float* scales, int m_, int m0, int n0, int k0, int ktiles,
+                                               int cols_, int lane_)
+            : sa(scales + static_cast<size_t>(k0) * m_),
+              sb(scales + static_cast<size_t>(ktiles) * m_ + static_cast<size_t>(k0) * cols_ + n0 / SCALE_BLOCK),
+              row(m0 + lane_), m(m_), cols(cols_), lane(lane_)
         {
-            const int r0 = min(row0, m_ - 1);
-            r1 = min(row0 + 8, m_ - 1) - r0;
-            sa = scales + r0;
-            sb = scales + static_cast<size_t>(ktiles) * m_ + n0 / SCALE_BLOCK;
         }
 
-        __device__ __forceinline__ float2 at(int kt) const
+        // The next k step's scales into `slot`.
+        __device__ __forceinline__ void copy(uint32_t slot)
         {
-            const float* const a = sa + static_cast<size_t>(kt) * m;
-            const float b = __ldg(sb + static_cast<size_t>(kt) * nb);
-            return make_float2(__ldg(a) * b, __ldg(a + r1) * b);
+#pragma unroll
+            for (int j = 0; j < BM / 32; ++j)
+                hopper::cp_async_4(slot + 4 * (lane + 32 * j), sa + min(row + 32 * j, m - 1));
+            if (lane == 0) hopper::cp_async_4(slot + 4 * BM, sb);
+            sa += m;
+            sb += cols;
+        }
+    };
+
+    // One consumer thread's weights of its k steps: at(step) = (sa[kt, r0], sa[kt, r1]) * sb[kt, n0 / 128] for its
+    // rows r0 and r1 = r0 + 8 of the tile, read from ring step `step`'s slot once the loader has filled it, as the
+    // mainloop's Step (x: r0, y: r1). The thread frees its share of the slot as soon as it has read it.
+    struct Weights {
+        using Step = float2;
+        uint32_t slots, full, empty;  // the ring's first slot, its first full and first empty barrier
+        uint32_t row;                 // r0's byte offset in a slot
+
+        __device__ __forceinline__ Weights(const Smem& sm, int row0)
+            : slots(sm.scales), full(sm.scale_full_bar), empty(sm.scale_empty_bar), row(4 * row0)
+        {
+        }
+
+        __device__ __forceinline__ float2 at(uint32_t step) const
+        {
+            const uint32_t s = step % SCALE_SLOTS;
+            hopper::mbar_wait(full + 8 * s, (step / SCALE_SLOTS) & 1u);
+            const uint32_t slot = slots + s * SCALE_SLOT_BYTES;
+            const float a0 = hopper::ld_shared_f32(slot + row), a1 = hopper::ld_shared_f32(slot + row + 4 * 8);
+            const float b = hopper::ld_shared_f32(slot + 4 * BM);
+            hopper::mbar_arrive_local(empty + 8 * s);  // after this thread's reads (the arrive's release order)
+            return make_float2(a0 * b, a1 * b);
         }
     };
 };

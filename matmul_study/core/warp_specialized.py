@@ -59,6 +59,9 @@ class WsConfig:
     # many buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed
     # before the kernel; no cluster (each CTA writes its own). 0: the operands' own B.
     bt_buffers: int = 0
+    # Block scales (block-scaled operands) in a ring of this many shared-memory slots, each a k step's scales of the
+    # tile's rows and its B scale, which the producer warpgroup's second warp copies ahead of the consumers. 0: none.
+    scale_slots: int = 0
     # The kernel computes Cᵀ = Bᵀ·Aᵀ (tf32: B's N-major rows read into registers as wgmma's A, A's rows as its K-major
     # B, C stored transposed), so B needs no transpose; whole tiles or split-K slices (no stream-K tail or paced
     # drain). Its tile rows are the problem's columns: the launch takes (n, m, k) for (m, n, k) (kernel_problem).
@@ -71,7 +74,8 @@ class WsConfig:
 
     # Its shared memory (kernels/warp_specialized/config.cuh, LAYOUT_BYTES): the slack that aligns the stages to
     # 1024 bytes, each stage's BM rows of A and bn columns of B at 128 bytes each, the epilogue's staging (a 16x64
-    # fp32 chunk per consumer warp) and a full and an empty mbarrier per stage.
+    # fp32 chunk per consumer warp), a full and an empty mbarrier per stage, and a Bt ring or a scale ring
+    # where a build has one.
     ALIGN_SLACK: ClassVar[int] = 1024
     ROW_BYTES: ClassVar[int] = 128
     CHUNK_BYTES: ClassVar[int] = 16 * 64 * 4  # one consumer warp's staging chunk
@@ -109,6 +113,12 @@ class WsConfig:
         return self.bt_buffers * (self.bn * self.ROW_BYTES + self.BARRIER_BYTES)
 
     @property
+    def scale_ring_bytes(self) -> int:
+        """The scale ring's slots and their two barriers each (scale_slots): a slot holds BM floats of A's scales
+        and B's one, padded to 16 bytes; none otherwise."""
+        return self.scale_slots * ((self.BM + 4) * self.ACC_BYTES + self.BARRIER_BYTES)
+
+    @property
     def stage_bytes(self) -> int:
         """Bytes of one pipeline stage: A (BM rows) and B (bn columns), 128 bytes each."""
         return (self.BM + self.bn) * self.ROW_BYTES
@@ -118,14 +128,14 @@ class WsConfig:
         """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128, 8 at bn 64)."""
         if self.stages is not None:
             return self.stages
-        return ((SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES - self.bt_ring_bytes)
+        return ((SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES - self.bt_ring_bytes - self.scale_ring_bytes)
                 // (self.stage_bytes + self.BARRIER_BYTES))
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of the launch (WGMMA_WS_SMEM_BYTES), as the kernel lays it out."""
         return (self.ALIGN_SLACK + self.stage_count * (self.stage_bytes + self.BARRIER_BYTES)
-                + self.STAGING_BYTES + self.bt_ring_bytes)
+                + self.STAGING_BYTES + self.bt_ring_bytes + self.scale_ring_bytes)
 
     @property
     def bt_box_rows(self) -> int:
@@ -140,7 +150,7 @@ class WsConfig:
         values = {"THREADS": self.THREADS, "K_GROUPS": self.k_groups, "BM": self.BM, "BN": self.bn, "BK": self.bk,
                   "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_BUFFERS": self.bt_buffers,
-                  "CLUSTER": self.cluster,
+                  "SCALE_SLOTS": self.scale_slots, "CLUSTER": self.cluster,
                   "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
@@ -211,7 +221,8 @@ WS_TF32 = WsConfig(bk=32)  # tf32, and 3xTF32's split operands (kernels 13, 14)
 WS_BYTES = WsConfig(bk=128)  # int8 and e4m3 (kernels 15, 16)
 NARROW_BN = 128  # the 128x128-tile builds' width (variants bn128*)
 # The block-scaled FP8 rung (kernel 17): every build is wgmma_fp8's bn128_promote (promoted_variants).
-WS_FP8_BLOCK = replace(WS_BYTES, bn=NARROW_BN, promote=True)
+# (three scale slots: what fits beside six stages of 128x128 tiles; the loader runs up to three steps ahead)
+WS_FP8_BLOCK = replace(WS_BYTES, bn=NARROW_BN, promote=True, scale_slots=3)
 
 WS_SPLITS = (2, 4, 8, 16, 32)  # split-K variants of the warp-specialised pipeline (WGMMA_WS_SPLIT_K)
 
