@@ -55,7 +55,8 @@ def report_path(source: Path) -> Path:
     return source.with_name(stem + ".ncu-rep")
 
 
-def command(argv: list[str]) -> list[str]:
+def command(argv: list[str]) -> tuple[list[str], Path | None]:
+    """The ncu command line that profiles the case `argv` makes, and its --source PATH (None without one)."""
     argv, source = source_option(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     ours, ncu_args = [a for a in argv[:cut] if a != "--cublas"], argv[cut + 1:]
@@ -70,9 +71,10 @@ def command(argv: list[str]) -> list[str]:
     names = [kernels.symbol(case.method, case.dtype, kernels.template_block(case.method, case.block), case.variant),
              *(CUBLAS_KERNELS if with_cublas else ())]
     per_round = 2 if with_cublas else 1  # matching launches per round: skip the first round, profile the second
-    return ["ncu", "--clock-control", "none", "--kernel-name", "regex:" + "|".join(names),
-            "--launch-skip", str(per_round), "--launch-count", str(per_round), *ncu_args,
-            sys.executable, str(Path(__file__).with_name("compare.py")), *ours, "--profile", str(ROUNDS)]
+    run = ["ncu", "--clock-control", "none", "--kernel-name", "regex:" + "|".join(names),
+           "--launch-skip", str(per_round), "--launch-count", str(per_round), *ncu_args,
+           sys.executable, str(Path(__file__).with_name("compare.py")), *ours, "--profile", str(ROUNDS)]
+    return run, source
 
 
 def source_pages(text: str) -> dict[str, pd.DataFrame]:
@@ -115,14 +117,13 @@ def write_source(report: Path, source: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    run = command(argv)
+    run, source = command(argv)
     if shutil.which("ncu") is None:
         print("ncu (Nsight Compute) is not on PATH: it comes with the CUDA toolkit; add its bin/ to PATH",
               file=sys.stderr)
         return 1
     print(" ".join(run), flush=True)
     status = subprocess.call(run)
-    source = source_option(argv)[1]
     if status != 0 or source is None:
         return status
     for name, page in source_pages(write_source(report_path(source), source)).items():

@@ -252,8 +252,9 @@ def test_the_front_end_refuses_fewer_than_one_compiler_process(tiled_with_varian
 
 
 def test_the_profile_front_end_runs_the_launch_under_ncu_with_the_clocks_left_alone(tiled_with_variants):
-    run = ncu.command(["bench_tiled", "--variant", "tagged", "--block", "16", "--dtype", "float32",
-                       "--shape", "257x511x129", "--cublas", "--", "--section", "WarpStateStats"])
+    run, source = ncu.command(["bench_tiled", "--variant", "tagged", "--block", "16", "--dtype", "float32",
+                               "--shape", "257x511x129", "--cublas", "--", "--section", "WarpStateStats"])
+    assert source is None
     assert run[:3] == ["ncu", "--clock-control", "none"]
     assert run[run.index("--kernel-name") + 1] == "regex:bench_tiled_tagged_float32_b16|nvjet|gemm"
     assert run[run.index("--launch-skip") + 1] == run[run.index("--launch-count") + 1] == "2"
@@ -262,7 +263,7 @@ def test_the_profile_front_end_runs_the_launch_under_ncu_with_the_clocks_left_al
     assert run[python + 1].endswith("bench/compare.py")
     assert run[python + 2:] == ["bench_tiled", "--variant", "tagged", "--block", "16", "--dtype", "float32",
                                 "--shape", "257x511x129", "--profile", "3"]
-    alone = ncu.command([WS, "--shape", "4096"])
+    alone, _ = ncu.command([WS, "--shape", "4096"])
     assert alone[alone.index("--kernel-name") + 1] == "regex:wgmma_warp_specialized_float16_b0"
     assert alone[alone.index("--launch-skip") + 1] == "1"
 
@@ -275,7 +276,8 @@ def test_the_profile_front_end_takes_one_case_only(capsys):
 
 def test_the_profile_front_end_samples_the_warps_per_instruction_into_a_source_page(tmp_path):
     source = tmp_path / "block.csv.gz"
-    run = ncu.command([WS, "--shape", "4096", "--source", str(source), "--", "--section", "SpeedOfLight"])
+    run, parsed = ncu.command([WS, "--shape", "4096", "--source", str(source), "--", "--section", "SpeedOfLight"])
+    assert parsed == source
     python = run.index(sys.executable)
     assert run[python + 2:] == [WS, "--shape", "4096", "--profile", "3"]  # --source is not compare.py's
     sections = run[run.index("--launch-count") + 2:python]
