@@ -49,10 +49,15 @@ def source_option(argv: list[str]) -> tuple[list[str], Path | None]:
     return argv[:at] + argv[at + 2:], Path(argv[at + 1])
 
 
+def report_stem(source: Path) -> Path:
+    """What ncu -o is given for a --source PATH: PATH without .csv(.gz); ncu adds .ncu-rep."""
+    return source.with_name(source.name.removesuffix(".gz").removesuffix(".csv"))
+
+
 def report_path(source: Path) -> Path:
-    """The ncu report that a --source PATH is read from: PATH's name without .csv(.gz), as ncu -o writes it."""
-    stem = source.name.removesuffix(".gz").removesuffix(".csv")
-    return source.with_name(stem + ".ncu-rep")
+    """The ncu report that a --source PATH is read from: its report_stem with .ncu-rep, as ncu -o writes it."""
+    stem = report_stem(source)
+    return stem.with_name(stem.name + ".ncu-rep")
 
 
 def command(argv: list[str]) -> tuple[list[str], Path | None]:
@@ -61,7 +66,7 @@ def command(argv: list[str]) -> tuple[list[str], Path | None]:
     cut = argv.index("--") if "--" in argv else len(argv)
     ours, ncu_args = [a for a in argv[:cut] if a != "--cublas"], argv[cut + 1:]
     if source is not None:
-        ncu_args = [*SOURCE_SECTIONS, "-o", str(report_path(source).with_suffix("")), "-f", *ncu_args]
+        ncu_args = [*SOURCE_SECTIONS, "-o", str(report_stem(source)), "-f", *ncu_args]
     with_cublas = "--cublas" in argv[:cut]
     p = front.parser()
     todo = front.cases(p.parse_args(ours), p)

@@ -287,6 +287,12 @@ def test_the_profile_front_end_samples_the_warps_per_instruction_into_a_source_p
         ncu.command([WS, "--shape", "4096", "--source"])
 
 
+def test_the_source_pages_report_is_named_after_the_csv_without_its_suffixes(tmp_path):
+    for name, stem in (("block.csv.gz", "block"), ("block.csv", "block"), ("fp8.block-8192.csv.gz", "fp8.block-8192")):
+        assert ncu.report_stem(tmp_path / name) == tmp_path / stem  # ncu -o's argument
+        assert ncu.report_path(tmp_path / name) == tmp_path / f"{stem}.ncu-rep"  # the report ncu writes there
+
+
 def test_a_source_page_gives_each_kernel_its_instructions_with_the_most_samples():
     text = ('"Kernel Name","ours",\n'
             '"Address","Source","Warp Stall Sampling (All Samples)","stall_long_sb","stall_wait",'
