@@ -85,14 +85,12 @@ def command(argv: list[str]) -> tuple[list[str], Path | None]:
 def source_pages(text: str) -> dict[str, pd.DataFrame]:
     """ncu's source page as CSV (`ncu -i REPORT --page source --csv --print-source sass`): per kernel, a line
     "Kernel Name",<name>, then a table of its SASS instructions."""
-    pages, name, rows = {}, None, []
-    for line in text.splitlines(keepends=True) + ['"Kernel Name",""\n']:
-        if line.startswith('"Kernel Name"'):
-            if name is not None:
-                pages[name] = pd.read_csv(io.StringIO("".join(rows)))
-            name, rows = line.split(",", 1)[1].strip().strip(",").strip('"'), []
-        elif name is not None:
-            rows.append(line)
+    lines = text.splitlines(keepends=True)
+    heads = [at for at, line in enumerate(lines) if line.startswith('"Kernel Name"')]
+    pages = {}
+    for at, end in zip(heads, [*heads[1:], len(lines)]):  # a kernel's table runs to the next header or the end
+        name = lines[at].split(",", 1)[1].strip().strip(",").strip('"')
+        pages[name] = pd.read_csv(io.StringIO("".join(lines[at + 1:end])))
     return pages
 
 
