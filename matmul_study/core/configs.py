@@ -12,6 +12,7 @@ the job and the regret table all go through these two, so that they cannot disag
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, NamedTuple
@@ -746,6 +747,14 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
 SMALL_TILE_MAX_STEPS = 47
 
 
+@functools.lru_cache(maxsize=None)
+def _default_tile_slices(variants: tuple[str, ...]) -> dict[str, int]:
+    """The default tiles' builds among `variants`, whole or split, and the slices each cuts K into: DEFAULT 1 and
+    splitk<S> S. Cached per variant tuple, as smaller_tiles asks for it at every pick: the map is shared, not to be
+    changed."""
+    return {DEFAULT: 1, **{f"splitk{s}": s for s in registered_splits(variants)}}
+
+
 def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Callable[[object, tuple[str, ...]], Choice],
                   builds: frozenset[str], tile_k: int, beside: frozenset[str] = frozenset(), rows: int = 0,
                   beside_model: Callable[[object, tuple[str, ...]], Choice] | None = None,
@@ -763,7 +772,7 @@ def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Call
         picked = rest(problem, variants)
         offered = tuple(v for v in variants if v in builds)
         # the default tiles' pick, whole or split: its slices
-        slices = {DEFAULT: 1, **{f"splitk{s}": s for s in registered_splits(variants)}}.get(picked.variant)
+        slices = _default_tile_slices(variants).get(picked.variant)
         if slices is not None and cdiv(cdiv(problem.k, tile_k), slices) <= max_steps:
             weigh = model
         elif beside_model is not None and picked.variant in beside and problem.m > rows:
