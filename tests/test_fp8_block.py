@@ -243,10 +243,14 @@ def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only(
     assert split.config == replace(m.config, split_k=4)
     tile_bytes = m.config.BM * m.config.bn * 4  # a partial tile of fp32 accumulators
     assert split.workspace(specs.Problem(300, 520, 8193, 0, BLOCK)) == 4 * 5 * (4 * tile_bytes + 4)
-    # The heuristic splits deep K over few tiles and keeps whole tiles where they fill the GPU.
+    # The heuristic splits deep K over few tiles and keeps whole tiles where they fill the GPU: without a cluster up
+    # to 8 waves of them, as the promoted per-tensor tiles, with the 2-CTA clusters past that.
     names = tuple(v.name for v in m.variants)
     assert m.choose(specs.Problem(512, 512, 8192, 0, BLOCK), names).variant == "splitk8"
-    assert m.choose(specs.Problem(4096, 4096, 4096, 0, BLOCK), names).variant == "default"
+    for size, pick in ((2048, "cluster1"), (4096, "cluster1"), (8192, "default")):
+        choice = m.choose(specs.Problem(size, size, size, 0, BLOCK), names)
+        assert choice.variant == pick and (pick == "default") == ("without a cluster" not in choice.reason), size
+    assert m.choose(specs.Problem(4096, 4096, 4096, 0, BLOCK), ("splitk2",)).variant == "default"
 
 
 @pytest.mark.parametrize("variant, expected", [(None, ("scales",)), ("splitk4", ("workspace", "scales"))])

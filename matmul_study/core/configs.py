@@ -191,9 +191,13 @@ ONE_WAVE_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one w
 # process on an H200 (x cuBLASLt's promoted line; small-problems/fp8-promoted-cluster1-*.txt): 2048^3 (1.9 waves)
 # 1.037 and 1.073 (0.968 and 1.001), 3072^3 (4.4) 0.948 and 0.946 (0.922 and 0.922), 4096^3 (7.8) 0.990 and 0.989
 # (0.963 and 0.962); 8192^3 (31 waves) 0.901 and 0.902 (0.950 and 0.943): where the operands far exceed L2, the B
-# tile a cluster multicasts saves HBM reads as well.
+# tile a cluster multicasts saves HBM reads as well. Block-scaled FP8 runs the same tiles (x cuBLASLt's block-scaled
+# line; small-problems/fp8-block-ring-new-*.txt): 2048^3 0.928 and 0.957 (0.885 and 0.894), 4096^3 0.885 and 0.883
+# (0.871 and 0.870), 4096x4096x14336 (7.8 waves) 0.867 and 0.868 (0.867 and 0.832), 8192^3 0.866 and 0.887 (0.848
+# and 0.905).
 PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to 8 waves: faster than the 2-CTA "
-                                        "clusters there (FP8 promoted, 2048^3-4096^3, on an H200), slower at 8192^3")
+                                        "clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, on an H200), "
+                                        "slower at 8192^3")
 PROMOTED_OWN_TILES_WAVES = 8
 
 

@@ -459,7 +459,10 @@ METHODS: dict[str, Method] = {
             ("float8_e4m3_block",), "17_wgmma_fp8_block.cu", "wgmma_fp8_block_matmul<{T}>", WS_FP8_BLOCK,
             ("A", "BT"),
             variants=fp8_block_variants(WS_FP8_BLOCK),
-            choose=configs.persistent_split_k(*WS_FP8_BLOCK.tile()),
+            # The promoted 128x128 tiles' rule for their cluster (configs.PROMOTED_OWN_TILES): its tiles are those
+            # tiles, and measured the same way (2048^3 and 4096^3 faster without a cluster, 8192^3 not).
+            choose=configs.persistent_split_k(*WS_FP8_BLOCK.tile(), own_tiles=configs.PROMOTED_OWN_TILES,
+                                              own_tiles_waves=configs.PROMOTED_OWN_TILES_WAVES),
             accuracy=PROMOTED,
         ),
         Method(
