@@ -7,7 +7,7 @@
 // (operands_fp8_block.cuh, OpFp8Block, where the scheme and the scales' layout are explained).
 //
 // Accuracy: as the promoted per-tensor build's (no tensor-core sum runs longer than 128 k), with finer scales.
-// Speed and error on a GPU: not measured yet (docs/tensor-cores.md).
+// Speed and error on an H200: docs/tensor-cores.md ("FP8, block scales").
 //
 // Host contract: as wgmma_fp8's (16_wgmma_fp8.cu) at 128x128 tiles, with `scales` the block scales instead of
 // (scale_a, scale_b). The kernel's arguments end with a split-K build's workspace (null in other builds) and the
