@@ -41,6 +41,18 @@ __device__ __forceinline__ void load_b_rows(uint32_t sb, const CUtensorMap* tmap
 }
 
 // ------------------------------------------------------------------------------------------- producer
+// Item i of the schedule as the producer warpgroup's walkers see it: its k steps [k0, k1) and the first row and
+// column of this CTA's tile (rank: the CTA's place in its cluster).
+template <class Sched>
+__device__ __forceinline__ void item_tile(const Sched& sched, int i, uint32_t rank, int& k0, int& k1, int& m0, int& n0)
+{
+    int t, piece, pieces, u, tm, tn;
+    sched.split(i, t, k0, k1, piece, pieces, u);
+    sched.coords(t, tm, tn);
+    m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
+    n0 = tn * BN;
+}
+
 // One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
 // released the stage, announce its bytes, copy this CTA's A and its share of B (multicast). A CTA whose rows all
 // lie at or past m (the last cluster row of an odd number of row tiles) copies no A: its products are never
@@ -52,11 +64,8 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
     using namespace hopper;
     int it = 0;
     for (int i = 0; i < sched.n_items; ++i) {
-        int t, k0, k1, piece, pieces, u, tm, tn;  // of these the producer needs the tile and its k steps
-        sched.split(i, t, k0, k1, piece, pieces, u);
-        sched.coords(t, tm, tn);
-        const int m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
-        const int n0 = tn * BN;
+        int k0, k1, m0, n0;
+        item_tile(sched, i, rank, k0, k1, m0, n0);
         for (int kt = k0; kt < k1; ++kt, ++it) {
             const int s = it % STAGES;
             const uint32_t round = static_cast<uint32_t>(it / STAGES);
@@ -139,7 +148,7 @@ __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sc
 }
 
 // The loader of block scales (WGMMA_WS_SCALE_SLOTS, block-scaled operands): the producer warpgroup's second warp,
-// lane `lane`, walking the schedule's k steps as the producer does. For each it waits until every consumer warp has
+// lane `lane`, walking the schedule's k steps as the producer does. For each it waits until every consumer thread has
 // read the slot's step before (its empty barrier), copies the step's scales of the tile's rows and its B scale into
 // the slot (Op::ScaleCopies: cp.async through L2, each lane its share) and arrives on the slot's full barrier as its
 // own copies land (the barrier counts the 32 lanes). The consumers then read a step's scales from shared memory,
@@ -152,11 +161,9 @@ __device__ __forceinline__ void scale_loader(const Smem& sm, const Schedule<Op>&
     using namespace hopper;
     uint32_t it = 0;
     for (int i = 0; i < sched.n_items; ++i) {
-        int t, k0, k1, piece, pieces, u, tm, tn;  // of these the loader needs the tile and its k steps
-        sched.split(i, t, k0, k1, piece, pieces, u);
-        sched.coords(t, tm, tn);
-        typename Op::ScaleCopies copies(scales, m, (tm * CLUSTER + static_cast<int>(rank)) * BM, tn * BN, k0,
-                                        sched.ktiles, sched.cols, lane);
+        int k0, k1, m0, n0;
+        item_tile(sched, i, rank, k0, k1, m0, n0);
+        typename Op::ScaleCopies copies(scales, m, m0, n0, k0, sched.ktiles, sched.cols, lane);
 #pragma unroll 1
         for (int kt = k0; kt < k1; ++kt, ++it) {
             const uint32_t s = it % SCALE_SLOTS;

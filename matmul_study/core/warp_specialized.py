@@ -81,6 +81,7 @@ class WsConfig:
     CHUNK_BYTES: ClassVar[int] = 16 * 64 * 4  # one consumer warp's staging chunk
     BARRIER_BYTES: ClassVar[int] = 2 * 8
     ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
+    SCALE_BYTES: ClassVar[int] = 4  # an fp32 block scale
 
     @property
     def BM(self) -> int:
@@ -116,7 +117,7 @@ class WsConfig:
     def scale_ring_bytes(self) -> int:
         """The scale ring's slots and their two barriers each (scale_slots): a slot holds BM floats of A's scales
         and B's one, padded to 16 bytes; none otherwise."""
-        return self.scale_slots * ((self.BM + 4) * self.ACC_BYTES + self.BARRIER_BYTES)
+        return self.scale_slots * ((self.BM + 4) * self.SCALE_BYTES + self.BARRIER_BYTES)
 
     @property
     def stage_bytes(self) -> int:
