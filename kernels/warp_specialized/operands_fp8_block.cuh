@@ -15,9 +15,10 @@
 // scales of the tile's 128 rows and its B scale, which the producer warpgroup's second warp copies (mainloop.cuh,
 // scale_loader; ScaleCopies below: cp.async through L2, consecutive lanes consecutive rows of one k block) up to
 // that many steps ahead of the consumers. A consumer thread waits for its step's slot, reads its three scales with
-// ld.shared and frees its share of the slot (the slot is free once every consumer thread has). Read by each consumer thread from global memory instead,
-// 30 % of the build's warp samples waited on them (ncu, 8192^3): ptxas issues such loads just after the next step's
-// first wgmma wherever they stand in the source, too late for L2's latency. Stream-K pieces and split-K slices are
+// ld.shared and frees its share of the slot (the slot is free once every consumer thread has). Read by each
+// consumer thread from global memory instead, 30 % of the build's warp samples waited on them (ncu, 8192^3): ptxas
+// issues such loads just after the next step's first wgmma wherever they stand in the source, too late for L2's
+// latency. Stream-K pieces and split-K slices are
 // whole k steps, each weighted as it is computed, and summed as in the per-tensor builds. This is DeepGEMM's scheme
 // (its promotion, its scale per 1x128 and 128x128 block, its scales staged in shared memory by the producer side).
 //
