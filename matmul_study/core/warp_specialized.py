@@ -120,6 +120,12 @@ class WsConfig:
         return self.scale_slots * ((self.BM + 4) * self.SCALE_BYTES + self.BARRIER_BYTES)
 
     @property
+    def beside_stages_bytes(self) -> int:
+        """What the layout holds besides its stages: the alignment slack, the epilogue's staging, and the Bt ring or
+        the scale ring where the build has one."""
+        return self.ALIGN_SLACK + self.STAGING_BYTES + self.bt_ring_bytes + self.scale_ring_bytes
+
+    @property
     def stage_bytes(self) -> int:
         """Bytes of one pipeline stage: A (BM rows) and B (bn columns), 128 bytes each."""
         return (self.BM + self.bn) * self.ROW_BYTES
@@ -129,14 +135,12 @@ class WsConfig:
         """`stages`, or where None the most that fit in SM90_SHARED_BYTES (4 at bn 256, 6 at bn 128, 8 at bn 64)."""
         if self.stages is not None:
             return self.stages
-        return ((SM90_SHARED_BYTES - self.ALIGN_SLACK - self.STAGING_BYTES - self.bt_ring_bytes - self.scale_ring_bytes)
-                // (self.stage_bytes + self.BARRIER_BYTES))
+        return (SM90_SHARED_BYTES - self.beside_stages_bytes) // (self.stage_bytes + self.BARRIER_BYTES)
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of the launch (WGMMA_WS_SMEM_BYTES), as the kernel lays it out."""
-        return (self.ALIGN_SLACK + self.stage_count * (self.stage_bytes + self.BARRIER_BYTES)
-                + self.STAGING_BYTES + self.bt_ring_bytes + self.scale_ring_bytes)
+        return self.beside_stages_bytes + self.stage_count * (self.stage_bytes + self.BARRIER_BYTES)
 
     @property
     def bt_box_rows(self) -> int:
