@@ -200,6 +200,22 @@ constexpr int B_STRIP_BYTES_32 = 32 * 128;  // one 32-column strip of B's rows i
 // each; a producer warp fills it (mainloop.cuh, scale_loader), ahead of the consumers by up to SCALE_SLOTS steps.
 constexpr int SCALE_SLOTS = WGMMA_WS_SCALE_SLOTS;
 constexpr int SCALE_SLOT_BYTES = (BM + 4) * 4;
+
+// A position in a ring of N slots with a barrier each: the slot and the parity of the barrier phase its next use
+// waits for, moved on one step at a time. Where N is no power of two (three scale slots), `step % N` and
+// `step / N` in every k step are a multiply-high, shifts and a multiply; moving on is a compare and two selects.
+template <int N>
+struct RingPos {
+    uint32_t slot, phase;
+    __device__ __forceinline__ explicit RingPos(uint32_t step) : slot(step % N), phase((step / N) & 1u) {}
+    __device__ __forceinline__ void advance()
+    {
+        if (++slot == N) {
+            slot = 0;
+            phase ^= 1u;
+        }
+    }
+};
 constexpr int LAYOUT_BYTES = STAGES * STAGE_BYTES + BT_BUFFERS_HELD * B_ROWS_BYTES + EPI_BYTES + 2 * STAGES * 8 +
                              2 * BT_BUFFERS_HELD * 8 + SCALE_SLOTS * (SCALE_SLOT_BYTES + 2 * 8);
 constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's WsConfig.shared_bytes)

@@ -121,7 +121,7 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
         mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
-                     step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4), part);
+                     step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4, it), part);
         if constexpr (K_GROUPS > 1) {
             if (k_groups_meet(d, smem_raw + (sm.epi - raw), part, i, w.k1 - w.k0, tid)) continue;
         }
@@ -214,7 +214,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
         }
         for (int j = 0; j < SCALE_SLOTS; ++j) {
             mbar_init(sm.scale_full_bar + 8 * j, 32);              // each lane of the loader, as its copies land
-            mbar_init(sm.scale_empty_bar + 8 * j, CONSUMERS * 128);  // every consumer thread, once it has read it
+            mbar_init(sm.scale_empty_bar + 8 * j, CONSUMERS * 4);  // every consumer warp, once it has read it
         }
         fence_mbar_init();
     }

@@ -148,7 +148,7 @@ __device__ __forceinline__ void bt_writer(const Smem& sm, const Schedule<Op>& sc
 }
 
 // The loader of block scales (WGMMA_WS_SCALE_SLOTS, block-scaled operands): the producer warpgroup's second warp,
-// lane `lane`, walking the schedule's k steps as the producer does. For each it waits until every consumer thread has
+// lane `lane`, walking the schedule's k steps as the producer does. For each it waits until every consumer warp has
 // read the slot's step before (its empty barrier), copies the step's scales of the tile's rows and its B scale into
 // the slot (Op::ScaleCopies: cp.async through L2, each lane its share) and arrives on the slot's full barrier as its
 // own copies land (the barrier counts the 32 lanes). The consumers then read a step's scales from shared memory,
@@ -159,17 +159,16 @@ __device__ __forceinline__ void scale_loader(const Smem& sm, const Schedule<Op>&
                                              uint32_t rank, int m, int lane)
 {
     using namespace hopper;
-    uint32_t it = 0;
+    RingPos<SCALE_SLOTS> pos(0);
     for (int i = 0; i < sched.n_items; ++i) {
         int k0, k1, m0, n0;
         item_tile(sched, i, rank, k0, k1, m0, n0);
         typename Op::ScaleCopies copies(scales, m, m0, n0, k0, sched.ktiles, sched.cols, lane);
 #pragma unroll 1
-        for (int kt = k0; kt < k1; ++kt, ++it) {
-            const uint32_t s = it % SCALE_SLOTS;
-            mbar_wait(sm.scale_empty_bar + 8 * s, ((it / SCALE_SLOTS) & 1u) ^ 1u);
-            copies.copy(sm.scales + s * SCALE_SLOT_BYTES);
-            cp_async_arrive(sm.scale_full_bar + 8 * s);
+        for (int kt = k0; kt < k1; ++kt, pos.advance()) {
+            mbar_wait(sm.scale_empty_bar + 8 * pos.slot, pos.phase ^ 1u);
+            copies.copy(sm.scales + pos.slot * SCALE_SLOT_BYTES);
+            cp_async_arrive(sm.scale_full_bar + 8 * pos.slot);
         }
     }
 }
@@ -197,20 +196,20 @@ __device__ __forceinline__ void release_step(const Smem& sm, uint32_t step, int 
     }
 }
 
-// The weights of k steps' partials in the promoted mainloop for an Op without block scales: none (Step is empty, at
-// loads nothing), the partials are added as they are. A block-scaled Op brings its own (Op::Weights: at(step) gives
-// the thread's two weights of ring step `step` as Step, a float2, from the scale ring's slot).
+// The weights of k steps' partials in the promoted mainloop for an Op without block scales: none (Step is empty,
+// next loads nothing), the partials are added as they are. A block-scaled Op brings its own (Op::Weights: next()
+// gives the thread's two weights of the item's next k step as Step, a float2, from the scale ring's slot).
 struct Unweighted {
     struct Step {};
-    __device__ __forceinline__ Step at(uint32_t) const { return {}; }
+    __device__ __forceinline__ Step next() { return {}; }
 };
 
-// Where a consumer thread's block-scaled weights come from (Op::Weights: the scale ring and the thread's first row in
-// the tile), or Unweighted for every other Op.
+// Where a consumer thread's block-scaled weights of an item come from (Op::Weights: the scale ring from ring step
+// `step`, the item's first, and the thread's first row in the tile), or Unweighted for every other Op.
 template <class Op>
-__device__ __forceinline__ auto step_weights(const Smem& sm, int row)
+__device__ __forceinline__ auto step_weights(const Smem& sm, int row, uint32_t step)
 {
-    if constexpr (BLOCK_SCALED<Op>) return typename Op::Weights(sm, row);
+    if constexpr (BLOCK_SCALED<Op>) return typename Op::Weights(sm, row, step);
     else return Unweighted{};
 }
 
@@ -289,8 +288,8 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
 // `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16) from
 // the scale ring in shared memory, which the producer warpgroup's loader fills ahead (scale_loader), asked for
-// before the step's wgmmas (its ring step `it`) and used after the next step's are issued. For every other Op
-// `weights` is Unweighted: no loads, the FADD, the same build.
+// before the step's wgmmas (the item's steps in order, from its first ring step) and used after the next step's
+// are issued. For every other Op `weights` is Unweighted: no loads, the FADD, the same build.
 template <int N>
 struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unrolls over them
     static constexpr int value = N;
@@ -299,7 +298,7 @@ struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unroll
 template <class Op, typename V = typename Op::Acc, class Weights = Unweighted>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
                                          uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane,
-                                         const Weights& weights = {}, int part = 0)
+                                         Weights weights = {}, int part = 0)
 {
     using namespace hopper;
     static_assert(!PROMOTE || PROMOTABLE<Op>,
@@ -406,17 +405,17 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
 #pragma unroll
             for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
-                w0 = weights.at(it);
+                w0 = weights.next();
                 k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane);
                 if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
-                w1 = weights.at(it);
+                w1 = weights.next();
                 k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane);
                 add(p0, w0);
             }
             finish(p1, w1);
         }
         for (; kt < k1; ++kt) {
-            w0 = weights.at(it);
+            w0 = weights.next();
             k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
             finish(p0, w0);
         }

@@ -15,7 +15,7 @@
 // scales of the tile's 128 rows and its B scale, which the producer warpgroup's second warp copies (mainloop.cuh,
 // scale_loader; ScaleCopies below: cp.async through L2, consecutive lanes consecutive rows of one k block) up to
 // that many steps ahead of the consumers. A consumer thread waits for its step's slot, reads its three scales with
-// ld.shared and frees its share of the slot (the slot is free once every consumer thread has). Read by each
+// ld.shared, and its warp frees its share of the slot (the slot is free once every consumer warp has). Read by each
 // consumer thread from global memory instead, 30 % of the build's warp samples waited on them (ncu, 8192^3): ptxas
 // issues such loads just after the next step's first wgmma wherever they stand in the source, too late for L2's
 // latency. Stream-K pieces and split-K slices are
@@ -77,27 +77,34 @@ struct OpFp8Block : OpBytes<E4M3Block> {
         }
     };
 
-    // One consumer thread's weights of its k steps: at(step) = (sa[kt, r0], sa[kt, r1]) * sb[kt, n0 / 128] for its
-    // rows r0 and r1 = r0 + 8 of the tile, read from ring step `step`'s slot once the loader has filled it, as the
-    // mainloop's Step (x: r0, y: r1). The thread frees its share of the slot as soon as it has read it.
+    // One consumer thread's weights of an item's k steps: next() = (sa[kt, r0], sa[kt, r1]) * sb[kt, n0 / 128] of
+    // its next step kt, for its rows r0 and r1 = r0 + 8 of the tile, read from the step's slot once the loader has
+    // filled it, as the mainloop's Step (x: r0, y: r1). The warp frees its share of the slot as soon as its lanes
+    // have read it: one arrival, by lane 0 after the warp's lanes meet (__syncwarp orders their reads before it), as
+    // on a stage's empty barrier. The item's first step is ring step `step`; each next() moves on one slot (RingPos).
     struct Weights {
         using Step = float2;
         uint32_t slots, full, empty;  // the ring's first slot, its first full and first empty barrier
         uint32_t row;                 // r0's byte offset in a slot
+        RingPos<SCALE_SLOTS> pos;     // the next step's slot and phase
+        bool signals;                 // lane 0: arrives for its warp
 
-        __device__ __forceinline__ Weights(const Smem& sm, int row0)
-            : slots(sm.scales), full(sm.scale_full_bar), empty(sm.scale_empty_bar), row(4 * row0)
+        __device__ __forceinline__ Weights(const Smem& sm, int row0, uint32_t step)
+            : slots(sm.scales), full(sm.scale_full_bar), empty(sm.scale_empty_bar), row(4 * row0), pos(step),
+              signals(threadIdx.x % 32 == 0)
         {
         }
 
-        __device__ __forceinline__ float2 at(uint32_t step) const
+        __device__ __forceinline__ float2 next()
         {
-            const uint32_t s = step % SCALE_SLOTS;
-            hopper::mbar_wait(full + 8 * s, (step / SCALE_SLOTS) & 1u);
-            const uint32_t slot = slots + s * SCALE_SLOT_BYTES;
+            hopper::mbar_wait(full + 8 * pos.slot, pos.phase);
+            const uint32_t slot = slots + pos.slot * SCALE_SLOT_BYTES;
             const float a0 = hopper::ld_shared_f32(slot + row), a1 = hopper::ld_shared_f32(slot + row + 4 * 8);
             const float b = hopper::ld_shared_f32(slot + 4 * BM);
-            hopper::mbar_arrive_local(empty + 8 * s);  // after this thread's reads (the arrive's release order)
+            __syncwarp();
+            asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}"
+                         ::"r"(empty + 8 * pos.slot), "r"(static_cast<uint32_t>(signals)) : "memory");
+            pos.advance();
             return make_float2(a0 * b, a1 * b);
         }
     };
