@@ -213,14 +213,20 @@ __device__ __forceinline__ auto step_weights(const Smem& sm, int row, uint32_t s
     else return Unweighted{};
 }
 
+struct NoWork {
+    __device__ __forceinline__ void operator()() const {}
+};
+
 // k step kt of an item that began at k0, into acc: wait for the stage, issue its wgmmas (`accumulate` false:
-// scale-d = 0), then, where an earlier step's group is in flight (`previous`), wait for it (one stays in flight)
-// and release the stage it read; the paced drain stores its rows between steps. `it` is kt's ring step, and moves
-// on by K_GROUPS: with two k groups each consumer warpgroup takes every other step, and its previous is two back.
-template <class Op, typename V>
+// scale-d = 0), run `issued` (the promoted mainloop's fetch of the step's block-scale weights, whose slot wait and
+// loads then lie behind wgmmas already issued: +1 % against fetching them before the stage wait), then, where an
+// earlier step's group is in flight (`previous`), wait for it (one stays in flight) and release the stage it read;
+// the paced drain stores its rows between steps. `it` is kt's ring step, and moves on by K_GROUPS: with two k
+// groups each consumer warpgroup takes every other step, and its previous is two back.
+template <class Op, typename V, class F = NoWork>
 __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int kt, int k0, bool accumulate,
                                        bool previous, uint32_t desc_a0, uint32_t desc_b0, const Smem& sm,
-                                       PacedDrain<V>& drain, int n, int lane)
+                                       PacedDrain<V>& drain, int n, int lane, F&& issued = {})
 {
     using namespace hopper;
     const uint32_t s = it % STAGES;
@@ -235,6 +241,7 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
     Op::mma(acc, desc_a0 + s * STAGE_DESC, db, accumulate);
     // (an Op with A from registers commits its groups itself, and has waited for the previous step's: OpTf32Swapped)
     if constexpr (!A_TRANSPOSED<Op>) wgmma_commit();
+    issued();
     if (previous) {
         if constexpr (!A_TRANSPOSED<Op>) wgmma_wait<1>();
         release_step(sm, it - K_GROUPS, lane);
@@ -288,8 +295,8 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // added times its weight, sa[row, kt] * sb[kt, tile column block], one FFMA where the plain promotion has an FADD.
 // `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16) from
 // the scale ring in shared memory, which the producer warpgroup's loader fills ahead (scale_loader), asked for
-// before the step's wgmmas (the item's steps in order, from its first ring step) and used after the next step's
-// are issued. For every other Op `weights` is Unweighted: no loads, the FADD, the same build.
+// once the step's wgmmas are issued (k_step's `issued`; the item's steps in order, from its first ring step) and
+// used after the next step's are issued. For every other Op `weights` is Unweighted: no loads, the FADD, the same build.
 template <int N>
 struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unrolls over them
     static constexpr int value = N;
@@ -405,18 +412,18 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
 #pragma unroll
             for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
-                w0 = weights.next();
-                k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane);
+                k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane,
+                           [&] { w0 = weights.next(); });
                 if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
-                w1 = weights.next();
-                k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane);
+                k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane,
+                           [&] { w1 = weights.next(); });
                 add(p0, w0);
             }
             finish(p1, w1);
         }
         for (; kt < k1; ++kt) {
-            w0 = weights.next();
-            k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane);
+            k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane,
+                       [&] { w0 = weights.next(); });
             finish(p0, w0);
         }
     } else if constexpr (K_GROUPS > 1) {
