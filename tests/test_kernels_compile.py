@@ -357,9 +357,11 @@ def test_each_warp_specialized_build_takes_its_definitions_and_launch_from_one_r
     names = [d.partition("=")[0] for d in defines]
     assert len(set(names)) == len(names) and all(name.startswith("WGMMA_WS_") for name in names)
     # The launch, tile and workspace are the same record's.
-    # The launch bound is the rung's default build's (384 threads) in every build: the 64-row ones launch 256, with
-    # the register budget at entry of 384 (168), so that setmaxnreg's 232 for the consumers is an increase.
+    # The launch bound is the family's (384 threads) in every build, and the kernel's budget at entry is taken from
+    # the same number: the 64-row ones launch 256, with the register budget at entry of 384 (168), so that
+    # setmaxnreg's 232 for the consumers is an increase.
     assert m.launch_bounds == (m.config.THREADS, 1) and config.THREADS <= m.launch_bounds[0]
+    assert f"WGMMA_WS_LAUNCH_THREADS={m.launch_bounds[0]}" in defines
     assert (build.tile or m.tile)(0, m.dtypes[0]) == config.tile()
     for shape in ((512, 512, 512), (300, 520, 8193), (4096, 4096, 4096)):
         problem = Problem(*shape, 0, dtypes.get(m.dtypes[0]))
@@ -417,6 +419,19 @@ def test_registry_launch_matches_the_warp_specialized_kernels_config(method, var
               "SPLIT_K": m.variant(variant).config.split_k}
     result = compile_ws_checks(method, m.variant(variant).config.defines, checks, tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+@needs_nvcc
+def test_a_warp_specialized_build_whose_launch_bound_starves_setmaxnreg_fails_to_compile(tmp_path):
+    # The consumers' setmaxnreg.inc takes registers that the producer gave away within the CTA's budget at entry,
+    # which the launch bound sets: at 512 threads (128 a thread) the consumers' 232 are out of reach (a hang on the
+    # GPU), below the build's own threads the bound is wrong; both fail the kernel's static_asserts.
+    config = registry.get("wgmma_fp8_block").config
+    for name, bound, message in (("starved", 512, "setmaxnreg: the consumers' registers past the entry budget"),
+                                 ("short", config.THREADS - 128, "WGMMA_WS_LAUNCH_THREADS: the launch bound")):
+        result = compile_ws_checks("wgmma_fp8_block", with_define(config.defines, "LAUNCH_THREADS", bound), {},
+                                   tmp_path / name)
+        assert result.returncode != 0 and message in result.stderr, f"{name}: {result.stderr}"
 
 
 @needs_nvcc

@@ -13,6 +13,7 @@
 // The definitions (the registry's variants of a rung move one of them each):
 //   WGMMA_WS_THREADS      threads per CTA: a producer warpgroup and WGMMA_WS_K_GROUPS consumer warpgroups per 64
 //                         rows (384 at BM 128, 256 at BM 64, 384 at BM 64 with two k groups).
+//   WGMMA_WS_LAUNCH_THREADS  the kernel's launch bound, the family's most threads (384) in every build.
 //   WGMMA_WS_K_GROUPS     consumer warpgroups per 64 rows of the tile: 1, or 2 that take alternate k steps into
 //                         accumulators of their own, summed through shared memory at the end of each item (BM 64).
 //   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
@@ -74,6 +75,9 @@
 
 #ifndef WGMMA_WS_THREADS
 #error "WGMMA_WS_THREADS is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
+#ifndef WGMMA_WS_LAUNCH_THREADS
+#error "WGMMA_WS_LAUNCH_THREADS is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
 #ifndef WGMMA_WS_K_GROUPS
 #error "WGMMA_WS_K_GROUPS is set by the registry (matmul_study/core/warp_specialized.py)"
@@ -222,9 +226,9 @@ constexpr int SMEM_BYTES = WGMMA_WS_SMEM_BYTES;  // the launch's (the registry's
 // Registers per thread after setmaxnreg: the producer warpgroup gives most away, or where its warps write Bt
 // (WGMMA_WS_BT_BUFFERS: a 4x4 block of floats, its addresses and the schedule) keeps 56, which at 40 spilled the
 // writers' loop to local memory (ncu: 60 % of their stalls on local loads); the consumers take the rest.
-// setmaxnreg moves registers within the CTA's allocation at entry (ENTRY_REGS per thread, from the family's launch
-// bound of 384 threads): what the producer gives away must cover what the consumers take, or their setmaxnreg.inc
-// waits for ever.
+// setmaxnreg moves registers within the CTA's allocation at entry (ENTRY_REGS per thread, from the launch bound,
+// WGMMA_WS_LAUNCH_THREADS): what the producer gives away must cover what the consumers take, or their
+// setmaxnreg.inc waits for ever.
 constexpr int PRODUCER_REGS = BT_SMEM ? 56 : 40;
 constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
 // Arrivals that free a stage: every warp of the consumers that read it (one k group per 64 rows) in every CTA of the
@@ -287,7 +291,8 @@ static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS
 static_assert(!SWAP_AB || BK != 128 || BM == 128,
               "WGMMA_WS_SWAP_AB=1 with 8-bit operands (WGMMA_WS_BK=128): tiles of 128 rows (WGMMA_WS_BM=128)");
 static_assert(WGMMA_WS_BALANCED == 0 || WGMMA_WS_BALANCED == 1, "WGMMA_WS_BALANCED: 0 (off) or 1 (on)");
-constexpr int ENTRY_REGS = 65536 / (3 * 128) / 8 * 8;  // 168
+constexpr int ENTRY_REGS = 65536 / WGMMA_WS_LAUNCH_THREADS / 8 * 8;  // 168 at 384 threads
+static_assert(THREADS <= WGMMA_WS_LAUNCH_THREADS, "WGMMA_WS_LAUNCH_THREADS: the launch bound, at least THREADS");
 static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (CONSUMERS + 1) * ENTRY_REGS,
               "setmaxnreg: the consumers' registers past the entry budget exceed what the producer gives away");
 static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE: 0 (off) or 1 (on)");

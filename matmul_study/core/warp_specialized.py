@@ -82,6 +82,10 @@ class WsConfig:
     BARRIER_BYTES: ClassVar[int] = 2 * 8
     ACC_BYTES: ClassVar[int] = 4  # an accumulator of a split-K partial tile, and a tile's counter
     SCALE_BYTES: ClassVar[int] = 4  # an fp32 block scale
+    # Every build's launch bound: the family's most threads (a producer and two consumer warpgroups), so that ptxas
+    # budgets 65536 / 384 = 168 registers a thread at entry in each; setmaxnreg then moves them between warpgroups
+    # (config.cuh, ENTRY_REGS). A 256-thread build keeps it too, and its consumers still rise to 232.
+    LAUNCH_THREADS: ClassVar[int] = 384
 
     @property
     def BM(self) -> int:
@@ -152,7 +156,7 @@ class WsConfig:
     @property
     def defines(self) -> tuple[str, ...]:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
-        values = {"THREADS": self.THREADS, "K_GROUPS": self.k_groups, "BM": self.BM, "BN": self.bn, "BK": self.bk,
+        values = {"THREADS": self.THREADS, "LAUNCH_THREADS": self.LAUNCH_THREADS, "K_GROUPS": self.k_groups, "BM": self.BM, "BN": self.bn, "BK": self.bk,
                   "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_BUFFERS": self.bt_buffers,
                   "SCALE_SLOTS": self.scale_slots, "CLUSTER": self.cluster,
@@ -783,13 +787,12 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
                 TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, c.bt_box_rows, c.bk))
 
     # A build of other tile rows than the default's reads A in boxes of its own rows, and one of tiles narrower
-    # than a box of Bᵀ reads Bᵀ in boxes of its own columns. Every build keeps the default build's launch bound (384
-    # threads, so ptxas budgets 168 registers a thread at entry): in a 256-thread build too, setmaxnreg then raises
-    # the consumers to 232 and never lowers them.
+    # than a box of Bᵀ reads Bᵀ in boxes of its own columns. Every build has the family's launch bound
+    # (WsConfig.LAUNCH_THREADS).
     own = maps(config)
     fields["variants"] = tuple(
         replace(v, tensor_maps=maps(v.config)) if isinstance(v, WsVariant) and maps(v.config) != own else v
         for v in fields.get("variants", ()))
     return WsMethod(name, description, dtypes, backend=PYCUDA, source=source, template=template, launch=config.launch,
-                    tile=config.tile, tensor_maps=own, launch_bounds=(config.THREADS, 1), config=config,
+                    tile=config.tile, tensor_maps=own, launch_bounds=(WsConfig.LAUNCH_THREADS, 1), config=config,
                     **{"requires": HOPPER, **fields})
