@@ -125,6 +125,14 @@ WARPTILED_BESIDE_TILE_RATES = {
                                  block_us=0.25, partial_gbps=100.0, ragged_fill=RAGGED_FILL),
 }
 
+
+def warptiled_tile_model(rates: dict[str, configs.TileRates]):
+    """Kernel 7's tile model with one of its fitted sets of facts (`rates`): the same builds, launches and
+    split-K rule, weighed at those rates."""
+    return configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS, rates,
+                                   configs.wave_split_k(WARPTILED.tile))
+
+
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
                  *dmma_square_variants())
 # Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend) to its 36 builds and the default at 48 shapes
@@ -256,15 +264,10 @@ METHODS: dict[str, Method] = {
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.smaller_tiles(
-                    configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS, WARPTILED_TILE_RATES,
-                                            configs.wave_split_k(WARPTILED.tile, min_slice_k=64)),
-                    configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS,
-                                            WARPTILED_SMALL_TILE_RATES, configs.wave_split_k(WARPTILED.tile)),
+                    warptiled_tile_model(WARPTILED_TILE_RATES), warptiled_tile_model(WARPTILED_SMALL_TILE_RATES),
                     frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
                     frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants())),
-                    WARPTILED_DECODE_ROWS,
-                    configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS,
-                                            WARPTILED_BESIDE_TILE_RATES, configs.wave_split_k(WARPTILED.tile))),
+                    WARPTILED_DECODE_ROWS, warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES)),
                 token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(
