@@ -213,7 +213,7 @@ __device__ __forceinline__ auto step_weights(const Smem& sm, int row, uint32_t s
     else return Unweighted{};
 }
 
-struct NoWork {
+struct NoWork {  // k_step's `issued` where there is nothing to run between the issue and the wait
     __device__ __forceinline__ void operator()() const {}
 };
 
@@ -296,7 +296,8 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // `weights` (Op::Weights) gives a step's two weights of this thread (its rows l/4 and l/4 + 8 of its warp's 16) from
 // the scale ring in shared memory, which the producer warpgroup's loader fills ahead (scale_loader), asked for
 // once the step's wgmmas are issued (k_step's `issued`; the item's steps in order, from its first ring step) and
-// used after the next step's are issued. For every other Op `weights` is Unweighted: no loads, the FADD, the same build.
+// used after the next step's are issued. For every other Op `weights` is Unweighted: no loads, the FADD, the same
+// build.
 template <int N>
 struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unrolls over them
     static constexpr int value = N;

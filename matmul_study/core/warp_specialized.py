@@ -156,8 +156,8 @@ class WsConfig:
     @property
     def defines(self) -> tuple[str, ...]:
         """The build's compile definitions: every WGMMA_WS_* that kernels/warp_specialized/config.cuh requires."""
-        values = {"THREADS": self.THREADS, "LAUNCH_THREADS": self.LAUNCH_THREADS, "K_GROUPS": self.k_groups, "BM": self.BM, "BN": self.bn, "BK": self.bk,
-                  "STAGES": self.stage_count,
+        values = {"THREADS": self.THREADS, "LAUNCH_THREADS": self.LAUNCH_THREADS, "K_GROUPS": self.k_groups,
+                  "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_BUFFERS": self.bt_buffers,
                   "SCALE_SLOTS": self.scale_slots, "CLUSTER": self.cluster,
                   "SPLIT_K": self.split_k,
