@@ -102,8 +102,7 @@ struct OpFp8Block : OpBytes<E4M3Block> {
             const float a0 = hopper::ld_shared_f32(slot + row), a1 = hopper::ld_shared_f32(slot + row + 4 * 8);
             const float b = hopper::ld_shared_f32(slot + 4 * BM);
             __syncwarp();
-            asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}"
-                         ::"r"(empty + 8 * pos.slot), "r"(static_cast<uint32_t>(signals)) : "memory");
+            hopper::mbar_arrive_local_if(empty + 8 * pos.slot, signals);  // after the warp's reads (release order)
             pos.advance();
             return make_float2(a0 * b, a1 * b);
         }
