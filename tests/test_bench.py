@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -511,3 +512,48 @@ def test_the_tile_model_descent_starts_from_the_registrys_facts(capsys):
     committed = registry.DMMA_TILE_RATES["float64"]
     assert out.startswith("the registry's facts: total regret") and f"descended to: {committed}" in out
     assert "1024x1024x1024           bm64 regret 0.000" in out
+
+
+ceiling = load("read_ceiling")
+
+
+def test_the_read_ceiling_reads_each_shapes_roofline_bytes_in_whole_chunks():
+    # 16x4096x4096 (M x N x K) in int8: A 16 x 4096 and B 4096 x 4096 bytes, C 16 x 4096 int32 (the roofline's bytes).
+    cases = ceiling.cases(["16x4096x4096"], ["int8", "float16"], [17])
+    assert [c.label for c in cases] == ["16x4096x4096 int8", "16x4096x4096 float16", "bytes"]
+    assert cases[0].nbytes == 16 * 4096 + 4096 * 4096 + 16 * 4096 * 4
+    assert cases[1].nbytes == 2 * (16 * 4096 + 4096 * 4096) + 16 * 4096 * 4
+    assert cases[2].nbytes == 32  # 17 bytes: two 16-byte loads
+    assert ceiling.cases(["1x1x1"], ["int8"], [])[0].nbytes == 16
+
+
+def test_the_read_ceiling_tries_only_configurations_that_fit_an_sm():
+    configs = ceiling.configs(132)
+    assert len(configs) == 2 * 9  # both load depths; 1 or 2 blocks of up to 1024, 4 of 512, 8 of 256
+    assert all(c.grid // 132 * c.block <= ceiling.THREADS_PER_SM and c.grid % 132 == 0 for c in configs)
+    assert {c.kernel for c in configs} == {"read_ceiling_4", "read_ceiling_8"}
+
+
+def test_the_read_ceiling_sizes_batches_and_shares_of_bandwidth():
+    assert ceiling.batch_for(1.0) == 500 and ceiling.batch_for(100.0) == ceiling.MIN_BATCH
+    assert ceiling.share_of_hbm(4_800_000, 1.0, 4.8) == pytest.approx(100.0)
+    assert ceiling.share_of_hbm(4_800_000, 2.0, 4.8) == pytest.approx(50.0)
+    assert ceiling.share_of_hbm(1, 1.0, None) != ceiling.share_of_hbm(1, 1.0, None)  # nan: no datasheet entry
+    frame = ceiling.table([{"case": "bytes", "bytes": 9_600_000, "us": 2.0, "kernel": "read_ceiling_4", "grid": 264,
+                            "block": 512}], 4.8)
+    assert frame["% of HBM"].iloc[0] == pytest.approx(100.0) and frame["TB/s"].iloc[0] == pytest.approx(4.8)
+
+
+def test_the_read_ceiling_refuses_to_run_with_nothing_to_read(capsys):
+    with pytest.raises(SystemExit):
+        ceiling.main([])
+    assert "give --shape or --bytes" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") != "1",
+                    reason="nvcc not on PATH")
+def test_the_read_ceiling_kernels_compile(tmp_path):
+    result = kernels.compile_with_nvcc(kernels.READ_CEILING_SOURCE, "sm_90a", tmp_path)
+    assert result.returncode == 0, result.stderr
+    cubin = (tmp_path / "module.cubin").read_bytes()
+    assert all(name in cubin for name in (b"read_ceiling_4", b"read_ceiling_8", b"read_ceiling_empty"))

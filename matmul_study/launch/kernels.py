@@ -20,6 +20,8 @@ KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 COMPILE_OPTIONS = ("-std=c++17", "-O3", "-lineinfo")
 # The measurement helper that holds a stream while a batch is queued (not a method; see timing.StreamHold).
 HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
+# The measurement helper that only reads N bytes (bench/read_ceiling.py: the ceiling of a kernel that must read them).
+READ_CEILING_SOURCE = '#include "read_ceiling.cu"\n'
 # The byte transpose that the int8 rung and cuBLAS's int8 call run before their GEMM (launchers.ByteTransposedOperand).
 TRANSPOSE_BYTES_SOURCE = '#include "transpose_bytes.cu"\n'
 # A quoted include at the start of a line (one in a // comment is not); <...> names the toolkit's headers.
