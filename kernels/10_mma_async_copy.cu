@@ -310,6 +310,10 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     constexpr int B_RPP = THREADS / B_CH, B_PER = BK / B_RPP;
     static_assert(THREADS % B_CH == 0 && BM % A_RPP == 0 && BK % B_RPP == 0, "loaders cover the slice");
     static_assert(A_RPP % 8 == 0 && B_RPP % O::B_PERIOD == 0, "a pass moves whole swizzle periods");
+    // (the swizzle XORs a chunk's index with up to 7: B's rows need 8 chunks, 128 bytes, or a chunk lands in the next
+    // row; 8-bit tiles of 64 columns wrote past the stage and faulted)
+    static_assert(B_CH >= 8, "tile width: B's rows of BN elements must hold 128 bytes (BN >= 128 for 8-bit operands, "
+                             ">= 64 for 16-bit, >= 32 for tf32) for the B swizzle");
     const int a_r0 = tid / A_CH, a_c0 = tid % A_CH;
     const int b_r0 = tid / B_CH, b_c0 = tid % B_CH;
     // Byte offsets in a stage; pass i adds i * A_RPP (B_RPP) rows, which leaves the swizzle unchanged.

@@ -528,3 +528,16 @@ def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path
     checks = {"SPLIT_K": split, "STREAMK": 0, "PART_QUADS * 16": part_bytes}
     result = compile_ws_checks(method, config.defines, checks, tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("dtype,fails", [("int8", True), ("float8_e4m3", True), ("float16", False)])
+def test_kernel_10_refuses_tiles_whose_rows_of_b_are_narrower_than_its_swizzle(dtype, fails, tmp_path):
+    # 16 x 64 decode tiles of 2 warps: a row of B is 64 bytes in 8 bits, half the 8 chunks that the swizzle permutes,
+    # so those builds wrote past their stage (an illegal address on an H200); in 16 bits a row is 128 bytes.
+    config = dataclasses.replace(geometry.decode_tile(16), tile_n=64, threads=64)
+    source = kernels.module_source("mma_async_copy", [(dtype, 0)])
+    options = [*kernels.COMPILE_OPTIONS, *(f"-D{d}" for d in config.defines()), "-DMMA_ASYNC_COPY_SPLIT_K=1"]
+    result = kernels.compile_with_nvcc(source, "sm_90", tmp_path, options)
+    assert (result.returncode != 0) == fails, result.stderr
+    assert ("for the B swizzle" in result.stderr) == fails, result.stderr
