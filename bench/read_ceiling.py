@@ -27,6 +27,7 @@ from matmul_study.analysis.bound import ideal_bytes
 from matmul_study.analysis.ladder import datasheet_tbps
 from matmul_study.core import dtypes
 from matmul_study.measure.compare import parse_shape
+from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, require_pycuda
 
 LOADS_IN_FLIGHT = (4, 8)  # read_ceiling_<U>: 16-byte loads in flight per thread
 BLOCKS_PER_SM = (1, 2, 4, 8)
@@ -95,14 +96,14 @@ class Reader:
     hold, then a batch back to back)."""
 
     def __init__(self, largest: int):
-        from pycuda import driver as cuda
+        cuda = require_pycuda()  # says which package or driver is missing, and the command that installs it
+        import pycuda.autoprimaryctx
 
         from matmul_study.launch.kernels import READ_CEILING_SOURCE, compile_with_pycuda
         from matmul_study.measure.timing import StreamHold
 
-        device = cuda.Context.get_device()
-        cc = device.compute_capability()
-        arch = f"sm_{cc[0]}{cc[1]}" + ("a" if cc >= (9, 0) else "")
+        device = pycuda.autoprimaryctx.device
+        arch = device_arch(device)
         self.cuda, self.name = cuda, device.name()
         self.sms = device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
         self.module = cuda.module_from_buffer(compile_with_pycuda(READ_CEILING_SOURCE, arch))
@@ -151,9 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     todo = cases(args.shape, args.dtype, args.bytes)
     if not todo:
         parser.error("nothing to read: give --shape or --bytes")
-    import pycuda.autoinit  # noqa: F401  (a context on GPU 0)
-
-    reader = Reader(max(c.nbytes for c in todo))
+    try:
+        reader = Reader(max(c.nbytes for c in todo))
+    except GpuUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 1
     tbps = datasheet_tbps(reader.name)
     rows = [{"case": f"empty launch ({c.grid} x {c.block})", "bytes": 0, "us": reader.time_us(c, CHUNK, args.samples),
              "kernel": c.kernel, "grid": c.grid, "block": c.block}

@@ -557,3 +557,12 @@ def test_the_read_ceiling_kernels_compile(tmp_path):
     assert result.returncode == 0, result.stderr
     cubin = (tmp_path / "module.cubin").read_bytes()
     assert all(name in cubin for name in (b"read_ceiling_4", b"read_ceiling_8", b"read_ceiling_empty"))
+
+
+def test_the_read_ceiling_says_what_is_missing_without_a_gpu(monkeypatch, capsys):
+    def unavailable(*_):
+        raise ceiling.GpuUnavailable("PyCUDA is not installed; pip install -e '.[gpu]'")
+
+    monkeypatch.setattr(ceiling.Reader, "__init__", unavailable)
+    assert ceiling.main(["--bytes", "1024"]) == 1
+    assert "pip install -e '.[gpu]'" in capsys.readouterr().err
