@@ -8,9 +8,10 @@ that time's share of the datasheet HBM bandwidth, beside the floor of an empty l
 
 A shape (MxNxK, as bench/compare.py takes it) stands for the bytes the report's roofline counts for it in each dtype
 (matmul_study.analysis.bound.ideal_bytes: A and B read once, C written once). Each byte count is read by
-kernels/read_ceiling.cu in every configuration of CONFIGS (4 or 8 loads in flight per thread, 1 to 8 blocks an SM,
-256 to 1024 threads), and the fastest is printed: no kernel that must move those bytes runs faster this way, so a
-GEMM's share of HBM bandwidth is to be read against this one's. Byte counts that fit the L2 cache can pass 100 %.
+kernels/read_ceiling.cu in every configuration that `configs` gives (4 or 8 loads in flight per thread, 1 to 8
+blocks an SM, 256 to 1024 threads), and the fastest is printed: no kernel that must move those bytes runs faster this
+way, so a GEMM's share of HBM bandwidth is to be read against this one's. Byte counts that fit the L2 cache can pass
+100 %.
 """
 from __future__ import annotations
 
