@@ -27,15 +27,15 @@ import pandas as pd
 from matmul_study.analysis.bound import ideal_bytes
 from matmul_study.analysis.ladder import datasheet_tbps
 from matmul_study.core import dtypes
-from matmul_study.measure.compare import parse_shape
+from matmul_study.measure.compare import DEFAULTS, parse_shape
 from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, require_pycuda
+from matmul_study.measure.gpu_job import held_seconds
+from matmul_study.measure.timing import StreamHold, launches_per_sample
 
 LOADS_IN_FLIGHT = (4, 8)  # read_ceiling_<U>: 16-byte loads in flight per thread
 BLOCKS_PER_SM = (1, 2, 4, 8)
 THREADS = (256, 512, 1024)
 THREADS_PER_SM = 2048
-SAMPLE_US = 500.0  # a timed sample is a batch of about this long (at least MIN_BATCH launches)
-MIN_BATCH = 20
 CHUNK = 16  # bytes a load reads
 
 
@@ -74,11 +74,6 @@ def configs(sms: int) -> list[Config]:
             if b * t <= THREADS_PER_SM]
 
 
-def batch_for(estimate_us: float) -> int:
-    """Launches per timed sample: SAMPLE_US of them, at least MIN_BATCH."""
-    return max(MIN_BATCH, math.ceil(SAMPLE_US / max(estimate_us, 1e-3)))
-
-
 def share_of_hbm(nbytes: int, us: float, tbps: float | None) -> float:
     """Percent of the datasheet bandwidth that nbytes in us make (nan where the device has no datasheet entry)."""
     return 100 * nbytes / (us * 1e-6) / (tbps * 1e12) if tbps else float("nan")
@@ -101,7 +96,6 @@ class Reader:
         import pycuda.autoprimaryctx
 
         from matmul_study.launch.kernels import READ_CEILING_SOURCE, compile_with_pycuda
-        from matmul_study.measure.timing import StreamHold
 
         device = pycuda.autoprimaryctx.device
         arch = device_arch(device)
@@ -112,34 +106,22 @@ class Reader:
         self.data = cuda.mem_alloc(largest)
         cuda.memset_d8(self.data, 1, largest)
         self.sink = cuda.mem_alloc(4)
+        self.start, self.end = cuda.Event(), cuda.Event()
 
     def time_us(self, config: Config, nbytes: int, samples: int) -> float:
-        """Median µs a launch over `samples` batches."""
-        cuda, f = self.cuda, self.module.get_function(config.kernel)
+        """Median µs a launch over `samples` batches, each as many launches as a sample of the study holds."""
+        f = self.module.get_function(config.kernel)
         args = (self.data, np.uint64(nbytes // CHUNK), self.sink)
 
         def launch():
             f(*args, grid=(config.grid, 1, 1), block=(config.block, 1, 1))
 
-        start, stop = cuda.Event(), cuda.Event()
-        for _ in range(3):
-            launch()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        batch = batch_for(stop.time_since(start) * 1e3)
-        times = []
-        for _ in range(samples):
-            self.hold.hold()
-            start.record()
-            for _ in range(batch):
-                launch()
-            stop.record()
-            self.hold.release()
-            stop.synchronize()
-            times.append(stop.time_since(start) * 1e3 / batch)
-        return statistics.median(times)
+        def per_launch_s(batch: int) -> float:
+            return held_seconds(self.hold, self.start, self.end, launch, batch) / batch
+
+        per_launch_s(3)  # warm-up
+        batch = launches_per_sample(per_launch_s(1), DEFAULTS.stopping.min_launches_per_sample)
+        return 1e6 * statistics.median(per_launch_s(batch) for _ in range(samples))
 
 
 def main(argv: list[str] | None = None) -> int:

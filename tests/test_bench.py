@@ -534,8 +534,7 @@ def test_the_read_ceiling_tries_only_configurations_that_fit_an_sm():
     assert {c.kernel for c in configs} == {"read_ceiling_4", "read_ceiling_8"}
 
 
-def test_the_read_ceiling_sizes_batches_and_shares_of_bandwidth():
-    assert ceiling.batch_for(1.0) == 500 and ceiling.batch_for(100.0) == ceiling.MIN_BATCH
+def test_the_read_ceiling_gives_shares_of_bandwidth():
     assert ceiling.share_of_hbm(4_800_000, 1.0, 4.8) == pytest.approx(100.0)
     assert ceiling.share_of_hbm(4_800_000, 2.0, 4.8) == pytest.approx(50.0)
     assert ceiling.share_of_hbm(1, 1.0, None) != ceiling.share_of_hbm(1, 1.0, None)  # nan: no datasheet entry
