@@ -439,6 +439,21 @@ def test_roofline_points_and_roof(results, calibration):
         matplotlib.pyplot.close(fig)
 
 
+def test_roofline_names_its_lines_where_every_point_is_far_below_the_ridge(results, calibration):
+    # A study of deep-K shapes with a few rows and columns (64x65536x64: about 16 FLOP/byte in fp32, against a ridge
+    # of 12.5 here and of 100 and more in the tensor-core dtypes) draws its panel left of half the ridge: the
+    # calibrated peak's name still finds a place (it once had none, and the figures step failed).
+    shallow = results.assign(model_intensity=results["model_intensity"] / 1000)
+    assert shallow["model_intensity"].max() * 1.5 * 2 < CEILINGS["float64"] / CEILINGS["memory"] / 2  # x_hi, ridge
+    fig = FIGURES["roofline"].plot(shallow, calibration)
+    try:
+        labels = " ".join(_texts(fig))
+        for dtype in ("float32", "float64"):
+            assert f"{dtype} calibrated {CEILINGS[dtype] / 1e3:.3g} TF/s" in labels
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -94,9 +94,10 @@ def _name_lines(ax, memory: float | None, peak: float | None, sheet: float | Non
                     renderer, texts, markers + flat + slope + sheet_line, panel, pad)
     if peak:
         note = ax.annotate(f"{dtype} calibrated {tf(peak)} TF/s", xy=(x_hi, peak), **style)
-        # right-aligned at the panel's right edge, then further left along the flat roof
+        # right-aligned at the panel's right edge, then further left along the flat roof (where every point lies
+        # left of the ridge, the edge alone: the flat roof is out of the panel)
         ridge = max(peak / memory, x_lo) if memory else x_lo
-        along = [(x_hi / 2 ** k, peak) for k in range(int(np.log2(x_hi / ridge)) + 1)]
+        along = [(x_hi / 2 ** k, peak) for k in range(max(int(np.log2(x_hi / ridge)), 0) + 1)]
         place_label(note, _spots(along, _LINE_DY, "right"), renderer, texts, markers + flat + slope, panel, pad)
     if memory:
         _label_slope(ax, memory, x_lo, x_hi, peak, renderer, texts, markers + flat + sheet_line, panel, pad)
