@@ -316,6 +316,32 @@ def test_deep_k_on_few_tiles_still_splits_where_that_cuts_each_sms_work_4_fold()
     assert NARROW(problem(256, 256, 960), WIDE_AND_NARROW).variant == "bn128"
 
 
+def test_a_final_pick_that_leaves_most_sms_idle_gives_way_to_the_64x64_splits():
+    # At N = 64 (the columns of 128x64 tiles), or where tf32 writes Bt in shared memory for a few rows, or where an
+    # 8-bit twin computes Cᵀ, a deep K against one or two tiles left 8-16 work items; the 64x64 splits make 32-64
+    # slices of them (configs.small_split_first). On an H200 (x the vendor, small-problems/
+    # tiles-columns-small-splits-*.txt) 128x64x65536 fp16 1.15 against 0.45, int8 1.16 / 0.68, FP8 1.01 / 0.42,
+    # tf32 1.01 / 0.45; tf32 16x128x65536 0.83 / 0.22.
+    for name, dtype, split in (("wgmma_warp_specialized", "float16", "bm64_bn64_kg2_splitk32"),
+                               ("wgmma_int8", "int8", "bm64_bn64_kg2_splitk32"),
+                               ("wgmma_fp8", "float8_e4m3", "bm64_bn64_kg2_splitk32"),
+                               ("wgmma_tf32", "tf32", "bm64_bn64_kg2_splitk64_smem_bt")):
+        method = registry.get(name)
+        pick = method.choose(problem(128, 64, 65536, dtype=dtype), tuple(configs.runnable(method)))
+        assert pick.variant == split, name
+        slices = int(split.split("splitk")[1].split("_")[0])
+        assert "work items leave most SMs idle" in pick.reason and f"gives {2 * slices} work items" in pick.reason
+        # four tiles of 64x64: as many slices as keep the items within half the SMs (one wave where Bt is written)
+        pick = method.choose(problem(256, 64, 16384, dtype=dtype), tuple(configs.runnable(method)))
+        assert pick.variant == split.replace("splitk32", "splitk16").replace("splitk64", "splitk32"), name
+        # many row tiles fill the SMs: the former pick stays
+        pick = method.choose(problem(4096, 64, 4096, dtype=dtype), tuple(configs.runnable(method)))
+        assert "kg2" not in pick.variant and "leave most SMs idle" not in pick.reason, name
+    tf32 = registry.get("wgmma_tf32")
+    pick = tf32.choose(problem(16, 128, 65536, dtype="tf32"), tuple(configs.runnable(tf32)))
+    assert pick.variant == "bm64_bn64_kg2_splitk64_smem_bt" and "B is 8.0x A's" in pick.reason
+
+
 def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
     # Where the deepest split of 64x128 tiles makes items for a quarter of the SMs at most (16 slices of 2 tiles:
     # 32), the 64x64 tiles with two k groups split as many ways as keep their items within half of them (66 of 132):
@@ -335,12 +361,19 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
         for shape in ((256, 128, 16384), (128, 256, 8192), (256, 256, 8192)):
             assert own_choice(method, problem(*shape, dtype=dtype)).variant == "bm64_bn128_splitk16", shape
     # tf32 writes Bt in shared memory there, as many slices as fit one wave: 128 items of 4 tiles (0.82 against 0.59
-    # for the transposed 16 slices, small-problems/tiles-small-splits-smem-bt-tf32.txt), 64 of 2.
+    # for the transposed 16 slices, small-problems/tiles-small-splits-smem-bt-tf32.txt); up to 64 slices, 64 items of
+    # one tile or 128 of 2 (64x128x32768 1.01 against 32 slices' 0.77, 64x64x65536 0.74 / 0.48,
+    # small-problems/splitk64-tf32-*.txt). The other dtypes' 64x64 splits stop at 32 (fp16 64x64x65536 0.93 against
+    # 64 slices' 0.84): no such build.
     tf32 = registry.get("wgmma_tf32")
     pick = transposing(tf32, problem(128, 128, 32768, dtype="tf32"))
     assert pick.variant == "bm64_bn64_kg2_splitk32_smem_bt"
     assert "writing Bt in shared memory" in pick.reason and "128 work items, at most one wave" in pick.reason
-    assert transposing(tf32, problem(64, 128, 32768, dtype="tf32")).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    for shape in ((64, 128, 32768), (64, 64, 65536), (32, 128, 32768)):
+        assert transposing(tf32, problem(*shape, dtype="tf32")).variant == "bm64_bn64_kg2_splitk64_smem_bt", shape
+    assert not any(v.name == "bm64_bn64_kg2_splitk64" for name in ("wgmma_warp_specialized", "wgmma_int8",
+                                                                  "wgmma_fp8", "wgmma_tf32")
+                   for v in registry.get(name).variants)
     for shape in ((256, 128, 16384), (128, 256, 8192)):
         assert transposing(tf32, problem(*shape, dtype="tf32")).variant == "bm64_bn128_splitk16", shape
     # Without the 64x64 splits, the 64x128 split as before.
@@ -705,6 +738,10 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_warp_specialized", dtype, "128x128x1024"): "bm64_bn64_kg2_splitk4"
                   for dtype in ("float16", "bfloat16")},
                **{(method, dtype, "128x128x1024"): "bm64_bn128_splitk2"
+                  for method, dtype in (("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8"))},
+               # 8-bit at 128x64x16384: 32 slices of 4 k steps, int8 1.23 and FP8 1.13 against 16 slices' 1.32 and
+               # 1.19 (tiles-columns-small-splits-*.txt); at 16 k steps, 128x128x1024, the 4-step slices win
+               **{(method, dtype, "128x64x16384"): "bm64_bn64_kg2_splitk32"
                   for method, dtype in (("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8"))}}
 
 

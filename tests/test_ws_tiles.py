@@ -283,7 +283,7 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
         twos = {v.name: v.config for v in method.variants if v.config.k_groups == 2 and not v.config.bt_smem}
         splits = {f"bm64_bn64_kg2_splitk{s}": s for s in WS_SMALL_SPLITS}
         assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2", *splits}, name
-        assert max(WS_SMALL_SPLITS) == 32
+        assert max(WS_SMALL_SPLITS) == 32  # tf32's that write Bt: 64 (WS_SMALL_BT_SPLITS)
         for v, config in twos.items():
             assert config == replace(method.config, bm=SHORT_BM, bn=config.bn, cluster=1, k_groups=2, drain_every=0,
                                      split_k=splits.get(v, 1))
@@ -294,7 +294,7 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     assert {v.name for v in registry.get("wgmma_3xtf32").variants if v.config.k_groups == 2} == set()
     tf32 = registry.get("wgmma_tf32")
     bt = {v.name: v.config for v in tf32.variants if v.config.k_groups == 2 and v.config.bt_smem}
-    assert set(bt) == {f"bm64_bn64_kg2_splitk{s}_smem_bt" for s in WS_SMALL_SPLITS}
+    assert set(bt) == {f"bm64_bn64_kg2_splitk{s}_smem_bt" for s in (*WS_SMALL_SPLITS, 64)}
     for config in bt.values():
         assert config == replace(tf32.config, bm=SHORT_BM, bn=64, cluster=1, k_groups=2, drain_every=0,
                                  split_k=config.split_k, bt_buffers=4)

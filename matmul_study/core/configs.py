@@ -219,6 +219,56 @@ class _Split(NamedTuple):
     items: int  # work items: tiles x s
 
 
+def small_split_of(builds: TileBuilds, problem, taken_items: int, k_steps: int, variants: tuple[str, ...],
+                   min_k_steps_per_slice: int) -> _Split | None:
+    """The split of 64x64 tiles with two k groups that runs in place of a pick of `taken_items` work items
+    (SMALL_SPLIT_FROM): the most slices whose items stay within 1/SMALL_SPLIT_ITEMS of the SMs (those that write Bt
+    in shared memory, where the rung has them: within one wave), each of min_k_steps_per_slice k steps or more, where
+    the pick makes items for at most 1/SMALL_SPLIT_FROM of them and these make more."""
+    sms = problem.sm_count
+    if taken_items * SMALL_SPLIT_FROM > sms:
+        return None
+    pool, most = ((builds.small_bt_splits, sms) if any(name in variants for name in builds.small_bt_splits)
+                  else (builds.small_splits, sms // SMALL_SPLIT_ITEMS))
+    options = [_Split(0.0, r, c, s, name, cdiv(problem.m, r) * cdiv(problem.n, c) * s)
+               for name, (r, c, s) in pool.items() if name in variants and k_steps >= min_k_steps_per_slice * s]
+    options = [f for f in options if taken_items < f.items <= most]
+    return max(options, key=lambda f: f.items, default=None)
+
+
+# The same split past the wave model's own splits: where a rung's final pick (its columns of 128x64 tiles, Bt
+# written in shared memory where B is most of the bytes, a twin that computes Cᵀ = Bᵀ·Aᵀ) still makes work items for
+# at most 1/SMALL_SPLIT_FROM of the SMs. On an H200 (x the vendor, small-problems/tiles-columns-small-splits-*.txt),
+# the former pick against the 64x64 split at N = 64 and a deep K: 128x64x65536 fp16 0.45 against 1.15, int8 0.68 /
+# 1.16, FP8 0.42 / 1.01, tf32 0.45 / 1.01; 96x64x32768 0.53 / 0.99, 0.87 / 1.21, 0.54 / 1.06, 0.44 / 0.90; tf32
+# 16x128x65536 0.22 / 0.83, 8x64x131072 0.24 / 0.57.
+def small_split_first(rest: Callable[[object, tuple[str, ...]], Choice], builds: TileBuilds,
+                      records: dict[str, tuple[int, int, int, bool]], tile_k: int, min_k_steps_per_slice: int = 4
+                      ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a persistent tile rung with 64x64 splits (`builds`' small_splits, small_bt_splits): `rest`'s
+    pick, but where its work items (`records`: build -> rows and columns of its tiles, slices of K and whether it
+    computes Cᵀ) are at most 1/SMALL_SPLIT_FROM of the SMs, the 64x64 split small_split_of takes, where there is one."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        if picked.variant not in records:
+            return picked
+        rows, cols, slices, swapped = records[picked.variant]
+        m, n = (problem.n, problem.m) if swapped else (problem.m, problem.n)
+        items = cdiv(m, rows) * cdiv(n, cols) * slices
+        k_steps = cdiv(problem.k, tile_k)
+        small = small_split_of(builds, problem, items, k_steps, variants, min_k_steps_per_slice)
+        if small is None:
+            return picked
+        bt = " writing Bt in shared memory" if small.name in builds.small_bt_splits else ""
+        return Choice(small.name, f"{picked.reason}; but those {items} work items leave most SMs idle: K split "
+                                  f"{small.s} ways of {small.rows}x{small.width} tiles with two k groups{bt} ({k_steps}"
+                                  f" k steps of {tile_k}, about {cdiv(k_steps, small.s)} a slice) gives "
+                                  f"{small.items} work items")
+
+    return choose
+
+
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
                        few_columns: int | None = None, own_tiles_waves: float | None = None,
@@ -347,19 +397,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         return min(weighed, key=lambda w: (round(w.cost, 6), -w.rows * w.cols, -w.rows))
 
     def small_split(problem, taken: _Split, k_steps: int, variants: tuple[str, ...]) -> _Split | None:
-        """The split of 64x64 tiles with two k groups that runs in place of split `taken` (SMALL_SPLIT_FROM): the
-        most slices whose items stay within 1/SMALL_SPLIT_ITEMS of the SMs (those that write Bt in shared memory,
-        where the rung has them: within one wave), each of min_k_steps_per_slice k steps or more, where `taken` makes
-        items for at most 1/SMALL_SPLIT_FROM of them and these make more."""
-        sms = problem.sm_count
-        if builds is None or taken.items * SMALL_SPLIT_FROM > sms:
-            return None
-        pool, most = ((builds.small_bt_splits, sms) if any(name in variants for name in builds.small_bt_splits)
-                      else (builds.small_splits, sms // SMALL_SPLIT_ITEMS))
-        options = [_Split(0.0, r, c, s, name, cdiv(problem.m, r) * cdiv(problem.n, c) * s)
-                   for name, (r, c, s) in pool.items() if name in variants and k_steps >= min_k_steps_per_slice * s]
-        options = [f for f in options if taken.items < f.items <= most]
-        return max(options, key=lambda f: f.items, default=None)
+        return (None if builds is None
+                else small_split_of(builds, problem, taken.items, k_steps, variants, min_k_steps_per_slice))
 
     def by_tiles(problem, best: _Whole, where: str, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, best.rows) * cdiv(problem.n, best.cols)

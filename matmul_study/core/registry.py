@@ -33,7 +33,8 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 promote_chunk_variants, promoted_class_choose, promoted_ladder,
                                                 promoted_variants, swap_twins, swap_variants, swapped_names,
                                                 ws_bm64_variants, ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
-                                                ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
+                                                ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants,
+                                                small_splits_first)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -365,10 +366,12 @@ METHODS: dict[str, Method] = {
             f"{WS_16BIT.cluster}-CTA clusters sharing B by TMA multicast",
             ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", WS_16BIT, ("A", "B"),
             variants=WS_16BIT_VARIANTS,
-            choose=configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
-                                              builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS),
-                                              few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                              own_tiles_waves=1),
+            choose=small_splits_first(
+                configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
+                                           builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS),
+                                           few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
+                                           own_tiles_waves=1),
+                WS_16BIT, WS_16BIT_VARIANTS),
         ),
         ws_rung(
             "wgmma_tf32",
@@ -386,7 +389,8 @@ METHODS: dict[str, Method] = {
             # Splits of a deep K that fill the SMs over a few rows of tiles write Bt themselves too (bt_twin).
             # Any of those picks with a twin that computes Cᵀ = Bᵀ·Aᵀ goes to the twin where that takes no longer
             # (swap_twin).
-            choose=configs.swap_twin(
+            # Where the pick still leaves most SMs idle, the 64x64 splits take its place (small_splits_first).
+            choose=small_splits_first(configs.swap_twin(
                 configs.b_heavy(
                     configs.bt_twin(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
                                                                builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
@@ -396,6 +400,7 @@ METHODS: dict[str, Method] = {
                                     {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
                     TF32_BT_TILES, BT_SMEM_SUFFIX),
                 swap_twins(WS_TF32, WS_TF32_VARIANTS), WS_TF32.bk, WS_TF32.streamk_min_saved),
+                WS_TF32, WS_TF32_VARIANTS),
         ),
         ws_rung(
             "wgmma_3xtf32",
@@ -426,12 +431,13 @@ METHODS: dict[str, Method] = {
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
             # its builds' twins (Cᵀ = Bᵀ·Aᵀ, no transpose of B) where that transpose would cost enough
-            choose=configs.swapped_problem(
+            choose=small_splits_first(configs.swapped_problem(
                 configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
                                            builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
                                            few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
                                            own_tiles_waves=1),
                 swapped_names(WS_INT8_VARIANTS), deep_splits(WS_INT8_VARIANTS, configs.SWAP_KEEP_SLICES)),
+                WS_BYTES, WS_INT8_VARIANTS),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -441,10 +447,11 @@ METHODS: dict[str, Method] = {
             "read into registers as wgmma's A)",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
-            choose=configs.swapped_problem(
+            choose=small_splits_first(configs.swapped_problem(
                 configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
                                            own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
                 swapped_names(WS_FP8_VARIANTS), deep_splits(WS_FP8_VARIANTS, configs.SWAP_KEEP_SLICES)),
+                WS_BYTES, WS_FP8_VARIANTS),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an

@@ -14,7 +14,8 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      Choice, SwapTwin, TileBuilds, persistent_split_k, within_class)
+                                      Choice, SwapTwin, TileBuilds, persistent_split_k, small_split_first,
+                                      within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -378,6 +379,12 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
 
 K_GROUPS_SUFFIX = "kg2"  # the 64-row-tile builds with two consumer warpgroups taking alternate k steps
 WS_SMALL_SPLITS = (4, 8, 16, 32)  # split-K builds of the 64x64 two-k-group tiles: deep K, a few of them
+# tf32's 64x64 splits that write Bt in shared memory go to 64 slices: each CTA writes its own slice's Bt, so more of
+# them share that work. On an H200 (x cuBLAS, small-problems/splitk64-*.txt) 64 slices against 32: 64x64x65536 0.74
+# against 0.48, 64x128x32768 1.01 / 0.77, 32x128x32768 0.98 / 0.75, 64x64x16384 1.00 / 0.88. The other dtypes' 64x64
+# splits lost at 64 slices wherever 32 fit (fp16 64x64x65536 0.84 against 0.93, int8 1.25 / 1.35, FP8 0.97 / 1.05):
+# the sum of 64 partials costs more than the shorter slices save.
+WS_SMALL_BT_SPLITS = (*WS_SMALL_SPLITS, 64)
 
 
 def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
@@ -426,7 +433,7 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
               f"bn{NARROWEST_BN}": ring(bn=NARROWEST_BN),
               small: ring(bm=SHORT_BM, bn=NARROWEST_BN, k_groups=2, drain_every=0)}
     splits = {"": (4, 8, 16), f"bn{NARROW_BN}": WS_BN128_SPLITS, f"bm{SHORT_BM}_bn{NARROW_BN}": WS_BM64_SPLITS,
-              f"bn{NARROWEST_BN}": WS_BN64_SPLITS, small: WS_SMALL_SPLITS}
+              f"bn{NARROWEST_BN}": WS_BN64_SPLITS, small: WS_SMALL_BT_SPLITS}
     out = []
     for tiles, config in builds.items():
         for s in (1, *splits.get(tiles, ())):
@@ -540,6 +547,14 @@ def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | Non
         out.append(c.variant(swap_twin_name(build), f"{what}: tiles of {c.BM} columns x {c.bn} rows of C, "
                                                     f"{cluster}{split}; the twin of {build or 'the default build'}"))
     return tuple(out)
+
+
+def small_splits_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
+                       variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, a rung's heuristic, with its 64x64 splits taken in place of a final pick that leaves most SMs idle
+    (configs.small_split_first): every build's tiles, slices and orientation from its record."""
+    records = {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
+    return small_split_first(rest, ws_tile_builds(base, variants), records, base.bk)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
