@@ -738,10 +738,6 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_warp_specialized", dtype, "128x128x1024"): "bm64_bn64_kg2_splitk4"
                   for dtype in ("float16", "bfloat16")},
                **{(method, dtype, "128x128x1024"): "bm64_bn128_splitk2"
-                  for method, dtype in (("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8"))},
-               # 8-bit at 128x64x16384: 32 slices of 4 k steps, int8 1.23 and FP8 1.13 against 16 slices' 1.32 and
-               # 1.19 (tiles-columns-small-splits-*.txt); at 16 k steps, 128x128x1024, the 4-step slices win
-               **{(method, dtype, "128x64x16384"): "bm64_bn64_kg2_splitk32"
                   for method, dtype in (("wgmma_fp8", "float8_e4m3"), ("wgmma_int8", "int8"))}}
 
 

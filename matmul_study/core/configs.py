@@ -241,13 +241,20 @@ def small_split_of(builds: TileBuilds, problem, taken_items: int, k_steps: int, 
 # at most 1/SMALL_SPLIT_FROM of the SMs. On an H200 (x the vendor, small-problems/tiles-columns-small-splits-*.txt),
 # the former pick against the 64x64 split at N = 64 and a deep K: 128x64x65536 fp16 0.45 against 1.15, int8 0.68 /
 # 1.16, FP8 0.42 / 1.01, tf32 0.45 / 1.01; 96x64x32768 0.53 / 0.99, 0.87 / 1.21, 0.54 / 1.06, 0.44 / 0.90; tf32
-# 16x128x65536 0.22 / 0.83, 8x64x131072 0.24 / 0.57.
+# 16x128x65536 0.22 / 0.83, 8x64x131072 0.24 / 0.57. The 8-bit rungs' slices keep 8 k steps or more: at K = 4096 (32
+# k steps of 128) int8's twins of 128x64 tiles computing Cᵀ split 8 ways ran 1.42-1.75 against 1.17-1.35 for 64x64
+# tiles split 8 ways (4 k steps a slice), FP8's 1.27-1.47 against 1.08-1.22 (tiles-moved-small-first-*.txt); at
+# 128x64x16384 int8 16 slices of 8 steps 1.32, 32 of 4 steps 1.23, FP8 1.19 / 1.13 (tiles-columns-small-splits-*.txt).
+SMALL_SPLIT_BYTES_STEPS = 8
+
+
 def small_split_first(rest: Callable[[object, tuple[str, ...]], Choice], builds: TileBuilds,
                       records: dict[str, tuple[int, int, int, bool]], tile_k: int, min_k_steps_per_slice: int = 4
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile rung with 64x64 splits (`builds`' small_splits, small_bt_splits): `rest`'s
     pick, but where its work items (`records`: build -> rows and columns of its tiles, slices of K and whether it
-    computes Cᵀ) are at most 1/SMALL_SPLIT_FROM of the SMs, the 64x64 split small_split_of takes, where there is one."""
+    computes Cᵀ) are at most 1/SMALL_SPLIT_FROM of the SMs, the 64x64 split small_split_of takes with
+    `min_k_steps_per_slice` k steps a slice or more, where there is one."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)

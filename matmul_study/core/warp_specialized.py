@@ -14,8 +14,8 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      Choice, SwapTwin, TileBuilds, persistent_split_k, small_split_first,
-                                      within_class)
+                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, persistent_split_k,
+                                      small_split_first, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -552,9 +552,11 @@ def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | Non
 def small_splits_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                        variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, a rung's heuristic, with its 64x64 splits taken in place of a final pick that leaves most SMs idle
-    (configs.small_split_first): every build's tiles, slices and orientation from its record."""
+    (configs.small_split_first): every build's tiles, slices and orientation from its record; the one-byte operands'
+    slices of SMALL_SPLIT_BYTES_STEPS k steps or more."""
     records = {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
-    return small_split_first(rest, ws_tile_builds(base, variants), records, base.bk)
+    steps = SMALL_SPLIT_BYTES_STEPS if base.bk == 128 else 4  # a k step of 128 one-byte elements
+    return small_split_first(rest, ws_tile_builds(base, variants), records, base.bk, steps)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
