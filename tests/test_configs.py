@@ -363,8 +363,8 @@ def test_a_deep_k_against_a_few_tiles_splits_64x64_tiles_within_half_the_sms():
     # tf32 writes Bt in shared memory there, as many slices as fit one wave: 128 items of 4 tiles (0.82 against 0.59
     # for the transposed 16 slices, small-problems/tiles-small-splits-smem-bt-tf32.txt); up to 64 slices, 64 items of
     # one tile or 128 of 2 (64x128x32768 1.01 against 32 slices' 0.77, 64x64x65536 0.74 / 0.48,
-    # small-problems/splitk64-tf32-*.txt). The other dtypes' 64x64 splits stop at 32 (fp16 64x64x65536 0.93 against
-    # 64 slices' 0.84): no such build.
+    # small-problems/tiles-small-splits64-tf32-*.txt). The other dtypes' 64x64 splits stop at 32 (fp16 64x64x65536
+    # 0.93 against 64 slices' 0.84, splitk64-16bit-*.txt): no such build.
     tf32 = registry.get("wgmma_tf32")
     pick = transposing(tf32, problem(128, 128, 32768, dtype="tf32"))
     assert pick.variant == "bm64_bn64_kg2_splitk32_smem_bt"

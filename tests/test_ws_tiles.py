@@ -15,8 +15,8 @@ import pytest
 from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem
-from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES, WS_SMALL_SPLITS,
-                                                WS_TF32, ws_tile_builds)
+from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
+                                                WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32, ws_tile_builds)
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
@@ -294,7 +294,8 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     assert {v.name for v in registry.get("wgmma_3xtf32").variants if v.config.k_groups == 2} == set()
     tf32 = registry.get("wgmma_tf32")
     bt = {v.name: v.config for v in tf32.variants if v.config.k_groups == 2 and v.config.bt_smem}
-    assert set(bt) == {f"bm64_bn64_kg2_splitk{s}_smem_bt" for s in (*WS_SMALL_SPLITS, 64)}
+    assert set(bt) == {f"bm64_bn64_kg2_splitk{s}_smem_bt" for s in WS_SMALL_BT_SPLITS}
+    assert WS_SMALL_BT_SPLITS == (*WS_SMALL_SPLITS, 64)
     for config in bt.values():
         assert config == replace(tf32.config, bm=SHORT_BM, bn=64, cluster=1, k_groups=2, drain_every=0,
                                  split_k=config.split_k, bt_buffers=4)

@@ -243,7 +243,7 @@ def small_split_of(builds: TileBuilds, problem, taken_items: int, k_steps: int, 
 # 1.16, FP8 0.42 / 1.01, tf32 0.45 / 1.01; 96x64x32768 0.53 / 0.99, 0.87 / 1.21, 0.54 / 1.06, 0.44 / 0.90; tf32
 # 16x128x65536 0.22 / 0.83, 8x64x131072 0.24 / 0.57. The 8-bit rungs' slices keep 8 k steps or more: at K = 4096 (32
 # k steps of 128) int8's twins of 128x64 tiles computing Cᵀ split 8 ways ran 1.42-1.75 against 1.17-1.35 for 64x64
-# tiles split 8 ways (4 k steps a slice), FP8's 1.27-1.47 against 1.08-1.22 (tiles-moved-small-first-*.txt); at
+# tiles split 8 ways (4 k steps a slice), FP8's 1.27-1.47 against 1.08-1.22 (moved-small-first-*.txt); at
 # 128x64x16384 int8 16 slices of 8 steps 1.32, 32 of 4 steps 1.23, FP8 1.19 / 1.13 (tiles-columns-small-splits-*.txt).
 SMALL_SPLIT_BYTES_STEPS = 8
 

@@ -380,10 +380,10 @@ def ws_bm64_variants(base: WsConfig, widths: tuple[int, ...] = (256, NARROW_BN),
 K_GROUPS_SUFFIX = "kg2"  # the 64-row-tile builds with two consumer warpgroups taking alternate k steps
 WS_SMALL_SPLITS = (4, 8, 16, 32)  # split-K builds of the 64x64 two-k-group tiles: deep K, a few of them
 # tf32's 64x64 splits that write Bt in shared memory go to 64 slices: each CTA writes its own slice's Bt, so more of
-# them share that work. On an H200 (x cuBLAS, small-problems/splitk64-*.txt) 64 slices against 32: 64x64x65536 0.74
-# against 0.48, 64x128x32768 1.01 / 0.77, 32x128x32768 0.98 / 0.75, 64x64x16384 1.00 / 0.88. The other dtypes' 64x64
-# splits lost at 64 slices wherever 32 fit (fp16 64x64x65536 0.84 against 0.93, int8 1.25 / 1.35, FP8 0.97 / 1.05):
-# the sum of 64 partials costs more than the shorter slices save.
+# them share that work. On an H200 (x cuBLAS, small-problems/tiles-small-splits64-*.txt) 64 slices against 32:
+# 64x64x65536 0.74 against 0.48, 64x128x32768 1.01 / 0.77, 32x128x32768 0.98 / 0.75, 64x64x16384 1.00 / 0.88. The
+# other dtypes' 64x64 splits lost at 64 slices wherever 32 fit (splitk64-*.txt: fp16 64x64x65536 0.84 against 0.93,
+# int8 1.25 / 1.35, FP8 0.97 / 1.05): the sum of 64 partials costs more than the shorter slices save.
 WS_SMALL_BT_SPLITS = (*WS_SMALL_SPLITS, 64)
 
 
