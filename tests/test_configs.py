@@ -879,11 +879,42 @@ def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
 SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-rule-{d}-{tree}.txt"
                     for d in ("int8", "fp8") for tree in ("new", "old")),
                   *(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-large-{d}-{r}.txt"
-                    for d in ("int8", "fp8") for r in (1, 2))]
+                    for d in ("int8", "fp8") for r in (1, 2)),
+                  # the twins of every tile beside each other (the narrow twins' rule: configs.narrow_twin)
+                  *(REPO / f"results/reference/NVIDIA_H200/small-problems/{name}.txt"
+                    for name in ("swap-bytes-store-int8", "swap-bytes-store-fp8", "twins-small-int8",
+                                 "twins-small-float8_e4m3"))]
 # Where the final pick ran slower than the other pick measured (x the vendor): int8 256x256x8192 keeps its 64-row
 # tiles split 16 ways (1.24) where the twin of the 128x128 split ran 1.38; FP8 there loses with the twins (0.89
 # against 1.06), so the rule keeps the rung's deep splits in both (configs.SWAP_KEEP_SLICES).
-SWAP_RULE_MISSES = {("wgmma_int8", "int8", "256x256x8192")}
+# Kept in view from the sweeps of every twin (swap-bytes-store-*.txt, twins-small-*.txt): int8 128x4096x4096 runs
+# the 128x64 twin whole (1.57) where the 128x128 one split 4 ways ran 1.79; FP8 512x512x16384 the 128x256 twin split
+# 16 ways (1.03) against the 128x64 one split 4 ways (1.09), and int8 256x64x8192 the 128x128 twin split 16 ways
+# (1.12) against the 128x64 one split 8 ways (1.32): as many work items, so the narrow twins' rule keeps the pick.
+# At 128x256x16384 and 64x512x8192 both dtypes keep their 64x128 tiles split 16 ways (SWAP_KEEP_SLICES: int8 1.22 and
+# 1.21, FP8 1.08 and 1.13) where the 128x64 twin split 8 ways ran 1.29 and 1.57, 1.15 and 1.48.
+SWAP_RULE_MISSES = {("wgmma_int8", "int8", "256x256x8192"), ("wgmma_int8", "int8", "128x4096x4096"),
+                    ("wgmma_fp8", "float8_e4m3", "512x512x16384"), ("wgmma_int8", "int8", "256x64x8192"),
+                    *((method, dtype, shape) for method, dtype in (("wgmma_int8", "int8"),
+                                                                   ("wgmma_fp8", "float8_e4m3"))
+                      for shape in ("128x256x16384", "64x512x8192"))}
+
+
+def test_the_8bit_twins_take_128x64_tiles_where_those_make_more_work_items_in_one_wave():
+    # configs.narrow_twin: the twin of 128x64 tiles over Cᵀ, split the most ways that keep its items within one wave,
+    # in place of a wider twin that makes fewer (twins-small-*.txt: 256x512x4096 int8 1.60 against the 128x128 twin's
+    # 1.38, FP8 1.32 against 0.84; 1024x64x4096 int8 1.26 against 0.96), and of one that leaves most SMs idle
+    # (128x128x4096: 16 items against 8, int8 1.41 against the 64x64 split's 1.17).
+    for name, dtype in (("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3")):
+        rung = registry.get(name)
+        for m, n in ((256, 512), (1024, 64), (128, 128), (512, 128)):
+            pick = configs.choose(rung, configs.job_problem(dtypes.get(dtype), 0, m, 4096, n, sm_count=132))
+            assert pick.variant == "swap_bn64_splitk8", (name, m, n, pick)
+        pick = configs.choose(rung, configs.job_problem(dtypes.get(dtype), 0, 256, 4096, 512, sm_count=132))
+        assert "its twin of 128x64 tiles over Cᵀ, K split 8 ways, makes 128 work items in one wave" in pick.reason
+        # a narrow twin that fills the SMs keeps its split: 64x8192x8192 whole (int8 3.05, swap-rule-int8-new.txt)
+        pick = configs.choose(rung, configs.job_problem(dtypes.get(dtype), 0, 64, 8192, 8192, sm_count=132))
+        assert pick.variant == "swap_bn64", (name, pick)
 
 
 def test_the_8bit_twins_run_where_the_transpose_costs_most():
@@ -891,10 +922,12 @@ def test_the_8bit_twins_run_where_the_transpose_costs_most():
     # (Cᵀ = Bᵀ·Aᵀ, no transpose of B) were each timed against the vendor in one process on an H200
     # (small-problems/swap-rule-*-{old,new}.txt, bench/compare.py --variant auto in the tree without and with the
     # rule's first form, which kept the rung's tiles below 8 % instead of 4 %), and at six shapes (squares of 6144
-    # and 8192, a prefill, N = 64, deep K) both picks and the twins beside them, twice (swap-large-*.txt). The final
-    # pick must be one of the builds measured and within 3 % of the fastest, but where SWAP_RULE_MISSES.
+    # and 8192, a prefill, N = 64, deep K) both picks and the twins beside them, twice (swap-large-*.txt); every twin
+    # beside the others at 13 shapes of 1-1024 rows against 64-1024 columns (twins-small-*.txt) and at eight shapes
+    # (swap-bytes-store-*.txt). The final pick must be one of the builds measured and within 3 % of the fastest, but
+    # where SWAP_RULE_MISSES.
     ratios = table_ratios(SWAP_RULE_RUNS)
-    assert len(ratios) == 62
+    assert len(ratios) == 88
     swapped = kept = 0
     for (method, dtype, shape), rate in ratios.items():
         m, n, k = map(int, shape.split("x"))

@@ -789,6 +789,55 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
     return choose
 
 
+# The twins' rule weighs Cᵀ's problem with the rung's own tile model, which leaves its 128x64 tiles to the few-columns
+# rule (N <= 64): for Cᵀ's problem of a few hundred rows (A's) that is most of them. Over a sweep of the 8-bit twins
+# at 13 shapes of 1-1024 rows against 64-1024 columns and K of 4096-16384 (small-problems/twins-small-*.txt, x the
+# vendor on an H200), the 128x64 twin split 8 ways was the fastest twin at every one in both dtypes, int8 1.26-1.73 and
+# FP8 1.15-1.56, where the twin of the 128x128 or 128x256 tiles that the rule took ran 0.96-1.49 and 0.72-0.84
+# (1024x64x4096 int8 1.26 against 0.96, 256x512x4096 FP8 1.32 against 0.84). Its slices there held 4-16 k steps; at a
+# deep K, 64 k steps a slice, it lost to the 64x64 splits (moved-small-first-more-*.txt: 256x64x65536 int8 0.60
+# against 1.11, 512x64x65536 FP8 0.63 against 0.85), so it takes slices of at most this many.
+NARROW_TWIN_MAX_STEPS = 16
+
+
+def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                narrow: dict[int, str], tile_k: int, min_k_steps_per_slice: int = 4,
+                max_k_steps_per_slice: int = NARROW_TWIN_MAX_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung whose twins compute Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its tiles,
+    slices of K and whether it computes Cᵀ): `rest`'s pick, but where that is a twin of tiles wider than the twins in
+    `narrow` (slices -> the twin of those tiles split so many ways, 1 for whole), or one of those that leaves most
+    SMs idle (items for at most 1/SMALL_SPLIT_FROM of them), the narrow twin of the most slices whose work items fit
+    one wave, each of min_k_steps_per_slice to max_k_steps_per_slice k steps, where it makes more than the pick."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if record is None or not record[3]:
+            return picked
+        rows, cols, slices, _ = record
+        items = cdiv(problem.n, rows) * cdiv(problem.m, cols) * slices
+        if picked.variant in narrow.values() and items * SMALL_SPLIT_FROM > problem.sm_count:
+            return picked  # a narrow twin that leaves few SMs idle stays as split (64x8192x8192 int8: 3.05, whole)
+        k_steps = cdiv(problem.k, tile_k)
+        options = []
+        for s, name in narrow.items():
+            r, c, _, _ = records[name]
+            fits = cdiv(problem.n, r) * cdiv(problem.m, c) * s
+            if (name in variants and c <= cols and fits <= problem.sm_count
+                    and min_k_steps_per_slice * s <= k_steps <= max_k_steps_per_slice * s):
+                options.append((s, fits, name, r, c))
+        if not options:
+            return picked
+        s, fits, name, r, c = max(options)
+        if fits <= items:
+            return picked
+        return Choice(name, f"{picked.reason}; but its twin of {r}x{c} tiles over Cᵀ"
+                            f"{f', K split {s} ways' if s > 1 else ''}, makes {fits} work items in one wave against "
+                            f"{items}")
+
+    return choose
+
+
 # smaller_tiles: the most k steps a slice of the default tiles' pick at which the smaller tiles take its place. Deeper
 # slices keep the 128 x 256 tiles, whose larger products per byte read pay there (x cuBLAS on an H200, the default
 # tiles' pick against the 64 x 128 tiles', small-tiles-rule-float32-*.txt: 2048x1024x4096 split 2 ways, 64 steps of 32

@@ -14,8 +14,8 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, persistent_split_k,
-                                      small_split_first, within_class)
+                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, narrow_twin,
+                                      persistent_split_k, small_split_first, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -557,6 +557,16 @@ def small_splits_first(rest: Callable[[object, tuple[str, ...]], Choice], base: 
     records = {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
     steps = SMALL_SPLIT_BYTES_STEPS if base.bk == 128 else 4  # a k step of 128 one-byte elements
     return small_split_first(rest, ws_tile_builds(base, variants), records, base.bk, steps)
+
+
+def narrow_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
+                       variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, an 8-bit rung's heuristic, with the twins of its 128x64 tiles (whole and split) taken in place of a
+    wider twin where they make more work items within one wave (configs.narrow_twin)."""
+    records = {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
+    narrow = {v.config.split_k: v.name for v in variants
+              if v.config.swap_ab and (v.config.BM, v.config.bn) == (base.BM, NARROWEST_BN)}
+    return narrow_twin(rest, records, narrow, base.bk)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
