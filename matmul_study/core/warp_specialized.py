@@ -549,24 +549,28 @@ def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | Non
     return tuple(out)
 
 
+def tile_records(variants: tuple[Variant, ...]) -> dict[str, tuple[int, int, int, bool]]:
+    """Each build's rows and columns of its tiles, slices of K and whether it computes Cᵀ, as the rules that count
+    work items from a pick's name take them."""
+    return {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
+
+
 def small_splits_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                        variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, a rung's heuristic, with its 64x64 splits taken in place of a final pick that leaves most SMs idle
     (configs.small_split_first): every build's tiles, slices and orientation from its record; the one-byte operands'
     slices of SMALL_SPLIT_BYTES_STEPS k steps or more."""
-    records = {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
     steps = SMALL_SPLIT_BYTES_STEPS if base.bk == 128 else 4  # a k step of 128 one-byte elements
-    return small_split_first(rest, ws_tile_builds(base, variants), records, base.bk, steps)
+    return small_split_first(rest, ws_tile_builds(base, variants), tile_records(variants), base.bk, steps)
 
 
 def narrow_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                        variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, an 8-bit rung's heuristic, with the twins of its 128x64 tiles (whole and split) taken in place of a
     wider twin where they make more work items within one wave (configs.narrow_twin)."""
-    records = {v.name: (v.config.BM, v.config.bn, v.config.split_k, v.config.swap_ab) for v in variants}
     narrow = {v.config.split_k: v.name for v in variants
               if v.config.swap_ab and (v.config.BM, v.config.bn) == (base.BM, NARROWEST_BN)}
-    return narrow_twin(rest, records, narrow, base.bk)
+    return narrow_twin(rest, tile_records(variants), narrow, base.bk)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
