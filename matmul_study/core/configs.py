@@ -219,6 +219,14 @@ class _Split(NamedTuple):
     items: int  # work items: tiles x s
 
 
+def work_items(record: tuple[int, int, int, bool], problem) -> int:
+    """The work items of a build on `problem`: its tiles over C (over Cᵀ where it computes Cᵀ) times its slices of K;
+    `record`: its tiles' rows and columns, slices and whether it computes Cᵀ."""
+    rows, cols, slices, swapped = record
+    m, n = (problem.n, problem.m) if swapped else (problem.m, problem.n)
+    return cdiv(m, rows) * cdiv(n, cols) * slices
+
+
 def small_split_of(builds: TileBuilds, problem, taken_items: int, k_steps: int, variants: tuple[str, ...],
                    min_k_steps_per_slice: int) -> _Split | None:
     """The split of 64x64 tiles with two k groups that runs in place of a pick of `taken_items` work items
@@ -260,9 +268,7 @@ def small_split_first(rest: Callable[[object, tuple[str, ...]], Choice], builds:
         picked = rest(problem, variants)
         if picked.variant not in records:
             return picked
-        rows, cols, slices, swapped = records[picked.variant]
-        m, n = (problem.n, problem.m) if swapped else (problem.m, problem.n)
-        items = cdiv(m, rows) * cdiv(n, cols) * slices
+        items = work_items(records[picked.variant], problem)
         k_steps = cdiv(problem.k, tile_k)
         small = small_split_of(builds, problem, items, k_steps, variants, min_k_steps_per_slice)
         if small is None:
@@ -814,15 +820,14 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
         record = records.get(picked.variant)
         if record is None or not record[3]:
             return picked
-        rows, cols, slices, _ = record
-        items = cdiv(problem.n, rows) * cdiv(problem.m, cols) * slices
+        cols, items = record[1], work_items(record, problem)
         if picked.variant in narrow.values() and items * SMALL_SPLIT_FROM > problem.sm_count:
             return picked  # a narrow twin that leaves few SMs idle stays as split (64x8192x8192 int8: 3.05, whole)
         k_steps = cdiv(problem.k, tile_k)
         options = []
         for s, name in narrow.items():
             r, c, _, _ = records[name]
-            fits = cdiv(problem.n, r) * cdiv(problem.m, c) * s
+            fits = work_items(records[name], problem)
             if (name in variants and c <= cols and fits <= problem.sm_count
                     and min_k_steps_per_slice * s <= k_steps <= max_k_steps_per_slice * s):
                 options.append((s, fits, name, r, c))
