@@ -93,9 +93,11 @@ def test_the_heuristic_takes_the_twin_of_a_128x256_pick(shape, picked):
 def test_the_heuristic_keeps_a_pick_whose_twin_takes_longer(shape, picked):
     # 1408 x 6144: 11 x 24 tiles of 128 x 256 in two waves of 132 SMs; laid the other way, 48 x 6 in three.
     # 2304^3: 81 clusters of two tiles, 1.2 waves of 66 with the stream-K tail; the twin's whole tiles two waves.
-    # 64 columns: the twin's 128-row tiles cover twice the pick's area of C (0.72 against 0.97 at 8192x64x4096).
+    # 64 columns: the twin's 128-row tiles cover twice the pick's area of C (0.72 against 0.97 at 8192x64x4096);
+    # the twins of 64x128 tiles, whose one row holds those columns, are another rule's (configs.few_columns_twin).
     m, n, k = shape
-    assert registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), names()).variant == picked
+    variants = tuple(name for name in names() if not name.startswith("swap_bm64_bn128"))
+    assert registry.get(METHOD).choose(Problem(m, n, k, 0, TF32), variants).variant == picked
 
 
 def test_a_two_k_group_build_has_the_twin_of_a_128_row_tile_split_twice_as_far():

@@ -843,6 +843,53 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
     return choose
 
 
+# tf32 at a few columns (N <= 64): its picks there are 64x64 tiles with two k groups split that write Bt in shared
+# memory, or 128x64 tiles split, none with a twin. The twin of 64x128 tiles, laid 64 of B's columns by 128 of A's
+# rows (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers: no Bt to write), holds all of N in one row of tiles. Over a sweep of
+# it split 1-16 ways at 27 shapes of 64-4096 rows, 32-64 columns and K of 512-65536 (small-problems/
+# tf32-columns-twins.txt, twins-small-tf32.txt; x cuBLAS on an H200), its split of the most slices within one wave
+# beat the pick wherever its 128-row tiles were full and it kept more than a quarter of the SMs busy: 768x64x4096
+# 1.35 against 1.05, 2048x64x4096 (8 slices) 1.34 / 1.02, 4096x64x1024 (4) 1.44 / 1.12, 1024x64x16384 1.16 / 0.87,
+# 512x64x65536 1.08 / 0.89, 640x32x8192 1.11 / 0.85, 1000x56x2000 1.32 / 1.02. With fewer items it won only while its
+# slices stayed short (this many k steps or fewer: 256x64x4096, 32 items of 8 steps, 1.16 / 1.06; 200x64x3000 1.24 /
+# 1.11; 128x64x1024 1.28 / 1.12) and lost where they were long, to the 64x64 splits' four times as many items
+# (256x64x16384, 32 steps a slice, 0.85 / 0.93; 192x64x8192 1.03 / 1.08; 128x64x65536 0.54 / 0.94); at 64 rows, half a
+# tile, 1.09 against 1.14.
+FEW_COLUMNS_TWIN_SHORT_STEPS = 8
+
+
+def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                     twins: dict[int, str], tile_k: int, short_steps: int = FEW_COLUMNS_TWIN_SHORT_STEPS
+                     ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung with twins that compute Cᵀ = Bᵀ·Aᵀ over one row of tiles at a few columns (`twins`:
+    slices -> the twin of those tiles split so many ways, 1 for whole; `records`: build -> rows and columns of its
+    tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but where C's columns fit one of the twins' tile
+    rows, A's rows fill at least one of their tiles and the pick does not compute Cᵀ, the twin of the most slices whose
+    work items fit one wave, where those keep more than 1/SMALL_SPLIT_FROM of the SMs busy or its slices hold at most
+    `short_steps` k steps of `tile_k`."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if record is None or record[3]:
+            return picked
+        options = [(s, name) for s, name in twins.items()
+                   if name in variants and problem.n <= records[name][0] and problem.m >= records[name][1]
+                   and work_items(records[name], problem) <= problem.sm_count]
+        if not options:
+            return picked
+        s, name = max(options)
+        rows, cols, _, _ = records[name]
+        items, steps = work_items(records[name], problem), cdiv(cdiv(problem.k, tile_k), s)
+        if items * SMALL_SPLIT_FROM <= problem.sm_count and steps > short_steps:
+            return picked
+        split = f", K split {s} ways ({steps} k steps of {tile_k} a slice)" if s > 1 else ""
+        return Choice(name, f"{picked.reason}; but its {problem.n} columns fit one row of {rows}x{cols} tiles over "
+                            f"Cᵀ = Bᵀ·Aᵀ (B read as it is){split}: {items} work items in one wave")
+
+    return choose
+
+
 # smaller_tiles: the most k steps a slice of the default tiles' pick at which the smaller tiles take its place. Deeper
 # slices keep the 128 x 256 tiles, whose larger products per byte read pay there (x cuBLAS on an H200, the default
 # tiles' pick against the 64 x 128 tiles', small-tiles-rule-float32-*.txt: 2048x1024x4096 split 2 ways, 64 steps of 32

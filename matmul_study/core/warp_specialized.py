@@ -14,8 +14,8 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, narrow_twin,
-                                      persistent_split_k, small_split_first, within_class)
+                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, few_columns_twin,
+                                      narrow_twin, persistent_split_k, small_split_first, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -571,6 +571,15 @@ def narrow_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: 
     narrow = {v.config.split_k: v.name for v in variants
               if v.config.swap_ab and (v.config.BM, v.config.bn) == (base.BM, NARROWEST_BN)}
     return narrow_twin(rest, tile_records(variants), narrow, base.bk)
+
+
+def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
+                            variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, tf32's heuristic, with the twins of its 64x128 tiles (whole and split: one row of them over Cᵀ holds
+    64 columns of C) taken at a few columns (configs.few_columns_twin)."""
+    twins = {v.config.split_k: v.name for v in variants
+             if v.config.swap_ab and (v.config.BM, v.config.bn) == (SHORT_BM, NARROW_BN)}
+    return few_columns_twin(rest, tile_records(variants), twins, base.bk)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
