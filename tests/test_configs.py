@@ -675,7 +675,9 @@ def test_the_decode_picks_fit_the_committed_sweeps():
 
 TILE_SWEEPS = [*sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("tiles*.txt")),
                *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("deep-k-wgmma_*.txt")),
-               REPO / "results/reference/NVIDIA_H200/small-problems/tf32-smem-bt-deep-k.txt"]
+               REPO / "results/reference/NVIDIA_H200/small-problems/tf32-smem-bt-deep-k.txt",
+               # the twins of 64x128 tiles at a few columns beside the former picks (configs.few_columns_twin)
+               REPO / "results/reference/NVIDIA_H200/small-problems/columns-twins-held-out-tf32.txt"]
 # The most the warp-specialised rungs' pick may lose to the best build measured, per dtype: tf32 448x6144x4096 runs
 # 128x128 tiles, a wave and 6 tiles split by k steps, at 0.712, its 128x256 ones, one wave, at 0.740; FP8
 # at 64x14336x4096 runs 56 tiles of 64x256 at 0.95, where 112 of 64x128, two waves of 2-CTA clusters by the model,
@@ -714,8 +716,11 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # (tiles-swap-rows-deep-tf32.txt): 16 token rows, whose 128x64 tiles' twins split to fill the SMs run at 0.88-1.05
 # against the 64x128 tiles writing Bᵀ at 0.77-0.99. tf32 1792^3, 392 items of 64x128 tiles in two k groups (past a
 # wave: their twin, the 128x128 tiles split 2 ways, is not weighed) at 0.75-0.95 against the 128x256 tiles without a
-# cluster at 0.95-0.97 (tiles-kg2-twins-tf32.txt).
-TILE_MISSES = {("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
+# cluster at 0.95-0.97 (tiles-kg2-twins-tf32.txt). tf32 at a few columns, where the twin of 64x128 tiles takes the
+# 128x64 tiles' place (configs.few_columns_twin): 3072x64x65536, split 4 ways, at 0.86 against the 128x64 tiles'
+# 0.90 (tiles-columns-twins-large-tf32.txt).
+TILE_MISSES = {("wgmma_tf32", "tf32", "3072x64x65536"): "swap_bm64_bn128_splitk4",
+               ("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
                    ("16x4096x4096", "bm64_bn128_splitk4_smem_bt"), ("16x6144x4096", "bm64_bn128_splitk2_smem_bt"),
                    ("16x4096x14336", "bm64_bn128_splitk4_smem_bt"), ("1792x1792x1792", "bm64_bn128_kg2"))},
@@ -884,7 +889,9 @@ SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-r
                   # the twins of every tile beside each other (the narrow twins' rule: configs.narrow_twin)
                   *(REPO / f"results/reference/NVIDIA_H200/small-problems/{name}.txt"
                     for name in ("swap-bytes-store-int8", "swap-bytes-store-fp8", "twins-small-int8",
-                                 "twins-small-float8_e4m3"))]
+                                 "twins-small-float8_e4m3")),
+                  # the narrow twins' picks beside the former ones, and at a few columns beside the 64x64 splits
+                  *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("narrow-twins-*.txt"))]
 # Where the final pick ran slower than the other pick measured (x the vendor): int8 256x256x8192 keeps its 64-row
 # tiles split 16 ways (1.24) where the twin of the 128x128 split ran 1.38; FP8 there loses with the twins (0.89
 # against 1.06), so the rule keeps the rung's deep splits in both (configs.SWAP_KEEP_SLICES).
@@ -893,8 +900,11 @@ SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-r
 # 16 ways (1.03) against the 128x64 one split 4 ways (1.09), and int8 256x64x8192 the 128x128 twin split 16 ways
 # (1.12) against the 128x64 one split 8 ways (1.32): as many work items, so the narrow twins' rule keeps the pick.
 # At 128x256x16384 and 64x512x8192 both dtypes keep their 64x128 tiles split 16 ways (SWAP_KEEP_SLICES: int8 1.22 and
-# 1.21, FP8 1.08 and 1.13) where the 128x64 twin split 8 ways ran 1.29 and 1.57, 1.15 and 1.48.
+# 1.21, FP8 1.08 and 1.13) where the 128x64 twin split 8 ways ran 1.29 and 1.57, 1.15 and 1.48. int8 at 64 columns or
+# fewer and K = 16384 keeps the 128x128 twin split 16 ways (512x64x16384 0.94, 384x32x16384 1.05) where the 64x64
+# splits ran 1.14 and 1.13 (narrow-twins-deep-int8.txt).
 SWAP_RULE_MISSES = {("wgmma_int8", "int8", "256x256x8192"), ("wgmma_int8", "int8", "128x4096x4096"),
+                    ("wgmma_int8", "int8", "512x64x16384"), ("wgmma_int8", "int8", "384x32x16384"),
                     ("wgmma_fp8", "float8_e4m3", "512x512x16384"), ("wgmma_int8", "int8", "256x64x8192"),
                     *((method, dtype, shape) for method, dtype in (("wgmma_int8", "int8"),
                                                                    ("wgmma_fp8", "float8_e4m3"))
@@ -918,6 +928,54 @@ def test_the_8bit_twins_take_128x64_tiles_where_those_make_more_work_items_in_on
         assert pick.variant == "swap_bn64", (name, pick)
 
 
+def test_the_8bit_narrow_twins_give_way_to_64x64_splits_over_deep_slices_at_a_few_columns():
+    # configs.narrow_twin: at N <= 64 the 128x64 twin's rows over Cᵀ are half empty; over slices of more than 8 k steps
+    # the 64x64 tiles with two k groups split as many ways run the same work items faster (narrow-twins-deep-*.txt:
+    # 1024x64x16384 int8 1.23 against 1.04, FP8 1.01 against 0.85); over 4-8 steps the twin stays.
+    for name, dtype in (("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3")):
+        rung = registry.get(name)
+
+        def pick(m, n, k):
+            return configs.choose(rung, configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132))
+
+        deep = pick(1024, 64, 16384)
+        assert deep.variant == "bm64_bn64_kg2_splitk8", (name, deep)
+        assert "would leave half of each tile empty over slices of 16 k steps" in deep.reason
+        assert "K split 8 ways, 128 work items" in deep.reason
+        assert pick(768, 48, 16384).variant == "bm64_bn64_kg2_splitk8"
+        for m, n, k in ((512, 64, 4096), (640, 48, 8192), (1024, 128, 16384)):  # short slices, or 65+ columns
+            assert pick(m, n, k).variant == "swap_bn64_splitk8", (name, m, n, k)
+
+
+def test_tf32_few_columns_run_the_twin_of_64x128_tiles():
+    # configs.few_columns_twin: at N <= 64 from 128 rows, the twin of 64x128 tiles (one row of them over Cᵀ holds all
+    # of N) split the most ways within one wave, at least 4 (tiles-columns-twins-*tf32.txt, x cuBLAS: 768x64x4096
+    # 1.35 against 1.05, 2048x64x4096 1.34 / 1.02, 4096x64x1024 1.44 / 1.12).
+    tf32, dtype = registry.get("wgmma_tf32"), dtypes.get("tf32")
+
+    def pick(m, n, k, variants=None):
+        p = configs.job_problem(dtype, 0, m, k, n, sm_count=132)
+        return tf32.choose(p, variants) if variants is not None else configs.choose(tf32, p)
+
+    for (m, n, k), twin in {(768, 64, 4096): "swap_bm64_bn128_splitk16", (2048, 64, 4096): "swap_bm64_bn128_splitk8",
+                            (4096, 64, 1024): "swap_bm64_bn128_splitk4", (640, 32, 8192): "swap_bm64_bn128_splitk16",
+                            (256, 64, 4096): "swap_bm64_bn128_splitk16"}.items():
+        chosen = pick(m, n, k)
+        assert chosen.variant == twin, (m, n, k, chosen)
+        assert f"its {n} columns fit one row of 64x128 tiles over Cᵀ = Bᵀ·Aᵀ" in chosen.reason
+    assert "48 work items in one wave" in pick(384, 48, 4096).reason
+    # Not where its few items run long slices (the 64x64 splits: 256x64x16384 0.93 against 0.85), where its tiles
+    # fill a wave split fewer than 4 ways (12288x64x4096, 128x64 tiles 1.22 against 0.93), where A's rows fill
+    # half a tile (64x64x4096 1.14 against 1.09), nor at 65 columns.
+    assert pick(256, 64, 16384).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert pick(12288, 64, 4096).variant == "bn64"
+    assert pick(64, 64, 4096).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert "fit one row of 64x128 tiles" not in pick(2048, 65, 4096).reason
+    # Without the twins among the variants asked for, the rung's other rules.
+    names = tuple(v for v in configs.runnable(tf32) if not v.startswith("swap_bm64_bn128"))
+    assert pick(768, 64, 4096, names).variant == "bn64_splitk8"
+
+
 def test_the_8bit_twins_run_where_the_transpose_costs_most():
     # configs.swapped_problem: at 30 shapes in both 8-bit dtypes, the rung's own pick and the pick with its twins
     # (Cᵀ = Bᵀ·Aᵀ, no transpose of B) were each timed against the vendor in one process on an H200
@@ -928,7 +986,7 @@ def test_the_8bit_twins_run_where_the_transpose_costs_most():
     # (swap-bytes-store-*.txt). The final pick must be one of the builds measured and within 3 % of the fastest, but
     # where SWAP_RULE_MISSES.
     ratios = table_ratios(SWAP_RULE_RUNS)
-    assert len(ratios) == 88
+    assert len(ratios) == 145
     swapped = kept = 0
     for (method, dtype, shape), rate in ratios.items():
         m, n, k = map(int, shape.split("x"))

@@ -804,16 +804,27 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
 # deep K, 64 k steps a slice, it lost to the 64x64 splits (moved-small-first-more-*.txt: 256x64x65536 int8 0.60
 # against 1.11, 512x64x65536 FP8 0.63 against 0.85), so it takes slices of at most this many.
 NARROW_TWIN_MAX_STEPS = 16
+# At N <= 64 the narrow twin's 128 rows over Cᵀ are half empty, and the 64x64 tiles with two k groups make as many
+# work items of as many slices (a 64x64 tile over C for each 128x64 one over Cᵀ). Over slices of more than this many
+# k steps those ran faster, on an H200 (x the vendor, K = 16384 split 8 ways, 16 steps a slice; int8 / FP8;
+# small-problems/narrow-twins-deep-*.txt): 1024x64x16384 1.23 / 1.01 against the twin's 1.04 / 0.85, 768x48x16384
+# 1.15 / 1.01 against 0.90 / 0.78, 512x64x16384 1.13 / 1.08 against 1.05 / 0.97, 384x32x16384 1.13 / 1.04 against
+# 1.08 / 1.00. Over 4-8 steps a slice the twin kept its lead (moved-small-first-*.txt, twins-small-*.txt:
+# 512x64x4096 1.44 / 1.29 against 1.19 / 1.11, 256x64x8192 1.32 / 1.26 against 1.27 / 1.20).
+NARROW_TWIN_HALF_STEPS = 8
 
 
 def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
                 narrow: dict[int, str], tile_k: int, min_k_steps_per_slice: int = 4,
-                max_k_steps_per_slice: int = NARROW_TWIN_MAX_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
+                max_k_steps_per_slice: int = NARROW_TWIN_MAX_STEPS, halves: dict[int, str] | None = None,
+                half_steps: int = NARROW_TWIN_HALF_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose twins compute Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its tiles,
     slices of K and whether it computes Cᵀ): `rest`'s pick, but where that is a twin of tiles wider than the twins in
     `narrow` (slices -> the twin of those tiles split so many ways, 1 for whole), or one of those that leaves most
     SMs idle (items for at most 1/SMALL_SPLIT_FROM of them), the narrow twin of the most slices whose work items fit
-    one wave, each of min_k_steps_per_slice to max_k_steps_per_slice k steps, where it makes more than the pick."""
+    one wave, each of min_k_steps_per_slice to max_k_steps_per_slice k steps, where it makes more than the pick. Where
+    C's columns fill at most half of that twin's tile rows and its slices hold more than `half_steps` k steps, the
+    build of `halves` (slices -> the split of tiles as wide as the twin's, over C, as many slices) split as many ways."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -836,6 +847,12 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
         s, fits, name, r, c = max(options)
         if fits <= items:
             return picked
+        half = (halves or {}).get(s)
+        if 2 * problem.n <= r and cdiv(k_steps, s) > half_steps and half in variants:
+            hr, hc, _, _ = records[half]
+            return Choice(half, f"{picked.reason}; but its twin of {r}x{c} tiles over Cᵀ would leave half of each tile "
+                                f"empty over slices of {cdiv(k_steps, s)} k steps: {hr}x{hc} tiles over C, K split {s} "
+                                f"ways, {work_items(records[half], problem)} work items")
         return Choice(name, f"{picked.reason}; but its twin of {r}x{c} tiles over Cᵀ"
                             f"{f', K split {s} ways' if s > 1 else ''}, makes {fits} work items in one wave against "
                             f"{items}")
@@ -856,17 +873,23 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
 # (256x64x16384, 32 steps a slice, 0.85 / 0.93; 192x64x8192 1.03 / 1.08; 128x64x65536 0.54 / 0.94); at 64 rows, half a
 # tile, 1.09 against 1.14.
 FEW_COLUMNS_TWIN_SHORT_STEPS = 8
+# ... and only split at least this many ways: from 6144 rows, where its tiles fill a wave split 2 ways or whole, the
+# 128x64 tiles, whose two consumer warpgroups share a tile where the twin's one runs alone, kept their lead
+# (tiles-columns-twins-large-tf32.txt: 12288x64x4096 1.22 against 0.93 whole, 16384x64x2048 1.15 / 1.08, 6144x64x8192
+# 1.03 / 0.96 split 2 ways; 8192x64x4096 0.96 / 0.97), where split 4 ways from 4096 rows it led (4096x32x4096 1.09 /
+# 1.02, 4096x48x8192 1.10 / 1.02, 3000x64x2000 1.27 / 1.06).
+FEW_COLUMNS_TWIN_MIN_SLICES = 4
 
 
 def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                     twins: dict[int, str], tile_k: int, short_steps: int = FEW_COLUMNS_TWIN_SHORT_STEPS
-                     ) -> Callable[[object, tuple[str, ...]], Choice]:
+                     twins: dict[int, str], tile_k: int, short_steps: int = FEW_COLUMNS_TWIN_SHORT_STEPS,
+                     min_slices: int = FEW_COLUMNS_TWIN_MIN_SLICES) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung with twins that compute Cᵀ = Bᵀ·Aᵀ over one row of tiles at a few columns (`twins`:
     slices -> the twin of those tiles split so many ways, 1 for whole; `records`: build -> rows and columns of its
     tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but where C's columns fit one of the twins' tile
     rows, A's rows fill at least one of their tiles and the pick does not compute Cᵀ, the twin of the most slices whose
-    work items fit one wave, where those keep more than 1/SMALL_SPLIT_FROM of the SMs busy or its slices hold at most
-    `short_steps` k steps of `tile_k`."""
+    work items fit one wave, where those are at least `min_slices` and keep more than 1/SMALL_SPLIT_FROM of the SMs
+    busy, or its slices hold at most `short_steps` k steps of `tile_k`."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -881,7 +904,7 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
         s, name = max(options)
         rows, cols, _, _ = records[name]
         items, steps = work_items(records[name], problem), cdiv(cdiv(problem.k, tile_k), s)
-        if items * SMALL_SPLIT_FROM <= problem.sm_count and steps > short_steps:
+        if s < min_slices or (items * SMALL_SPLIT_FROM <= problem.sm_count and steps > short_steps):
             return picked
         split = f", K split {s} ways ({steps} k steps of {tile_k} a slice)" if s > 1 else ""
         return Choice(name, f"{picked.reason}; but its {problem.n} columns fit one row of {rows}x{cols} tiles over "

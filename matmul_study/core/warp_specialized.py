@@ -567,10 +567,12 @@ def small_splits_first(rest: Callable[[object, tuple[str, ...]], Choice], base: 
 def narrow_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                        variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, an 8-bit rung's heuristic, with the twins of its 128x64 tiles (whole and split) taken in place of a
-    wider twin where they make more work items within one wave (configs.narrow_twin)."""
+    wider twin where they make more work items within one wave, or at a few columns and deep slices the 64x64 splits
+    with two k groups (configs.narrow_twin)."""
     narrow = {v.config.split_k: v.name for v in variants
               if v.config.swap_ab and (v.config.BM, v.config.bn) == (base.BM, NARROWEST_BN)}
-    return narrow_twin(rest, tile_records(variants), narrow, base.bk)
+    halves = {s: name for name, (_, _, s) in ws_tile_builds(base, variants).small_splits.items()}
+    return narrow_twin(rest, tile_records(variants), narrow, base.bk, halves=halves)
 
 
 def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
