@@ -809,22 +809,28 @@ NARROW_TWIN_MAX_STEPS = 16
 # k steps those ran faster, on an H200 (x the vendor, K = 16384 split 8 ways, 16 steps a slice; int8 / FP8;
 # small-problems/narrow-twins-deep-*.txt): 1024x64x16384 1.23 / 1.01 against the twin's 1.04 / 0.85, 768x48x16384
 # 1.15 / 1.01 against 0.90 / 0.78, 512x64x16384 1.13 / 1.08 against 1.05 / 0.97, 384x32x16384 1.13 / 1.04 against
-# 1.08 / 1.00. Over 4-8 steps a slice the twin kept its lead (moved-small-first-*.txt, twins-small-*.txt:
-# 512x64x4096 1.44 / 1.29 against 1.19 / 1.11, 256x64x8192 1.32 / 1.26 against 1.27 / 1.20).
+# 1.08 / 1.00. Over 4-8 steps a slice the twin kept its lead where it split K 8 ways (moved-small-first-*.txt,
+# twins-small-*.txt, narrow-twins-halves-short-*.txt: 512x64x4096 1.44 / 1.29 against 1.19 / 1.11, 256x64x8192 1.32 /
+# 1.26 against 1.27 / 1.20, 1024x32x8192 1.25 / 1.08 against 1.09 / 0.95; 1024x64x8192 1.18 / 1.04 against 1.20 /
+# 1.10), but not split 4 ways over 8 steps, from 1536 rows (2048x48x4096 1.15 / 0.95 against 0.93 / 0.79,
+# 2048x64x4096 1.25 / 1.01 against 1.15 / 0.92, 1536x64x4096 1.28 / 1.04 against 1.19 / 0.94).
 NARROW_TWIN_HALF_STEPS = 8
+NARROW_TWIN_HALF_SLICES = 8
 
 
 def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
                 narrow: dict[int, str], tile_k: int, min_k_steps_per_slice: int = 4,
                 max_k_steps_per_slice: int = NARROW_TWIN_MAX_STEPS, halves: dict[int, str] | None = None,
-                half_steps: int = NARROW_TWIN_HALF_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
+                half_steps: int = NARROW_TWIN_HALF_STEPS, half_slices: int = NARROW_TWIN_HALF_SLICES
+                ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose twins compute Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its tiles,
     slices of K and whether it computes Cᵀ): `rest`'s pick, but where that is a twin of tiles wider than the twins in
     `narrow` (slices -> the twin of those tiles split so many ways, 1 for whole), or one of those that leaves most
     SMs idle (items for at most 1/SMALL_SPLIT_FROM of them), the narrow twin of the most slices whose work items fit
     one wave, each of min_k_steps_per_slice to max_k_steps_per_slice k steps, where it makes more than the pick. Where
-    C's columns fill at most half of that twin's tile rows and its slices hold more than `half_steps` k steps, the
-    build of `halves` (slices -> the split of tiles as wide as the twin's, over C, as many slices) split as many ways."""
+    C's columns fill at most half of that twin's tile rows and its slices hold more than `half_steps` k steps, or more
+    than min_k_steps_per_slice split fewer than `half_slices` ways, the build of `halves` (slices -> the split of
+    tiles as wide as the twin's, over C, as many slices) split as many ways."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -845,13 +851,15 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
         if not options:
             return picked
         s, fits, name, r, c = max(options)
-        if fits <= items:
-            return picked
+        if fits < items or (fits == items and 2 * problem.n > r):
+            return picked  # as many items: the narrow twin only where the pick's rows over Cᵀ are half empty too
         half = (halves or {}).get(s)
-        if 2 * problem.n <= r and cdiv(k_steps, s) > half_steps and half in variants:
+        steps = cdiv(k_steps, s)
+        if (2 * problem.n <= r and half in variants
+                and (steps > half_steps or (steps > min_k_steps_per_slice and s < half_slices))):
             hr, hc, _, _ = records[half]
             return Choice(half, f"{picked.reason}; but its twin of {r}x{c} tiles over Cᵀ would leave half of each tile "
-                                f"empty over slices of {cdiv(k_steps, s)} k steps: {hr}x{hc} tiles over C, K split {s} "
+                                f"empty over slices of {steps} k steps: {hr}x{hc} tiles over C, K split {s} "
                                 f"ways, {work_items(records[half], problem)} work items")
         return Choice(name, f"{picked.reason}; but its twin of {r}x{c} tiles over Cᵀ"
                             f"{f', K split {s} ways' if s > 1 else ''}, makes {fits} work items in one wave against "
