@@ -677,7 +677,7 @@ TILE_SWEEPS = [*sorted((REPO / "results/reference/NVIDIA_H200/small-problems").g
                *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("deep-k-wgmma_*.txt")),
                REPO / "results/reference/NVIDIA_H200/small-problems/tf32-smem-bt-deep-k.txt",
                # the twins of 64x128 tiles at a few columns beside the former picks (configs.few_columns_twin)
-               REPO / "results/reference/NVIDIA_H200/small-problems/columns-twins-held-out-tf32.txt"]
+               *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("columns-twins-held-out-*.txt"))]
 # The most the warp-specialised rungs' pick may lose to the best build measured, per dtype: tf32 448x6144x4096 runs
 # 128x128 tiles, a wave and 6 tiles split by k steps, at 0.712, its 128x256 ones, one wave, at 0.740; FP8
 # at 64x14336x4096 runs 56 tiles of 64x256 at 0.95, where 112 of 64x128, two waves of 2-CTA clusters by the model,
@@ -718,8 +718,9 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # wave: their twin, the 128x128 tiles split 2 ways, is not weighed) at 0.75-0.95 against the 128x256 tiles without a
 # cluster at 0.95-0.97 (tiles-kg2-twins-tf32.txt). tf32 at a few columns, where the twin of 64x128 tiles takes the
 # 128x64 tiles' place (configs.few_columns_twin): 3072x64x65536, split 4 ways, at 0.86 against the 128x64 tiles'
-# 0.90 (tiles-columns-twins-large-tf32.txt).
+# 0.90 (tiles-columns-twins-large-tf32.txt), 2560x64x4096 at 1.01 against 1.10 (columns-twins-held-out-2-tf32.txt).
 TILE_MISSES = {("wgmma_tf32", "tf32", "3072x64x65536"): "swap_bm64_bn128_splitk4",
+               ("wgmma_tf32", "tf32", "2560x64x4096"): "swap_bm64_bn128_splitk4",
                ("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
                    ("16x4096x4096", "bm64_bn128_splitk4_smem_bt"), ("16x6144x4096", "bm64_bn128_splitk2_smem_bt"),
@@ -897,15 +898,19 @@ SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-r
 # against 1.06), so the rule keeps the rung's deep splits in both (configs.SWAP_KEEP_SLICES).
 # Kept in view from the sweeps of every twin (swap-bytes-store-*.txt, twins-small-*.txt): int8 128x4096x4096 runs
 # the 128x64 twin whole (1.57) where the 128x128 one split 4 ways ran 1.79; FP8 512x512x16384 the 128x256 twin split
-# 16 ways (1.03) against the 128x64 one split 4 ways (1.09), and int8 256x64x8192 the 128x128 twin split 16 ways
-# (1.12) against the 128x64 one split 8 ways (1.32): as many work items, so the narrow twins' rule keeps the pick.
+# 16 ways (1.03) against the 128x64 one split 4 ways (1.09): as many work items, so the narrow twins' rule keeps the
+# pick (at 64 columns or fewer, where both twins' rows over Cᵀ are half empty, it takes the narrow one: int8
+# 256x64x8192 1.32 against the 128x128 twin split 16 ways' 1.12).
 # At 128x256x16384 and 64x512x8192 both dtypes keep their 64x128 tiles split 16 ways (SWAP_KEEP_SLICES: int8 1.22 and
-# 1.21, FP8 1.08 and 1.13) where the 128x64 twin split 8 ways ran 1.29 and 1.57, 1.15 and 1.48. int8 at 64 columns or
-# fewer and K = 16384 keeps the 128x128 twin split 16 ways (512x64x16384 0.94, 384x32x16384 1.05) where the 64x64
-# splits ran 1.14 and 1.13 (narrow-twins-deep-int8.txt).
+# 1.21, FP8 1.08 and 1.13) where the 128x64 twin split 8 ways ran 1.29 and 1.57, 1.15 and 1.48. At a few columns
+# (narrow-twins-*.txt): 64x16x2048 runs the 128x64 twin split 4 ways, 4 k steps a slice (int8 1.41, FP8 1.17), where
+# 8 ways of 2 steps ran 1.58 and 1.31; FP8 512x32x16384 the 64x64 split at 0.98 against the twin's 1.02; 1024x64x8192
+# the twin split 8 ways (int8 1.18, FP8 1.04) against the 64x64 split's 1.21 and 1.10.
 SWAP_RULE_MISSES = {("wgmma_int8", "int8", "256x256x8192"), ("wgmma_int8", "int8", "128x4096x4096"),
-                    ("wgmma_int8", "int8", "512x64x16384"), ("wgmma_int8", "int8", "384x32x16384"),
-                    ("wgmma_fp8", "float8_e4m3", "512x512x16384"), ("wgmma_int8", "int8", "256x64x8192"),
+                    ("wgmma_fp8", "float8_e4m3", "512x512x16384"), ("wgmma_fp8", "float8_e4m3", "512x32x16384"),
+                    *((method, dtype, shape) for method, dtype in (("wgmma_int8", "int8"),
+                                                                   ("wgmma_fp8", "float8_e4m3"))
+                      for shape in ("64x16x2048", "1024x64x8192")),
                     *((method, dtype, shape) for method, dtype in (("wgmma_int8", "int8"),
                                                                    ("wgmma_fp8", "float8_e4m3"))
                       for shape in ("128x256x16384", "64x512x8192"))}
@@ -943,8 +948,13 @@ def test_the_8bit_narrow_twins_give_way_to_64x64_splits_over_deep_slices_at_a_fe
         assert "would leave half of each tile empty over slices of 16 k steps" in deep.reason
         assert "K split 8 ways, 128 work items" in deep.reason
         assert pick(768, 48, 16384).variant == "bm64_bn64_kg2_splitk8"
+        # split 4 ways, over 8 steps a slice: the 64x64 split too (2048x48x4096 int8 1.15 against 0.93)
+        assert pick(2048, 48, 4096).variant == "bm64_bn64_kg2_splitk4"
         for m, n, k in ((512, 64, 4096), (640, 48, 8192), (1024, 128, 16384)):  # short slices, or 65+ columns
             assert pick(m, n, k).variant == "swap_bn64_splitk8", (name, m, n, k)
+        # as many items as a wider twin whose rows over Cᵀ are half empty too: the narrow twin (int8 256x64x8192
+        # 1.32 against the 128x128 twin split 16 ways' 1.12)
+        assert pick(256, 64, 8192).variant == "swap_bn64_splitk8", name
 
 
 def test_tf32_few_columns_run_the_twin_of_64x128_tiles():
@@ -983,10 +993,11 @@ def test_the_8bit_twins_run_where_the_transpose_costs_most():
     # rule's first form, which kept the rung's tiles below 8 % instead of 4 %), and at six shapes (squares of 6144
     # and 8192, a prefill, N = 64, deep K) both picks and the twins beside them, twice (swap-large-*.txt); every twin
     # beside the others at 13 shapes of 1-1024 rows against 64-1024 columns (twins-small-*.txt) and at eight shapes
-    # (swap-bytes-store-*.txt). The final pick must be one of the builds measured and within 3 % of the fastest, but
-    # where SWAP_RULE_MISSES.
+    # (swap-bytes-store-*.txt); the narrow twins' picks beside the former ones and the 64x64 splits at 58 shapes of
+    # 64-2048 rows against 16-512 columns (narrow-twins-*.txt). The final pick must be one of the builds measured and
+    # within 3 % of the fastest, but where SWAP_RULE_MISSES.
     ratios = table_ratios(SWAP_RULE_RUNS)
-    assert len(ratios) == 145
+    assert len(ratios) == 187
     swapped = kept = 0
     for (method, dtype, shape), rate in ratios.items():
         m, n, k = map(int, shape.split("x"))
