@@ -892,7 +892,7 @@ SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-r
                     for name in ("swap-bytes-store-int8", "swap-bytes-store-fp8", "twins-small-int8",
                                  "twins-small-float8_e4m3")),
                   # the narrow twins' picks beside the former ones, and at a few columns beside the 64x64 splits
-                  *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("narrow-twins-*.txt"))]
+                  *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("twin-rule-*.txt"))]
 # Where the final pick ran slower than the other pick measured (x the vendor): int8 256x256x8192 keeps its 64-row
 # tiles split 16 ways (1.24) where the twin of the 128x128 split ran 1.38; FP8 there loses with the twins (0.89
 # against 1.06), so the rule keeps the rung's deep splits in both (configs.SWAP_KEEP_SLICES).
@@ -903,7 +903,7 @@ SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-r
 # 256x64x8192 1.32 against the 128x128 twin split 16 ways' 1.12).
 # At 128x256x16384 and 64x512x8192 both dtypes keep their 64x128 tiles split 16 ways (SWAP_KEEP_SLICES: int8 1.22 and
 # 1.21, FP8 1.08 and 1.13) where the 128x64 twin split 8 ways ran 1.29 and 1.57, 1.15 and 1.48. At a few columns
-# (narrow-twins-*.txt): 64x16x2048 runs the 128x64 twin split 4 ways, 4 k steps a slice (int8 1.41, FP8 1.17), where
+# (twin-rule-*.txt): 64x16x2048 runs the 128x64 twin split 4 ways, 4 k steps a slice (int8 1.41, FP8 1.17), where
 # 8 ways of 2 steps ran 1.58 and 1.31; FP8 512x32x16384 the 64x64 split at 0.98 against the twin's 1.02; 1024x64x8192
 # the twin split 8 ways (int8 1.18, FP8 1.04) against the 64x64 split's 1.21 and 1.10.
 SWAP_RULE_MISSES = {("wgmma_int8", "int8", "256x256x8192"), ("wgmma_int8", "int8", "128x4096x4096"),
@@ -935,7 +935,7 @@ def test_the_8bit_twins_take_128x64_tiles_where_those_make_more_work_items_in_on
 
 def test_the_8bit_narrow_twins_give_way_to_64x64_splits_over_deep_slices_at_a_few_columns():
     # configs.narrow_twin: at N <= 64 the 128x64 twin's rows over Cᵀ are half empty; over slices of more than 8 k steps
-    # the 64x64 tiles with two k groups split as many ways run the same work items faster (narrow-twins-deep-*.txt:
+    # the 64x64 tiles with two k groups split as many ways run the same work items faster (twin-rule-deep-*.txt:
     # 1024x64x16384 int8 1.23 against 1.04, FP8 1.01 against 0.85); over 4-8 steps the twin stays.
     for name, dtype in (("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3")):
         rung = registry.get(name)
@@ -994,7 +994,7 @@ def test_the_8bit_twins_run_where_the_transpose_costs_most():
     # and 8192, a prefill, N = 64, deep K) both picks and the twins beside them, twice (swap-large-*.txt); every twin
     # beside the others at 13 shapes of 1-1024 rows against 64-1024 columns (twins-small-*.txt) and at eight shapes
     # (swap-bytes-store-*.txt); the narrow twins' picks beside the former ones and the 64x64 splits at 58 shapes of
-    # 64-2048 rows against 16-512 columns (narrow-twins-*.txt). The final pick must be one of the builds measured and
+    # 64-2048 rows against 16-512 columns (twin-rule-*.txt). The final pick must be one of the builds measured and
     # within 3 % of the fastest, but where SWAP_RULE_MISSES.
     ratios = table_ratios(SWAP_RULE_RUNS)
     assert len(ratios) == 187

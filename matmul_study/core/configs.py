@@ -807,10 +807,10 @@ NARROW_TWIN_MAX_STEPS = 16
 # At N <= 64 the narrow twin's 128 rows over Cᵀ are half empty, and the 64x64 tiles with two k groups make as many
 # work items of as many slices (a 64x64 tile over C for each 128x64 one over Cᵀ). Over slices of more than this many
 # k steps those ran faster, on an H200 (x the vendor, K = 16384 split 8 ways, 16 steps a slice; int8 / FP8;
-# small-problems/narrow-twins-deep-*.txt): 1024x64x16384 1.23 / 1.01 against the twin's 1.04 / 0.85, 768x48x16384
+# small-problems/twin-rule-deep-*.txt): 1024x64x16384 1.23 / 1.01 against the twin's 1.04 / 0.85, 768x48x16384
 # 1.15 / 1.01 against 0.90 / 0.78, 512x64x16384 1.13 / 1.08 against 1.05 / 0.97, 384x32x16384 1.13 / 1.04 against
 # 1.08 / 1.00. Over 4-8 steps a slice the twin kept its lead where it split K 8 ways (moved-small-first-*.txt,
-# twins-small-*.txt, narrow-twins-halves-short-*.txt: 512x64x4096 1.44 / 1.29 against 1.19 / 1.11, 256x64x8192 1.32 /
+# twins-small-*.txt, twin-rule-halves-short-*.txt: 512x64x4096 1.44 / 1.29 against 1.19 / 1.11, 256x64x8192 1.32 /
 # 1.26 against 1.27 / 1.20, 1024x32x8192 1.25 / 1.08 against 1.09 / 0.95; 1024x64x8192 1.18 / 1.04 against 1.20 /
 # 1.10), but not split 4 ways over 8 steps, from 1536 rows (2048x48x4096 1.15 / 0.95 against 0.93 / 0.79,
 # 2048x64x4096 1.25 / 1.01 against 1.15 / 0.92, 1536x64x4096 1.28 / 1.04 against 1.19 / 0.94).
