@@ -870,10 +870,10 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
 
 # tf32 at a few columns (N <= 64): its picks there are 64x64 tiles with two k groups split that write Bt in shared
 # memory, or 128x64 tiles split, none with a twin. The twin of 64x128 tiles, laid 64 of B's columns by 128 of A's
-# rows (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers: no Bt to write), holds all of N in one row of tiles. Over a sweep of
-# it split 1-16 ways at 27 shapes of 64-4096 rows, 32-64 columns and K of 512-65536 (small-problems/
-# tiles-columns-twins-tf32.txt, twins-small-tf32.txt; x cuBLAS on an H200), its split of the most slices within one wave
-# beat the pick wherever its 128-row tiles were full and it kept more than a quarter of the SMs busy: 768x64x4096
+# rows (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers: no Bt to write), holds all of N in one row of tiles. Over a sweep
+# of it split 1-16 ways at 27 shapes of 64-4096 rows, 32-64 columns and K of 512-65536 (small-problems/
+# tiles-columns-twins-tf32.txt, twins-small-tf32.txt; x cuBLAS on an H200), its split of the most slices within one
+# wave beat the pick wherever its 128-row tiles were full and it kept more than a quarter of the SMs busy: 768x64x4096
 # 1.35 against 1.05, 2048x64x4096 (8 slices) 1.34 / 1.02, 4096x64x1024 (4) 1.44 / 1.12, 1024x64x16384 1.16 / 0.87,
 # 512x64x65536 1.08 / 0.89, 640x32x8192 1.11 / 0.85, 1000x56x2000 1.32 / 1.02. With fewer items it won only while its
 # slices stayed short (this many k steps or fewer: 256x64x4096, 32 items of 8 steps, 1.16 / 1.06; 200x64x3000 1.24 /
