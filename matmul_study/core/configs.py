@@ -238,7 +238,7 @@ def small_split_of(builds: TileBuilds, problem, taken_items: int, k_steps: int, 
         return None
     pool, most = ((builds.small_bt_splits, sms) if any(name in variants for name in builds.small_bt_splits)
                   else (builds.small_splits, sms // SMALL_SPLIT_ITEMS))
-    options = [_Split(0.0, r, c, s, name, cdiv(problem.m, r) * cdiv(problem.n, c) * s)
+    options = [_Split(0.0, r, c, s, name, work_items((r, c, s, False), problem))
                for name, (r, c, s) in pool.items() if name in variants and k_steps >= min_k_steps_per_slice * s]
     options = [f for f in options if taken_items < f.items <= most]
     return max(options, key=lambda f: f.items, default=None)
@@ -904,14 +904,14 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
         record = records.get(picked.variant)
         if record is None or record[3]:
             return picked
-        options = [(s, name) for s, name in twins.items()
-                   if name in variants and problem.n <= records[name][0] and problem.m >= records[name][1]
-                   and work_items(records[name], problem) <= problem.sm_count]
+        options = [(s, work_items(records[name], problem), name) for s, name in twins.items()
+                   if name in variants and problem.n <= records[name][0] and problem.m >= records[name][1]]
+        options = [option for option in options if option[1] <= problem.sm_count]
         if not options:
             return picked
-        s, name = max(options)
+        s, items, name = max(options)
         rows, cols, _, _ = records[name]
-        items, steps = work_items(records[name], problem), cdiv(cdiv(problem.k, tile_k), s)
+        steps = cdiv(cdiv(problem.k, tile_k), s)
         if s < min_slices or (items * SMALL_SPLIT_FROM <= problem.sm_count and steps > short_steps):
             return picked
         split = f", K split {s} ways ({steps} k steps of {tile_k} a slice)" if s > 1 else ""

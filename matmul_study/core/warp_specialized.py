@@ -564,24 +564,27 @@ def small_splits_first(rest: Callable[[object, tuple[str, ...]], Choice], base: 
     return small_split_first(rest, ws_tile_builds(base, variants), tile_records(variants), base.bk, steps)
 
 
+def twin_splits(variants: tuple[Variant, ...], rows: int, cols: int) -> dict[int, str]:
+    """The twins among `variants` that compute Cᵀ = Bᵀ·Aᵀ over rows x cols tiles, by their slices of K (1: whole)."""
+    return {v.config.split_k: v.name for v in variants
+            if v.config.swap_ab and (v.config.BM, v.config.bn) == (rows, cols)}
+
+
 def narrow_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                        variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, an 8-bit rung's heuristic, with the twins of its 128x64 tiles (whole and split) taken in place of a
     wider twin where they make more work items within one wave, or at a few columns and deep slices the 64x64 splits
     with two k groups (configs.narrow_twin)."""
-    narrow = {v.config.split_k: v.name for v in variants
-              if v.config.swap_ab and (v.config.BM, v.config.bn) == (base.BM, NARROWEST_BN)}
     halves = {s: name for name, (_, _, s) in ws_tile_builds(base, variants).small_splits.items()}
-    return narrow_twin(rest, tile_records(variants), narrow, base.bk, halves=halves)
+    return narrow_twin(rest, tile_records(variants), twin_splits(variants, base.BM, NARROWEST_BN), base.bk,
+                       halves=halves)
 
 
 def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                             variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, tf32's heuristic, with the twins of its 64x128 tiles (whole and split: one row of them over Cᵀ holds
     64 columns of C) taken at a few columns (configs.few_columns_twin)."""
-    twins = {v.config.split_k: v.name for v in variants
-             if v.config.swap_ab and (v.config.BM, v.config.bn) == (SHORT_BM, NARROW_BN)}
-    return few_columns_twin(rest, tile_records(variants), twins, base.bk)
+    return few_columns_twin(rest, tile_records(variants), twin_splits(variants, SHORT_BM, NARROW_BN), base.bk)
 
 
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
