@@ -252,9 +252,9 @@ static_assert(THREADS == 128 * (CONSUMERS + 1),
               "BM 128, 256 at BM 64, 384 at BM 64 with two k groups)");
 static_assert(K_GROUPS == 1 || K_GROUPS == 2, "WGMMA_WS_K_GROUPS: 1 or 2 consumer warpgroups per 64 rows");
 // (the second k group's sums pass through the staging chunks, 64 x BN fp32; the paced drain would hold them)
-static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && !PROMOTE && DRAIN_EVERY == 0),
-              "WGMMA_WS_K_GROUPS=2: 64-row tiles (WGMMA_WS_BM=64) of at most 128 columns, unpromoted, with no paced "
-              "drain (WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
+static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
+              "WGMMA_WS_K_GROUPS=2: 64-row tiles (WGMMA_WS_BM=64) of at most 128 columns, with no paced drain "
+              "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
 static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole "

@@ -400,33 +400,39 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
                 else d[j] += partial[j];
             }
         };
+        // With two k groups each consumer warpgroup promotes its own steps, k0 + part, k0 + part + K_GROUPS, ...
+        // (ring steps it + part on; k_step strides by K_GROUPS) into its own d: the groups' sums meet afterwards.
+        uint32_t own_step = it + part;
+        uint32_t& step = K_GROUPS > 1 ? own_step : it;  // (one group: the ring's step itself)
         auto finish = [&](const V (&partial)[ACCUMULATORS], const Step& w) {  // the last group: retire, release, add
             wgmma_wait<0>();
-            release_stage(sm.empty_bar, (it - 1) % STAGES, lane);
+            release_stage(sm.empty_bar, (step - K_GROUPS) % STAGES, lane);
             add(partial, w);
         };
         V p0[ACCUMULATORS], p1[ACCUMULATORS];
         Step w0{}, w1{};  // the weights of the steps in p0 and p1
 #pragma unroll
         for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
-        int kt = k0;
-        for (; kt + PROMOTE_CHAIN <= k1; kt += PROMOTE_CHAIN) {
+        constexpr int CHAIN_SPAN = K_GROUPS * (PROMOTE_CHAIN - 1) + 1;  // a chain's first step to past its last
+        int kt = k0 + (K_GROUPS > 1 ? part : 0);
+        for (; kt + CHAIN_SPAN <= k1; kt += K_GROUPS * PROMOTE_CHAIN) {
 #pragma unroll
             for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
-                k_step<Op>(p0, it, kt + u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane,
+                k_step<Op>(p0, step, kt + K_GROUPS * u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane,
                            [&] { w0 = weights.next(); });
                 if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
-                k_step<Op>(p1, it, kt + u + 1, k0, false, true, desc_a0, desc_b0, sm, drain, n, lane,
-                           [&] { w1 = weights.next(); });
+                k_step<Op>(p1, step, kt + K_GROUPS * (u + 1), k0, false, true, desc_a0, desc_b0, sm, drain, n,
+                           lane, [&] { w1 = weights.next(); });
                 add(p0, w0);
             }
             finish(p1, w1);
         }
-        for (; kt < k1; ++kt) {
-            k_step<Op>(p0, it, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane,
+        for (; kt < k1; kt += K_GROUPS) {
+            k_step<Op>(p0, step, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane,
                        [&] { w0 = weights.next(); });
             finish(p0, w0);
         }
+        if constexpr (K_GROUPS > 1) it += k1 - k0;
     } else if constexpr (K_GROUPS > 1) {
         // k group `part` of K_GROUPS: the item's k steps k0 + part, k0 + part + K_GROUPS, ..., ring steps it + part
         // on (k_step strides by K_GROUPS); no drain here.
