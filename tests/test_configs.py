@@ -219,9 +219,11 @@ def test_tiles_that_span_all_of_n_split_at_half_the_cut():
         m = registry.get(method)
         pick = transposing(m, problem(4096, 128, 4096, dtype=dtype))
         assert pick.variant == "bm64_bn128_splitk2", method
-        # (tf32 there writes Bt in shared memory instead: test_tf32_writes_bt_in_shared_memory_where_b_is_most...;
-        # among the builds that transpose B, the same pick)
-        transposed = tuple(v for v in own_builds(m, dtype) if not v.endswith("smem_bt"))
+        # (tf32 there writes Bt in shared memory or runs a twin instead: test_tf32_writes_bt_in_shared_memory_where_b_
+        # is_most..., test_tf32_few_rows_run_the_twin_of_128x64_tiles; among the builds that transpose B, the same
+        # pick)
+        transposed = tuple(v for v in own_builds(m, dtype)
+                           if not v.endswith("smem_bt") and not m.variant(v).config.swap_ab)
         assert m.choose(problem(64, 6144, 4096, dtype=dtype), transposed).variant == "bm64_bn128", method
     # 128 tiles already fill a wave: whole, 128x64 ones over 32 k steps (0.82, 64x128 0.75, split 2 ways 0.54 at
     # 8192x128x2048).
@@ -874,13 +876,21 @@ def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
     for key, v in ladder.items():
         assert fp8.variant(v.name).config == v.config and fp8.accuracy_of(v.name) == "promoted", key
         c = v.config
-        assert c == replace(own, bm=c.bm, bn=c.bn, split_k=c.split_k, cluster=c.cluster), key
-        tile = "bm64" if c.bm == 64 else "bn64" if c.bn == 64 else ""
+        if c.k_groups > 1:  # its 64x64 tiles with two k groups, each promoting its own steps
+            assert c == replace(own, bm=64, bn=64, split_k=c.split_k, cluster=1, k_groups=2, drain_every=0), key
+            tile = "bm64_bn64_kg2"
+        else:
+            assert c == replace(own, bm=c.bm, bn=c.bn, split_k=c.split_k, cluster=c.cluster), key
+            tile = "bm64" if c.bm == 64 else "bn64" if c.bn == 64 else ""
         if key == "cluster1":  # its own tiles without a cluster
             assert c == replace(own, cluster=1) and v.name == "bn128_promote_cluster1"
             continue
         assert key == "_".join(p for p in (tile, f"splitk{c.split_k}" if c.split_k > 1 else "") if p)
-        assert v.name.startswith({"bm64": "bm64_bn128", "bn64": "bn64", "": "bn128"}[tile] + "_promote")
+        assert v.name.startswith({"bm64": "bm64_bn128", "bn64": "bn64", "": "bn128",
+                                  "bm64_bn64_kg2": "bm64_bn64_kg2"}[tile] + "_promote")
+    # the 64x64 tiles whole and split as the other class's (the heuristic's small tiles and splits)
+    assert {k for k in ladder if k.startswith("bm64_bn64_kg2")} == {
+        "bm64_bn64_kg2", *(f"bm64_bn64_kg2_splitk{s}" for s in warp_specialized.WS_SMALL_SPLITS)}
 
 
 SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-rule-{d}-{tree}.txt"

@@ -14,8 +14,9 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, few_columns_twin,
-                                      narrow_twin, persistent_split_k, small_split_first, within_class)
+                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, few_columns_halves,
+                                      few_columns_twin, few_rows_twin, narrow_twin, persistent_split_k,
+                                      small_split_first, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -587,6 +588,13 @@ def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], b
     return few_columns_twin(rest, tile_records(variants), twin_splits(variants, SHORT_BM, NARROW_BN), base.bk)
 
 
+def few_rows_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
+                         variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, tf32's heuristic, with the twins of its 128x64 tiles (whole and split: one column of them over Cᵀ
+    holds 64 rows of C) taken at a few rows where their busiest SM runs fewer k steps (configs.few_rows_twin)."""
+    return few_rows_twin(rest, tile_records(variants), twin_splits(variants, base.BM, NARROWEST_BN), base.bk)
+
+
 def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
     """A rung's builds that differ from its record `base` in the tile alone (bn128, bm64, bm64_bn128: the stages
     that fit them, the rest as the default; bn192 also in its cluster of 1; not the 64-column tiles, which the
@@ -655,6 +663,8 @@ PROMOTE_SUFFIX = "promote"
 # heuristic's bar: a split must cut each SM's work 4-fold against whole tiles), of its 64x128 ones from 2 (half the
 # rows: 2 slices cut it 4-fold against whole 128x128 tiles).
 PROMOTED_SPLITS = {"": (4, 8, 16), f"bm{SHORT_BM}": WS_BM64_SPLITS, f"bn{NARROWEST_BN}": (4, 8)}
+# ... and its 64x64 tiles with two k groups (each promotes its own k steps), whole and split as the other class's
+PROMOTED_SMALL = f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}"
 
 
 def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
@@ -664,18 +674,24 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     configs.persistent_split_k knows it by in a rung whose record this is: its splits (splitk<S>), its 64x128 tiles
     (bm64: one consumer warpgroup, which alternates its own two scratch sets) whole and split without a cluster
     (bm64_splitk<S>), its 128x64 tiles without a cluster (bn64, for an N of 64 or less) whole and split
-    (PROMOTED_SPLITS), and its own tiles without a cluster (cluster1). Every slice and tile promotes each k step's
-    sum, so each build errs as bn128_promote does."""
+    (PROMOTED_SPLITS), its 64x64 tiles with two consumer warpgroups taking alternate k steps (bm64_bn64_kg2, each
+    warpgroup promoting its own steps) whole and split (WS_SMALL_SPLITS: a deep K against a few tiles), and its own
+    tiles without a cluster (cluster1). Every slice and tile promotes each k step's sum, so each build errs as
+    bn128_promote does."""
     own = replace(base, bn=NARROW_BN, promote=True)
     moved = {"": (f"bn{NARROW_BN}", own), f"bm{SHORT_BM}": (f"bm{SHORT_BM}_bn{NARROW_BN}", replace(own, bm=SHORT_BM)),
-             f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1))}
+             f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1)),
+             PROMOTED_SMALL: (PROMOTED_SMALL, replace(own, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2,
+                                                      drain_every=0))}
+    splits = {**PROMOTED_SPLITS, PROMOTED_SMALL: WS_SMALL_SPLITS}
     ladder = {}
     for key, (tile, c) in moved.items():
-        for s in (1, *PROMOTED_SPLITS[key]):
+        for s in (1, *splits[key]):
             if key == "" and s == 1:
                 continue  # the record itself: bn128_promote
             config = replace(c, split_k=s, cluster=1 if key and s > 1 else c.cluster)
-            rows = f"{config.BM}x{config.bn} tiles" + ("" if config.cluster > 1 else " without a cluster")
+            rows = (f"{config.BM}x{config.bn} tiles" + ("" if config.cluster > 1 else " without a cluster")
+                    + (", two consumer warpgroups taking alternate k steps" if config.k_groups > 1 else ""))
             split = (f", each tile's k steps in {s} slices summed in slice order through a workspace (deterministic)"
                      if s > 1 else "")
             ladder["_".join(p for p in (key, f"splitk{s}" if s > 1 else "") if p)] = config.variant(
@@ -694,12 +710,17 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
     idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves, 128x64
     tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
-    their record were the rung's."""
+    their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), and
+    at a few columns the 64x64 tiles of the most slices in one wave (few_columns_halves)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
-    rest = persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN,
-                              own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
-                              short_tile_steps=PROMOTED_SHORT_TILE_STEPS)
+    halves = {v.config.split_k: v.name for v in as_known
+              if (v.config.BM, v.config.bn, v.config.k_groups) == (SHORT_BM, NARROWEST_BN, 2)}
+    rest = few_columns_halves(small_splits_first(
+        persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN,
+                           own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
+                           short_tile_steps=PROMOTED_SHORT_TILE_STEPS), own, as_known),
+        tile_records(as_known), halves, own.bk, SMALL_SPLIT_BYTES_STEPS)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
     return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                     "cuBLASLt's promoted line's)")
