@@ -921,6 +921,99 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
     return choose
 
 
+# tf32 at a few rows (M <= 64, decode): its picks there are 64x128 tiles that write Bt in shared memory, whole or
+# split. The twin of 128x64 tiles (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers) holds all the rows in one column of
+# tiles. Each candidate is weighed by its busiest SM's k steps: its items' waves times each item's k steps plus this
+# many more for the item's fixed cost (its pipeline's fill, its partial's write). Over a sweep of the twin whole and
+# split 2-8 ways at 48 shapes of 1-64 rows against 4096-28672 columns and K of 4096-28672 (small-problems/
+# tiles-rows-twins*-tf32.txt; x cuBLAS on an H200), 24 steps fit every case where splits of like weight differ:
+# 10240x8192 of weights split 4 ways (320 items in 2.4 waves) 0.82-0.94 against 0.63-0.87 whole (80 items, one
+# wave) and 0.80-0.89 split 8 ways; 4096x14336 split 4 ways 0.83-1.03 against 0.81-0.94 split 8 ways; 14336x4096
+# whole 0.77-1.24 against split 2 ways (two waves) 0.71-1.15.
+FEW_ROWS_ITEM_STEPS = 24
+# ... taken where its items fit one wave and its busiest SM runs no more k steps than the pick's, or past one wave
+# where it runs at most this share of them: at 28672x4096 of weights the pick's 224 items of 64x128 tiles and the
+# twin's whole ones weigh the same, two waves each, and the pick ran 0.86-0.91 against 0.83-0.88 at 8-32 rows; at
+# 10240x8192 the twin split 4 ways, 264 steps in three waves against the pick's 280 in one, ran 0.82-0.94 against
+# 0.57-0.67.
+FEW_ROWS_GAIN = 0.95
+
+
+def few_rows_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                  twins: dict[int, str], tile_k: int, item_steps: int = FEW_ROWS_ITEM_STEPS,
+                  gain: float = FEW_ROWS_GAIN) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung with twins that compute Cᵀ = Bᵀ·Aᵀ over one column of tiles at a few rows (`twins`:
+    slices -> the twin of those tiles split so many ways, 1 for whole; `records`: build -> rows and columns of its
+    tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but where A's rows fit one of the twins' tile
+    columns and the pick does not compute Cᵀ, the twin whose busiest SM runs the fewest k steps of `tile_k` (its
+    items' waves times each item's k steps plus `item_steps`; of equal ones, the fewest slices), where its items fit
+    one wave and that is no more than the pick's, or past one wave at most `gain` times the pick's."""
+
+    def busiest(record, problem) -> tuple[int, int]:
+        items = work_items(record, problem)
+        return cdiv(items, problem.sm_count) * (cdiv(cdiv(problem.k, tile_k), record[2]) + item_steps), items
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if record is None or record[3]:
+            return picked
+        options = [(*busiest(records[name], problem), s, name) for s, name in twins.items()
+                   if name in variants and problem.m <= records[name][1]]
+        if not options:
+            return picked
+        steps, items, s, name = min(options)
+        own_steps, own_items = busiest(record, problem)
+        if steps > (own_steps if items <= problem.sm_count else gain * own_steps):
+            return picked
+        rows, cols, _, _ = records[name]
+        split = f", K split {s} ways" if s > 1 else ""
+        return Choice(name, f"{picked.reason}; but its {problem.m} row{'s' if problem.m != 1 else ''} fit one column "
+                            f"of {rows}x{cols} tiles over Cᵀ = Bᵀ·Aᵀ (B read as it is){split}: {items} work items, "
+                            f"{steps} k steps on the busiest SM against {own_steps} ({item_steps} an item beside its "
+                            "own)")
+
+    return choose
+
+
+# FP8's promoted class at a few columns (N <= 64): its picks there are 128x64 tiles, whole or split, or 64x64 splits
+# with two k groups. The 64x64 tiles hold all of N in one row of tiles at half the rows, so as many slices make twice
+# the items. Over a sweep of both split 4-32 ways at 14 shapes of 16-2048 rows, 16-256 columns and K of 4096-65536
+# (small-problems/promoted-small-*-fp8.txt; x cuBLASLt's promoted line on an H200), the 64x64 tiles with the most
+# slices whose items fit one wave, each slice of SMALL_SPLIT_BYTES_STEPS k steps or more, ran at or above the 128x64
+# picks: 1024x64x16384 1.04 against 0.95, 768x64x4096 1.07 / 1.00, 512x64x65536 0.95 / 0.84, 4096x64x1024 (whole)
+# 1.04 / 0.93, 2048x48x4096 0.95 / 0.92 (the 128x64 tiles split 4 ways 0.97), 768x16x16384 0.83 / 0.84.
+def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                       halves: dict[int, str], tile_k: int, min_steps: int
+                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung with 64x64 tiles (`halves`: slices -> those tiles split so many ways, 1 for whole;
+    `records`: build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but
+    where C's columns fit one of those tiles' width and the pick's tiles are as wide, the 64x64 build of the most
+    slices whose work items fit one wave, each slice of at least `min_steps` k steps of `tile_k`."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if record is None or record[3]:
+            return picked
+        steps = cdiv(problem.k, tile_k)
+        options = [(s, work_items(records[name], problem), name) for s, name in halves.items()
+                   if name in variants and problem.n <= records[name][1] and records[name][1] == record[1]
+                   and (s == 1 or steps >= min_steps * s)]
+        options = [option for option in options if option[1] <= problem.sm_count]
+        if not options:
+            return picked
+        s, items, name = max(options)
+        if name == picked.variant:
+            return picked
+        rows, cols, _, _ = records[name]
+        split = f", K split {s} ways ({cdiv(steps, s)} k steps of {tile_k} a slice)" if s > 1 else ""
+        return Choice(name, f"{picked.reason}; but its {problem.n} columns fit {rows}x{cols} tiles of half the rows"
+                            f"{split}: {items} work items in one wave")
+
+    return choose
+
+
 # smaller_tiles: the most k steps a slice of the default tiles' pick at which the smaller tiles take its place. Deeper
 # slices keep the 128 x 256 tiles, whose larger products per byte read pay there (x cuBLAS on an H200, the default
 # tiles' pick against the 64 x 128 tiles', small-tiles-rule-float32-*.txt: 2048x1024x4096 split 2 ways, 64 steps of 32

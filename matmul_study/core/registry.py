@@ -30,7 +30,8 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, deep_splits, few_columns_twins_first,
-                                                fp8_block_variants, narrow_twins_first, promote_chunk_variants,
+                                                few_rows_twins_first, fp8_block_variants, narrow_twins_first,
+                                                promote_chunk_variants,
                                                 promoted_class_choose, promoted_ladder, promoted_variants,
                                                 small_splits_first, swap_twins, swap_variants, swapped_names,
                                                 ws_bm64_variants, ws_bn128_variants, ws_bn192_variant,
@@ -392,8 +393,9 @@ METHODS: dict[str, Method] = {
             # (swap_twin).
             # Where the pick still leaves most SMs idle, the 64x64 splits take its place (small_splits_first).
             # At a few columns (N <= 64) from 128 rows, the twin of 64x128 tiles over Cᵀ, split to fill one wave
-            # (few_columns_twins_first).
-            choose=few_columns_twins_first(small_splits_first(configs.swap_twin(
+            # (few_columns_twins_first); at a few rows (M <= 64), the twin of 128x64 tiles whose busiest SM runs
+            # the fewest k steps (few_rows_twins_first).
+            choose=few_rows_twins_first(few_columns_twins_first(small_splits_first(configs.swap_twin(
                 configs.b_heavy(
                     configs.bt_twin(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
                                                                builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
@@ -403,7 +405,7 @@ METHODS: dict[str, Method] = {
                                     {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
                     TF32_BT_TILES, BT_SMEM_SUFFIX),
                 swap_twins(WS_TF32, WS_TF32_VARIANTS), WS_TF32.bk, WS_TF32.streamk_min_saved),
-                WS_TF32, WS_TF32_VARIANTS), WS_TF32, WS_TF32_VARIANTS),
+                WS_TF32, WS_TF32_VARIANTS), WS_TF32, WS_TF32_VARIANTS), WS_TF32, WS_TF32_VARIANTS),
         ),
         ws_rung(
             "wgmma_3xtf32",
