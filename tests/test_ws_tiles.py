@@ -275,12 +275,14 @@ def test_the_tf32_builds_that_write_bt_in_shared_memory_read_b_as_it_is():
 
 def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_cluster():
     # Two consumer warpgroups per 64 rows, taking alternate k steps (WGMMA_WS_K_GROUPS=2): the record's k_groups, its
-    # threads and its staging (the second's sums pass through it) follow; every tensor-core rung but the promoted
-    # ones has them, at 64x128 and 64x64, without a cluster and without the paced drain; the 64x64 ones also split
-    # along K (a deep K against a few tiles), up to 32 slices (tf32's also writing Bt in shared memory).
+    # threads and its staging (the second's sums pass through it) follow; every tensor-core rung but 3xTF32 has them,
+    # at 64x128 and 64x64, without a cluster and without the paced drain; the 64x64 ones also split along K (a deep K
+    # against a few tiles), up to 32 slices (tf32's also writing Bt in shared memory, FP8's also promoting each
+    # group's k steps).
     for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
         method = registry.get(name)
-        twos = {v.name: v.config for v in method.variants if v.config.k_groups == 2 and not v.config.bt_smem}
+        twos = {v.name: v.config for v in method.variants
+                if v.config.k_groups == 2 and not v.config.bt_smem and not v.config.promote}
         splits = {f"bm64_bn64_kg2_splitk{s}": s for s in WS_SMALL_SPLITS}
         assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2", *splits}, name
         assert max(WS_SMALL_SPLITS) == 32  # tf32's that write Bt: 64 (WS_SMALL_BT_SPLITS)
@@ -292,6 +294,13 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
             assert "WGMMA_WS_K_GROUPS=2" in config.defines and "WGMMA_WS_THREADS=384" in config.defines
             assert config.shared_bytes <= SM90_SHARED_BYTES
     assert {v.name for v in registry.get("wgmma_3xtf32").variants if v.config.k_groups == 2} == set()
+    fp8 = registry.get("wgmma_fp8")
+    promoted = {v.name: v.config for v in fp8.variants if v.config.k_groups == 2 and v.config.promote}
+    assert set(promoted) == {"bm64_bn64_kg2_promote", *(f"bm64_bn64_kg2_promote_splitk{s}" for s in WS_SMALL_SPLITS)}
+    for config in promoted.values():
+        assert config == replace(fp8.variant("bn128_promote").config, bm=SHORT_BM, bn=64, cluster=1, k_groups=2,
+                                 drain_every=0, split_k=config.split_k)
+        assert "WGMMA_WS_PROMOTE=1" in config.defines and "WGMMA_WS_K_GROUPS=2" in config.defines
     tf32 = registry.get("wgmma_tf32")
     bt = {v.name: v.config for v in tf32.variants if v.config.k_groups == 2 and v.config.bt_smem}
     assert set(bt) == {f"bm64_bn64_kg2_splitk{s}_smem_bt" for s in WS_SMALL_BT_SPLITS}

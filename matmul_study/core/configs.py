@@ -980,11 +980,15 @@ def few_rows_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: di
 # with two k groups. The 64x64 tiles hold all of N in one row of tiles at half the rows, so as many slices make twice
 # the items. Over a sweep of both split 4-32 ways at 14 shapes of 16-2048 rows, 16-256 columns and K of 4096-65536
 # (small-problems/promoted-small-*-fp8.txt; x cuBLASLt's promoted line on an H200), the 64x64 tiles with the most
-# slices whose items fit one wave, each slice of SMALL_SPLIT_BYTES_STEPS k steps or more, ran at or above the 128x64
-# picks: 1024x64x16384 1.04 against 0.95, 768x64x4096 1.07 / 1.00, 512x64x65536 0.95 / 0.84, 4096x64x1024 (whole)
-# 1.04 / 0.93, 2048x48x4096 0.95 / 0.92 (the 128x64 tiles split 4 ways 0.97), 768x16x16384 0.83 / 0.84.
+# slices whose items fit one wave ran at or above the 128x64 picks: 1024x64x16384 1.04 against 0.95, 768x64x4096
+# 1.07 / 1.00, 512x64x65536 0.95 / 0.84, 4096x64x1024 (whole) 1.04 / 0.93, 2048x48x4096 0.95 / 0.92 (the 128x64 tiles
+# split 4 ways 0.97), 768x16x16384 0.83 / 0.84; each slice of this many k steps or more: at 256x64x8192 8 slices of 8
+# steps 1.20, 16 of 4 1.17, and held out, 300x56x6000 8 of 6 steps 1.17 where 4 of 12 ran 1.04.
+HALVES_MIN_STEPS = 6
+
+
 def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                       halves: dict[int, str], tile_k: int, min_steps: int
+                       halves: dict[int, str], tile_k: int, min_steps: int = HALVES_MIN_STEPS
                        ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung with 64x64 tiles (`halves`: slices -> those tiles split so many ways, 1 for whole;
     `records`: build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but
@@ -999,7 +1003,7 @@ def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice], record
         steps = cdiv(problem.k, tile_k)
         options = [(s, work_items(records[name], problem), name) for s, name in halves.items()
                    if name in variants and problem.n <= records[name][1] and records[name][1] == record[1]
-                   and (s == 1 or steps >= min_steps * s)]
+                   and (s == 1 or cdiv(steps, s) >= min_steps)]
         options = [option for option in options if option[1] <= problem.sm_count]
         if not options:
             return picked

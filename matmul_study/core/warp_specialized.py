@@ -720,7 +720,7 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
         persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN,
                            own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
                            short_tile_steps=PROMOTED_SHORT_TILE_STEPS), own, as_known),
-        tile_records(as_known), halves, own.bk, SMALL_SPLIT_BYTES_STEPS)
+        tile_records(as_known), halves, own.bk)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
     return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                     "cuBLASLt's promoted line's)")
