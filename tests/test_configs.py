@@ -678,8 +678,10 @@ def test_the_decode_picks_fit_the_committed_sweeps():
 TILE_SWEEPS = [*sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("tiles*.txt")),
                *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("deep-k-wgmma_*.txt")),
                REPO / "results/reference/NVIDIA_H200/small-problems/tf32-smem-bt-deep-k.txt",
-               # the twins of 64x128 tiles at a few columns beside the former picks (configs.few_columns_twin)
-               *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("columns-twins-held-out-*.txt"))]
+               # the twins of 64x128 tiles at a few columns beside the former picks (configs.few_columns_twin), and
+               # of 128x64 tiles at a few rows (configs.few_rows_twin)
+               *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("columns-twins-held-out-*.txt")),
+               *sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("rows-twins-held-out-*.txt"))]
 # The most the warp-specialised rungs' pick may lose to the best build measured, per dtype: tf32 448x6144x4096 runs
 # 128x128 tiles, a wave and 6 tiles split by k steps, at 0.712, its 128x256 ones, one wave, at 0.740; FP8
 # at 64x14336x4096 runs 56 tiles of 64x256 at 0.95, where 112 of 64x128, two waves of 2-CTA clusters by the model,
@@ -694,8 +696,7 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # tiles split 4 ways, 4 k steps a slice, at 0.75, 128x64 ones whole at 0.81 (tiles-squares-bn64.txt). fp16
 # 128x4096x4096: 64x64 tiles with two k groups at 1.03, 128x64 ones whole at 1.04-1.07, split 2 ways at 1.14, a split
 # the model never takes (min_split 4). int8
-# 256x1024x8192: 64x128 tiles split 4 ways at 1.07, 128x64 ones at 1.14 (tiles-int8.txt). tf32 64x6144x4096: 64x128
-# tiles writing Bt in shared memory, split 2 ways (96 slices, one wave) at 0.97, split 8 ways (three waves) at 1.01;
+# 256x1024x8192: 64x128 tiles split 4 ways at 1.07, 128x64 ones at 1.14 (tiles-int8.txt).
 # tf32 256x256x8192, where B is A's size and the transposed builds run: 64x128 tiles split 16 ways at 0.91, the same
 # writing Bt in shared memory at 0.98 (tiles-smem-bt-*.txt). tf32 448x6144x4096, B 5.5 times A's and C's elements:
 # 128x128 tiles writing Bt in shared memory at 0.80, the transposed 128x192 tiles at 0.86, where at 320x8192x2048 (5.1
@@ -714,9 +715,9 @@ TILE_REGRET = {"float16": 0.05, "bfloat16": 0.03, "tf32": 0.04, "float8_e4m3": 0
 # (72) at 1.04 and 0.74; 16-bit 256x256x4096, 64x128 tiles split 16 ways (4 k steps a slice) at 1.00 and 0.99, 8 ways
 # at 1.09; 128x128x1024, a split of 16 or 8 k steps at 0.86 (16-bit), 0.76 (FP8) and 0.83 (int8), where the 64x64
 # tiles whole run at 0.93, 1.00 and 1.08.
-# tf32 where its twins that compute Cᵀ = Bᵀ·Aᵀ run faster than the pick and no rule takes them
-# (tiles-swap-rows-deep-tf32.txt): 16 token rows, whose 128x64 tiles' twins split to fill the SMs run at 0.88-1.05
-# against the 64x128 tiles writing Bᵀ at 0.77-0.99. tf32 1792^3, 392 items of 64x128 tiles in two k groups (past a
+# tf32 at 1-4 token rows, where the twin of 128x64 tiles split further than the few-rows rule weighs best ran faster
+# (configs.few_rows_twin; tiles-rows-twins-tf32.txt, rows-twins-held-out-tf32.txt): 1x6144x4096 split 2 ways at
+# 0.65, 4 ways 0.72; 4x5120x5120 2 ways 0.68, 8 ways 0.78; 4x12288x4096 whole 0.79, 4 ways 0.85. tf32 1792^3, 392 items of 64x128 tiles in two k groups (past a
 # wave: their twin, the 128x128 tiles split 2 ways, is not weighed) at 0.75-0.95 against the 128x256 tiles without a
 # cluster at 0.95-0.97 (tiles-kg2-twins-tf32.txt). tf32 at a few columns, where the twin of 64x128 tiles takes the
 # 128x64 tiles' place (configs.few_columns_twin): 3072x64x65536, split 4 ways, at 0.86 against the 128x64 tiles'
@@ -725,12 +726,11 @@ TILE_MISSES = {("wgmma_tf32", "tf32", "3072x64x65536"): "swap_bm64_bn128_splitk4
                ("wgmma_tf32", "tf32", "2560x64x4096"): "swap_bm64_bn128_splitk4",
                ("wgmma_tf32", "tf32", "8192x16x8192"): "bn64",
                **{("wgmma_tf32", "tf32", shape): pick for shape, pick in (
-                   ("16x4096x4096", "bm64_bn128_splitk4_smem_bt"), ("16x6144x4096", "bm64_bn128_splitk2_smem_bt"),
-                   ("16x4096x14336", "bm64_bn128_splitk4_smem_bt"), ("1792x1792x1792", "bm64_bn128_kg2"))},
+                   ("1x6144x4096", "swap_bn64_splitk2"), ("4x5120x5120", "swap_bn64_splitk2"),
+                   ("4x12288x4096", "swap_bn64"), ("1792x1792x1792", "bm64_bn128_kg2"))},
                ("wgmma_tf32", "tf32", "512x512x512"): "bm64_bn128_splitk4",
                ("wgmma_warp_specialized", "float16", "128x4096x4096"): "bm64_bn64_kg2",
                ("wgmma_int8", "int8", "256x1024x8192"): "bm64_bn128_splitk4",
-               ("wgmma_tf32", "tf32", "64x6144x4096"): "bm64_bn128_splitk2_smem_bt",
                ("wgmma_tf32", "tf32", "448x6144x4096"): "bn128_smem_bt",
                ("wgmma_fp8", "float8_e4m3", "65x4096x4096"): "bm64_bn128",
                ("wgmma_warp_specialized", "bfloat16", "256x256x8192"): "bm64_bn128_splitk16",
@@ -816,17 +816,21 @@ def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
 # FP8's promoted class at the shapes of its ladder's bench (M x N x K; an H200, × cuBLASLt's promoted line,
 # small-problems/fp8-promoted-ladder.txt): its pick there, what that ran at, and the best build measured where
 # another was faster.
-PROMOTED_PICKS = {(128, 4096, 4096): "bn64_promote",  # 0.99
-                  (128, 128, 32768): "bm64_bn128_promote_splitk16",  # 0.96
-                  (512, 512, 16384): "bn128_promote_splitk8",  # 0.96
-                  (4096, 64, 4096): "bn64_promote_splitk4",  # 0.93
+# (the 64x64 tiles with two k groups, x the promoted line in one process, promoted-picks-fp8.txt and
+# promoted-small-splits-fp8.txt: 128x4096x4096 1.07 against 128x64 tiles' 0.99, 4096x64x4096 1.00 against 128x64
+# split 4 ways 0.95, 128x128x32768 split 16 ways 1.07 against 64x128 split 16 ways 0.97; at 256x256x8192 the 64x128
+# tiles split 16 ways stay, 1.03, where the 64x64 and 128x64 tiles split 8 ways ran 1.11)
+PROMOTED_PICKS = {(128, 4096, 4096): "bm64_bn64_kg2_promote",
+                  (128, 128, 32768): "bm64_bn64_kg2_promote_splitk16",
+                  (512, 512, 16384): "bn128_promote_splitk8",  # 0.96-0.99
+                  (4096, 64, 4096): "bm64_bn64_kg2_promote",
                   (1024, 1024, 1024): "bn64_promote",  # 1.08
                   # its own tiles without a cluster up to 8 waves (fp8-promoted-cluster1-*.txt, twice each)
                   (2048, 2048, 2048): "bn128_promote_cluster1",  # 1.04-1.07; bn128_promote 0.97-1.00
                   (4096, 4096, 4096): "bn128_promote_cluster1",  # 0.99; bn128_promote 0.96
                   (8192, 8192, 8192): "bn128_promote",  # 0.94-0.95; bn128_promote_cluster1 0.90
                   (64, 4096, 4096): "bm64_bn128_promote_splitk4",  # 0.89
-                  (256, 256, 8192): "bm64_bn128_promote_splitk16",  # 1.00; bn64_promote_splitk8 1.10
+                  (256, 256, 8192): "bm64_bn128_promote_splitk16",  # 1.00-1.03; bn64_promote_splitk8 1.10-1.11
                   # 64 k steps: its 64x128 tiles, not 128x64 ones (configs.PROMOTED_SHORT_TILE_STEPS)
                   (1024, 1024, 8192): "bm64_bn128_promote"}  # 0.90; bn64_promote 0.84
 
@@ -835,7 +839,8 @@ def test_fp8_runs_its_promoted_class_beside_its_pick_under_auto():
     # The warp-specialised FP8 rung's pick accumulates in the tensor cores; under auto a study runs the pick of its
     # promoted class beside it (configs.class_picks), so that cuBLASLt's promoted line has a kernel of the rung beside
     # it: the split-K heuristic over the promoted ladder (128x128 tiles, split; 64x128 whole and split; 128x64 whole
-    # and split). Other methods, and a forced or swept setting, run what they ran.
+    # and split; 64x64 with two k groups whole and split). Other methods, and a forced or swept setting, run what
+    # they ran.
     fp8 = registry.get("wgmma_fp8")
     for (m, n, k), expected in PROMOTED_PICKS.items():
         problem = configs.job_problem(dtypes.get("float8_e4m3"), 0, m, k, n, sm_count=132)
@@ -848,6 +853,38 @@ def test_fp8_runs_its_promoted_class_beside_its_pick_under_auto():
         method = registry.get(name)
         problem = configs.job_problem(dtypes.get(method.dtypes[0]), 0, 4096, 4096, 4096, sm_count=132)
         assert len(configs.plan(method, problem, configs.AUTO)) == 1, name
+
+
+def test_fp8s_promoted_class_runs_its_64x64_tiles_at_a_few_columns_and_a_deep_k():
+    # The promoted ladder's 64x64 tiles with two k groups, each promoting its own k steps: at N <= 64 the build of
+    # the most slices in one wave, each of HALVES_MIN_STEPS k steps or more (configs.few_columns_halves), and past
+    # N = 64 where the pick leaves most SMs idle the 64x64 splits (configs.small_split_first). x cuBLASLt's promoted
+    # line on an H200 (promoted-small-*-fp8.txt; the 128x64 or 64x128 pick before them in the comment).
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+
+    def pick(m, n, k):
+        return configs.plan(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132), configs.AUTO)[-1]
+
+    for (m, n, k), expected in {(1024, 64, 16384): "bm64_bn64_kg2_promote_splitk8",  # 1.04; 0.95
+                                (768, 64, 4096): "bm64_bn64_kg2_promote_splitk4",  # 1.07; 1.00
+                                (512, 64, 65536): "bm64_bn64_kg2_promote_splitk16",  # 0.95; 0.84
+                                (4096, 64, 1024): "bm64_bn64_kg2_promote",  # 1.04; 0.93
+                                (300, 56, 6000): "bm64_bn64_kg2_promote_splitk8",  # 1.17; 1.07 (held out)
+                                (2048, 48, 4096): "bm64_bn64_kg2_promote_splitk4"}.items():  # 0.95; 0.92
+        chosen = pick(m, n, k)
+        assert chosen.variant == expected, (m, n, k, chosen)
+        assert f"its {n} columns fit 64x64 tiles of half the rows" in chosen.reason
+    assert "K split 8 ways (16 k steps of 128 a slice): 128 work items in one wave" in pick(1024, 64, 16384).reason
+    for (m, n, k), expected in {(128, 128, 32768): "bm64_bn64_kg2_promote_splitk16",  # 1.07; 0.97
+                                (64, 64, 65536): "bm64_bn64_kg2_promote_splitk32",  # 1.05; 0.81
+                                (16, 192, 4096): "bm64_bn64_kg2_promote_splitk8"}.items():  # 1.13; 1.00
+        assert pick(m, n, k).variant == expected, (m, n, k)
+    # Not past 64 columns, and without the 64x64 builds among the variants asked for, the ladder's other rules.
+    assert "64x64 tiles of half the rows" not in pick(1024, 65, 16384).reason
+    names = tuple(v.name for v in warp_specialized.promoted_ladder(warp_specialized.WS_BYTES)[1].values()
+                  if "kg2" not in v.name)
+    problem = configs.job_problem(e4m3, 0, 1024, 16384, 64, sm_count=132)
+    assert fp8.class_choose(problem, names).variant == "bn64_promote_splitk8"
 
 
 def test_a_heuristic_within_a_class_sees_its_builds_by_the_names_it_knows():
