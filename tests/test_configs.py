@@ -887,6 +887,29 @@ def test_fp8s_promoted_class_runs_its_64x64_tiles_at_a_few_columns_and_a_deep_k(
     assert fp8.class_choose(problem, names).variant == "bn64_promote_splitk8"
 
 
+def test_fp8s_promoted_class_runs_its_whole_64x64_tiles_over_a_k_of_a_few_tens_of_steps():
+    # configs.whole_small_tiles: where the class's pick splits a K of 16-32 k steps and the whole 64x64 tiles with two
+    # k groups make a quarter to half a wave, those (x cuBLASLt's promoted line, mid-shapes-promoted-fp8.txt and, held
+    # out, whole-small-held-out-fp8.txt: 600x300x2000 1.01 against the 64x128 split's 0.89, 640x320x2048 1.03 / 0.79).
+    # The fast class keeps its twins there (int8 640x320x2048 1.21 against 1.20, 384x384x3584 1.52 / 1.32).
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+
+    def planned(m, n, k):
+        return configs.plan(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132), configs.AUTO)
+
+    for m, n, k in ((600, 300, 2000), (640, 320, 2048), (700, 200, 3000), (1536, 96, 2560), (512, 512, 2560)):
+        fast, promoted = planned(m, n, k)
+        assert promoted.variant == "bm64_bn64_kg2_promote", (m, n, k, promoted)
+        assert "tiles with two k groups, whole, fill a quarter to half a wave without a split" in promoted.reason
+        assert fast.variant != "bm64_bn64_kg2", (m, n, k)
+    # Not past 32 k steps (500x250x5000: 1.13 split against 0.98 whole), nor where the tiles make a quarter of a wave
+    # or less (1000x100x2500, 32 tiles) or more than half (900x400x1500, 105 tiles; its pick there, by the short-K
+    # rule, the same tiles).
+    assert planned(500, 250, 5000)[-1].variant == "bm64_bn128_promote_splitk8"
+    assert planned(1000, 100, 2500)[-1].variant == "bm64_bn128_promote_splitk4"
+    assert "a quarter to half a wave" not in planned(900, 400, 1500)[-1].reason
+
+
 def test_a_heuristic_within_a_class_sees_its_builds_by_the_names_it_knows():
     # configs.within_class: the heuristic is asked with the names it knows for the class's builds that the study may
     # run (not the record's), and its pick comes back by the build's own name, after the class's reason.

@@ -1018,6 +1018,44 @@ def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice], record
     return choose
 
 
+# FP8's promoted class where its pick splits a K of 16-32 k steps: the 64x64 tiles with two k groups, whole, in
+# place of it where they make more than a quarter and at most half of a wave of tiles (no partials to write and sum,
+# two warpgroups a tile). x cuBLASLt's promoted line on an H200, the split pick against the whole 64x64 tiles
+# (small-problems/mid-shapes-promoted-fp8.txt): 600x300x2000 (50 tiles, 16 k steps) 0.89 against 1.01, 700x200x3000
+# (44, 24) 0.92 / 1.00, 1500x120x3000 (48, 24) 0.94 / 1.00; not past 32 k steps (500x250x5000, 40: 64x128 tiles split
+# 4 ways 1.13 against 0.98). Held out (whole-small-held-out-fp8.txt), 10 of 10 faster: 640x320x2048 0.79 -> 1.03,
+# 512x512x2560 0.90 -> 1.09, 1536x96x2560 0.84 -> 1.00. The fast classes' picks there are mostly the twin of 128x64
+# tiles split 4 ways, which held its lead at 10 of those shapes (int8 1.20-1.52 against 1.09-1.45, FP8 1.08-1.24
+# against 1.01-1.10), so they keep their rules. Measured from 256 rows; the rule starts at two rows of tiles.
+WHOLE_SMALL_STEPS = (16, 32)
+
+
+def whole_small_tiles(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                      small: str, tile_k: int, steps: tuple[int, int] = WHOLE_SMALL_STEPS
+                      ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung (FP8's promoted class) with whole 64x64 tiles of two k groups (`small`; `records`:
+    build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but where that
+    splits K, K holds between steps[0] and steps[1] k steps of `tile_k`, A's rows fill two rows of `small`'s tiles
+    (decode rows, unmeasured, keep their splits) and `small` makes more than a quarter and at most half of the SMs'
+    worth of tiles, `small`."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if record is None or record[2] == 1 or small not in variants:
+            return picked
+        k_steps = cdiv(problem.k, tile_k)
+        tiles = work_items(records[small], problem)
+        if (problem.m < 2 * records[small][0] or not steps[0] <= k_steps <= steps[1]
+                or not problem.sm_count < 4 * tiles <= 2 * problem.sm_count):
+            return picked
+        rows, cols, _, _ = records[small]
+        return Choice(small, f"{picked.reason}; but over {k_steps} k steps of {tile_k} its {tiles} {rows}x{cols} "
+                             "tiles with two k groups, whole, fill a quarter to half a wave without a split")
+
+    return choose
+
+
 # smaller_tiles: the most k steps a slice of the default tiles' pick at which the smaller tiles take its place. Deeper
 # slices keep the 128 x 256 tiles, whose larger products per byte read pay there (x cuBLAS on an H200, the default
 # tiles' pick against the 64 x 128 tiles', small-tiles-rule-float32-*.txt: 2048x1024x4096 split 2 ways, 64 steps of 32

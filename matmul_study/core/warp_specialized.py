@@ -16,7 +16,7 @@ from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
                                       SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, few_columns_halves,
                                       few_columns_twin, few_rows_twin, narrow_twin, persistent_split_k,
-                                      small_split_first, within_class)
+                                      small_split_first, whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -588,6 +588,14 @@ def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], b
     return few_columns_twin(rest, tile_records(variants), twin_splits(variants, SHORT_BM, NARROW_BN), base.bk)
 
 
+def whole_small_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
+                      variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, the heuristic of FP8's promoted class, with its whole 64x64 tiles of two k groups taken in place of a
+    split over a K of a few tens of k steps (configs.whole_small_tiles)."""
+    small = ws_tile_builds(base, variants).small
+    return whole_small_tiles(rest, tile_records(variants), small[0] if small else "", base.bk)
+
+
 def few_rows_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
                          variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, tf32's heuristic, with the twins of its 128x64 tiles (whole and split: one column of them over Cᵀ
@@ -710,17 +718,18 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
     idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves, 128x64
     tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
-    their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), and
-    at a few columns the 64x64 tiles of the most slices in one wave (few_columns_halves)."""
+    their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a
+    few columns the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps
+    the whole 64x64 tiles in place of a split (whole_small_first)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     halves = {v.config.split_k: v.name for v in as_known
               if (v.config.BM, v.config.bn, v.config.k_groups) == (SHORT_BM, NARROWEST_BN, 2)}
-    rest = few_columns_halves(small_splits_first(
+    rest = whole_small_first(few_columns_halves(small_splits_first(
         persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN,
                            own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
                            short_tile_steps=PROMOTED_SHORT_TILE_STEPS), own, as_known),
-        tile_records(as_known), halves, own.bk)
+        tile_records(as_known), halves, own.bk), own, as_known)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
     return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                     "cuBLASLt's promoted line's)")
