@@ -963,7 +963,7 @@ def few_rows_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: di
         if not options:
             return picked
         steps, items, s, name = min(options)
-        own_steps, own_items = busiest(record, problem)
+        own_steps, _ = busiest(record, problem)
         if steps > (own_steps if items <= problem.sm_count else gain * own_steps):
             return picked
         rows, cols, _, _ = records[name]
