@@ -227,6 +227,16 @@ def work_items(record: tuple[int, int, int, bool], problem) -> int:
     return cdiv(m, rows) * cdiv(n, cols) * slices
 
 
+def most_slices_in_one_wave(builds: dict[int, str], records: dict[str, tuple[int, int, int, bool]], problem,
+                            variants: tuple[str, ...], admits: Callable[[int, str], bool]
+                            ) -> tuple[int, int, str] | None:
+    """Of `builds` (slices -> the build of one tile split so many ways, 1 for whole) among `variants` that `admits`
+    (slices, name) takes, the one of the most slices whose work items fit one wave: (slices, items, name), or None."""
+    options = [(s, work_items(records[name], problem), name) for s, name in builds.items()
+               if name in variants and admits(s, name)]
+    return max((option for option in options if option[1] <= problem.sm_count), default=None)
+
+
 def small_split_of(builds: TileBuilds, problem, taken_items: int, k_steps: int, variants: tuple[str, ...],
                    min_k_steps_per_slice: int) -> _Split | None:
     """The split of 64x64 tiles with two k groups that runs in place of a pick of `taken_items` work items
@@ -841,16 +851,14 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
         if picked.variant in narrow.values() and items * SMALL_SPLIT_FROM > problem.sm_count:
             return picked  # a narrow twin that leaves few SMs idle stays as split (64x8192x8192 int8: 3.05, whole)
         k_steps = cdiv(problem.k, tile_k)
-        options = []
-        for s, name in narrow.items():
-            r, c, _, _ = records[name]
-            fits = work_items(records[name], problem)
-            if (name in variants and c <= cols and fits <= problem.sm_count
-                    and min_k_steps_per_slice * s <= k_steps <= max_k_steps_per_slice * s):
-                options.append((s, fits, name, r, c))
-        if not options:
+        best = most_slices_in_one_wave(
+            narrow, records, problem, variants,
+            lambda s, name: (records[name][1] <= cols
+                             and min_k_steps_per_slice * s <= k_steps <= max_k_steps_per_slice * s))
+        if best is None:
             return picked
-        s, fits, name, r, c = max(options)
+        s, fits, name = best
+        r, c, _, _ = records[name]
         if fits < items or (fits == items and 2 * problem.n > r):
             return picked  # as many items: the narrow twin only where the pick's rows over Cᵀ are half empty too
         half = (halves or {}).get(s)
@@ -904,12 +912,12 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
         record = records.get(picked.variant)
         if record is None or record[3]:
             return picked
-        options = [(s, work_items(records[name], problem), name) for s, name in twins.items()
-                   if name in variants and problem.n <= records[name][0] and problem.m >= records[name][1]]
-        options = [option for option in options if option[1] <= problem.sm_count]
-        if not options:
+        best = most_slices_in_one_wave(
+            twins, records, problem, variants,
+            lambda s, name: problem.n <= records[name][0] and problem.m >= records[name][1])
+        if best is None:
             return picked
-        s, items, name = max(options)
+        s, items, name = best
         rows, cols, _, _ = records[name]
         steps = cdiv(cdiv(problem.k, tile_k), s)
         if s < min_slices or (items * SMALL_SPLIT_FROM <= problem.sm_count and steps > short_steps):
@@ -1001,13 +1009,13 @@ def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice], record
         if record is None or record[3]:
             return picked
         steps = cdiv(problem.k, tile_k)
-        options = [(s, work_items(records[name], problem), name) for s, name in halves.items()
-                   if name in variants and problem.n <= records[name][1] and records[name][1] == record[1]
-                   and (s == 1 or cdiv(steps, s) >= min_steps)]
-        options = [option for option in options if option[1] <= problem.sm_count]
-        if not options:
+        best = most_slices_in_one_wave(
+            halves, records, problem, variants,
+            lambda s, name: (problem.n <= records[name][1] and records[name][1] == record[1]
+                             and (s == 1 or cdiv(steps, s) >= min_steps)))
+        if best is None:
             return picked
-        s, items, name = max(options)
+        s, items, name = best
         if name == picked.variant:
             return picked
         rows, cols, _, _ = records[name]

@@ -31,10 +31,9 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, deep_splits, few_columns_twins_first,
                                                 few_rows_twins_first, fp8_block_variants, narrow_twins_first,
-                                                promote_chunk_variants,
-                                                promoted_class_choose, promoted_ladder, promoted_variants,
-                                                small_splits_first, swap_twins, swap_variants, swapped_names,
-                                                ws_bm64_variants, ws_bn128_variants, ws_bn192_variant,
+                                                promote_chunk_variants, promoted_class_choose, promoted_ladder,
+                                                promoted_variants, small_splits_first, swap_twins, swap_variants,
+                                                swapped_names, ws_bm64_variants, ws_bn128_variants, ws_bn192_variant,
                                                 ws_bn64_variants, ws_k_group_variants, ws_rung, ws_tile_builds,
                                                 ws_variants)
 

@@ -723,10 +723,11 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     the whole 64x64 tiles in place of a split (whole_small_first)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
-    halves = {v.config.split_k: v.name for v in as_known
-              if (v.config.BM, v.config.bn, v.config.k_groups) == (SHORT_BM, NARROWEST_BN, 2)}
+    builds = ws_tile_builds(own, as_known)
+    halves = {**({1: builds.small[0]} if builds.small else {}),
+              **{s: name for name, (_, _, s) in builds.small_splits.items()}}
     rest = whole_small_first(few_columns_halves(small_splits_first(
-        persistent_split_k(*own.tile(), builds=ws_tile_builds(own, as_known), few_columns=NARROWEST_BN,
+        persistent_split_k(*own.tile(), builds=builds, few_columns=NARROWEST_BN,
                            own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
                            short_tile_steps=PROMOTED_SHORT_TILE_STEPS), own, as_known),
         tile_records(as_known), halves, own.bk), own, as_known)
