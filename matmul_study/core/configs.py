@@ -995,9 +995,9 @@ def few_rows_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: di
 HALVES_MIN_STEPS = 6
 
 
-def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                       halves: dict[int, str], tile_k: int, min_steps: int = HALVES_MIN_STEPS
-                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice],
+                       records: dict[str, tuple[int, int, int, bool]], halves: dict[int, str], tile_k: int,
+                       min_steps: int = HALVES_MIN_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung with 64x64 tiles (`halves`: slices -> those tiles split so many ways, 1 for whole;
     `records`: build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but
     where C's columns fit one of those tiles' width and the pick's tiles are as wide, the 64x64 build of the most
