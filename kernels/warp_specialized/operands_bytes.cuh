@@ -144,12 +144,15 @@ struct OpBytes {
 //     conflicts, 4 ldmatrix.x4 a step beside the step's 4 x 64 x BN x 32 products. As OpTf32Swapped, each slice's
 //     registers wait for the previous step's same slice, and each slice is a wgmma group of its own.
 //   epilogue: the accumulators hold C^T; each element goes to C[col][row] (store_acc_transposed).
+//   promotion (e4m3, WGMMA_WS_PROMOTE=1): the promoted mainloop's whole k steps, each into a scratch set from zero
+//     (accumulate false) and added into the fp32 set once the next step's slices have waited for it (the wait before
+//     each slice retires the previous step's same slice, so after the last one the whole previous step has retired);
+//     not in column parts (config.cuh: BN <= 128), whose wgmmas would each load the step's A into registers again.
 // Tiles of 128 rows only (the A slot's box is one 128-byte swizzle row of 128 columns: config.cuh refuses others).
 template <class Kind>
 struct OpBytesSwapped : OpBytes<Kind> {
     using Acc = typename Kind::Acc;
     static constexpr bool A_TRANSPOSED = true;
-    static constexpr bool PROMOTABLE = false;
     static constexpr bool A_IN_REGISTERS = false;
     static constexpr int ROW_PAIR = 1;
     // The A slot's box of k step kt, columns m0.. of B (the kernel's rows).
