@@ -13,6 +13,7 @@ the job and the regret table all go through these two, so that they cannot disag
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, NamedTuple
@@ -773,11 +774,30 @@ SWAP_KEEP_SLICES = 16
 # ... the GEMM's own time in that estimate: its products at the 8-bit tensor cores' rate (cuBLAS int8 1.49 and
 # cuBLASLt FP8 1.42 P ops/s at 8192^3 on an H200), or its operands' bytes at SWAP_TRANSPOSE_BYTES_PER_S where longer.
 SWAP_GEMM_OPS_PER_S = 1.4e15
+# FP8's promoted class has twins too (warp_specialized.promoted_ladder: each k step's sum promoted, as in the rest of
+# the class), weighed by the same rule at a higher bar: where the GEMM's math decides they lose to the class's own
+# tiles, whose A goes to the tensor cores from shared memory and not through registers. x cuBLASLt's promoted line on
+# an H200 (small-problems/promoted-twins-*-fp8.txt), by the transpose's estimated share: 2048^3 (0.20) 1.10 against
+# 1.04, 1536^3 (0.26) 0.84 against 0.79, 1000x1200x800 (0.40) 1.28 against 0.97; but 3072^3 (0.13) 0.93 against
+# 0.94-0.95, 4096^3 (0.10) 0.93 against 0.97, 4096x14336x4096 (0.10) 0.89 against 0.93-0.94, 8192^3 (0.05) 0.79-0.81
+# against 0.94-0.97.
+PROMOTED_SWAP_TRANSPOSE_SHARE = 0.15
+
+
+def transpose_share(problem, ops_per_s: float = SWAP_GEMM_OPS_PER_S,
+                    bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S) -> float:
+    """The transpose of B (its bytes read and written once at `bytes_per_s`) as a share of the GEMM's own time (its
+    products at `ops_per_s`, or A's and B's bytes at `bytes_per_s` where longer); infinite for an empty GEMM."""
+    size = problem.dtype.itemsize
+    gemm = max(2 * problem.m * problem.n * problem.k / ops_per_s,
+               size * problem.k * (problem.m + problem.n) / bytes_per_s)
+    return 2 * size * problem.k * problem.n / bytes_per_s / gemm if gemm > 0 else math.inf
 
 
 def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: dict[str, str],
                     deep_splits: frozenset[str] = frozenset(), share: float = SWAP_TRANSPOSE_SHARE,
-                    ops_per_s: float = SWAP_GEMM_OPS_PER_S, bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S
+                    ops_per_s: float = SWAP_GEMM_OPS_PER_S, bytes_per_s: float = SWAP_TRANSPOSE_BYTES_PER_S,
+                    transposed_rest: Callable[[object, tuple[str, ...]], Choice] | None = None
                     ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose builds of every tile have twins that compute Cᵀ = Bᵀ·Aᵀ (the 8-bit rungs: B's
     rows read into registers through ldmatrix.trans, so that B needs no transpose before the kernel; `twins`: build
@@ -785,22 +805,92 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
     `bytes_per_s`) would take at least `share` of the GEMM's own time (its products at `ops_per_s`, or A's and B's
     bytes at `bytes_per_s` where longer), the twin of `rest`'s pick for Cᵀ's problem (n x m x k) among the builds
     that have twins: the rung's own rules, for tiles laid along B's columns; elsewhere, and where `rest`'s pick is
-    one of `deep_splits` (the rung's builds that split K SWAP_KEEP_SLICES ways or more), `rest`'s pick."""
+    one of `deep_splits` (the rung's builds that split K SWAP_KEEP_SLICES ways or more), `rest`'s pick.
+    `transposed_rest`: the rules for Cᵀ's problem where they are not `rest`'s."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
-        size = problem.dtype.itemsize
-        gemm = max(2 * problem.m * problem.n * problem.k / ops_per_s,
-                   size * problem.k * (problem.m + problem.n) / bytes_per_s)
-        transpose = 2 * size * problem.k * problem.n / bytes_per_s
-        if transpose < share * gemm or twins.get(DEFAULT) not in variants or picked.variant in deep_splits:
+        estimated = transpose_share(problem, ops_per_s, bytes_per_s)
+        if estimated < share or twins.get(DEFAULT) not in variants or picked.variant in deep_splits:
             return picked
         known = tuple(name for name, twin in twins.items() if name != DEFAULT and twin in variants)
-        transposed = rest(replace(problem, m=problem.n, n=problem.m), known)
+        transposed = (transposed_rest or rest)(replace(problem, m=problem.n, n=problem.m), known)
         return Choice(twins[transposed.variant],
-                      f"the transpose of B would take {transpose / gemm:.0%} of the GEMM's time (at least "
+                      f"the transpose of B would take {estimated:.0%} of the GEMM's time (at least "
                       f"{share:.0%}): Cᵀ = Bᵀ·Aᵀ without it, by the twin of the pick for Cᵀ's problem ({problem.n} x "
                       f"{problem.m}): {transposed.reason}")
+
+    return choose
+
+
+# Where FP8's promoted class runs its twins (Cᵀ = Bᵀ·Aᵀ, each k step promoted): not at a few columns, where the
+# class's 64x64 tiles with two k groups keep their lead over the twins' half-empty 128-row tiles (x cuBLASLt's
+# promoted line on an H200, small-problems/promoted-twins-moved-fp8.txt: 300x56x6000 1.15 against the twin of 128x64
+# tiles split 8 ways 0.80, 512x64x65536 0.96 against 0.76; the twins' lead where they had one, 768x64x4096 1.12
+# against 1.04, 384x48x8192 1.23 against 1.15, is given up). Nor where the class's pick runs tiles of 64 rows, which
+# have no twin, over a long K: the twins' 128-row tiles then make half the work items, as long, and pay only where B's
+# transpose weighs more than this share of the GEMM's time (transpose_share): 2048x256x4096 (share 0.20) 1.01 against
+# the twin's 0.84, 320x1536x5120 (1.25) 1.05 / 0.92, 1024x1024x8192 (0.39) 0.91 / 0.79; but 128x4096x4096 (1.94)
+# 1.05 / 1.46, 192x2816x4096 (1.88) 1.09 / 1.21 (promoted-twins-held-out-fp8.txt), and every decode shape (about 2).
+PROMOTED_TWIN_ROWS_SHARE = 1.5
+PROMOTED_TWIN_LONG_STEPS = 32  # k steps a work item of the pick's: "a long K"
+
+
+def promoted_twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice],
+                         own: Callable[[object, tuple[str, ...]], Choice],
+                         records: dict[str, tuple[int, int, int, bool]], tile_k: int, few_columns: int,
+                         long_steps: int = PROMOTED_TWIN_LONG_STEPS, share: float = PROMOTED_TWIN_ROWS_SHARE
+                         ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of FP8's promoted class: `twins`' pick (its rules with the twins that compute Cᵀ = Bᵀ·Aᵀ), but
+    `own`'s (its rules without them) where `twins` takes a twin and C has at most `few_columns` columns, or where
+    `own`'s pick runs tiles of fewer rows than the twin's over at least `long_steps` k steps of `tile_k` a work item
+    and the transpose of B would take less than `share` of the GEMM's time (`records`: build -> rows and columns of
+    its tiles, slices of K and whether it computes Cᵀ)."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = twins(problem, variants)
+        twin = records.get(picked.variant)
+        if twin is None or not twin[3]:
+            return picked
+        kept = own(problem, variants)
+        if problem.n <= few_columns:
+            return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: C's {problem.n} columns would fill at most "
+                                        f"half of its {twin[0]}-row tiles")
+        rows, _, slices, _ = records.get(kept.variant, twin)
+        steps, estimated = cdiv(cdiv(problem.k, tile_k), slices), transpose_share(problem)
+        if rows < twin[0] and steps >= long_steps and estimated < share:
+            return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: its {twin[0]}-row tiles would make half "
+                                        f"the work items of {steps} k steps, and the transpose of B would take "
+                                        f"{estimated:.0%} of the GEMM's time (less than {share:.0%})")
+        return picked
+
+    return choose
+
+
+# FP8's promoted twins of 128x64 tiles past one wave (Cᵀ's problem: its rows are C's columns), where C has more rows
+# than one tile's 64 columns, ran slower than the twins of the class's 128x128 tiles (x cuBLASLt's promoted line on an H200, promoted-twins-*-fp8.txt): 1536^3 (288 tiles of
+# 128x64) 0.76 against 0.84, 1792^3 (392) 0.93 against 1.01, 2304^3 (648) 0.87 against 1.01; within one wave they led,
+# 1024^3 (128) 1.54, 896^3 (98) 1.53, 1000x800x1200 (112) 1.43, 256x4096x512 (128) 1.83, and so did they at a few
+# token rows past a wave (16x28672x4096, 224 tiles: 2.75 against 2.06).
+
+
+def narrow_within_one_wave(rest: Callable[[object, tuple[str, ...]], Choice],
+                           records: dict[str, tuple[int, int, int, bool]], narrow: int
+                           ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`'s pick, but where that is a build of tiles `narrow` columns wide whose work items exceed one wave and C
+    has more columns than one such tile, its pick among the other builds (`records`: build -> rows and columns of its
+    tiles, slices of K, whether it computes Cᵀ)."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if (record is None or record[1] != narrow or problem.n <= narrow
+                or work_items(record, problem) <= problem.sm_count):
+            return picked
+        wider = tuple(name for name in variants if name in records and records[name][1] != narrow)
+        other = rest(problem, wider)
+        return Choice(other.variant, f"{other.reason}; not {picked.variant}: its {work_items(record, problem)} work "
+                                     f"items of {record[0]}x{narrow} tiles exceed one wave")
 
     return choose
 

@@ -14,9 +14,10 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      SMALL_SPLIT_BYTES_STEPS, Choice, SwapTwin, TileBuilds, few_columns_halves,
-                                      few_columns_twin, few_rows_twin, narrow_twin, persistent_split_k,
-                                      small_split_first, whole_small_tiles, within_class)
+                                      PROMOTED_SWAP_TRANSPOSE_SHARE, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds,
+                                      few_columns_halves, few_columns_twin, few_rows_twin, narrow_twin,
+                                      narrow_within_one_wave, persistent_split_k, promoted_twin_bounds,
+                                      small_split_first, swapped_problem, whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -684,8 +685,9 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     (bm64_splitk<S>), its 128x64 tiles without a cluster (bn64, for an N of 64 or less) whole and split
     (PROMOTED_SPLITS), its 64x64 tiles with two consumer warpgroups taking alternate k steps (bm64_bn64_kg2, each
     warpgroup promoting its own steps) whole and split (WS_SMALL_SPLITS: a deep K against a few tiles), and its own
-    tiles without a cluster (cluster1). Every slice and tile promotes each k step's sum, so each build errs as
-    bn128_promote does."""
+    tiles without a cluster (cluster1). And the twins of the record and of those builds of 128 rows that
+    SWAP_TWINS_BYTES names (swap_<build>, keyed swap[_<key>]), which compute Cᵀ = Bᵀ·Aᵀ as the other class's twins
+    do, B read as it is. Every slice and tile promotes each k step's sum, so each build errs as bn128_promote does."""
     own = replace(base, bn=NARROW_BN, promote=True)
     moved = {"": (f"bn{NARROW_BN}", own), f"bm{SHORT_BM}": (f"bm{SHORT_BM}_bn{NARROW_BN}", replace(own, bm=SHORT_BM)),
              f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1)),
@@ -710,6 +712,16 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
         f"bn{NARROW_BN}_{PROMOTE_SUFFIX}_cluster1",
         f"{own.BM}x{own.bn} tiles without a cluster with each k step's sum promoted into fp32 accumulators: every CTA "
         "loads its own Bt tile (bn128_promote's clusters of 2 multicast it on alternate k steps)")
+    builds = {"": own.variant(f"bn{NARROW_BN}_{PROMOTE_SUFFIX}"), **ladder}
+    for key, v in builds.items():
+        if key not in SWAP_TWINS_BYTES or v.config.BM != own.BM:
+            continue
+        c = replace(v.config, swap_ab=True, streamk=False, drain_every=0)
+        ladder[swap_twin_name(key)] = c.variant(
+            f"{SWAP_PREFIX}_{v.name}",
+            f"Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B) and each k step's sum "
+            f"promoted into fp32 accumulators: tiles of {c.BM} columns x {c.bn} rows of C"
+            + (f", K split {c.split_k} ways" if c.split_k > 1 else "") + f"; the twin of {v.name}")
     return own, ladder
 
 
@@ -720,17 +732,24 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
     their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a
     few columns the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps
-    the whole 64x64 tiles in place of a split (whole_small_first)."""
+    the whole 64x64 tiles in place of a split (whole_small_first). Before those, as in the other class: the twins
+    that compute Cᵀ = Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
+    PROMOTED_SWAP_TRANSPOSE_SHARE), of the 128x64 tiles where those make more work items in one wave
+    (narrow_twins_first)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     builds = ws_tile_builds(own, as_known)
     halves = {**({1: builds.small[0]} if builds.small else {}),
               **{s: name for name, (_, _, s) in builds.small_splits.items()}}
-    rest = whole_small_first(few_columns_halves(small_splits_first(
-        persistent_split_k(*own.tile(), builds=builds, few_columns=NARROWEST_BN,
-                           own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES,
-                           short_tile_steps=PROMOTED_SHORT_TILE_STEPS), own, as_known),
-        tile_records(as_known), halves, own.bk), own, as_known)
+    tiles = persistent_split_k(*own.tile(), builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
+                               own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS)
+    records = tile_records(as_known)
+    twins = promoted_twin_bounds(narrow_twins_first(swapped_problem(
+        tiles, swapped_names(as_known), deep_splits(as_known, SWAP_KEEP_SLICES), share=PROMOTED_SWAP_TRANSPOSE_SHARE,
+        transposed_rest=narrow_within_one_wave(tiles, records, NARROWEST_BN)), own, as_known),
+        tiles, records, own.bk, NARROWEST_BN)
+    rest = whole_small_first(few_columns_halves(small_splits_first(twins, own, as_known), records, halves, own.bk),
+                             own, as_known)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
     return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                     "cuBLASLt's promoted line's)")
