@@ -831,7 +831,7 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
 # have no twin, over a long K: the twins' 128-row tiles then make half the work items, as long, and pay only where B's
 # transpose weighs more than this share of the GEMM's time (transpose_share): 2048x256x4096 (share 0.20) 1.01 against
 # the twin's 0.84, 320x1536x5120 (1.25) 1.05 / 0.92, 1024x1024x8192 (0.39) 0.91 / 0.79; but 128x4096x4096 (1.94)
-# 1.05 / 1.46, 192x2816x4096 (1.88) 1.09 / 1.21 (promoted-twins-held-out-fp8.txt), and every decode shape (about 2).
+# 1.05 / 1.46, 192x2816x4096 (1.88) 1.09 / 1.21 (promoted-twins-more-fp8.txt), and every decode shape (about 2).
 PROMOTED_TWIN_ROWS_SHARE = 1.5
 PROMOTED_TWIN_LONG_STEPS = 32  # k steps a work item of the pick's: "a long K"
 
@@ -854,8 +854,8 @@ def promoted_twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice],
             return picked
         kept = own(problem, variants)
         if problem.n <= few_columns:
-            return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: C's {problem.n} columns would fill at most "
-                                        f"half of its {twin[0]}-row tiles")
+            return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: C's {problem.n} columns would fill at "
+                                        f"most half of its {twin[0]}-row tiles")
         rows, _, slices, _ = records.get(kept.variant, twin)
         steps, estimated = cdiv(cdiv(problem.k, tile_k), slices), transpose_share(problem)
         if rows < twin[0] and steps >= long_steps and estimated < share:
@@ -868,10 +868,11 @@ def promoted_twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice],
 
 
 # FP8's promoted twins of 128x64 tiles past one wave (Cᵀ's problem: its rows are C's columns), where C has more rows
-# than one tile's 64 columns, ran slower than the twins of the class's 128x128 tiles (x cuBLASLt's promoted line on an H200, promoted-twins-*-fp8.txt): 1536^3 (288 tiles of
-# 128x64) 0.76 against 0.84, 1792^3 (392) 0.93 against 1.01, 2304^3 (648) 0.87 against 1.01; within one wave they led,
-# 1024^3 (128) 1.54, 896^3 (98) 1.53, 1000x800x1200 (112) 1.43, 256x4096x512 (128) 1.83, and so did they at a few
-# token rows past a wave (16x28672x4096, 224 tiles: 2.75 against 2.06).
+# than one tile's 64 columns, ran slower than the twins of the class's 128x128 tiles (x cuBLASLt's promoted line on an
+# H200, promoted-twins-*-fp8.txt): 1536^3 (288 tiles of 128x64) 0.76 against 0.84, 1792^3 (392) 0.93 against 1.01,
+# 2304^3 (648) 0.87 against 1.01; within one wave they led, 1024^3 (128) 1.54, 896^3 (98) 1.53, 1000x800x1200 (112)
+# 1.43, 256x4096x512 (128) 1.83, and so did they at a few token rows past a wave (16x28672x4096, 224 tiles: 2.75 against
+# 2.06).
 
 
 def narrow_within_one_wave(rest: Callable[[object, tuple[str, ...]], Choice],
