@@ -815,22 +815,26 @@ def test_tf32_writes_bt_in_shared_memory_where_b_is_most_of_the_bytes():
 # small-problems/fp8-promoted-ladder.txt): its pick there, what that ran at, and the best build measured where
 # another was faster.
 # (the 64x64 tiles with two k groups, x the promoted line in one process, promoted-picks-fp8.txt and
-# promoted-small-splits-fp8.txt: 128x4096x4096 1.07 against 128x64 tiles' 0.99, 4096x64x4096 1.00 against 128x64
-# split 4 ways 0.95, 128x128x32768 split 16 ways 1.07 against 64x128 split 16 ways 0.97; at 256x256x8192 the 64x128
-# tiles split 16 ways stay, 1.03, where the 64x64 and 128x64 tiles split 8 ways ran 1.11)
-PROMOTED_PICKS = {(128, 4096, 4096): "bm64_bn64_kg2_promote",
+# promoted-small-splits-fp8.txt: 4096x64x4096 1.00 against 128x64 split 4 ways 0.95, 128x128x32768 split 16 ways 1.07
+# against 64x128 split 16 ways 0.97; at 256x256x8192 the 64x128 tiles split 16 ways stay, 1.03, where the 64x64 and
+# 128x64 tiles split 8 ways ran 1.11)
+# (the twins that compute Cᵀ, each k step promoted, where B's transpose weighs: promoted-twins-*-fp8.txt, the former
+# pick after the number)
+PROMOTED_PICKS = {(128, 4096, 4096): "swap_bn64_promote",  # 1.44-1.46; 64x64 tiles with two k groups 1.05
                   (128, 128, 32768): "bm64_bn64_kg2_promote_splitk16",
-                  (512, 512, 16384): "bn128_promote_splitk8",  # 0.96-0.99
+                  (512, 512, 16384): "swap_bn128_promote_splitk8",  # 1.25-1.34; bn128_promote_splitk8 0.94-0.95
                   (4096, 64, 4096): "bm64_bn64_kg2_promote",
-                  (1024, 1024, 1024): "bn64_promote",  # 1.08
-                  # its own tiles without a cluster up to 8 waves (fp8-promoted-cluster1-*.txt, twice each)
-                  (2048, 2048, 2048): "bn128_promote_cluster1",  # 1.04-1.07; bn128_promote 0.97-1.00
-                  (4096, 4096, 4096): "bn128_promote_cluster1",  # 0.99; bn128_promote 0.96
-                  (8192, 8192, 8192): "bn128_promote",  # 0.94-0.95; bn128_promote_cluster1 0.90
-                  (64, 4096, 4096): "bm64_bn128_promote_splitk4",  # 0.89
+                  (1024, 1024, 1024): "swap_bn64_promote",  # 1.54-1.55; bn64_promote 1.09
+                  # its own tiles without a cluster up to 8 waves (fp8-promoted-cluster1-*.txt, twice each), and the
+                  # twin of those where B's transpose weighs
+                  (2048, 2048, 2048): "swap_bn128_promote_cluster1",  # 1.10-1.11; bn128_promote_cluster1 1.03
+                  (4096, 4096, 4096): "bn128_promote_cluster1",  # 0.97-0.99; bn128_promote 0.96; its twin 0.93
+                  (8192, 8192, 8192): "bn128_promote",  # 0.94-0.97; bn128_promote_cluster1 0.90; twins 0.79-0.81
+                  (64, 4096, 4096): "swap_bn64_promote_splitk4",  # 1.99-2.01; bm64_bn128_promote_splitk4 0.89-0.90
                   (256, 256, 8192): "bm64_bn128_promote_splitk16",  # 1.00-1.03; bn64_promote_splitk8 1.10-1.11
-                  # 64 k steps: its 64x128 tiles, not 128x64 ones (configs.PROMOTED_SHORT_TILE_STEPS)
-                  (1024, 1024, 8192): "bm64_bn128_promote"}  # 0.90; bn64_promote 0.84
+                  # 64 k steps: its 64x128 tiles, not 128x64 ones (configs.PROMOTED_SHORT_TILE_STEPS), nor a twin
+                  # (configs.promoted_twin_bounds)
+                  (1024, 1024, 8192): "bm64_bn128_promote"}  # 0.90-0.91; bn64_promote 0.84; its twin 0.79
 
 
 def test_fp8_runs_its_promoted_class_beside_its_pick_under_auto():
@@ -874,9 +878,11 @@ def test_fp8s_promoted_class_runs_its_64x64_tiles_at_a_few_columns_and_a_deep_k(
         assert f"its {n} columns fit 64x64 tiles of half the rows" in chosen.reason
     assert "K split 8 ways (16 k steps of 128 a slice): 128 work items in one wave" in pick(1024, 64, 16384).reason
     for (m, n, k), expected in {(128, 128, 32768): "bm64_bn64_kg2_promote_splitk16",  # 1.07; 0.97
-                                (64, 64, 65536): "bm64_bn64_kg2_promote_splitk32",  # 1.05; 0.81
-                                (16, 192, 4096): "bm64_bn64_kg2_promote_splitk8"}.items():  # 1.13; 1.00
+                                (64, 64, 65536): "bm64_bn64_kg2_promote_splitk32"}.items():  # 1.05; 0.81
         assert pick(m, n, k).variant == expected, (m, n, k)
+    # (past 64 columns and where B's transpose weighs, the twins: 16x192x4096 the twin of 128x64 tiles split 8 ways,
+    # 1.30, against these tiles' 1.13: promoted-twins-moved-fp8.txt)
+    assert pick(16, 192, 4096).variant == "swap_bn64_promote_splitk8"
     # Not past 64 columns, and without the 64x64 builds among the variants asked for, the ladder's other rules.
     assert "64x64 tiles of half the rows" not in pick(1024, 65, 16384).reason
     names = tuple(v.name for v in warp_specialized.promoted_ladder(warp_specialized.WS_BYTES)[1].values()
@@ -902,10 +908,137 @@ def test_fp8s_promoted_class_runs_its_whole_64x64_tiles_over_a_k_of_a_few_tens_o
         assert fast.variant != "bm64_bn64_kg2", (m, n, k)
     # Not past 32 k steps (500x250x5000: 1.13 split against 0.98 whole), nor where the tiles make a quarter of a wave
     # or less (1000x100x2500, 32 tiles) or more than half (900x400x1500, 105 tiles; its pick there, by the short-K
-    # rule, the same tiles).
-    assert planned(500, 250, 5000)[-1].variant == "bm64_bn128_promote_splitk8"
-    assert planned(1000, 100, 2500)[-1].variant == "bm64_bn128_promote_splitk4"
+    # rule, the same tiles). The first two now run the twins of 128x64 tiles split (Cᵀ = Bᵀ·Aᵀ, B's transpose 67 %
+    # and 18 % of the GEMM's time; promoted-twins-moved-fp8.txt): 500x250x5000 1.14 against the 64x128 split's 1.11,
+    # 1000x100x2500 0.92 against 0.94 (the 64x64 tiles split 4 ways, 0.95).
+    assert planned(500, 250, 5000)[-1].variant == "swap_bn64_promote_splitk8"
+    assert planned(1000, 100, 2500)[-1].variant == "swap_bn64_promote_splitk4"
     assert "a quarter to half a wave" not in planned(900, 400, 1500)[-1].reason
+
+
+def test_transpose_share_weighs_b_s_transpose_against_the_gemm():
+    # configs.transpose_share: B's bytes read and written once, over the GEMM's products at SWAP_GEMM_OPS_PER_S or its
+    # operands' bytes, where those take longer (both at SWAP_TRANSPOSE_BYTES_PER_S).
+    e4m3 = dtypes.get("float8_e4m3")
+
+    def share(m, n, k):
+        return configs.transpose_share(configs.job_problem(e4m3, 0, m, k, n, sm_count=132))
+
+    math_bound = 2 * 4096 * 4096 / configs.SWAP_TRANSPOSE_BYTES_PER_S / (2 * 4096 ** 3 / configs.SWAP_GEMM_OPS_PER_S)
+    assert share(4096, 4096, 4096) == pytest.approx(math_bound)
+    # memory-bound: B's bytes twice over A's and B's
+    assert share(16, 6144, 4096) == pytest.approx(2 * 6144 / (16 + 6144))
+    assert share(16, 0, 4096) == 0 and share(16, 16, 0) == float("inf")
+
+
+# FP8's promoted class with its twins (Cᵀ = Bᵀ·Aᵀ, each k step promoted), x cuBLASLt's promoted line on an H200
+# (small-problems/promoted-twins-*-fp8.txt): the pick, what it ran at and what the class's pick before the twins ran at.
+PROMOTED_TWIN_PICKS = {(16, 6144, 4096): "swap_bn64_promote",  # 1.76; 0.88
+                       (1, 4096, 4096): "swap_bn64_promote_splitk4",  # 1.67; 0.81
+                       (32, 10240, 8192): "swap_bn64_promote",  # 2.27; 0.94
+                       (16, 28672, 4096): "swap_bn64_promote",  # 2.75; 0.95 (past a wave at a few token rows)
+                       (256, 7168, 2048): "swap_bn128_promote_cluster1",  # 1.80; 1.04
+                       (1536, 1536, 1536): "swap_bn128_promote_cluster1"}  # 0.84; 0.78 (not 128x64: 0.76)
+
+
+def test_fp8s_promoted_class_runs_its_twins_where_b_s_transpose_weighs():
+    # configs.swapped_problem at PROMOTED_SWAP_TRANSPOSE_SHARE over the promoted ladder's twins, with the class's own
+    # rules for Cᵀ's problem but its 128x64 tiles past a wave (configs.narrow_within_one_wave); below the bar the
+    # class's own tiles (4096^3: 0.97 against the twin's 0.93, 8192^3 0.94-0.97 against 0.79-0.81).
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+
+    def planned(m, n, k):
+        return configs.plan(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132), configs.AUTO)
+
+    for (m, n, k), expected in PROMOTED_TWIN_PICKS.items():
+        fast, promoted = planned(m, n, k)
+        assert promoted.variant == expected and fp8.accuracy_of(expected, "float8_e4m3") == "promoted", (m, n, k)
+        assert "the transpose of B would take" in promoted.reason and "(at least 15%)" in promoted.reason
+        assert fast.variant.startswith("swap"), (m, n, k)  # the other class's twin beside it
+    assert "exceed one wave" in planned(1536, 1536, 1536)[-1].reason
+    assert "exceed one wave" not in planned(16, 28672, 4096)[-1].reason  # C's 16 rows: one column of tiles over Cᵀ
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (3072, 3072, 3072)):
+        assert not planned(m, n, k)[-1].variant.startswith("swap"), (m, n, k)
+    # Without the twins among the variants asked for, the class's other rules.
+    names = tuple(v.name for v in warp_specialized.promoted_ladder(warp_specialized.WS_BYTES)[1].values()
+                  if not v.config.swap_ab)
+    assert fp8.class_choose(configs.job_problem(e4m3, 0, 16, 4096, 6144, sm_count=132), names).variant == (
+        "bm64_bn128_promote")
+
+
+def test_fp8s_promoted_class_keeps_its_own_tiles_where_its_twins_lost():
+    # configs.promoted_twin_bounds: at a few columns the class's 64x64 tiles with two k groups (300x56x6000: 1.15
+    # against the twin's 0.80), and where its pick runs 64-row tiles over a long K unless B's transpose weighs more
+    # than PROMOTED_TWIN_ROWS_SHARE of the GEMM (1024x1024x8192: 0.91 against 0.79, 2048x256x4096 1.01 / 0.84;
+    # but 128x4096x4096, 194 %: the twin's 1.46 against 1.05).
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+
+    def promoted(m, n, k):
+        return configs.plan(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132), configs.AUTO)[-1]
+
+    kept = promoted(300, 56, 6000)
+    assert kept.variant == "bm64_bn64_kg2_promote_splitk8" and "C's 56 columns would fill at most half" in kept.reason
+    for (m, n, k), expected in {(1024, 1024, 8192): "bm64_bn128_promote",
+                                (2048, 256, 4096): "bm64_bn64_kg2_promote"}.items():
+        kept = promoted(m, n, k)
+        assert kept.variant == expected and "would make half the work items" in kept.reason, (m, n, k, kept)
+    assert promoted(128, 4096, 4096).variant == "swap_bn64_promote"
+    # The rule itself: a twin of 128 rows against an own pick of 64-row tiles split 2 ways (16 k steps a slice at
+    # K = 4096), and against its whole tiles (32 steps), at a share of 10 % (4096 x 4096 x 4096).
+    records = {"twin": (128, 64, 1, True), "own": (64, 128, 1, False), "own_split": (64, 128, 2, False)}
+
+    def rule(own):
+        return configs.promoted_twin_bounds(lambda p, v: configs.Choice("twin", "t"),
+                                            lambda p, v: configs.Choice(own, "o"), records, 128, 64)
+
+    square = configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132)
+    assert rule("own")(square, ()).variant == "own" and rule("own_split")(square, ()).variant == "twin"
+    assert rule("own")(configs.job_problem(e4m3, 0, 4096, 4096, 64, sm_count=132), ()).variant == "own"  # N = 64
+
+
+def test_narrow_tiles_within_one_wave():
+    # configs.narrow_within_one_wave: a pick of 64-column tiles whose items exceed one wave gives way to the pick among
+    # the other builds, where C has more than 64 columns; within a wave, or at 64 columns or fewer, it stays.
+    records = {"narrow": (128, 64, 1, False), "wide": (128, 128, 1, False)}
+
+    def rest(problem, variants):
+        return configs.Choice("narrow" if "narrow" in variants else "wide", "r")
+
+    choose = configs.narrow_within_one_wave(rest, records, 64)
+    e4m3 = dtypes.get("float8_e4m3")
+    for (m, n), expected in {(1536, 1536): "wide", (1024, 1024): "narrow", (28672, 64): "narrow"}.items():
+        assert choose(configs.job_problem(e4m3, 0, m, 1024, n, sm_count=132), ("narrow", "wide")).variant == expected
+
+
+PROMOTED_TWIN_SWEEPS = sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("promoted-twins-*-fp8.txt"))
+# Where the promoted class's pick loses more than TILE_REGRET to the best build of the sweeps, kept in view (x
+# cuBLASLt's promoted line): 128x4096x4096, the twin of 128x64 tiles at 1.44-1.46, of 128x128 ones split 4 ways at
+# 1.62 (a split of 2 the class has not); held out: 1400^3 the twin of 128x128 tiles at 0.98, the class's own 1.05;
+# 256x1408x4096, the twin of 128x64 tiles at 0.99, the 64x64 tiles with two k groups 1.10; the twins kept out by
+# promoted_twin_bounds or below the bar where they led: 384x2048x7168 (64x128 tiles over 56 k steps, B's transpose
+# 104 %) 1.01 against 1.15, 3200x1600x1600 (12 %) 0.81 / 0.86, 3000x160x2000 (10 %) 0.88 / 0.95, 768x64x4096 (a
+# few columns) 1.04 / 1.12, 384x48x8192 1.15 / 1.23; 100x256x10000, the 64x128 tiles split 16 ways (a deep split,
+# which the twins' rule keeps) 1.05 against the twin of 128x64 tiles split 8 ways 1.55.
+PROMOTED_TWIN_MISSES = {"128x4096x4096": "swap_bn64_promote", "1400x1400x1400": "swap_bn128_promote_cluster1",
+                        "256x1408x4096": "swap_bn64_promote", "384x2048x7168": "bm64_bn128_promote",
+                        "3200x1600x1600": "bn64_promote", "3000x160x2000": "bn64_promote",
+                        "768x64x4096": "bm64_bn64_kg2_promote_splitk4", "384x48x8192": "bm64_bn64_kg2_promote_splitk8",
+                        "100x256x10000": "bm64_bn128_promote_splitk16"}
+
+
+def test_the_promoted_picks_fit_the_committed_twin_sweeps():
+    ratios = {shape: builds for (method, dtype, shape), builds in table_ratios(PROMOTED_TWIN_SWEEPS).items()
+              if method == "wgmma_fp8"}
+    assert len(ratios) >= 70 and set(PROMOTED_TWIN_MISSES) <= set(ratios)
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+    for shape, rate in ratios.items():
+        m, n, k = map(int, shape.split("x"))
+        pick = configs.plan(fp8, configs.job_problem(e4m3, 0, m, k, n, sm_count=132), configs.AUTO)[-1].variant
+        assert pick in rate, f"{shape}: the pick {pick} was not measured"
+        if shape in PROMOTED_TWIN_MISSES:
+            assert PROMOTED_TWIN_MISSES[shape] == pick, (shape, pick)  # listed only while it is still the pick
+            continue
+        assert rate[pick] >= (1 - TILE_REGRET["float8_e4m3"]) * max(rate.values()), (shape, pick, rate)
 
 
 def test_a_heuristic_within_a_class_sees_its_builds_by_the_names_it_knows():
@@ -931,9 +1064,15 @@ def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
     own, ladder = warp_specialized.promoted_ladder(warp_specialized.WS_BYTES)
     fp8 = registry.get("wgmma_fp8")
     assert fp8.variant("bn128_promote").config == own
+    twins = {key: v for key, v in ladder.items() if v.config.swap_ab}
     for key, v in ladder.items():
         assert fp8.variant(v.name).config == v.config and fp8.accuracy_of(v.name) == "promoted", key
         c = v.config
+        if c.swap_ab:  # a twin computing Cᵀ: the build of its key without the prefix, swapped, as the other class's
+            built = ladder.get(key.removeprefix("swap").lstrip("_"), own.variant("bn128_promote"))
+            assert c == replace(built.config, swap_ab=True, streamk=False, drain_every=0), key
+            assert v.name == f"swap_{built.name}" and c.BM == 128, key
+            continue
         if c.k_groups > 1:  # its 64x64 tiles with two k groups, each promoting its own steps
             assert c == replace(own, bm=64, bn=64, split_k=c.split_k, cluster=1, k_groups=2, drain_every=0), key
             tile = "bm64_bn64_kg2"
@@ -949,6 +1088,9 @@ def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
     # the 64x64 tiles whole and split as the other class's (the heuristic's small tiles and splits)
     assert {k for k in ladder if k.startswith("bm64_bn64_kg2")} == {
         "bm64_bn64_kg2", *(f"bm64_bn64_kg2_splitk{s}" for s in warp_specialized.WS_SMALL_SPLITS)}
+    # twins of the record and of every build of 128 rows that has one in the other class (SWAP_TWINS_BYTES)
+    assert set(twins) == {"swap", "swap_cluster1", "swap_bn64", "swap_bn64_splitk4", "swap_bn64_splitk8",
+                          *(f"swap_splitk{s}" for s in (4, 8, 16))}
 
 
 SWAP_RULE_RUNS = [*(REPO / f"results/reference/NVIDIA_H200/small-problems/swap-rule-{d}-{tree}.txt"
