@@ -856,7 +856,7 @@ def promoted_twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice],
         if problem.n <= few_columns:
             return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: C's {problem.n} columns would fill at "
                                         f"most half of its {twin[0]}-row tiles")
-        rows, _, slices, _ = records.get(kept.variant, twin)
+        rows, _, slices, _ = records.get(kept.variant, twin)  # (the record's own tiles: the twin's 128 rows)
         steps, estimated = cdiv(cdiv(problem.k, tile_k), slices), transpose_share(problem)
         if rows < twin[0] and steps >= long_steps and estimated < share:
             return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: its {twin[0]}-row tiles would make half "

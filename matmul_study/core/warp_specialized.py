@@ -734,8 +734,9 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     few columns the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps
     the whole 64x64 tiles in place of a split (whole_small_first). Before those, as in the other class: the twins
     that compute Cᵀ = Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
-    PROMOTED_SWAP_TRANSPOSE_SHARE), of the 128x64 tiles where those make more work items in one wave
-    (narrow_twins_first)."""
+    PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past a wave, configs.narrow_within_one_wave), of
+    the 128x64 tiles where those make more work items in one wave (narrow_twins_first), but not at a few columns nor
+    against 64-row tiles over a long K (configs.promoted_twin_bounds)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     builds = ws_tile_builds(own, as_known)
