@@ -1167,62 +1167,56 @@ def test_the_8bit_narrow_twins_give_way_to_64x64_splits_over_deep_slices_at_a_fe
         assert pick(256, 64, 8192).variant == "swap_bn64_splitk8", name
 
 
+def tf32_pick(m, n, k, variants=None):
+    """tf32's pick for M x N x K on 132 SMs: among `variants`, or the study's (configs.choose)."""
+    tf32, p = registry.get("wgmma_tf32"), configs.job_problem(dtypes.get("tf32"), 0, m, k, n, sm_count=132)
+    return tf32.choose(p, variants) if variants is not None else configs.choose(tf32, p)
+
+
 def test_tf32_few_rows_run_the_twin_of_128x64_tiles():
     # configs.few_rows_twin: at M <= 64, the twin of 128x64 tiles (one column of them over Cᵀ holds all the rows)
     # whose busiest SM runs the fewest k steps, each item weighed with FEW_ROWS_ITEM_STEPS more (tiles-rows-twins*-
     # tf32.txt, x cuBLAS: 16x4096x4096 split 4 ways 1.05 against the pick's 0.98, 16x10240x8192 split 4 ways 0.83 /
     # 0.59, 64x14336x4096 whole 1.24 / 1.07, 64x8192x8192 split 2 ways 1.11 / 0.99).
-    tf32, dtype = registry.get("wgmma_tf32"), dtypes.get("tf32")
-
-    def pick(m, n, k, variants=None):
-        p = configs.job_problem(dtype, 0, m, k, n, sm_count=132)
-        return tf32.choose(p, variants) if variants is not None else configs.choose(tf32, p)
-
     for (m, n, k), twin in {(16, 4096, 4096): "swap_bn64_splitk4", (1, 4096, 14336): "swap_bn64_splitk4",
                             (64, 8192, 8192): "swap_bn64_splitk2", (32, 14336, 4096): "swap_bn64",
                             (8, 10240, 8192): "swap_bn64_splitk4", (48, 6144, 4096): "swap_bn64_splitk2"}.items():
-        chosen = pick(m, n, k)
+        chosen = tf32_pick(m, n, k)
         assert chosen.variant == twin, (m, n, k, chosen)
         assert "fit one column of 128x64 tiles over Cᵀ = Bᵀ·Aᵀ" in chosen.reason
     # 16x4096x4096: 32 tiles split 4 ways, one wave of 32 k steps and 24 more, against the pick's as many.
-    assert "128 work items, 56 k steps on the busiest SM against 56" in pick(16, 4096, 4096).reason
+    assert "128 work items, 56 k steps on the busiest SM against 56" in tf32_pick(16, 4096, 4096).reason
     # Not where its whole tiles take two waves as the pick's do (16x28672x4096: 0.87 against the twin's 0.83), nor
     # past 64 rows, nor where the pick's 64x64 splits make more items (64x64x4096, 32 slices of 4 k steps).
-    assert pick(16, 28672, 4096).variant == "bm64_bn128_smem_bt"
-    assert "fit one column" not in pick(65, 4096, 4096).reason
-    assert pick(64, 64, 4096).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert tf32_pick(16, 28672, 4096).variant == "bm64_bn128_smem_bt"
+    assert "fit one column" not in tf32_pick(65, 4096, 4096).reason
+    assert tf32_pick(64, 64, 4096).variant == "bm64_bn64_kg2_splitk32_smem_bt"
     # Without the twins among the variants asked for, the rung's other rules.
-    names = tuple(v for v in configs.runnable(tf32) if not v.startswith("swap_bn64"))
-    assert pick(16, 4096, 4096, names).variant == "bm64_bn128_splitk4_smem_bt"
+    names = tuple(v for v in configs.runnable(registry.get("wgmma_tf32")) if not v.startswith("swap_bn64"))
+    assert tf32_pick(16, 4096, 4096, names).variant == "bm64_bn128_splitk4_smem_bt"
 
 
 def test_tf32_few_columns_run_the_twin_of_64x128_tiles():
     # configs.few_columns_twin: at N <= 64 from 128 rows, the twin of 64x128 tiles (one row of them over Cᵀ holds all
     # of N) split the most ways within one wave, at least 4 (tiles-columns-twins-*tf32.txt, x cuBLAS: 768x64x4096
     # 1.35 against 1.05, 2048x64x4096 1.34 / 1.02, 4096x64x1024 1.44 / 1.12).
-    tf32, dtype = registry.get("wgmma_tf32"), dtypes.get("tf32")
-
-    def pick(m, n, k, variants=None):
-        p = configs.job_problem(dtype, 0, m, k, n, sm_count=132)
-        return tf32.choose(p, variants) if variants is not None else configs.choose(tf32, p)
-
     for (m, n, k), twin in {(768, 64, 4096): "swap_bm64_bn128_splitk16", (2048, 64, 4096): "swap_bm64_bn128_splitk8",
                             (4096, 64, 1024): "swap_bm64_bn128_splitk4", (640, 32, 8192): "swap_bm64_bn128_splitk16",
                             (256, 64, 4096): "swap_bm64_bn128_splitk16"}.items():
-        chosen = pick(m, n, k)
+        chosen = tf32_pick(m, n, k)
         assert chosen.variant == twin, (m, n, k, chosen)
         assert f"its {n} columns fit one row of 64x128 tiles over Cᵀ = Bᵀ·Aᵀ" in chosen.reason
-    assert "48 work items in one wave" in pick(384, 48, 4096).reason
+    assert "48 work items in one wave" in tf32_pick(384, 48, 4096).reason
     # Not where its few items run long slices (the 64x64 splits: 256x64x16384 0.93 against 0.85), where its tiles
     # fill a wave split fewer than 4 ways (12288x64x4096, 128x64 tiles 1.22 against 0.93), where A's rows fill
     # half a tile (64x64x4096 1.14 against 1.09), nor at 65 columns.
-    assert pick(256, 64, 16384).variant == "bm64_bn64_kg2_splitk32_smem_bt"
-    assert pick(12288, 64, 4096).variant == "bn64"
-    assert pick(64, 64, 4096).variant == "bm64_bn64_kg2_splitk32_smem_bt"
-    assert "fit one row of 64x128 tiles" not in pick(2048, 65, 4096).reason
+    assert tf32_pick(256, 64, 16384).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert tf32_pick(12288, 64, 4096).variant == "bn64"
+    assert tf32_pick(64, 64, 4096).variant == "bm64_bn64_kg2_splitk32_smem_bt"
+    assert "fit one row of 64x128 tiles" not in tf32_pick(2048, 65, 4096).reason
     # Without the twins among the variants asked for, the rung's other rules.
-    names = tuple(v for v in configs.runnable(tf32) if not v.startswith("swap_bm64_bn128"))
-    assert pick(768, 64, 4096, names).variant == "bn64_splitk8"
+    names = tuple(v for v in configs.runnable(registry.get("wgmma_tf32")) if not v.startswith("swap_bm64_bn128"))
+    assert tf32_pick(768, 64, 4096, names).variant == "bn64_splitk8"
 
 
 def test_the_8bit_twins_run_where_the_transpose_costs_most():
