@@ -530,3 +530,22 @@ def test_fp8_block_scaled_error_is_cublaslts():
     ours, theirs = checks_beside_vendor("wgmma_fp8_block", None, "float8_e4m3_block", "2048x2048x8192")
     assert ours.passed and theirs.passed
     assert ours.rel_fro_error <= 2 * theirs.rel_fro_error
+
+
+@pytest.mark.parametrize("rows,row_bytes,src_pitch,dst_pitch",
+                         [(1, 1, 1, 16), (6000, 56, 56, 64), (17, 130, 130, 144), (3, 1000, 1000, 1008),
+                          (5, 64, 80, 64), (2000, 8194, 8194, 8208)])
+def test_the_row_copy_moves_each_row_and_leaves_the_padding(rows, row_bytes, src_pitch, dst_pitch):
+    # operands.RowCopy (kernels/copy_rows.cu), the padded operands' copy on every launch: each row's bytes land at the
+    # destination's pitch, in order; the bytes past them in each destination row keep what they held; a source
+    # pitch past the row (a library's padded C copied back) is skipped.
+    from matmul_study.launch.operands import RowCopy
+
+    rng = np.random.default_rng(SEED)
+    src = gpuarray.to_gpu(rng.integers(0, 256, rows * src_pitch, dtype=np.uint8))
+    dst = gpuarray.to_gpu(np.full(rows * dst_pitch, 0xA5, np.uint8))
+    RowCopy(int(src.gpudata), int(dst.gpudata), rows, row_bytes, src_pitch, dst_pitch)()
+    cuda.Context.synchronize()
+    got, want = dst.get().reshape(rows, dst_pitch), src.get().reshape(rows, src_pitch)
+    assert np.array_equal(got[:, :row_bytes], want[:, :row_bytes])
+    assert (got[:, row_bytes:] == 0xA5).all()

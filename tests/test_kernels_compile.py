@@ -104,6 +104,14 @@ def test_the_stream_hold_helper_compiles(arch, tmp_path):
 
 
 @needs_nvcc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_row_copy_compiles(arch, tmp_path):
+    result = kernels.compile_with_nvcc(kernels.COPY_ROWS_SOURCE, arch, tmp_path)
+    assert result.returncode == 0, f"nvcc failed for copy_rows.cu on {arch}:\n{result.stderr}"
+    assert b"copy_rows" in (tmp_path / "module.cubin").read_bytes()
+
+
+@needs_nvcc
 @pytest.mark.parametrize("method", [m for m in COMPILED if registry.get(m).requires.arch_specific])
 def test_hopper_rungs_issue_wgmma_in_their_arch_specific_build(method, tmp_path):
     # A guard that compiled the body away on sm_90a too would leave a kernel that writes nothing.

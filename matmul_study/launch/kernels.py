@@ -24,6 +24,8 @@ HOLD_STREAM_SOURCE = '#include "hold_stream.cu"\n'
 READ_CEILING_SOURCE = '#include "read_ceiling.cu"\n'
 # The byte transpose that the int8 rung and cuBLAS's int8 call run before their GEMM (launchers.ByteTransposedOperand).
 TRANSPOSE_BYTES_SOURCE = '#include "transpose_bytes.cu"\n'
+# The copy of rows between pitches that padded operands and a library's padded C take (operands.RowCopy).
+COPY_ROWS_SOURCE = '#include "copy_rows.cu"\n'
 # A quoted include at the start of a line (one in a // comment is not); <...> names the toolkit's headers.
 QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 

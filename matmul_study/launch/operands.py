@@ -29,10 +29,43 @@ def pitch_elements(cols: int, itemsize: int) -> int:
     return -(-cols // per) * per
 
 
+COPY_ROWS_BLOCK_COLUMNS = 8  # kernels/copy_rows.cu: at most this many blocks of 256 threads along a row
+COPY_ROWS_BLOCK_ROWS = 1024  # ... and this many along the rows, each taking every so many rows
+
+
+@functools.lru_cache(maxsize=None)
+def _copy_rows(arch: str):
+    """kernels/copy_rows.cu compiled for `arch` and loaded into the current context, once per process."""
+    import pycuda.driver as cuda
+
+    from matmul_study.launch.kernels import COPY_ROWS_SOURCE, compile_with_pycuda
+
+    func = cuda.module_from_buffer(compile_with_pycuda(COPY_ROWS_SOURCE, arch)).get_function("copy_rows")
+    func.prepare("PPiiii")
+    return func
+
+
+class RowCopy:
+    """A copy of `rows` rows of `row_bytes` bytes from `src` (row pitch `src_pitch` bytes) to `dst` (`dst_pitch`),
+    by kernels/copy_rows.cu on the legacy default stream, the launches' own: called, it queues the copy."""
+
+    def __init__(self, src: int, dst: int, rows: int, row_bytes: int, src_pitch: int, dst_pitch: int):
+        import pycuda.driver as cuda
+
+        major, minor = cuda.Context.get_device().compute_capability()
+        func = _copy_rows(f"sm_{major}{minor}")
+        grid = (max(1, min(-(-row_bytes // 256), COPY_ROWS_BLOCK_COLUMNS)), max(1, min(rows, COPY_ROWS_BLOCK_ROWS)), 1)
+        args = (src, dst, np.int32(rows), np.int32(row_bytes), np.int32(src_pitch), np.int32(dst_pitch))
+        self._launch = lambda: func.prepared_call(grid, (256, 1, 1), *args)
+
+    def __call__(self) -> None:
+        self._launch()
+
+
 class PitchedOperand:
     """An operand as TMA reads it. A row pitch that is not a multiple of 16 bytes (k = 65 in fp16, say) cannot
-    be described by a tensor map, so such an operand is copied into a padded buffer on every launch, and that
-    copy is part of the timed launch. The tensor map keeps the logical width, so the padding reads as zeros."""
+    be described by a tensor map, so such an operand is copied into a padded buffer on every launch (RowCopy), and
+    that copy is part of the timed launch. The tensor map keeps the logical width, so the padding reads as zeros."""
 
     def __init__(self, source, rows: int, cols: int, itemsize: int):
         import pycuda.driver as cuda
@@ -44,16 +77,12 @@ class PitchedOperand:
         if self.pitch != cols:
             self._padded = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
             self.pointer = int(self._padded)
-            copy = cuda.Memcpy2D()
-            copy.set_src_device(source.gpudata)
-            copy.set_dst_device(self._padded)
-            copy.src_pitch, copy.dst_pitch = cols * itemsize, self.pitch * itemsize
-            copy.width_in_bytes, copy.height = cols * itemsize, rows
-            self.copy = copy
+            self.copy = RowCopy(int(source.gpudata), self.pointer, rows, cols * itemsize, cols * itemsize,
+                                self.pitch * itemsize)
 
     def refresh(self) -> None:
         if self.copy is not None:
-            self.copy(aligned=False)
+            self.copy()
 
 
 TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
@@ -136,12 +165,7 @@ class ZeroPaddedBytes(PitchedOperand):
         self._padded = cuda.mem_alloc(size)
         cuda.memset_d8(self._padded, 0, size)
         self.pointer = int(self._padded)
-        copy = cuda.Memcpy2D()
-        copy.set_src_device(source.gpudata)
-        copy.set_dst_device(self._padded)
-        copy.src_pitch, copy.dst_pitch = cols, self.pitch
-        copy.width_in_bytes, copy.height = cols, rows
-        self.copy = copy
+        self.copy = RowCopy(int(source.gpudata), self.pointer, rows, cols, cols, self.pitch)
 
 
 class KMajorBytes:
@@ -164,12 +188,8 @@ class KMajorBytes:
         self._c_padded = cuda.mem_alloc(max(1, self.m * self.n * c_itemsize)) if padded_c else None
         self._back = None
         if self._c_padded is not None:
-            back = cuda.Memcpy2D()
-            back.set_src_device(self._c_padded)
-            back.set_dst_device(buffers.c.gpudata)
-            back.src_pitch, back.dst_pitch = self.n * c_itemsize, n * c_itemsize
-            back.width_in_bytes, back.height = n * c_itemsize, m
-            self._back = back
+            self._back = RowCopy(int(self._c_padded), int(buffers.c.gpudata), m, n * c_itemsize, self.n * c_itemsize,
+                                 n * c_itemsize)
         self.c_ptr = int(self._c_padded) if self._c_padded is not None else int(buffers.c.gpudata)
         self._before = [op.refresh for op in (a_op, self.bt) if op is not None]
         self._keep = (a_op,)
@@ -179,4 +199,4 @@ class KMajorBytes:
             step()
         call()
         if self._back is not None:
-            self._back(aligned=False)
+            self._back()
