@@ -534,11 +534,12 @@ def test_fp8_block_scaled_error_is_cublaslts():
 
 @pytest.mark.parametrize("rows,row_bytes,src_pitch,dst_pitch",
                          [(1, 1, 1, 16), (6000, 56, 56, 64), (17, 130, 130, 144), (3, 1000, 1000, 1008),
-                          (5, 64, 80, 64), (2000, 8194, 8194, 8208)])
+                          (5, 64, 80, 64), (2000, 8194, 8194, 8208), (16, 16388, 16388, 16400)])
 def test_the_row_copy_moves_each_row_and_leaves_the_padding(rows, row_bytes, src_pitch, dst_pitch):
-    # operands.RowCopy (kernels/copy_rows.cu), the padded operands' copy on every launch: each row's bytes land at the
-    # destination's pitch, in order; the bytes past them in each destination row keep what they held; a source
-    # pitch past the row (a library's padded C copied back) is skipped.
+    # operands.RowCopy (kernels/copy_rows.cu), the padded operands' copy on every launch, in units of 1 to 16 bytes
+    # (by the pitches above: 1, 8, 2, 8, 16, 2, 4): each row's bytes land at the destination's pitch, in order; the
+    # bytes past them in each destination row keep what they held; a source pitch past the row (a library's padded C
+    # copied back) is skipped.
     from matmul_study.launch.operands import RowCopy
 
     rng = np.random.default_rng(SEED)

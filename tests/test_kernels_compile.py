@@ -15,7 +15,7 @@ import pytest
 
 from matmul_study.core import dtypes, registry
 
-from matmul_study.launch import kernels
+from matmul_study.launch import kernels, operands
 from matmul_study.core import geometry, specs
 from matmul_study.core.specs import Problem, shared_opt_in_bytes
 from matmul_study.core.warp_specialized import SM90_SHARED_BYTES, WsConfig, WsMethod
@@ -108,7 +108,17 @@ def test_the_stream_hold_helper_compiles(arch, tmp_path):
 def test_the_row_copy_compiles(arch, tmp_path):
     result = kernels.compile_with_nvcc(kernels.COPY_ROWS_SOURCE, arch, tmp_path)
     assert result.returncode == 0, f"nvcc failed for copy_rows.cu on {arch}:\n{result.stderr}"
-    assert b"copy_rows" in (tmp_path / "module.cubin").read_bytes()
+    cubin = (tmp_path / "module.cubin").read_bytes()
+    assert all(f"copy_rows_{u}".encode() in cubin for u in operands.COPY_ROWS_UNITS)
+
+
+@pytest.mark.parametrize("sizes,unit", [((56, 56, 64, 0, 256), 8), ((1998, 1998, 2000, 0, 512), 2),
+                                        ((16388, 16388, 16400, 0, 256), 4), ((64, 80, 64, 0, 256), 16),
+                                        ((60, 60, 64, 0, 256), 4), ((1, 1, 16, 0, 256), 1),
+                                        ((64, 64, 64, 0, 8), 8)])
+def test_the_row_copy_moves_the_widest_unit_that_every_size_and_address_allows(sizes, unit):
+    # a row of 56 bytes moves in 8-byte units, 999 fp16 values in 2-byte ones; an address only 8-byte aligned caps it
+    assert operands.copy_unit(*sizes) == unit
 
 
 @needs_nvcc

@@ -29,19 +29,25 @@ def pitch_elements(cols: int, itemsize: int) -> int:
     return -(-cols // per) * per
 
 
-COPY_ROWS_BLOCK_COLUMNS = 8  # kernels/copy_rows.cu: at most this many blocks of 256 threads along a row
-COPY_ROWS_BLOCK_ROWS = 1024  # ... and this many along the rows, each taking every so many rows
+COPY_ROWS_UNITS = (16, 8, 4, 2, 1)  # kernels/copy_rows.cu's entries, copy_rows_<bytes>
+COPY_ROWS_BLOCKS = 1024  # at most this many blocks of 256 threads, each taking every so many units
+
+
+def copy_unit(*sizes: int) -> int:
+    """The widest copy unit of kernels/copy_rows.cu that divides every size and address in `sizes` (bytes)."""
+    return next(u for u in COPY_ROWS_UNITS if all(s % u == 0 for s in sizes))
 
 
 @functools.lru_cache(maxsize=None)
-def _copy_rows(arch: str):
-    """kernels/copy_rows.cu compiled for `arch` and loaded into the current context, once per process."""
+def _copy_rows(arch: str, unit: int):
+    """kernels/copy_rows.cu's entry for `unit`-byte copies, compiled for `arch` and loaded into the current
+    context, once per process."""
     import pycuda.driver as cuda
 
     from matmul_study.launch.kernels import COPY_ROWS_SOURCE, compile_with_pycuda
 
-    func = cuda.module_from_buffer(compile_with_pycuda(COPY_ROWS_SOURCE, arch)).get_function("copy_rows")
-    func.prepare("PPiiii")
+    func = cuda.module_from_buffer(compile_with_pycuda(COPY_ROWS_SOURCE, arch)).get_function(f"copy_rows_{unit}")
+    func.prepare("PPIIII")
     return func
 
 
@@ -53,9 +59,11 @@ class RowCopy:
         import pycuda.driver as cuda
 
         major, minor = cuda.Context.get_device().compute_capability()
-        func = _copy_rows(f"sm_{major}{minor}")
-        grid = (max(1, min(-(-row_bytes // 256), COPY_ROWS_BLOCK_COLUMNS)), max(1, min(rows, COPY_ROWS_BLOCK_ROWS)), 1)
-        args = (src, dst, np.int32(rows), np.int32(row_bytes), np.int32(src_pitch), np.int32(dst_pitch))
+        unit = copy_unit(row_bytes, src_pitch, dst_pitch, src, dst)
+        func = _copy_rows(f"sm_{major}{minor}", unit)
+        grid = (max(1, min(-(-rows * row_bytes // unit // 256), COPY_ROWS_BLOCKS)), 1, 1)
+        args = (src, dst, np.uint32(rows), np.uint32(row_bytes // unit), np.uint32(src_pitch // unit),
+                np.uint32(dst_pitch // unit))
         self._launch = lambda: func.prepared_call(grid, (256, 1, 1), *args)
 
     def __call__(self) -> None:
