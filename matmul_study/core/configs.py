@@ -1130,18 +1130,19 @@ WHOLE_SMALL_STEPS = (16, 32)
 
 
 def whole_small_tiles(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                      small: str, tile_k: int, steps: tuple[int, int] = WHOLE_SMALL_STEPS
+                      small: str, tile_k: int, steps: tuple[int, int] = WHOLE_SMALL_STEPS, max_columns: int = 0
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of a rung (FP8's promoted class) with whole 64x64 tiles of two k groups (`small`; `records`:
-    build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but where that
-    splits K, K holds between steps[0] and steps[1] k steps of `tile_k`, A's rows fill two rows of `small`'s tiles
-    (decode rows, unmeasured, keep their splits) and `small` makes more than a quarter and at most half of the SMs'
-    worth of tiles, `small`."""
+    """The heuristic of a rung (FP8's promoted class; the 8-bit fast classes at most `max_columns` columns) with whole
+    64x64 tiles of two k groups (`small`; `records`: build -> rows and columns of its tiles, slices of K and whether
+    it computes Cᵀ): `rest`'s pick, but where that splits K, K holds between steps[0] and steps[1] k steps of
+    `tile_k`, A's rows fill two rows of `small`'s tiles (decode rows, unmeasured, keep their splits), C has at most
+    `max_columns` columns (0: any) and `small` makes more than a quarter and at most half of the SMs' worth of tiles,
+    `small`."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
         record = records.get(picked.variant)
-        if record is None or record[2] == 1 or small not in variants:
+        if record is None or record[2] == 1 or small not in variants or max_columns and problem.n > max_columns:
             return picked
         k_steps = cdiv(problem.k, tile_k)
         tiles = work_items(records[small], problem)

@@ -590,11 +590,13 @@ def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], b
 
 
 def whole_small_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
-                      variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
-    """`rest`, the heuristic of FP8's promoted class, with its whole 64x64 tiles of two k groups taken in place of a
-    split over a K of a few tens of k steps (configs.whole_small_tiles)."""
+                      variants: tuple[Variant, ...], max_columns: int = 0) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, the heuristic of FP8's promoted class (of the 8-bit fast classes at most `max_columns` columns), with
+    its whole 64x64 tiles of two k groups taken in place of a split over a K of a few tens of k steps
+    (configs.whole_small_tiles)."""
     small = ws_tile_builds(base, variants).small
-    return whole_small_tiles(rest, tile_records(variants), small[0] if small else "", base.bk)
+    return whole_small_tiles(rest, tile_records(variants), small[0] if small else "", base.bk,
+                             max_columns=max_columns)
 
 
 def few_rows_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
