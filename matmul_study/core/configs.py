@@ -1126,32 +1126,45 @@ def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice],
 # 512x512x2560 0.90 -> 1.09, 1536x96x2560 0.84 -> 1.00. The fast classes' picks there are mostly the twin of 128x64
 # tiles split 4 ways, which held its lead at 10 of those shapes (int8 1.20-1.52 against 1.09-1.45, FP8 1.08-1.24
 # against 1.01-1.10), so they keep their rules. Measured from 256 rows; the rule starts at two rows of tiles.
-WHOLE_SMALL_STEPS = (16, 32)
+@dataclass(frozen=True)
+class WholeSmall:
+    """Where whole_small_tiles takes the whole 64x64 tiles with two k groups: K of steps[0] to steps[1] k steps, the
+    tiles more than waves[0] and at most waves[1] of the SMs' worth, C of at most max_columns columns (0: any), in
+    place of a split pick only (splits_only) or of any pick."""
+    steps: tuple[int, int]
+    waves: tuple[float, float]
+    max_columns: int = 0
+    splits_only: bool = True
+
+
+PROMOTED_WHOLE_SMALL = WholeSmall(steps=(16, 32), waves=(0.25, 0.5))
+FEW_COLUMNS_WHOLE_SMALL = WholeSmall(steps=(8, 32), waves=(0.25, 1.0), max_columns=64, splits_only=False)
 
 
 def whole_small_tiles(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                      small: str, tile_k: int, steps: tuple[int, int] = WHOLE_SMALL_STEPS, max_columns: int = 0
+                      small: str, tile_k: int, where: WholeSmall = PROMOTED_WHOLE_SMALL
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of a rung (FP8's promoted class; the 8-bit fast classes at most `max_columns` columns) with whole
-    64x64 tiles of two k groups (`small`; `records`: build -> rows and columns of its tiles, slices of K and whether
-    it computes Cᵀ): `rest`'s pick, but where that splits K, K holds between steps[0] and steps[1] k steps of
-    `tile_k`, A's rows fill two rows of `small`'s tiles (decode rows, unmeasured, keep their splits), C has at most
-    `max_columns` columns (0: any) and `small` makes more than a quarter and at most half of the SMs' worth of tiles,
-    `small`."""
+    """The heuristic of a rung with whole 64x64 tiles of two k groups (`small`; `records`: build -> rows and columns
+    of its tiles, slices of K and whether it computes Cᵀ): `rest`'s pick, but `small` where `where` holds (FP8's
+    promoted class: PROMOTED_WHOLE_SMALL; the 8-bit fast classes: FEW_COLUMNS_WHOLE_SMALL) and A's rows fill two
+    rows of `small`'s tiles (decode rows, unmeasured, keep their picks)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
         record = records.get(picked.variant)
-        if record is None or record[2] == 1 or small not in variants or max_columns and problem.n > max_columns:
+        if (record is None or picked.variant == small or small not in variants or where.splits_only and record[2] == 1
+                or where.max_columns and problem.n > where.max_columns):
             return picked
         k_steps = cdiv(problem.k, tile_k)
         tiles = work_items(records[small], problem)
-        if (problem.m < 2 * records[small][0] or not steps[0] <= k_steps <= steps[1]
-                or not problem.sm_count < 4 * tiles <= 2 * problem.sm_count):
+        low, high = where.waves
+        if (problem.m < 2 * records[small][0] or not where.steps[0] <= k_steps <= where.steps[1]
+                or not low * problem.sm_count < tiles <= high * problem.sm_count):
             return picked
         rows, cols, _, _ = records[small]
         return Choice(small, f"{picked.reason}; but over {k_steps} k steps of {tile_k} its {tiles} {rows}x{cols} "
-                             "tiles with two k groups, whole, fill a quarter to half a wave without a split")
+                             f"tiles with two k groups, whole, fill {tiles / problem.sm_count:.0%} of a wave without "
+                             f"{'a split' if record[2] > 1 else 'idle SMs'}")
 
     return choose
 

@@ -437,7 +437,7 @@ METHODS: dict[str, Method] = {
             # its builds' twins (Cᵀ = Bᵀ·Aᵀ, no transpose of B) where that transpose would cost enough
             # (of the 128x64 tiles where those make more work items in one wave: narrow_twins_first), where the
             # pick leaves most SMs idle, the 64x64 splits (small_splits_first), and at a few columns and a K of
-            # 16-32 k steps the whole 64x64 tiles in place of a split (whole_small_first)
+            # 8-32 k steps the whole 64x64 tiles where they fill at most a wave (whole_small_first)
             choose=whole_small_first(small_splits_first(narrow_twins_first(configs.swapped_problem(
                 configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
                                            builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
@@ -445,7 +445,7 @@ METHODS: dict[str, Method] = {
                                            own_tiles_waves=1),
                 swapped_names(WS_INT8_VARIANTS), deep_splits(WS_INT8_VARIANTS, configs.SWAP_KEEP_SLICES)),
                 WS_BYTES, WS_INT8_VARIANTS), WS_BYTES, WS_INT8_VARIANTS), WS_BYTES, WS_INT8_VARIANTS,
-                max_columns=NARROWEST_BN),
+                configs.FEW_COLUMNS_WHOLE_SMALL),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -460,7 +460,7 @@ METHODS: dict[str, Method] = {
                                            own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
                 swapped_names(WS_FP8_VARIANTS), deep_splits(WS_FP8_VARIANTS, configs.SWAP_KEEP_SLICES)),
                 WS_BYTES, WS_FP8_VARIANTS), WS_BYTES, WS_FP8_VARIANTS), WS_BYTES, WS_FP8_VARIANTS,
-                max_columns=NARROWEST_BN),
+                configs.FEW_COLUMNS_WHOLE_SMALL),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an

@@ -14,8 +14,8 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      PROMOTED_SWAP_TRANSPOSE_SHARE, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
-                                      SwapTwin, TileBuilds, few_columns_halves, few_columns_twin, few_rows_twin,
+                                      PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
+                                      SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin, few_rows_twin,
                                       narrow_twin, narrow_within_one_wave, persistent_split_k, promoted_twin_bounds,
                                       small_split_first, swapped_problem, whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
@@ -590,13 +590,12 @@ def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], b
 
 
 def whole_small_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
-                      variants: tuple[Variant, ...], max_columns: int = 0) -> Callable[[object, tuple[str, ...]], Choice]:
-    """`rest`, the heuristic of FP8's promoted class (of the 8-bit fast classes at most `max_columns` columns), with
-    its whole 64x64 tiles of two k groups taken in place of a split over a K of a few tens of k steps
-    (configs.whole_small_tiles)."""
+                      variants: tuple[Variant, ...], where: WholeSmall = PROMOTED_WHOLE_SMALL
+                      ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, a rung's heuristic, with its whole 64x64 tiles of two k groups taken in place of its pick over a K of
+    a few tens of k steps, where `where` says (configs.whole_small_tiles)."""
     small = ws_tile_builds(base, variants).small
-    return whole_small_tiles(rest, tile_records(variants), small[0] if small else "", base.bk,
-                             max_columns=max_columns)
+    return whole_small_tiles(rest, tile_records(variants), small[0] if small else "", base.bk, where)
 
 
 def few_rows_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
