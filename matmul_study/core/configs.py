@@ -1117,15 +1117,6 @@ def few_columns_halves(rest: Callable[[object, tuple[str, ...]], Choice],
     return choose
 
 
-# FP8's promoted class where its pick splits a K of 16-32 k steps: the 64x64 tiles with two k groups, whole, in
-# place of it where they make more than a quarter and at most half of a wave of tiles (no partials to write and sum,
-# two warpgroups a tile). x cuBLASLt's promoted line on an H200, the split pick against the whole 64x64 tiles
-# (small-problems/mid-shapes-promoted-fp8.txt): 600x300x2000 (50 tiles, 16 k steps) 0.89 against 1.01, 700x200x3000
-# (44, 24) 0.92 / 1.00, 1500x120x3000 (48, 24) 0.94 / 1.00; not past 32 k steps (500x250x5000, 40: 64x128 tiles split
-# 4 ways 1.13 against 0.98). Held out (whole-small-held-out-fp8.txt), 10 of 10 faster: 640x320x2048 0.79 -> 1.03,
-# 512x512x2560 0.90 -> 1.09, 1536x96x2560 0.84 -> 1.00. The fast classes' picks there are mostly the twin of 128x64
-# tiles split 4 ways, which held its lead at 10 of those shapes (int8 1.20-1.52 against 1.09-1.45, FP8 1.08-1.24
-# against 1.01-1.10), so they keep their rules. Measured from 256 rows; the rule starts at two rows of tiles.
 @dataclass(frozen=True)
 class WholeSmall:
     """Where whole_small_tiles takes the whole 64x64 tiles with two k groups: K of steps[0] to steps[1] k steps, the
@@ -1137,8 +1128,28 @@ class WholeSmall:
     splits_only: bool = True
 
 
+# FP8's promoted class where its pick splits a K of 16-32 k steps: the 64x64 tiles with two k groups, whole, in
+# place of it where they make more than a quarter and at most half of a wave of tiles (no partials to write and sum,
+# two warpgroups a tile). x cuBLASLt's promoted line on an H200, the split pick against the whole 64x64 tiles
+# (small-problems/mid-shapes-promoted-fp8.txt): 600x300x2000 (50 tiles, 16 k steps) 0.89 against 1.01, 700x200x3000
+# (44, 24) 0.92 / 1.00, 1500x120x3000 (48, 24) 0.94 / 1.00; not past 32 k steps (500x250x5000, 40: 64x128 tiles split
+# 4 ways 1.13 against 0.98). Held out (whole-small-held-out-fp8.txt), 10 of 10 faster: 640x320x2048 0.79 -> 1.03,
+# 512x512x2560 0.90 -> 1.09, 1536x96x2560 0.84 -> 1.00. The fast classes' picks there are mostly the twin of 128x64
+# tiles split 4 ways, which held its lead at 10 of those shapes (int8 1.20-1.52 against 1.09-1.45, FP8 1.08-1.24
+# against 1.01-1.10), so they keep their rules but at a few columns (below). Measured from 256 rows; the rule starts at
+# two rows of tiles.
 PROMOTED_WHOLE_SMALL = WholeSmall(steps=(16, 32), waves=(0.25, 0.5))
-FEW_COLUMNS_WHOLE_SMALL = WholeSmall(steps=(8, 32), waves=(0.25, 1.0), max_columns=64, splits_only=False)
+# The 8-bit fast classes at most 64 columns (C's columns within one of those tiles' width) over a K of 8-32 k steps:
+# the whole 64x64 tiles in place of the pick, split or not (128x64 tiles split 2-4 ways or whole, the twin of 128x64
+# tiles split 2 ways), where they make a quarter to half a wave. x the vendor on an H200, FP8 / int8, the former pick
+# against the whole tiles: fitted (small-problems/few-columns-rows-*.txt) 2500x48x2000 0.89 / 1.03 against 0.97 / 1.10,
+# 3000x64x3000 0.96 / 1.21 against 1.03 / 1.29; held out (few-columns-whole-*.txt, few-columns-whole-held-out{,-2}-*.txt)
+# 14 shapes, 27 of 28 moved picks faster (4000x64x2048 0.86 / 0.95 -> 1.07 / 1.18, 2500x64x1024 0.81 / 0.92 -> 1.05 /
+# 1.15, 4096x32x4096 0.77 / 1.14 -> 0.87 / 1.30), one 1 % slower (3000x64x2000 FP8 0.97 -> 0.96). Past half a wave the
+# 128x64 tiles whole led at 5 of 8 held-out shapes (7000x24x1024 1.03 / 1.87 against 0.95 / 1.72, 8192x64x4096 1.00 /
+# 1.16 against 1.09 / 1.22), and past 32 k steps their splits (2100x64x4096 1.02 / 1.22 split 4 ways, 0.96 / 1.14
+# whole); at a quarter of a wave or less, the 64x64 tiles split (1000x60x3000, 16 tiles: 1.09 / 1.01 split 4 ways).
+FEW_COLUMNS_WHOLE_SMALL = WholeSmall(steps=(8, 32), waves=(0.25, 0.5), max_columns=64, splits_only=False)
 
 
 def whole_small_tiles(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],

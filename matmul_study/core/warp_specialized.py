@@ -15,9 +15,10 @@ from typing import Callable, ClassVar
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
                                       PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
-                                      SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin, few_rows_twin,
-                                      narrow_twin, narrow_within_one_wave, persistent_split_k, promoted_twin_bounds,
-                                      small_split_first, swapped_problem, whole_small_tiles, within_class)
+                                      SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves,
+                                      few_columns_twin, few_rows_twin, narrow_twin, narrow_within_one_wave,
+                                      persistent_split_k, promoted_twin_bounds, small_split_first, swapped_problem,
+                                      whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
