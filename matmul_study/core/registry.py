@@ -437,7 +437,7 @@ METHODS: dict[str, Method] = {
             # its builds' twins (Cᵀ = Bᵀ·Aᵀ, no transpose of B) where that transpose would cost enough
             # (of the 128x64 tiles where those make more work items in one wave: narrow_twins_first), where the
             # pick leaves most SMs idle, the 64x64 splits (small_splits_first), and at a few columns and a K of
-            # 8-32 k steps the whole 64x64 tiles where they fill at most a wave (whole_small_first)
+            # 8-32 k steps the whole 64x64 tiles where they make a quarter to half a wave (whole_small_first)
             choose=whole_small_first(small_splits_first(narrow_twins_first(configs.swapped_problem(
                 configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
                                            builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
