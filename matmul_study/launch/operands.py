@@ -39,16 +39,24 @@ def copy_unit(*sizes: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _copy_rows(arch: str, unit: int):
-    """kernels/copy_rows.cu's entry for `unit`-byte copies, compiled for `arch` and loaded into the current
-    context, once per process."""
+def _loaded(source: str, name: str, signature: str, arch: str):
+    """Kernel `name` of `source` (a helper of kernels/, not a matmul method) compiled for `arch`, loaded into the
+    current context and prepared with `signature`, once per process."""
     import pycuda.driver as cuda
 
-    from matmul_study.launch.kernels import COPY_ROWS_SOURCE, compile_with_pycuda
+    from matmul_study.launch.kernels import compile_with_pycuda
 
-    func = cuda.module_from_buffer(compile_with_pycuda(COPY_ROWS_SOURCE, arch)).get_function(f"copy_rows_{unit}")
-    func.prepare("PPIIII")
+    func = cuda.module_from_buffer(compile_with_pycuda(source, arch)).get_function(name)
+    func.prepare(signature)
     return func
+
+
+def helper_kernel(source: str, name: str, signature: str):
+    """_loaded's kernel for the current context's device."""
+    import pycuda.driver as cuda
+
+    major, minor = cuda.Context.get_device().compute_capability()
+    return _loaded(source, name, signature, f"sm_{major}{minor}")
 
 
 class RowCopy:
@@ -56,11 +64,10 @@ class RowCopy:
     by kernels/copy_rows.cu on the legacy default stream, the launches' own: called, it queues the copy."""
 
     def __init__(self, src: int, dst: int, rows: int, row_bytes: int, src_pitch: int, dst_pitch: int):
-        import pycuda.driver as cuda
+        from matmul_study.launch.kernels import COPY_ROWS_SOURCE
 
-        major, minor = cuda.Context.get_device().compute_capability()
         unit = copy_unit(row_bytes, src_pitch, dst_pitch, src, dst)
-        func = _copy_rows(f"sm_{major}{minor}", unit)
+        func = helper_kernel(COPY_ROWS_SOURCE, f"copy_rows_{unit}", "PPIIII")
         grid = (max(1, min(-(-rows * row_bytes // unit // 256), COPY_ROWS_BLOCKS)), 1, 1)
         args = (src, dst, np.uint32(rows), np.uint32(row_bytes // unit), np.uint32(src_pitch // unit),
                 np.uint32(dst_pitch // unit))
@@ -96,18 +103,6 @@ class PitchedOperand:
 TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
 
 
-@functools.lru_cache(maxsize=None)
-def _transpose_bytes(arch: str):
-    """kernels/transpose_bytes.cu compiled for `arch` and loaded into the current context, once per process."""
-    import pycuda.driver as cuda
-
-    from matmul_study.launch.kernels import TRANSPOSE_BYTES_SOURCE, compile_with_pycuda
-
-    func = cuda.module_from_buffer(compile_with_pycuda(TRANSPOSE_BYTES_SOURCE, arch)).get_function("transpose_bytes")
-    func.prepare("PPiiii")
-    return func
-
-
 class ByteTransposedOperand(PitchedOperand):
     """Bᵀ (n x k, K-major) of a 1-byte B (int8), for the int8 rung and cuBLAS's int8 call: tensor cores read 8-bit
     operands only K-major. cuBLAS has no 8-bit geam, so kernels/transpose_bytes.cu rewrites it on every launch,
@@ -124,8 +119,9 @@ class ByteTransposedOperand(PitchedOperand):
         self._buffer = cuda.mem_alloc(size)
         cuda.memset_d8(self._buffer, 0, size)
         self.pointer = int(self._buffer)
-        major, minor = cuda.Context.get_device().compute_capability()
-        func = _transpose_bytes(f"sm_{major}{minor}")
+        from matmul_study.launch.kernels import TRANSPOSE_BYTES_SOURCE
+
+        func = helper_kernel(TRANSPOSE_BYTES_SOURCE, "transpose_bytes", "PPiiii")
         grid = (-(-cols // TRANSPOSE_TILE), -(-rows // TRANSPOSE_TILE), 1)
         args = (source.gpudata, self._buffer, np.int32(rows), np.int32(cols), np.int32(cols), np.int32(self.pitch))
         self._launch = lambda: func.prepared_call(grid, (256, 1, 1), *args)
