@@ -467,6 +467,12 @@ def swap_twin_name(build: str) -> str:
     return SWAP_PREFIX if build in ("", "default") else f"{SWAP_PREFIX}_{build}"
 
 
+def swap_twin_config(config: WsConfig) -> WsConfig:
+    """The record of `config`'s twin that computes Cᵀ = Bᵀ·Aᵀ: the same tile, cluster and split laid the other way,
+    without the stream-K tail and the paced drain (config.cuh refuses both with WGMMA_WS_SWAP_AB)."""
+    return replace(config, swap_ab=True, streamk=False, drain_every=0)
+
+
 def records(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, WsConfig]:
     """A rung's builds by name, "" for its record `base`, then its `variants`' records."""
     return {"": base, **{v.name: v.config for v in variants if isinstance(v, WsVariant)}}
@@ -544,7 +550,7 @@ def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | Non
     for build in builds:
         if rows is not None and (build not in by_name or by_name[build].BM != rows):
             continue
-        c = replace(by_name[build], swap_ab=True, streamk=False, drain_every=0)
+        c = swap_twin_config(by_name[build])
         split = f", K split {c.split_k} ways" if c.split_k > 1 else ""
         cluster = f"clusters of {c.cluster} sharing A's rows" if c.cluster > 1 else "no cluster"
         out.append(c.variant(swap_twin_name(build), f"{what}: tiles of {c.BM} columns x {c.bn} rows of C, "
@@ -718,7 +724,7 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     for key, v in builds.items():
         if key not in SWAP_TWINS_BYTES or v.config.BM != own.BM:
             continue
-        c = replace(v.config, swap_ab=True, streamk=False, drain_every=0)
+        c = swap_twin_config(v.config)
         ladder[swap_twin_name(key)] = c.variant(
             f"{SWAP_PREFIX}_{v.name}",
             f"Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B) and each k step's sum "
