@@ -641,6 +641,17 @@ def test_report_floats_are_formatted(rendered, results):
     assert "<td>nan</td>" not in jobs.lower()  # missing values (failed job's GFLOP/s) are blank
 
 
+def test_long_names_in_table_cells_may_break_after_their_underscores():
+    # a configuration or kernel name of three or more parts may wrap, so that it does not widen a job table past
+    # the page; shorter names, numbers and prose stay as they are
+    df = pd.DataFrame({"variant": ["swap_bn128_promote_cluster1", "bn128_promote"],
+                       "label": ["wgmma_warp_specialized", "a b_c_d"], "gflops": [1.5, 2.5]})
+    html = str(report_text.html_table(df))
+    assert "<td>swap_<wbr>bn128_<wbr>promote_<wbr>cluster1</td>" in html
+    assert "<td>wgmma_<wbr>warp_<wbr>specialized</td>" in html
+    assert "<td>bn128_promote</td>" in html and "<td>a b_c_d</td>" in html
+
+
 def test_format_float():
     cases = {12345.678: "12346", 0.00123: "0.001230", 1.5e-7: "1.5e-07", 1e-4: "0.0001", 0.0: "0", np.nan: ""}
     assert {x: report_text.format_float(x) for x in cases} == cases

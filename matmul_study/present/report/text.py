@@ -35,6 +35,9 @@ def format_float(x: float) -> str:
     return f"{x:.4g}"
 
 
+IDENTIFIER_CELL = re.compile(r"<td>([A-Za-z0-9]+(?:_[A-Za-z0-9]+){2,})</td>")  # a name joined by underscores
+
+
 def html_table(df: pd.DataFrame, columns: Iterable[str] | None = None) -> Markup:
     """An escaped HTML table; rates in their unit's format (rate_unit), failed statuses with a class so they
     stand out."""
@@ -49,6 +52,9 @@ def html_table(df: pd.DataFrame, columns: Iterable[str] | None = None) -> Markup
     text = text.replace("<td>failed</td>", '<td class="failed">failed</td>')
     # a long column name (timing_median_s) may wrap after an underscore, so headers do not widen the table
     text = re.sub(r"<th>([^<]*)</th>", lambda m: "<th>" + m.group(1).replace("_", "_<wbr>") + "</th>", text)
+    # and so may a cell's configuration or kernel name of three or more parts (swap_bn128_promote_cluster1,
+    # wgmma_warp_specialized), the longest words of the job tables
+    text = IDENTIFIER_CELL.sub(lambda m: "<td>" + m.group(1).replace("_", "_<wbr>") + "</td>", text)
     return Markup(text)
 
 
