@@ -172,3 +172,8 @@ def test_the_readme_ladder_table_pairs_each_rung_with_its_class():
     # Without the fast-accumulation line the ratio is against the promoted one: a trade, marked.
     promoted_only = both[both["variant"] != "fast_accum"]
     assert "| 1.260† (–) | 1.260† (–) |" in bench.table([promoted_only]).splitlines()[2]
+    # The promoted class, which a study runs beside the fast pick, has its own row, against the promoted line.
+    classes = pd.concat([both, *(at(s, ("wgmma_fp8", "bn128_promote", "float8_e4m3", 950.0)) for s in (4096, 8192))])
+    lines = bench.table([classes]).splitlines()
+    assert lines[2].startswith("| float8_e4m3 | wgmma_fp8 | 1.050 (–) | 1.050 (–) |")
+    assert lines[3].startswith("| float8_e4m3, promoted | wgmma_fp8 | 0.950 (–) | 0.950 (–) | 0.9 | 1.0 |")
