@@ -30,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eight-warps", nargs="+", type=float, default=[0.7, 0.8, 0.9, 1.0])
     p.add_argument("--block-us", nargs="+", type=float, default=[0.5, 1.0, 2.0])
     p.add_argument("--partial-gbps", nargs="+", type=float, default=[50.0, 100.0, 200.0])
+    p.add_argument("--split-us", nargs="+", type=float, default=[0.0, 1.0, 2.0, 3.0],
+                   help="a split's own time, microseconds (with --descend)")
     p.add_argument("--descend", action="store_true",
                    help="start from the registry's facts and move one at a time over these values (tile_fit.descend) "
                         "instead of trying the whole grid: for a method with more tiles than the grid can take")
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     start = registry.TILE_RATES[args.method][args.dtype]
     if args.descend:
         show("the registry's facts", tile_fit.evaluate(args.method, args.dtype, start, sweep))
-        best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids)
+        best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids, tuple(args.split_us))
         print(f"descended to: {best.rates}")
     else:
         m = registry.get(args.method)

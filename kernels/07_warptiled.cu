@@ -427,6 +427,12 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     };
 
     const int KT = (SPLIT > 1 ? kt1 : (k + BK - 1) / BK) - kt0;  // this block's k steps
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent (Launch.dependent: the registry's default tiles), this block may start
+    // while the previous kernel on the stream still runs: it waits for that grid's end (and its writes) before its
+    // first global access. Launched plainly, a no-op.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     if constexpr (Cfg::SYNC == 0) {
         // The cp.async pipeline shared with dmma and mma_async_copy (simt_common.cuh): slices 0 .. S-2 in flight,
         // then slice kt + S - 1 fetched while slice kt is multiplied, fragments double-buffered in registers.
@@ -437,6 +443,9 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     } else {
         mbarrier_mainloop<Cfg, T>(KT, smem, load_slice, load_frags, outer);
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next grid may start its blocks now
+#endif
 
     if constexpr (SPLIT > 1) {
         static_assert(sizeof(acc) * THREADS == BM * BN * sizeof(Acc),

@@ -228,6 +228,12 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
     };
 
     const int KT = (SPLIT > 1 ? kt1 : (k + BK - 1) / BK) - kt0;  // this block's k steps
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent (Launch.dependent: every build but the decode tiles), this block may
+    // start while the previous kernel on the stream still runs: it waits for that grid's end (and its writes) before
+    // its first global access. Launched plainly, a no-op.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     simt_common::mma_pipeline_prologue<S>(KT, load_slice);
     if constexpr (DBUF) {
         simt_common::mma_pipeline_double_buffered<S, KSTEPS>(KT, load_slice, load_frags, compute);
@@ -247,6 +253,9 @@ __device__ __forceinline__ void gemm(const double* __restrict__ A, const double*
             read_stage = read_stage + 1 == S ? 0 : read_stage + 1;
         }
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next grid may start its blocks now
+#endif
     cp_async_wait<0>();
 
     if constexpr (SPLIT > 1) {

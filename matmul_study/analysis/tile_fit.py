@@ -77,10 +77,10 @@ def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
 
 def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: configs.TileRates,
             gmacs: tuple[float, ...], four_warps: tuple[float, ...], eight_warps: tuple[float, ...],
-            block_us: tuple[float, ...], partial_gbps: tuple[float, ...]) -> Fit:
+            block_us: tuple[float, ...], partial_gbps: tuple[float, ...], split_us: tuple[float, ...] = ()) -> Fit:
     """From `start`, one fact at a time (each tile's rate over `gmacs`, each warp share, the block's time, the
-    partials' rate over theirs) to the value of least total regret, then least worst, until no fact moves: a fit for
-    more tiles than the whole grid of fit() can try."""
+    partials' rate, and a split's own time over theirs) to the value of least total regret, then least worst, until
+    no fact moves: a fit for more tiles than the whole grid of fit() can try."""
     def key(f: Fit) -> tuple[float, float]:
         return round(f.total, 6), round(f.worst, 6)
 
@@ -91,6 +91,7 @@ def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: 
         yield from (replace(r, warp_share={**r.warp_share, 8: a}) for a in eight_warps)
         yield from (replace(r, block_us=us) for us in block_us)
         yield from (replace(r, partial_gbps=gbps) for gbps in partial_gbps)
+        yield from (replace(r, split_us=us) for us in split_us)
 
     best = evaluate(method, dtype, start, sweep)
     while True:

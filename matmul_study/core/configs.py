@@ -1280,6 +1280,27 @@ def wave_split_k(tile: Callable[[int, str], tuple[int, int, int]], min_slice_k: 
     return choose
 
 
+def one_wave(rest: Callable[[object, tuple[str, ...]], Choice], tile: Callable[[int, str], tuple[int, int, int]],
+             build: str, shared_bytes: int) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, but where it keeps the default tiles whole and they make one wave at most (one block an SM, no more
+    tiles than SMs), `build` where the dtype has it and a block may have its `shared_bytes`: a build of the same
+    tiles whose pipeline fills and drains in shorter k slices, which no other block's math covers in a single wave
+    (kernel 7's bk16)."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        tile_m, tile_n, _ = tile(problem.block, problem.dtype.name)
+        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+        if (picked.variant != DEFAULT or build not in variants or tiles > problem.sm_count
+                or shared_bytes > problem.max_shared_bytes):
+            return picked
+        return Choice(build, f"{tiles} output tile{'s' if tiles != 1 else ''} of {tile_m}x{tile_n} on "
+                             f"{problem.sm_count} SMs make one wave, one block an SM: the same tiles with shorter k "
+                             f"slices, whose pipeline fills and drains sooner ({picked.reason})")
+
+    return choose
+
+
 def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4,
                  widest: dict[str, int] | None = None, default_tile: tuple[int, int] | None = None,
                  two_per_sm_from: dict[str, int] | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
@@ -1498,6 +1519,9 @@ class TileRates:
     # Where the model also weighs the builds: the default tiles (one block an SM) fill their waves to less than this
     # (a last wave mostly empty; 0: never).
     ragged_fill: float = 0.0
+    # A split's own time beside its partials' bytes: the count's fences and the last slice's round trips to L2 before
+    # its sum can start, once per tile the busiest SM sums (0: none).
+    split_us: float = 0.0
 
 
 def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
@@ -1547,7 +1571,7 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         us = busiest * (rows * cols * cdiv(problem.k, s) / (rate * share) / 1e3 + fact.block_us)
         if s > 1:  # each tile's sum, spread over the SMs: the busiest sums cdiv(tiles, SMs) of them
             sums = cdiv(shape.grid[0] * shape.grid[1], problem.sm_count)
-            us += sums * s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3
+            us += sums * (s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3 + fact.split_us)
         return us, s, rows, cols, blocks, busiest
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:

@@ -59,6 +59,9 @@ class BlockTile:
     # tile_k counts units of this many bytes of a row of A, the same slice in every dtype (kernel 10: 2, its k slice
     # of 32 units is 16 fp16, 8 tf32 or 32 int8 elements); None: elements of the dtype.
     unit_bytes: int | None = None
+    # Launched as a programmatic dependent of the previous kernel (Launch.dependent): the kernel waits for the
+    # previous grid (griddepcontrol.wait) before its first global access.
+    dependent: bool = False
 
     @property
     def shared_bytes(self) -> int:
@@ -73,7 +76,8 @@ class BlockTile:
 
     def launch(self, p: Problem) -> Launch:
         """One block per tile_m x tile_n tile of C, grid (tiles along n, tiles along m)."""
-        return Launch((cdiv(p.n, self.tile_n), cdiv(p.m, self.tile_m), 1), (self.threads, 1, 1), self.shared_bytes)
+        return Launch((cdiv(p.n, self.tile_n), cdiv(p.m, self.tile_m), 1), (self.threads, 1, 1), self.shared_bytes,
+                      dependent=self.dependent)
 
     def tile(self, block: int = 0, dtype: str = "") -> tuple[int, int, int]:
         """(tile_m, tile_n, tile_k), as Method.tile takes it, tile_k in elements of `dtype` (the block does not
@@ -151,12 +155,31 @@ def _warptiled_layout(itemsize: int) -> Callable[[BlockTile], int]:
 
 # 07_warptiled.cu, method warptiled (a block barrier per k slice), 8 warps. fp32: BK 32 where a block may have its
 # 149 KB (fewer barriers per k: +1.4-1.8 % over BK 16 in an H200 sweep), else BK 16 (sm_86/89/120/121: 99 KB);
-# fp64 one configuration. A target the table does not know compiles the last.
-_WARPTILED_F32 = BlockTile("WARPTILED_F32", 128, 256, 32, 256, stages=3, layout=_warptiled_layout(4))
+# fp64 one configuration. A target the table does not know compiles the last. Launched as programmatic dependents of
+# the previous kernel (the kernel waits for its grid before the first copy), as kernel 8's tiles are; its decode,
+# token-row, narrow and small tiles plainly.
+_WARPTILED_F32 = BlockTile("WARPTILED_F32", 128, 256, 32, 256, stages=3, layout=_warptiled_layout(4), dependent=True)
 WARPTILED = TileFamily("WARPTILED", {
     "float32": (_WARPTILED_F32, replace(_WARPTILED_F32, tile_k=16)),
-    "float64": (BlockTile("WARPTILED_F64", 128, 128, 8, 256, stages=4, layout=_warptiled_layout(8)),),
+    "float64": (BlockTile("WARPTILED_F64", 128, 128, 8, 256, stages=4, layout=_warptiled_layout(8), dependent=True),),
 })
+# Its one-wave build (variant bk16, fp32): the same 128 x 256 tiles with k slices of 16 in 6 stages (149 KB, the
+# default build's bytes), for problems whose default tiles make one wave at most, one block an SM (2048^3: 128 tiles
+# on 132 SMs), where no other block's math covers a block's pipeline fill and drain: the first slice's math starts
+# after 16 rows of k instead of 32. On an H200 (x cuBLAS, launched plainly) 2048^3 0.947 against 0.913,
+# 2048x2048x8192 0.942 against 0.913, 1664x2560x2048 0.950 against 0.916; past one wave the default tiles lead
+# (2048x4096x2048 0.953 against 0.949, 4096^3 0.952 against 0.945; small-problems/warptiled-bk16-float32.txt).
+WARPTILED_ONE_WAVE = "bk16"
+WARPTILED_ONE_WAVE_TILE = replace(_WARPTILED_F32, tile_k=16, stages=6)
+
+
+def warptiled_one_wave_variant() -> Variant:
+    """kernel 7's one-wave build (fp32): WARPTILED_ONE_WAVE_TILE, as variant WARPTILED_ONE_WAVE."""
+    family = TileFamily("WARPTILED", {"float32": (WARPTILED_ONE_WAVE_TILE,)})
+    return replace(family_split_variant(
+        family, 1, WARPTILED_ONE_WAVE, f"one wave: 128x256 tiles with k slices of {WARPTILED_ONE_WAVE_TILE.tile_k} in "
+                                       f"{WARPTILED_ONE_WAVE_TILE.stages} stages, for problems whose default tiles "
+                                       "make one wave at most"), dtypes=("float32",))
 # Method warptiled_mbarrier (fp32; a full and an empty mbarrier per stage): 4 stages of BK 32 (199 KB: sm_90/100/103)
 # or of BK 16.
 _WARPTILED_MBARRIER_F32 = BlockTile("WARPTILED_MBARRIER_F32", 128, 256, 32, 256, stages=4,
@@ -166,9 +189,12 @@ WARPTILED_MBARRIER = TileFamily("WARPTILED_MBARRIER", {
 })
 
 # 08_dmma.cu: 128 x 128 x 16 tiles of 8 warps (64 x 32 each), 4 stages; rows padded by 4 doubles (A: tile_k + 4,
-# B: tile_n + 4).
+# B: tile_n + 4). Every build is launched as a programmatic dependent of the previous kernel (the kernel waits for
+# its grid before the first copy): on an H200, back to back, 512^3 in 64x64 tiles of 8 warps split 2 ways ran at
+# 0.73x cuBLAS plainly and 0.84x so, 384^3 0.72 -> 0.86, 256x256x8192 0.97 -> 1.03, 1024^3 0.98 -> 1.01, 4096^3
+# 0.96 -> 0.96 (small-problems/dmma-x-float64.txt, dmma-pdl-float64.txt).
 _DMMA = BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
-    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8))
+    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8), dependent=True)
 DMMA = TileFamily("DMMA", {"float64": (_DMMA,)})
 
 # 09_wmma_tiled.cu: 128 x 128 tiles of 8 warps (64 x 32 each), k slices of 32 double-buffered in static shared memory.
@@ -315,7 +341,8 @@ DMMA_DECODE_MAX_SPLIT = 4
 
 def dmma_decode_family(tile_m: int) -> TileFamily:
     """08_dmma.cu's decode tiles of `tile_m` rows."""
-    return TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=tile_m, tile_n=DECODE_TILE_N, threads=128),)})
+    return TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=tile_m, tile_n=DECODE_TILE_N, threads=128,
+                                                   dependent=False),)})
 
 
 # 08_dmma.cu's narrow builds (variants n64[_splitk<S>]): 128 x 64 tiles of 4 warps (2 x 2 of 64 x 32), for a few
@@ -352,6 +379,27 @@ def dmma_square_variants() -> tuple[Variant, ...]:
             family, s, name, f"64-row tiles: {rows}x{cols}, {threads // 32} warps of 32x32, 4 stages{how}"))
 
     return tuple(v for rows, cols in DMMA_SQUARE_TILES for v in builds(rows, cols))
+
+
+# 08_dmma.cu's 32-row builds (variants bm32_bn32[_splitk<S>]: 32 x 32 tiles of 2 warps; bm32_bn64[_splitk<S>]:
+# 32 x 64 tiles of 4), warps of 16 x 32, 4 stages (39 and 54 KB). For the squares of 384-768 and their like, where
+# even 64 x 64 tiles make too few blocks to keep the SMs' DMMA units busy without a split: 512^3 is 256 whole 32 x 32
+# tiles, several small blocks an SM, whose warps hide each other's latency, and no partial sums. On an H200 (x cuBLAS,
+# launched plainly) 512^3 0.87 and 0.86 whole, against the 64 x 64 tiles split 4 ways' 0.67; 384^3 0.89 and 0.87
+# (small-problems/dmma-x-float64.txt).
+DMMA_SMALL_TILES = ((32, 32), (32, 64))
+DMMA_SMALL_SPLITS = (1, 2, 4, 8, 16)
+
+
+def dmma_small_variants() -> tuple[Variant, ...]:
+    """kernel 8's 32-row builds: DMMA_SMALL_TILES, a warp per 16 x 32, whole or split."""
+    def builds(rows: int, cols: int) -> tuple[Variant, ...]:
+        threads = 32 * (rows // 16) * (cols // 32)
+        family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=rows, tile_n=cols, threads=threads),)})
+        return _split_builds(f"bm{rows}_bn{cols}", DMMA_SMALL_SPLITS, lambda s, name, how: family_split_variant(
+            family, s, name, f"32-row tiles: {rows}x{cols}, {threads // 32} warps of 16x32, 4 stages{how}"))
+
+    return tuple(v for rows, cols in DMMA_SMALL_TILES for v in builds(rows, cols))
 
 
 def _split_builds(base: str, splits: tuple[int, ...], build: Callable[[int, str, str], Variant]

@@ -17,12 +17,13 @@ from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, DMMA_DECODE_MAX_SPLIT,
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
-                                        WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WARPTILED_TOKEN_TILE, WGMMA_TMA,
+                                        WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WARPTILED_ONE_WAVE,
+                                        WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE, WGMMA_TMA,
                                         WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
-                                        dmma_narrow_variants, dmma_square_variants, square_thread_blocks,
-                                        square_thread_blocks_dynamic_tiles, tile_split_k_variants,
+                                        dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
+                                        square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants,
-                                        warptiled_small_variants,
+                                        warptiled_one_wave_variant, warptiled_small_variants,
                                         warptiled_token_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
@@ -81,7 +82,7 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 RAGGED_FILL = 0.9
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants(),
-                      *warptiled_token_variants(), *warptiled_small_variants())
+                      *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant())
 WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
@@ -132,22 +133,26 @@ def warptiled_tile_model(rates: dict[str, configs.TileRates]):
     """Kernel 7's tile model with one of its fitted sets of facts (`rates`): the same builds, launches and
     split-K rule, weighed at those rates."""
     return configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS, rates,
-                                   configs.wave_split_k(WARPTILED.tile))
+                                   configs.one_wave(configs.wave_split_k(WARPTILED.tile), WARPTILED.tile,
+                                                    WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE.shared_bytes))
 
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
-                 *dmma_square_variants())
-# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend) to its 36 builds and the default at 48 shapes
-# past the token rows and in the model's reach (an H200; small-problems/: dmma-tiles-fit-float64.txt,
-# dmma-small-shapes.txt, dmma-tiles-check-float64.txt, dmma-narrow-n-float64.txt, narrow-dmma-float64.txt,
-# dmma-picks-float64.txt, and with the 64-row tiles dmma-squares-float64.txt and dmma-bm64-*.txt): the pick loses 1.1 %
-# on average to the best build measured, at most 11 % (384^3: 64x64 tiles split 2 ways, against whole 16x128 ones).
-# Its 64x64 and 128x64 tiles have rates of their own, so the model weighs them on every shape, not only where the
-# wider tiles of their rows hold as many columns past N as in it (1152^3 and 1536^3: 64x64 tiles split 2 ways, 0.86
-# and 0.90x cuBLAS, where the 64x128 ones it was limited to ran at 0.71 and 0.79).
+                 *dmma_square_variants(), *dmma_small_variants())
+# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend, from the best of random starts) to its 48 builds
+# and the default at 51 shapes past the token rows or in the model's reach, every build launched as the study
+# launches it (the 32-row tiles new, every build but the decode tiles a programmatic dependent; an H200,
+# small-problems/dmma-pdl-all-float64.txt): the pick loses 2.9 % on average to the best build measured, at most 20 %
+# (200x3000x3000: whole 32x32 tiles, against 64x64 ones split 2 ways); the facts before lost 5.2 % there, at most
+# 33 %. A split has a time of its own beside its partials' bytes (split_us): at 512^3 the 32x64 tiles ran at 0.95x
+# cuBLAS whole and 0.69x split 2 ways on twice the blocks, so a split's count and its last slice's trips to L2 cost
+# more than the partials' bytes say. Its 64x64, 128x64 and 32-row tiles have rates of their own, so the model weighs
+# them on every shape.
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 120.0, 64: 160.0, 128: 160.0, (64, 64): 160.0, (128, 64): 120.0},
-                                 {4: 0.6, 8: 1.0}, block_us=2.0, partial_gbps=50.0, ragged_fill=RAGGED_FILL),
+    "float64": configs.TileRates({16: 70.0, 32: 60.0, 64: 140.0, 128: 160.0, (64, 64): 140.0, (128, 64): 160.0,
+                                  (32, 32): 120.0, (32, 64): 120.0},
+                                 {4: 0.6, 8: 0.9}, block_us=3.0, partial_gbps=25.0, ragged_fill=RAGGED_FILL,
+                                 split_us=2.0),
 }
 
 # The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend).
@@ -258,6 +263,7 @@ METHODS: dict[str, Method] = {
             contract_defines=WARPTILED.defines,
             launch_bounds=WARPTILED.launch_bounds,
             variants=WARPTILED_VARIANTS,
+            waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); its default tiles launch so
             # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
             # k steps or more, and in fp32 M of at most 8 its 8 x 256 tiles (configs.simt_token_tiles); a narrow N,
             # or more rows where the default tiles leave most SMs idle, hold a few columns or (fp32) fill their waves
@@ -309,6 +315,7 @@ METHODS: dict[str, Method] = {
                 DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
                                         configs.wave_split_k(DMMA.tile, min_slice_k=128))),
+            waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); launched so (geometry.DMMA)
         ),
         Method(
             "wmma_tiled",

@@ -100,7 +100,7 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
                    variant: Variant) -> Callable[[], None]:
     import pycuda.driver as cuda
 
-    if geometry(method, p, variant).dependent:
+    if geometry(method, p, variant).dependent and waits_for_previous_grid(cubin):
         return dependent_pointer_kernel(method, p, buffers, cubin, variant)
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
     workspace = kernel_workspace(p, variant)
@@ -123,6 +123,18 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
 
     launch_once.keep_alive = workspace
     return launch_once
+
+
+def waits_for_previous_grid(cubin: str) -> bool:
+    """Whether a build that asks to be launched as a programmatic dependent (Launch.dependent) can be: machine code
+    (ELF) on a GPU of compute capability 9.0 or newer, which then is its target, where the kernels wait for the
+    previous grid (griddepcontrol.wait, compiled for sm_90 and newer only). PTX for an older target, compiled here
+    just in time, has no wait, and an older GPU no programmatic launch: those are launched plainly."""
+    import pycuda.driver as cuda
+
+    with open(cubin, "rb") as image:
+        elf = image.read(4) == b"\x7fELF"
+    return elf and cuda.Context.get_device().compute_capability() >= (9, 0)
 
 
 def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: str,
