@@ -189,10 +189,10 @@ WARPTILED_MBARRIER = TileFamily("WARPTILED_MBARRIER", {
 })
 
 # 08_dmma.cu: 128 x 128 x 16 tiles of 8 warps (64 x 32 each), 4 stages; rows padded by 4 doubles (A: tile_k + 4,
-# B: tile_n + 4). Every build is launched as a programmatic dependent of the previous kernel (the kernel waits for
-# its grid before the first copy): on an H200, back to back, 512^3 in 64x64 tiles of 8 warps split 2 ways ran at
-# 0.73x cuBLAS plainly and 0.84x so, 384^3 0.72 -> 0.86, 256x256x8192 0.97 -> 1.03, 1024^3 0.98 -> 1.01, 4096^3
-# 0.96 -> 0.96 (small-problems/dmma-x-float64.txt, dmma-pdl-float64.txt).
+# B: tile_n + 4). Every build but the decode tiles (dmma_decode_family) is launched as a programmatic dependent of the
+# previous kernel (the kernel waits for its grid before the first copy): on an H200, back to back, 512^3 in 64x64
+# tiles split 4 ways ran at 0.67-0.68x cuBLAS plainly and 0.77x so, 128x4096x4096 in 64x128 tiles split 2 ways
+# 0.97-0.98 -> 0.98-0.99, 2048^3 and 8192^3 within 0.3 % (small-problems/dmma-launch-{plain,dependent}-*.txt).
 _DMMA = BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
     c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8), dependent=True)
 DMMA = TileFamily("DMMA", {"float64": (_DMMA,)})
@@ -340,7 +340,9 @@ DMMA_DECODE_MAX_SPLIT = 4
 
 
 def dmma_decode_family(tile_m: int) -> TileFamily:
-    """08_dmma.cu's decode tiles of `tile_m` rows."""
+    """08_dmma.cu's decode tiles of `tile_m` rows, launched plainly: their few rows stream B at the memory's pace,
+    and as dependents the next launch's blocks wait on SMs that the last ones could use (1x4096x4096 0.99 -> 0.94-0.95
+    of cuBLAS, small-problems/dmma-launch-*.txt)."""
     return TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=tile_m, tile_n=DECODE_TILE_N, threads=128,
                                                    dependent=False),)})
 
