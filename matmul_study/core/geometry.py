@@ -192,7 +192,7 @@ WARPTILED_MBARRIER = TileFamily("WARPTILED_MBARRIER", {
 # B: tile_n + 4). Every build but the decode tiles (dmma_decode_family) is launched as a programmatic dependent of the
 # previous kernel (the kernel waits for its grid before the first copy): on an H200, back to back, 512^3 in 64x64
 # tiles split 4 ways ran at 0.67-0.68x cuBLAS plainly and 0.77x so, 128x4096x4096 in 64x128 tiles split 2 ways
-# 0.97-0.98 -> 0.98-0.99, 2048^3 and 8192^3 within 0.3 % (small-problems/dmma-launch-{plain,dependent}-*.txt).
+# 0.97-0.98 -> 0.98-0.99, 2048^3 and 8192^3 within 0.6 % (small-problems/dmma-launch-{plain,dependent}-*.txt).
 _DMMA = BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
     c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8), dependent=True)
 DMMA = TileFamily("DMMA", {"float64": (_DMMA,)})
