@@ -154,7 +154,7 @@ def test_pdl_is_refused_for_a_kernel_that_does_not_wait_for_the_previous_grid(ca
     with pytest.raises(SystemExit):
         parse(["wmma_tiled", "--pdl"])
     err = capsys.readouterr().err
-    assert "does not wait for the previous grid" in err and "methods that can: mma_async_copy" in err
+    assert "does not wait for the previous grid" in err and "methods that can: warptiled, dmma, mma_async_copy" in err
 
 
 def test_auto_takes_the_pipelines_pick_for_each_case():
@@ -504,14 +504,15 @@ def test_the_tile_model_descent_starts_from_the_registrys_facts(capsys):
     # --descend: from the registry's dmma facts over its sweeps, one fact at a time; they are where it stops.
     fit_script = load("fit_tile_model")
     sweeps = BENCH.parent / "results/reference/NVIDIA_H200/small-problems"
-    files = [str(sweeps / f) for f in ("dmma-squares-float64.txt", "dmma-bm64-squares-float64.txt")]
-    assert fit_script.main(["dmma", "float64", "--descend", "--fit", *files, "--rates", "120", "160", "200",
-                            "--four-warps", "0.6", "--eight-warps", "1.0", "--block-us", "2",
-                            "--partial-gbps", "50"]) == 0
+    files = [str(sweeps / f) for f in ("dmma-pdl-all-float64.txt", "dmma-pdl-held-out-float64.txt")]
+    assert fit_script.main(["dmma", "float64", "--descend", "--fit", *files, "--rates", "60", "120", "140", "160",
+                            "--four-warps", "0.6", "--eight-warps", "0.9", "--block-us", "3",
+                            "--partial-gbps", "25", "--split-us", "1", "2", "3"]) == 0
     out = capsys.readouterr().out
     committed = registry.DMMA_TILE_RATES["float64"]
     assert out.startswith("the registry's facts: total regret") and f"descended to: {committed}" in out
     assert "1024x1024x1024           bm64 regret 0.000" in out
+    assert "512x512x512      bm32_bn64 regret 0.015" in out
 
 
 ceiling = load("read_ceiling")
