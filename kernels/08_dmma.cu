@@ -4,7 +4,8 @@
 // m16n8k4 / m16n8k8 / m16n8k16 .f64 on sm_90 (MMA_K = 4, 8, 16), and on sm_80 the same tile computed as
 // m8n8k4 pairs (the only f64 shape there), so the file compiles and runs on both.
 //
-// Hierarchy (the registry's configuration: 128 x 128 block tile, BK = 16, 8 warps of 64 x 32, 4 stages; m16n8k4):
+// Hierarchy (the registry's default configuration: 128 x 128 block tile, BK = 16, 8 warps of 64 x 32, 4 stages;
+// m16n8k4):
 //   block  BM x BN of C; STAGES slices of BK are in flight in shared memory, filled by cp.async in 16-byte
 //          chunks (two doubles), so the slice kt + STAGES - 1 is fetched while slice kt is multiplied.
 //   warp   WM x WN: MT = WM/16 by NT = WN/8 mma tiles, 64 x 32 -> 16 accumulator tiles of 16 x 8, 64
@@ -55,8 +56,9 @@ struct Config {
     static_assert(STAGES >= 2, "");
 };
 
-// The configuration dmma_matmul compiles: block tile, k slice, stages and threads are the registry's
-// (core/geometry.py, DMMA: -DDMMA_BM, _BN, _BK, _STAGES, _THREADS), the mma shape (m16n8k4) the kernel's own. The
+// The configuration dmma_matmul compiles: block tile, k slice, stages, threads and the mma shape are the registry's
+// (core/geometry.py, DMMA: -DDMMA_BM, _BN, _BK, _STAGES, _THREADS, _MMA_K: m16n8k4 in the 128-row tiles, whose
+// warps' 64 accumulators leave no room for larger fragments held twice, m16n8k8 in the 64- and 32-row ones). The
 // warps are laid out from the thread count: BN / 32 of them side by side along N, each 32 columns wide, and the rest
 // stacked along M, so a warp is WARP_M = BM / (warps / (BN / 32)) rows high: 64 x 32 in the 128 x 128 tiles of 8
 // warps and the 128 x 64 ones of 4; BM x 32 in the decode tiles (16 or 32 token rows, 4 warps side by side, so no
@@ -67,7 +69,7 @@ constexpr int WARPS_N = DMMA_BN / 32;
 static_assert(DMMA_BN % 32 == 0 && DMMA_THREADS % (32 * WARPS_N) == 0,
               "the registry's thread count lays no whole warps over the tile's 32-column strips");
 constexpr int WARP_M = DMMA_BM / (DMMA_THREADS / (32 * WARPS_N));
-using DefaultConfig = Config<DMMA_BM, DMMA_BN, DMMA_BK, WARP_M, 32, DMMA_STAGES, 4>;
+using DefaultConfig = Config<DMMA_BM, DMMA_BN, DMMA_BK, WARP_M, 32, DMMA_STAGES, DMMA_MMA_K>;
 static_assert(DMMA_THREADS == DefaultConfig::THREADS, "the registry's thread count is not the warp layout's");
 static_assert(DefaultConfig::SMEM_BYTES <= DMMA_SMEM_BYTES,
               "the registry gives a block less shared memory than the stages take");

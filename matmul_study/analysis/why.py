@@ -32,7 +32,8 @@ STEP_TECHNIQUES = {
                                      "a multi-stage cp.async pipeline and grouped block order",
     ("warptiled", "warptiled_mbarrier"): "a full and an empty mbarrier per stage instead of a block-wide barrier "
                                          "per k slice",
-    ("warptiled", "dmma"): "fp64 on the tensor cores (DMMA mma.sync m16n8k4) behind a 4-stage cp.async pipeline",
+    ("warptiled", "dmma"): "fp64 on the tensor cores (DMMA mma.sync m16n8k4, m16n8k8 in its smaller tiles) behind a "
+                           "cp.async pipeline",
     ("wmma", "wmma_tiled"): "block tiles for the tensor cores: 8 warps share 128×128 tiles staged in shared memory",
     ("wmma_tiled", "mma_async_copy"): "mma.sync with ldmatrix fragments, 128×256 tiles and a 4-stage cp.async "
                                       "pipeline through swizzled shared memory",
@@ -53,7 +54,7 @@ TECHNIQUES = {
     "register_tiled": STEP_TECHNIQUES[("tiled_unrolled", "register_tiled")],
     "warptiled": "SIMT warp tiles, register double buffering, 128-bit shared loads, a multi-stage cp.async "
                  "pipeline and grouped block order",
-    "dmma": "fp64 on the tensor cores (DMMA mma.sync m16n8k4) behind a 4-stage cp.async pipeline",
+    "dmma": STEP_TECHNIQUES[("warptiled", "dmma")],
     "wmma_tiled": STEP_TECHNIQUES[("wmma", "wmma_tiled")],
     "mma_async_copy": STEP_TECHNIQUES[("wmma_tiled", "mma_async_copy")],
     "wgmma_tma": "Hopper's wgmma fed by TMA on 64×128 tiles, one stage: copies and math take turns",

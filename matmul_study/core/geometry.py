@@ -42,9 +42,9 @@ def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[d
 class BlockTile:
     """The launch contract of one configuration of a kernel whose block computes a tile_m x tile_n tile of C, k in
     slices of tile_k, stated once: the kernel is compiled with it (defines: -D{name}_BM, _BN, _BK, _THREADS, then
-    _STAGES and _SMEM_BYTES where it has them) and keeps no copy of its own, only static_asserts that it can work
-    with it (the thread count is its warp layout's, the tile divides as it needs, its shared-memory layout fits the
-    bytes); the launch gives the same numbers (grid over the tiles of C, threads, dynamic shared memory).
+    _STAGES, _SMEM_BYTES and _MMA_K where it has them) and keeps no copy of its own, only static_asserts that it can
+    work with it (the thread count is its warp layout's, the tile divides as it needs, its shared-memory layout fits
+    the bytes); the launch gives the same numbers (grid over the tiles of C, threads, dynamic shared memory).
 
     `layout` gives the dynamic shared memory of the kernel's layout for this configuration (None: the kernel has
     only static shared memory), so that a change of tile or stages changes the definitions and the launch together;
@@ -62,6 +62,9 @@ class BlockTile:
     # Launched as a programmatic dependent of the previous kernel (Launch.dependent): the kernel waits for the
     # previous grid (griddepcontrol.wait) before its first global access.
     dependent: bool = False
+    # The k of the kernel's tensor-core instruction where the kernel takes it as a build fact (-D{name}_MMA_K;
+    # 08_dmma.cu: m16n8k4 or m16n8k8); None: the kernel's instruction is its own.
+    mma_k: int | None = None
 
     @property
     def shared_bytes(self) -> int:
@@ -71,7 +74,8 @@ class BlockTile:
     def defines(self, arch: str | None = None) -> tuple[str, ...]:
         """The -D definitions ("NAME=VALUE") the kernel is compiled with; the same for every target."""
         values = {"BM": self.tile_m, "BN": self.tile_n, "BK": self.tile_k, "THREADS": self.threads,
-                  "STAGES": self.stages, "SMEM_BYTES": self.shared_bytes if self.layout else None}
+                  "STAGES": self.stages, "SMEM_BYTES": self.shared_bytes if self.layout else None,
+                  "MMA_K": self.mma_k}
         return tuple(f"{self.name}_{key}={value}" for key, value in values.items() if value is not None)
 
     def launch(self, p: Problem) -> Launch:
@@ -189,12 +193,16 @@ WARPTILED_MBARRIER = TileFamily("WARPTILED_MBARRIER", {
 })
 
 # 08_dmma.cu: 128 x 128 x 16 tiles of 8 warps (64 x 32 each), 4 stages; rows padded by 4 doubles (A: tile_k + 4,
-# B: tile_n + 4). Every build but the decode tiles (dmma_decode_family) is launched as a programmatic dependent of the
-# previous kernel (the kernel waits for its grid before the first copy): on an H200, back to back, 512^3 in 64x64
-# tiles split 4 ways ran at 0.67-0.68x cuBLAS plainly and 0.77x so, 128x4096x4096 in 64x128 tiles split 2 ways
-# 0.97-0.98 -> 0.98-0.99, 2048^3 and 8192^3 within 0.6 % (small-problems/dmma-launch-{plain,dependent}-*.txt).
+# B: tile_n + 4); m16n8k4 (the 64 x 32 warps' 64 accumulators leave no room for m16n8k8's fragments held twice: 2048^3
+# 0.90x cuBLAS with it against 0.98, small-problems/dmma-mma-k-float64.txt). The 64- and 32-row tiles take m16n8k8
+# (DMMA_SMALL_WARP_MMA_K); the decode tiles, whose few rows stream B at the memory's pace, ran the same in either
+# shape (within 1 % at seven shapes of 1-32 rows, small-problems/dmma-decode-mmak{4,8}-float64.txt) and keep m16n8k4.
+# Every build but the decode tiles (dmma_decode_family) is launched as a programmatic dependent of the previous kernel
+# (the kernel waits for its grid before the first copy): on an H200, back to back, 512^3 in 64x64 tiles split 4 ways
+# ran at 0.67-0.68x cuBLAS plainly and 0.77x so, 128x4096x4096 in 64x128 tiles split 2 ways 0.97-0.98 -> 0.98-0.99,
+# 2048^3 and 8192^3 within 0.6 % (small-problems/dmma-launch-{plain,dependent}-*.txt).
 _DMMA = BlockTile("DMMA", 128, 128, 16, 256, stages=4, layout=lambda c: (
-    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8), dependent=True)
+    c.stages * (c.tile_m * (c.tile_k + 4) + c.tile_k * (c.tile_n + 4)) * 8), dependent=True, mma_k=4)
 DMMA = TileFamily("DMMA", {"float64": (_DMMA,)})
 
 # 09_wmma_tiled.cu: 128 x 128 tiles of 8 warps (64 x 32 each), k slices of 32 double-buffered in static shared memory.
@@ -368,6 +376,13 @@ def dmma_narrow_variants() -> tuple[Variant, ...]:
 # whole or split 2 ways and two split 4 or 8 ways. Held to two 64 x 128 blocks (128 registers) they ran 12 % slower
 # at 1024^3, and their splits spilled (small-problems/dmma-squares-capped-float64.txt).
 DMMA_SQUARE_TILES = ((64, 128), (64, 64))
+# The 64- and 32-row tiles' warps (32 x 32, 16 x 32: 32 or 16 accumulators a thread) multiply in m16n8k8, half the
+# mma instructions of m16n8k4 for the same fragments' loads, as cuBLAS's DGEMM at these tiles does (m16n8k8 and
+# m16n8k16, small-problems/ncu-dmma-512.txt). On an H200, x cuBLAS, with k slices of 16 in 4 stages: 32 x 64 tiles
+# 1.02 at 512^3 (m16n8k4 0.97), 64 x 64 1.02 at 1024^3 (0.81), 64 x 128 split 2 ways 1.02 at 128x4096x4096 (the
+# pick with m16n8k4, 0.95); m16n8k16 (fragments too large to hold twice) ran slower in each
+# (small-problems/dmma-mma-k-float64.txt).
+DMMA_SMALL_WARP_MMA_K = 8
 DMMA_SQUARE_SPLITS = (1, 2, 4, 8)
 
 
@@ -375,10 +390,12 @@ def dmma_square_variants() -> tuple[Variant, ...]:
     """kernel 8's 64-row builds: DMMA_SQUARE_TILES, a warp per 32 x 32, whole or split."""
     def builds(rows: int, cols: int) -> tuple[Variant, ...]:
         threads = 32 * (rows // 32) * (cols // 32)
-        family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=rows, tile_n=cols, threads=threads),)})
+        family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=rows, tile_n=cols, threads=threads,
+                                                         mma_k=DMMA_SMALL_WARP_MMA_K),)})
         base = f"bm{rows}" + (f"_bn{cols}" if cols != _DMMA.tile_n else "")
         return _split_builds(base, DMMA_SQUARE_SPLITS, lambda s, name, how: family_split_variant(
-            family, s, name, f"64-row tiles: {rows}x{cols}, {threads // 32} warps of 32x32, 4 stages{how}"))
+            family, s, name, f"64-row tiles: {rows}x{cols}, {threads // 32} warps of 32x32 in "
+                             f"m16n8k{DMMA_SMALL_WARP_MMA_K}, 4 stages{how}"))
 
     return tuple(v for rows, cols in DMMA_SQUARE_TILES for v in builds(rows, cols))
 
@@ -397,9 +414,11 @@ def dmma_small_variants() -> tuple[Variant, ...]:
     """kernel 8's 32-row builds: DMMA_SMALL_TILES, a warp per 16 x 32, whole or split."""
     def builds(rows: int, cols: int) -> tuple[Variant, ...]:
         threads = 32 * (rows // 16) * (cols // 32)
-        family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=rows, tile_n=cols, threads=threads),)})
+        family = TileFamily("DMMA", {"float64": (replace(_DMMA, tile_m=rows, tile_n=cols, threads=threads,
+                                                         mma_k=DMMA_SMALL_WARP_MMA_K),)})
         return _split_builds(f"bm{rows}_bn{cols}", DMMA_SMALL_SPLITS, lambda s, name, how: family_split_variant(
-            family, s, name, f"32-row tiles: {rows}x{cols}, {threads // 32} warps of 16x32, 4 stages{how}"))
+            family, s, name, f"32-row tiles: {rows}x{cols}, {threads // 32} warps of 16x32 in "
+                             f"m16n8k{DMMA_SMALL_WARP_MMA_K}, 4 stages{how}"))
 
     return tuple(v for rows, cols in DMMA_SMALL_TILES for v in builds(rows, cols))
 

@@ -139,21 +139,23 @@ def warptiled_tile_model(rates: dict[str, configs.TileRates]):
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
                  *dmma_square_variants(), *dmma_small_variants())
-# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend, from the best of random starts) to its 38 builds
-# and the default at 51 shapes past the token rows or in the model's reach, the 32-row tiles new, every build
-# launched as a programmatic dependent (the decode tiles too, which the study launches plainly; an H200,
-# small-problems/dmma-pdl-all-float64.txt): the pick loses 2.9 % on average to the best build measured, at most 20 %
-# (200x3000x3000: whole 32x32 tiles, against 64x64 ones split 2 ways); the facts before lost 6.9 % there, at most
-# 39 %. At 15 shapes measured after the fit (dmma-pdl-held-out-float64.txt) 6.1 %, at most 17 % (before: 10.8 %,
-# 29 %); descending again over both sweeps moves no fact. A split has a time of its own beside its partials' bytes
-# (split_us): at 512^3 the 32x64 tiles ran at 0.95x cuBLAS whole and 0.69x split 2 ways on twice the blocks, so a
-# split's count and its last slice's trips to L2 cost more than the partials' bytes say. Its 64x64, 128x64 and
-# 32-row tiles have rates of their own, so the model weighs them on every shape.
+# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend, from the best of random starts and a finer
+# descent) to its 38 builds and the default at 51 shapes past the token rows or in the model's reach, the 64- and
+# 32-row tiles in m16n8k8, every build launched as a programmatic dependent (the decode tiles too, which the study
+# launches plainly; an H200, small-problems/dmma-mmak-all-float64.txt): the pick loses 3.0 % on average to the best
+# build measured, at most 22 % (200x3000x3000: whole 32x32 tiles 0.63x cuBLAS, 64x64 ones split 2 ways 0.81); the
+# facts fitted to the builds in m16n8k4 lost 3.9 % there. At 15 shapes nobody tuned for
+# (dmma-mmak-held-out-float64.txt) 6.2 %, at most 17 % (100x3000x4000: 64x64 tiles split 4 ways, 8 ways 0.87).
+# A split has a time of its own beside its partials' bytes (split_us): at 512^3 the 32x64 tiles ran at 0.95x cuBLAS
+# whole and 0.69x split 2 ways on twice the blocks, so a split's count and its last slice's trips to L2 cost more
+# than the partials' bytes say. Its 64x64, 128x64 and 32-row tiles have rates of their own, so the model weighs them
+# on every shape; the 128x64 tiles' is low because the 64-row tiles in m16n8k8 outran them at every shape of the
+# sweep but one (8192x64x4096, by 1.7 %): it keeps them out of the picks.
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 60.0, 64: 140.0, 128: 160.0, (64, 64): 140.0, (128, 64): 160.0,
+    "float64": configs.TileRates({16: 70.0, 32: 60.0, 64: 140.0, 128: 160.0, (64, 64): 140.0, (128, 64): 40.0,
                                   (32, 32): 120.0, (32, 64): 120.0},
-                                 {4: 0.6, 8: 0.9}, block_us=3.0, partial_gbps=25.0, ragged_fill=RAGGED_FILL,
-                                 split_us=2.0),
+                                 {4: 0.6, 8: 0.9}, block_us=4.0, partial_gbps=25.0, ragged_fill=RAGGED_FILL,
+                                 split_us=3.0),
 }
 
 # The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend).
