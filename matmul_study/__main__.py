@@ -1,6 +1,7 @@
 """Command line:
     python -m matmul_study model --method tiled --m 512 --k 512 --n 512 --block 16 --dtype float32
     python -m matmul_study compare run1/results.csv run2/results.csv [--markdown comparison.md]
+    python -m matmul_study compare results/reference/NVIDIA_H200 results   (a run's folder: its tables/results.csv)
     python -m matmul_study gpus results/tables/results.csv
 """
 
@@ -14,6 +15,20 @@ import sys
 from matmul_study.core import dtypes, registry
 
 
+def results_csv(parser: argparse.ArgumentParser, name: str, path: str) -> str:
+    """The results table `path` names: a results.csv, or a run's folder holding tables/results.csv (as results/ and
+    results/reference/<device>/ do) or results.csv; else a usage error naming the argument and what it takes."""
+    if os.path.isdir(path):
+        for inside in (os.path.join(path, "tables", "results.csv"), os.path.join(path, "results.csv")):
+            if os.path.isfile(inside):
+                return inside
+        parser.error(f"{name} {path!r}: a folder without tables/results.csv or results.csv; give a results.csv or a "
+                     "run's folder (results/, results/reference/<device>/)")
+    if not os.path.isfile(path):
+        parser.error(f"{name} {path!r}: no such file; give a results.csv or a run's folder holding tables/results.csv")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matmul_study")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -25,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", type=int, default=0, help="block size for methods with a block axis")
     p.add_argument("--dtype", required=True, choices=list(dtypes.NAMES))
     c = sub.add_parser("compare", help="compare the rates of two runs' results.csv (reproducibility): JSON on stdout")
-    c.add_argument("first")
-    c.add_argument("second")
+    c.add_argument("first", help="a results.csv, or a run's folder holding tables/results.csv")
+    c.add_argument("second", help="the same, of the other run")
     c.add_argument("--tolerance", type=float, default=0.03, help="relative change counted as reproduced")
     c.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
     g = sub.add_parser("gpus", help="which GPU each job of a results.csv held, and whether two jobs shared one "
@@ -39,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from matmul_study.measure.gpu_slots import gpu_usage, shared_gpus
 
-        table = pd.read_csv(args.results)
+        table = pd.read_csv(results_csv(parser, "results", args.results))
         print(gpu_usage(table).to_string(index=False))
         shared = shared_gpus(table)
         print(f"jobs that shared a GPU: {len(shared)}")
@@ -52,12 +67,13 @@ def main(argv: list[str] | None = None) -> int:
 
         from matmul_study.analysis.reproduce import compare, markdown
 
-        result = compare(pd.read_csv(args.first), pd.read_csv(args.second), args.tolerance)
+        first, second = results_csv(parser, "first", args.first), results_csv(parser, "second", args.second)
+        result = compare(pd.read_csv(first), pd.read_csv(second), args.tolerance)
         json.dump(result, sys.stdout, indent=1)
         print()
         if args.markdown:
             with open(args.markdown, "w") as out:
-                out.write(markdown(result, args.first, args.second))
+                out.write(markdown(result, first, second))
         return 0
 
     from matmul_study.analysis.model import model

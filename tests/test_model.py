@@ -127,3 +127,27 @@ def test_compare_counts_ratios_to_cublas_apart_from_rates(tmp_path):
     page = markdown(result, "a", "b")
     assert "× cuBLAS in the same run** (GPU jobs other than cuBLAS): 1 of 2 within" in page
     assert "| 0.541 | 0.568 | +5.00% |" in page
+
+
+def test_compare_takes_a_runs_folder_and_names_a_wrong_argument(tmp_path):
+    # A run's folder (results/, results/reference/<device>/) stands for its tables/results.csv; a path that is
+    # neither a results table nor such a folder is a usage error naming the argument, not a traceback.
+    import pandas as pd
+
+    rows = [{"env_device_name": "G", "env_device_kind": "gpu", "method": "tiled", "dtype": "float32", "block": 16,
+             "m": 64, "k": 64, "n": 64, "status": "passed", "gflops": 100.0}]
+    (tmp_path / "run" / "tables").mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(tmp_path / "run" / "tables" / "results.csv", index=False)
+    pd.DataFrame(rows).assign(gflops=[104.0]).to_csv(tmp_path / "b.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "matmul_study", "compare", str(tmp_path / "run"),
+                          str(tmp_path / "b.csv")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["gpu"]["worst_abs_change"] == pytest.approx(0.04)
+    (tmp_path / "empty").mkdir()
+    for args, words in ((["compare", str(tmp_path / "empty"), str(tmp_path / "b.csv")],
+                         "first '" + str(tmp_path / "empty") + "': a folder without tables/results.csv"),
+                        (["compare", str(tmp_path / "b.csv"), str(tmp_path / "nothing.csv")],
+                         "second '" + str(tmp_path / "nothing.csv") + "': no such file"),
+                        (["gpus", str(tmp_path / "empty")], "results '" + str(tmp_path / "empty") + "'")):
+        out = subprocess.run([sys.executable, "-m", "matmul_study", *args], capture_output=True, text=True)
+        assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
