@@ -47,7 +47,7 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
     """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
     m = registry.get(method)
     model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
-                                    lambda problem, variants: _REST)
+                                    lambda problem, variants: _REST, registers=registry.TILE_REGISTERS.get(method))
     names = configs.runnable(m, dtype)
     picks = {}
     for shape, builds in sweep.items():

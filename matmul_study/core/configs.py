@@ -1461,6 +1461,14 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
 # is the opt-in limit of one block plus this.
 SHARED_RESERVED_PER_BLOCK = 1024
 THREADS_PER_SM = 2048  # the most threads an SM holds at once (sm_80 and sm_90)
+REGISTERS_PER_SM = 65536  # 32-bit registers an SM holds (sm_80 and sm_90)
+
+
+def blocks_by_registers(registers: int, threads: int) -> int:
+    """The blocks of `threads` threads that an SM's registers hold at `registers` a thread: a warp is given them in
+    units of 256 (a thread's count rounded up to a multiple of 8, times 32)."""
+    per_warp = cdiv(cdiv(registers, 8) * 8 * 32, 256) * 256
+    return REGISTERS_PER_SM // (per_warp * cdiv(threads, 32))
 
 
 def simt_token_tiles(tile, rest: Callable[[object, tuple[str, ...]], Choice],
@@ -1526,8 +1534,8 @@ class TileRates:
 
 def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
                     builds: dict[str, object], rates: dict[str, TileRates],
-                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4
-                    ) -> Callable[[object, tuple[str, ...]], Choice]:
+                    rest: Callable[[object, tuple[str, ...]], Choice], min_k_steps_per_slice: int = 4,
+                    registers: dict[str, int] | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a SIMT kernel whose default tiles leave most SMs idle on a problem (fewer than half a wave)
     or hold as many columns past N as in it, or more, or fill their waves of one block an SM to less than the dtype's
     `ragged_fill` (otherwise `rest`), with builds of smaller tiles and of split
@@ -1538,8 +1546,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
 
     A build's blocks (its launch: tiles x slices) are dealt out evenly, so the busiest SM runs cdiv(blocks, SMs) of
     them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's
-    `gmacs`, times `warp_share` where few of its warps are resident (the blocks it holds at once, by shared memory
-    and threads: a lone block of 4 warps leaves the FMA units waiting). Each split adds the sums its tiles' last
+    `gmacs`, times `warp_share` where few of its warps are resident (the blocks it holds at once, by shared memory,
+    threads and, where `registers` gives a build's count a thread, registers: a lone block of 4 warps leaves the
+    FMA units waiting). Each split adds the sums its tiles' last
     slices do: S partial tiles read at `partial_gbps`, cdiv(tiles, SMs) of them on the busiest SM. Rows and columns
     past the problem count as work: a tile multiplies them.
 
@@ -1550,7 +1559,8 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     def tile_of(problem, build) -> tuple[int, int, int]:
         return (build.tile if build is not None and build.tile else tile)(problem.block, problem.dtype.name)
 
-    def weigh(problem, build, tile_mnk: tuple[int, int, int]) -> tuple[float, int, int, int, int, int] | None:
+    def weigh(problem, name: str, tile_mnk: tuple[int, int, int]) -> tuple[float, int, int, int, int, int] | None:
+        build = builds.get(name)
         rows, cols, tile_k = tile_mnk
         shape = (build.launch if build is not None else launch)(problem)
         s = shape.grid[2]
@@ -1561,6 +1571,8 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         threads = shape.threads[0] * shape.threads[1] * shape.threads[2]
         resident = min((problem.max_shared_bytes + SHARED_RESERVED_PER_BLOCK)
                        // (shape.shared_bytes + SHARED_RESERVED_PER_BLOCK), THREADS_PER_SM // threads)
+        if registers and name in registers:
+            resident = min(resident, blocks_by_registers(registers[name], threads))
         fact = rates[problem.dtype.name]
         warps = min(busiest, resident) * threads // 32
         share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
@@ -1592,7 +1604,7 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         own = rates[problem.dtype.name].gmacs
         shapes = {name: (r, c) for name, (r, c) in shapes.items()
                   if c == widest[r] or (r, c) in own or cdiv(problem.n, widest[r]) * widest[r] >= 2 * problem.n}
-        weighed = {name: weigh(problem, builds.get(name), tiles_of[name]) for name in shapes}
+        weighed = {name: weigh(problem, name, tiles_of[name]) for name in shapes}
         weighed = {name: w for name, w in weighed.items() if w is not None}
         name = min(weighed, key=lambda v: (round(weighed[v][0], 3), weighed[v][1], -weighed[v][2] * weighed[v][3]))
         us, s, rows, cols, blocks, busiest = weighed[name]

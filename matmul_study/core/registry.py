@@ -150,16 +150,34 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # whole and 0.69x split 2 ways on twice the blocks, so a split's count and its last slice's trips to L2 cost more
 # than the partials' bytes say. Its 64x64, 128x64 and 32-row tiles have rates of their own, so the model weighs them
 # on every shape; the 128x64 tiles' is low because the 64-row tiles in m16n8k8 outran them at every shape of the
-# sweep but one (8192x64x4096, by 1.7 %): it keeps them out of the picks.
+# sweep but one (8192x64x4096, by 1.7 %): it keeps them out of the picks. The blocks an SM holds count its registers
+# too (DMMA_REGISTERS): the 64x64 tiles in m16n8k8 take 186 a thread, two blocks an SM where shared memory and threads
+# allow three, and lost where three were resident (1152^3 0.83 -> 0.76 of cuBLAS). Counted so, the pick loses 2.7 %
+# on average (3.0 % without), at most 22 %, and 5.4 % at the held-out shapes (6.2 %), at most 17 %.
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 60.0, 64: 140.0, 128: 160.0, (64, 64): 140.0, (128, 64): 40.0,
+    "float64": configs.TileRates({16: 70.0, 32: 60.0, 64: 140.0, 128: 140.0, (64, 64): 140.0, (128, 64): 40.0,
                                   (32, 32): 120.0, (32, 64): 120.0},
                                  {4: 0.6, 8: 0.9}, block_us=4.0, partial_gbps=25.0, ragged_fill=RAGGED_FILL,
                                  split_us=3.0),
 }
 
-# The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend).
+# Registers a thread of each dmma build (ptxas, nvcc 13.0, sm_90; test_simt_split_k compiles them and compares): the
+# tile model's residency counts them beside shared memory and threads.
+DMMA_REGISTERS = {
+    "default": 224, "splitk2": 254, "splitk4": 254, "splitk8": 254, "splitk16": 254, "splitk32": 254, "m16": 110,
+    "m16_splitk2": 110, "m16_splitk4": 146, "m16_splitk8": 178, "m16_splitk16": 178, "m32": 158, "m32_splitk2": 160,
+    "m32_splitk4": 210, "m32_splitk8": 214, "m32_splitk16": 214, "n64": 238, "n64_splitk2": 254, "n64_splitk4": 254,
+    "n64_splitk8": 254, "n64_splitk16": 254, "bm64": 175, "bm64_splitk2": 168, "bm64_splitk4": 208,
+    "bm64_splitk8": 210, "bm64_bn64": 186, "bm64_bn64_splitk2": 168, "bm64_bn64_splitk4": 208,
+    "bm64_bn64_splitk8": 210, "bm32_bn32": 142, "bm32_bn32_splitk2": 142, "bm32_bn32_splitk4": 146,
+    "bm32_bn32_splitk8": 174, "bm32_bn32_splitk16": 174, "bm32_bn64": 128, "bm32_bn64_splitk2": 122,
+    "bm32_bn64_splitk4": 146, "bm32_bn64_splitk8": 174, "bm32_bn64_splitk16": 174,
+}
+
+# The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and the registers of
+# the builds whose residency registers may bound.
 TILE_RATES = {"warptiled": WARPTILED_TILE_RATES, "dmma": DMMA_TILE_RATES}
+TILE_REGISTERS = {"dmma": DMMA_REGISTERS}
 
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
@@ -317,7 +335,8 @@ METHODS: dict[str, Method] = {
             choose=simt_choose(
                 DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, DMMA_DECODE_MAX_SPLIT, "the tensor cores (DMMA)",
                 configs.simt_tile_model(DMMA.tile, DMMA.launch, {v.name: v for v in DMMA_VARIANTS}, DMMA_TILE_RATES,
-                                        configs.wave_split_k(DMMA.tile, min_slice_k=128))),
+                                        configs.wave_split_k(DMMA.tile, min_slice_k=128),
+                                        registers=DMMA_REGISTERS)),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); launched so (geometry.DMMA)
         ),
         Method(
