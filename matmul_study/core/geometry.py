@@ -372,9 +372,10 @@ def dmma_narrow_variants() -> tuple[Variant, ...]:
 # 08_dmma.cu's 64-row builds (variants bm64[_splitk<S>]: 64 x 128 tiles of 8 warps; bm64_bn64[_splitk<S>]: 64 x 64
 # of 4), warps of 32 x 32, 4 stages (106 KB and 74 KB). For squares of 512-3072, where the 128 x 128 tiles are too
 # few for the SMs or leave a last wave mostly empty, and the decode tiles stream B for 16 or 32 rows at a time.
-# ptxas (nvcc 13.0) gives them 152-218 registers a thread, so an SM holds one 64 x 128 block, three 64 x 64 ones
-# whole or split 2 ways and two split 4 or 8 ways. Held to two 64 x 128 blocks (128 registers) they ran 12 % slower
-# at 1024^3, and their splits spilled (small-problems/dmma-squares-capped-float64.txt).
+# ptxas (nvcc 13.0) gives them 168-210 registers a thread in m16n8k8 (registry.DMMA_REGISTERS), so an SM holds one
+# 64 x 128 block, three 64 x 64 ones split 2 ways and two whole or split 4 or 8 ways (in m16n8k4, 162 registers,
+# three whole). Held to two 64 x 128 blocks (128 registers) they ran 12 % slower at 1024^3, and their splits spilled
+# (small-problems/dmma-squares-capped-float64.txt).
 DMMA_SQUARE_TILES = ((64, 128), (64, 64))
 # The 64- and 32-row tiles' warps (32 x 32, 16 x 32: 32 or 16 accumulators a thread) multiply in m16n8k8, half the
 # mma instructions of m16n8k4 for the same fragments' loads, as cuBLAS's DGEMM at these tiles does (m16n8k8 and
