@@ -338,10 +338,12 @@ def family_split_variant(family: TileFamily, s: int, name: str, description: str
 # N (BM x 32 each), its own k slices of 16 and 4 stages: 78-88 KB, two to an SM.
 DMMA_DECODE_TILE_MS = (16, 32)
 DMMA_DECODE_SPLITS = (1, 2, 4, 8, 16)
-# The most token rows the heuristic gives them: the rows its decode sweep measured (M of 1 to 64; on an H200
-# 0.97-1.10 of cuBLAS, against 0.30-0.50 for the default tiles split; small-problems/dmma-decode-float64.txt). Past
-# them the tile model weighs these builds beside the default tiles where those leave most SMs idle.
-DMMA_DECODE_ROWS = 64
+# The most token rows the heuristic gives them (on an H200 0.97-1.10 of cuBLAS at 1-32 rows, against 0.30-0.50 for
+# the default tiles split; small-problems/dmma-decode-float64.txt). Past them the tile model weighs these builds
+# beside every other: at 33-64 rows its 64-row tiles, split, hold all the rows in one tile where 16- or 32-row tiles
+# stream B two to four times (at 14 shapes of 33-64 rows against 2048-28672 columns, 0.70-1.07 of cuBLAS, mean 0.89,
+# against the decode tiles' 0.65-0.98, mean 0.81; small-problems/dmma-token-rows-all-float64.txt).
+DMMA_DECODE_ROWS = 32
 # Their splits: at every decode shape measured, 4 slices of a 4096-deep K beat 8 (1x4096x4096 0.99 against 0.92):
 # a DMMA k step takes half the time of a SIMT fp64 one, so a slice's partial weighs twice as much against it.
 DMMA_DECODE_MAX_SPLIT = 4
