@@ -23,6 +23,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("method", help="a method with a tile model, e.g. warptiled")
     p.add_argument("dtype")
     p.add_argument("--fit", nargs="+", required=True, help="bench/compare.py tables to fit to")
+    p.add_argument("--again", nargs="*", default=[],
+                   help="tables that measured some --fit shapes again: theirs replace the --fit tables' measurements")
     p.add_argument("--check", nargs="*", default=[], help="tables to check the fit on")
     p.add_argument("--rates", nargs="+", type=float, default=[20, 30, 40, 50, 60, 70, 80, 100, 120, 140],
                    help="multiply-adds a nanosecond an SM to try for each tile's rows")
@@ -46,7 +48,7 @@ def show(title: str, result: tile_fit.Fit) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit)
+    sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit, args.again)
     grids = tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us), tuple(args.partial_gbps)
     start = registry.TILE_RATES[args.method][args.dtype]
     if args.descend:

@@ -278,6 +278,6 @@ __device__ __forceinline__ void dmma_matmul(const T* A, const T* B, Acc* C, int 
                                             Acc* workspace = nullptr)
 {
     static_assert(sizeof(T) == 8 && sizeof(Acc) == 8, "dmma_matmul is float64 only");
-    static_assert(DMMA_SPLIT_K >= 1 && DMMA_SPLIT_K <= 32, "DMMA_SPLIT_K: 1 (whole tiles) to 32 slices");
+    static_assert(DMMA_SPLIT_K >= 1 && DMMA_SPLIT_K <= 64, "DMMA_SPLIT_K: 1 (whole tiles) to 64 slices");
     dmma::gemm<dmma::DefaultConfig, DMMA_SPLIT_K>(A, B, C, m, n, k, workspace);
 }

@@ -501,20 +501,25 @@ def test_the_tile_model_fit_prints_its_best_facts_and_each_pick(capsys):
 
 
 def test_the_tile_model_descent_starts_from_the_registrys_facts(capsys):
-    # --descend: from the registry's dmma facts over its fitted sweep, one fact at a time; they are where it stops,
-    # and the held-out sweep is checked.
+    # --descend: from the registry's dmma facts over its fitted sweep (--again: a later run's measurements of some of
+    # its shapes replace the first run's), one fact at a time; they are where it stops, and the held-out sweeps are
+    # checked.
     fit_script = load("fit_tile_model")
     sweeps = BENCH.parent / "results/reference/NVIDIA_H200/small-problems"
     assert fit_script.main(["dmma", "float64", "--descend", "--fit", str(sweeps / "dmma-mmak-all-float64.txt"),
+                            str(sweeps / "dmma-token-rows-all-float64.txt"),
+                            "--again", str(sweeps / "dmma-deep-k-all-float64.txt"),
                             "--check", str(sweeps / "dmma-mmak-held-out-float64.txt"),
-                            "--rates", "40", "120", "140", "160", "--four-warps", "0.6", "--eight-warps", "0.9",
+                            str(sweeps / "dmma-deep-k-held-out-float64.txt"),
+                            "--rates", "40", "100", "120", "140", "160", "--four-warps", "0.6", "--eight-warps", "0.9",
                             "--block-us", "3", "4", "--partial-gbps", "25", "--split-us", "2", "3", "4"]) == 0
     out = capsys.readouterr().out
     committed = registry.DMMA_TILE_RATES["float64"]
-    assert out.startswith("the registry's facts: total regret 1.391") and f"descended to: {committed}" in out
-    assert "fitted: total regret 1.391, worst 0.222" in out and "checked: total regret 0.807, worst 0.165" in out
+    assert out.startswith("the registry's facts: total regret 1.922") and f"descended to: {committed}" in out
+    assert "fitted: total regret 1.922, worst 0.189" in out and "checked: total regret 0.854, worst 0.165" in out
     assert "1024x1024x1024           bm64 regret 0.000" in out
     assert "512x512x512      bm32_bn64 regret 0.000" in out
+    assert "128x128x32768 bm32_bn64_splitk32 regret 0.000" in out
 
 
 ceiling = load("read_ceiling")

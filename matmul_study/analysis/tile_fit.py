@@ -101,6 +101,12 @@ def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: 
         best = step
 
 
-def sweep_of(method: str, dtype: str, paths) -> dict[str, dict[str, float]]:
-    """A method's sweep in one dtype, from bench/compare.py's tables: shape -> {build: ratio}."""
-    return {shape: builds for (name, d, shape), builds in table_ratios(paths).items() if name == method and d == dtype}
+def sweep_of(method: str, dtype: str, paths, again=()) -> dict[str, dict[str, float]]:
+    """A method's sweep in one dtype, from bench/compare.py's tables: shape -> {build: ratio}. A shape that `again`'s
+    tables measured (every build, in another run: after new builds were registered) takes their measurements in
+    place of the others' whole, so that no shape mixes two runs' builds (cards differ by a few per cent)."""
+    def of(tables):
+        return {shape: builds for (name, d, shape), builds in table_ratios(tables).items()
+                if name == method and d == dtype}
+
+    return {**of(paths), **of(again)}

@@ -410,7 +410,7 @@ def dmma_square_variants() -> tuple[Variant, ...]:
 # launched plainly) 512^3 0.87 and 0.86 whole, against the 64 x 64 tiles split 4 ways' 0.67; 384^3 0.89 and 0.87
 # (small-problems/dmma-x-float64.txt).
 DMMA_SMALL_TILES = ((32, 32), (32, 64))
-DMMA_SMALL_SPLITS = (1, 2, 4, 8, 16)
+DMMA_SMALL_SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def dmma_small_variants() -> tuple[Variant, ...]:

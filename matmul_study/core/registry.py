@@ -154,9 +154,15 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # too (DMMA_REGISTERS): the 64x64 tiles in m16n8k8 take 186 a thread, two blocks an SM where shared memory and threads
 # allow three, and lost where three were resident (1152^3 0.83 -> 0.76 of cuBLAS). Counted so, the pick loses 2.7 %
 # on average (3.0 % without), at most 22 %, and 5.4 % at the held-out shapes (6.2 %), at most 17 %.
+# The 32-row tiles split 32 and 64 ways (for a deep K under a few tiles) and 33-64 token rows (DMMA_DECODE_ROWS) came
+# with sweeps of every build at 12 deep-K shapes (dmma-deep-k-all-float64.txt, which replaces those shapes of the
+# sweep above) and 14 token-row ones (dmma-token-rows-all-float64.txt); descending over the 62 moved the 16-row and
+# 32x32 tiles' rates from 70 and 120 to 100: the pick loses 3.1 % on average (3.9 % before), at most 19 %
+# (33x6144x4096: 64x64 tiles split 4 ways 0.70, 8 ways 0.86), and at 20 held-out shapes (with
+# dmma-deep-k-held-out-float64.txt) 4.3 % (5.1 %), at most 17 %.
 DMMA_TILE_RATES = {
-    "float64": configs.TileRates({16: 70.0, 32: 60.0, 64: 140.0, 128: 140.0, (64, 64): 140.0, (128, 64): 40.0,
-                                  (32, 32): 120.0, (32, 64): 120.0},
+    "float64": configs.TileRates({16: 100.0, 32: 60.0, 64: 140.0, 128: 140.0, (64, 64): 140.0, (128, 64): 40.0,
+                                  (32, 32): 100.0, (32, 64): 120.0},
                                  {4: 0.6, 8: 0.9}, block_us=4.0, partial_gbps=25.0, ragged_fill=RAGGED_FILL,
                                  split_us=3.0),
 }
@@ -171,7 +177,8 @@ DMMA_REGISTERS = {
     "bm64_splitk8": 210, "bm64_bn64": 186, "bm64_bn64_splitk2": 168, "bm64_bn64_splitk4": 208,
     "bm64_bn64_splitk8": 210, "bm32_bn32": 142, "bm32_bn32_splitk2": 142, "bm32_bn32_splitk4": 146,
     "bm32_bn32_splitk8": 174, "bm32_bn32_splitk16": 174, "bm32_bn64": 128, "bm32_bn64_splitk2": 122,
-    "bm32_bn64_splitk4": 146, "bm32_bn64_splitk8": 174, "bm32_bn64_splitk16": 174,
+    "bm32_bn64_splitk4": 146, "bm32_bn64_splitk8": 174, "bm32_bn64_splitk16": 174, "bm32_bn32_splitk32": 174,
+    "bm32_bn32_splitk64": 174, "bm32_bn64_splitk32": 174, "bm32_bn64_splitk64": 174,
 }
 
 # The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and the registers of
