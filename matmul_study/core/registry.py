@@ -159,7 +159,10 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # sweep above) and 14 token-row ones (dmma-token-rows-all-float64.txt); descending over the 62 moved the 16-row and
 # 32x32 tiles' rates from 70 and 120 to 100: the pick loses 3.1 % on average (3.9 % before), at most 19 %
 # (33x6144x4096: 64x64 tiles split 4 ways 0.70, 8 ways 0.86), and at 20 held-out shapes (with
-# dmma-deep-k-held-out-float64.txt) 4.3 % (5.1 %), at most 17 %.
+# dmma-deep-k-held-out-float64.txt) 4.3 % (5.1 %), at most 17 %; with four deep-K squares measured after the fit
+# (dmma-deep-squares-all-float64.txt) 4.5 % at 24, 1024x1024x4096 12 % (64x64 tiles split 2 ways 0.91, whole
+# 64x128 tiles 1.03). Fitted to those too, the 8-warp share and a block's time move (1.0, 3 us) and squares lose
+# (768^3 0.98 -> 0.82, 1536^3 0.92 -> 0.85): they stay held out.
 DMMA_TILE_RATES = {
     "float64": configs.TileRates({16: 100.0, 32: 60.0, 64: 140.0, 128: 140.0, (64, 64): 140.0, (128, 64): 40.0,
                                   (32, 32): 100.0, (32, 64): 120.0},
