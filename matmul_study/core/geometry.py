@@ -410,6 +410,9 @@ def dmma_square_variants() -> tuple[Variant, ...]:
 # launched plainly) 512^3 0.87 and 0.86 whole, against the 64 x 64 tiles split 4 ways' 0.67; 384^3 0.89 and 0.87
 # (small-problems/dmma-x-float64.txt).
 DMMA_SMALL_TILES = ((32, 32), (32, 64))
+# Split up to 64 ways: where a deep K lies under a few tiles (128x128x32768: 16 tiles of 32 x 32) 16 slices left the
+# SMs short of warps; on an H200 x cuBLAS 128x128x32768 ran 1.06 in 32 x 64 tiles split 32 ways (0.75 in 16),
+# 64x64x65536 0.92 in 32 x 32 tiles split 64 ways (0.43 in 16) (small-problems/dmma-deep-k-all-float64.txt).
 DMMA_SMALL_SPLITS = (1, 2, 4, 8, 16, 32, 64)
 
 
