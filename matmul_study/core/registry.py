@@ -139,30 +139,24 @@ def warptiled_tile_model(rates: dict[str, configs.TileRates]):
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
                  *dmma_square_variants(), *dmma_small_variants())
-# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend, from the best of random starts and a finer
-# descent) to its 38 builds and the default at 51 shapes past the token rows or in the model's reach, the 64- and
-# 32-row tiles in m16n8k8, every build launched as a programmatic dependent (the decode tiles too, which the study
-# launches plainly; an H200, small-problems/dmma-mmak-all-float64.txt): the pick loses 3.0 % on average to the best
-# build measured, at most 22 % (200x3000x3000: whole 32x32 tiles 0.63x cuBLAS, 64x64 ones split 2 ways 0.81); the
-# facts fitted to the builds in m16n8k4 lost 3.9 % there. At 15 shapes nobody tuned for
-# (dmma-mmak-held-out-float64.txt) 6.2 %, at most 17 % (100x3000x4000: 64x64 tiles split 4 ways, 8 ways 0.87).
+# Kernel 8's tile model, fitted (bench/fit_tile_model.py --descend over a coarse grid, from the best of random starts)
+# to every build at 62 shapes past the token rows or in the model's reach, on an H200, every build launched as a
+# programmatic dependent (the decode tiles too, which the study launches plainly): 51 of
+# small-problems/dmma-mmak-all-float64.txt, whose 12 deep-K shapes dmma-deep-k-all-float64.txt measured again with
+# the 32-row tiles split 32 and 64 ways, and 14 of 33-64 token rows (dmma-token-rows-all-float64.txt). The pick loses
+# 3.1 % on average to the best build measured, at most 19 % (33x6144x4096: 64x64 tiles split 4 ways 0.70x cuBLAS,
+# 8 ways 0.86). At 24 shapes held out (dmma-mmak-held-out-float64.txt, dmma-deep-k-held-out-float64.txt,
+# dmma-deep-squares-all-float64.txt) 4.5 %, at most 17 % (100x3000x4000: 64x64 tiles split 4 ways, 8 ways 0.87);
+# 1024x1024x4096 12 % (64x64 tiles split 2 ways 0.91, whole 64x128 tiles 1.03): fitted to the deep squares too,
+# the 8-warp share and a block's time move (1.0, 3 us) and squares lose (768^3 0.98 -> 0.82, 1536^3 0.92 -> 0.85),
+# so they stay held out, and a finer grid fits better (2.1 %) but does worse held out (at most 20 %).
 # A split has a time of its own beside its partials' bytes (split_us): at 512^3 the 32x64 tiles ran at 0.95x cuBLAS
 # whole and 0.69x split 2 ways on twice the blocks, so a split's count and its last slice's trips to L2 cost more
 # than the partials' bytes say. Its 64x64, 128x64 and 32-row tiles have rates of their own, so the model weighs them
 # on every shape; the 128x64 tiles' is low because the 64-row tiles in m16n8k8 outran them at every shape of the
 # sweep but one (8192x64x4096, by 1.7 %): it keeps them out of the picks. The blocks an SM holds count its registers
 # too (DMMA_REGISTERS): the 64x64 tiles in m16n8k8 take 186 a thread, two blocks an SM where shared memory and threads
-# allow three, and lost where three were resident (1152^3 0.83 -> 0.76 of cuBLAS). Counted so, the pick loses 2.7 %
-# on average (3.0 % without), at most 22 %, and 5.4 % at the held-out shapes (6.2 %), at most 17 %.
-# The 32-row tiles split 32 and 64 ways (for a deep K under a few tiles) and 33-64 token rows (DMMA_DECODE_ROWS) came
-# with sweeps of every build at 12 deep-K shapes (dmma-deep-k-all-float64.txt, which replaces those shapes of the
-# sweep above) and 14 token-row ones (dmma-token-rows-all-float64.txt); descending over the 62 moved the 16-row and
-# 32x32 tiles' rates from 70 and 120 to 100: the pick loses 3.1 % on average (3.9 % before), at most 19 %
-# (33x6144x4096: 64x64 tiles split 4 ways 0.70, 8 ways 0.86), and at 20 held-out shapes (with
-# dmma-deep-k-held-out-float64.txt) 4.3 % (5.1 %), at most 17 %; with four deep-K squares measured after the fit
-# (dmma-deep-squares-all-float64.txt) 4.5 % at 24, 1024x1024x4096 12 % (64x64 tiles split 2 ways 0.91, whole
-# 64x128 tiles 1.03). Fitted to those too, the 8-warp share and a block's time move (1.0, 3 us) and squares lose
-# (768^3 0.98 -> 0.82, 1536^3 0.92 -> 0.85): they stay held out.
+# allow three, and lost where three were resident (1152^3 0.83 -> 0.76 of cuBLAS).
 DMMA_TILE_RATES = {
     "float64": configs.TileRates({16: 100.0, 32: 60.0, 64: 140.0, 128: 140.0, (64, 64): 140.0, (128, 64): 40.0,
                                   (32, 32): 100.0, (32, 64): 120.0},
