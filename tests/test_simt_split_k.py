@@ -689,8 +689,8 @@ def test_the_dmma_decode_picks_fit_the_committed_sweep():
 
 
 # Every dmma build at 14 shapes of 33-64 token rows against 2048-28672 columns (an H200, x cuBLAS): the tile model's
-# picks lose 6.0 % to the best build on average, at most 19 % (33x6144x4096: 64x64 tiles split 4 ways 0.70, 8 ways
-# 0.86), and run 1.10x the decode rule's picks in mean ratio (0.89 against 0.81 of cuBLAS).
+# picks lose 2.9 % to the best build on average, at most 16 % (33x6144x4096: 32x64 tiles split 2 ways 0.72, 64x64
+# tiles split 8 ways 0.86), and run 1.14x the decode rule's picks in mean ratio (0.92 against 0.81 of cuBLAS).
 DMMA_TOKEN_ROWS = SMALL / "dmma-token-rows-all-float64.txt"
 
 
@@ -706,11 +706,11 @@ def test_dmmas_tile_model_takes_33_to_64_token_rows_from_the_decode_tiles():
         assert geometry.DMMA_DECODE_ROWS < m <= 64
         chosen = pick("dmma", m, n, k, "float64").variant
         regrets.append(1 - builds[chosen] / max(builds.values()))
-        assert regrets[-1] <= 0.19, (shape, chosen, builds)
+        assert regrets[-1] <= 0.16, (shape, chosen, builds)
         now.append(builds[chosen])
         before.append(builds[decode(problem(m, n, k, "float64"), names).variant])
-    assert sum(regrets) / len(regrets) <= 0.061
-    assert sum(now) / sum(before) > 1.08
+    assert sum(regrets) / len(regrets) <= 0.030
+    assert sum(now) / sum(before) > 1.12
 
 
 @needs_nvcc
@@ -724,13 +724,11 @@ def test_no_decode_build_of_dmma_spills(tmp_path):
 # columns, token rows against a narrow N, squares of 256-3072, 33-64 token rows against wide weights; the deep-K
 # shapes measured again with the 32-row tiles split 32 and 64 ways), the 64- and 32-row tiles in m16n8k8, every build
 # launched as a programmatic dependent, and checked at 24 shapes nobody tuned for: the most its pick may lose
-# (33x6144x4096: 64x64 tiles split 4 ways 0.70 of cuBLAS, 8 ways 0.86; where it was checked, 100x3000x4000: 64x64
-# tiles split 4 ways 0.73, 8 ways 0.87), and on average (3.0 % and 4.5 %; the facts before the deep-K and token-row
-# sweeps 3.9 % and 5.1 % at the first 20 of those). Among the checked, 1024x1024x4096 and x8192: 64x64 tiles split 2
-# ways 0.91 and 0.88, whole 64x128 tiles 1.03 and 0.99; fitting them too moved two facts and lost squares (768^3
-# 0.98 -> 0.82, 1536^3 0.92 -> 0.85), so they stay held out.
-DMMA_FIT_WORST, DMMA_FIT_MEAN = 0.19, 0.030
-DMMA_CHECK_WORST, DMMA_CHECK_MEAN = 0.17, 0.046
+# (192x192x16384: 32x32 tiles split 16 ways 0.60 of cuBLAS, 8 ways 0.73; where it was checked, 200x200x30000: split
+# 8 ways 0.61, 32 ways 0.72), and on average (2.1 % and 3.1 %; without the busiest SM's last round at its own share
+# of warps, 3.0 % and 4.5 %).
+DMMA_FIT_WORST, DMMA_FIT_MEAN = 0.19, 0.022
+DMMA_CHECK_WORST, DMMA_CHECK_MEAN = 0.16, 0.032
 DMMA_FIT = (SMALL / "dmma-mmak-all-float64.txt", SMALL / "dmma-token-rows-all-float64.txt")
 DMMA_AGAIN = (SMALL / "dmma-deep-k-all-float64.txt",)  # replaces dmma-mmak-all's measurements of its shapes
 DMMA_CHECK = (SMALL / "dmma-mmak-held-out-float64.txt", SMALL / "dmma-deep-k-held-out-float64.txt",
@@ -817,6 +815,25 @@ def test_an_sms_registers_bound_the_blocks_it_holds():
     assert choice.variant != "bm64_bn64", choice
 
 
+
+def test_the_busiest_sms_last_round_runs_at_its_own_share_of_warps():
+    # 1024x1024x4096 in 64x64 tiles split 2 ways: 512 blocks, 4 on the busiest SM, 3 resident at once: three run at
+    # the share of 12 warps, the fourth alone at that of 4. Counted so, whole 64x128 tiles (128 blocks of 8 warps)
+    # take it, as they ran (an H200, x cuBLAS: 1.03 against 0.91; x8192 0.99 against 0.88,
+    # small-problems/dmma-deep-squares-all-float64.txt).
+    committed = registry.DMMA_TILE_RATES["float64"]
+    assert committed.last_round
+    assert pick("dmma", 1024, 1024, 4096, "float64").variant == "bm64"
+    assert pick("dmma", 1024, 1024, 8192, "float64").variant == "bm64"
+    every_round_alike = replace(committed, last_round=False)
+    held_out = dmma_sweep("checked")
+    assert tile_fit.evaluate("dmma", "float64", every_round_alike, held_out).picks["1024x1024x4096"][0] == (
+        "bm64_bn64_splitk2")
+    # Better on the fitted shapes and on the held-out ones alike (2.2 % against 3.2 %, 3.3 % against 4.7 %).
+    for sweep in (dmma_sweep(), held_out):
+        assert (tile_fit.evaluate("dmma", "float64", committed, sweep).total
+                < 0.8 * tile_fit.evaluate("dmma", "float64", every_round_alike, sweep).total)
+
 @needs_nvcc
 def test_the_registry_counts_dmmas_registers_as_ptxas_does(tmp_path):
     # DMMA_REGISTERS is what ptxas (sm_90) gives each build; a kernel change that moves them moves the model's
@@ -878,10 +895,9 @@ def test_the_committed_dmma_rates_are_the_fit_of_their_sweep():
                            (0.4, 0.5, 0.6, 0.7), (0.8, 0.9, 1.0), (2.0, 3.0, 4.0, 5.0), (12.5, 25.0, 50.0, 100.0),
                            (1.0, 2.0, 3.0, 4.0, 5.0))
     assert fit.rates == committed and round(fit.total, 6) == round(ours.total, 6)
-    # A finer grid descends further on the fitted shapes (2.1 % on average) and does worse on the held-out ones (at
-    # most 20 % against 17 %): the committed facts are the coarse grid's.
-    finer = replace(committed, gmacs={**committed.gmacs, 64: 150.0, 128: 150.0, (128, 64): 150.0}, block_us=2.0,
-                    split_us=2.0)
+    # A finer grid descends a little further on the fitted shapes and does worse on the held-out ones (3.9 % against
+    # 3.3 % on average): the committed facts are the coarse grid's.
+    finer = replace(committed, gmacs={**committed.gmacs, (128, 64): 150.0})
     held_out = dmma_sweep("checked")
     assert tile_fit.evaluate("dmma", "float64", finer, sweep).total < ours.total
     assert (tile_fit.evaluate("dmma", "float64", finer, held_out).total

@@ -1530,6 +1530,9 @@ class TileRates:
     # A split's own time beside its partials' bytes: the count's fences and the last slice's round trips to L2 before
     # its sum can start, once per tile the busiest SM sums (0: none).
     split_us: float = 0.0
+    # The busiest SM's blocks past its last full round of resident ones run with fewer warps beside them, at the
+    # share of theirs (False: every block at the share of the most resident at once).
+    last_round: bool = False
 
 
 def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
@@ -1548,7 +1551,9 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
     them, each in time `tile area x its slice of K / the SM's rate + block_us`, where the SM's rate is the tile's
     `gmacs`, times `warp_share` where few of its warps are resident (the blocks it holds at once, by shared memory,
     threads and, where `registers` gives a build's count a thread, registers: a lone block of 4 warps leaves the
-    FMA units waiting). Each split adds the sums its tiles' last
+    FMA units waiting); with `last_round`, the blocks past the busiest SM's last full round of resident ones run at
+    the share of their own warps (4 blocks of 4 warps where 3 are resident: three at the share of 12 warps, the
+    fourth at that of 4). Each split adds the sums its tiles' last
     slices do: S partial tiles read at `partial_gbps`, cdiv(tiles, SMs) of them on the busiest SM. Rows and columns
     past the problem count as work: a tile multiplies them.
 
@@ -1574,13 +1579,19 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         if registers and name in registers:
             resident = min(resident, blocks_by_registers(registers[name], threads))
         fact = rates[problem.dtype.name]
-        warps = min(busiest, resident) * threads // 32
-        share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
-        share *= min(1.0, warps / min(fact.warp_share))  # fewer warps than the fewest named: in proportion
+
+        def share_of(blocks_at_once: int) -> float:
+            warps = blocks_at_once * threads // 32
+            share = next((v for w, v in sorted(fact.warp_share.items()) if warps <= w), 1.0)
+            return share * min(1.0, warps / min(fact.warp_share))  # fewer warps than the fewest named: in proportion
+
         rate = fact.gmacs.get((rows, cols), fact.gmacs.get(rows))
         if rate is None:  # a tile the model has no rate for (kernel 7's 8-row tiles: M of a few rows only)
             return None
-        us = busiest * (rows * cols * cdiv(problem.k, s) / (rate * share) / 1e3 + fact.block_us)
+        macs = rows * cols * cdiv(problem.k, s) / rate / 1e3
+        rest_blocks = busiest % resident if fact.last_round and busiest > resident else 0
+        us = ((busiest - rest_blocks) * macs / share_of(min(busiest, resident))
+              + (rest_blocks * macs / share_of(rest_blocks) if rest_blocks else 0.0) + busiest * fact.block_us)
         if s > 1:  # each tile's sum, spread over the SMs: the busiest sums cdiv(tiles, SMs) of them
             sums = cdiv(shape.grid[0] * shape.grid[1], problem.sm_count)
             us += sums * (s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3 + fact.split_us)

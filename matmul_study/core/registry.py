@@ -144,12 +144,12 @@ DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_na
 # programmatic dependent (the decode tiles too, which the study launches plainly): 51 of
 # small-problems/dmma-mmak-all-float64.txt, whose 12 deep-K shapes dmma-deep-k-all-float64.txt measured again with
 # the 32-row tiles split 32 and 64 ways, and 14 of 33-64 token rows (dmma-token-rows-all-float64.txt). The pick loses
-# 3.1 % on average to the best build measured, at most 19 % (33x6144x4096: 64x64 tiles split 4 ways 0.70x cuBLAS,
-# 8 ways 0.86). At 24 shapes held out (dmma-mmak-held-out-float64.txt, dmma-deep-k-held-out-float64.txt,
-# dmma-deep-squares-all-float64.txt) 4.5 %, at most 17 % (100x3000x4000: 64x64 tiles split 4 ways, 8 ways 0.87);
-# 1024x1024x4096 12 % (64x64 tiles split 2 ways 0.91, whole 64x128 tiles 1.03): fitted to the deep squares too,
-# the 8-warp share and a block's time move (1.0, 3 us) and squares lose (768^3 0.98 -> 0.82, 1536^3 0.92 -> 0.85),
-# so they stay held out, and a finer grid fits better (2.1 %) but does worse held out (at most 20 %).
+# 2.2 % on average to the best build measured, at most 18 % (192x192x16384: 32x32 tiles split 16 ways 0.60x cuBLAS,
+# 8 ways 0.73). At 24 shapes held out (dmma-mmak-held-out-float64.txt, dmma-deep-k-held-out-float64.txt,
+# dmma-deep-squares-all-float64.txt) 3.3 %, at most 16 % (200x200x30000: split 8 ways 0.61, 32 ways 0.72); a finer
+# grid fits a little better but does worse held out (3.9 %). The busiest SM's blocks past its last full round of
+# resident ones run at the share of their own warps (last_round): without it the model lost 3.2 % and 4.7 %, and at
+# 1024x1024x4096 took 64x64 tiles split 2 ways (4 blocks an SM, 3 resident: 0.91) over whole 64x128 tiles (1.03).
 # A split has a time of its own beside its partials' bytes (split_us): at 512^3 the 32x64 tiles ran at 0.95x cuBLAS
 # whole and 0.69x split 2 ways on twice the blocks, so a split's count and its last slice's trips to L2 cost more
 # than the partials' bytes say. Its 64x64, 128x64 and 32-row tiles have rates of their own, so the model weighs them
@@ -161,7 +161,7 @@ DMMA_TILE_RATES = {
     "float64": configs.TileRates({16: 100.0, 32: 60.0, 64: 140.0, 128: 140.0, (64, 64): 140.0, (128, 64): 40.0,
                                   (32, 32): 100.0, (32, 64): 120.0},
                                  {4: 0.6, 8: 0.9}, block_us=4.0, partial_gbps=25.0, ragged_fill=RAGGED_FILL,
-                                 split_us=3.0),
+                                 split_us=4.0, last_round=True),
 }
 
 # Registers a thread of each dmma build (ptxas, nvcc 13.0, sm_90; test_simt_split_k compiles them and compares): the
