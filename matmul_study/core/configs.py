@@ -1588,10 +1588,11 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         rate = fact.gmacs.get((rows, cols), fact.gmacs.get(rows))
         if rate is None:  # a tile the model has no rate for (kernel 7's 8-row tiles: M of a few rows only)
             return None
-        macs = rows * cols * cdiv(problem.k, s) / rate / 1e3
-        rest_blocks = busiest % resident if fact.last_round and busiest > resident else 0
-        us = ((busiest - rest_blocks) * macs / share_of(min(busiest, resident))
-              + (rest_blocks * macs / share_of(rest_blocks) if rest_blocks else 0.0) + busiest * fact.block_us)
+        block = rows * cols * cdiv(problem.k, s) / rate / 1e3  # a block's microseconds at the full rate
+        last = busiest % resident if fact.last_round and busiest > resident else 0  # blocks past the full rounds
+        us = busiest * fact.block_us + (busiest - last) * block / share_of(min(busiest, resident))
+        if last:
+            us += last * block / share_of(last)
         if s > 1:  # each tile's sum, spread over the SMs: the busiest sums cdiv(tiles, SMs) of them
             sums = cdiv(shape.grid[0] * shape.grid[1], problem.sm_count)
             us += sums * (s * rows * cols * problem.dtype.output.itemsize / fact.partial_gbps / 1e3 + fact.split_us)
