@@ -815,7 +815,6 @@ def test_an_sms_registers_bound_the_blocks_it_holds():
     assert choice.variant != "bm64_bn64", choice
 
 
-
 def test_the_busiest_sms_last_round_runs_at_its_own_share_of_warps():
     # 1024x1024x4096 in 64x64 tiles split 2 ways: 512 blocks, 4 on the busiest SM, 3 resident at once: three run at
     # the share of 12 warps, the fourth alone at that of 4. Counted so, whole 64x128 tiles (128 blocks of 8 warps)
