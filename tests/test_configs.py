@@ -872,6 +872,26 @@ def test_fp8_runs_its_promoted_class_beside_its_pick_under_auto():
         assert len(configs.plan(method, problem, configs.AUTO)) == 1, name
 
 
+def test_fp8s_promoted_class_runs_its_64x128_twin_only_where_its_tiles_leave_sms_idle():
+    # Where the promoted class takes its 64x128 tiles over two rows of them, their twin of two k groups runs them
+    # while the tiles number at most PROMOTED_TWIN_FILL of the SMs; past that the single warpgroup in clusters of 2
+    # (x cuBLASLt's promoted line on an H200, promoted-twin-64x128-fp8.txt: 1024x768x12288, 96 tiles, 0.98 against
+    # 0.89; 1024x1024x8192, 128 tiles, 0.88 against 0.92).
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+    expected = {(768, 768, 12288): "bm64_bn128_kg2_promote", (1024, 768, 12288): "bm64_bn128_kg2_promote",
+                (1536, 512, 16384): "bm64_bn128_kg2_promote", (1024, 1024, 8192): "bm64_bn128_promote",
+                (1536, 768, 12288): "bm64_bn128_promote", (384, 4096, 14336): "bm64_bn128_promote"}
+    for (m, n, k), build in expected.items():
+        problem = configs.job_problem(e4m3, 0, m, k, n, sm_count=132)
+        picked = configs.plan(fp8, problem, configs.AUTO)[1]
+        assert picked.variant == build, (m, n, k)
+        assert ("two consumer warpgroups" in picked.reason) == ("kg2" in build)
+    assert configs.PROMOTED_TWIN_FILL * 132 < 128
+    # On a GPU of fewer SMs the same 96 tiles fill more of it: the single warpgroup runs them.
+    problem = configs.job_problem(e4m3, 0, 1024, 12288, 768, sm_count=114)
+    assert configs.plan(fp8, problem, configs.AUTO)[1].variant == "bm64_bn128_promote"
+
+
 def test_fp8s_promoted_class_runs_its_64x64_tiles_at_a_few_columns_and_a_deep_k():
     # The promoted ladder's 64x64 tiles with two k groups, each promoting its own k steps: at N <= 64 the build of
     # the most slices in one wave, each of HALVES_MIN_STEPS k steps or more (configs.few_columns_halves), and past
@@ -1121,9 +1141,10 @@ def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
             assert c == replace(built.config, swap_ab=True, streamk=False, drain_every=0), key
             assert v.name == f"swap_{built.name}" and c.BM == 128, key
             continue
-        if c.k_groups > 1:  # its 64x64 tiles with two k groups, each promoting its own steps
-            assert c == replace(own, bm=64, bn=64, split_k=c.split_k, cluster=1, k_groups=2, drain_every=0), key
-            tile = "bm64_bn64_kg2"
+        if c.k_groups > 1:  # its 64x64 tiles and the 64x128 ones' twin with two k groups, each promoting its steps
+            assert c == replace(own, bm=64, bn=c.bn, split_k=c.split_k, cluster=1, k_groups=2, drain_every=0), key
+            assert c.bn == 64 or (c.bn == 128 and c.split_k == 1), key
+            tile = "bm64_bn64_kg2" if c.bn == 64 else "bm64_kg2"
         else:
             assert c == replace(own, bm=c.bm, bn=c.bn, split_k=c.split_k, cluster=c.cluster), key
             tile = "bm64" if c.bm == 64 else "bn64" if c.bn == 64 else ""
@@ -1131,7 +1152,7 @@ def test_fp8s_promoted_ladder_is_one_record_with_one_axis_moved_each():
             assert c == replace(own, cluster=1) and v.name == "bn128_promote_cluster1"
             continue
         assert key == "_".join(p for p in (tile, f"splitk{c.split_k}" if c.split_k > 1 else "") if p)
-        assert v.name.startswith({"bm64": "bm64_bn128", "bn64": "bn64", "": "bn128",
+        assert v.name.startswith({"bm64": "bm64_bn128", "bn64": "bn64", "": "bn128", "bm64_kg2": "bm64_bn128_kg2",
                                   "bm64_bn64_kg2": "bm64_bn64_kg2"}[tile] + "_promote")
     # the 64x64 tiles whole and split as the other class's (the heuristic's small tiles and splits)
     assert {k for k in ladder if k.startswith("bm64_bn64_kg2")} == {

@@ -206,7 +206,8 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   *(("wgmma_tf32", v, "tf32") for v in ("swap", "swap_bm64_bn128_splitk4", "swap_bn64_splitk8",
                                                         "swap_bn192")),
                   # FP8's promoted class (promoted_ladder): its 128x128 tiles split, its 64x128 tiles (one consumer
-                  # warpgroup alternating two scratch sets) whole and split, its 128x64 tiles whole and split
+                  # warpgroup alternating two scratch sets) whole and split and their twin of two k groups, its
+                  # 128x64 tiles whole and split
                   *(("wgmma_fp8", v.name, "float8_e4m3") for v in promoted_ladder(WS_BYTES)[1].values())]
 WS_TILE_SHAPES = [(1, 1, 1), (17, 33, 65), (257, 511, 129), (1000, 1200, 800), *PERSISTENT_SHAPES, (300, 4300, 4300)]
 

@@ -277,8 +277,8 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     # Two consumer warpgroups per 64 rows, taking alternate k steps (WGMMA_WS_K_GROUPS=2): the record's k_groups, its
     # threads and its staging (the second's sums pass through it) follow; every tensor-core rung but 3xTF32 has them,
     # at 64x128 and 64x64, without a cluster and without the paced drain; the 64x64 ones also split along K (a deep K
-    # against a few tiles), up to 32 slices (tf32's also writing Bt in shared memory, FP8's also promoting each
-    # group's k steps).
+    # against a few tiles), up to 32 slices (tf32's also writing Bt in shared memory); FP8's promoted class has both
+    # tiles' builds too, each group promoting its own k steps.
     for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
         method = registry.get(name)
         twos = {v.name: v.config for v in method.variants
@@ -296,10 +296,11 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     assert {v.name for v in registry.get("wgmma_3xtf32").variants if v.config.k_groups == 2} == set()
     fp8 = registry.get("wgmma_fp8")
     promoted = {v.name: v.config for v in fp8.variants if v.config.k_groups == 2 and v.config.promote}
-    assert set(promoted) == {"bm64_bn64_kg2_promote", *(f"bm64_bn64_kg2_promote_splitk{s}" for s in WS_SMALL_SPLITS)}
-    for config in promoted.values():
-        assert config == replace(fp8.variant("bn128_promote").config, bm=SHORT_BM, bn=64, cluster=1, k_groups=2,
-                                 drain_every=0, split_k=config.split_k)
+    assert set(promoted) == {"bm64_bn128_kg2_promote", "bm64_bn64_kg2_promote",
+                             *(f"bm64_bn64_kg2_promote_splitk{s}" for s in WS_SMALL_SPLITS)}
+    for name, config in promoted.items():
+        assert config == replace(fp8.variant("bn128_promote").config, bm=SHORT_BM, bn=128 if "bn128" in name else 64,
+                                 cluster=1, k_groups=2, drain_every=0, split_k=config.split_k)
         assert "WGMMA_WS_PROMOTE=1" in config.defines and "WGMMA_WS_K_GROUPS=2" in config.defines
     tf32 = registry.get("wgmma_tf32")
     bt = {v.name: v.config for v in tf32.variants if v.config.k_groups == 2 and v.config.bt_smem}

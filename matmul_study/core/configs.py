@@ -110,6 +110,15 @@ TWIN_SHORT_TILE_STEPS = 48
 # many k steps (x cuBLASLt's promoted line, an H200; small-problems/fp8-promoted-ladder.txt): 1024x1024x8192 (64 k
 # steps) 0.90 against 0.84, but 128x4096x4096 (32) 0.96 against 0.99, 1024^3 (8) 0.96 against 1.08.
 PROMOTED_SHORT_TILE_STEPS = TWIN_SHORT_TILE_STEPS
+# FP8's promoted 64x128 tiles have a twin too (bm64_bn128_kg2_promote: two consumer warpgroups, each promoting its own
+# k steps, without a cluster), which wins only where its tiles leave SMs idle: every CTA loads all of its B tile,
+# where the single warpgroup's clusters of 2 multicast it, and with most SMs loading, that L2 traffic shows. x
+# cuBLASLt's promoted line on an H200, twin against one warpgroup (small-problems/promoted-twin-64x128-fp8.txt, the
+# twin's tiles in brackets): 768x768x12288 (72) 1.04 / 0.96, 768x1024x8192 (96) 1.14 / 1.07, 1024x768x12288 (96)
+# 0.98 / 0.89, 1536x512x16384 (96) 0.98 / 0.90, 896x896x8192 (98) 1.09 / 1.02; but 1024x1024x8192 (128) 0.88 / 0.92,
+# 2048x512x16384 (128) 0.89 / 0.90, 1536x768x12288 (144) 0.78 / 0.84, 384x4096x14336 (192) 0.77 / 0.87. So the
+# promoted class runs the twin where its tiles number at most this share of the SMs.
+PROMOTED_TWIN_FILL = 0.75
 # 64x64 tiles with two k groups, over short K (SHORT_TILE_STEPS) where they make one wave and M holds two rows of
 # them: their rate against 128x256 tiles' in the whole-tile model. At 512^3 (64 tiles, 8 k steps in fp16) on an H200
 # against 128x64 tiles (32): fp16 1.17 against 1.00 x cuBLAS, tf32 0.86 / 0.80, FP8 1.03 / 0.93, int8 1.04 / 0.95
@@ -296,7 +305,7 @@ def small_split_first(rest: Callable[[object, tuple[str, ...]], Choice], builds:
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
                        few_columns: int | None = None, own_tiles_waves: float | None = None,
-                       short_tile_steps: int | None = None
+                       short_tile_steps: int | None = None, twin_fill: float | None = None
                        ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
@@ -378,9 +387,13 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
 
     def twin_of(name: str, rows: int, problem, variants: tuple[str, ...]) -> str | None:
         """The build with two k groups that runs build `name`'s tiles of `rows` rows (TileBuilds.twins), where it runs
-        them: over two rows of tiles or more."""
+        them: over two rows of tiles or more, and with `twin_fill`, where those tiles number at most that share of
+        the SMs."""
         twin = builds.twins.get(name)
-        return twin if twin in variants and problem.m >= 2 * rows else None
+        if twin not in variants or problem.m < 2 * rows:
+            return None
+        tiles = cdiv(problem.m, rows) * cdiv(problem.n, builds.tiles[name][1])
+        return twin if twin_fill is None or tiles <= twin_fill * problem.sm_count else None
 
     def whole(problem, variants: tuple[str, ...], small: bool = True) -> _Whole:
         """The whole-tile build that gives the busiest SM the least work, the larger tile on ties, then the taller;
@@ -442,7 +455,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if twin is not None:
             name = twin
             size += (", run by two consumer warpgroups taking alternate k steps, without a cluster (over two rows of "
-                     "tiles or more faster than one)")
+                     "tiles or more" + (f", in at most {twin_fill:.0%} of the SMs," if twin_fill is not None else "")
+                     + " faster than one)")
         return Choice(name, f"{where}: {size}, the least work for the busiest SM of the whole-tile builds "
                             "(waves of its clusters x tile area / the tile's rate, a last "
                             "partial wave split by k steps where the kernel splits it)")

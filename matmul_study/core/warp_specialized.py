@@ -14,7 +14,7 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
+                                      PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
                                       SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves,
                                       few_columns_twin, few_rows_twin, narrow_twin, narrow_within_one_wave,
                                       persistent_split_k, promoted_twin_bounds, small_split_first, swapped_problem,
@@ -682,6 +682,9 @@ PROMOTE_SUFFIX = "promote"
 PROMOTED_SPLITS = {"": (4, 8, 16), f"bm{SHORT_BM}": WS_BM64_SPLITS, f"bn{NARROWEST_BN}": (4, 8)}
 # ... and its 64x64 tiles with two k groups (each promotes its own k steps), whole and split as the other class's
 PROMOTED_SMALL = f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}"
+# ... and the twin of its 64x128 tiles (TileBuilds.twins): two consumer warpgroups taking alternate k steps, each
+# promoting its own, without a cluster
+PROMOTED_TWIN = f"bm{SHORT_BM}_{K_GROUPS_SUFFIX}"
 
 
 def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
@@ -700,8 +703,10 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     moved = {"": (f"bn{NARROW_BN}", own), f"bm{SHORT_BM}": (f"bm{SHORT_BM}_bn{NARROW_BN}", replace(own, bm=SHORT_BM)),
              f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1)),
              PROMOTED_SMALL: (PROMOTED_SMALL, replace(own, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2,
-                                                      drain_every=0))}
-    splits = {**PROMOTED_SPLITS, PROMOTED_SMALL: WS_SMALL_SPLITS}
+                                                      drain_every=0)),
+             PROMOTED_TWIN: (PROMOTED_TWIN.replace(f"bm{SHORT_BM}", f"bm{SHORT_BM}_bn{NARROW_BN}"),
+                             replace(own, bm=SHORT_BM, cluster=1, k_groups=2, drain_every=0))}
+    splits = {**PROMOTED_SPLITS, PROMOTED_SMALL: WS_SMALL_SPLITS, PROMOTED_TWIN: ()}
     ladder = {}
     for key, (tile, c) in moved.items():
         for s in (1, *splits[key]):
@@ -751,7 +756,8 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     halves = {**({1: builds.small[0]} if builds.small else {}),
               **{s: name for name, (_, _, s) in builds.small_splits.items()}}
     tiles = persistent_split_k(*own.tile(), builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
-                               own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS)
+                               own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
+                               twin_fill=PROMOTED_TWIN_FILL)
     records = tile_records(as_known)
     twins = promoted_twin_bounds(narrow_twins_first(swapped_problem(
         tiles, swapped_names(as_known), deep_splits(as_known, SWAP_KEEP_SLICES), share=PROMOTED_SWAP_TRANSPOSE_SHARE,
