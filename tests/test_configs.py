@@ -1035,10 +1035,10 @@ def test_fp8s_promoted_class_runs_its_twins_where_b_s_transpose_weighs():
 
 
 def test_fp8s_promoted_class_keeps_its_own_tiles_where_its_twins_lost():
-    # configs.promoted_twin_bounds: at a few columns the class's 64x64 tiles with two k groups (300x56x6000: 1.15
-    # against the twin's 0.80), and where its pick runs 64-row tiles over a long K unless B's transpose weighs more
-    # than PROMOTED_TWIN_ROWS_SHARE of the GEMM (1024x1024x8192: 0.91 against 0.79, 2048x256x4096 1.01 / 0.84;
-    # but 128x4096x4096, 194 %: the twin's 1.46 against 1.05).
+    # configs.twin_bounds: at a few columns the class's 64x64 tiles with two k groups (300x56x6000: 1.15 against the
+    # twin's 0.80), and where its pick runs 64-row tiles over a long K unless B's transpose weighs more than
+    # TWIN_ROWS_SHARE of the GEMM (1024x1024x8192: 0.91 against 0.79, 2048x256x4096 1.01 / 0.84; but 128x4096x4096,
+    # 194 %: the twin's 1.46 against 1.05).
     fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
 
     def promoted(m, n, k):
@@ -1055,13 +1055,15 @@ def test_fp8s_promoted_class_keeps_its_own_tiles_where_its_twins_lost():
     # K = 4096), and against its whole tiles (32 steps), at a share of 10 % (4096 x 4096 x 4096).
     records = {"twin": (128, 64, 1, True), "own": (64, 128, 1, False), "own_split": (64, 128, 2, False)}
 
-    def rule(own):
-        return configs.promoted_twin_bounds(lambda p, v: configs.Choice("twin", "t"),
-                                            lambda p, v: configs.Choice(own, "o"), records, 128, 64)
+    def rule(own, **bounds):
+        return configs.twin_bounds(lambda p, v: configs.Choice("twin", "t"), lambda p, v: configs.Choice(own, "o"),
+                                   records, 128, **bounds)
 
     square = configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132)
     assert rule("own")(square, ()).variant == "own" and rule("own_split")(square, ()).variant == "twin"
-    assert rule("own")(configs.job_problem(e4m3, 0, 4096, 4096, 64, sm_count=132), ()).variant == "own"  # N = 64
+    narrow = configs.job_problem(e4m3, 0, 4096, 4096, 64, sm_count=132)
+    assert rule("own_split", few_columns=64)(narrow, ()).variant == "own_split"
+    assert rule("own_split")(narrow, ()).variant == "twin"  # no few-columns bound given
 
 
 def test_narrow_tiles_within_one_wave():

@@ -837,29 +837,33 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
     return choose
 
 
-# Where FP8's promoted class runs its twins (Cᵀ = Bᵀ·Aᵀ, each k step promoted): not at a few columns, where the
-# class's 64x64 tiles with two k groups keep their lead over the twins' half-empty 128-row tiles (x cuBLASLt's
-# promoted line on an H200, small-problems/promoted-twins-moved-fp8.txt: 300x56x6000 1.15 against the twin of 128x64
-# tiles split 8 ways 0.80, 512x64x65536 0.96 against 0.76; the twins' lead where they had one, 768x64x4096 1.12
-# against 1.04, 384x48x8192 1.23 against 1.15, is given up). Nor where the class's pick runs tiles of 64 rows, which
-# have no twin, over a long K: the twins' 128-row tiles then make half the work items, as long, and pay only where B's
-# transpose weighs more than this share of the GEMM's time (transpose_share): 2048x256x4096 (share 0.20) 1.01 against
-# the twin's 0.84, 320x1536x5120 (1.25) 1.05 / 0.92, 1024x1024x8192 (0.39) 0.91 / 0.79; but 128x4096x4096 (1.94)
-# 1.05 / 1.46, 192x2816x4096 (1.88) 1.09 / 1.21 (promoted-twins-more-fp8.txt), and every decode shape (about 2).
-PROMOTED_TWIN_ROWS_SHARE = 1.5
-PROMOTED_TWIN_LONG_STEPS = 32  # k steps a work item of the pick's: "a long K"
+# Where FP8's promoted class runs its twins (Cᵀ = Bᵀ·Aᵀ, each k step promoted): not where its pick runs tiles of 64
+# rows, which have no twin, over a long K: the twins' 128-row tiles then make half the work items, as long, and pay
+# only where B's transpose weighs more than this share of the GEMM's time (transpose_share). x cuBLASLt's promoted
+# line on an H200 (small-problems/promoted-twins-more-fp8.txt): 2048x256x4096 (share 0.20) 1.01 against the twin's
+# 0.84, 320x1536x5120 (1.25) 1.05 / 0.92, 1024x1024x8192 (0.39) 0.91 / 0.79; but 128x4096x4096 (1.94) 1.05 / 1.46,
+# 192x2816x4096 (1.88) 1.09 / 1.21, and every decode shape (about 2). The fast 8-bit classes have no such bound yet:
+# at 768x768x12288 FP8's takes the twin of 128x128 tiles, 36 work items, at 0.50x cuBLASLt's fast line
+# (promoted-twin-64x128-fp8.txt, its auto rows), where its 64x128 tiles with two k groups ran 0.86-0.90 in other runs
+# (tiles-k-groups-*.txt); int8's 1024x1024x8192 is split between runs (the twin 1.28 against those tiles' 1.11 in
+# swap-rule-*.txt, the tiles 1.38-1.47 elsewhere): a bound for them waits on both in one process.
+TWIN_ROWS_SHARE = 1.5
+TWIN_LONG_STEPS = 32  # k steps a work item of the pick's: "a long K"
+# ... nor, in FP8's promoted class, at a few columns, where its 64x64 tiles with two k groups keep their lead over the
+# twins' half-empty 128-row tiles (promoted-twins-moved-fp8.txt: 300x56x6000 1.15 against the twin of 128x64 tiles
+# split 8 ways 0.80, 512x64x65536 0.96 against 0.76; the twins' lead where they had one, 768x64x4096 1.12 against
+# 1.04, 384x48x8192 1.23 against 1.15, is given up).
 
 
-def promoted_twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice],
-                         own: Callable[[object, tuple[str, ...]], Choice],
-                         records: dict[str, tuple[int, int, int, bool]], tile_k: int, few_columns: int,
-                         long_steps: int = PROMOTED_TWIN_LONG_STEPS, share: float = PROMOTED_TWIN_ROWS_SHARE
-                         ) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of FP8's promoted class: `twins`' pick (its rules with the twins that compute Cᵀ = Bᵀ·Aᵀ), but
-    `own`'s (its rules without them) where `twins` takes a twin and C has at most `few_columns` columns, or where
-    `own`'s pick runs tiles of fewer rows than the twin's over at least `long_steps` k steps of `tile_k` a work item
-    and the transpose of B would take less than `share` of the GEMM's time (`records`: build -> rows and columns of
-    its tiles, slices of K and whether it computes Cᵀ)."""
+def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callable[[object, tuple[str, ...]], Choice],
+                records: dict[str, tuple[int, int, int, bool]], tile_k: int, few_columns: int = 0,
+                long_steps: int = TWIN_LONG_STEPS, share: float = TWIN_ROWS_SHARE
+                ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`twins`' pick (a rung's rules with the twins that compute Cᵀ = Bᵀ·Aᵀ), but `own`'s (its rules without them)
+    where `twins` takes a twin and `own`'s pick runs tiles of fewer rows than the twin's over at least `long_steps` k
+    steps of `tile_k` a work item and the transpose of B would take less than `share` of the GEMM's time, or where C
+    has at most `few_columns` columns (`records`: build -> rows and columns of its tiles, slices of K and whether it
+    computes Cᵀ)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = twins(problem, variants)

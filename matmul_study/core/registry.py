@@ -30,13 +30,12 @@ from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Me
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
                                                 SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
-                                                bt_smem_variants, deep_splits, few_columns_twins_first,
-                                                few_rows_twins_first, fp8_block_variants, narrow_twins_first,
-                                                promote_chunk_variants, promoted_class_choose, promoted_ladder,
-                                                promoted_variants, small_splits_first, swap_twins, swap_variants,
-                                                swapped_names, whole_small_first, ws_bm64_variants, ws_bn128_variants,
-                                                ws_bn192_variant, ws_bn64_variants, ws_k_group_variants, ws_rung,
-                                                ws_tile_builds, ws_variants)
+                                                bt_smem_variants, bytes_choose, few_columns_twins_first,
+                                                few_rows_twins_first, fp8_block_variants, promote_chunk_variants,
+                                                promoted_class_choose, promoted_ladder, promoted_variants,
+                                                small_splits_first, swap_twins, swap_variants, ws_bm64_variants,
+                                                ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
+                                                ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
 
@@ -467,18 +466,9 @@ METHODS: dict[str, Method] = {
             "wgmma's A",
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
-            # its builds' twins (Cᵀ = Bᵀ·Aᵀ, no transpose of B) where that transpose would cost enough
-            # (of the 128x64 tiles where those make more work items in one wave: narrow_twins_first), where the
-            # pick leaves most SMs idle, the 64x64 splits (small_splits_first), and at a few columns and a K of
-            # 8-32 k steps the whole 64x64 tiles where they make a quarter to half a wave (whole_small_first)
-            choose=whole_small_first(small_splits_first(narrow_twins_first(configs.swapped_problem(
-                configs.persistent_split_k(*WS_BYTES.tile(), narrow_n=NARROW_BN,
-                                           builds=ws_tile_builds(WS_BYTES, WS_INT8_VARIANTS),
-                                           few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                           own_tiles_waves=1),
-                swapped_names(WS_INT8_VARIANTS), deep_splits(WS_INT8_VARIANTS, configs.SWAP_KEEP_SLICES)),
-                WS_BYTES, WS_INT8_VARIANTS), WS_BYTES, WS_INT8_VARIANTS), WS_BYTES, WS_INT8_VARIANTS,
-                configs.FEW_COLUMNS_WHOLE_SMALL),
+            # the 8-bit heuristic (warp_specialized.bytes_choose), its own tiles without a cluster within one wave
+            choose=bytes_choose(WS_BYTES, WS_INT8_VARIANTS, narrow_n=NARROW_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
+                                own_tiles_waves=1),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -488,12 +478,7 @@ METHODS: dict[str, Method] = {
             "read into registers as wgmma's A)",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
-            choose=whole_small_first(small_splits_first(narrow_twins_first(configs.swapped_problem(
-                configs.persistent_split_k(*WS_BYTES.tile(), builds=ws_tile_builds(WS_BYTES, WS_FP8_VARIANTS),
-                                           own_tiles=configs.FP8_OWN_TILES, few_columns=NARROWEST_BN),
-                swapped_names(WS_FP8_VARIANTS), deep_splits(WS_FP8_VARIANTS, configs.SWAP_KEEP_SLICES)),
-                WS_BYTES, WS_FP8_VARIANTS), WS_BYTES, WS_FP8_VARIANTS), WS_BYTES, WS_FP8_VARIANTS,
-                configs.FEW_COLUMNS_WHOLE_SMALL),
+            choose=bytes_choose(WS_BYTES, WS_FP8_VARIANTS, own_tiles=configs.FP8_OWN_TILES),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an

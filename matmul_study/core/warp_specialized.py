@@ -13,12 +13,12 @@ from dataclasses import dataclass, replace
 from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import (DEFAULT, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
-                                      PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
-                                      SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves,
-                                      few_columns_twin, few_rows_twin, narrow_twin, narrow_within_one_wave,
-                                      persistent_split_k, promoted_twin_bounds, small_split_first, swapped_problem,
-                                      whole_small_tiles, within_class)
+from matmul_study.core.configs import (DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_WAVES,
+                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL,
+                                       PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+                                       SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
+                                       few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
+                                       small_split_first, swapped_problem, twin_bounds, whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -687,6 +687,21 @@ PROMOTED_SMALL = f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}"
 PROMOTED_TWIN = f"bm{SHORT_BM}_{K_GROUPS_SUFFIX}"
 
 
+def bytes_choose(base: WsConfig, variants: tuple[Variant, ...], **tile_options
+                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of an 8-bit rung (its fast class for FP8): the split-K heuristic over its tile builds
+    (configs.persistent_split_k, with `tile_options`); their twins that compute Cᵀ = Bᵀ·Aᵀ where B's transpose would
+    cost enough (configs.swapped_problem), of the 128x64 tiles where those make more work items in one wave
+    (narrow_twins_first); where the pick leaves most SMs idle, the 64x64 splits (small_splits_first); and at a few
+    columns and a K of 8-32 k steps the whole 64x64 tiles where they make a quarter to half a wave
+    (whole_small_first)."""
+    tiles = persistent_split_k(*base.tile(), builds=ws_tile_builds(base, variants), few_columns=NARROWEST_BN,
+                               **tile_options)
+    twins = narrow_twins_first(swapped_problem(tiles, swapped_names(variants), deep_splits(variants, SWAP_KEEP_SLICES)),
+                               base, variants)
+    return whole_small_first(small_splits_first(twins, base, variants), base, variants, FEW_COLUMNS_WHOLE_SMALL)
+
+
 def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     """The ladder of a rung's promoted class (FP8: cuBLASLt's default class), whose record is the rung's 128x128 tiles
     with promoted sums (bn128_promote, promoted_variants: three accumulator sets fit a consumer there): that record,
@@ -749,7 +764,7 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     that compute Cᵀ = Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
     PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past a wave, configs.narrow_within_one_wave), of
     the 128x64 tiles where those make more work items in one wave (narrow_twins_first), but not at a few columns nor
-    against 64-row tiles over a long K (configs.promoted_twin_bounds)."""
+    against 64-row tiles over a long K (configs.twin_bounds)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     builds = ws_tile_builds(own, as_known)
@@ -759,10 +774,10 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
                                own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
                                twin_fill=PROMOTED_TWIN_FILL)
     records = tile_records(as_known)
-    twins = promoted_twin_bounds(narrow_twins_first(swapped_problem(
+    twins = twin_bounds(narrow_twins_first(swapped_problem(
         tiles, swapped_names(as_known), deep_splits(as_known, SWAP_KEEP_SLICES), share=PROMOTED_SWAP_TRANSPOSE_SHARE,
         transposed_rest=narrow_within_one_wave(tiles, records, NARROWEST_BN)), own, as_known),
-        tiles, records, own.bk, NARROWEST_BN)
+        tiles, records, own.bk, few_columns=NARROWEST_BN)
     rest = whole_small_first(few_columns_halves(small_splits_first(twins, own, as_known), records, halves, own.bk),
                              own, as_known)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
