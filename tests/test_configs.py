@@ -848,7 +848,7 @@ PROMOTED_PICKS = {(128, 4096, 4096): "swap_bn64_promote",  # 1.44-1.46; 64x64 ti
                   (64, 4096, 4096): "swap_bn64_promote_splitk4",  # 1.99-2.01; bm64_bn128_promote_splitk4 0.89-0.90
                   (256, 256, 8192): "bm64_bn128_promote_splitk16",  # 1.00-1.03; bn64_promote_splitk8 1.10-1.11
                   # 64 k steps: its 64x128 tiles, not 128x64 ones (configs.PROMOTED_SHORT_TILE_STEPS), nor a twin
-                  # (configs.promoted_twin_bounds)
+                  # (configs.twin_bounds)
                   (1024, 1024, 8192): "bm64_bn128_promote"}  # 0.90-0.91; bn64_promote 0.84; its twin 0.79
 
 
@@ -1085,12 +1085,12 @@ PROMOTED_TWIN_SWEEPS = sorted((REPO / "results/reference/NVIDIA_H200/small-probl
 # cuBLASLt's promoted line): 128x4096x4096, the twin of 128x64 tiles at 1.44-1.46, of 128x128 ones split 4 ways at
 # 1.62 (a split of 2 the class has not); held out: 1400^3 the twin of 128x128 tiles at 0.98, the class's own 1.05;
 # 256x1408x4096, the twin of 128x64 tiles at 0.99, the 64x64 tiles with two k groups 1.10; the twins kept out by
-# promoted_twin_bounds or below the bar where they led: 384x2048x7168 (64x128 tiles over 56 k steps, B's transpose
+# twin_bounds or below the bar where they led: 384x2048x7168 (64x128 tiles over 56 k steps, B's transpose
 # 104 %; run by their twin of two k groups, 96 tiles) 0.95 against 1.15-1.16 (one warpgroup 0.98-1.01),
 # 3200x1600x1600 (12 %) 0.81 / 0.86, 3000x160x2000 (10 %) 0.88 / 0.95, 768x64x4096 (a few columns) 1.04 / 1.12,
 # 384x48x8192 1.15 / 1.23; 100x256x10000, the 64x128 tiles split 16 ways (a deep split, which the twins' rule keeps)
 # 1.05 against the twin of 128x64 tiles split 8 ways 1.55. Held out after the 64x128 tiles' twin of two k groups
-# (promoted-twins-64x128-held-out-fp8.txt), the twin of 128x64 tiles over Cᵀ, which promoted_twin_bounds keeps out
+# (promoted-twins-64x128-held-out-fp8.txt), the twin of 128x64 tiles over Cᵀ, which twin_bounds keeps out
 # against 64-row tiles over a long K, led by more: 512x1536x12288 (B's transpose 78 %) 1.03 against that twin of
 # two k groups' 0.96, 960x1024x8192 (42 %) 1.02 against one warpgroup's 0.91, 1280x768x8192 (31 %) 0.96 / 0.87; it
 # lost at 640x1024x8192 (63 %) 0.94 / 1.03 and 1152x640x8192 (35 %) 0.94 / 1.07, so the transpose's share does not
