@@ -842,11 +842,15 @@ def swapped_problem(rest: Callable[[object, tuple[str, ...]], Choice], twins: di
 # only where B's transpose weighs more than this share of the GEMM's time (transpose_share). x cuBLASLt's promoted
 # line on an H200 (small-problems/promoted-twins-more-fp8.txt): 2048x256x4096 (share 0.20) 1.01 against the twin's
 # 0.84, 320x1536x5120 (1.25) 1.05 / 0.92, 1024x1024x8192 (0.39) 0.91 / 0.79; but 128x4096x4096 (1.94) 1.05 / 1.46,
-# 192x2816x4096 (1.88) 1.09 / 1.21, and every decode shape (about 2). The fast 8-bit classes have no such bound yet:
-# at 768x768x12288 FP8's takes the twin of 128x128 tiles, 36 work items, at 0.50x cuBLASLt's fast line
-# (promoted-twin-64x128-fp8.txt, its auto rows), where its 64x128 tiles with two k groups ran 0.86-0.90 in other runs
-# (tiles-k-groups-*.txt); int8's 1024x1024x8192 is split between runs (the twin 1.28 against those tiles' 1.11 in
-# swap-rule-*.txt, the tiles 1.38-1.47 elsewhere): a bound for them waits on both in one process.
+# 192x2816x4096 (1.88) 1.09 / 1.21, and every decode shape (about 2). The fast 8-bit classes (FP8's fast
+# accumulation, int8) bound their twins by work items instead (by_items): where the twin's fill at most half the SMs
+# and the own pick makes more, its tiles keep their place (x the vendor line of the class on an H200,
+# small-problems/twin-bound-fast-moved.txt): FP8 768x768x12288 the 64x128 tiles of two k groups 0.91 against the
+# twin's 0.51 (36 items), 4096x128x16384 1.05 / 0.53, int8 4096x128x32768 1.03 / 0.45, 768x768x12288 1.07 / 0.62;
+# the twin kept its lead where it filled more (FP8 640x768x16384, 72 items: 0.95 against 0.85; 3072x1024x4096, 128:
+# 1.28 / 0.86) or made as many (1024x1024x8192: FP8 0.90 / 0.86, int8 1.29 / 1.20). Held out (24 random shapes
+# the bound moved, twin-bound-fast-held-out.txt): 22 ran faster on the own pick (int8 2880x128x26624 1.02 against
+# 0.39), two slower (FP8 1120x320x25088 0.64 / 0.76, 3904x192x8704 0.62 / 0.65).
 TWIN_ROWS_SHARE = 1.5
 TWIN_LONG_STEPS = 32  # k steps a work item of the pick's: "a long K"
 # ... nor, in FP8's promoted class, at a few columns, where its 64x64 tiles with two k groups keep their lead over the
@@ -857,13 +861,14 @@ TWIN_LONG_STEPS = 32  # k steps a work item of the pick's: "a long K"
 
 def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callable[[object, tuple[str, ...]], Choice],
                 records: dict[str, tuple[int, int, int, bool]], tile_k: int, few_columns: int = 0,
-                long_steps: int = TWIN_LONG_STEPS, share: float = TWIN_ROWS_SHARE
+                long_steps: int = TWIN_LONG_STEPS, share: float = TWIN_ROWS_SHARE, by_items: bool = False
                 ) -> Callable[[object, tuple[str, ...]], Choice]:
     """`twins`' pick (a rung's rules with the twins that compute Cᵀ = Bᵀ·Aᵀ), but `own`'s (its rules without them)
     where `twins` takes a twin and `own`'s pick runs tiles of fewer rows than the twin's over at least `long_steps` k
     steps of `tile_k` a work item and the transpose of B would take less than `share` of the GEMM's time, or where C
     has at most `few_columns` columns (`records`: build -> rows and columns of its tiles, slices of K and whether it
-    computes Cᵀ)."""
+    computes Cᵀ). `by_items`: instead of the rows, where the twin's work items would fill at most half the SMs and
+    `own`'s pick makes more (a twin of 128x64 tiles against 64x128 ones makes as many, and keeps its place)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = twins(problem, variants)
@@ -874,12 +879,15 @@ def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callabl
         if problem.n <= few_columns:
             return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: C's {problem.n} columns would fill at "
                                         f"most half of its {twin[0]}-row tiles")
-        rows, _, slices, _ = records.get(kept.variant, twin)  # (the record's own tiles: the twin's 128 rows)
+        rows, cols, slices, _ = records.get(kept.variant, twin)  # (the record's own tiles: the twin's 128 rows)
         steps, estimated = cdiv(cdiv(problem.k, tile_k), slices), transpose_share(problem)
-        if rows < twin[0] and steps >= long_steps and estimated < share:
-            return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: its {twin[0]}-row tiles would make half "
-                                        f"the work items of {steps} k steps, and the transpose of B would take "
-                                        f"{estimated:.0%} of the GEMM's time (less than {share:.0%})")
+        ours = cdiv(problem.m, rows) * cdiv(problem.n, cols) * slices
+        theirs = cdiv(problem.n, twin[0]) * cdiv(problem.m, twin[1]) * twin[2]
+        few = theirs < ours and 2 * theirs <= problem.sm_count if by_items else rows < twin[0]
+        if few and steps >= long_steps and estimated < share:
+            return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: its {twin[0]}x{twin[1]} tiles would make "
+                                        f"{theirs} work items against {ours}, of {steps} k steps, and the transpose "
+                                        f"of B would take {estimated:.0%} of the GEMM's time (less than {share:.0%})")
         return picked
 
     return choose

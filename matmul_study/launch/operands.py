@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from matmul_study.core.specs import cdiv
+
 TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
 
 
@@ -101,6 +103,10 @@ class PitchedOperand:
 
 
 TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
+# Bᵀ's rows start on 128-byte lines: where K's bytes are not a multiple of 128, a tensor map's box rows (128 bytes
+# of K) straddle two lines each, and the 8-bit rungs' builds without a cluster ran far behind (an H200, x cuBLASLt's
+# fast line, 4096x4096x4080: cluster1 0.71 against 0.98 with the rows padded; small-problems/bt-pitch-*.txt).
+TRANSPOSED_ROW_BYTES = 128
 
 
 class ByteTransposedOperand(PitchedOperand):
@@ -131,12 +137,13 @@ class ByteTransposedOperand(PitchedOperand):
 
 
 def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str) -> PitchedOperand:
-    """Bᵀ of a 1-byte B (rows x cols) for a kernel that reads B K-major: the byte transpose. (32-bit operands come
-    transposed from their method's pre-pass: wgmma_tf32's, 3xTF32's.)"""
+    """Bᵀ of a 1-byte B (rows x cols) for a kernel that reads B K-major: the byte transpose, each of its rows
+    starting on a 128-byte line (TRANSPOSED_ROW_BYTES). (32-bit operands come transposed from their method's
+    pre-pass: wgmma_tf32's, 3xTF32's.)"""
     if itemsize != 1:
         raise ValueError(f"B is transposed by the launcher only for 1-byte storage, not {storage}: a method with "
                          "32-bit operands read K-major writes Bᵀ in its pre-pass (specs.Prepass)")
-    return ByteTransposedOperand(source, rows, cols)
+    return ByteTransposedOperand(source, rows, cols, min_pitch=cdiv(rows, TRANSPOSED_ROW_BYTES) * TRANSPOSED_ROW_BYTES)
 
 
 class PrepassOperand:
