@@ -883,7 +883,7 @@ def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callabl
         steps, estimated = cdiv(cdiv(problem.k, tile_k), slices), transpose_share(problem)
         ours = cdiv(problem.m, rows) * cdiv(problem.n, cols) * slices
         theirs = cdiv(problem.n, twin[0]) * cdiv(problem.m, twin[1]) * twin[2]
-        few = theirs < ours and 2 * theirs <= problem.sm_count if by_items else rows < twin[0]
+        few = (theirs < ours and 2 * theirs <= problem.sm_count) if by_items else rows < twin[0]
         if few and steps >= long_steps and estimated < share:
             return Choice(kept.variant, f"{kept.reason}; not a twin over Cᵀ: its {twin[0]}x{twin[1]} tiles would make "
                                         f"{theirs} work items against {ours}, of {steps} k steps, and the transpose "

@@ -693,9 +693,9 @@ def bytes_choose(base: WsConfig, variants: tuple[Variant, ...], **tile_options
     (configs.persistent_split_k, with `tile_options`); their twins that compute Cᵀ = Bᵀ·Aᵀ where B's transpose would
     cost enough (configs.swapped_problem), of the 128x64 tiles where those make more work items in one wave
     (narrow_twins_first), but not where the twin's work items would fill at most half the SMs over a long K and the
-    tiles' own pick makes more (configs.twin_bounds, by items); where the pick leaves most SMs idle, the 64x64 splits (small_splits_first); and at a few
-    columns and a K of 8-32 k steps the whole 64x64 tiles where they make a quarter to half a wave
-    (whole_small_first)."""
+    tiles' own pick makes more (configs.twin_bounds, by items); where the pick leaves most SMs idle, the 64x64
+    splits (small_splits_first); and at a few columns and a K of 8-32 k steps the whole 64x64 tiles where they make a
+    quarter to half a wave (whole_small_first)."""
     tiles = persistent_split_k(*base.tile(), builds=ws_tile_builds(base, variants), few_columns=NARROWEST_BN,
                                **tile_options)
     twins = twin_bounds(narrow_twins_first(swapped_problem(tiles, swapped_names(variants),

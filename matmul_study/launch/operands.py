@@ -105,7 +105,7 @@ class PitchedOperand:
 TRANSPOSE_TILE = 64  # kernels/transpose_bytes.cu: a block of 256 threads per 64 x 64 tile
 # Bᵀ's rows start on 128-byte lines: where K's bytes are not a multiple of 128, a tensor map's box rows (128 bytes
 # of K) straddle two lines each, and the 8-bit rungs' builds without a cluster ran far behind (an H200, x cuBLASLt's
-# fast line, 4096x4096x4080: cluster1 0.71 against 0.98 with the rows padded; small-problems/bt-pitch-*.txt).
+# fast line, 4096x4096x4080: cluster1 0.72 against 0.99 with the rows padded; small-problems/bt-pitch-*.txt).
 TRANSPOSED_ROW_BYTES = 128
 
 
