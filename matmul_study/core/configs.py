@@ -209,6 +209,17 @@ PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to
                                         "clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, on an H200), "
                                         "slower at 8192^3")
 PROMOTED_OWN_TILES_WAVES = 8
+# FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes), whose A rows then start off
+# the 128-byte lines and whose last k step is partial (own_tiles_whole_k): the promoted class's own 128x128 tiles and
+# the fast class's (twins too). x the vendor line of the class on an H200, two rounds in one process, clusters of 2
+# against none (small-problems/fp8-whole-k-*.txt; M x N x K): promoted 4096x4096x6000 0.95 against 0.81,
+# 3000x5000x4000 0.89 / 0.81, 4096x2048x7000 0.99 / 0.90, 4096x4096x2000 0.96 / 0.89, 5000x3000x3000 0.89 / 0.83,
+# 3072x3072x4000 0.95 / 0.90, 4096x4096x4000 0.98 / 0.90, 2048x2048x2000 0.97 / 0.95 (2048x2048x3000 0.99 / 1.00);
+# the fast class's twins 4096x4096x6000 1.14 / 1.00, 2048x4096x2000 1.28 / 1.15, 2048x2048x2000 1.30 / 1.22,
+# 4000^3 1.07 / 1.06. Where K is whole the rules above stand (2048^3: promoted 1.03 without against 0.96, the fast
+# twin 1.26 / 1.18). Not the promoted class's twins, which ran faster without a cluster at 3 of 4 such K
+# (1536x2048x3000 1.08-1.10 against 1.02-1.03; 2048x4096x2000 1.17 / 1.23), nor int8's (2 of 3).
+OWN_TILES_WHOLE_K = "FP8's rows of A off the 128-byte lines and a partial last k step: the clusters' multicast pays"
 
 
 class _Whole(NamedTuple):
@@ -305,8 +316,8 @@ def small_split_first(rest: Callable[[object, tuple[str, ...]], Choice], builds:
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
                        few_columns: int | None = None, own_tiles_waves: float | None = None,
-                       short_tile_steps: int | None = None, twin_fill: float | None = None
-                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+                       short_tile_steps: int | None = None, twin_fill: float | None = None,
+                       own_tiles_whole_k: bool = False) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -370,6 +381,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
     cluster (FP8_OWN_TILES). `own_tiles_waves`: only where the default tiles make at most that many waves (int8's,
     16-bit's and tf32's: one, ONE_WAVE_OWN_TILES; FP8's promoted class: PROMOTED_OWN_TILES_WAVES).
+    `own_tiles_whole_k`: only where K is a whole number of k steps of `tile_k` (FP8: OWN_TILES_WHOLE_K).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -468,6 +480,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if (own_tiles_waves is not None
                 and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > own_tiles_waves * problem.sm_count):
             return picked
+        if own_tiles_whole_k and problem.k % tile_k:
+            return Choice(picked.variant, f"{picked.reason}; in its clusters, as K = {problem.k} is no whole number "
+                                          f"of {tile_k}-deep k steps ({OWN_TILES_WHOLE_K})")
         return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
 
     def columns(problem, variants: tuple[str, ...]) -> Choice:

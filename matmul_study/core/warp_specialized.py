@@ -758,7 +758,8 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
 def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung's promoted class (Method.class_choose): the split-K heuristic of the rung's other
     class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
-    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves, 128x64
+    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves where K
+    is whole k steps (the twins' at any K: configs.OWN_TILES_WHOLE_K), 128x64
     tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
     their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a
     few columns the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps
@@ -772,13 +773,15 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     builds = ws_tile_builds(own, as_known)
     halves = {**({1: builds.small[0]} if builds.small else {}),
               **{s: name for name, (_, _, s) in builds.small_splits.items()}}
-    tiles = persistent_split_k(*own.tile(), builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
-                               own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
-                               twin_fill=PROMOTED_TWIN_FILL)
+    options = dict(builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
+                   own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
+                   twin_fill=PROMOTED_TWIN_FILL)
+    tiles = persistent_split_k(*own.tile(), **options, own_tiles_whole_k=True)
+    twin_tiles = persistent_split_k(*own.tile(), **options)  # the twins' own tiles without a cluster at any K
     records = tile_records(as_known)
     twins = twin_bounds(narrow_twins_first(swapped_problem(
         tiles, swapped_names(as_known), deep_splits(as_known, SWAP_KEEP_SLICES), share=PROMOTED_SWAP_TRANSPOSE_SHARE,
-        transposed_rest=narrow_within_one_wave(tiles, records, NARROWEST_BN)), own, as_known),
+        transposed_rest=narrow_within_one_wave(twin_tiles, records, NARROWEST_BN)), own, as_known),
         tiles, records, own.bk, few_columns=NARROWEST_BN)
     rest = whole_small_first(few_columns_halves(small_splits_first(twins, own, as_known), records, halves, own.bk),
                              own, as_known)
