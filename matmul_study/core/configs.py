@@ -209,17 +209,22 @@ PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to
                                         "clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, on an H200), "
                                         "slower at 8192^3")
 PROMOTED_OWN_TILES_WAVES = 8
-# FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes), whose A rows then start off
-# the 128-byte lines and whose last k step is partial (own_tiles_whole_k): the promoted class's own 128x128 tiles and
-# the fast class's (twins too). x the vendor line of the class on an H200, two rounds in one process, clusters of 2
-# against none (small-problems/fp8-whole-k-*.txt; M x N x K): promoted 4096x4096x6000 0.95 against 0.81,
-# 3000x5000x4000 0.89 / 0.81, 4096x2048x7000 0.99 / 0.90, 4096x4096x2000 0.96 / 0.89, 5000x3000x3000 0.89 / 0.83,
-# 3072x3072x4000 0.95 / 0.90, 4096x4096x4000 0.98 / 0.90, 2048x2048x2000 0.97 / 0.95 (2048x2048x3000 0.99 / 1.00);
-# the fast class's twins 4096x4096x6000 1.14 / 1.00, 2048x4096x2000 1.28 / 1.15, 2048x2048x2000 1.30 / 1.22,
-# 4000^3 1.07 / 1.06. Where K is whole the rules above stand (2048^3: promoted 1.03 without against 0.96, the fast
-# twin 1.26 / 1.18). Not the promoted class's twins, which ran faster without a cluster at 3 of 4 such K
-# (1536x2048x3000 1.08-1.10 against 1.02-1.03; 2048x4096x2000 1.17 / 1.23), nor int8's (2 of 3).
-OWN_TILES_WHOLE_K = "FP8's rows of A off the 128-byte lines and a partial last k step: the clusters' multicast pays"
+# FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
+# 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (part_k_cluster_waves): the
+# fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past
+# PART_K_TWIN_WAVES waves. x the vendor line of the class on an H200, clusters of 2 against none, M x N x K
+# (small-problems/part-k-fit-*.txt; held out, measured after: *part-k-held-out*.txt):
+# promoted own tiles 4096x4096x6000 0.95 against 0.81, 3000x5000x4000 0.89 / 0.81, 4096x2048x7000 0.99 / 0.90,
+# 4096x4096x4000 0.98 / 0.90, 3072x3072x4000 0.95 / 0.90, held out 3500x3500x5000 0.91 / 0.80, 3300^3 0.97 / 0.88,
+# 6000x2000x3000 0.93 / 0.88, 5000x5000x3000 0.88 / 0.82 (not 3000x2000x1500, 0.99 / 1.02); the fast class's twins
+# 4096x4096x6000 1.14 / 1.00, 2048x4096x2000 1.28 / 1.15, held out 3500x3500x5000 1.00 / 0.76, 3300^3 0.98 / 0.77,
+# 2000x6000x1000 1.22 / 1.06, and its own tiles 16384x2048x6000 1.01 / 0.97; the promoted twins past 2.5 waves
+# 2048x4096x2000 1.23 / 1.17, held out 3300^3 0.90 / 0.73, 2500x3500x2500 0.90 / 0.75, 6000x2000x3000 0.85 / 0.77,
+# 2000x6000x1000 1.06 / 0.95, but within two waves without (1536x2048x3000 1.02-1.03 / 1.08-1.10, 2048x2048x3000
+# 1.18 / 1.24). Where K is whole the rules above stand (2048^3: promoted 0.96 against 1.03, the fast twin 1.18 /
+# 1.26). int8's twins, with 2 of 3 such K faster without a cluster, keep ONE_WAVE_OWN_TILES.
+PART_K_CLUSTERS = "FP8's rows of A off the 128-byte lines and a partial last k step: the clusters' multicast pays"
+PART_K_TWIN_WAVES = 2.5  # between 256 tiles (1.9 waves: faster without) and 384 (2.9: faster in clusters)
 
 
 class _Whole(NamedTuple):
@@ -317,7 +322,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
                        few_columns: int | None = None, own_tiles_waves: float | None = None,
                        short_tile_steps: int | None = None, twin_fill: float | None = None,
-                       own_tiles_whole_k: bool = False) -> Callable[[object, tuple[str, ...]], Choice]:
+                       part_k_cluster_waves: float | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -381,7 +386,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
     cluster (FP8_OWN_TILES). `own_tiles_waves`: only where the default tiles make at most that many waves (int8's,
     16-bit's and tf32's: one, ONE_WAVE_OWN_TILES; FP8's promoted class: PROMOTED_OWN_TILES_WAVES).
-    `own_tiles_whole_k`: only where K is a whole number of k steps of `tile_k` (FP8: OWN_TILES_WHOLE_K).
+    `part_k_cluster_waves`: not where K is no whole number of k steps of `tile_k` and the default tiles make more
+    than that many waves (FP8: PART_K_CLUSTERS).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -480,9 +486,10 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if (own_tiles_waves is not None
                 and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > own_tiles_waves * problem.sm_count):
             return picked
-        if own_tiles_whole_k and problem.k % tile_k:
+        if (part_k_cluster_waves is not None and problem.k % tile_k
+                and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > part_k_cluster_waves * problem.sm_count):
             return Choice(picked.variant, f"{picked.reason}; in its clusters, as K = {problem.k} is no whole number "
-                                          f"of {tile_k}-deep k steps ({OWN_TILES_WHOLE_K})")
+                                          f"of {tile_k}-deep k steps ({PART_K_CLUSTERS})")
         return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
 
     def columns(problem, variants: tuple[str, ...]) -> Choice:

@@ -478,8 +478,8 @@ METHODS: dict[str, Method] = {
             "read into registers as wgmma's A)",
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
-            # the 8-bit heuristic, its own tiles without a cluster where K is whole k steps (configs.OWN_TILES_WHOLE_K)
-            choose=bytes_choose(WS_BYTES, WS_FP8_VARIANTS, own_tiles=configs.FP8_OWN_TILES, own_tiles_whole_k=True),
+            # the 8-bit heuristic, its own tiles without a cluster where K is whole k steps (configs.PART_K_CLUSTERS)
+            choose=bytes_choose(WS_BYTES, WS_FP8_VARIANTS, own_tiles=configs.FP8_OWN_TILES, part_k_cluster_waves=0),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an
