@@ -220,7 +220,7 @@ PROMOTED_OWN_TILES_WAVES = 8
 # 4096x4096x6000 1.14 / 1.00, 2048x4096x2000 1.28 / 1.15, held out 3500x3500x5000 1.00 / 0.76, 3300^3 0.98 / 0.77,
 # 2000x6000x1000 1.22 / 1.06, and its own tiles 16384x2048x6000 1.01 / 0.97; the promoted twins past 2.5 waves
 # 2048x4096x2000 1.23 / 1.17, held out 3300^3 0.90 / 0.73, 2500x3500x2500 0.90 / 0.75, 6000x2000x3000 0.85 / 0.77,
-# 2000x6000x1000 1.06 / 0.95, but within two waves without (1536x2048x3000 1.02-1.03 / 1.08-1.10, 2048x2048x3000
+# 2000x6000x1000 1.06 / 0.95, but within them faster without (1536x2048x3000 1.02-1.03 / 1.08-1.10, 2048x2048x3000
 # 1.18 / 1.24). Where K is whole the rules above stand (2048^3: promoted 0.96 against 1.03, the fast twin 1.18 /
 # 1.26). int8's twins, with 2 of 3 such K faster without a cluster, keep ONE_WAVE_OWN_TILES.
 PART_K_CLUSTERS = "FP8's rows of A off the 128-byte lines and a partial last k step: the clusters' multicast pays"

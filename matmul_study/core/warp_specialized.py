@@ -14,8 +14,9 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PART_K_TWIN_WAVES, PROMOTED_OWN_TILES,
-                                       PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL,
-                                       PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+                                       PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
+                                       PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL,
+                                       SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
                                        few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
                                        small_split_first, swapped_problem, twin_bounds, whole_small_tiles, within_class)
