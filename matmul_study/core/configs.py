@@ -209,6 +209,15 @@ PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to
                                         "clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, on an H200), "
                                         "slower at 8192^3")
 PROMOTED_OWN_TILES_WAVES = 8
+# ... its own tiles by their k steps an SM instead (own_tiles_steps), as many as 8 waves of 32 k steps, where the
+# waves were fitted (small-problems/promoted-deep-whole-k-1.txt, one round, x the promoted line, clusters of 2
+# against none, K whole): 4096x4096x8192 (7.8 waves of 64 k steps, 496 an SM) 0.96 against 0.86, 3072x3072x8192
+# (279) 0.95 / 0.84, 3072x3072x12288 (419) 0.96 / 0.89, 4096x4096x5120 (310) 0.97 / 0.94; at 248 an SM or fewer the
+# tiles without a cluster as fast or faster: 4096x2048x8192 0.96 / 0.97, 2048x2048x16384 0.95 / 0.96, 3584x3584x4096
+# (32 k steps) 0.97 / 0.99, 4096^3 0.96 / 0.96. Not the twins (PROMOTED_OWN_TILES_WAVES), nor block-scaled FP8, whose
+# 4096x4096x14336 (871 an SM) ran as fast without a cluster.
+PROMOTED_OWN_TILES_STEPS = 256
+PROMOTED_OWN_TILES_STEPS_WHY = "the cluster's multicast of B saves more the longer each SM streams"
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
 # 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (part_k_cluster_waves): the
 # fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past
@@ -322,7 +331,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
                        few_columns: int | None = None, own_tiles_waves: float | None = None,
                        short_tile_steps: int | None = None, twin_fill: float | None = None,
-                       part_k_cluster_waves: float | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
+                       part_k_cluster_waves: float | None = None, own_tiles_steps: float | None = None
+                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -387,7 +397,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     cluster (FP8_OWN_TILES). `own_tiles_waves`: only where the default tiles make at most that many waves (int8's,
     16-bit's and tf32's: one, ONE_WAVE_OWN_TILES; FP8's promoted class: PROMOTED_OWN_TILES_WAVES).
     `part_k_cluster_waves`: not where K is no whole number of k steps of `tile_k` and the default tiles make more
-    than that many waves (FP8: PART_K_CLUSTERS).
+    than that many waves (FP8: PART_K_CLUSTERS). `own_tiles_steps`: only where the default tiles' k steps, all of
+    them over the SMs, are at most that many an SM (FP8's promoted class: PROMOTED_OWN_TILES_STEPS).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -486,6 +497,11 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if (own_tiles_waves is not None
                 and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > own_tiles_waves * problem.sm_count):
             return picked
+        tiles, k_steps = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n), cdiv(problem.k, tile_k)
+        if own_tiles_steps is not None and tiles * k_steps > own_tiles_steps * problem.sm_count:
+            return Choice(picked.variant, f"{picked.reason}; in its clusters, as {tiles} tiles of {k_steps} k steps "
+                                          f"are {tiles * k_steps / problem.sm_count:.0f} an SM, more than "
+                                          f"{own_tiles_steps:g} ({PROMOTED_OWN_TILES_STEPS_WHY})")
         if (part_k_cluster_waves is not None and problem.k % tile_k
                 and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > part_k_cluster_waves * problem.sm_count):
             return Choice(picked.variant, f"{picked.reason}; in its clusters, as K = {problem.k} is no whole number "

@@ -14,7 +14,7 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PART_K_TWIN_WAVES, PROMOTED_OWN_TILES,
-                                       PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
+                                       PROMOTED_OWN_TILES_STEPS, PROMOTED_OWN_TILES_WAVES, PROMOTED_SHORT_TILE_STEPS,
                                        PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL,
                                        SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
@@ -759,8 +759,9 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
 def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung's promoted class (Method.class_choose): the split-K heuristic of the rung's other
     class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
-    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_WAVES waves where K
-    is whole k steps (the twins' also where not, within PART_K_TWIN_WAVES: configs.PART_K_CLUSTERS), 128x64
+    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_STEPS k steps an
+    SM where K is whole k steps (the twins' up to PROMOTED_OWN_TILES_WAVES waves, and where K is not, within
+    PART_K_TWIN_WAVES: configs.PART_K_CLUSTERS), 128x64
     tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
     their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a
     few columns the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps
@@ -777,7 +778,7 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     options = dict(builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
                    own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
                    twin_fill=PROMOTED_TWIN_FILL)
-    tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=0)
+    tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=0, own_tiles_steps=PROMOTED_OWN_TILES_STEPS)
     twin_tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=PART_K_TWIN_WAVES)
     records = tile_records(as_known)
     twins = twin_bounds(narrow_twins_first(swapped_problem(
