@@ -215,7 +215,7 @@ PROMOTED_OWN_TILES_WAVES = 8
 # (279) 0.95 / 0.84, 3072x3072x12288 (419) 0.96 / 0.89, 4096x4096x5120 (310) 0.97 / 0.94; at 248 an SM or fewer the
 # tiles without a cluster as fast or faster: 4096x2048x8192 0.96 / 0.97, 2048x2048x16384 0.95 / 0.96, 3584x3584x4096
 # (32 k steps) 0.97 / 0.99, 4096^3 0.96 / 0.96. Not the twins (PROMOTED_OWN_TILES_WAVES), nor block-scaled FP8, whose
-# 4096x4096x14336 (871 an SM) ran as fast without a cluster.
+# 4096x4096x14336 (869 an SM) ran as fast without a cluster.
 PROMOTED_OWN_TILES_STEPS = 256
 PROMOTED_OWN_TILES_STEPS_WHY = "the cluster's multicast of B saves more the longer each SM streams"
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
