@@ -494,16 +494,15 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         picked = pick(problem, variants)
         if picked.variant != DEFAULT or own_tiles is None or own_tiles.variant not in variants:
             return picked
-        if (own_tiles_waves is not None
-                and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > own_tiles_waves * problem.sm_count):
-            return picked
         tiles, k_steps = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n), cdiv(problem.k, tile_k)
+        if own_tiles_waves is not None and tiles > own_tiles_waves * problem.sm_count:
+            return picked
         if own_tiles_steps is not None and tiles * k_steps > own_tiles_steps * problem.sm_count:
             return Choice(picked.variant, f"{picked.reason}; in its clusters, as {tiles} tiles of {k_steps} k steps "
                                           f"are {tiles * k_steps / problem.sm_count:.0f} an SM, more than "
                                           f"{own_tiles_steps:g} ({PROMOTED_OWN_TILES_STEPS_WHY})")
         if (part_k_cluster_waves is not None and problem.k % tile_k
-                and cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n) > part_k_cluster_waves * problem.sm_count):
+                and tiles > part_k_cluster_waves * problem.sm_count):
             return Choice(picked.variant, f"{picked.reason}; in its clusters, as K = {problem.k} is no whole number "
                                           f"of {tile_k}-deep k steps ({PART_K_CLUSTERS})")
         return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
