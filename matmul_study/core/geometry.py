@@ -273,20 +273,37 @@ def warptiled_narrow_variants() -> tuple[Variant, ...]:
 
 # Its fp32 small tiles (variants m64_n<BN>[_splitk<S>]): 64 x 64 and 64 x 128 tiles of 4 warps side by side along N
 # (64 x 16 and 64 x 32 each), k slices of 64 bytes a row, 4 stages: 34 and 50 KB, several blocks to an SM. For
-# mid-sized problems whose 128 x 256 tiles leave most SMs idle (cuBLAS runs SGEMM there on 64 x 64 tiles of 4 warps).
+# mid-sized problems whose 128 x 256 tiles leave most SMs idle (cuBLAS runs SGEMM there on 64 x 64 tiles of 4 warps,
+# split 3 ways at 1000x800x1200).
 WARPTILED_SMALL_TILES = ((64, 64), (64, 128))
-WARPTILED_SMALL_SPLITS = (1, 2, 4, 8, 16)
+WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
+# The 64 x 64 builds of at most this many slices are compiled for 4 blocks an SM (__launch_bounds__(128, 4)): ptxas
+# then holds them to 128 registers a thread without spills, where the split sum's staging took 4 slices to 144 (3
+# blocks an SM). x cuBLAS on an H200, one process, split 4 ways at 3 and 4 blocks: 1000x800x1200 0.81 -> 0.90,
+# 128x4096x4096 0.55 -> 0.83, 1024^3 0.80 -> 0.92, 768^3 0.90 -> 1.02, 1536^3 0.95 -> 1.01 (M x N x K;
+# small-problems/simt-b4-float32.txt). Split 8 or 16 ways the same bound spilled 284 bytes a thread (-Xptxas -v):
+# they keep 144 and 3 blocks. The 64 x 128 tiles (159-161 registers, 3 blocks) lost at 4 (split 2 ways, 128
+# registers: 1000x800x1200 0.81 -> 0.76; whole, 44 bytes spilled).
+WARPTILED_SMALL_FOUR_BLOCKS = ((64, 64), 4)
 
 
 def warptiled_small_variants() -> tuple[Variant, ...]:
-    """kernel 7's fp32 small tiles: WARPTILED_SMALL_TILES of 4 warps, whole or split."""
+    """kernel 7's fp32 small tiles: WARPTILED_SMALL_TILES of 4 warps, whole or split; the 64 x 64 ones of few slices
+    bound to 4 blocks an SM (WARPTILED_SMALL_FOUR_BLOCKS)."""
+    (four_rows, four_cols), four_most = WARPTILED_SMALL_FOUR_BLOCKS
+
     def builds(rows: int, cols: int) -> tuple[Variant, ...]:
         tile = BlockTile("WARPTILED_F32", rows, cols, 16, 128, stages=4, layout=_warptiled_layout(4))
         family = TileFamily("WARPTILED", {"float32": (tile,)})
-        return tuple(replace(v, dtypes=("float32",)) for v in _split_builds(
-            f"m{rows}_n{cols}", WARPTILED_SMALL_SPLITS, lambda s, name, how: family_split_variant(
+
+        def build(s: int, name: str, how: str) -> Variant:
+            four = (rows, cols) == (four_rows, four_cols) and s <= four_most
+            return replace(family_split_variant(
                 family, s, name, f"small tiles: {rows}x{cols}, 4 warps side by side along N, k slices of 64 bytes "
-                                 f"a row, 4 stages{how}")))
+                                 f"a row, 4 stages{', 4 blocks an SM' if four else ''}{how}"),
+                dtypes=("float32",), launch_bounds=(tile.threads, 4) if four else None)
+
+        return _split_builds(f"m{rows}_n{cols}", WARPTILED_SMALL_SPLITS, build)
 
     return tuple(v for rows, cols in WARPTILED_SMALL_TILES for v in builds(rows, cols))
 

@@ -98,42 +98,42 @@ WARPTILED_TILE_RATES = {
                                  partial_gbps=50.0),
 }
 # ... and of its fp32 small tiles (64 x 128 and 64 x 64, 4 warps, several to an SM; configs.smaller_tiles weighs them
-# where the model above picks the default tiles, whole or split), fitted to every build at the 38 shapes of the sweeps
-# above on an H200 (small-problems/simt-small-tiles-sweep-float32.txt): at the 12 whose pick was the default tiles,
-# the pick is the best build measured at 10 and within 1 % at the other two (x cuBLAS, the default tiles' pick before
-# -> after: 640x640x2048 0.66 -> 0.79, 1000x800x1200 0.70 -> 0.81, 1024^3 0.87 -> 0.97, 1536^3 0.83 -> 0.94, 1792^3
-# 0.93 -> 1.12, 2560^3 0.76 -> 0.93, 3072^3 0.96 -> 1.05); at the 10 such shapes of another run
-# (simt-small-tiles-float32.txt) the best at 8, within 1 % at 1000x800x1200 and 5 % at 1536^3. The 64 x 64 tiles' low
-# rate keeps them for sweeps: they ran best at N = 64 (4096x64x4096 0.95 against kernel 7's 32 x 64 tiles' 0.87),
-# where the model below weighs them.
+# where the model above picks the default tiles, whole or split), and against its decode and narrow tiles where the
+# model above picks them past the token rows. Both fitted together (a descent over each fact from the best of a grid) to
+# every build at 50 shapes on an H200 (small-problems/simt-small-tiles-four-blocks-{1,2}-float32.txt, the shapes of
+# simt-small-tiles-{sweep,more,}-float32.txt), after the 64 x 64 tiles were bound to 4 blocks an SM and split 3 ways
+# too, with the builds' registers in their residency (WARPTILED_SMALL_REGISTERS). The blocks past the busiest SM's last
+# full round of resident ones run at the share of their own warps (last_round): a ragged second round costs a round, so
+# 832 blocks of 64 x 64 split 4 ways (1.6 rounds of 4 an SM) beat 624 split 3 ways (1.2 rounds) at 1000x800x1200 (0.90
+# against 0.78 of cuBLAS). Over the 50 the pick loses 2.2 % on average to the best build measured (the former facts,
+# with these registers, 4.0 %), and at the 22 shapes of the former check sweeps
+# (simt-small-tiles-{check,fresh}-float32.txt), held out, 4.0 % (9.3 %); the former heuristic 5.6 % over all 72. The
+# rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of their blocks' slots, which
+# the model does not count, above the SM's 253 multiply-adds a nanosecond (capped there, the fit loses 2.5 % and 5.3 %).
+# Against the former heuristic's picks, measured in the same sweep (x cuBLAS): up by more than 3 % at 22 of the 72
+# shapes (1000x800x1200 0.81 -> 0.90 in 64 x 64 tiles split 4 ways, 768^3 0.95 -> 1.05, 384^3 0.99 -> 1.15,
+# 10000x64x1000 1.03 -> 1.39, 1250x1250x2500 0.48 -> 0.77), down at 4 (64 x 128 tiles split 2 ways where the 64 x 64
+# split 4 ways ran best): 1536^3 0.95 -> 0.88, 384x3072x1024 0.93 -> 0.88, and two held out, 2200x500x1500 0.97 -> 0.82,
+# 3500x300x1200 0.91 -> 0.76. The suite's 128x4096x4096 (0.87), 512x512x16384 (0.85), 128x128x32768 (0.79) and 1024^3
+# (0.96) keep their picks; at 4096x64x4096 the 64 x 64 tiles split 4 ways ran best (0.94), the model picks the 32 x 64
+# tiles (0.88).
 WARPTILED_SMALL_TILE_RATES = {
-    "float32": configs.TileRates({64: 160.0, (64, 64): 60.0, 128: 120.0}, {4: 0.5, 8: 1.0}, block_us=2.0,
-                                 partial_gbps=50.0, ragged_fill=RAGGED_FILL),
+    "float32": configs.TileRates({64: 160.0, (64, 64): 120.0, 128: 120.0}, {4: 0.4, 8: 0.8}, block_us=0.5,
+                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
 }
-# ... and against its decode and narrow tiles, where the model above picks them past the token rows: fitted to every
-# build at the 50 shapes past the token rows of three sweeps (simt-small-tiles-sweep-float32.txt,
-# simt-small-tiles-more-float32.txt, simt-small-tiles-float32.txt; the least total regret, each pick more than 3 %
-# behind the former one counting as a tenth more), a rate for every tile's rows. Over those shapes the pick loses
-# 3.0 % on average to the best build measured (5.2 % with the tile model's picks kept at 128 columns or fewer, with
-# facts fitted to lose none of them), at 10 shapes nobody tuned for (simt-small-tiles-check-float32.txt) 4.9 %
-# (17.7 %), and at 12 more measured after the fit (simt-small-tiles-fresh-float32.txt) 11.1 % (17.5 %). Where it moved
-# the pick (x cuBLAS, one process each): 6144x64x2048 32x64 tiles split 2 ways 1.25 -> 64x64 tiles split 4 ways 1.59,
-# 16384x64x1024 0.92 -> 1.01, 384x3072x1024 16-row tiles split 2 ways 0.81 -> 0.94, 896^3 16-row tiles 0.85 -> 0.94,
-# 2000x300x3000 0.58 -> 0.81; at the check's shapes 12288x64x2048 0.81 -> 1.03, 3000x100x2000 0.67 -> 0.87,
-# 1300x900x700 0.66 -> 0.84, 2200x500x1500 0.73 -> 0.94. Lost: 640^3 1.03 -> 0.97 (32-row tiles split 2 ways), 1200^3
-# 0.94 -> 0.85 (64x64 tiles split 4 ways, against 64x128 split 2 ways).
 WARPTILED_BESIDE_TILE_RATES = {
-    "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 210.0, (64, 64): 230.0, 128: 200.0}, {4: 0.6, 8: 0.8},
-                                 block_us=0.25, partial_gbps=100.0, ragged_fill=RAGGED_FILL),
+    "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 340.0, (64, 64): 240.0, 128: 200.0}, {4: 0.6, 8: 0.8},
+                                 block_us=1.0, partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
 }
 
 
-def warptiled_tile_model(rates: dict[str, configs.TileRates]):
+def warptiled_tile_model(rates: dict[str, configs.TileRates], registers: dict[str, int] | None = None):
     """Kernel 7's tile model with one of its fitted sets of facts (`rates`): the same builds, launches and
-    split-K rule, weighed at those rates."""
+    split-K rule, weighed at those rates; `registers`: the builds whose residency their registers bound."""
     return configs.simt_tile_model(WARPTILED.tile, WARPTILED.launch, WARPTILED_BUILDS, rates,
                                    configs.one_wave(configs.wave_split_k(WARPTILED.tile), WARPTILED.tile,
-                                                    WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE.shared_bytes))
+                                                    WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE.shared_bytes),
+                                   registers=registers)
 
 
 DMMA_VARIANTS = (*tile_split_k_variants(DMMA), *dmma_decode_variants(), *dmma_narrow_variants(),
@@ -175,6 +175,17 @@ DMMA_REGISTERS = {
     "bm32_bn32_splitk8": 174, "bm32_bn32_splitk16": 174, "bm32_bn64": 128, "bm32_bn64_splitk2": 122,
     "bm32_bn64_splitk4": 146, "bm32_bn64_splitk8": 174, "bm32_bn64_splitk16": 174, "bm32_bn32_splitk32": 174,
     "bm32_bn32_splitk64": 174, "bm32_bn64_splitk32": 174, "bm32_bn64_splitk64": 174,
+}
+
+# Registers a thread of kernel 7's fp32 small tiles (ptxas, nvcc 13.0, sm_90; test_simt_split_k compiles them and
+# compares): the small tiles' models (WARPTILED_SMALL_TILE_RATES, WARPTILED_BESIDE_TILE_RATES) count them in a
+# build's residency beside shared memory and threads. The 64 x 64 tiles of up to 4 slices are bound to 4 blocks an SM
+# (geometry.WARPTILED_SMALL_FOUR_BLOCKS); split 8 or 16 ways they hold 2, and the 64 x 128 tiles 3 whole or split 2
+# ways, 2 split more (the split sum stages up to 4 partials in registers, kernels/split_k.cuh).
+WARPTILED_SMALL_REGISTERS = {
+    "m64_n64": 117, "m64_n64_splitk2": 117, "m64_n64_splitk3": 117, "m64_n64_splitk4": 128, "m64_n64_splitk8": 200,
+    "m64_n64_splitk16": 181, "m64_n128": 159, "m64_n128_splitk2": 161, "m64_n128_splitk3": 212,
+    "m64_n128_splitk4": 208, "m64_n128_splitk8": 206, "m64_n128_splitk16": 206,
 }
 
 # The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and the registers of
@@ -296,10 +307,11 @@ METHODS: dict[str, Method] = {
             choose=simt_choose(
                 WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
                 configs.smaller_tiles(
-                    warptiled_tile_model(WARPTILED_TILE_RATES), warptiled_tile_model(WARPTILED_SMALL_TILE_RATES),
+                    warptiled_tile_model(WARPTILED_TILE_RATES),
+                    warptiled_tile_model(WARPTILED_SMALL_TILE_RATES, WARPTILED_SMALL_REGISTERS),
                     frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
                     frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants())),
-                    WARPTILED_DECODE_ROWS, warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES)),
+                    WARPTILED_DECODE_ROWS, warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES, WARPTILED_SMALL_REGISTERS)),
                 token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(

@@ -171,6 +171,10 @@ class Variant:
     # Its tensor maps where their boxes differ from its method's (Method.tensor_maps; empty: the method's): a
     # warp-specialised build of 64-row tiles reads A in boxes of 64 rows.
     tensor_maps: tuple[TensorMap, ...] = ()
+    # __launch_bounds__(threads, min blocks an SM) of its generated kernel where they differ from its method's
+    # (Method.launch_bounds; None: the method's): a build of smaller blocks than the method's default, whose
+    # registers decide how many of them an SM holds.
+    launch_bounds: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,8 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
     m = registry.get(method)
     d = dtypes.get(dtype)
     call = m.template.format(T=d.c_input, Acc=d.c_accumulator, BLOCK=block)
-    bounds = f"__launch_bounds__({m.launch_bounds[0]}, {m.launch_bounds[1]}) " if m.launch_bounds else ""
+    limits = m.variant(variant).launch_bounds or m.launch_bounds
+    bounds = f"__launch_bounds__({limits[0]}, {limits[1]}) " if limits else ""
     if m.tensor_maps:
         # TMA reads A and B through tensor maps passed by value; the kernel gets their parameter-space address.
         params = "const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap tmap_b"
