@@ -23,7 +23,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants,
-                                        warptiled_deep_split_variants, warptiled_one_wave_variant, warptiled_small_variants,
+                                        warptiled_one_wave_variant, warptiled_small_variants,
                                         warptiled_token_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
@@ -81,8 +81,7 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 RAGGED_FILL = 0.9
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants(),
-                      *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant(),
-                      *warptiled_deep_split_variants())
+                      *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant())
 WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
