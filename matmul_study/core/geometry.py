@@ -271,6 +271,26 @@ def warptiled_narrow_variants() -> tuple[Variant, ...]:
                          f"4 stages{how}"))
 
 
+# Its fp32 decode and narrow tiles split 32 ways too (m16_splitk32, m32_splitk32, m32_n64_splitk32), for deep K with
+# few tiles: at 128x128x32768 (M x N x K) 128 blocks of 32 x 128 split 32 ways read B half as often as 128 of 16 x 128
+# split 16 ways, at 0.92 of cuBLAS on an H200 against 0.80; 64x64x65536 in 32 x 64 tiles 0.46 against 0.22
+# (small-problems/simt-split32-float32.txt).
+WARPTILED_DEEP_SPLIT = 32
+
+
+def warptiled_deep_split_variants() -> tuple[Variant, ...]:
+    """kernel 7's fp32 decode and narrow tiles split WARPTILED_DEEP_SPLIT ways."""
+    s = WARPTILED_DEEP_SPLIT
+    rows, cols = WARPTILED_NARROW_TILE
+    tiles = [(f"m{m}", warptiled_decode_family(m), f"decode tiles: {m}x{DECODE_TILE_N}, 4 warps side by side along N")
+             for m in WARPTILED_DECODE_TILE_MS]
+    tiles.append((f"m{rows}_n{cols}", warptiled_decode_family(rows, cols),
+                  f"narrow tiles: {rows}x{cols}, 2 warps side by side along N"))
+    return tuple(replace(v, dtypes=("float32",)) for base, family, words in tiles for v in _split_builds(
+        base, (s,), lambda s, name, how, family=family, words=words: family_split_variant(
+            family, s, name, f"{words}, k slices of 128 bytes a row, 4 stages{how}")))
+
+
 # Its fp32 small tiles (variants m64_n<BN>[_splitk<S>]): 64 x 64 and 64 x 128 tiles of 4 warps side by side along N
 # (64 x 16 and 64 x 32 each), k slices of 64 bytes a row, 4 stages: 34 and 50 KB, several blocks to an SM. For
 # mid-sized problems whose 128 x 256 tiles leave most SMs idle (cuBLAS runs SGEMM there on 64 x 64 tiles of 4 warps,

@@ -23,7 +23,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants,
-                                        warptiled_one_wave_variant, warptiled_small_variants,
+                                        warptiled_deep_split_variants, warptiled_one_wave_variant, warptiled_small_variants,
                                         warptiled_token_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
@@ -81,7 +81,8 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 RAGGED_FILL = 0.9
 
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants(),
-                      *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant())
+                      *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant(),
+                      *warptiled_deep_split_variants())
 WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
@@ -92,7 +93,7 @@ WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
 # then descended (--descend) over those sweeps, the 32x64 tiles and 16 squares of 256-3072 (simt-squares-*.txt),
 # where its waves of default tiles are ragged too: 2 % lost on average at 41 shapes, at most 12 %.
 WARPTILED_TILE_RATES = {
-    "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.6, 8: 0.8}, block_us=1.0,
+    "float32": configs.TileRates({16: 80.0, 32: 100.0, 128: 120.0}, {4: 0.7, 8: 0.8}, block_us=1.0,
                                  partial_gbps=100.0, ragged_fill=RAGGED_FILL),
     "float64": configs.TileRates({16: 30.0, 32: 60.0, 128: 70.0}, {4: 0.5, 8: 1.0}, block_us=1.0,
                                  partial_gbps=50.0),
