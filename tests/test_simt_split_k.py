@@ -53,7 +53,8 @@ def with_deep_splits(ratios):
     """bench/compare.py tables' ratios ((method, dtype, shape) -> {build: ratio}) with kernel 7's fp32 decode and
     narrow tiles split 32 ways, measured later at those shapes (small-problems/simt-split32-*-float32.txt, one process
     each, the 16-way splits beside them within 1 % of the sweeps'): their builds alone."""
-    deep = table_ratios(sorted((REPO / "results/reference/NVIDIA_H200/small-problems").glob("simt-split32-*float32.txt")))
+    folder = REPO / "results/reference/NVIDIA_H200/small-problems"
+    deep = table_ratios(sorted(folder.glob("simt-split32-*float32.txt")))
     return {key: {**builds, **{b: r for b, r in deep.get(key, {}).items() if b in DEEP_SPLITS}}
             for key, builds in ratios.items()}
 
@@ -498,6 +499,23 @@ def test_a_pipeline_ran_the_small_tiles_picks():
         assert (r["variant"] in SMALL_TILES) == (m > geometry.WARPTILED_DECODE_ROWS), (m, k, n)
     ratio = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["pct_of_cublas"]) / 100 for r in ours}
     assert ratio[6144, 2048, 64] > 1.5 and ratio[1000, 1200, 800] > 0.85 and ratio[768, 768, 768] > 1.0
+
+
+def test_a_pipeline_ran_the_deep_splits():
+    # `.ci/gpu-check.sh sweep` on an H200 with the decode and narrow tiles split 32 ways: kernel 7's pick and cuBLAS
+    # at 8 deep-K shapes of few tiles (m x k x n) and 17x65x33, every job verified; its picks are the rule's
+    # (128x32768x128 0.92 of cuBLAS, 0.79 in the suite's run before; 144x20000x144 0.86).
+    with open(SMALL / "pipeline-split32-results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 18 and all(r["status"] == "passed" for r in rows)
+    ours = [r for r in rows if r["method"] == "warptiled"]
+    assert len(ours) == 9
+    for r in ours:
+        m, k, n = int(r["m"]), int(r["k"]), int(r["n"])
+        assert r["variant"] == pick("warptiled", m, n, k).variant, (m, k, n)
+    ratio = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["pct_of_cublas"]) / 100 for r in ours}
+    assert ratio[128, 32768, 128] > 0.9 and ratio[144, 20000, 144] > 0.8 and ratio[16, 16384, 256] > 1.0
+    assert sum(r["variant"] in DEEP_SPLITS for r in ours) == 8
 
 
 def test_the_tile_model_counts_the_warps_an_sm_holds():

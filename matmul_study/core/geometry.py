@@ -271,10 +271,10 @@ def warptiled_narrow_variants() -> tuple[Variant, ...]:
                          f"4 stages{how}"))
 
 
-# Its fp32 decode and narrow tiles split 32 ways too (m16_splitk32, m32_splitk32, m32_n64_splitk32), for deep K with
-# few tiles: at 128x128x32768 (M x N x K) 128 blocks of 32 x 128 split 32 ways read B half as often as 128 of 16 x 128
-# split 16 ways, at 0.92 of cuBLAS on an H200 against 0.80; 64x64x65536 in 32 x 64 tiles 0.46 against 0.22
-# (small-problems/simt-split32-float32.txt).
+# Its fp32 decode and narrow tiles split 32 ways too (m16_splitk32, m32_splitk32, m32_n64_splitk32), for deep K with few
+# tiles: at 128x128x32768 (M x N x K) 128 blocks of 32 x 128 split 32 ways read B half as often as 128 of 16 x 128 split
+# 16 ways, at 0.91 of cuBLAS on an H200 against 0.79; 16x256x16384 in 16-row tiles 1.07 against 0.69, 144x144x20000 in
+# 32 x 64 tiles 0.83 against 0.58 (small-problems/simt-split32-all-float32.txt). fp32 only: dmma answers fp64.
 WARPTILED_DEEP_SPLIT = 32
 
 

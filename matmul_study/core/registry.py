@@ -23,7 +23,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_narrow_variants,
-                                        warptiled_deep_split_variants, warptiled_one_wave_variant, warptiled_small_variants,
+                                        warptiled_deep_split_variants, warptiled_one_wave_variant,
+                                        warptiled_small_variants,
                                         warptiled_token_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
@@ -318,7 +319,8 @@ METHODS: dict[str, Method] = {
                     warptiled_tile_model(WARPTILED_SMALL_TILE_RATES, WARPTILED_SMALL_REGISTERS),
                     frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
                     frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants())),
-                    WARPTILED_DECODE_ROWS, warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES, WARPTILED_SMALL_REGISTERS)),
+                    WARPTILED_DECODE_ROWS,
+                    warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES, WARPTILED_SMALL_REGISTERS)),
                 token_tile=WARPTILED_TOKEN_TILE),
         ),
         Method(
