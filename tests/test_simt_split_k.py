@@ -484,38 +484,37 @@ def test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster():
     assert pick("warptiled", 1024, 1024, 1024, dtype="float64").variant not in small  # fp32's builds alone
 
 
-def test_a_pipeline_ran_the_small_tiles_picks():
-    # `.ci/gpu-check.sh sweep` on an H200 with the rule above (the 64x64 tiles at 4 blocks an SM): kernel 7's pick and
-    # cuBLAS at 11 shapes where the small tiles are the pick (m x k x n) and at 17x65x33, every job verified; its
-    # picks are this rule's (1000x1200x800 0.90 of cuBLAS, 0.80 in the suite's run before; 6144x2048x64 1.58).
-    with open(SMALL / "pipeline-four-blocks-results.csv", newline="") as f:
+def kernel_7_pipeline(name: str, jobs: int) -> dict[tuple[int, int, int], tuple[str, float]]:
+    """A committed `.ci/gpu-check.sh sweep` of kernel 7 and cuBLAS: every job verified, and each of kernel 7's builds
+    the rule's pick for its shape. (m, k, n) -> (the build, its ratio to cuBLAS)."""
+    with open(SMALL / name, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 24 and all(r["status"] == "passed" for r in rows)
-    ours = [r for r in rows if r["method"] == "warptiled"]
-    assert len(ours) == 12
-    for r in ours:
-        m, k, n = int(r["m"]), int(r["k"]), int(r["n"])
-        assert r["variant"] == pick("warptiled", m, n, k).variant, (m, k, n)
-        assert (r["variant"] in SMALL_TILES) == (m > geometry.WARPTILED_DECODE_ROWS), (m, k, n)
-    ratio = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["pct_of_cublas"]) / 100 for r in ours}
-    assert ratio[6144, 2048, 64] > 1.5 and ratio[1000, 1200, 800] > 0.85 and ratio[768, 768, 768] > 1.0
+    assert len(rows) == 2 * jobs and all(r["status"] == "passed" for r in rows)
+    ours = {(int(r["m"]), int(r["k"]), int(r["n"])): (r["variant"], float(r["pct_of_cublas"]) / 100)
+            for r in rows if r["method"] == "warptiled"}
+    assert len(ours) == jobs
+    for (m, k, n), (variant, _) in ours.items():
+        assert variant == pick("warptiled", m, n, k).variant, (m, k, n)
+    return ours
+
+
+def test_a_pipeline_ran_the_small_tiles_picks():
+    # On an H200 with the rule above (the 64x64 tiles at 4 blocks an SM): kernel 7's pick and cuBLAS at 11 shapes
+    # where the small tiles are the pick (m x k x n) and at 17x65x33 (1000x1200x800 0.90 of cuBLAS, 0.80 in the
+    # suite's run before; 6144x2048x64 1.58).
+    ours = kernel_7_pipeline("pipeline-four-blocks-results.csv", 12)
+    for (m, k, n), (variant, _) in ours.items():
+        assert (variant in SMALL_TILES) == (m > geometry.WARPTILED_DECODE_ROWS), (m, k, n)
+    assert ours[6144, 2048, 64][1] > 1.5 and ours[1000, 1200, 800][1] > 0.85 and ours[768, 768, 768][1] > 1.0
 
 
 def test_a_pipeline_ran_the_deep_splits():
-    # `.ci/gpu-check.sh sweep` on an H200 with the decode and narrow tiles split 32 ways: kernel 7's pick and cuBLAS
-    # at 8 deep-K shapes of few tiles (m x k x n) and 17x65x33, every job verified; its picks are the rule's
-    # (128x32768x128 0.92 of cuBLAS, 0.79 in the suite's run before; 144x20000x144 0.86).
-    with open(SMALL / "pipeline-split32-results.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    assert len(rows) == 18 and all(r["status"] == "passed" for r in rows)
-    ours = [r for r in rows if r["method"] == "warptiled"]
-    assert len(ours) == 9
-    for r in ours:
-        m, k, n = int(r["m"]), int(r["k"]), int(r["n"])
-        assert r["variant"] == pick("warptiled", m, n, k).variant, (m, k, n)
-    ratio = {(int(r["m"]), int(r["k"]), int(r["n"])): float(r["pct_of_cublas"]) / 100 for r in ours}
-    assert ratio[128, 32768, 128] > 0.9 and ratio[144, 20000, 144] > 0.8 and ratio[16, 16384, 256] > 1.0
-    assert sum(r["variant"] in DEEP_SPLITS for r in ours) == 8
+    # On an H200 with the decode and narrow tiles split 32 ways: kernel 7's pick and cuBLAS at 8 deep-K shapes of few
+    # tiles (m x k x n) and 17x65x33 (128x32768x128 0.92 of cuBLAS, 0.79 in the suite's run before; 144x20000x144
+    # 0.86).
+    ours = kernel_7_pipeline("pipeline-split32-results.csv", 9)
+    assert ours[128, 32768, 128][1] > 0.9 and ours[144, 20000, 144][1] > 0.8 and ours[16, 16384, 256][1] > 1.0
+    assert sum(variant in DEEP_SPLITS for variant, _ in ours.values()) == 8
 
 
 def test_the_tile_model_counts_the_warps_an_sm_holds():
