@@ -860,23 +860,45 @@ def test_the_busiest_sms_last_round_runs_at_its_own_share_of_warps():
         assert (tile_fit.evaluate("dmma", "float64", committed, sweep).total
                 < 0.8 * tile_fit.evaluate("dmma", "float64", every_round_alike, sweep).total)
 
+def ptxas_registers(method: str, dtype: str, variant: str | None, folder, spills: bool = True) -> int:
+    """Registers a thread that ptxas (sm_90) gives one build of a method, as the registry compiles it; with
+    `spills` False, the build must spill none."""
+    source = folder / f"{method}_{variant}.cu"
+    source.write_text(kernels.module_source(method, [(dtype, 0)], variant))
+    arch = kernels.target(method, "sm_90")
+    out = subprocess.run(kernels.nvcc_command(source, folder / f"{method}_{variant}.cubin", arch,
+                                              [*kernels.compile_options(method, variant, arch), "-Xptxas", "-v"]),
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert spills or " 0 bytes spill stores" in out.stdout + out.stderr, (variant, out.stderr)
+    return int(re.findall(r"Used (\d+) registers", out.stdout + out.stderr)[0])
+
+
 @needs_nvcc
 def test_the_registry_counts_dmmas_registers_as_ptxas_does(tmp_path):
     # DMMA_REGISTERS is what ptxas (sm_90) gives each build; a kernel change that moves them moves the model's
     # residency, so the table must follow it.
-    counts = {}
-    for name, expected in registry.DMMA_REGISTERS.items():
-        variant = None if name == "default" else name
-        source = tmp_path / f"{name}.cu"
-        source.write_text(kernels.module_source("dmma", [("float64", 0)], variant))
-        arch = kernels.target("dmma", "sm_90")
-        out = subprocess.run(kernels.nvcc_command(source, tmp_path / f"{name}.cubin", arch,
-                                                  [*kernels.compile_options("dmma", variant, arch), "-Xptxas", "-v"]),
-                             capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        counts[name] = int(re.findall(r"Used (\d+) registers", out.stdout + out.stderr)[0])
+    counts = {name: ptxas_registers("dmma", "float64", None if name == "default" else name, tmp_path)
+              for name in registry.DMMA_REGISTERS}
     assert counts == registry.DMMA_REGISTERS
     assert set(counts) == {"default", *(v.name for v in registry.get("dmma").variants)}
+
+
+@needs_nvcc
+def test_the_registry_counts_kernel_7s_small_tiles_registers_as_ptxas_does(tmp_path):
+    # WARPTILED_SMALL_REGISTERS is what ptxas gives each fp32 small-tile build, its launch bounds included: the 64x64
+    # tiles of up to 4 slices compile for 4 blocks an SM (128 registers at most, no spill; split 4 ways they took 144
+    # without, three blocks), the rest for the method's one block of 256 threads.
+    counts = {name: ptxas_registers("warptiled", "float32", name, tmp_path, spills=False)
+              for name in registry.WARPTILED_SMALL_REGISTERS}
+    assert counts == registry.WARPTILED_SMALL_REGISTERS and set(counts) == SMALL_TILES
+    four = {v.name for v in registry.get("warptiled").variants if v.launch_bounds == (128, 4)}
+    assert four == {"m64_n64", "m64_n64_splitk2", "m64_n64_splitk3", "m64_n64_splitk4"}
+    assert all(configs.blocks_by_registers(counts[name], 128) == 4 for name in four)
+    assert "__launch_bounds__(128, 4) warptiled_m64_n64_splitk4_float32" in kernels.wrapper(
+        "warptiled", "float32", 0, "m64_n64_splitk4")
+    assert "__launch_bounds__(256, 1) warptiled_m64_n64_splitk8_float32" in kernels.wrapper(
+        "warptiled", "float32", 0, "m64_n64_splitk8")
 
 
 def test_dmma_multiplies_in_m16n8k8_where_its_warps_are_small():

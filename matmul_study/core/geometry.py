@@ -302,7 +302,7 @@ WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
 # blocks an SM). x cuBLAS on an H200, one process, split 4 ways at 3 and 4 blocks: 1000x800x1200 0.81 -> 0.90,
 # 128x4096x4096 0.55 -> 0.83, 1024^3 0.80 -> 0.92, 768^3 0.90 -> 1.02, 1536^3 0.95 -> 1.01 (M x N x K;
 # small-problems/simt-b4-float32.txt). Split 8 or 16 ways the same bound spilled 284 bytes a thread (-Xptxas -v):
-# they keep 144 and 3 blocks. The 64 x 128 tiles (159-161 registers, 3 blocks) lost at 4 (split 2 ways, 128
+# they keep 200 and 181 registers, 2 blocks an SM. The 64 x 128 tiles (159-161 registers, 3 blocks) lost at 4 (split 2 ways, 128
 # registers: 1000x800x1200 0.81 -> 0.76; whole, 44 bytes spilled).
 WARPTILED_SMALL_FOUR_BLOCKS = ((64, 64), 4)
 

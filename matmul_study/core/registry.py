@@ -122,8 +122,8 @@ WARPTILED_TILE_RATES = {
 # shapes (1000x800x1200 0.81 -> 0.90 in 64 x 64 tiles split 4 ways, 768^3 0.95 -> 1.05, 384^3 0.99 -> 1.15,
 # 10000x64x1000 1.03 -> 1.39, 1250x1250x2500 0.48 -> 0.77), down at 4 (64 x 128 tiles split 2 ways where the 64 x 64
 # split 4 ways ran best): 1536^3 0.95 -> 0.88, 384x3072x1024 0.93 -> 0.88, and two held out, 2200x500x1500 0.97 -> 0.82,
-# 3500x300x1200 0.91 -> 0.76. The suite's 128x4096x4096 (0.87), 512x512x16384 (0.85), 128x128x32768 (0.79) and 1024^3
-# (0.96) keep their picks; at 4096x64x4096 the 64 x 64 tiles split 4 ways ran best (0.94), the model picks the 32 x 64
+# 3500x300x1200 0.91 -> 0.76. The suite's 128x4096x4096 (0.87), 512x512x16384 (0.85) and 1024^3 (0.96) keep their
+# picks; at 4096x64x4096 the 64 x 64 tiles split 4 ways ran best (0.94), the model picks the 32 x 64
 # tiles (0.88).
 WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 120.0, 128: 120.0}, {4: 0.4, 8: 0.8}, block_us=0.5,
@@ -318,7 +318,8 @@ METHODS: dict[str, Method] = {
                     warptiled_tile_model(WARPTILED_TILE_RATES),
                     warptiled_tile_model(WARPTILED_SMALL_TILE_RATES, WARPTILED_SMALL_REGISTERS),
                     frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
-                    frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants())),
+                    frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants(),
+                                               *warptiled_deep_split_variants())),
                     WARPTILED_DECODE_ROWS,
                     warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES, WARPTILED_SMALL_REGISTERS)),
                 token_tile=WARPTILED_TOKEN_TILE),
