@@ -487,17 +487,20 @@ def test_a_variant_against_cublas_on_an_odd_shape_verifies_and_times(method, var
 def test_the_tile_model_fit_prints_its_best_facts_and_each_pick(capsys):
     fit_script = load("fit_tile_model")
     sweeps = BENCH.parent / "results/reference/NVIDIA_H200/small-problems"
-    # Each sweep with the 32x64 tiles measured at its shapes of 64 columns (warptiled-narrow-n.txt): 3^4 candidates,
-    # a rate for each tile rows and one for the 32x64 tiles.
-    narrow = str(sweeps / "warptiled-narrow-n.txt")
-    assert fit_script.main(["warptiled", "float32", "--fit", str(sweeps / "simt-tiles-fit-float32.txt"), narrow,
-                            "--check", str(sweeps / "simt-tiles-check-float32.txt"), narrow,
-                            "--rates", "80", "100", "120", "--four-warps", "0.5", "--eight-warps", "0.8",
+    # Each sweep with the 32x64 tiles measured at its shapes of 64 columns (warptiled-narrow-n.txt) and every build,
+    # the decode and narrow tiles split 32 ways among them, at 12 deep-K shapes (simt-split32-all-float32.txt): 3^4 x 2
+    # candidates, a rate for each tile rows and one for the 32x64 tiles, and two shares of a lone block's rate. The
+    # best is the registry's facts.
+    narrow, deep = str(sweeps / "warptiled-narrow-n.txt"), str(sweeps / "simt-split32-all-float32.txt")
+    assert fit_script.main(["warptiled", "float32", "--fit", str(sweeps / "simt-tiles-fit-float32.txt"), narrow, deep,
+                            "--check", str(sweeps / "simt-tiles-check-float32.txt"), narrow, deep,
+                            "--rates", "80", "100", "120", "--four-warps", "0.5", "0.7", "--eight-warps", "0.8",
                             "--block-us", "1", "--partial-gbps", "100"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("best of 81: TileRates(gmacs={16: 80.0, 32: 100.0, 128: 120.0, (32, 64): 80.0}")
-    assert "fitted: total regret 0.100, worst 0.082" in out and "checked: total regret 0.269, worst 0.095" in out
-    assert "128x128x32768   m16_splitk16 regret 0.000" in out
+    assert out.startswith("best of 162: TileRates(gmacs={16: 80.0, 32: 100.0, 128: 120.0, (32, 64): 80.0}, "
+                          "warp_share={4: 0.7, 8: 0.8}")
+    assert "fitted: total regret 0.244, worst 0.098" in out and "checked: total regret 0.413, worst 0.098" in out
+    assert "128x128x32768   m32_splitk32 regret 0.000" in out
 
 
 def test_the_tile_model_descent_starts_from_the_registrys_facts(capsys):
