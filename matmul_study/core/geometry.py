@@ -262,11 +262,11 @@ WARPTILED_NARROW_TILE = (32, 64)
 WARPTILED_NARROW_SPLITS = (1, 2, 4, 8, 16)
 
 
-def warptiled_narrow_variants() -> tuple[Variant, ...]:
-    """kernel 7's narrow builds: WARPTILED_NARROW_TILE tiles, whole or split."""
+def warptiled_narrow_variants(splits: tuple[int, ...] = WARPTILED_NARROW_SPLITS) -> tuple[Variant, ...]:
+    """kernel 7's narrow builds: WARPTILED_NARROW_TILE tiles, whole or split `splits` ways."""
     rows, cols = WARPTILED_NARROW_TILE
     family = warptiled_decode_family(rows, cols)
-    return _split_builds(f"m{rows}_n{cols}", WARPTILED_NARROW_SPLITS, lambda s, name, how: family_split_variant(
+    return _split_builds(f"m{rows}_n{cols}", splits, lambda s, name, how: family_split_variant(
         family, s, name, f"narrow tiles: {rows}x{cols}, 2 warps side by side along N, k slices of 128 bytes a row, "
                          f"4 stages{how}"))
 
@@ -280,15 +280,9 @@ WARPTILED_DEEP_SPLIT = 32
 
 def warptiled_deep_split_variants() -> tuple[Variant, ...]:
     """kernel 7's fp32 decode and narrow tiles split WARPTILED_DEEP_SPLIT ways."""
-    s = WARPTILED_DEEP_SPLIT
-    rows, cols = WARPTILED_NARROW_TILE
-    tiles = [(f"m{m}", warptiled_decode_family(m), f"decode tiles: {m}x{DECODE_TILE_N}, 4 warps side by side along N")
-             for m in WARPTILED_DECODE_TILE_MS]
-    tiles.append((f"m{rows}_n{cols}", warptiled_decode_family(rows, cols),
-                  f"narrow tiles: {rows}x{cols}, 2 warps side by side along N"))
-    return tuple(replace(v, dtypes=("float32",)) for base, family, words in tiles for v in _split_builds(
-        base, (s,), lambda s, name, how, family=family, words=words: family_split_variant(
-            family, s, name, f"{words}, k slices of 128 bytes a row, 4 stages{how}")))
+    splits = (WARPTILED_DEEP_SPLIT,)
+    return tuple(replace(v, dtypes=("float32",))
+                 for v in (*warptiled_decode_variants(splits), *warptiled_narrow_variants(splits)))
 
 
 # Its fp32 small tiles (variants m64_n<BN>[_splitk<S>]): 64 x 64 and 64 x 128 tiles of 4 warps side by side along N
@@ -507,10 +501,9 @@ def _side_by_side_decode_variants(family_of: Callable[[int], TileFamily], tile_m
     return _decode_builds(tile_ms, splits, build)
 
 
-def warptiled_decode_variants() -> tuple[Variant, ...]:
-    """kernel 7's decode builds, BM in WARPTILED_DECODE_TILE_MS."""
-    return _side_by_side_decode_variants(warptiled_decode_family, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_SPLITS,
-                                         "128 bytes a row")
+def warptiled_decode_variants(splits: tuple[int, ...] = WARPTILED_DECODE_SPLITS) -> tuple[Variant, ...]:
+    """kernel 7's decode builds, BM in WARPTILED_DECODE_TILE_MS, whole or split `splits` ways."""
+    return _side_by_side_decode_variants(warptiled_decode_family, WARPTILED_DECODE_TILE_MS, splits, "128 bytes a row")
 
 
 def dmma_decode_variants() -> tuple[Variant, ...]:
