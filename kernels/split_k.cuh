@@ -21,6 +21,10 @@
 
 #include "simt_common.cuh"
 
+#ifndef SPLIT_K_PASS
+#define SPLIT_K_PASS 0  // the partials sum_slices loads a pass; 0: as many as its staging registers hold
+#endif
+
 namespace split_k {
 
 // This block's k steps [kt0, kt1) of a tile's KT: slice blockIdx.z's [z*KT/S, (z+1)*KT/S), S = gridDim.z. Slices
@@ -77,8 +81,12 @@ __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
     // 64 doubles or 128 floats) leaves none to stage into: up to 4 slices are summed in one straight pass, whose
     // loads ptxas interleaves with the adds, and more two at a time. Two passes of 2 or of 4 slices there spilled
     // 0.7-2 KB a thread (-Xptxas -v), and took a 512^3 fp64 DMMA launch from 23 to 39 us.
+    // A build bound to more blocks an SM than that staging leaves room for sets SPLIT_K_PASS, the slices a pass
+    // loads (the registry's, core/geometry.py): kernel 7's 64x128 tiles split 3 or more ways, at one a pass, take 165
+    // registers, three blocks an SM, where the staging of two took 206-212 and two blocks.
     constexpr int WORDS = N * static_cast<int>(sizeof(Acc) / 4), STAGED = 128 / WORDS;
-    constexpr int U = STAGED >= 2 ? (STAGED > SPLIT ? SPLIT : STAGED) : (SPLIT <= 4 ? SPLIT : 2);
+    constexpr int U = SPLIT_K_PASS > 0 ? (SPLIT_K_PASS < SPLIT ? SPLIT_K_PASS : SPLIT)
+                      : STAGED >= 2 ? (STAGED > SPLIT ? SPLIT : STAGED) : (SPLIT <= 4 ? SPLIT : 2);
 #pragma unroll 1
     for (int s0 = 0; s0 < SPLIT; s0 += U) {
         Acc part[U][N];

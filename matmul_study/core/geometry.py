@@ -291,31 +291,47 @@ def warptiled_deep_split_variants() -> tuple[Variant, ...]:
 # split 3 ways at 1000x800x1200).
 WARPTILED_SMALL_TILES = ((64, 64), (64, 128))
 WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
-# The 64 x 64 builds of at most this many slices are compiled for 4 blocks an SM (__launch_bounds__(128, 4)): ptxas
-# then holds them to 128 registers a thread without spills, where the split sum's staging took 4 slices to 144 (3
-# blocks an SM). x cuBLAS on an H200, one process, split 4 ways at 3 and 4 blocks: 1000x800x1200 0.81 -> 0.90,
-# 128x4096x4096 0.55 -> 0.83, 1024^3 0.80 -> 0.92, 768^3 0.90 -> 1.02, 1536^3 0.95 -> 1.01 (M x N x K;
-# small-problems/simt-b4-float32.txt). Split 8 or 16 ways the same bound spilled 284 bytes a thread (-Xptxas -v):
-# they keep 200 and 181 registers, 2 blocks an SM. The 64 x 128 tiles (159-161 registers, 3 blocks) lost at 4 (split 2 ways, 128
-# registers: 1000x800x1200 0.81 -> 0.76; whole, 44 bytes spilled).
-WARPTILED_SMALL_FOUR_BLOCKS = ((64, 64), 4)
+# Each small build that is compiled for more blocks an SM than its own registers allow (__launch_bounds__(128,
+# blocks)), and the partials its split sum then loads a pass (split_k.cuh's SPLIT_K_PASS; 0: as many as its staging
+# holds): tile -> {slices: (blocks, partials a pass)}. The others take the method's bounds.
+# - The 64 x 64 tiles, 4 blocks: up to 4 slices 117-128 registers without a spill, where the split sum's staging
+#   took 4 slices to 144 (three blocks). x cuBLAS on an H200, one process, split 4 ways at 3 and 4 blocks:
+#   1000x800x1200 0.81 -> 0.90, 128x4096x4096 0.55 -> 0.83, 1024^3 0.80 -> 0.92, 768^3 0.90 -> 1.02, 1536^3
+#   0.95 -> 1.01 (M x N x K; small-problems/simt-b4-float32.txt). Split 8 or 16 ways they staged 4 partials at 181-200
+#   registers (two blocks), and spilled 284 bytes under the bound; 2 a pass, 117 registers, no spill.
+# - The 64 x 128 tiles split 3 or more ways, 3 blocks: their staging of 2 partials took 206-212 registers (two
+#   blocks); 1 a pass, 165, no spill. Whole or split 2 ways they take 159-161 unbound, three blocks already; bound,
+#   167 and 165, they ran 1 % and 2.6 % slower (geometric means over 72 shapes, small-problems/
+#   simt-small-tiles-pass-float32.txt, the builds "_free" unbound).
+# Against the same splits at two blocks, one process on an H200 (small-problems/simt-pass-float32.txt, 72 shapes, the
+# new builds "_p1b3" and "_p2b4"): the 64 x 64 ones split 8 and 16 ways 0.96-1.33x their former speed, 1.10-1.20x at
+# 61 of the 72; the 64 x 128 ones 0.82-1.40x, the best of them faster than every former small build by more than 2 %
+# at 27 shapes (1536^3 1.01 -> 1.09 of cuBLAS, 1152^3 0.97 -> 1.04, 896x896x2048 0.96 -> 1.07, 4096x64x4096 0.93 ->
+# 1.00). The summed slices' loads, one or two partials in flight, cost the deep-K shapes 2-4 % (128x128x32768,
+# 256x256x8192), where the decode tiles are the pick.
+WARPTILED_SMALL_BOUNDS = {
+    (64, 64): {1: (4, 0), 2: (4, 0), 3: (4, 0), 4: (4, 0), 8: (4, 2), 16: (4, 2)},
+    (64, 128): {3: (3, 1), 4: (3, 1), 8: (3, 1), 16: (3, 1)},
+}
 
 
 def warptiled_small_variants() -> tuple[Variant, ...]:
-    """kernel 7's fp32 small tiles: WARPTILED_SMALL_TILES of 4 warps, whole or split; the 64 x 64 ones of few slices
-    bound to 4 blocks an SM (WARPTILED_SMALL_FOUR_BLOCKS)."""
-    (four_rows, four_cols), four_most = WARPTILED_SMALL_FOUR_BLOCKS
+    """kernel 7's fp32 small tiles: WARPTILED_SMALL_TILES of 4 warps, whole or split, some bound to more blocks an SM
+    and summing fewer partials a pass (WARPTILED_SMALL_BOUNDS)."""
 
     def builds(rows: int, cols: int) -> tuple[Variant, ...]:
         tile = BlockTile("WARPTILED_F32", rows, cols, 16, 128, stages=4, layout=_warptiled_layout(4))
         family = TileFamily("WARPTILED", {"float32": (tile,)})
 
         def build(s: int, name: str, how: str) -> Variant:
-            four = (rows, cols) == (four_rows, four_cols) and s <= four_most
-            return replace(family_split_variant(
-                family, s, name, f"small tiles: {rows}x{cols}, 4 warps side by side along N, k slices of 64 bytes "
-                                 f"a row, 4 stages{', 4 blocks an SM' if four else ''}{how}"),
-                dtypes=("float32",), launch_bounds=(tile.threads, 4) if four else None)
+            blocks, each = WARPTILED_SMALL_BOUNDS[rows, cols].get(s, (0, 0))
+            v = family_split_variant(family, s, name, f"small tiles: {rows}x{cols}, 4 warps side by side along N, k "
+                                                      f"slices of 64 bytes a row, 4 stages"
+                                                      + (f", {blocks} blocks an SM" if blocks else "") + how
+                                                      + (f", {each} partial{'s' if each > 1 else ''} a pass" if each
+                                                         else ""))
+            return replace(v, dtypes=("float32",), launch_bounds=(tile.threads, blocks) if blocks else None,
+                           defines=(*v.defines, *((f"SPLIT_K_PASS={each}",) if each else ())))
 
         return _split_builds(f"m{rows}_n{cols}", WARPTILED_SMALL_SPLITS, build)
 

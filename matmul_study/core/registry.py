@@ -126,12 +126,12 @@ WARPTILED_TILE_RATES = {
 # picks; at 4096x64x4096 the 64 x 64 tiles split 4 ways ran best (0.94), the model picks the 32 x 64
 # tiles (0.88).
 WARPTILED_SMALL_TILE_RATES = {
-    "float32": configs.TileRates({64: 160.0, (64, 64): 120.0, 128: 120.0}, {4: 0.4, 8: 0.8}, block_us=0.5,
-                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
+    "float32": configs.TileRates({64: 140.0, (64, 64): 130.0, 128: 120.0}, {4: 0.6, 8: 0.8}, block_us=0.5,
+                                 partial_gbps=25.0, ragged_fill=RAGGED_FILL, last_round=True),
 }
 WARPTILED_BESIDE_TILE_RATES = {
-    "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 340.0, (64, 64): 240.0, 128: 200.0}, {4: 0.6, 8: 0.8},
-                                 block_us=1.0, partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
+    "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 280.0, (64, 64): 240.0, 128: 200.0}, {4: 0.6, 8: 0.8},
+                                 block_us=0.25, partial_gbps=200.0, ragged_fill=RAGGED_FILL, last_round=True),
 }
 
 
@@ -187,13 +187,13 @@ DMMA_REGISTERS = {
 
 # Registers a thread of kernel 7's fp32 small tiles (ptxas, nvcc 13.0, sm_90; test_simt_split_k compiles them and
 # compares): the small tiles' models (WARPTILED_SMALL_TILE_RATES, WARPTILED_BESIDE_TILE_RATES) count them in a
-# build's residency beside shared memory and threads. The 64 x 64 tiles of up to 4 slices are bound to 4 blocks an SM
-# (geometry.WARPTILED_SMALL_FOUR_BLOCKS); split 8 or 16 ways they hold 2, and the 64 x 128 tiles 3 whole or split 2
-# ways, 2 split more (the split sum stages up to 4 partials in registers, kernels/split_k.cuh).
+# build's residency beside shared memory and threads: the 64 x 64 builds are bound to 4 blocks an SM and the 64 x 128
+# ones split 3 ways or more to 3, their deep splits' sums loading fewer partials a pass so that they fit
+# (geometry.WARPTILED_SMALL_BOUNDS).
 WARPTILED_SMALL_REGISTERS = {
-    "m64_n64": 117, "m64_n64_splitk2": 117, "m64_n64_splitk3": 117, "m64_n64_splitk4": 128, "m64_n64_splitk8": 200,
-    "m64_n64_splitk16": 181, "m64_n128": 159, "m64_n128_splitk2": 161, "m64_n128_splitk3": 212,
-    "m64_n128_splitk4": 208, "m64_n128_splitk8": 206, "m64_n128_splitk16": 206,
+    "m64_n64": 117, "m64_n64_splitk2": 117, "m64_n64_splitk3": 117, "m64_n64_splitk4": 128, "m64_n64_splitk8": 117,
+    "m64_n64_splitk16": 117, "m64_n128": 159, "m64_n128_splitk2": 161, "m64_n128_splitk3": 165,
+    "m64_n128_splitk4": 165, "m64_n128_splitk8": 165, "m64_n128_splitk16": 165,
 }
 
 # The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and the registers of
