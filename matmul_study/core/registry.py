@@ -126,8 +126,8 @@ WARPTILED_TILE_RATES = {
 # picks; at 4096x64x4096 the 64 x 64 tiles split 4 ways ran best (0.94), the model picks the 32 x 64
 # tiles (0.88).
 WARPTILED_SMALL_TILE_RATES = {
-    "float32": configs.TileRates({64: 140.0, (64, 64): 130.0, 128: 120.0}, {4: 0.6, 8: 0.8}, block_us=0.5,
-                                 partial_gbps=25.0, ragged_fill=RAGGED_FILL, last_round=True),
+    "float32": configs.TileRates({64: 160.0, (64, 64): 140.0, 128: 120.0}, {4: 0.4, 8: 0.8, 12: 0.9}, block_us=0.5,
+                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
 }
 WARPTILED_BESIDE_TILE_RATES = {
     "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 280.0, (64, 64): 240.0, 128: 200.0}, {4: 0.6, 8: 0.8},
