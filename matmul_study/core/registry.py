@@ -107,24 +107,25 @@ WARPTILED_TILE_RATES = {
 }
 # ... and of its fp32 small tiles (64 x 128 and 64 x 64, 4 warps, several to an SM; configs.smaller_tiles weighs them
 # where the model above picks the default tiles, whole or split), and against its decode and narrow tiles where the
-# model above picks them past the token rows. Both fitted together (a descent over each fact from the best of a grid) to
-# every build at 50 shapes on an H200 (small-problems/simt-small-tiles-four-blocks-{1,2}-float32.txt, the shapes of
-# simt-small-tiles-{sweep,more,}-float32.txt), after the 64 x 64 tiles were bound to 4 blocks an SM and split 3 ways
-# too, with the builds' registers in their residency (WARPTILED_SMALL_REGISTERS). The blocks past the busiest SM's last
-# full round of resident ones run at the share of their own warps (last_round): a ragged second round costs a round, so
-# 832 blocks of 64 x 64 split 4 ways (1.6 rounds of 4 an SM) beat 624 split 3 ways (1.2 rounds) at 1000x800x1200 (0.90
-# against 0.78 of cuBLAS). Over the 50 the pick loses 2.2 % on average to the best build measured (the former facts,
-# with these registers, 4.0 %), and at the 22 shapes of the former check sweeps
-# (simt-small-tiles-{check,fresh}-float32.txt), held out, 4.0 % (9.3 %); the former heuristic 5.6 % over all 72. The
-# rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of their blocks' slots, which
-# the model does not count, above the SM's 253 multiply-adds a nanosecond (capped there, the fit loses 2.5 % and 5.3 %).
-# Against the former heuristic's picks, measured in the same sweep (x cuBLAS): up by more than 3 % at 22 of the 72
-# shapes (1000x800x1200 0.81 -> 0.90 in 64 x 64 tiles split 4 ways, 768^3 0.95 -> 1.05, 384^3 0.99 -> 1.15,
-# 10000x64x1000 1.03 -> 1.39, 1250x1250x2500 0.48 -> 0.77), down at 4 (64 x 128 tiles split 2 ways where the 64 x 64
-# split 4 ways ran best): 1536^3 0.95 -> 0.88, 384x3072x1024 0.93 -> 0.88, and two held out, 2200x500x1500 0.97 -> 0.82,
-# 3500x300x1200 0.91 -> 0.76. The suite's 128x4096x4096 (0.87), 512x512x16384 (0.85) and 1024^3 (0.96) keep their
-# picks; at 4096x64x4096 the 64 x 64 tiles split 4 ways ran best (0.94), the model picks the 32 x 64
-# tiles (0.88).
+# model above picks them past the token rows, with the builds' registers in their residency
+# (WARPTILED_SMALL_REGISTERS). The blocks past the busiest SM's last full round of resident ones run at the share of
+# their own warps (last_round): a ragged second round costs a round, so 832 blocks of 64 x 64 split 4 ways (1.6 rounds
+# of 4 an SM) beat 624 split 3 ways (1.2 rounds) at 1000x800x1200 (0.90 against 0.78 of cuBLAS). Fitted to every build
+# at 50 shapes on an H200, the small builds as registered (after their deep splits were bound to more blocks an SM,
+# geometry.WARPTILED_SMALL_BOUNDS) measured in one process (small-problems/simt-small-tiles-pass-float32.txt), the
+# others in simt-small-tiles-four-blocks-{1,2}-float32.txt: a descent over each fact, then a grid over the small tiles'
+# rates and shares, 12 resident warps at 0.9 of the rate among them (64 x 64 split 3 ways, 3 an SM, ran 0.78 at
+# 128x4096x4096 where split 4 ways, 4 an SM, ran 0.83). Over the 50 the pick loses 1.4 % on average to the best build
+# measured (the facts before, on the same sweep, 2.7 %), and at the 22 shapes of the former check sweeps 1.9 % (3.2 %);
+# the grid's point was chosen by both, so the 22 are not held out clean: the descent alone, 1.1-1.3 % where fitted,
+# lost 3.5-5.2 % there. The rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of their
+# blocks' slots, which the model does not count, above the SM's 253 multiply-adds a nanosecond. Against the picks
+# before the bound builds, each measured in its own sweep (x cuBLAS): the geometric mean over the 72 shapes 0.901 ->
+# 0.928 (the best build at each, 0.944), up by more than 3 % at 26 (1536^3 0.88 -> 1.09, 1152^3 0.94 -> 1.04,
+# 2200x500x1500 0.82 -> 0.95, 4096x64x4096 0.88 -> 1.00, 3500x300x1200 0.76 -> 0.89), down at 9: 128x4096x4096
+# 0.87 -> 0.83 and 512x512x16384 0.85 -> 0.81 (the 64 x 128 tiles split 4 and 8 ways at two blocks an SM, whose
+# staged sum ran faster there: one round of blocks gains nothing from a third), 768^3 1.05 -> 0.98, 2500x200x2500
+# 0.84 -> 0.77, 4000x120x6000 0.80 -> 0.74, 10000x64x1000 1.39 -> 1.32.
 WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 140.0, 128: 120.0}, {4: 0.4, 8: 0.8, 12: 0.9}, block_us=0.5,
                                  partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
