@@ -185,7 +185,7 @@ def test_a_smaller_gpu_splits_less():
     assert own_tiles_pick(1024, 1024, 1024, sms=64).variant == "splitk2"  # 32 tiles x 2 = 64 SMs
     assert own_tiles_pick(1024, 1024, 1024, sms=16).variant == "default"
     # fp32's small tiles: on 16 SMs the whole default tiles too; on 64 the 64x128 tiles split 3 ways in two rounds of 3
-    # an SM (12 warps: the small tiles' model rates 8 at 0.8 of the rate), on 132 in one.
+    # an SM (12 warps an SM at 0.9 of the small tiles' rate, where whole tiles, 2 an SM, hold 8 at 0.8), on 132 in one.
     assert pick("warptiled", 1024, 1024, 1024, sms=16).variant == "default"
     for sms, busiest in ((64, 6), (132, 3)):
         choice = pick("warptiled", 1024, 1024, 1024, sms=sms)
@@ -489,8 +489,8 @@ def test_the_small_tiles_take_the_default_tiles_place_where_they_run_faster():
         assert len(regrets) == (22 if checked else 50) and sum(regrets) / len(regrets) <= mean_regret, regrets
     assert taken >= 40
     # Past the token rows, in the decode and narrow tiles' place (x cuBLAS, SMALL_TILES_BOUND): 6144x64x2048 64x64
-    # tiles split 4 ways 1.56, 896^3 64x128 split 4 ways 1.03, 768^3 split 8 ways 0.98 (3 ways 1.04: the sweep's
-    # largest loss past the token rows but one), 2000x300x3000 split 4 ways 0.75. In the default tiles' place,
+    # tiles split 4 ways 1.56, 896^3 64x128 split 4 ways 1.03, 768^3 split 8 ways 0.98 (3 ways ran 1.04),
+    # 2000x300x3000 split 4 ways 0.75. In the default tiles' place,
     # 1000x800x1200: 832 blocks of 64x64, 4 an SM, K in 4 slices, 0.90 (the default tiles split 4 ways).
     assert pick("warptiled", 6144, 64, 2048).variant == "m64_n64_splitk4"
     assert pick("warptiled", 896, 896, 896).variant == "m64_n128_splitk4"
