@@ -305,9 +305,9 @@ WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
 #   simt-small-tiles-pass-float32.txt, the builds "_free" unbound).
 # Against the same splits at two blocks, one process on an H200 (small-problems/simt-pass-float32.txt, 72 shapes, the
 # new builds "_p1b3" and "_p2b4"): the 64 x 64 ones split 8 and 16 ways 0.96-1.33x their former speed, 1.10x or more
-# at 52 and 58 of the 72; the 64 x 128 ones 0.82-1.40x, the best of them faster than every former small build by more than 2 %
-# at 27 shapes (1536^3 1.01 -> 1.09 of cuBLAS, 1152^3 0.97 -> 1.04, 896x896x2048 0.96 -> 1.07, 4096x64x4096 0.93 ->
-# 1.00). The summed slices' loads, one or two partials in flight, cost the deep-K shapes of few tiles 2-5 %
+# at 52 and 58 of the 72; the 64 x 128 ones 0.82-1.40x, the best of them faster than every former small build by more
+# than 2 % at 27 shapes (1536^3 1.01 -> 1.09 of cuBLAS, 1152^3 0.97 -> 1.04, 896x896x2048 0.96 -> 1.07, 4096x64x4096
+# 0.93 -> 1.00). The summed slices' loads, one or two partials in flight, cost the deep-K shapes of few tiles 2-5 %
 # (128x128x32768, 256x256x8192, 512x128x8192), where the decode tiles are the pick.
 WARPTILED_SMALL_BOUNDS = {
     (64, 64): {1: (4, 0), 2: (4, 0), 3: (4, 0), 4: (4, 0), 8: (4, 2), 16: (4, 2)},

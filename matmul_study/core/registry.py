@@ -118,14 +118,15 @@ WARPTILED_TILE_RATES = {
 # 128x4096x4096 where split 4 ways, 4 an SM, ran 0.83). Over the 50 the pick loses 1.4 % on average to the best build
 # measured (the facts before, on the same sweep, 2.7 %), and at the 22 shapes of the former check sweeps 1.9 % (3.2 %);
 # the grid's point was chosen by both, so the 22 are not held out clean: the descent alone, 1.1-1.3 % where fitted,
-# lost 3.5-5.2 % there. The rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of their
-# blocks' slots, which the model does not count, above the SM's 253 multiply-adds a nanosecond. Against the picks
+# lost 3.5-5.2 % there. The rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of
+# their blocks' slots, which the model does not count, above the SM's 253 multiply-adds a nanosecond. Against the picks
 # before the bound builds, each measured in its own sweep (x cuBLAS): the geometric mean over the 72 shapes 0.901 ->
 # 0.928 (the best build at each, 0.944), up by more than 3 % at 26 (1536^3 0.88 -> 1.09, 1152^3 0.94 -> 1.04,
 # 2200x500x1500 0.82 -> 0.95, 4096x64x4096 0.88 -> 1.00, 3500x300x1200 0.76 -> 0.89), down at 9: 128x4096x4096
-# 0.87 -> 0.83 and 512x512x16384 0.85 -> 0.81 (the 64 x 128 tiles split 4 and 8 ways at two blocks an SM, whose
-# staged sum ran faster there: one round of blocks gains nothing from a third), 768^3 1.05 -> 0.98, 2500x200x2500
-# 0.84 -> 0.77, 4000x120x6000 0.80 -> 0.74, 10000x64x1000 1.39 -> 1.32.
+# 0.87 -> 0.83 (the 64 x 128 tiles split 4 ways at two blocks an SM, whose staged sum ran fastest there: one round of
+# blocks gains nothing from a third), 512x512x16384 0.85 -> 0.81 (a miss of the model: 64 x 64 tiles split 8 ways
+# where the 64 x 128 ones split 16 ways ran 0.84), 768^3 1.05 -> 0.98, 2500x200x2500 0.84 -> 0.77, 4000x120x6000
+# 0.80 -> 0.74, 10000x64x1000 1.39 -> 1.32.
 WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 140.0, 128: 120.0}, {4: 0.4, 8: 0.8, 12: 0.9}, block_us=0.5,
                                  partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
