@@ -65,13 +65,9 @@
 
 #include "simt_common.cuh"
 #include "split_k.cuh"
-#include "stream_k.cuh"
 
 #ifndef MMA_ASYNC_COPY_SPLIT_K
 #define MMA_ASYNC_COPY_SPLIT_K 1
-#endif
-#ifndef MMA_ASYNC_COPY_STREAM_K
-#define MMA_ASYNC_COPY_STREAM_K 0  // 1: grid (G), a span of the tiles' k steps a block (stream_k.cuh)
 #endif
 
 namespace mma_async_copy {
@@ -281,13 +277,11 @@ __device__ __forceinline__ void store_permuted(Acc* C, const Acc (&acc)[MT][NT][
         }
 }
 
-// One tile (tm, tn) of C over its k steps [kt0, kt1): a whole tile, a split-K slice or a stream-K piece (gemm,
-// below). finish(acc) runs before the stores: false where the block is not the one to store this tile (a slice or
-// piece that did not count in last). `scales` (FP8): scale_a, scale_b, applied to the sums as they leave.
-template <class Cfg, typename T, class Finish>
-__device__ __forceinline__ void tile_piece(const T* __restrict__ A, const T* __restrict__ B,
-                                           typename Op<T>::Acc* __restrict__ C, int m, int n, int k, int tm, int tn,
-                                           int kt0, int kt1, const float* scales, Finish finish)
+// SPLIT > 1: this block's slice of the k steps (gridDim.z = SPLIT), summed through `workspace` (split_k.cuh).
+// `scales` (FP8): scale_a, scale_b, applied to the sums as they leave.
+template <class Cfg, typename T, int SPLIT>
+__device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, typename Op<T>::Acc* __restrict__ C,
+                                     int m, int n, int k, void* workspace, const float* scales)
 {
     using O = Op<T>;
     using Acc = typename O::Acc;
@@ -304,6 +298,8 @@ __device__ __forceinline__ void tile_piece(const T* __restrict__ A, const T* __r
     const uint32_t smem_base = smem_addr(smem);
 
     const int tid = threadIdx.x;
+    int tm, tn;
+    simt_common::grouped_block_tile<8>(tm, tn);
     const int bm = tm * BM, bn = tn * BN;
 
     // Where chunk c of k row r of B is stored (header comment).
@@ -329,6 +325,9 @@ __device__ __forceinline__ void tile_piece(const T* __restrict__ A, const T* __r
     // that operand: a pointer that steps a slice at a time. Apart, since a decode block's few rows of A are never
     // a whole tile, and its stream of B must not pay the edge checks for that.
     const bool a_inside = (bm + BM <= m) && a_vec, b_inside = (bn + BN <= n) && b_vec;
+    // Split-K: this block's slice [kt0, kt1) of the tile's k steps (split_k.cuh); whole tiles start at step 0.
+    int kt0 = 0, kt1 = (k + BK - 1) / BK;
+    if constexpr (SPLIT > 1) split_k::slice(kt1, kt0, kt1);
     const T* a_cur = A + static_cast<size_t>(a_inside ? bm + a_r0 : 0) * k + a_c0 * EPC + kt0 * BK;  // += BK a slice
     const T* b_cur = B + (static_cast<size_t>(b_inside ? b_r0 : 0) + static_cast<size_t>(kt0) * BK) * n + bn
                      + b_c0 * EPC;  // += BK * n
@@ -485,46 +484,17 @@ __device__ __forceinline__ void tile_piece(const T* __restrict__ A, const T* __r
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next grid may start its blocks now
 #endif
     cp_async_wait<0>();
-    static_assert(sizeof(acc) / sizeof(Acc) * THREADS == BM * BN,
-                  "a partial is the block tile's accumulators (the registry sizes the workspace so)");
-    if (!finish(acc)) return;  // a slice or piece of a tile another block stores
+    if constexpr (SPLIT > 1) {
+        static_assert(sizeof(acc) / sizeof(Acc) * THREADS == BM * BN,
+                      "a partial is the block tile's accumulators (the registry sizes the workspace so)");
+        if (!split_k::sum_slices<SPLIT, THREADS>(acc, workspace)) return;  // not the tile's last slice
+    }
 
     const int row0 = bm + warp_m * WM, col0 = bn + warp_n * WN;
     if constexpr (O::PERMUTED_B)
         store_permuted(C, acc, m, n, row0, col0, g, t, scales ? scales[0] * scales[1] : 1.0f, scales != nullptr);
     else
         simt_common::store_mma_tiles(C, acc, m, n, row0, col0, g, t);
-}
-
-// SPLIT > 1: this block's slice of its tile's k steps (gridDim.z = SPLIT), summed through `workspace`
-// (split_k.cuh). STREAM_K: grid (G), each block a span of the tiles' k steps (stream_k.cuh), its partial pieces
-// summed through `workspace`.
-template <class Cfg, typename T, int SPLIT, bool STREAM_K>
-__device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, typename Op<T>::Acc* __restrict__ C,
-                                     int m, int n, int k, void* workspace, const float* scales)
-{
-    static_assert(!(STREAM_K && SPLIT > 1), "stream-K and split-K exclude each other");
-    constexpr int BK = Cfg::BK_BYTES / Op<T>::BYTES, THREADS = Cfg::THREADS;
-    const int KT = (k + BK - 1) / BK;
-    if constexpr (STREAM_K) {
-        const int tiles_n = (n + Cfg::BN - 1) / Cfg::BN, tiles = tiles_n * ((m + Cfg::BM - 1) / Cfg::BM);
-        stream_k::for_each_piece(tiles, KT, [&](const stream_k::Piece& p) {
-            tile_piece<Cfg, T>(A, B, C, m, n, k, p.tile / tiles_n, p.tile % tiles_n, p.kt0, p.kt1, scales,
-                               [&](auto& acc) {
-                                   return p.piece < 0 || stream_k::sum_pieces<THREADS>(acc, workspace, p, tiles, KT);
-                               });
-            __syncthreads();  // the next piece's loads overwrite the stages this one's last fragments came from
-        });
-    } else {
-        int tm, tn;
-        simt_common::grouped_block_tile<8>(tm, tn);
-        int kt0 = 0, kt1 = KT;
-        if constexpr (SPLIT > 1) split_k::slice(KT, kt0, kt1);
-        tile_piece<Cfg, T>(A, B, C, m, n, k, tm, tn, kt0, kt1, scales, [&](auto& acc) {
-            if constexpr (SPLIT > 1) return split_k::sum_slices<SPLIT, THREADS>(acc, workspace);  // last slice?
-            else return true;
-        });
-    }
 }
 
 }  // namespace mma_async_copy
@@ -541,6 +511,6 @@ __device__ __forceinline__ void mma_async_copy_matmul(const T* A, const T* B, Ac
     static_assert(__is_same(Acc, typename mma_async_copy::Op<T>::Acc), "C and the workspace hold the accumulators");
     static_assert(MMA_ASYNC_COPY_SPLIT_K >= 1 && MMA_ASYNC_COPY_SPLIT_K <= 32,
                   "MMA_ASYNC_COPY_SPLIT_K: 1 (whole tiles) to 32 slices");
-    mma_async_copy::gemm<mma_async_copy::DefaultConfig, T, MMA_ASYNC_COPY_SPLIT_K, MMA_ASYNC_COPY_STREAM_K != 0>(
-        A, B, C, m, n, k, workspace, scales);
+    mma_async_copy::gemm<mma_async_copy::DefaultConfig, T, MMA_ASYNC_COPY_SPLIT_K>(A, B, C, m, n, k, workspace,
+                                                                                    scales);
 }

@@ -218,9 +218,6 @@ DECODE_TILE_MS = (16, 32, 64)
 DECODE_TILE_N = 128
 DECODE_SLICE_BYTES = 128  # of each row: 64 fp16, 32 tf32, 128 int8 or e4m3 elements
 DECODE_SPLITS = (1, 2, 3, 4, 8, 16, 32)
-# And as stream-K (m<BM>_streamk[2]): one or two blocks an SM, each streaming an equal span of the tiles' k steps,
-# where column tiles x slices leave some SMs a block more than others.
-DECODE_STREAM_K_PER_SM = (1, 2)
 
 
 # 07_warptiled.cu's decode builds (variants m<BM>[_splitk<S>], BM 16 or 32): BM x 128 tiles of 4 warps side by side
@@ -488,27 +485,6 @@ def _split_builds(base: str, splits: tuple[int, ...], build: Callable[[int, str,
                  for s in splits)
 
 
-def stream_k_variant(config: BlockTile, per_sm: int, name: str, description: str) -> Variant:
-    """A build of one configuration as stream-K (kernels/stream_k.cuh): grid (G) of `per_sm` blocks an SM (at most
-    one a k step of the problem's tiles), each block a contiguous span of the tiles' k steps laid end to end; a
-    workspace of two partial tiles of tile_m x tile_n accumulators per block, then a 32-bit counter per tile."""
-
-    def shape(p: Problem) -> tuple[int, int]:
-        tiles = cdiv(p.m, config.tile_m) * cdiv(p.n, config.tile_n)
-        units = tiles * cdiv(p.k, config.tile(0, p.dtype.name)[2])
-        return tiles, max(1, min(p.sm_count * per_sm, units))
-
-    def launch(p: Problem) -> Launch:
-        return replace(config.launch(p), grid=(shape(p)[1], 1, 1))
-
-    def workspace(p: Problem) -> int:
-        tiles, blocks = shape(p)
-        return 2 * blocks * config.tile_m * config.tile_n * p.dtype.output.itemsize + 4 * tiles
-
-    return Variant(name, (*config.defines(), f"{config.name}_STREAM_K=1"), description, launch=launch,
-                   tile=config.tile, workspace=workspace)
-
-
 def _decode_builds(tile_ms: tuple[int, ...], splits: tuple[int, ...],
                    build: Callable[[int, int, str, str], Variant]) -> tuple[Variant, ...]:
     """Decode builds m<BM> (whole tiles) and m<BM>_splitk<S>, each made by build(BM, S, name, how it splits)."""
@@ -526,16 +502,7 @@ def decode_variants() -> tuple[Variant, ...]:
                              f"{config.tile_k * config.unit_bytes} bytes a row, "
                              f"{config.stages} stages ({config.shared_bytes // 1024} KiB){how}")
 
-    def stream(tile_m: int, per_sm: int) -> Variant:
-        config = decode_tile(tile_m)
-        return stream_k_variant(config, per_sm, f"m{tile_m}_streamk" + (str(per_sm) if per_sm > 1 else ""),
-                                f"decode tiles: {tile_m}x{config.tile_n}, one row of 4 warps, k slices of "
-                                f"{config.tile_k * config.unit_bytes} bytes a row, {config.stages} stages, stream-K: "
-                                f"{per_sm} block{'s' if per_sm > 1 else ''} an SM, each an equal span of the tiles' "
-                                "k steps; partial tiles summed in order through a workspace (deterministic)")
-
-    return (*_decode_builds(DECODE_TILE_MS, DECODE_SPLITS, build),
-            *(stream(tile_m, per_sm) for tile_m in DECODE_TILE_MS for per_sm in DECODE_STREAM_K_PER_SM))
+    return _decode_builds(DECODE_TILE_MS, DECODE_SPLITS, build)
 
 
 def _side_by_side_decode_variants(family_of: Callable[[int], TileFamily], tile_ms: tuple[int, ...],
