@@ -9,6 +9,18 @@ Prints the best facts of the grid (rates per tile rows or tile shape, shares of 
 own time, the partials' rate; where the default tiles' waves are too ragged, the registry's), the pick and its regret
 at each fitted shape, and the same at each checked shape. --descend moves the registry's facts one at a time instead,
 for a method with more tiles than the whole grid can try.
+
+--model names another of the method's tile models (registry.TILE_MODELS: kernel 7's small tiles' `small` and
+`beside`), descended from the registry's facts and weighed by the whole heuristic's pick at every shape:
+
+  python bench/fit_tile_model.py warptiled float32 --model small --descend \
+      --fit simt-small-tiles-four-blocks-{1,2}-float32.txt --over simt-small-tiles-pass-float32.txt \
+      --as m64_n128_free=m64_n128 m64_n128_splitk2_free=m64_n128_splitk2 \
+      --hold-out simt-small-tiles-check-float32.txt simt-small-tiles-fresh-float32.txt
+
+(tables in results/reference/NVIDIA_H200/small-problems/; --over: builds measured again, which replace the --fit
+tables' build by build; --as: a build measured under another name; --hold-out: the shapes of these tables are checked
+on the sweep, not fitted).
 """
 from __future__ import annotations
 
@@ -25,13 +37,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fit", nargs="+", required=True, help="bench/compare.py tables to fit to")
     p.add_argument("--again", nargs="*", default=[],
                    help="tables that measured some --fit shapes again: theirs replace the --fit tables' measurements")
+    p.add_argument("--over", nargs="*", default=[],
+                   help="tables that measured some builds again: theirs replace the --fit tables' build by build")
+    p.add_argument("--as", dest="renamed", nargs="*", default=[], metavar="MEASURED=BUILD",
+                   help="a build the --over tables measured under another name (and BUILD's own rows there are a "
+                        "scratch state, left out)")
     p.add_argument("--check", nargs="*", default=[], help="tables to check the fit on")
+    p.add_argument("--hold-out", nargs="*", default=[],
+                   help="tables whose shapes are checked on the assembled sweep instead of fitted")
+    p.add_argument("--model", default="main",
+                   help="which of the method's tile models to fit (registry.TILE_MODELS; default: main)")
     p.add_argument("--rates", nargs="+", type=float, default=[20, 30, 40, 50, 60, 70, 80, 100, 120, 140],
                    help="multiply-adds a nanosecond an SM to try for each tile's rows")
     p.add_argument("--four-warps", nargs="+", type=float, default=[0.4, 0.5, 0.6, 0.7])
     p.add_argument("--eight-warps", nargs="+", type=float, default=[0.7, 0.8, 0.9, 1.0])
     p.add_argument("--block-us", nargs="+", type=float, default=[0.5, 1.0, 2.0])
     p.add_argument("--partial-gbps", nargs="+", type=float, default=[50.0, 100.0, 200.0])
+    p.add_argument("--twelve-warps", nargs="+", type=float, default=[0.8, 0.9, 1.0],
+                   help="shares of 12 resident warps, where the facts have one (with --descend)")
     p.add_argument("--split-us", nargs="+", type=float, default=[0.0, 1.0, 2.0, 3.0],
                    help="a split's own time, microseconds (with --descend)")
     p.add_argument("--descend", action="store_true",
@@ -47,13 +70,34 @@ def show(title: str, result: tile_fit.Fit) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit, args.again)
+    p = parser()
+    args = p.parse_args(argv)
+    models = registry.TILE_MODELS.get(args.method, {"main": registry.TILE_RATES.get(args.method, {})})
+    if args.model not in models or args.dtype not in models[args.model]:
+        have = "; ".join(f"{name} ({', '.join(facts)})" for name, facts in models.items())
+        p.error(f"--model {args.model} in {args.dtype}: {args.method} has the tile models {have}")
+    if args.model != "main" and not args.descend:
+        p.error(f"--model {args.model}: only --descend fits it (the grid search fits the main model)")
+    pairs = [name.split("=", 1) for name in args.renamed]
+    if any(len(pair) != 2 or not all(pair) for pair in pairs):
+        p.error(f"--as {' '.join(args.renamed)}: each is MEASURED=BUILD")
+    sweep = tile_fit.sweep_of(args.method, args.dtype, args.fit, args.again, args.over, dict(pairs))
+    held = {shape for (_, _, shape) in tile_fit.table_ratios(args.hold_out)}
+    held_out = {shape: builds for shape, builds in sweep.items() if shape in held}
+    sweep = {shape: builds for shape, builds in sweep.items() if shape not in held}
     grids = tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us), tuple(args.partial_gbps)
-    start = registry.TILE_RATES[args.method][args.dtype]
+    start = models[args.model][args.dtype]
+    rule = None if args.model == "main" else args.model
+
+    def weigh(rates, shapes) -> tile_fit.Fit:
+        if rule is None:
+            return tile_fit.evaluate(args.method, args.dtype, rates, shapes)
+        return tile_fit.evaluate_rule(args.method, args.dtype, rule, rates, shapes)
+
     if args.descend:
-        show("the registry's facts", tile_fit.evaluate(args.method, args.dtype, start, sweep))
-        best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids, tuple(args.split_us))
+        show("the registry's facts", weigh(start, sweep))
+        best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids, tuple(args.split_us),
+                                tuple(args.twelve_warps), model=rule)
         print(f"descended to: {best.rates}")
     else:
         m = registry.get(args.method)
@@ -71,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"best of {len(fits)}: {best.rates}")
     show("fitted", best)
     if args.check:
-        show("checked", tile_fit.evaluate(args.method, args.dtype, best.rates,
-                                          tile_fit.sweep_of(args.method, args.dtype, args.check)))
+        show("checked", weigh(best.rates, tile_fit.sweep_of(args.method, args.dtype, args.check)))
+    if held_out:
+        show("held out", weigh(best.rates, held_out))
     return 0
 
 

@@ -61,6 +61,25 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
     return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
 
 
+def evaluate_rule(method: str, dtype: str, model: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
+                  sm_count: int = 132) -> Fit:
+    """The method's whole heuristic (registry.TILE_RULES) with one of its tile models' facts (`model`, a key of
+    registry.TILE_MODELS) set to `rates` in `dtype`, over a sweep: its pick and regret at every shape. For the models
+    that weigh builds beside another rule's pick (kernel 7's small tiles'), whose reach that rule decides."""
+    m = registry.get(method)
+    facts = registry.TILE_MODELS[method]
+    choose = registry.TILE_RULES[method](**{**facts, model: {**facts[model], dtype: rates}})
+    names = configs.runnable(m, dtype)
+    picks = {}
+    for shape, builds in sweep.items():
+        rows, cols, depth = map(int, shape.split("x"))
+        choice = choose(configs.job_problem(dtypes.get(dtype), 0, rows, depth, cols, sm_count=sm_count), names)
+        picks[shape] = (choice.variant,
+                        1 - builds[choice.variant] / max(builds.values()) if choice.variant in builds else 1.0)
+    regrets = [r for _, r in picks.values()]
+    return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
+
+
 def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
         gmacs: dict[int | tuple[int, int], tuple[float, ...]], four_warps: tuple[float, ...],
         eight_warps: tuple[float, ...], block_us: tuple[float, ...], partial_gbps: tuple[float, ...],
@@ -77,36 +96,53 @@ def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
 
 def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: configs.TileRates,
             gmacs: tuple[float, ...], four_warps: tuple[float, ...], eight_warps: tuple[float, ...],
-            block_us: tuple[float, ...], partial_gbps: tuple[float, ...], split_us: tuple[float, ...] = ()) -> Fit:
-    """From `start`, one fact at a time (each tile's rate over `gmacs`, each warp share, the block's time, the
-    partials' rate, and a split's own time over theirs) to the value of least total regret, then least worst, until
-    no fact moves: a fit for more tiles than the whole grid of fit() can try."""
+            block_us: tuple[float, ...], partial_gbps: tuple[float, ...], split_us: tuple[float, ...] = (),
+            twelve_warps: tuple[float, ...] = (), model: str | None = None) -> Fit:
+    """From `start`, one fact at a time (each tile's rate over `gmacs`, each warp share (12 resident warps' where
+    `start` has one), the block's time, the partials' rate, and a split's own time over theirs) to the value of least
+    total regret, then least worst, until no fact moves: a fit for more tiles than the whole grid of fit() can try.
+    `model`: the facts are that tile model's of the method's whole heuristic (evaluate_rule); None: the main tile
+    model's, at the shapes where it applies (evaluate)."""
     def key(f: Fit) -> tuple[float, float]:
         return round(f.total, 6), round(f.worst, 6)
+
+    def weigh(r: configs.TileRates) -> Fit:
+        return evaluate(method, dtype, r, sweep) if model is None else evaluate_rule(method, dtype, model, r, sweep)
 
     def candidates(r: configs.TileRates):
         for tile in r.gmacs:
             yield from (replace(r, gmacs={**r.gmacs, tile: g}) for g in gmacs)
-        yield from (replace(r, warp_share={**r.warp_share, 4: a}) for a in four_warps)
-        yield from (replace(r, warp_share={**r.warp_share, 8: a}) for a in eight_warps)
+        for warps, shares in ((4, four_warps), (8, eight_warps), (12, twelve_warps)):
+            if warps in r.warp_share:
+                yield from (replace(r, warp_share={**r.warp_share, warps: a}) for a in shares)
         yield from (replace(r, block_us=us) for us in block_us)
         yield from (replace(r, partial_gbps=gbps) for gbps in partial_gbps)
         yield from (replace(r, split_us=us) for us in split_us)
 
-    best = evaluate(method, dtype, start, sweep)
+    best = weigh(start)
     while True:
-        step = min((evaluate(method, dtype, r, sweep) for r in candidates(best.rates)), key=key)
+        step = min((weigh(r) for r in candidates(best.rates)), key=key)
         if key(step) >= key(best):
             return best
         best = step
 
 
-def sweep_of(method: str, dtype: str, paths, again=()) -> dict[str, dict[str, float]]:
+def sweep_of(method: str, dtype: str, paths, again=(), over=(), renamed: dict[str, str] | None = None
+             ) -> dict[str, dict[str, float]]:
     """A method's sweep in one dtype, from bench/compare.py's tables: shape -> {build: ratio}. A shape that `again`'s
     tables measured (every build, in another run: after new builds were registered) takes their measurements in
-    place of the others' whole, so that no shape mixes two runs' builds (cards differ by a few per cent)."""
-    def of(tables):
-        return {shape: builds for (name, d, shape), builds in table_ratios(tables).items()
-                if name == method and d == dtype}
+    place of the others' whole, so that no shape mixes two runs' builds (cards differ by a few per cent). `over`'s
+    tables measured some builds again (those that changed): theirs replace the others' build by build, `renamed`
+    (the name it was measured under -> the build's) first, and a build measured under a name that `renamed` gives
+    another is left out (a scratch state registered under that name)."""
+    renamed = renamed or {}
 
-    return {**of(paths), **of(again)}
+    def of(tables, names=None):
+        names = names or {}
+        return {shape: {names.get(b, b): r for b, r in builds.items() if b not in names.values() or b in names}
+                for (name, d, shape), builds in table_ratios(tables).items() if name == method and d == dtype}
+
+    sweep = {**of(paths), **of(again)}
+    for shape, builds in of(over, renamed).items():
+        sweep[shape] = {**sweep.get(shape, {}), **builds}
+    return sweep

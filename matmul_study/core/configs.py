@@ -1262,7 +1262,8 @@ def _default_tile_slices(variants: tuple[str, ...]) -> dict[str, int]:
 def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Callable[[object, tuple[str, ...]], Choice],
                   builds: frozenset[str], tile_k: int, beside: frozenset[str] = frozenset(), rows: int = 0,
                   beside_model: Callable[[object, tuple[str, ...]], Choice] | None = None,
-                  max_steps: int = SMALL_TILE_MAX_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
+                  max_steps: int = SMALL_TILE_MAX_STEPS, default_tile: tuple[int, int] | None = None,
+                  ragged_fill: float = 0.0) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a kernel with builds of tiles smaller than its default ones (`builds`: kernel 7's 64 x 64 and
     64 x 128 tiles of 4 warps, several to an SM) beside its own rule `rest`: where `rest` picks the default tiles,
     whole or split (a problem whose 128 x 256 tiles leave most SMs idle or a last wave ragged), each slice of at most
@@ -1270,14 +1271,25 @@ def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Call
     facts of their own: several blocks share an SM, which the default tiles' facts do not weigh); past `rows` token
     rows where `rest` picks one of the builds `beside` (kernel 7's decode and narrow tiles, which its tile model weighs
     there), `beside_model`'s among the smaller tiles' builds and that pick (facts of their own again, for those tiles);
-    elsewhere `rest`'s pick."""
+    elsewhere `rest`'s pick. Where the default tiles' pick (`default_tile`: its rows and columns) fills its waves to
+    less than `ragged_fill`, a partial tile counted at the part of it inside C, `model` weighs it at any depth of its
+    slices: at 1920^3 (x cuBLAS on an H200) the whole 128 x 256 tiles, 60 k steps deep and 85 % of a wave, ran 0.88
+    where the 64 x 128 tiles split 4 ways ran 0.95-1.02 (simt-small-tiles-pass-float32.txt, simt-pass-float32.txt)."""
+
+    def ragged(problem, slices: int) -> bool:
+        if default_tile is None:
+            return False
+        rows, cols = default_tile
+        blocks = cdiv(problem.m, rows) * cdiv(problem.n, cols) * slices
+        inside = problem.m * problem.n / (rows * cols) * slices
+        return inside / (cdiv(blocks, problem.sm_count) * problem.sm_count) < ragged_fill
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
         offered = tuple(v for v in variants if v in builds)
         # the default tiles' pick, whole or split: its slices
         slices = _default_tile_slices(variants).get(picked.variant)
-        if slices is not None and cdiv(cdiv(problem.k, tile_k), slices) <= max_steps:
+        if slices is not None and (cdiv(cdiv(problem.k, tile_k), slices) <= max_steps or ragged(problem, slices)):
             weigh = model
         elif beside_model is not None and picked.variant in beside and problem.m > rows:
             weigh, offered = beside_model, offered + (picked.variant,)
@@ -1596,6 +1608,8 @@ class TileRates:
     # The busiest SM's blocks past its last full round of resident ones run with fewer warps beside them, at the
     # share of theirs (False: every block at the share of the most resident at once).
     last_round: bool = False
+    # The waves' fill for `ragged_fill` counts a partial tile at the part of it inside C (False: as a whole tile).
+    inside_fill: bool = False
 
 
 def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Callable[[Problem], object],
@@ -1667,8 +1681,12 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         idle = 2 * tiles <= problem.sm_count
         # A few columns: the default tiles multiply as many columns past N as in it, or more.
         narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
-        fill = tiles / (cdiv(tiles, problem.sm_count) * problem.sm_count)
-        if problem.dtype.name not in rates or not (idle or narrow or fill < rates[problem.dtype.name].ragged_fill):
+        fact = rates.get(problem.dtype.name)
+        # With inside_fill, a partial tile counts at the part of it inside C (1920^3: 120 tiles of 128x256 on 132
+        # SMs, the last column of them half inside: 85 % of a wave, not 91 %).
+        inside = problem.m * problem.n / (tile_m * tile_n) if fact is not None and fact.inside_fill else tiles
+        fill = inside / (cdiv(tiles, problem.sm_count) * problem.sm_count)
+        if fact is None or not (idle or narrow or fill < fact.ragged_fill):
             return rest(problem, variants)
         tiles_of = {name: tile_of(problem, builds.get(name)) for name in (DEFAULT, *variants)
                     if name == DEFAULT or name in builds}

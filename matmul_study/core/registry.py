@@ -101,7 +101,7 @@ WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
 # over the small tiles' 72 shapes 1.8 % where they were fitted, 4.0 % held out (2.2 % and 4.0 % without the builds).
 WARPTILED_TILE_RATES = {
     "float32": configs.TileRates({16: 80.0, 32: 100.0, (32, 64): 80.0, 128: 120.0}, {4: 0.7, 8: 0.8}, block_us=1.0,
-                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL),
+                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL, inside_fill=True),
     "float64": configs.TileRates({16: 30.0, 32: 60.0, 128: 70.0}, {4: 0.5, 8: 1.0}, block_us=1.0,
                                  partial_gbps=50.0),
 }
@@ -129,11 +129,12 @@ WARPTILED_TILE_RATES = {
 # 0.80 -> 0.74, 10000x64x1000 1.39 -> 1.32.
 WARPTILED_SMALL_TILE_RATES = {
     "float32": configs.TileRates({64: 160.0, (64, 64): 140.0, 128: 120.0}, {4: 0.4, 8: 0.8, 12: 0.9}, block_us=0.5,
-                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True),
+                                 partial_gbps=100.0, ragged_fill=RAGGED_FILL, last_round=True, inside_fill=True),
 }
 WARPTILED_BESIDE_TILE_RATES = {
     "float32": configs.TileRates({16: 220.0, 32: 280.0, 64: 280.0, (64, 64): 240.0, 128: 200.0}, {4: 0.6, 8: 0.8},
-                                 block_us=0.25, partial_gbps=200.0, ragged_fill=RAGGED_FILL, last_round=True),
+                                 block_us=0.25, partial_gbps=200.0, ragged_fill=RAGGED_FILL, last_round=True,
+                                 inside_fill=True),
 }
 
 
@@ -202,6 +203,37 @@ WARPTILED_SMALL_REGISTERS = {
 # the builds whose residency registers may bound.
 TILE_RATES = {"warptiled": WARPTILED_TILE_RATES, "dmma": DMMA_TILE_RATES}
 TILE_REGISTERS = {"dmma": DMMA_REGISTERS}
+
+
+def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
+                     small: dict[str, configs.TileRates] = WARPTILED_SMALL_TILE_RATES,
+                     beside: dict[str, configs.TileRates] = WARPTILED_BESIDE_TILE_RATES, small_fill: float = RAGGED_FILL
+                     ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
+    """Kernel 7's heuristic with its three tile models' facts. A few token rows: the decode tiles (BM x 128, BM 16 or
+    32) that hold them, K split into slices of 16 k steps or more, and in fp32 M of at most 8 its 8 x 256 tiles
+    (configs.simt_token_tiles); a narrow N, or more rows where the default tiles leave most SMs idle, hold a few
+    columns or (fp32) fill their waves to less than RAGGED_FILL: the build the tile model (`main`) gives the least
+    time; else the default tiles, split where few. Where that picks the default tiles with short slices, or past the
+    token rows the decode or narrow tiles, the small tiles' models (`small`, `beside`) weigh the 64 x 64 and 64 x 128
+    tiles beside the pick (configs.smaller_tiles): a default-tile pick with short slices, or one that fills its waves
+    to less than `small_fill` (partial tiles at their part inside C) at any depth."""
+    return simt_choose(
+        WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
+        configs.smaller_tiles(
+            warptiled_tile_model(main), warptiled_tile_model(small, WARPTILED_SMALL_REGISTERS),
+            frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
+            frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants(),
+                                       *warptiled_deep_split_variants())),
+            WARPTILED_DECODE_ROWS, warptiled_tile_model(beside, WARPTILED_SMALL_REGISTERS),
+            default_tile=WARPTILED.tile(0, "float32")[:2], ragged_fill=small_fill),
+        token_tile=WARPTILED_TOKEN_TILE)
+
+
+# Every fitted set of a method's tile models' facts, by model, and the method's heuristic made from them (keyword
+# arguments by model): bench/fit_tile_model.py --model weighs one set's candidates by the whole heuristic's picks.
+TILE_MODELS = {"warptiled": {"main": WARPTILED_TILE_RATES, "small": WARPTILED_SMALL_TILE_RATES,
+                             "beside": WARPTILED_BESIDE_TILE_RATES}}
+TILE_RULES = {"warptiled": warptiled_choose}
 
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
@@ -309,22 +341,7 @@ METHODS: dict[str, Method] = {
             launch_bounds=WARPTILED.launch_bounds,
             variants=WARPTILED_VARIANTS,
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); its default tiles launch so
-            # A few token rows: the decode tiles (BM x 128, BM 16 or 32) that hold them, K split into slices of 16
-            # k steps or more, and in fp32 M of at most 8 its 8 x 256 tiles (configs.simt_token_tiles); a narrow N,
-            # or more rows where the default tiles leave most SMs idle, hold a few columns or (fp32) fill their waves
-            # to less than RAGGED_FILL: the build the tile model gives the least time; else the default tiles, split
-            # where few.
-            choose=simt_choose(
-                WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
-                configs.smaller_tiles(
-                    warptiled_tile_model(WARPTILED_TILE_RATES),
-                    warptiled_tile_model(WARPTILED_SMALL_TILE_RATES, WARPTILED_SMALL_REGISTERS),
-                    frozenset(v.name for v in warptiled_small_variants()), WARPTILED.tile(0, "float32")[2],
-                    frozenset(v.name for v in (*warptiled_decode_variants(), *warptiled_narrow_variants(),
-                                               *warptiled_deep_split_variants())),
-                    WARPTILED_DECODE_ROWS,
-                    warptiled_tile_model(WARPTILED_BESIDE_TILE_RATES, WARPTILED_SMALL_REGISTERS)),
-                token_tile=WARPTILED_TOKEN_TILE),
+            choose=warptiled_choose(),
         ),
         Method(
             "warptiled_mbarrier",
