@@ -577,6 +577,17 @@ def test_a_pipeline_ran_the_small_tiles_picks():
     assert ours[4096, 4096, 64][1] > 0.95 and ours[1152, 1152, 1152][1] > 1.0 and ours[896, 2048, 896][1] > 1.05
 
 
+def test_a_pipeline_ran_the_picks_of_partial_tiles():
+    # On an H200 with partial tiles counted at their part inside C: kernel 7's pick and cuBLAS at 10 shapes whose pick
+    # that moved and at 1536^3 and 2048^3 (m x k x n): 1920^3 1.02 of cuBLAS (the one-wave build 0.88 in the bench),
+    # 5000x2048x640 1.04 (0.78), 2800x8192x640 0.87 (0.67), 8192x4096x1900 0.96 (0.89); 2048^3 keeps its tiles.
+    ours = kernel_7_pipeline("pipeline-useful-fill-results.csv", 12)
+    assert ours[2048, 2048, 2048][0] == geometry.WARPTILED_ONE_WAVE
+    assert sum(variant in SMALL_TILES for variant, _ in ours.values()) == 11
+    assert ours[1920, 1920, 1920][1] > 1.0 and ours[5000, 2048, 640][1] > 1.0 and ours[2800, 8192, 640][1] > 0.85
+    assert min(ratio for _, ratio in ours.values()) > 0.85
+
+
 def test_a_pipeline_ran_the_deep_splits():
     # On an H200 with the decode and narrow tiles split 32 ways: kernel 7's pick and cuBLAS at 8 deep-K shapes of few
     # tiles (m x k x n) and 17x65x33 (128x32768x128 0.92 of cuBLAS, 0.79 in the suite's run before; 144x20000x144
