@@ -118,7 +118,9 @@ WARPTILED_TILE_RATES = {
 # 128x4096x4096 where split 4 ways, 4 an SM, ran 0.83). Over the 50 the pick loses 1.4 % on average to the best build
 # measured (the facts before, on the same sweep, 2.7 %), and at the 22 shapes of the former check sweeps 1.9 % (3.2 %);
 # the grid's point was chosen by both, so the 22 are not held out clean: the descent alone, 1.1-1.3 % where fitted,
-# lost 3.5-5.2 % there. The rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of
+# lost 3.5-5.2 % there. bench/fit_tile_model.py --model small (or beside) --descend weighs the facts by the whole
+# rule's picks over those tables (its docstring has the command): on the rule since a partial tile counts at its part
+# inside C (inside_fill), 1.1 % where fitted, 1.9 % held out. The rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of
 # their blocks' slots, which the model does not count, above the SM's 253 multiply-adds a nanosecond. Against the picks
 # before the bound builds, each measured in its own sweep (x cuBLAS): the geometric mean over the 72 shapes 0.901 ->
 # 0.928 (the best build at each, 0.944), up by more than 3 % at 26 (1536^3 0.88 -> 1.09, 1152^3 0.94 -> 1.04,
