@@ -1274,7 +1274,7 @@ def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Call
     elsewhere `rest`'s pick. Where the default tiles' pick (`default_tile`: its rows and columns) fills its waves to
     less than `ragged_fill`, a partial tile counted at the part of it inside C, `model` weighs it at any depth of its
     slices: at 1920^3 (x cuBLAS on an H200) the whole 128 x 256 tiles, 60 k steps deep and 85 % of a wave, ran 0.88
-    where the 64 x 128 tiles split 4 ways ran 0.95-1.02 (simt-small-tiles-pass-float32.txt, simt-pass-float32.txt)."""
+    where the 64 x 128 tiles split 4 ways ran 1.02 (small-problems/simt-useful-fill-float32.txt)."""
 
     def ragged(problem, slices: int) -> bool:
         if default_tile is None:

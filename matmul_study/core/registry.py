@@ -120,8 +120,9 @@ WARPTILED_TILE_RATES = {
 # the grid's point was chosen by both, so the 22 are not held out clean: the descent alone, 1.1-1.3 % where fitted,
 # lost 3.5-5.2 % there. bench/fit_tile_model.py --model small (or beside) --descend weighs the facts by the whole
 # rule's picks over those tables (its docstring has the command): on the rule since a partial tile counts at its part
-# inside C (inside_fill), 1.1 % where fitted, 1.9 % held out. The rates are the model's weights, not rates an SM reaches: the decode tiles' take the cost of
-# their blocks' slots, which the model does not count, above the SM's 253 multiply-adds a nanosecond. Against the picks
+# inside C (inside_fill), 1.1 % where fitted, 1.9 % held out. The rates are the model's weights, not rates an SM
+# reaches: the decode tiles' take the cost of their blocks' slots, which the model does not count, above the SM's 253
+# multiply-adds a nanosecond. Against the picks
 # before the bound builds, each measured in its own sweep (x cuBLAS): the geometric mean over the 72 shapes 0.901 ->
 # 0.928 (the best build at each, 0.944), up by more than 3 % at 26 (1536^3 0.88 -> 1.09, 1152^3 0.94 -> 1.04,
 # 2200x500x1500 0.82 -> 0.95, 4096x64x4096 0.88 -> 1.00, 3500x300x1200 0.76 -> 0.89), down at 9: 128x4096x4096
@@ -215,10 +216,10 @@ def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
     32) that hold them, K split into slices of 16 k steps or more, and in fp32 M of at most 8 its 8 x 256 tiles
     (configs.simt_token_tiles); a narrow N, or more rows where the default tiles leave most SMs idle, hold a few
     columns or (fp32) fill their waves to less than RAGGED_FILL: the build the tile model (`main`) gives the least
-    time; else the default tiles, split where few. Where that picks the default tiles with short slices, or past the
-    token rows the decode or narrow tiles, the small tiles' models (`small`, `beside`) weigh the 64 x 64 and 64 x 128
-    tiles beside the pick (configs.smaller_tiles): a default-tile pick with short slices, or one that fills its waves
-    to less than `small_fill` (partial tiles at their part inside C) at any depth."""
+    time; else the default tiles, split where few. Where that picks the default tiles with short slices, or with
+    slices of any depth where they fill their waves to less than `small_fill` (partial tiles at their part inside C),
+    or past the token rows the decode or narrow tiles, the small tiles' models (`small`, `beside`) weigh the 64 x 64
+    and 64 x 128 tiles beside the pick (configs.smaller_tiles)."""
     return simt_choose(
         WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_DECODE_MAX_SPLIT, "the CUDA cores",
         configs.smaller_tiles(
