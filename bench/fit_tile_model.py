@@ -72,7 +72,9 @@ def show(title: str, result: tile_fit.Fit) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    models = registry.TILE_MODELS.get(args.method, {"main": registry.TILE_RATES.get(args.method, {})})
+    if args.method not in registry.TILE_MODELS:
+        p.error(f"{args.method}: no tile model; these have one: {', '.join(registry.TILE_MODELS)}")
+    models = registry.TILE_MODELS[args.method]
     if args.model not in models or args.dtype not in models[args.model]:
         have = "; ".join(f"{name} ({', '.join(facts)})" for name, facts in models.items())
         p.error(f"--model {args.model} in {args.dtype}: {args.method} has the tile models {have}")
@@ -87,17 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     sweep = {shape: builds for shape, builds in sweep.items() if shape not in held}
     grids = tuple(args.four_warps), tuple(args.eight_warps), tuple(args.block_us), tuple(args.partial_gbps)
     start = models[args.model][args.dtype]
-    rule = None if args.model == "main" else args.model
 
     def weigh(rates, shapes) -> tile_fit.Fit:
-        if rule is None:
-            return tile_fit.evaluate(args.method, args.dtype, rates, shapes)
-        return tile_fit.evaluate_rule(args.method, args.dtype, rule, rates, shapes)
+        return tile_fit.weigh(args.method, args.dtype, rates, shapes, args.model)
 
     if args.descend:
         show("the registry's facts", weigh(start, sweep))
         best = tile_fit.descend(args.method, args.dtype, sweep, start, tuple(args.rates), *grids, tuple(args.split_us),
-                                tuple(args.twelve_warps), model=rule)
+                                tuple(args.twelve_warps), model=args.model)
         print(f"descended to: {best.rates}")
     else:
         m = registry.get(args.method)

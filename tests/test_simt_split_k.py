@@ -454,8 +454,9 @@ SMALL_TILES_SLOWER = {"512x512x16384": 0.95}
 def with_small_tiles_as_built(ratios):
     """The ratios with fp32's small tiles as SMALL_TILES_BOUND measured the registered builds, at its shapes."""
     def built(measured):
-        free = {b.removesuffix("_free"): r for b, r in measured.items() if b.endswith("_free")}
-        return {**{b: r for b, r in measured.items() if b in SMALL_TILES}, **free}
+        as_registered = tile_fit.renamed_builds(measured, {b: b.removesuffix("_free") for b in measured
+                                                           if b.endswith("_free")})
+        return {b: r for b, r in as_registered.items() if b in SMALL_TILES}
 
     later = table_ratios([SMALL_TILES_BOUND])
     return {key: {**measured, **built(later.get(key, {}))} for key, measured in ratios.items()}

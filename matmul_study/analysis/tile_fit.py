@@ -42,17 +42,14 @@ class Fit:
 _REST = configs.Choice("", "")  # the model's `rest`: where it does not apply
 
 
-def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
-             sm_count: int = 132) -> Fit:
-    """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
-    m = registry.get(method)
-    model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
-                                    lambda problem, variants: _REST, registers=registry.TILE_REGISTERS.get(method))
-    names = configs.runnable(m, dtype)
+def _fit_of(method: str, dtype: str, rates: configs.TileRates, choose, sweep: dict[str, dict[str, float]],
+            sm_count: int) -> Fit:
+    """`choose`'s pick and regret at every shape of the sweep where it picks (not _REST), as a Fit of `rates`."""
+    names = configs.runnable(registry.get(method), dtype)
     picks = {}
     for shape, builds in sweep.items():
         rows, cols, depth = map(int, shape.split("x"))
-        choice = model(configs.job_problem(dtypes.get(dtype), 0, rows, depth, cols, sm_count=sm_count), names)
+        choice = choose(configs.job_problem(dtypes.get(dtype), 0, rows, depth, cols, sm_count=sm_count), names)
         if choice is _REST:
             continue
         regret = 1 - builds[choice.variant] / max(builds.values()) if choice.variant in builds else 1.0
@@ -61,23 +58,32 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
     return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
 
 
+def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
+             sm_count: int = 132) -> Fit:
+    """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
+    m = registry.get(method)
+    model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
+                                    lambda problem, variants: _REST, registers=registry.TILE_REGISTERS.get(method))
+    return _fit_of(method, dtype, rates, model, sweep, sm_count)
+
+
 def evaluate_rule(method: str, dtype: str, model: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
                   sm_count: int = 132) -> Fit:
     """The method's whole heuristic (registry.TILE_RULES) with one of its tile models' facts (`model`, a key of
     registry.TILE_MODELS) set to `rates` in `dtype`, over a sweep: its pick and regret at every shape. For the models
     that weigh builds beside another rule's pick (kernel 7's small tiles'), whose reach that rule decides."""
-    m = registry.get(method)
     facts = registry.TILE_MODELS[method]
     choose = registry.TILE_RULES[method](**{**facts, model: {**facts[model], dtype: rates}})
-    names = configs.runnable(m, dtype)
-    picks = {}
-    for shape, builds in sweep.items():
-        rows, cols, depth = map(int, shape.split("x"))
-        choice = choose(configs.job_problem(dtypes.get(dtype), 0, rows, depth, cols, sm_count=sm_count), names)
-        picks[shape] = (choice.variant,
-                        1 - builds[choice.variant] / max(builds.values()) if choice.variant in builds else 1.0)
-    regrets = [r for _, r in picks.values()]
-    return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
+    return _fit_of(method, dtype, rates, choose, sweep, sm_count)
+
+
+def weigh(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
+          model: str = "main") -> Fit:
+    """The facts of one of the method's tile models (registry.TILE_MODELS) over a sweep: the main model's at the
+    shapes where it applies (evaluate), another's by the whole heuristic's picks (evaluate_rule)."""
+    if model == "main":
+        return evaluate(method, dtype, rates, sweep)
+    return evaluate_rule(method, dtype, model, rates, sweep)
 
 
 def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
@@ -97,17 +103,13 @@ def fit(method: str, dtype: str, sweep: dict[str, dict[str, float]],
 def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: configs.TileRates,
             gmacs: tuple[float, ...], four_warps: tuple[float, ...], eight_warps: tuple[float, ...],
             block_us: tuple[float, ...], partial_gbps: tuple[float, ...], split_us: tuple[float, ...] = (),
-            twelve_warps: tuple[float, ...] = (), model: str | None = None) -> Fit:
+            twelve_warps: tuple[float, ...] = (), model: str = "main") -> Fit:
     """From `start`, one fact at a time (each tile's rate over `gmacs`, each warp share (12 resident warps' where
     `start` has one), the block's time, the partials' rate, and a split's own time over theirs) to the value of least
     total regret, then least worst, until no fact moves: a fit for more tiles than the whole grid of fit() can try.
-    `model`: the facts are that tile model's of the method's whole heuristic (evaluate_rule); None: the main tile
-    model's, at the shapes where it applies (evaluate)."""
+    `model`: which of the method's tile models the facts are (weigh)."""
     def key(f: Fit) -> tuple[float, float]:
         return round(f.total, 6), round(f.worst, 6)
-
-    def weigh(r: configs.TileRates) -> Fit:
-        return evaluate(method, dtype, r, sweep) if model is None else evaluate_rule(method, dtype, model, r, sweep)
 
     def candidates(r: configs.TileRates):
         for tile in r.gmacs:
@@ -119,12 +121,19 @@ def descend(method: str, dtype: str, sweep: dict[str, dict[str, float]], start: 
         yield from (replace(r, partial_gbps=gbps) for gbps in partial_gbps)
         yield from (replace(r, split_us=us) for us in split_us)
 
-    best = weigh(start)
+    best = weigh(method, dtype, start, sweep, model)
     while True:
-        step = min((weigh(r) for r in candidates(best.rates)), key=key)
+        step = min((weigh(method, dtype, r, sweep, model) for r in candidates(best.rates)), key=key)
         if key(step) >= key(best):
             return best
         best = step
+
+
+def renamed_builds(builds: dict[str, float], renamed: dict[str, str]) -> dict[str, float]:
+    """A shape's {build: ratio} with the builds measured under another name (`renamed`: that name -> the build's)
+    under their own, and a build measured under a name that `renamed` gives another left out (a scratch state that
+    was registered under it)."""
+    return {renamed.get(b, b): r for b, r in builds.items() if b not in renamed.values() or b in renamed}
 
 
 def sweep_of(method: str, dtype: str, paths, again=(), over=(), renamed: dict[str, str] | None = None
@@ -135,11 +144,8 @@ def sweep_of(method: str, dtype: str, paths, again=(), over=(), renamed: dict[st
     tables measured some builds again (those that changed): theirs replace the others' build by build, `renamed`
     (the name it was measured under -> the build's) first, and a build measured under a name that `renamed` gives
     another is left out (a scratch state registered under that name)."""
-    renamed = renamed or {}
-
     def of(tables, names=None):
-        names = names or {}
-        return {shape: {names.get(b, b): r for b, r in builds.items() if b not in names.values() or b in names}
+        return {shape: renamed_builds(builds, names or {})
                 for (name, d, shape), builds in table_ratios(tables).items() if name == method and d == dtype}
 
     sweep = {**of(paths), **of(again)}

@@ -1251,6 +1251,14 @@ def whole_small_tiles(rest: Callable[[object, tuple[str, ...]], Choice], records
 SMALL_TILE_MAX_STEPS = 47
 
 
+def wave_fill(problem, tile_m: int, tile_n: int, slices: int = 1, inside: bool = False) -> float:
+    """How full the waves of one block an SM are with `problem`'s tiles of tile_m x tile_n, each split `slices` ways:
+    the blocks over the SMs their waves hold; `inside`: a partial tile counted at the part of it inside C."""
+    tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+    work = problem.m * problem.n / (tile_m * tile_n) if inside else tiles
+    return work * slices / (cdiv(tiles * slices, problem.sm_count) * problem.sm_count)
+
+
 @functools.lru_cache(maxsize=None)
 def _default_tile_slices(variants: tuple[str, ...]) -> dict[str, int]:
     """The default tiles' builds among `variants`, whole or split, and the slices each cuts K into: DEFAULT 1 and
@@ -1277,12 +1285,7 @@ def smaller_tiles(rest: Callable[[object, tuple[str, ...]], Choice], model: Call
     where the 64 x 128 tiles split 4 ways ran 1.02 (small-problems/simt-useful-fill-float32.txt)."""
 
     def ragged(problem, slices: int) -> bool:
-        if default_tile is None:
-            return False
-        rows, cols = default_tile
-        blocks = cdiv(problem.m, rows) * cdiv(problem.n, cols) * slices
-        inside = problem.m * problem.n / (rows * cols) * slices
-        return inside / (cdiv(blocks, problem.sm_count) * problem.sm_count) < ragged_fill
+        return default_tile is not None and wave_fill(problem, *default_tile, slices, inside=True) < ragged_fill
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -1682,11 +1685,12 @@ def simt_tile_model(tile: Callable[[int, str], tuple[int, int, int]], launch: Ca
         # A few columns: the default tiles multiply as many columns past N as in it, or more.
         narrow = cdiv(problem.n, tile_n) * tile_n >= 2 * problem.n
         fact = rates.get(problem.dtype.name)
+        if fact is None:
+            return rest(problem, variants)
         # With inside_fill, a partial tile counts at the part of it inside C (1920^3: 120 tiles of 128x256 on 132
         # SMs, the last column of them half inside: 85 % of a wave, not 91 %).
-        inside = problem.m * problem.n / (tile_m * tile_n) if fact is not None and fact.inside_fill else tiles
-        fill = inside / (cdiv(tiles, problem.sm_count) * problem.sm_count)
-        if fact is None or not (idle or narrow or fill < fact.ragged_fill):
+        fill = wave_fill(problem, tile_m, tile_n, inside=fact.inside_fill)
+        if not (idle or narrow or fill < fact.ragged_fill):
             return rest(problem, variants)
         tiles_of = {name: tile_of(problem, builds.get(name)) for name in (DEFAULT, *variants)
                     if name == DEFAULT or name in builds}

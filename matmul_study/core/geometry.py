@@ -325,11 +325,10 @@ def warptiled_small_variants() -> tuple[Variant, ...]:
 
         def build(s: int, name: str, how: str) -> Variant:
             blocks, each = WARPTILED_SMALL_BOUNDS[rows, cols].get(s, (0, 0))
+            bound = f", {blocks} blocks an SM" if blocks else ""
+            passes = f", {each} partial{'s' if each > 1 else ''} a pass" if each else ""
             v = family_split_variant(family, s, name, f"small tiles: {rows}x{cols}, 4 warps side by side along N, k "
-                                                      f"slices of 64 bytes a row, 4 stages"
-                                                      + (f", {blocks} blocks an SM" if blocks else "") + how
-                                                      + (f", {each} partial{'s' if each > 1 else ''} a pass" if each
-                                                         else ""))
+                                                      f"slices of 64 bytes a row, 4 stages{bound}{how}{passes}")
             return replace(v, dtypes=("float32",), launch_bounds=(tile.threads, blocks) if blocks else None,
                            defines=(*v.defines, *((f"SPLIT_K_PASS={each}",) if each else ())))
 

@@ -202,9 +202,7 @@ WARPTILED_SMALL_REGISTERS = {
     "m64_n128_splitk4": 165, "m64_n128_splitk8": 165, "m64_n128_splitk16": 165,
 }
 
-# The tile models' facts by method (bench/fit_tile_model.py starts from them with --descend), and the registers of
-# the builds whose residency registers may bound.
-TILE_RATES = {"warptiled": WARPTILED_TILE_RATES, "dmma": DMMA_TILE_RATES}
+# The registers of the builds whose residency registers may bound, by method.
 TILE_REGISTERS = {"dmma": DMMA_REGISTERS}
 
 
@@ -232,10 +230,12 @@ def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
         token_tile=WARPTILED_TOKEN_TILE)
 
 
-# Every fitted set of a method's tile models' facts, by model, and the method's heuristic made from them (keyword
-# arguments by model): bench/fit_tile_model.py --model weighs one set's candidates by the whole heuristic's picks.
+# Every fitted set of a method's tile models' facts, by model (bench/fit_tile_model.py starts from them with
+# --descend): "main" the tile model's, which it weighs where that model applies; the others' by the whole heuristic's
+# picks, made from the sets as keyword arguments by model (TILE_RULES).
 TILE_MODELS = {"warptiled": {"main": WARPTILED_TILE_RATES, "small": WARPTILED_SMALL_TILE_RATES,
-                             "beside": WARPTILED_BESIDE_TILE_RATES}}
+                             "beside": WARPTILED_BESIDE_TILE_RATES},
+               "dmma": {"main": DMMA_TILE_RATES}}
 TILE_RULES = {"warptiled": warptiled_choose}
 
 
