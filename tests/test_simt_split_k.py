@@ -329,6 +329,37 @@ def test_warptiled_sends_token_rows_to_its_decode_tiles():
         assert variant.tile(0, dtype)[:2] == (16, 128)
 
 
+def test_fp32_decode_splits_by_the_wave_of_blocks_an_sm_holds():
+    # Kernel 7's fp32 16-row tiles, three to an SM (geometry.WARPTILED_DECODE_RESIDENT): 396 blocks on 132 SMs.
+    # Past them a last partial wave: the most slices that fit (56 column tiles: 8 slices make 448, so 4; 112: 2).
+    choice = pick("warptiled", 16, 7168, 4096)
+    assert choice.variant == "m16_splitk4" and "448 blocks split 8 ways would pass the 396" in choice.reason
+    assert pick("warptiled", 16, 8192, 4096).variant == "m16_splitk4"
+    assert pick("warptiled", 16, 14336, 4096).variant == "m16_splitk2"
+    # Where even 2 slices pass it (224 and 296 column tiles), the slice rule's split stays.
+    assert pick("warptiled", 16, 28672, 4096).variant == "m16_splitk8"
+    assert pick("warptiled", 16, 37888, 3584).variant == "m16_splitk4"
+    # Between one and two blocks an SM (36 column tiles split 4 ways: 144), further (8 ways, slices of 14 k steps),
+    # and with more than two an SM in slices of a sixteenth of K or less, the 8 x 256 tiles, two rows of them.
+    choice = pick("warptiled", 16, 4608, 3584)
+    assert choice.variant == "m8_splitk8" and "288 blocks" in choice.reason and "more than two an SM" in choice.reason
+    assert pick("warptiled", 16, 6144, 4096).variant == "m8_splitk8"
+    assert pick("warptiled", 16, 3072, 4096).variant == "m8_splitk16"  # 24 x 16 = 384 blocks, slices of 8 k steps
+    # One block an SM or two, whole waves: as before.
+    assert pick("warptiled", 16, 2048, 4096).variant == "m16_splitk8"  # 128 blocks
+    assert pick("warptiled", 16, 4096, 4096).variant == "m16_splitk8"  # 256
+    assert pick("warptiled", 16, 3584, 3584).variant == "m16_splitk4"  # 112
+    # The wave is the device's: on 64 SMs, 192 blocks (32 column tiles: 4 slices, not 8).
+    assert pick("warptiled", 16, 4096, 4096, sms=64).variant == "m16_splitk4"
+    # Measured only for fp32's 16-row tiles at one row of them: fp64, and three rows of 16, keep the slice rule.
+    assert pick("warptiled", 16, 8192, 4096, "float64").variant == "m16_splitk8"
+    assert pick("warptiled", 48, 4096, 4096).variant == "m16_splitk8"
+    assert configs.resident_wave_split(56, 8, 3, 132, [1, 2, 4, 8, 16], 128)[0] == 4
+    assert configs.resident_wave_split(28, 4, 3, 132, [1, 2, 4, 8, 16], 112) == (4, "")
+    assert configs.resident_wave_split(36, 4, 3, 132, [1, 2, 4, 8, 16], 112)[0] == 8
+    assert configs.resident_wave_split(36, 4, 3, 132, [1, 2, 4, 8, 16], 56)[0] == 4  # slices of 8 steps at most
+
+
 def test_warptiled_sends_a_few_token_rows_to_its_8_row_tiles_in_fp32():
     # M of at most 8 in fp32: 8 x 256 tiles, K split the most ways whose blocks fit one to an SM (16 column tiles: 8
     # ways, 128 blocks; 56: 2 ways; 112: whole), up to two to an SM where one leaves a quarter of the SMs idle (24

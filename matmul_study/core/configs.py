@@ -1487,9 +1487,50 @@ def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_
 DEEP_SLICE_K_STEPS = 16
 
 
+# The shortest slice that resident_wave_split gives the blocks of a wave: fp32 16x6144x2048 ran at 2.20 of cuBLAS in
+# 8 slices of 8 k steps against 1.76 in 4 of 16, 16x3072x4096 at 1.79 in 16 slices of 8 against 1.48 in 8 of 16.
+RESIDENT_MIN_SLICE_STEPS = 8
+# ... and the fewest slices at which the decode tiles give way to half their rows, twice as wide, where their blocks
+# come more than two an SM (simt_decode_tiles' half_rows; the same sweep): 16x5120x4096 2.45 in 8-row tiles split 8
+# ways against 2.31, 16x4096x6144 2.46 against 2.35, 16x2560x8192 1.78 split 16 ways against 1.69, 16x3072x4096 1.87
+# against 1.79; at 16x6144x2048 (8 slices) 2.15 against 2.20; split 4 ways they ran no faster (16x9216x4096 2.87
+# against 2.92, 16x11008x4096 3.09 against 3.10).
+HALF_ROWS_MIN_SPLIT = 8
+
+
+def resident_wave_split(items: int, s: int, per_sm: int, sms: int, splits: list[int], k_steps: int
+                        ) -> tuple[int, str]:
+    """The split of `items` decode tiles (split `s` ways by the slice rule) by the wave of blocks that the SMs hold at
+    once (`per_sm` each), and the reason's tail. Past that wave a last partial one runs alone: the most slices, 2 or
+    more, whose blocks fit the wave instead. Between one and two blocks an SM, the SMs that hold two stream twice the
+    bytes of the others: the most slices whose blocks fit the wave, each of RESIDENT_MIN_SLICE_STEPS k steps or more,
+    instead. Else `s`. Fitted on an H200 to kernel 7's 16-row fp32 tiles at 20 shapes of 12 and 16 rows
+    (small-problems/simt-decode-fit-float32.txt; x cuBLAS, M x N x K): past the wave 16x8192x4096 2.07 in 4 slices
+    (256 blocks) against 1.56 in 8, 16x7168x4096 2.03 against 1.70, 16x11008x4096 3.10 against 2.92, 16x14336x4096
+    1.47 in 2 against 1.42 in 8; between one and two an SM 16x4608x3584 2.18 in 8 slices (288 blocks) against 1.76 in
+    4, 16x2560x8192 1.69 in 16 against 1.34 in 8. Where even 2 slices pass the wave (224 or 296 column tiles) more
+    slices still ran faster (the slice rule's own measurements), so `s` stays."""
+    wave = per_sm * sms
+    blocks = items * s
+    if blocks > wave:
+        fewer = [x for x in splits if 2 <= x < s and items * x <= wave]
+        if fewer:
+            x = max(fewer)
+            return x, (f" ({items * s} blocks split {s} ways would pass the {wave} that the SMs hold at once, "
+                       f"{per_sm} each: a last partial wave)")
+    elif sms < blocks < 2 * sms:
+        more = [x for x in splits if x > s and items * x <= wave and k_steps >= RESIDENT_MIN_SLICE_STEPS * x]
+        if more:
+            return max(more), (f" (split {s} ways, {blocks} blocks on {sms} SMs would leave some SMs two blocks' "
+                               "bytes and the others one)")
+    return s, ""
+
+
 def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, max_split: int = 8,
                       min_slice_steps: int = DEEP_SLICE_K_STEPS, units: str = "the CUDA cores",
-                      narrow: Callable[[object, tuple[str, ...]], Choice] | None = None
+                      narrow: Callable[[object, tuple[str, ...]], Choice] | None = None,
+                      resident: dict[tuple[str, int], int] | None = None,
+                      half_rows: tuple[int, int] | None = None
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of the decode builds m<BM>[_splitk<S>] of kernels 7 and 8 (BM x `tile_n` tiles of 4 warps on
     `units`: kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the
@@ -1506,7 +1547,13 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
 
     A narrow N (its tiles split `max_split` ways still fewer than half a wave of blocks) goes to `narrow`, the
     kernel's tile model, which splits further: on an H200 (small-problems/narrow-*.txt) fp32 8x1024x8192 ran at
-    1.13 of cuBLAS in 16 slices against 0.70 in 8, fp64 (DMMA) 64x64x65536 at 0.29 against 0.05 in 4."""
+    1.13 of cuBLAS in 16 slices against 0.70 in 8, fp64 (DMMA) 64x64x65536 at 0.29 against 0.05 in 4.
+
+    `resident`: the blocks of a (dtype, tile rows) decode build that an SM holds at once, where measured; there, at
+    one row of tiles, the split is set by the wave of resident blocks (resident_wave_split), and where that split
+    makes more than two blocks an SM in slices of at most a sixteenth of K, the builds of `half_rows` (tile rows and
+    columns: kernel 7's 8 x 256 tiles, two rows of them over 16 rows, as many blocks) split as far take their place
+    (HALF_ROWS_MIN_SPLIT)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -1521,6 +1568,20 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
         if narrow is not None and 2 * rows * tiles * max_split < problem.sm_count:
             return narrow(problem, variants)
+        per_sm = (resident or {}).get((problem.dtype.name, tile_m))
+        wave = ""
+        if per_sm and rows == 1:  # (fitted at one row of tiles: 12 and 16 rows)
+            s, wave = resident_wave_split(rows * tiles, s, per_sm, problem.sm_count, _tile_splits(tile_m, variants),
+                                          k_steps)
+            blocks = tiles * s
+            if half_rows is not None and s >= HALF_ROWS_MIN_SPLIT and f"m{half_rows[0]}_splitk{s}" in variants \
+                    and 2 * problem.sm_count < blocks <= per_sm * problem.sm_count:
+                h, w = half_rows
+                twin = cdiv(problem.m, h) * cdiv(problem.n, w) * s
+                return Choice(f"m{h}_splitk{s}",
+                              f"M = {problem.m} token rows: {h}x{w} tiles ({cdiv(problem.m, h)} along M), "
+                              f"{cdiv(problem.n, w)} along N, on {units}; K split {s} ways: {twin} blocks, where the "
+                              f"{tile_m}x{tile_n} tiles split as far make {blocks}, more than two an SM{wave}")
         along_m = f" ({rows} along M)" if rows > 1 else ""
         where = (f"M = {problem.m} token rows: {tile_m}x{tile_n} tiles{along_m}, {tiles} along N, on {units}, "
                  "each block streaming its part of B")
@@ -1530,7 +1591,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         return Choice(f"m{tile_m}_splitk{s}",
                       f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, s)} a slice): "
                       f"{rows * tiles * s} blocks of 4 warps, several to an SM, so that {units} always have "
-                      "a warp to issue")
+                      f"a warp to issue{wave}")
 
     return choose
 

@@ -230,6 +230,9 @@ WARPTILED_DECODE_TILE_MS = (16, 32)
 WARPTILED_DECODE_ROWS = 96
 WARPTILED_DECODE_MAX_SPLIT = 8  # configs.simt_decode_tiles: 8 slices beat 4 and 2 at 16x4096x4096 (3.07, 3.02, 1.75)
 WARPTILED_DECODE_SPLITS = (1, 2, 4, 8, 16)
+# The blocks of a decode build that an SM holds at once, where measured (configs.resident_wave_split): the fp32 16-row
+# tiles, 3 (Nsight Compute on an H200: 142 registers a thread and 75.8 KB of shared memory, each a limit of 3).
+WARPTILED_DECODE_RESIDENT = {("float32", 16): 3}
 
 
 def warptiled_decode_family(tile_m: int, tile_n: int = DECODE_TILE_N) -> TileFamily:

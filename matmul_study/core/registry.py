@@ -16,8 +16,9 @@ from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, DMMA_DECODE_MAX_SPLIT,
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
-                                        WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_ROWS,
-                                        WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER, WARPTILED_ONE_WAVE,
+                                        WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_RESIDENT,
+                                        WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
+                                        WARPTILED_ONE_WAVE,
                                         WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE, WGMMA_TMA,
                                         WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
@@ -227,7 +228,8 @@ def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
                                        *warptiled_deep_split_variants())),
             WARPTILED_DECODE_ROWS, warptiled_tile_model(beside, WARPTILED_SMALL_REGISTERS),
             default_tile=WARPTILED.tile(0, "float32")[:2], ragged_fill=small_fill),
-        token_tile=WARPTILED_TOKEN_TILE)
+        token_tile=WARPTILED_TOKEN_TILE, resident=WARPTILED_DECODE_RESIDENT,
+        half_rows=WARPTILED_TOKEN_TILE.tile(0, "float32")[:2])
 
 
 # Every fitted set of a method's tile models' facts, by model (bench/fit_tile_model.py starts from them with
@@ -240,14 +242,16 @@ TILE_RULES = {"warptiled": warptiled_choose}
 
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
-                model: Callable[[object, tuple[str, ...]], configs.Choice], token_tile: BlockTile | None = None
+                model: Callable[[object, tuple[str, ...]], configs.Choice], token_tile: BlockTile | None = None,
+                resident: dict[tuple[str, int], int] | None = None, half_rows: tuple[int, int] | None = None
                 ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
     """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
-    in at most `max_split` slices), unless N is too narrow for them to fill half the SMs; there and past the token
+    in at most `max_split` slices, and by the wave of blocks an SM holds where `resident` knows it, with the
+    `half_rows` tiles beside them), unless N is too narrow for them to fill half the SMs; there and past the token
     rows, the tile `model`. With a `token_tile`, M of at most its rows goes to its builds first
     (configs.simt_token_tiles)."""
     decode = configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES, max_split=max_split, units=units,
-                                       narrow=model)
+                                       narrow=model, resident=resident, half_rows=half_rows)
     if token_tile is not None:
         decode = configs.simt_token_tiles(token_tile, decode, units=units)
     return configs.token_rows(rows, decode, model)
