@@ -1490,12 +1490,13 @@ DEEP_SLICE_K_STEPS = 16
 # The shortest slice that resident_wave_split gives the blocks of a wave: fp32 16x6144x2048 ran at 2.20 of cuBLAS in
 # 8 slices of 8 k steps against 1.76 in 4 of 16, 16x3072x4096 at 1.79 in 16 slices of 8 against 1.48 in 8 of 16.
 RESIDENT_MIN_SLICE_STEPS = 8
-# ... and the fewest slices at which the decode tiles give way to half their rows, twice as wide, where their blocks
-# come more than two an SM (simt_decode_tiles' half_rows; the same sweep): 16x5120x4096 2.45 in 8-row tiles split 8
-# ways against 2.31, 16x4096x6144 2.46 against 2.35, 16x2560x8192 1.78 split 16 ways against 1.69, 16x3072x4096 1.87
-# against 1.79; at 16x6144x2048 (8 slices) 2.15 against 2.20; split 4 ways they ran no faster (16x9216x4096 2.87
-# against 2.92, 16x11008x4096 3.09 against 3.10).
-HALF_ROWS_MIN_SPLIT = 8
+# ... and the most k steps a slice at which the decode tiles give way to half their rows, twice as wide, where their
+# blocks come more than two an SM (simt_decode_tiles' half_rows; the same sweep, x cuBLAS, M x N x K): 16x5120x4096
+# 2.45 in 8-row tiles split 8 ways (16 k steps a slice) against 2.31, 16x6144x4096 2.46 against 2.35, 16x2560x8192
+# 1.78 split 16 ways against 1.69, 16x3072x4096 1.87 against 1.79; at 16x6144x2048 (8 steps) 2.15 against 2.20. In
+# longer slices they ran no faster (16x4608x8192, 32 steps, 1.41 against 1.43; 16x9216x4096 split 4 ways 2.87
+# against 2.92), and held out slower (16x5120x13824, 54 steps, 1.42 against 1.54; simt-decode-held-out-float32.txt).
+HALF_ROWS_MAX_SLICE_STEPS = 24
 
 
 def resident_wave_split(items: int, s: int, per_sm: int, sms: int, splits: list[int], k_steps: int
@@ -1551,9 +1552,9 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
 
     `resident`: the blocks of a (dtype, tile rows) decode build that an SM holds at once, where measured; there, at
     one row of tiles, the split is set by the wave of resident blocks (resident_wave_split), and where that split
-    makes more than two blocks an SM in slices of at most a sixteenth of K, the builds of `half_rows` (tile rows and
-    columns: kernel 7's 8 x 256 tiles, two rows of them over 16 rows, as many blocks) split as far take their place
-    (HALF_ROWS_MIN_SPLIT)."""
+    makes more than two blocks an SM in short slices (HALF_ROWS_MAX_SLICE_STEPS), the builds of `half_rows` (tile rows
+    and columns: kernel 7's 8 x 256 tiles, two rows of them over 16 rows, as many blocks) split as far take their
+    place."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -1574,8 +1575,9 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
             s, wave = resident_wave_split(rows * tiles, s, per_sm, problem.sm_count, _tile_splits(tile_m, variants),
                                           k_steps)
             blocks = tiles * s
-            if half_rows is not None and s >= HALF_ROWS_MIN_SPLIT and f"m{half_rows[0]}_splitk{s}" in variants \
-                    and 2 * problem.sm_count < blocks <= per_sm * problem.sm_count:
+            if (half_rows is not None and f"m{half_rows[0]}_splitk{s}" in variants
+                    and cdiv(k_steps, s) <= HALF_ROWS_MAX_SLICE_STEPS
+                    and 2 * problem.sm_count < blocks <= per_sm * problem.sm_count):
                 h, w = half_rows
                 twin = cdiv(problem.m, h) * cdiv(problem.n, w) * s
                 return Choice(f"m{h}_splitk{s}",
