@@ -97,9 +97,10 @@ struct Contract {
 // so the block's 4 warps sit side by side along N, each BM x 32: lanes BM / 4 x 128 / BM, one 4 x 4 (m16) or 4 x 8
 // (m32) chunk each. A lane's A and B fragments are then one 16-byte shared load each that the warp's lanes share 4
 // or 8 ways (one wavefront), so the block streams B with the FMA units, not shared memory, as its limit. The narrow
-// builds (m32_n64, for 64 columns or fewer) lay out the same way over BM x 64: 2 warps side by side. Of 8 rows (m8,
-// fp32, for M of a few rows: a 16-row tile at M = 1 multiplies 15 rows of zeros, and its FMAs, not B's bytes, set
-// the pace) a warp is 8 x 64: lanes 2 x 16, the same 4 x 4 chunk, so the block's 4 warps span 8 x 256.
+// builds (m32_n64, for 64 columns or fewer) lay out the same way over BM x 64: 2 warps side by side. A tile of 256
+// columns (m8, and fp32's m16_n256) gives each warp BN / 4 = 64 of them: of 8 rows (fp32, for M of a few rows: a
+// 16-row tile at M = 1 multiplies 15 rows of zeros, and its FMAs, not B's bytes, set the pace) lanes 2 x 16, the
+// same 4 x 4 chunk; of 16 rows lanes 4 x 8, two 4 x 4 chunks, each A fragment used twice.
 //
 // Small tiles (the registry's m64_n64 and m64_n128 builds, with their splits): 64 rows, for mid-sized problems whose
 // wide tiles leave most SMs idle. Their 4 warps sit side by side along N too, each 64 x BN / 4: 64 x 16 (lanes
@@ -110,7 +111,7 @@ template <int BM, int BN, int WIDE_WM, int WIDE_WN, int WIDE_LANES_M>
 struct WarpLayout {
     static constexpr bool decode = BM < 64, small = BM == 64;
     static constexpr int WM = decode || small ? BM : WIDE_WM;
-    static constexpr int WN = decode ? (BM == 8 ? 64 : 32) : small ? BN / 4 : WIDE_WN;
+    static constexpr int WN = decode ? (BN / 4 > 32 ? BN / 4 : 32) : small ? BN / 4 : WIDE_WN;
     static constexpr int LANES_M = decode ? BM / 4 : small ? (BN / 4 >= 32 ? 8 : 16) : WIDE_LANES_M;
     static_assert(!decode || BM == 8 || BM == 16 || BM == 32, "decode tiles: 8, 16 or 32 rows");
     static_assert(!small || BN == 64 || BN == 128, "small tiles: 64 x 64 or 64 x 128");

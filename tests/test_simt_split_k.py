@@ -46,6 +46,13 @@ def pick_among(method, m, n, k, variants, dtype="float32"):
     return registry.get(method).choose(problem(m, n, k, dtype), variants).variant
 
 
+def pick_narrow_decode(m, n, k, dtype="float32", sms=132):
+    """Kernel 7's pick without its fp32 16 x 256 decode tiles: the rule for the 16 x 128 ones alone."""
+    names = tuple(v for v in configs.runnable(registry.get("warptiled"), dtype)
+                  if not v.startswith(geometry.WARPTILED_WIDE_DECODE))
+    return registry.get("warptiled").choose(problem(m, n, k, dtype, sms), names)
+
+
 SMALL_TILES = frozenset(v.name for v in geometry.warptiled_small_variants())
 DEEP_SPLITS = frozenset(v.name for v in geometry.warptiled_deep_split_variants())
 
@@ -79,7 +86,8 @@ def test_the_methods_register_every_split_with_its_compile_definition():
         splits = [v for v in m.variants if v.name.startswith("splitk")]
         assert [(v.name, v.defines) for v in splits] == [(f"splitk{s}", (f"{define}={s}",)) for s in SPLITS]
         assert all(v.workspace is not None and "slice order" in v.description for v in splits)
-    # warptiled's other builds are its decode tiles (test_warptiled_decode_tiles), its 32x64 tiles, its fp32 8-row
+    # warptiled's other builds are its decode tiles (test_warptiled_decode_tiles) and fp32's 16x256 ones, its 32x64
+    # tiles, its fp32 8-row
     # tiles, its fp32 one-wave build (test_one_wave_of_default_tiles_takes_shorter_k_slices) and its fp32 decode and
     # narrow tiles split 32 ways.
     assert {v.name for v in registry.get("warptiled").variants} - {f"splitk{s}" for s in SPLITS} == {
@@ -88,6 +96,7 @@ def test_the_methods_register_every_split_with_its_compile_definition():
         for s in geometry.WARPTILED_DECODE_SPLITS} | {
         "m32_n64" + (f"_splitk{s}" if s > 1 else "") for s in geometry.WARPTILED_NARROW_SPLITS} | {
         "m8" + (f"_splitk{s}" if s > 1 else "") for s in geometry.WARPTILED_TOKEN_SPLITS} | {
+        geometry.WARPTILED_WIDE_DECODE + (f"_splitk{s}" if s > 1 else "") for s in geometry.WARPTILED_DECODE_SPLITS} | {
         f"m{r}_n{c}" + (f"_splitk{s}" if s > 1 else "") for r, c in geometry.WARPTILED_SMALL_TILES
         for s in geometry.WARPTILED_SMALL_SPLITS}
 
@@ -302,24 +311,25 @@ def test_no_split_build_spills_its_sum(method, dtype, tmp_path):
 
 
 def test_warptiled_sends_token_rows_to_its_decode_tiles():
-    # A few token rows against a weight matrix: BM x 128 tiles (16 or 32 rows) that leave the fewest rows past M,
+    # A few token rows against a weight matrix: BM x 128 tiles (16 or 32 rows) that leave the fewest rows past M
+    # (fp32's 16 x 256 ones aside: test_fp32_decode_takes_its_wide_tiles_near_one_block_an_sm),
     # K split into slices of at least 16 k steps of 128 bytes, at most 8 ways.
     for dtype, tile_k in (("float32", 32), ("float64", 16)):
-        choice = pick("warptiled", 16, 4096, 4096, dtype)  # 32 column tiles x 8 = 256 blocks
+        choice = pick_narrow_decode(16, 4096, 4096, dtype)  # 32 column tiles x 8 = 256 blocks
         assert choice.variant == "m16_splitk8", dtype
         assert "16x128 tiles" in choice.reason and f"k steps of {tile_k}" in choice.reason
         assert "256 blocks of 4 warps" in choice.reason
-        assert pick("warptiled", 1, 4096, 4096, dtype).variant == ("m8_splitk8" if dtype == "float32" else
+        assert pick_narrow_decode(1, 4096, 4096, dtype).variant == ("m8_splitk8" if dtype == "float32" else
                                                                   "m16_splitk8")
-        assert pick("warptiled", 24, 4096, 4096, dtype).variant == "m32_splitk8"  # one tile of 32, not two of 16
-        assert pick("warptiled", 48, 4096, 4096, dtype).variant == "m16_splitk8"  # three of 16: no row wasted
-        assert pick("warptiled", 96, 4096, 4096, dtype).variant == "m32_splitk8"
+        assert pick_narrow_decode(24, 4096, 4096, dtype).variant == "m32_splitk8"  # one tile of 32, not two of 16
+        assert pick_narrow_decode(48, 4096, 4096, dtype).variant == "m16_splitk8"  # three of 16: no row wasted
+        assert pick_narrow_decode(96, 4096, 4096, dtype).variant == "m32_splitk8"
         # Past 96 rows, the default tiles and their splits (in fp32 its 64x64 tiles split in their place).
         assert own_tiles_pick(97, 4096, 4096, dtype).variant.startswith("splitk")
-        assert pick("warptiled", 97, 4096, 4096, dtype).variant == (
+        assert pick_narrow_decode(97, 4096, 4096, dtype).variant == (
             "m64_n64_splitk4" if dtype == "float32" else own_tiles_pick(97, 4096, 4096, dtype).variant)
     # fp32 at K = 3584: 112 k steps of 32, so 4 slices of 28 (8 would be 14).
-    assert pick("warptiled", 16, 37888, 3584).variant == "m16_splitk4"
+    assert pick_narrow_decode(16, 37888, 3584).variant == "m16_splitk4"
     variant = registry.get("warptiled").variant("m16_splitk4")
     for dtype, shared in (("float32", 4 * 32 * (16 + 4 + 128) * 4), ("float64", 4 * 16 * (16 + 2 + 128) * 8)):
         p = problem(16, 4096, 4096, dtype)
@@ -330,27 +340,28 @@ def test_warptiled_sends_token_rows_to_its_decode_tiles():
 
 
 def test_fp32_decode_splits_by_the_wave_of_blocks_an_sm_holds():
-    # Kernel 7's fp32 16-row tiles, three to an SM (geometry.WARPTILED_DECODE_RESIDENT): 396 blocks on 132 SMs.
+    # Kernel 7's fp32 16 x 128 tiles (without the 16 x 256 ones: test_fp32_decode_takes_its_wide_tiles_near_one_block_an_sm),
+    # three to an SM (geometry.WARPTILED_DECODE_RESIDENT): 396 blocks on 132 SMs.
     # Past them a last partial wave: the most slices that fit (56 column tiles: 8 slices make 448, so 4; 112: 2).
-    choice = pick("warptiled", 16, 7168, 4096)
+    choice = pick_narrow_decode(16, 7168, 4096)
     assert choice.variant == "m16_splitk4" and "448 blocks split 8 ways would pass the 396" in choice.reason
-    assert pick("warptiled", 16, 8192, 4096).variant == "m16_splitk4"
-    assert pick("warptiled", 16, 14336, 4096).variant == "m16_splitk2"
+    assert pick_narrow_decode(16, 8192, 4096).variant == "m16_splitk4"
+    assert pick_narrow_decode(16, 14336, 4096).variant == "m16_splitk2"
     # Where even 2 slices pass it (224 and 296 column tiles), the slice rule's split stays.
-    assert pick("warptiled", 16, 28672, 4096).variant == "m16_splitk8"
-    assert pick("warptiled", 16, 37888, 3584).variant == "m16_splitk4"
+    assert pick_narrow_decode(16, 28672, 4096).variant == "m16_splitk8"
+    assert pick_narrow_decode(16, 37888, 3584).variant == "m16_splitk4"
     # Between one and two blocks an SM (36 column tiles split 4 ways: 144), further (8 ways, slices of 14 k steps),
     # and with more than two an SM in slices of a sixteenth of K or less, the 8 x 256 tiles, two rows of them.
-    choice = pick("warptiled", 16, 4608, 3584)
+    choice = pick_narrow_decode(16, 4608, 3584)
     assert choice.variant == "m8_splitk8" and "288 blocks" in choice.reason and "more than two an SM" in choice.reason
-    assert pick("warptiled", 16, 6144, 4096).variant == "m8_splitk8"
-    assert pick("warptiled", 16, 3072, 4096).variant == "m8_splitk16"  # 24 x 16 = 384 blocks, slices of 8 k steps
+    assert pick_narrow_decode(16, 6144, 4096).variant == "m8_splitk8"
+    assert pick_narrow_decode(16, 3072, 4096).variant == "m8_splitk16"  # 24 x 16 = 384 blocks, slices of 8 k steps
     # One block an SM or two, whole waves: as before.
-    assert pick("warptiled", 16, 2048, 4096).variant == "m16_splitk8"  # 128 blocks
-    assert pick("warptiled", 16, 4096, 4096).variant == "m16_splitk8"  # 256
-    assert pick("warptiled", 16, 3584, 3584).variant == "m16_splitk4"  # 112
+    assert pick_narrow_decode(16, 2048, 4096).variant == "m16_splitk8"  # 128 blocks
+    assert pick_narrow_decode(16, 4096, 4096).variant == "m16_splitk8"  # 256
+    assert pick_narrow_decode(16, 3584, 3584).variant == "m16_splitk4"  # 112
     # The wave is the device's: on 64 SMs, 192 blocks (32 column tiles: 4 slices, not 8).
-    assert pick("warptiled", 16, 4096, 4096, sms=64).variant == "m16_splitk4"
+    assert pick_narrow_decode(16, 4096, 4096, sms=64).variant == "m16_splitk4"
     # Measured only for fp32's 16-row tiles at one row of them: fp64, and three rows of 16, keep the slice rule.
     assert pick("warptiled", 16, 8192, 4096, "float64").variant == "m16_splitk8"
     assert pick("warptiled", 48, 4096, 4096).variant == "m16_splitk8"
@@ -358,6 +369,31 @@ def test_fp32_decode_splits_by_the_wave_of_blocks_an_sm_holds():
     assert configs.resident_wave_split(28, 4, 3, 132, [1, 2, 4, 8, 16], 112) == (4, "")
     assert configs.resident_wave_split(36, 4, 3, 132, [1, 2, 4, 8, 16], 112)[0] == 8
     assert configs.resident_wave_split(36, 4, 3, 132, [1, 2, 4, 8, 16], 56)[0] == 4  # slices of 8 steps at most
+
+
+def test_fp32_decode_takes_its_wide_tiles_near_one_block_an_sm():
+    # At one row of 16-row tiles, fp32's 16 x 256 tiles where a split of them makes 0.8 to 1 block an SM, in slices of
+    # 12 k steps or more (configs.WIDE_FILL, WIDE_MIN_SLICE_STEPS): 28 of them split 4 ways at 16x7168x4096, 112 blocks.
+    choice = pick("warptiled", 16, 7168, 4096)
+    assert choice.variant == "m16_n256_splitk4" and "16x256 tiles, 28 along N" in choice.reason
+    assert "112 blocks, close to one an SM" in choice.reason
+    assert pick("warptiled", 16, 4096, 4096).variant == "m16_n256_splitk8"  # 128 blocks
+    assert pick("warptiled", 16, 3584, 3584).variant == "m16_n256_splitk8"  # 112, slices of 14 k steps
+    assert pick("warptiled", 16, 14336, 4096).variant == "m16_n256_splitk2"
+    assert pick("warptiled", 16, 28672, 4096).variant == "m16_n256"  # 112 whole tiles
+    assert pick("warptiled", 16, 4096, 4096, sms=64).variant == "m16_n256_splitk4"  # 64 on 64 SMs
+    # Not in slices of 8 k steps (8 tiles split 16 ways), under 0.8 an SM (43 split 2 ways: 86), past one an SM
+    # (18 split 8 ways: 144; 148 whole), nor for more rows or fp64, which have no such tiles.
+    assert pick("warptiled", 16, 2048, 4096).variant == "m16_splitk8"
+    assert pick("warptiled", 16, 11008, 4096).variant == "m16_splitk4"
+    assert pick("warptiled", 16, 4608, 3584).variant == "m8_splitk8"
+    assert pick("warptiled", 16, 37888, 3584).variant == "m16_splitk4"
+    assert pick("warptiled", 48, 4096, 4096).variant == "m16_splitk8"
+    assert pick("warptiled", 16, 4096, 4096, "float64").variant == "m16_splitk8"
+    variant = registry.get("warptiled").variant("m16_n256_splitk8")
+    launch = variant.launch(problem(16, 4096, 4096))
+    assert variant.dtypes == ("float32",) and (launch.grid, launch.threads) == ((16, 1, 8), (128, 1, 1))
+    assert launch.shared_bytes == 3 * 32 * (16 + 4 + 256) * 4
 
 
 def test_warptiled_sends_a_few_token_rows_to_its_8_row_tiles_in_fp32():
@@ -375,7 +411,8 @@ def test_warptiled_sends_a_few_token_rows_to_its_8_row_tiles_in_fp32():
     assert "15 rows of zeros" in choice.reason and "k steps of 16" in choice.reason
     # More rows: the 16-row tiles; fp64, which has no 8-row build: its decode tiles; N too narrow for 16 slices of
     # 8-row tiles to fill half the SMs (4 column tiles): the tile model, as for the 16-row tiles.
-    assert pick("warptiled", 9, 4096, 4096).variant == "m16_splitk8"
+    assert pick_narrow_decode(9, 4096, 4096).variant == "m16_splitk8"
+    assert pick("warptiled", 9, 4096, 4096).variant == "m16_n256_splitk8"  # (16 x 256 tiles: 128 blocks)
     assert pick("warptiled", 1, 4096, 4096, "float64").variant == "m16_splitk8"
     # (at K = 8192 and 8 column tiles, split 32 ways: 1x1024x8192 0.65 of cuBLAS against 0.68 split 16 ways,
     # 8x1024x8192 1.59 against 1.55; small-problems/simt-split32-all-float32.txt)
@@ -393,6 +430,9 @@ def test_a_build_of_another_dtype_is_never_a_pick():
     warptiled = registry.get("warptiled")
     fp32_only = {v.name for v in warptiled.variants if v.dtypes == ("float32",)}
     assert fp32_only == {"m8", *(f"m8_splitk{s}" for s in geometry.WARPTILED_TOKEN_SPLITS if s > 1), *SMALL_TILES,
+                         geometry.WARPTILED_WIDE_DECODE,
+                         *(f"{geometry.WARPTILED_WIDE_DECODE}_splitk{s}" for s in geometry.WARPTILED_DECODE_SPLITS
+                           if s > 1),
                          geometry.WARPTILED_ONE_WAVE, *DEEP_SPLITS}
     for m, n, k in ((1, 4096, 4096), (7, 300, 1000), (1, 1024, 8192), (1, 1, 1), (8, 64, 65536), (128, 128, 32768)):
         assert pick("warptiled", m, n, k, "float64").variant not in fp32_only, (m, n, k)
@@ -585,9 +625,11 @@ def test_kernel_7_counts_a_partial_tile_at_the_part_inside_c():
     assert pick("warptiled", 4096, 4096, 4096).variant == "default"
 
 
-def kernel_7_pipeline(name: str, jobs: int) -> dict[tuple[int, int, int], tuple[str, float]]:
+def kernel_7_pipeline(name: str, jobs: int, rule=None) -> dict[tuple[int, int, int], tuple[str, float]]:
     """A committed `.ci/gpu-check.sh sweep` of kernel 7 and cuBLAS: every job verified, and each of kernel 7's builds
-    the rule's pick for its shape. (m, k, n) -> (the build, its ratio to cuBLAS)."""
+    the rule's pick for its shape (`rule(m, n, k)`, the Choice; default: the registry's). (m, k, n) -> (the build,
+    its ratio to cuBLAS)."""
+    rule = rule or (lambda m, n, k: pick("warptiled", m, n, k))
     with open(SMALL / name, newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 * jobs and all(r["status"] == "passed" for r in rows)
@@ -595,7 +637,7 @@ def kernel_7_pipeline(name: str, jobs: int) -> dict[tuple[int, int, int], tuple[
             for r in rows if r["method"] == "warptiled"}
     assert len(ours) == jobs
     for (m, k, n), (variant, _) in ours.items():
-        assert variant == pick("warptiled", m, n, k).variant, (m, k, n)
+        assert variant == rule(m, n, k).variant, (m, k, n)
     return ours
 
 
@@ -631,10 +673,10 @@ def test_a_pipeline_ran_the_deep_splits():
 
 
 def test_a_pipeline_ran_the_decode_splits_by_the_wave():
-    # On an H200 with the 16-row decode tiles split by the wave of resident blocks: kernel 7's pick and cuBLAS at the
-    # suite's 9 decode shapes and three more (m x k x n): 16x3584x4608 2.34 of cuBLAS (1.82 in the suite's run, 144
+    # On an H200 with the 16-row decode tiles split by the wave of resident blocks (before the 16 x 256 tiles): kernel
+    # 7's pick and cuBLAS at the suite's 9 decode shapes and three more (m x k x n): 16x3584x4608 2.34 of cuBLAS (1.82 in the suite's run, 144
     # blocks), 16x4096x6144 2.45 (2.25), 16x4096x8192 2.06 (1.56 split 8 ways in the sweep).
-    ours = kernel_7_pipeline("pipeline-decode-wave-float32-results.csv", 12)
+    ours = kernel_7_pipeline("pipeline-decode-wave-float32-results.csv", 12, pick_narrow_decode)
     assert ours[16, 3584, 4608][0] == "m8_splitk8" and ours[16, 3584, 4608][1] > 2.2
     assert ours[16, 4096, 6144][0] == "m8_splitk8" and ours[16, 4096, 8192][0] == "m16_splitk4"
     assert ours[16, 4096, 6144][1] > 2.3 and ours[16, 4096, 8192][1] > 1.9

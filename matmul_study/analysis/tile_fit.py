@@ -62,7 +62,8 @@ def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str,
              sm_count: int = 132) -> Fit:
     """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
     m = registry.get(method)
-    model = configs.simt_tile_model(m.tile, m.launch, {v.name: v for v in m.variants}, {dtype: rates},
+    builds = registry.TILE_BUILDS.get(method) or {v.name: v for v in m.variants}
+    model = configs.simt_tile_model(m.tile, m.launch, builds, {dtype: rates},
                                     lambda problem, variants: _REST, registers=registry.TILE_REGISTERS.get(method))
     return _fit_of(method, dtype, rates, model, sweep, sm_count)
 

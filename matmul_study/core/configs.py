@@ -1497,6 +1497,14 @@ RESIDENT_MIN_SLICE_STEPS = 8
 # longer slices they ran no faster (16x4608x8192, 32 steps, 1.41 against 1.43; 16x9216x4096 split 4 ways 2.87
 # against 2.92), and held out slower (16x5120x13824, 54 steps, 1.42 against 1.54; simt-decode-held-out-float32.txt).
 HALF_ROWS_MAX_SLICE_STEPS = 24
+# The wider decode tiles' bounds (simt_decode_tiles' `wide`, kernel 7's fp32 16 x 256 against its 16 x 128; x cuBLAS on
+# an H200, M x N x K, small-problems/simt-n256-decode-float32.txt): blocks from this share of the SMs to one an SM
+# (16x4096x14336 1.89 in 128 blocks of 16 x 256 against 1.70, 16x14336x4096 1.67 in 112 against 1.48, 16x7168x4096
+# 2.27 in 112 against 2.03; but 16x11008x4096 2.56 in 86 against 3.07, 16x4608x3584 2.06 in 144 against 2.33), in
+# slices of this many k steps or more (16x3584x3584 3.12 in slices of 14 against 2.89; 16x2048x4096 1.63 in slices of 8
+# against 1.71).
+WIDE_FILL = 0.8
+WIDE_MIN_SLICE_STEPS = 12
 
 
 def resident_wave_split(items: int, s: int, per_sm: int, sms: int, splits: list[int], k_steps: int
@@ -1531,7 +1539,8 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
                       min_slice_steps: int = DEEP_SLICE_K_STEPS, units: str = "the CUDA cores",
                       narrow: Callable[[object, tuple[str, ...]], Choice] | None = None,
                       resident: dict[tuple[str, int], int] | None = None,
-                      half_rows: tuple[int, int] | None = None
+                      half_rows: tuple[int, int] | None = None,
+                      wide: dict[tuple[str, int], tuple[int, str]] | None = None
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of the decode builds m<BM>[_splitk<S>] of kernels 7 and 8 (BM x `tile_n` tiles of 4 warps on
     `units`: kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the
@@ -1554,7 +1563,11 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     one row of tiles, the split is set by the wave of resident blocks (resident_wave_split), and where that split
     makes more than two blocks an SM in short slices (HALF_ROWS_MAX_SLICE_STEPS), the builds of `half_rows` (tile rows
     and columns: kernel 7's 8 x 256 tiles, two rows of them over 16 rows, as many blocks) split as far take their
-    place."""
+    place.
+
+    `wide`: (dtype, tile rows) -> (columns, name) of wider decode tiles of the same rows (kernel 7's fp32 16 x 256);
+    at one row of tiles they are taken split the most ways whose blocks fill WIDE_FILL of the SMs or more but no more
+    than one an SM, in slices of WIDE_MIN_SLICE_STEPS k steps or more."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -1569,6 +1582,19 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
         if narrow is not None and 2 * rows * tiles * max_split < problem.sm_count:
             return narrow(problem, variants)
+        cols, wide_name = (wide or {}).get((problem.dtype.name, tile_m), (0, ""))
+        if rows == 1 and wide_name in variants:
+            wide_tiles = cdiv(problem.n, cols)
+            fits = [x for x in [1, *registered_splits(variants, wide_name)]
+                    if WIDE_FILL * problem.sm_count <= wide_tiles * x <= problem.sm_count
+                    and (x == 1 or k_steps >= WIDE_MIN_SLICE_STEPS * x)]
+            if fits:
+                x = max(fits)
+                return Choice(wide_name + (f"_splitk{x}" if x > 1 else ""),
+                              f"M = {problem.m} token rows: {tile_m}x{cols} tiles, {wide_tiles} along N, on {units}; "
+                              + (f"K split {x} ways ({k_steps} k steps of {tile_k}, about {cdiv(k_steps, x)} a slice)"
+                                 if x > 1 else "whole tiles") + f": {wide_tiles * x} blocks, close to one an SM, "
+                              f"where the {tile_m}x{tile_n} tiles stream B slower")
         per_sm = (resident or {}).get((problem.dtype.name, tile_m))
         wave = ""
         if per_sm and rows == 1:  # (fitted at one row of tiles: 12 and 16 rows)

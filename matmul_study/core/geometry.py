@@ -524,6 +524,28 @@ def warptiled_decode_variants(splits: tuple[int, ...] = WARPTILED_DECODE_SPLITS)
     return _side_by_side_decode_variants(warptiled_decode_family, WARPTILED_DECODE_TILE_MS, splits, "128 bytes a row")
 
 
+# Its fp32 16 x 256 decode tiles (variants m16_n256[_splitk<S>]): 4 warps side by side, each 16 x 64 (two 4 x 4 chunks a
+# lane, each A fragment used twice), k slices of 128 bytes a row, 3 stages: 104 KB and 168 registers, two blocks an SM.
+# Where their blocks come close to one an SM they stream B faster than the 16 x 128 tiles (configs.simt_decode_tiles'
+# `wide`; small-problems/simt-n256-decode-float32.txt).
+WARPTILED_WIDE_DECODE = "m16_n256"
+WARPTILED_WIDE_DECODE_TILE = BlockTile("WARPTILED_F32", 16, 256, 32, 128, stages=3, layout=_warptiled_layout(4))
+
+
+def warptiled_wide_decode_variants() -> tuple[Variant, ...]:
+    """kernel 7's fp32 16 x 256 decode tiles (WARPTILED_WIDE_DECODE_TILE), whole or split WARPTILED_DECODE_SPLITS ways."""
+    tile = WARPTILED_WIDE_DECODE_TILE
+    family = TileFamily("WARPTILED", {"float32": (tile,)})
+
+    def build(s: int, name: str, how: str) -> Variant:
+        v = family_split_variant(family, s, name, f"decode tiles: {tile.tile_m}x{tile.tile_n}, 4 warps side by side "
+                                                  f"along N (16 x 64 each), k slices of 128 bytes a row, "
+                                                  f"{tile.stages} stages{how}")
+        return replace(v, dtypes=("float32",))
+
+    return _split_builds(WARPTILED_WIDE_DECODE, WARPTILED_DECODE_SPLITS, build)
+
+
 def dmma_decode_variants() -> tuple[Variant, ...]:
     """kernel 8's decode builds, BM in DMMA_DECODE_TILE_MS."""
     return _side_by_side_decode_variants(dmma_decode_family, DMMA_DECODE_TILE_MS, DMMA_DECODE_SPLITS, "16")

@@ -18,12 +18,13 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_RESIDENT,
                                         WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
+                                        WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE,
                                         WARPTILED_ONE_WAVE,
                                         WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE, WGMMA_TMA,
                                         WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
-                                        warptiled_decode_variants, warptiled_narrow_variants,
+                                        warptiled_decode_variants, warptiled_narrow_variants, warptiled_wide_decode_variants,
                                         warptiled_deep_split_variants, warptiled_one_wave_variant,
                                         warptiled_small_variants,
                                         warptiled_token_variants)
@@ -82,10 +83,13 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 # warptiled fp64, which dmma answers for, and whose sweeps ran too few of its splits at such shapes.
 RAGGED_FILL = 0.9
 
-WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(), *warptiled_narrow_variants(),
+WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(),
+                      *warptiled_wide_decode_variants(), *warptiled_narrow_variants(),
                       *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant(),
                       *warptiled_deep_split_variants())
-WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS}
+# The builds kernel 7's tile models weigh: all but the fp32 16 x 256 decode tiles, the decode rule's alone (the models
+# have no facts for them).
+WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS if not v.name.startswith(WARPTILED_WIDE_DECODE)}
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
 # results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
@@ -205,6 +209,8 @@ WARPTILED_SMALL_REGISTERS = {
 
 # The registers of the builds whose residency registers may bound, by method.
 TILE_REGISTERS = {"dmma": DMMA_REGISTERS}
+# The builds each method's tile models weigh, where not all of its variants (bench/fit_tile_model.py, tile_fit).
+TILE_BUILDS = {"warptiled": WARPTILED_BUILDS}
 
 
 def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
@@ -229,7 +235,8 @@ def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
             WARPTILED_DECODE_ROWS, warptiled_tile_model(beside, WARPTILED_SMALL_REGISTERS),
             default_tile=WARPTILED.tile(0, "float32")[:2], ragged_fill=small_fill),
         token_tile=WARPTILED_TOKEN_TILE, resident=WARPTILED_DECODE_RESIDENT,
-        half_rows=WARPTILED_TOKEN_TILE.tile(0, "float32")[:2])
+        half_rows=WARPTILED_TOKEN_TILE.tile(0, "float32")[:2],
+        wide={("float32", 16): (WARPTILED_WIDE_DECODE_TILE.tile_n, WARPTILED_WIDE_DECODE)})
 
 
 # Every fitted set of a method's tile models' facts, by model (bench/fit_tile_model.py starts from them with
@@ -243,15 +250,16 @@ TILE_RULES = {"warptiled": warptiled_choose}
 
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
                 model: Callable[[object, tuple[str, ...]], configs.Choice], token_tile: BlockTile | None = None,
-                resident: dict[tuple[str, int], int] | None = None, half_rows: tuple[int, int] | None = None
+                resident: dict[tuple[str, int], int] | None = None, half_rows: tuple[int, int] | None = None,
+                wide: dict[tuple[str, int], tuple[int, str]] | None = None
                 ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
     """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
     in at most `max_split` slices, and by the wave of blocks an SM holds where `resident` knows it, with the
-    `half_rows` tiles beside them), unless N is too narrow for them to fill half the SMs; there and past the token
-    rows, the tile `model`. With a `token_tile`, M of at most its rows goes to its builds first
-    (configs.simt_token_tiles)."""
+    `half_rows` tiles beside them, and the `wide` tiles where their blocks come close to one an SM), unless N is too
+    narrow for them to fill half the SMs; there and past the token rows, the tile `model`. With a `token_tile`, M of
+    at most its rows goes to its builds first (configs.simt_token_tiles)."""
     decode = configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES, max_split=max_split, units=units,
-                                       narrow=model, resident=resident, half_rows=half_rows)
+                                       narrow=model, resident=resident, half_rows=half_rows, wide=wide)
     if token_tile is not None:
         decode = configs.simt_token_tiles(token_tile, decode, units=units)
     return configs.token_rows(rows, decode, model)
