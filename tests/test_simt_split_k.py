@@ -390,6 +390,10 @@ def test_fp32_decode_takes_its_wide_tiles_near_one_block_an_sm():
     assert pick("warptiled", 16, 37888, 3584).variant == "m16_splitk4"
     assert pick("warptiled", 48, 4096, 4096).variant == "m16_splitk8"
     assert pick("warptiled", 16, 4096, 4096, "float64").variant == "m16_splitk8"
+    # Nor where N is no multiple of 256 (a ragged last tile copies B element by element; held out, 16x3968x6144 1.24
+    # of cuBLAS in 16 x 256 tiles against 2.00 in 16 x 128), where the 8 x 256 tiles keep out too.
+    assert pick("warptiled", 16, 3968, 6144).variant == "m16_splitk8"
+    assert pick("warptiled", 16, 4480, 3584).variant == "m16_splitk8"  # 35 column tiles split 4 ways: 140 blocks
     variant = registry.get("warptiled").variant("m16_n256_splitk8")
     launch = variant.launch(problem(16, 4096, 4096))
     assert variant.dtypes == ("float32",) and (launch.grid, launch.threads) == ((16, 1, 8), (128, 1, 1))
@@ -680,6 +684,16 @@ def test_a_pipeline_ran_the_decode_splits_by_the_wave():
     assert ours[16, 3584, 4608][0] == "m8_splitk8" and ours[16, 3584, 4608][1] > 2.2
     assert ours[16, 4096, 6144][0] == "m8_splitk8" and ours[16, 4096, 8192][0] == "m16_splitk4"
     assert ours[16, 4096, 6144][1] > 2.3 and ours[16, 4096, 8192][1] > 1.9
+    assert min(ratio for (m, _, _), (_, ratio) in ours.items() if m == 16) > 1.6
+
+
+def test_a_pipeline_ran_the_wide_decode_tiles():
+    # On an H200 with fp32's 16 x 256 decode tiles: kernel 7's pick and cuBLAS at the suite's 9 decode shapes and four
+    # more (m x k x n): 16x4096x4096 3.29 of cuBLAS (2.90 in 16 x 128 tiles in the run before), 16x14336x4096 1.91
+    # (1.70), 16x18944x3584 2.04 (1.78), 16x3584x3584 3.02 (2.93).
+    ours = kernel_7_pipeline("pipeline-decode-n256-float32-results.csv", 13)
+    assert sum(variant.startswith(geometry.WARPTILED_WIDE_DECODE) for variant, _ in ours.values()) == 9
+    assert ours[16, 4096, 4096][1] > 3.1 and ours[16, 14336, 4096][1] > 1.8 and ours[16, 18944, 3584][1] > 1.9
     assert min(ratio for (m, _, _), (_, ratio) in ours.items() if m == 16) > 1.6
 
 

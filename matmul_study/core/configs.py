@@ -1566,8 +1566,11 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     place.
 
     `wide`: (dtype, tile rows) -> (columns, name) of wider decode tiles of the same rows (kernel 7's fp32 16 x 256);
-    at one row of tiles they are taken split the most ways whose blocks fill WIDE_FILL of the SMs or more but no more
-    than one an SM, in slices of WIDE_MIN_SLICE_STEPS k steps or more."""
+    at one row of tiles, where N is a multiple of their columns, they are taken split the most ways whose blocks fill
+    WIDE_FILL of the SMs or more but no more than one an SM, in slices of WIDE_MIN_SLICE_STEPS k steps or more. (A
+    last tile past N copies B element by element, and every block of its column waits on it: held out, 16x3968x6144,
+    15.5 tiles of 256 columns, 1.24 of cuBLAS against 2.00 in 31 of 128; the 8 x 256 tiles alike, 1.27, so
+    `half_rows` too needs N a multiple of its columns.)"""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -1583,7 +1586,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         if narrow is not None and 2 * rows * tiles * max_split < problem.sm_count:
             return narrow(problem, variants)
         cols, wide_name = (wide or {}).get((problem.dtype.name, tile_m), (0, ""))
-        if rows == 1 and wide_name in variants:
+        if rows == 1 and wide_name in variants and problem.n % cols == 0:  # (a ragged last tile: B's guarded path)
             wide_tiles = cdiv(problem.n, cols)
             fits = [x for x in [1, *registered_splits(variants, wide_name)]
                     if WIDE_FILL * problem.sm_count <= wide_tiles * x <= problem.sm_count
@@ -1601,7 +1604,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
             s, wave = resident_wave_split(rows * tiles, s, per_sm, problem.sm_count, _tile_splits(tile_m, variants),
                                           k_steps)
             blocks = tiles * s
-            if (half_rows is not None and f"m{half_rows[0]}_splitk{s}" in variants
+            if (half_rows is not None and f"m{half_rows[0]}_splitk{s}" in variants and problem.n % half_rows[1] == 0
                     and cdiv(k_steps, s) <= HALF_ROWS_MAX_SLICE_STEPS
                     and 2 * problem.sm_count < blocks <= per_sm * problem.sm_count):
                 h, w = half_rows
