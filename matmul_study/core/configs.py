@@ -1498,7 +1498,7 @@ RESIDENT_MIN_SLICE_STEPS = 8
 # against 2.92), and held out slower (16x5120x13824, 54 steps, 1.42 against 1.54; simt-decode-held-out-float32.txt).
 HALF_ROWS_MAX_SLICE_STEPS = 24
 # The wider decode tiles' bounds (simt_decode_tiles' `wide`, kernel 7's fp32 16 x 256 against its 16 x 128; x cuBLAS on
-# an H200, M x N x K, small-problems/simt-n256-decode-float32.txt): blocks from this share of the SMs to one an SM
+# an H200, M x N x K, small-problems/simt-decode-n256-float32.txt): blocks from this share of the SMs to one an SM
 # (16x4096x14336 1.89 in 128 blocks of 16 x 256 against 1.70, 16x14336x4096 1.67 in 112 against 1.48, 16x7168x4096
 # 2.27 in 112 against 2.03; but 16x11008x4096 2.56 in 86 against 3.07, 16x4608x3584 2.06 in 144 against 2.33), in
 # slices of this many k steps or more (16x3584x3584 3.12 in slices of 14 against 2.89; 16x2048x4096 1.63 in slices of 8

@@ -527,13 +527,14 @@ def warptiled_decode_variants(splits: tuple[int, ...] = WARPTILED_DECODE_SPLITS)
 # Its fp32 16 x 256 decode tiles (variants m16_n256[_splitk<S>]): 4 warps side by side, each 16 x 64 (two 4 x 4 chunks a
 # lane, each A fragment used twice), k slices of 128 bytes a row, 3 stages: 104 KB and 168 registers, two blocks an SM.
 # Where their blocks come close to one an SM they stream B faster than the 16 x 128 tiles (configs.simt_decode_tiles'
-# `wide`; small-problems/simt-n256-decode-float32.txt).
+# `wide`; small-problems/simt-decode-n256-float32.txt).
 WARPTILED_WIDE_DECODE = "m16_n256"
 WARPTILED_WIDE_DECODE_TILE = BlockTile("WARPTILED_F32", 16, 256, 32, 128, stages=3, layout=_warptiled_layout(4))
 
 
 def warptiled_wide_decode_variants() -> tuple[Variant, ...]:
-    """kernel 7's fp32 16 x 256 decode tiles (WARPTILED_WIDE_DECODE_TILE), whole or split WARPTILED_DECODE_SPLITS ways."""
+    """kernel 7's fp32 16 x 256 decode tiles (WARPTILED_WIDE_DECODE_TILE), whole or split WARPTILED_DECODE_SPLITS
+    ways."""
     tile = WARPTILED_WIDE_DECODE_TILE
     family = TileFamily("WARPTILED", {"float32": (tile,)})
 

@@ -18,16 +18,15 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_RESIDENT,
                                         WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
-                                        WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE,
-                                        WARPTILED_ONE_WAVE,
-                                        WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE, WGMMA_TMA,
+                                        WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE,
+                                        WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE, WGMMA_TMA,
                                         WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
-                                        warptiled_decode_variants, warptiled_narrow_variants, warptiled_wide_decode_variants,
-                                        warptiled_deep_split_variants, warptiled_one_wave_variant,
-                                        warptiled_small_variants,
-                                        warptiled_token_variants)
+                                        warptiled_decode_variants, warptiled_deep_split_variants,
+                                        warptiled_narrow_variants, warptiled_one_wave_variant,
+                                        warptiled_small_variants, warptiled_token_variants,
+                                        warptiled_wide_decode_variants)
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
