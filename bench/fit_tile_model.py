@@ -105,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         # weighs no other (kernel 7's 8-row tiles are the token-row rule's, its fp32 16 x 256 ones the decode rule's:
         # registry.TILE_BUILDS).
         rated = {key if isinstance(key, int) else key[0] for key in start.gmacs}
-        weighed = registry.TILE_BUILDS.get(args.method) or {v.name: v for v in m.variants}
-        shapes = {(v.tile or m.tile)(0, args.dtype)[:2] for v in weighed.values()
+        shapes = {(v.tile or m.tile)(0, args.dtype)[:2] for v in tile_fit.model_builds(args.method).values()
                   if not v.dtypes or args.dtype in v.dtypes}
         shapes = {(r, c) for r, c in shapes | {m.tile(0, args.dtype)[:2]} if r in rated}
         widest = {r: max(c for rr, c in shapes if rr == r) for r, _ in shapes}

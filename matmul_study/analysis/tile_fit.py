@@ -58,12 +58,16 @@ def _fit_of(method: str, dtype: str, rates: configs.TileRates, choose, sweep: di
     return Fit(rates, sum(regrets), max(regrets, default=0.0), picks)
 
 
+def model_builds(method: str) -> dict[str, object]:
+    """The builds `method`'s tile models weigh, by name: registry.TILE_BUILDS', else all its variants."""
+    return registry.TILE_BUILDS.get(method) or {v.name: v for v in registry.get(method).variants}
+
+
 def evaluate(method: str, dtype: str, rates: configs.TileRates, sweep: dict[str, dict[str, float]],
              sm_count: int = 132) -> Fit:
     """The model with `rates` over a sweep (shape -> {build: ratio}) of `method` in `dtype`."""
     m = registry.get(method)
-    builds = registry.TILE_BUILDS.get(method) or {v.name: v for v in m.variants}
-    model = configs.simt_tile_model(m.tile, m.launch, builds, {dtype: rates},
+    model = configs.simt_tile_model(m.tile, m.launch, model_builds(method), {dtype: rates},
                                     lambda problem, variants: _REST, registers=registry.TILE_REGISTERS.get(method))
     return _fit_of(method, dtype, rates, model, sweep, sm_count)
 

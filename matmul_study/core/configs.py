@@ -1601,8 +1601,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         per_sm = (resident or {}).get((problem.dtype.name, tile_m))
         wave = ""
         if per_sm and rows == 1:  # (fitted at one row of tiles: 12 and 16 rows)
-            s, wave = resident_wave_split(rows * tiles, s, per_sm, problem.sm_count, _tile_splits(tile_m, variants),
-                                          k_steps)
+            s, wave = resident_wave_split(tiles, s, per_sm, problem.sm_count, _tile_splits(tile_m, variants), k_steps)
             blocks = tiles * s
             if (half_rows is not None and f"m{half_rows[0]}_splitk{s}" in variants and problem.n % half_rows[1] == 0
                     and cdiv(k_steps, s) <= HALF_ROWS_MAX_SLICE_STEPS

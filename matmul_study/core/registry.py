@@ -82,13 +82,14 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 # warptiled fp64, which dmma answers for, and whose sweeps ran too few of its splits at such shapes.
 RAGGED_FILL = 0.9
 
+WARPTILED_WIDE_DECODE_VARIANTS = warptiled_wide_decode_variants()
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(),
-                      *warptiled_wide_decode_variants(), *warptiled_narrow_variants(),
+                      *WARPTILED_WIDE_DECODE_VARIANTS, *warptiled_narrow_variants(),
                       *warptiled_token_variants(), *warptiled_small_variants(), warptiled_one_wave_variant(),
                       *warptiled_deep_split_variants())
 # The builds kernel 7's tile models weigh: all but the fp32 16 x 256 decode tiles, the decode rule's alone (the models
 # have no facts for them).
-WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS if not v.name.startswith(WARPTILED_WIDE_DECODE)}
+WARPTILED_BUILDS = {v.name: v for v in WARPTILED_VARIANTS if v not in WARPTILED_WIDE_DECODE_VARIANTS}
 # Kernel 7's tile model (configs.simt_tile_model), fitted per dtype (bench/fit_tile_model.py) to every build at 15
 # shapes past the token rows whose default tiles leave most SMs idle (an H200;
 # results/reference/NVIDIA_H200/small-problems/simt-tiles-fit-*.txt): the pick is the best build at 13 of them in
