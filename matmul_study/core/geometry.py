@@ -293,6 +293,10 @@ def warptiled_deep_split_variants() -> tuple[Variant, ...]:
 # mid-sized problems whose 128 x 256 tiles leave most SMs idle (cuBLAS runs SGEMM there on 64 x 64 tiles of 4 warps,
 # split 3 ways at 1000x800x1200).
 WARPTILED_SMALL_TILES = ((64, 64), (64, 128))
+WARPTILED_SMALL_SLICE_K = 16  # fp32 elements of a row a k slice (64 bytes)
+# The 64 x 128 tiles are the decode rule's `tall` build too (configs.simt_decode_tiles): from 49 to 64 token rows one
+# row of them (rows, k slice bytes a row, build).
+WARPTILED_TALL_DECODE = (64, WARPTILED_SMALL_SLICE_K * 4, "m64_n128")
 WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
 # Each small build that is compiled for more blocks an SM than its own registers allow (__launch_bounds__(128,
 # blocks)), and the partials its split sum then loads a pass (split_k.cuh's SPLIT_K_PASS; 0: as many as its staging
@@ -323,7 +327,8 @@ def warptiled_small_variants() -> tuple[Variant, ...]:
     and summing fewer partials a pass (WARPTILED_SMALL_BOUNDS)."""
 
     def builds(rows: int, cols: int) -> tuple[Variant, ...]:
-        tile = BlockTile("WARPTILED_F32", rows, cols, 16, 128, stages=4, layout=_warptiled_layout(4))
+        tile = BlockTile("WARPTILED_F32", rows, cols, WARPTILED_SMALL_SLICE_K, 128, stages=4,
+                         layout=_warptiled_layout(4))
         family = TileFamily("WARPTILED", {"float32": (tile,)})
 
         def build(s: int, name: str, how: str) -> Variant:

@@ -19,7 +19,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_RESIDENT,
                                         WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
                                         WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE,
-                                        WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE, WGMMA_TMA,
+                                        WARPTILED_TALL_DECODE, WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE,
+                                        WGMMA_TMA,
                                         WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
@@ -236,7 +237,7 @@ def warptiled_choose(main: dict[str, configs.TileRates] = WARPTILED_TILE_RATES,
             default_tile=WARPTILED.tile(0, "float32")[:2], ragged_fill=small_fill),
         token_tile=WARPTILED_TOKEN_TILE, resident=WARPTILED_DECODE_RESIDENT,
         half_rows=WARPTILED_TOKEN_TILE.tile(0, "float32")[:2],
-        wide={("float32", 16): (WARPTILED_WIDE_DECODE_TILE.tile_n, WARPTILED_WIDE_DECODE)})
+        wide={("float32", 16): (WARPTILED_WIDE_DECODE_TILE.tile_n, WARPTILED_WIDE_DECODE)}, tall=WARPTILED_TALL_DECODE)
 
 
 # Every fitted set of a method's tile models' facts, by model (bench/fit_tile_model.py starts from them with
@@ -251,15 +252,16 @@ TILE_RULES = {"warptiled": warptiled_choose}
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
                 model: Callable[[object, tuple[str, ...]], configs.Choice], token_tile: BlockTile | None = None,
                 resident: dict[tuple[str, int], int] | None = None, half_rows: tuple[int, int] | None = None,
-                wide: dict[tuple[str, int], tuple[int, str]] | None = None
+                wide: dict[tuple[str, int], tuple[int, str]] | None = None, tall: tuple[int, int, str] | None = None
                 ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
     """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
     in at most `max_split` slices, and by the wave of blocks an SM holds where `resident` knows it, with the
-    `half_rows` tiles beside them, and the `wide` tiles where their blocks come close to one an SM), unless N is too
+    `half_rows` tiles beside them, the `wide` tiles where their blocks come close to one an SM, and the `tall` tiles
+    where one row of them holds the rows with as few of zeros), unless N is too
     narrow for them to fill half the SMs; there and past the token rows, the tile `model`. With a `token_tile`, M of
     at most its rows goes to its builds first (configs.simt_token_tiles)."""
     decode = configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES, max_split=max_split, units=units,
-                                       narrow=model, resident=resident, half_rows=half_rows, wide=wide)
+                                       narrow=model, resident=resident, half_rows=half_rows, wide=wide, tall=tall)
     if token_tile is not None:
         decode = configs.simt_token_tiles(token_tile, decode, units=units)
     return configs.token_rows(rows, decode, model)
