@@ -1577,7 +1577,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     decode tiles by the same two counts, and taken where it wins them (kernel 7's fp32 64 x 128 tiles: from 49 to 64
     rows, one row of them against two of 32 or four of 16, as few rows of zeros), its K split as the decode tiles'
     by its own k steps, further where that leaves fewer than TALL_MIN_BLOCKS_PER_SM blocks an SM, and not at all where
-    even TALL_MAX_SPLIT ways leave that few (_tall_tiles). On an H200 (x cuBLAS, M x N x K;
+    even TALL_MAX_SPLIT ways make fewer than TALL_FURTHER_BLOCKS_PER_SM (_tall_tiles). On an H200 (x cuBLAS, M x N x K;
     small-problems/simt-decode-tall-*.txt): 64x4096x4096 split 8 ways 0.91 against two rows of 32-row tiles split 8
     ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85 against 0.82;
     64x3072x3072 split 16 ways 1.01 (split 8, 192 blocks, 0.86) against 32-row tiles split 4 ways 0.81,
