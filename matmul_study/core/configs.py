@@ -1600,15 +1600,15 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
             if taller is not None:
                 return taller
         k_steps = cdiv(problem.k, tile_k)
-        s = max(x for x in _tile_splits(tile_m, variants)
-                if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
+        splits = _tile_splits(tile_m, variants)
+        s = _slice_split(splits, k_steps, max_split, min_slice_steps)
         rows, tiles = cdiv(problem.m, tile_m), cdiv(problem.n, tile_n)
         if narrow is not None and 2 * rows * tiles * max_split < problem.sm_count:
             return narrow(problem, variants)
         cols, wide_name = (wide or {}).get((problem.dtype.name, tile_m), (0, ""))
         if rows == 1 and wide_name in variants and problem.n % cols == 0:  # (a ragged last tile: B's guarded path)
             wide_tiles = cdiv(problem.n, cols)
-            fits = [x for x in [1, *registered_splits(variants, wide_name)]
+            fits = [x for x in _build_splits(wide_name, variants)
                     if WIDE_FILL * problem.sm_count <= wide_tiles * x <= problem.sm_count
                     and (x == 1 or k_steps >= WIDE_MIN_SLICE_STEPS * x)]
             if fits:
@@ -1621,7 +1621,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
         per_sm = (resident or {}).get((problem.dtype.name, tile_m))
         wave = ""
         if per_sm and rows == 1:  # (fitted at one row of tiles: 12 and 16 rows)
-            s, wave = resident_wave_split(tiles, s, per_sm, problem.sm_count, _tile_splits(tile_m, variants), k_steps)
+            s, wave = resident_wave_split(tiles, s, per_sm, problem.sm_count, splits, k_steps)
             blocks = tiles * s
             if (half_rows is not None and f"m{half_rows[0]}_splitk{s}" in variants and problem.n % half_rows[1] == 0
                     and cdiv(k_steps, s) <= HALF_ROWS_MAX_SLICE_STEPS
@@ -1668,8 +1668,8 @@ def _tall_tiles(problem, variants: tuple[str, ...], tall: tuple[int, int, str], 
     k_steps, tiles = cdiv(problem.k, tile_k), cdiv(problem.n, tile_n)
     if narrow is not None and 2 * cdiv(problem.m, rows) * tiles * max_split < problem.sm_count:
         return narrow(problem, variants)
-    splits = [1, *registered_splits(variants, name)]
-    s = max(x for x in splits if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
+    splits = _build_splits(name, variants)
+    s = _slice_split(splits, k_steps, max_split, min_slice_steps)
     if tiles * s < TALL_MIN_BLOCKS_PER_SM * problem.sm_count:
         further = [x for x in splits if s < x <= TALL_MAX_SPLIT and k_steps >= RESIDENT_MIN_SLICE_STEPS * x
                    and tiles * x >= TALL_FURTHER_BLOCKS_PER_SM * problem.sm_count]
@@ -1915,9 +1915,19 @@ def _fitting_split(build: str, blocks: int, k_steps: int, variants: tuple[str, .
                 if s >= least and blocks * s <= sms and k_steps >= min_k_steps * s), default=1)
 
 
+def _build_splits(build: str, variants: tuple[str, ...]) -> list[int]:
+    """1 and the registered splits S of `build` (<build>_splitk<S>)."""
+    return [1, *registered_splits(variants, build)]
+
+
 def _tile_splits(tile_m: int, variants: tuple[str, ...]) -> list[int]:
     """1 and the registered splits S of the m<tile_m> builds (m<tile_m>_splitk<S>)."""
-    return [1, *registered_splits(variants, f"m{tile_m}")]
+    return _build_splits(f"m{tile_m}", variants)
+
+
+def _slice_split(splits: list[int], k_steps: int, max_split: int, min_slice_steps: int) -> int:
+    """Of `splits` (1 among them), the most ways up to `max_split` that keep `min_slice_steps` k steps a slice."""
+    return max(x for x in splits if x == 1 or (x <= max_split and k_steps >= min_slice_steps * x))
 
 
 def _two_to_an_sm(problem, slots: int, tile_m: int) -> str:
