@@ -11,10 +11,10 @@
 // (warp_specialized/tile_schedule.cuh), which spreads the sum over the slices but needs them all running.
 //
 // Host contract: grid (tiles along n, tiles along m, SPLIT) exactly (the kernel traps on another z); workspace,
-// the kernel's last argument: per tile (blockIdx.y * gridDim.x + blockIdx.x) SPLIT partial tiles of
-// THREADS x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed once. The registry's
-// split-K builds (core/geometry.py, tile_split_k_variants) size it from the kernel's record as BM x BN
-// accumulators per partial tile, which each kernel static_asserts is THREADS x its accumulators per thread.
+// the kernel's last argument: per tile (blockIdx.y * gridDim.x + blockIdx.x) SPLIT partial tiles of THREADS (or
+// the holders, sum_held_slices) x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed
+// once. The registry's split-K builds (core/geometry.py, tile_split_k_variants) size it from the kernel's record as
+// BM x BN accumulators per partial tile, which each kernel static_asserts is its holders' accumulators.
 #pragma once
 
 #include <type_traits>
@@ -39,28 +39,34 @@ __device__ __forceinline__ void slice(int KT, int& kt0, int& kt1)
 // The split-K epilogue before the kernel stores C from `acc` (the thread's accumulators: any array of float or
 // double, in the kernel's own order). Stores this slice's partial, counts in, and returns true in the last block
 // of the tile with acc holding the sum over slices in slice order; false in the others (they are done). Every
-// thread of the block calls it. A partial is THREADS x N elements in 16-byte vectors, vector v of thread t at
-// v * THREADS + t: a warp stores and loads 512 contiguous bytes per instruction.
-template <int SPLIT, int THREADS, class Tile>
-__device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
+// thread of the block calls it. A partial is HOLDERS x N elements in 16-byte vectors, vector v of holder h at
+// v * HOLDERS + h: a warp stores and loads 512 contiguous bytes per instruction. Where every thread holds a share
+// of the tile (sum_slices), holder h is thread h; where only some do (SOME_HOLD: 18_few_rows.cu, whose four lanes
+// along k end with the same sums), `holder` is the thread's index among them, -1 in the others, which only count:
+// in the last block they return true with acc as it was, so the kernel stores C from the holders alone.
+template <int SPLIT, int HOLDERS, bool SOME_HOLD, class Tile>
+__device__ __forceinline__ bool sum_held_slices(Tile& acc, void* workspace, int holder)
 {
     using Acc = std::remove_all_extents_t<Tile>;
     using V = typename simt_common::Vec<Acc>::type;
     constexpr int N = sizeof(Tile) / sizeof(Acc), VE = 16 / sizeof(Acc), NV = N / VE;
     static_assert(SPLIT >= 2 && N % VE == 0, "2 or more slices of whole 16-byte vectors");
-    constexpr size_t PART = static_cast<size_t>(THREADS) * NV;  // vectors per partial tile
+    constexpr size_t PART = static_cast<size_t>(HOLDERS) * NV;  // vectors per partial tile
     if (gridDim.z != SPLIT) __trap();  // a launch for another split would overrun the workspace
 
     Acc* const a = reinterpret_cast<Acc*>(&acc);
     const int tid = threadIdx.x, z = blockIdx.z;
+    const bool holds = !SOME_HOLD || holder >= 0;
     const size_t tile = blockIdx.y * gridDim.x + blockIdx.x, tiles = gridDim.y * gridDim.x;
-    V* const parts = static_cast<V*>(workspace) + tile * SPLIT * PART + tid;
+    V* const parts = static_cast<V*>(workspace) + tile * SPLIT * PART + holder;
     unsigned int* const counter = reinterpret_cast<unsigned int*>(static_cast<V*>(workspace) + tiles * SPLIT * PART)
                                   + tile;
 
     // L2 stores and loads (.cg): the other slices' partials come from other SMs.
+    if (holds) {
 #pragma unroll
-    for (int v = 0; v < NV; ++v) __stcg(parts + z * PART + v * THREADS, simt_common::Vec<Acc>::make(a + v * VE));
+        for (int v = 0; v < NV; ++v) __stcg(parts + z * PART + v * HOLDERS, simt_common::Vec<Acc>::make(a + v * VE));
+    }
     // One thread fences for the block (CUTLASS's split-K barrier does the same): the barrier orders every thread's
     // stores before thread 0's fence, which, cumulative, publishes them all before its count; the last count's
     // fence orders the others' partials, seen through their counts, before the block's loads past the second
@@ -73,6 +79,7 @@ __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
         if (last) __threadfence();
     }
     if (!__syncthreads_or(last)) return false;
+    if (!holds) return true;
 
     // Slices 0..SPLIT-1 in order, each read whole (its own too: it is in L2 already, and the running sum leaves
     // no registers to keep it). The sum is one block's, so its time is L2 round trips: U slices' loads are in
@@ -95,7 +102,7 @@ __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
             if (s0 + u >= SPLIT) break;
 #pragma unroll
             for (int v = 0; v < NV; ++v)
-                simt_common::Vec<Acc>::get(__ldcg(parts + (s0 + u) * PART + v * THREADS), part[u] + v * VE);
+                simt_common::Vec<Acc>::get(__ldcg(parts + (s0 + u) * PART + v * HOLDERS), part[u] + v * VE);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -105,6 +112,13 @@ __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
         }
     }
     return true;
+}
+
+// Every thread of the block holds THREADS x N of the tile: thread t is holder t.
+template <int SPLIT, int THREADS, class Tile>
+__device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
+{
+    return sum_held_slices<SPLIT, THREADS, false>(acc, workspace, static_cast<int>(threadIdx.x));
 }
 
 }  // namespace split_k

@@ -1379,6 +1379,37 @@ def one_wave(rest: Callable[[object, tuple[str, ...]], Choice], tile: Callable[[
     return choose
 
 
+# Kernel 18 (a few token rows on the CUDA cores, B streamed into registers): the fewest slices of K whose blocks fill
+# a wave (as many blocks an SM as its registers let it hold), each slice FEW_ROWS_MIN_SLICE rows of k or more (64 rows
+# a k lane: 16 of its unrolled steps, 64 bytes a thread in flight). A prediction from the bytes each block keeps in
+# flight, not yet fitted to a sweep.
+FEW_ROWS_MIN_SLICE = 256
+
+
+def few_rows_tiles(tile_ms: tuple[int, ...], splits: tuple[int, ...], tile: Callable[[int, str], tuple[int, int, int]],
+                   resident: Callable[[int], int], build: Callable[[int, int], str]
+                   ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """Kernel 18's heuristic: the fewest rows of tile_ms that hold M (the most, in row tiles, past them), then the
+    fewest of `splits` whose blocks fill a wave, `resident(rows)` blocks an SM, with slices of FEW_ROWS_MIN_SLICE rows
+    of k or more (else the most that keep such slices). `tile(rows, dtype)` is a build's tile (rows, columns, k),
+    `build(rows, s)` its name."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        rows = next((r for r in tile_ms if r >= problem.m), tile_ms[-1])
+        cols = tile(rows, problem.dtype.name)[1]
+        tiles = cdiv(problem.m, rows) * cdiv(problem.n, cols)
+        deep = [s for s in splits if s == 1 or problem.k // s >= FEW_ROWS_MIN_SLICE]
+        wave = resident(rows) * problem.sm_count
+        s = next((s for s in deep if tiles * s >= wave), deep[-1])
+        split = f", K in {s} slices of about {cdiv(problem.k, s)} rows" if s > 1 else ", K whole"
+        plural = lambda count, word: f"{count} {word}{'s' if count != 1 else ''}"  # noqa: E731
+        return Choice(build(rows, s), f"{plural(problem.m, 'token row')}: tiles of {plural(rows, 'row')} x {cols} "
+                                      f"columns, {tiles} of them{split}: {tiles * s} blocks, a wave being "
+                                      f"{resident(rows)} an SM on {problem.sm_count} SMs")
+
+    return choose
+
+
 def decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, min_k_steps_per_slice: int = 4,
                  widest: dict[str, int] | None = None, default_tile: tuple[int, int] | None = None,
                  two_per_sm_from: dict[str, int] | None = None) -> Callable[[object, tuple[str, ...]], Choice]:

@@ -65,6 +65,9 @@ class BlockTile:
     # The k of the kernel's tensor-core instruction where the kernel takes it as a build fact (-D{name}_MMA_K;
     # 08_dmma.cu: m16n8k4 or m16n8k8); None: the kernel's instruction is its own.
     mma_k: int | None = None
+    # The blocks an SM should hold at once: __launch_bounds__' second number, which caps ptxas's registers a thread
+    # (65536 / threads / blocks_per_sm), where a kernel's bytes in flight, not its registers, decide (kernel 18).
+    blocks_per_sm: int = 1
 
     @property
     def shared_bytes(self) -> int:
@@ -92,8 +95,8 @@ class BlockTile:
 
     @property
     def launch_bounds(self) -> tuple[int, int]:
-        """__launch_bounds__(threads, 1): one block per SM."""
-        return self.threads, 1
+        """__launch_bounds__(threads, blocks_per_sm): by default one block per SM."""
+        return self.threads, self.blocks_per_sm
 
 
 @dataclass(frozen=True, eq=False)
@@ -565,3 +568,62 @@ def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8
         f"split-K: each tile's k steps in {s} slices on {s} blocks (grid z); the last slice to finish sums the "
         "partials in slice order through a workspace (deterministic). For too few tiles or deep K", s,
         lambda p: family.config(p.dtype.name, p.max_shared_bytes)) for s in splits)
+
+
+# ---- the record of kernel 18 ----------------------------------------------------------------------------------
+
+# 18_few_rows.cu: a few token rows on the CUDA cores, B streamed into registers. A block is BM rows x 8 warps side by
+# side along N, each warp 8 lanes of one 16-byte vector along N x 4 lanes along k, so BN = 64 vectors' elements
+# (512 halves, 256 floats, 128 doubles); one unrolled step reads FEW_ROWS_BK rows of B (4 lanes x 4 rows). Its
+# builds: BM in FEW_ROWS_TILE_MS (m1, the default, then m2, m4, m8), whole or k split FEW_ROWS_SPLITS ways.
+FEW_ROWS_TILE_MS = (1, 2, 4, 8)
+FEW_ROWS_SPLITS = (1, 2, 4, 8, 16, 32)
+FEW_ROWS_THREADS = 256
+FEW_ROWS_BK = 16
+FEW_ROWS_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# The blocks an SM holds at once by its registers (__launch_bounds__): at 256 threads, up to 80 registers a thread
+# for 3, 128 for 2. A block keeps 256 x 64 bytes of B in flight, so the more the better, as far as the tile's
+# accumulators and A's values fit without spills (ptxas -v, nvcc 13.0: none at these bounds; at 4 blocks bf16 spilled
+# 8 bytes, and 8 rows of 16-bit elements, 64 accumulators a thread, 88 bytes at 2: those take 168-183 registers, one
+# block an SM). The split sum loads FEW_ROWS_SPLIT_PASS[BM] partials a pass (split_k.cuh's SPLIT_K_PASS), so that its
+# staging needs no more registers than the stream.
+FEW_ROWS_BLOCKS_PER_SM = {1: 3, 2: 3, 4: 2, 8: 1}
+FEW_ROWS_SPLIT_PASS = {1: 4, 2: 1, 4: 1, 8: 1}
+
+
+def few_rows_family(tile_m: int) -> TileFamily:
+    """Kernel 18's configuration of BM = tile_m rows, one per element size (FEW_ROWS_B2, _B4, _B8), launched as a
+    programmatic dependent of the previous kernel (it waits for that grid before its first global access)."""
+    def tile(itemsize: int) -> BlockTile:
+        return BlockTile(f"FEW_ROWS_B{itemsize}", tile_m, 64 * (16 // itemsize), FEW_ROWS_BK, FEW_ROWS_THREADS,
+                         dependent=True, blocks_per_sm=FEW_ROWS_BLOCKS_PER_SM[tile_m])
+
+    return TileFamily("FEW_ROWS", {d: (tile(dt.get(d).itemsize),) for d in FEW_ROWS_DTYPES})
+
+
+FEW_ROWS = few_rows_family(FEW_ROWS_TILE_MS[0])
+
+
+def few_rows_build(tile_m: int, s: int) -> str:
+    """The name of kernel 18's build of tile_m rows split s ways: default (m1 whole), splitk<s>, m<BM>, m<BM>_splitk<s>."""
+    rows = "" if tile_m == FEW_ROWS_TILE_MS[0] else f"m{tile_m}"
+    split = f"splitk{s}" if s > 1 else ""
+    return "_".join(w for w in (rows, split) if w) or "default"
+
+
+def few_rows_variants() -> tuple[Variant, ...]:
+    """Kernel 18's builds but its default: every BM of FEW_ROWS_TILE_MS, whole or split FEW_ROWS_SPLITS ways."""
+    out = []
+    for tile_m in FEW_ROWS_TILE_MS:
+        family = few_rows_family(tile_m)
+        for s in FEW_ROWS_SPLITS:
+            name = few_rows_build(tile_m, s)
+            if name == "default":
+                continue
+            split = (f", k in {s} slices on {s} blocks (grid z), summed in slice order through a workspace "
+                     "(deterministic)" if s > 1 else "")
+            v = family_split_variant(family, s, name, f"{tile_m} rows x 64 16-byte vectors of columns, 8 warps side "
+                                                      f"by side, B's rows streamed into registers{split}")
+            passes = (f"SPLIT_K_PASS={FEW_ROWS_SPLIT_PASS[tile_m]}",) if s > 1 else ()
+            out.append(replace(v, defines=(*v.defines, *passes), launch_bounds=family.launch_bounds))
+    return tuple(out)

@@ -15,6 +15,8 @@ from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
 from matmul_study.core.backends import CUBLAS, CUBLASLT, NUMPY, PYCUDA
 from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECODE_TILE_N, DMMA, DMMA_DECODE_MAX_SPLIT,
+                                        FEW_ROWS, FEW_ROWS_DTYPES, FEW_ROWS_SPLITS, FEW_ROWS_TILE_MS, few_rows_build,
+                                        few_rows_family, few_rows_variants,
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_RESIDENT,
                                         WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
@@ -560,6 +562,29 @@ METHODS: dict[str, Method] = {
             choose=configs.persistent_split_k(*WS_FP8_BLOCK.tile(), own_tiles=configs.PROMOTED_OWN_TILES,
                                               own_tiles_waves=configs.PROMOTED_OWN_TILES_WAVES),
             accuracy=PROMOTED,
+        ),
+        Method(
+            "few_rows",
+            "a few token rows (M of 1 to 8) on the CUDA cores: B's rows streamed from global memory into registers in "
+            "16-byte vectors, no shared-memory tiles; tiles of 1 to 8 rows x 64 vectors of columns, 8 warps side by "
+            "side, K split through a workspace where the tiles are few (fp32 sums, fp64 in fp64)",
+            FEW_ROWS_DTYPES,
+            backend=PYCUDA,
+            source="18_few_rows.cu",
+            template="few_rows_matmul<{T}, {Acc}>",
+            launch=FEW_ROWS.launch,
+            tile=FEW_ROWS.tile,
+            contract_defines=FEW_ROWS.defines,
+            launch_bounds=FEW_ROWS.launch_bounds,
+            variants=few_rows_variants(),
+            waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); launched so (geometry.FEW_ROWS)
+            # The fewest rows that hold M, then the fewest slices of K that fill a wave (a prediction, not yet fitted
+            # to a sweep); the default study's squares are no problem for it.
+            choose=configs.few_rows_tiles(FEW_ROWS_TILE_MS, FEW_ROWS_SPLITS,
+                                          lambda rows, dtype: few_rows_family(rows).tile(0, dtype),
+                                          lambda rows: few_rows_family(rows).launch_bounds[1], few_rows_build),
+            default_study=False,
+            max_rows=FEW_ROWS_TILE_MS[-1],
         ),
         Method(
             "cublas",

@@ -229,6 +229,9 @@ class Method:
     # The dtype whose arithmetic it runs, where not its own (3xTF32: fp32 on the tf32 tensor cores): the datasheet
     # peak its share of "the peak" is taken against (analysis/ladder.py).
     arithmetic: str = ""
+    # The most rows of A (M) it serves, where it serves only a few (kernel 18: a few token rows); None: any M. A study
+    # leaves its jobs of more rows out, with the reason (pipeline/grid.py), as it does a dtype the method lacks.
+    max_rows: int | None = None
 
     def accuracy_of(self, variant: str | None = None, dtype: str | None = None) -> str:
         """The accuracy class of a build: its variant's, else the method's; for a `dtype` the class is not one of
@@ -289,6 +292,12 @@ class Method:
             return (f"{self.name} is built for sm_{need[0]}{need[1]}a, which runs on compute capability "
                     f"{need[0]}.{need[1]} only; this GPU has {compute_capability[0]}.{compute_capability[1]}")
         return None
+
+    def unmet_shape_requirement(self, m: int) -> str | None:
+        """Why this method does not run a problem of `m` rows of A (max_rows), or None."""
+        if self.max_rows is None or m <= self.max_rows:
+            return None
+        return f"{self.name} serves M of {self.max_rows} rows or fewer, not {m}"
 
     def unmet_dtype_requirement(self, dtype: str, compute_capability: tuple[int, int] | None) -> str | None:
         """Why this method cannot run `dtype` on a GPU of `compute_capability` (Requirements.dtype_compute_capability),

@@ -103,7 +103,12 @@ def checked_on_device(method: Method, dtype: dt.DType, have_cupy: bool, multiply
 
 
 def ensure_fits(method: Method, record: dt.DType, m: int, k: int, n: int) -> None:
-    """Refuse, before allocating anything, a job whose buffers cannot fit in free GPU memory."""
+    """Refuse, before allocating anything, a problem the method does not serve (Method.max_rows) or a job whose
+    buffers cannot fit in free GPU memory."""
+    unmet = method.unmet_shape_requirement(m)
+    if unmet:
+        raise ValueError(f"{unmet}: {m}x{k}x{n} is a problem for another method; give {method.name} shapes with "
+                         f"m <= {method.max_rows}")
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401
 

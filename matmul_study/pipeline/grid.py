@@ -96,6 +96,10 @@ def build(config: dict, compute_capability: tuple[int, int] | None = None,
                     pruned.append((name, dtype, block, f"{name} supports blocks {method.blocks} only"))
                     continue
                 for s in shapes(config):
+                    unmet_shape = method.unmet_shape_requirement(s.m)
+                    if unmet_shape:
+                        pruned.append((name, dtype, block, f"{unmet_shape} ({s.m}x{s.k}x{s.n} is not run)"))
+                        continue
                     for choice in variant_choices(method, record, block, s, setting, device):
                         jobs.append((name, dtype, int(block), choice.variant, s.m, s.k, s.n, choice.reason))
     jobs_df = pd.DataFrame(jobs, columns=PLAN_COLUMNS).drop_duplicates(GRID_COLUMNS, ignore_index=True)

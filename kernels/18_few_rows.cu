@@ -1,0 +1,196 @@
+// Method few_rows: a few token rows (M of 1 to 8) against a weight matrix on the CUDA cores, B streamed from global
+// memory straight into registers (fp16, bf16 and fp32 with fp32 sums and C, fp64 with fp64 ones).
+//
+// Why a kernel of its own. At a decode step of one token every weight is read once and used once: the time is B's
+// stream from memory and nothing else, and a tile of 8 or 16 rows (kernel 7's and kernel 10's decode builds)
+// multiplies 7 or 15 rows of zeros and stages B in shared memory on its way to the arithmetic. Here no tile is
+// staged: each thread loads 16-byte vectors of B's rows and multiplies them into the few rows of A at once, as
+// TensorRT-LLM's CUDA-core path does for M of 1 to 4 (and cuBLAS's GEMV).
+//
+// Layout (the registry's record, core/geometry.py: FEW_ROWS_*; each element size has its own BN):
+//   block  BM (1, 2, 4 or 8) rows of C x BN columns, THREADS = 256: 8 warps side by side along N.
+//   warp   8 lanes along N x 4 along k. The 8 lanes of one k read 8 consecutive 16-byte vectors of a row of B: one
+//          128-byte line, so a warp load is four whole lines (four rows). A warp's columns: 8 x VEC (VEC = 16 bytes
+//          of the element: 8 halves, 4 floats, 2 doubles), so BN = 64 x VEC.
+//   thread its 4 k lanes take every 4th row of the block's k; UNROLL = 4 rows of B are loaded (16-byte vectors, cache
+//          streaming: each is read once) before any is used, so 64 bytes a thread are in flight; A's BM elements of
+//          each row are read through the read-only cache (the 8 lanes of a k share them: one broadcast), and both
+//          are multiplied in Acc (fp16 and bf16 widened to fp32) into BM x VEC accumulators.
+//   end    the 4 k lanes sum by shuffles (a butterfly, so all four hold the sums), and lane 0 of the four stores.
+// Split K (FEW_ROWS_SPLIT_K = S > 1, the registry's *_splitk<S> builds): grid z cuts k into S slices; each block's
+// 64 lanes of k lane 0 hold its partial tile, summed in slice order by split_k.cuh (the same bits every launch).
+//
+// Edges: a row of A past m reads row m - 1 (its sums are never stored); columns past n are neither read nor
+// stored. Where n is not a multiple of VEC (B's rows not 16-byte aligned) or a thread's vector runs past n, it loads
+// B element by element, guarded.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "simt_common.cuh"
+#include "split_k.cuh"
+
+#ifndef FEW_ROWS_SPLIT_K
+#define FEW_ROWS_SPLIT_K 1  // k in this many slices (grid z); 1: whole
+#endif
+
+namespace few_rows {
+
+constexpr int LANES_N = 8, LANES_K = 4, UNROLL = 4;
+
+// The kernel's layout for the registry's numbers; Contract<bytes> checks them against it.
+template <int BM_, int BN_, int BK_, int THREADS_, int BYTES>
+struct Layout {
+    static constexpr int BM = BM_, BN = BN_, THREADS = THREADS_, VEC = 16 / BYTES, WARPS = THREADS / 32;
+    static constexpr int HOLDERS = WARPS * LANES_N;  // the threads of k lane 0, which hold the block's partial tile
+    static_assert(BM == 1 || BM == 2 || BM == 4 || BM == 8, "FEW_ROWS_*_BM: 1, 2, 4 or 8 rows");
+    static_assert(THREADS % 32 == 0 && BN == WARPS * LANES_N * VEC,
+                  "FEW_ROWS_*_BN: the warps side by side, 8 lanes of 16 bytes each (64 x VEC at 256 threads)");
+    static_assert(BK_ == LANES_K * UNROLL, "FEW_ROWS_*_BK: the rows of B one unrolled step reads (4 lanes x 4)");
+};
+
+template <int BYTES> struct Contract {
+    static_assert(BYTES == 0, "no FEW_ROWS_B<bytes> configuration for this element type: build with the registry's "
+                              "definitions (kernels.compile_options(method, variant))");
+};
+#ifdef FEW_ROWS_B2_BM
+template <> struct Contract<2> {
+    using type = Layout<FEW_ROWS_B2_BM, FEW_ROWS_B2_BN, FEW_ROWS_B2_BK, FEW_ROWS_B2_THREADS, 2>;
+};
+#endif
+#ifdef FEW_ROWS_B4_BM
+template <> struct Contract<4> {
+    using type = Layout<FEW_ROWS_B4_BM, FEW_ROWS_B4_BN, FEW_ROWS_B4_BK, FEW_ROWS_B4_THREADS, 4>;
+};
+#endif
+#ifdef FEW_ROWS_B8_BM
+template <> struct Contract<8> {
+    using type = Layout<FEW_ROWS_B8_BM, FEW_ROWS_B8_BN, FEW_ROWS_B8_BK, FEW_ROWS_B8_THREADS, 8>;
+};
+#endif
+
+template <typename Acc, typename T> __device__ __forceinline__ Acc widen(T x) { return static_cast<Acc>(x); }
+template <> __device__ __forceinline__ float widen<float, __half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float widen<float, __nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// One 16-byte vector of B's elements as Acc.
+template <typename Acc, typename T, int VEC>
+__device__ __forceinline__ void widen_vector(const uint4& raw, Acc (&b)[VEC])
+{
+    static_assert(VEC * sizeof(T) == 16, "a 16-byte vector");
+    union {
+        uint4 raw;
+        T e[VEC];
+    } v{raw};
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) b[e] = widen<Acc>(v.e[e]);
+}
+
+template <typename T, typename Acc>
+__device__ __forceinline__ void few_rows_matmul(const T* __restrict__ A, const T* __restrict__ B, Acc* __restrict__ C,
+                                                int m, int n, int k, Acc* __restrict__ workspace = nullptr)
+{
+    using L = typename Contract<sizeof(T)>::type;
+    constexpr int BM = L::BM, BN = L::BN, VEC = L::VEC, SPLIT = FEW_ROWS_SPLIT_K;
+    static_assert(SPLIT >= 1, "FEW_ROWS_SPLIT_K: 1 (whole) or more slices");
+    static_assert(sizeof(Acc[BM][VEC]) * L::HOLDERS == BM * BN * sizeof(Acc),
+                  "a partial is the block tile's accumulators (the registry sizes the workspace so)");
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int ln = lane % LANES_N, kl = lane / LANES_N;
+    const int col = blockIdx.x * BN + (warp * LANES_N + ln) * VEC;
+    const int m0 = blockIdx.y * BM;
+    int k0 = 0, k1 = k;
+    if constexpr (SPLIT > 1) split_k::slice(k, k0, k1);  // this block's rows of k
+
+    // Row r of the tile is row min(m0 + r, m - 1) of A: k elements on from a_tile (rows past m repeat the last).
+    const T* const a_tile = A + static_cast<size_t>(m0) * k;
+    const int a_rows = min(BM, m - m0);
+    Acc acc[BM][VEC];
+#pragma unroll
+    for (int r = 0; r < BM; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[r][e] = Acc(0);
+
+    // acc += A[rows, kr] x B[kr, col..col+VEC) for the rows kr of this thread's k lane, UNROLL of them a step: every
+    // step's vectors of B are loaded (16-byte loads, WHOLE) before any is used, and widened as they are used; at the
+    // N edge, or where B's rows are not 16-byte aligned, element by element instead.
+    auto stream = [&](auto whole) {
+        constexpr bool WHOLE = decltype(whole)::value;
+        using Raw = std::conditional_t<WHOLE, uint4, Acc[VEC]>;
+        auto load = [&](int kr, Raw& raw) {
+            const T* p = B + static_cast<size_t>(kr) * n + col;
+            if constexpr (WHOLE) {
+                raw = __ldcs(reinterpret_cast<const uint4*>(p));
+            } else {
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) raw[e] = col + e < n ? widen<Acc>(p[e]) : Acc(0);
+            }
+        };
+        auto multiply = [&](int kr, const Raw& raw) {
+            Acc b[VEC];
+            if constexpr (WHOLE)
+                widen_vector<Acc, T, VEC>(raw, b);
+            else
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) b[e] = raw[e];
+#pragma unroll
+            for (int r = 0; r < BM; ++r) {
+                const Acc a = widen<Acc>(__ldg(a_tile + static_cast<size_t>(min(r, a_rows - 1)) * k + kr));
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) acc[r][e] = fma(a, b[e], acc[r][e]);
+            }
+        };
+        int kr = k0 + kl;
+        for (; kr + LANES_K * (UNROLL - 1) < k1; kr += LANES_K * UNROLL) {
+            Raw raw[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) load(kr + LANES_K * u, raw[u]);  // every load in flight before a use
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) multiply(kr + LANES_K * u, raw[u]);
+        }
+        for (; kr < k1; kr += LANES_K) {
+            Raw raw;
+            load(kr, raw);
+            multiply(kr, raw);
+        }
+    };
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent (Launch.dependent), this block may start while the previous kernel on the
+    // stream still runs: it waits for that grid's end (and its writes) before its first global access.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    if (n % VEC == 0 && col + VEC <= n)
+        stream(std::true_type{});
+    else if (col < n)
+        stream(std::false_type{});
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next grid may start its blocks now
+#endif
+
+    // The 4 k lanes' sums (lanes ln, ln + 8, ln + 16, ln + 24): after the butterfly each holds all four.
+#pragma unroll
+    for (int r = 0; r < BM; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            acc[r][e] += __shfl_xor_sync(0xffffffffu, acc[r][e], LANES_N);
+            acc[r][e] += __shfl_xor_sync(0xffffffffu, acc[r][e], 2 * LANES_N);
+        }
+    if constexpr (SPLIT > 1) {
+        const int holder = kl == 0 ? warp * LANES_N + ln : -1;
+        if (!split_k::sum_held_slices<SPLIT, L::HOLDERS, true>(acc, workspace, holder)) return;  // not the last slice
+    }
+    if (kl != 0) return;
+#pragma unroll
+    for (int r = 0; r < BM; ++r)
+        if (m0 + r < m) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                if (col + e < n) C[static_cast<size_t>(m0 + r) * n + col + e] = acc[r][e];
+        }
+}
+
+}  // namespace few_rows
+
+using few_rows::few_rows_matmul;
