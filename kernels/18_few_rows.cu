@@ -46,7 +46,8 @@ struct Layout {
     static constexpr int HOLDERS = WARPS * LANES_N;  // the threads of k lane 0, which hold the block's partial tile
     static_assert(BM == 1 || BM == 2 || BM == 4 || BM == 8, "FEW_ROWS_*_BM: 1, 2, 4 or 8 rows");
     static_assert(THREADS % 32 == 0 && BN == WARPS * LANES_N * VEC,
-                  "FEW_ROWS_*_BN: the warps side by side, 8 lanes of 16 bytes each (64 x VEC at 256 threads)");
+                  "the registry's thread count is not the layout's: warps side by side along FEW_ROWS_*_BN, 8 lanes of "
+                  "one 16-byte vector each");
     static_assert(BK_ == LANES_K * UNROLL, "FEW_ROWS_*_BK: the rows of B one unrolled step reads (4 lanes x 4)");
 };
 
@@ -58,16 +59,19 @@ template <int BYTES> struct Contract {
 template <> struct Contract<2> {
     using type = Layout<FEW_ROWS_B2_BM, FEW_ROWS_B2_BN, FEW_ROWS_B2_BK, FEW_ROWS_B2_THREADS, 2>;
 };
+static_assert(sizeof(Contract<2>::type) > 0, "");  // the record's numbers checked where they are given
 #endif
 #ifdef FEW_ROWS_B4_BM
 template <> struct Contract<4> {
     using type = Layout<FEW_ROWS_B4_BM, FEW_ROWS_B4_BN, FEW_ROWS_B4_BK, FEW_ROWS_B4_THREADS, 4>;
 };
+static_assert(sizeof(Contract<4>::type) > 0, "");  // the record's numbers checked where they are given
 #endif
 #ifdef FEW_ROWS_B8_BM
 template <> struct Contract<8> {
     using type = Layout<FEW_ROWS_B8_BM, FEW_ROWS_B8_BN, FEW_ROWS_B8_BK, FEW_ROWS_B8_THREADS, 8>;
 };
+static_assert(sizeof(Contract<8>::type) > 0, "");  // the record's numbers checked where they are given
 #endif
 
 template <typename Acc, typename T> __device__ __forceinline__ Acc widen(T x) { return static_cast<Acc>(x); }

@@ -1405,3 +1405,57 @@ def test_the_8bit_twins_run_where_the_transpose_costs_most():
     names = own_builds(fp8, "float8_e4m3")
     assert not fp8.choose(configs.job_problem(dtypes.get("float8_e4m3"), 0, 16, 4096, 4096, sm_count=132),
                           names).variant.startswith("swap")
+
+
+# Kernel 18 (a few token rows on the CUDA cores): its tile of rows, then its slices of K, per problem.
+def few_rows_pick(m: int, k: int, n: int, dtype: str = "float32", sm_count: int = 132) -> configs.Choice:
+    method = registry.get("few_rows")
+    return configs.choose(method, configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=sm_count))
+
+
+def test_few_rows_take_the_fewest_tile_rows_that_hold_them():
+    def rows(build: str) -> int:  # m<BM>[_splitk<S>]; the default build and its splits are of one row
+        return int(build.split("_")[0][1:]) if build.startswith("m") else 1
+
+    assert [rows(few_rows_pick(m, 4096, 28672).variant) for m in (1, 2, 3, 4, 5, 8, 9, 16)] == [1, 2, 4, 4, 8, 8, 8, 8]
+    assert few_rows_pick(1, 4096, 28672).variant == "splitk4"  # 112 tiles of 256 columns, 4 slices: 448 blocks
+    assert few_rows_pick(8, 4096, 28672).variant == "m8_splitk2"  # a wave of 8-row tiles is one block an SM
+
+
+def test_few_rows_split_k_until_the_blocks_fill_a_wave_but_keep_deep_slices():
+    # 1 x 4096 x 4096 in fp32: 16 tiles of 256 columns; a wave is 3 blocks an SM (the build's launch bounds) on 132
+    # SMs, 396 blocks; 32 slices would fill it, but 4096 / 32 = 128 rows a slice is under FEW_ROWS_MIN_SLICE, so 16.
+    pick = few_rows_pick(1, 4096, 4096)
+    assert pick.variant == "splitk16"
+    assert "16 of them" in pick.reason and "256 blocks" in pick.reason and "3 an SM on 132 SMs" in pick.reason
+    # fp64's tiles are half as wide: 32 of them, and 16 slices fill the wave of 396.
+    assert few_rows_pick(1, 4096, 4096, "float64").variant == "splitk16"
+    assert few_rows_pick(1, 16384, 4096, "float64").variant == "splitk16"  # 32 x 16 = 512 blocks: the fewest
+    # A deep K with a wide N: 56 tiles of fp32 columns, 8 slices make 448 blocks (past 396).
+    assert few_rows_pick(1, 4096, 14336).variant == "splitk8"
+    # On fewer SMs, fewer slices fill the wave.
+    assert few_rows_pick(1, 4096, 4096, sm_count=40).variant == "splitk8"
+    # Past its 8 rows the kernel stacks tiles of 8 rows: 2 x 16 tiles, 8 slices fill the wave of 132.
+    assert few_rows_pick(9, 4096, 4096).variant == "m8_splitk8"
+    assert few_rows_pick(1, 100, 4096).variant == "default"  # a short K keeps whole slices
+
+
+def test_few_rows_serve_a_few_rows_and_the_plan_says_so(make_config):
+    from matmul_study.pipeline import grid
+
+    method = registry.get("few_rows")
+    assert method.unmet_shape_requirement(8) is None
+    assert method.unmet_shape_requirement(9) == "few_rows serves M of 8 rows or fewer, not 9"
+    cfg = make_config(methods=["few_rows"], dtypes=["float32"], sizes=[{"m": 1, "k": 4096, "n": 4096}, 64])
+    jobs, pruned = grid.build(cfg, have_module=lambda module: True)
+    assert list(zip(jobs.m, jobs.variant)) == [(1, "splitk16")]
+    assert [r for r in pruned.reason if "serves" in r] == [
+        "few_rows serves M of 8 rows or fewer, not 64 (64x64x64 is not run)"]
+    assert not method.default_study and "few_rows" not in registry.default_methods()
+
+
+def test_a_problem_of_more_rows_than_few_rows_serves_is_refused_before_any_allocation():
+    from matmul_study.measure import gpu_job
+
+    with pytest.raises(ValueError, match=r"few_rows serves M of 8 rows or fewer, not 64: 64x4096x4096 .* m <= 8"):
+        gpu_job.ensure_fits(registry.get("few_rows"), dtypes.get("float32"), 64, 4096, 4096)

@@ -324,6 +324,25 @@ def test_decode_builds_match_reference(variant_cubin, method, variant, dtype, sh
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
+# Kernel 18's builds (1, 2, 4 or 8 rows x 64 16-byte vectors of columns, B streamed into registers; K split through
+# split_k.cuh's sum with its holders), every one in every dtype, three launches each to the same bits, on (m, k, n)
+# with M of 1, 3, 7 and 8 and 9 (past one tile of 8: two row tiles, the last one row), N of 1 and not a multiple of a
+# vector (B's rows not 16-byte aligned: element by element) or of the tile, K not a multiple of the slices or of the
+# 16 rows of an unrolled step, and odd (A's rows unaligned), and a K shorter than the slices (empty slices).
+FEW_ROWS_BUILDS = [("few_rows", name, d) for name in (None, *(v.name for v in registry.get("few_rows").variants))
+                   for d in registry.get("few_rows").dtypes]  # None: the default build
+FEW_ROWS_SHAPES = [(1, 1, 1), (7, 1000, 300), (3, 4099, 1030), (8, 333, 129), (9, 2048, 264), (1, 8193, 4101),
+                   (2, 17, 513)]
+
+
+@pytest.mark.parametrize("shape", FEW_ROWS_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", FEW_ROWS_BUILDS)
+def test_few_rows_builds_give_the_same_bits_every_launch_and_the_right_product(variant_cubin, method, variant, dtype,
+                                                                              shape):
+    check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape, launches=3,
+                 variant=variant, same_bits=True)
+
+
 # dmma's narrow builds (128 x 64 tiles of 4 warps, whole or split) on few columns: N of 1, 17, 64 and 65 (past one
 # tile), ragged M and K, and a deep uneven K.
 NARROW_BUILDS = [("dmma", v.name, "float64") for v in registry.get("dmma").variants if v.name.startswith("n")]
