@@ -37,6 +37,15 @@ def test_an_unknown_device_has_no_datasheet_line():
     assert datasheet_tflops("Some Future GPU", "float16") is None
 
 
+def test_the_peak_is_of_the_arithmetic_a_kernel_runs():
+    # 3xTF32 runs fp32 on the tf32 tensor cores; kernel 18 runs fp32 FMAs on the CUDA cores for 16-bit and tf32
+    # inputs, and fp64 ones for fp64: each share of "the peak" is of that arithmetic's.
+    assert datasheet_tflops("NVIDIA H200", "float32", "wgmma_3xtf32") == pytest.approx(494.7)
+    assert datasheet_tflops("NVIDIA H200", "float16", "few_rows") == pytest.approx(66.9)
+    assert datasheet_tflops("NVIDIA H200", "tf32", "few_rows") == pytest.approx(66.9)
+    assert datasheet_tflops("NVIDIA H200", "float16", "mma_async_copy") == pytest.approx(989.4)
+
+
 def test_the_figure_draws_one_panel_per_dtype(tmp_path):
     fig = plot_ladder(rows(), None)
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]

@@ -36,7 +36,7 @@ def datasheet_tflops(device_name: str, dtype: str, method: str = "") -> float | 
     computes fp32 on the tf32 tensor cores, so its share of "the peak" is of the tf32 peak, whatever its accuracy
     class), else the dtype's; None where unknown."""
     if method in registry.METHODS:
-        dtype = registry.get(method).arithmetic or dtype
+        dtype = registry.get(method).arithmetic_of(dtype)
     for model, peaks in DATASHEET_TFLOPS.items():
         if model in str(device_name):
             return peaks.get(dtype)

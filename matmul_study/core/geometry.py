@@ -580,7 +580,9 @@ FEW_ROWS_TILE_MS = (1, 2, 4, 8)
 FEW_ROWS_SPLITS = (1, 2, 4, 8, 16, 32)
 FEW_ROWS_THREADS = 256
 FEW_ROWS_BK = 16
-FEW_ROWS_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# tf32 too: at a few rows the tf32 line (cuBLAS with CUBLAS_COMPUTE_32F_FAST_TF32) computes in fp32, as this kernel
+# does (docs/tensor-cores.md, kernel 10's decode builds), so both are fp32 arithmetic on fp32 storage.
+FEW_ROWS_DTYPES = ("float16", "bfloat16", "tf32", "float32", "float64")
 # The blocks an SM holds at once by its registers (__launch_bounds__): at 256 threads, up to 80 registers a thread
 # for 3, 128 for 2. A block keeps 256 x 64 bytes of B in flight, so the more the better, as far as the tile's
 # accumulators and A's values fit without spills (ptxas -v, nvcc 13.0: none at these bounds; at 4 blocks bf16 spilled

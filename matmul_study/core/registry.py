@@ -567,7 +567,8 @@ METHODS: dict[str, Method] = {
             "few_rows",
             "a few token rows (M of 1 to 8) on the CUDA cores: B's rows streamed from global memory into registers in "
             "16-byte vectors, no shared-memory tiles; tiles of 1 to 8 rows x 64 vectors of columns, 8 warps side by "
-            "side, K split through a workspace where the tiles are few (fp32 sums, fp64 in fp64)",
+            "side, K split through a workspace where the tiles are few (fp32 arithmetic, fp64 in fp64: tf32's too, as "
+            "the tf32 vendor line's at a few rows)",
             FEW_ROWS_DTYPES,
             backend=PYCUDA,
             source="18_few_rows.cu",
@@ -585,6 +586,7 @@ METHODS: dict[str, Method] = {
                                           lambda rows: few_rows_family(rows).launch_bounds[1], few_rows_build),
             default_study=False,
             max_rows=FEW_ROWS_TILE_MS[-1],
+            arithmetic=tuple((d, "float32") for d in FEW_ROWS_DTYPES if d != "float64"),  # FMAs on the CUDA cores
         ),
         Method(
             "cublas",

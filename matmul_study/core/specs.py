@@ -227,8 +227,9 @@ class Method:
     # against the vendor line of its own class (analysis/collate.py). Empty: the dtype's one class.
     accuracy: str = ""
     # The dtype whose arithmetic it runs, where not its own (3xTF32: fp32 on the tf32 tensor cores): the datasheet
-    # peak its share of "the peak" is taken against (analysis/ladder.py).
-    arithmetic: str = ""
+    # peak its share of "the peak" is taken against (analysis/ladder.py). One dtype for all of the method's, or
+    # (dtype, arithmetic) pairs where they differ (kernel 18: fp32 FMAs for its 16-bit and tf32 inputs, fp64's own).
+    arithmetic: str | tuple[tuple[str, str], ...] = ""
     # The most rows of A (M) it serves, where it serves only a few (kernel 18: a few token rows); None: any M. A study
     # leaves its jobs of more rows out, with the reason (pipeline/grid.py), as it does a dtype the method lacks.
     max_rows: int | None = None
@@ -292,6 +293,12 @@ class Method:
             return (f"{self.name} is built for sm_{need[0]}{need[1]}a, which runs on compute capability "
                     f"{need[0]}.{need[1]} only; this GPU has {compute_capability[0]}.{compute_capability[1]}")
         return None
+
+    def arithmetic_of(self, dtype: str) -> str:
+        """The dtype whose arithmetic the method runs for `dtype` (Method.arithmetic), else `dtype` itself."""
+        if isinstance(self.arithmetic, tuple):
+            return dict(self.arithmetic).get(dtype, dtype)
+        return self.arithmetic or dtype
 
     def unmet_shape_requirement(self, m: int) -> str | None:
         """Why this method does not run a problem of `m` rows of A (max_rows), or None."""
