@@ -18,7 +18,8 @@
 //          are multiplied in Acc (fp16 and bf16 widened to fp32) into BM x VEC accumulators.
 //   end    the 4 k lanes sum by shuffles (a butterfly, so all four hold the sums), and lane 0 of the four stores.
 // Split K (FEW_ROWS_SPLIT_K = S > 1, the registry's *_splitk<S> builds): grid z cuts k into S slices; each block's
-// 64 lanes of k lane 0 hold its partial tile, summed in slice order by split_k.cuh (the same bits every launch).
+// lanes of k lane 0 store its partial tile, and the tile's last block sums the slices through split_k.cuh, each of
+// the 4 k lanes every 4th slice in order, then the butterfly again (the same bits every launch).
 //
 // Edges: a row of A past m reads row m - 1 (its sums are never stored); columns past n are neither read nor
 // stored. Where n is not a multiple of VEC (B's rows not 16-byte aligned) or a thread's vector runs past n, it loads
@@ -89,6 +90,20 @@ __device__ __forceinline__ void widen_vector(const uint4& raw, Acc (&b)[VEC])
     } v{raw};
 #pragma unroll
     for (int e = 0; e < VEC; ++e) b[e] = widen<Acc>(v.e[e]);
+}
+
+// The 4 k lanes' sums (lanes ln, ln + 8, ln + 16, ln + 24), by a butterfly: each lane ends with (x0 + x1) + (x2 +
+// x3), the same bits in all four (a sum's two terms commute exactly).
+template <typename Acc, int BM, int VEC>
+__device__ __forceinline__ void sum_k_lanes(Acc (&acc)[BM][VEC])
+{
+#pragma unroll
+    for (int r = 0; r < BM; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            acc[r][e] += __shfl_xor_sync(0xffffffffu, acc[r][e], LANES_N);
+            acc[r][e] += __shfl_xor_sync(0xffffffffu, acc[r][e], 2 * LANES_N);
+        }
 }
 
 template <typename T, typename Acc>
@@ -173,17 +188,13 @@ __device__ __forceinline__ void few_rows_matmul(const T* __restrict__ A, const T
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // the next grid may start its blocks now
 #endif
 
-    // The 4 k lanes' sums (lanes ln, ln + 8, ln + 16, ln + 24): after the butterfly each holds all four.
-#pragma unroll
-    for (int r = 0; r < BM; ++r)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-            acc[r][e] += __shfl_xor_sync(0xffffffffu, acc[r][e], LANES_N);
-            acc[r][e] += __shfl_xor_sync(0xffffffffu, acc[r][e], 2 * LANES_N);
-        }
+    sum_k_lanes(acc);
     if constexpr (SPLIT > 1) {
-        const int holder = kl == 0 ? warp * LANES_N + ln : -1;
-        if (!split_k::sum_held_slices<SPLIT, L::HOLDERS, true>(acc, workspace, holder)) return;  // not the last slice
+        // Lane 0 of the four stores the partial; in the tile's last block each of the four sums every 4th slice,
+        // and the butterfly adds their sums (in a fixed order: every launch the same bits).
+        if (!split_k::sum_shared_slices<SPLIT, L::HOLDERS, LANES_K>(acc, workspace, warp * LANES_N + ln, kl))
+            return;  // not the tile's last slice
+        sum_k_lanes(acc);
     }
     if (kl != 0) return;
 #pragma unroll

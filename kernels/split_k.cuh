@@ -12,7 +12,7 @@
 //
 // Host contract: grid (tiles along n, tiles along m, SPLIT) exactly (the kernel traps on another z); workspace,
 // the kernel's last argument: per tile (blockIdx.y * gridDim.x + blockIdx.x) SPLIT partial tiles of THREADS (or
-// the holders, sum_held_slices) x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed
+// the holders, sum_shared_slices) x (accumulators per thread) elements, then one 32-bit counter per tile, zeroed
 // once. The registry's split-K builds (core/geometry.py, tile_split_k_variants) size it from the kernel's record as
 // BM x BN accumulators per partial tile, which each kernel static_asserts is its holders' accumulators.
 #pragma once
@@ -41,29 +41,31 @@ __device__ __forceinline__ void slice(int KT, int& kt0, int& kt1)
 // of the tile with acc holding the sum over slices in slice order; false in the others (they are done). Every
 // thread of the block calls it. A partial is HOLDERS x N elements in 16-byte vectors, vector v of holder h at
 // v * HOLDERS + h: a warp stores and loads 512 contiguous bytes per instruction. Where every thread holds a share
-// of the tile (sum_slices), holder h is thread h; where only some do (SOME_HOLD: 18_few_rows.cu, whose four lanes
-// along k end with the same sums), `holder` is the thread's index among them, -1 in the others, which only count:
-// in the last block they return true with acc as it was, so the kernel stores C from the holders alone.
-template <int SPLIT, int HOLDERS, bool SOME_HOLD, class Tile>
-__device__ __forceinline__ bool sum_held_slices(Tile& acc, void* workspace, int holder)
+// of the tile (sum_slices), holder h is thread h. Where SHARERS threads hold the same share (18_few_rows.cu: its
+// four lanes along k end with the same sums), `share` numbers them 0..SHARERS-1: sharer 0 stores, and in the last
+// block sharer j sums the slices j, j + SHARERS, j + 2 SHARERS, .. in order (zero where it has none), so that the
+// sum's round trips to L2 are SHARERS times fewer; the kernel then adds the sharers' sums in an order of its own,
+// fixed, so the bits are still the same every launch.
+template <int SPLIT, int HOLDERS, int SHARERS, class Tile>
+__device__ __forceinline__ bool sum_shared_slices(Tile& acc, void* workspace, int holder, int share)
 {
     using Acc = std::remove_all_extents_t<Tile>;
     using V = typename simt_common::Vec<Acc>::type;
     constexpr int N = sizeof(Tile) / sizeof(Acc), VE = 16 / sizeof(Acc), NV = N / VE;
     static_assert(SPLIT >= 2 && N % VE == 0, "2 or more slices of whole 16-byte vectors");
+    static_assert(SHARERS >= 1, "one thread or more a share of the tile");
     constexpr size_t PART = static_cast<size_t>(HOLDERS) * NV;  // vectors per partial tile
     if (gridDim.z != SPLIT) __trap();  // a launch for another split would overrun the workspace
 
     Acc* const a = reinterpret_cast<Acc*>(&acc);
     const int tid = threadIdx.x, z = blockIdx.z;
-    const bool holds = !SOME_HOLD || holder >= 0;
     const size_t tile = blockIdx.y * gridDim.x + blockIdx.x, tiles = gridDim.y * gridDim.x;
     V* const parts = static_cast<V*>(workspace) + tile * SPLIT * PART + holder;
     unsigned int* const counter = reinterpret_cast<unsigned int*>(static_cast<V*>(workspace) + tiles * SPLIT * PART)
                                   + tile;
 
     // L2 stores and loads (.cg): the other slices' partials come from other SMs.
-    if (holds) {
+    if (SHARERS == 1 || share == 0) {
 #pragma unroll
         for (int v = 0; v < NV; ++v) __stcg(parts + z * PART + v * HOLDERS, simt_common::Vec<Acc>::make(a + v * VE));
     }
@@ -79,46 +81,52 @@ __device__ __forceinline__ bool sum_held_slices(Tile& acc, void* workspace, int 
         if (last) __threadfence();
     }
     if (!__syncthreads_or(last)) return false;
-    if (!holds) return true;
 
-    // Slices 0..SPLIT-1 in order, each read whole (its own too: it is in L2 already, and the running sum leaves
-    // no registers to keep it). The sum is one block's, so its time is L2 round trips: U slices' loads are in
-    // flight together (as many as 128 staging registers hold; the mainloop's are free by now), then added in
-    // slice order, so the bits are those of one slice at a time. A tile of 128 registers or more (the SIMT rungs'
-    // 64 doubles or 128 floats) leaves none to stage into: up to 4 slices are summed in one straight pass, whose
-    // loads ptxas interleaves with the adds, and more two at a time. Two passes of 2 or of 4 slices there spilled
-    // 0.7-2 KB a thread (-Xptxas -v), and took a 512^3 fp64 DMMA launch from 23 to 39 us.
+    // The sharer's slices share + j SHARERS, j = 0..J-1, in order, each read whole (its own too: it is in L2 already,
+    // and the running sum leaves no registers to keep it). The sum is one block's, so its time is L2 round trips: U
+    // slices' loads are in flight together (as many as 128 staging registers hold; the mainloop's are free by now),
+    // then added in order, so the bits are those of one slice at a time. A tile of 128 registers or more (the SIMT
+    // rungs' 64 doubles or 128 floats) leaves none to stage into: up to 4 slices are summed in one straight pass,
+    // whose loads ptxas interleaves with the adds, and more two at a time. Two passes of 2 or of 4 slices there
+    // spilled 0.7-2 KB a thread (-Xptxas -v), and took a 512^3 fp64 DMMA launch from 23 to 39 us.
     // A build bound to more blocks an SM than that staging leaves room for sets SPLIT_K_PASS, the slices a pass
     // loads (the registry's, core/geometry.py): kernel 7's 64x128 tiles split 3 or more ways, at one a pass, take 165
     // registers, three blocks an SM, where the staging of two took 206-212 and two blocks.
+    constexpr int J = (SPLIT + SHARERS - 1) / SHARERS;  // the most slices one sharer sums
     constexpr int WORDS = N * static_cast<int>(sizeof(Acc) / 4), STAGED = 128 / WORDS;
-    constexpr int U = SPLIT_K_PASS > 0 ? (SPLIT_K_PASS < SPLIT ? SPLIT_K_PASS : SPLIT)
-                      : STAGED >= 2 ? (STAGED > SPLIT ? SPLIT : STAGED) : (SPLIT <= 4 ? SPLIT : 2);
+    constexpr int U = SPLIT_K_PASS > 0 ? (SPLIT_K_PASS < J ? SPLIT_K_PASS : J)
+                      : STAGED >= 2 ? (STAGED > J ? J : STAGED) : (J <= 4 ? J : 2);
+    if (SHARERS > 1 && share >= SPLIT) {  // no slice of its own (SPLIT < SHARERS)
+#pragma unroll
+        for (int e = 0; e < N; ++e) a[e] = Acc(0);
+        return true;
+    }
 #pragma unroll 1
-    for (int s0 = 0; s0 < SPLIT; s0 += U) {
+    for (int j0 = 0; j0 < J; j0 += U) {
         Acc part[U][N];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            if (s0 + u >= SPLIT) break;
+            if (j0 + u >= J || share + (j0 + u) * SHARERS >= SPLIT) break;
 #pragma unroll
             for (int v = 0; v < NV; ++v)
-                simt_common::Vec<Acc>::get(__ldcg(parts + (s0 + u) * PART + v * HOLDERS), part[u] + v * VE);
+                simt_common::Vec<Acc>::get(__ldcg(parts + (share + (j0 + u) * SHARERS) * PART + v * HOLDERS),
+                                           part[u] + v * VE);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            if (s0 + u >= SPLIT) break;
+            if (j0 + u >= J || share + (j0 + u) * SHARERS >= SPLIT) break;
 #pragma unroll
-            for (int e = 0; e < N; ++e) a[e] = s0 + u == 0 ? part[u][e] : a[e] + part[u][e];
+            for (int e = 0; e < N; ++e) a[e] = j0 + u == 0 ? part[u][e] : a[e] + part[u][e];
         }
     }
     return true;
 }
 
-// Every thread of the block holds THREADS x N of the tile: thread t is holder t.
+// Every thread of the block holds THREADS x N of the tile: thread t is holder t, summing every slice itself.
 template <int SPLIT, int THREADS, class Tile>
 __device__ __forceinline__ bool sum_slices(Tile& acc, void* workspace)
 {
-    return sum_held_slices<SPLIT, THREADS, false>(acc, workspace, static_cast<int>(threadIdx.x));
+    return sum_shared_slices<SPLIT, THREADS, 1>(acc, workspace, static_cast<int>(threadIdx.x), 0);
 }
 
 }  // namespace split_k

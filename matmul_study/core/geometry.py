@@ -587,10 +587,10 @@ FEW_ROWS_DTYPES = ("float16", "bfloat16", "tf32", "float32", "float64")
 # for 3, 128 for 2. A block keeps 256 x 64 bytes of B in flight, so the more the better, as far as the tile's
 # accumulators and A's values fit without spills (ptxas -v, nvcc 13.0: none at these bounds; at 4 blocks bf16 spilled
 # 8 bytes, and 8 rows of 16-bit elements, 64 accumulators a thread, 88 bytes at 2: those take 168-183 registers, one
-# block an SM). The split sum loads FEW_ROWS_SPLIT_PASS[BM] partials a pass (split_k.cuh's SPLIT_K_PASS), so that its
-# staging needs no more registers than the stream.
+# block an SM). In the split sum each of the 4 lanes of k loads FEW_ROWS_SPLIT_PASS[BM] of its slices' partials a pass
+# (split_k.cuh's SPLIT_K_PASS): all of them at 32 slices of one row, as many as fit the stream's registers at more.
 FEW_ROWS_BLOCKS_PER_SM = {1: 3, 2: 3, 4: 2, 8: 1}
-FEW_ROWS_SPLIT_PASS = {1: 4, 2: 1, 4: 1, 8: 1}
+FEW_ROWS_SPLIT_PASS = {1: 8, 2: 4, 4: 2, 8: 2}
 
 
 def few_rows_family(tile_m: int) -> TileFamily:
