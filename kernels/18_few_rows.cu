@@ -1,5 +1,6 @@
 // Method few_rows: a few token rows (M of 1 to 8) against a weight matrix on the CUDA cores, B streamed from global
-// memory straight into registers (fp16, bf16 and fp32 with fp32 sums and C, fp64 with fp64 ones).
+// memory straight into registers (fp16, bf16, tf32's fp32 storage and fp32 with fp32 arithmetic and C, fp64 with
+// fp64's).
 //
 // Why a kernel of its own. At a decode step of one token every weight is read once and used once: the time is B's
 // stream from memory and nothing else, and a tile of 8 or 16 rows (kernel 7's and kernel 10's decode builds)
@@ -12,7 +13,7 @@
 //   warp   8 lanes along N x 4 along k. The 8 lanes of one k read 8 consecutive 16-byte vectors of a row of B: one
 //          128-byte line, so a warp load is four whole lines (four rows). A warp's columns: 8 x VEC (VEC = 16 bytes
 //          of the element: 8 halves, 4 floats, 2 doubles), so BN = 64 x VEC.
-//   thread its 4 k lanes take every 4th row of the block's k; UNROLL = 4 rows of B are loaded (16-byte vectors, cache
+//   thread its k lane takes every 4th row of the block's k; UNROLL = 4 rows of B are loaded (16-byte vectors, cache
 //          streaming: each is read once) before any is used, so 64 bytes a thread are in flight; A's BM elements of
 //          each row are read through the read-only cache (the 8 lanes of a k share them: one broadcast), and both
 //          are multiplied in Acc (fp16 and bf16 widened to fp32) into BM x VEC accumulators.
