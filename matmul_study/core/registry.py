@@ -580,7 +580,7 @@ METHODS: dict[str, Method] = {
             variants=few_rows_variants(),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); launched so (geometry.FEW_ROWS)
             # The fewest rows that hold M, then the fewest slices of K that fill a wave (a prediction, not yet fitted
-            # to a sweep); the default study's squares are no problem for it.
+            # to a sweep). A study runs it on problems of 8 rows or fewer only (max_rows).
             choose=configs.few_rows_tiles(FEW_ROWS_TILE_MS, FEW_ROWS_SPLITS,
                                           lambda rows, dtype: few_rows_family(rows).tile(0, dtype),
                                           lambda rows: few_rows_family(rows).launch_bounds[1], few_rows_build),
