@@ -586,7 +586,7 @@ FEW_ROWS_DTYPES = ("float16", "bfloat16", "tf32", "float32", "float64")
 # The blocks an SM holds at once by its registers (__launch_bounds__): at 256 threads, up to 80 registers a thread
 # for 3, 128 for 2. A block keeps 256 x 64 bytes of B in flight, so the more the better, as far as the tile's
 # accumulators and A's values fit without spills (ptxas -v, nvcc 13.0: none at these bounds; at 4 blocks bf16 spilled
-# 8 bytes, and 8 rows of 16-bit elements, 64 accumulators a thread, 88 bytes at 2: those take 168-183 registers, one
+# 8 bytes, and 8 rows of 16-bit elements, 64 accumulators a thread, 88 bytes at 2: those take 168-206 registers, one
 # block an SM). In the split sum each of the 4 lanes of k loads FEW_ROWS_SPLIT_PASS[BM] of its slices' partials a pass
 # (split_k.cuh's SPLIT_K_PASS): all of them at 32 slices of one row, as many as fit the stream's registers at more.
 FEW_ROWS_BLOCKS_PER_SM = {1: 3, 2: 3, 4: 2, 8: 1}
