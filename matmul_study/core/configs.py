@@ -1379,20 +1379,25 @@ def one_wave(rest: Callable[[object, tuple[str, ...]], Choice], tile: Callable[[
     return choose
 
 
-# Kernel 18 (a few token rows on the CUDA cores, B streamed into registers): the fewest slices of K whose blocks fill
-# a wave (as many blocks an SM as its registers let it hold), each slice FEW_ROWS_MIN_SLICE rows of k or more (64 rows
-# a k lane: 16 of its unrolled steps, 64 bytes a thread in flight). A prediction from the bytes each block keeps in
-# flight, not yet fitted to a sweep.
-FEW_ROWS_MIN_SLICE = 256
+# Kernel 18 (a few token rows on the CUDA cores, B streamed into registers): the fewest slices of K whose blocks make
+# FEW_ROWS_WAVES waves (as many blocks an SM as its registers let it hold), each slice FEW_ROWS_MIN_SLICE rows of k or
+# more (16 rows a k lane: 4 of its unrolled steps). Fitted to a sweep of every build at 1-8 rows on an H200
+# (small-problems/few-rows-sweep-*.txt, x the vendor): at one row the best split ran 1.01-1.06 in fp32 and tf32,
+# 0.98-1.07 in fp64, and the pick is within 1 % of it on average, 2.2 % at most in those three (M x N x K, fp32:
+# 1x14336x4096 16 slices, 896 blocks, 1.008; 1x4096x4096 32 slices, 512 blocks, 1.034, where one wave's 16 slices
+# ran 0.86). fp16 within 8 %, where kernel 10's decode tiles run faster. At 4 and 8 rows the fit is loose (up to
+# 20 % below the best split), where kernels 7, 8 and 10 run faster anyway.
+FEW_ROWS_WAVES = 2
+FEW_ROWS_MIN_SLICE = 64
 
 
 def few_rows_tiles(tile_ms: tuple[int, ...], splits: tuple[int, ...], tile: Callable[[int, str], tuple[int, int, int]],
                    resident: Callable[[int], int], build: Callable[[int, int], str]
                    ) -> Callable[[object, tuple[str, ...]], Choice]:
     """Kernel 18's heuristic: the fewest rows of tile_ms that hold M (the most, in row tiles, past them), then the
-    fewest of `splits` whose blocks fill a wave, `resident(rows)` blocks an SM, with slices of FEW_ROWS_MIN_SLICE rows
-    of k or more (else the most that keep such slices). `tile(rows, dtype)` is a build's tile (rows, columns, k),
-    `build(rows, s)` its name."""
+    fewest of `splits` whose blocks make FEW_ROWS_WAVES waves of `resident(rows)` blocks an SM, with slices of
+    FEW_ROWS_MIN_SLICE rows of k or more (else the most that keep such slices). `tile(rows, dtype)` is a build's tile
+    (rows, columns, k), `build(rows, s)` its name."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         rows = next((r for r in tile_ms if r >= problem.m), tile_ms[-1])
@@ -1400,12 +1405,12 @@ def few_rows_tiles(tile_ms: tuple[int, ...], splits: tuple[int, ...], tile: Call
         tiles = cdiv(problem.m, rows) * cdiv(problem.n, cols)
         deep = [s for s in splits if s == 1 or problem.k // s >= FEW_ROWS_MIN_SLICE]
         wave = resident(rows) * problem.sm_count
-        s = next((s for s in deep if tiles * s >= wave), deep[-1])
+        s = next((s for s in deep if tiles * s >= FEW_ROWS_WAVES * wave), deep[-1])
         split = f", K in {s} slices of about {cdiv(problem.k, s)} rows" if s > 1 else ", K whole"
         plural = lambda count, word: f"{count} {word}{'s' if count != 1 else ''}"  # noqa: E731
         return Choice(build(rows, s), f"{plural(problem.m, 'token row')}: tiles of {plural(rows, 'row')} x {cols} "
-                                      f"columns, {tiles} of them{split}: {tiles * s} blocks, a wave being "
-                                      f"{resident(rows)} an SM on {problem.sm_count} SMs")
+                                      f"columns, {tiles} of them{split}: {tiles * s} blocks, against "
+                                      f"{FEW_ROWS_WAVES} waves of {resident(rows)} an SM on {problem.sm_count} SMs")
 
     return choose
 
