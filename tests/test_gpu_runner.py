@@ -62,7 +62,8 @@ def test_every_gpu_method_is_verified_on_odd_shapes(method, dtype, block, arch, 
         pytest.skip(unmet)
     cfg = make_config(measurement=FAST)
     cubin = cubins(method, dtype, block) if registry.get(method).compiled else None
-    for m, k, n in SHAPES:
+    most = registry.get(method).max_rows  # a method of a few rows (kernel 18): its most, N and K as odd
+    for m, k, n in dict.fromkeys((min(m, most or m), k, n) for m, k, n in SHAPES):
         rec = run_job(Job(method, dtype, block, m, k, n), cfg, str(tmp_path / f"{m}_{k}_{n}.json"), cubin=cubin)
         v = rec["verification"]
         assert rec["status"] == "passed", (m, k, n, v)
