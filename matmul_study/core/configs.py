@@ -1391,26 +1391,27 @@ FEW_ROWS_WAVES = 2
 FEW_ROWS_MIN_SLICE = 64
 
 
-def few_rows_tiles(tile_ms: tuple[int, ...], splits: tuple[int, ...], tile: Callable[[int, str], tuple[int, int, int]],
-                   resident: Callable[[int], int], build: Callable[[int, int], str]
-                   ) -> Callable[[object, tuple[str, ...]], Choice]:
+def few_rows_tiles(tile_ms: tuple[int, ...], splits: tuple[int, ...], family: Callable[[int], object],
+                   build: Callable[[int, int], str]) -> Callable[[object, tuple[str, ...]], Choice]:
     """Kernel 18's heuristic: the fewest rows of tile_ms that hold M (the most, in row tiles, past them), then the
-    fewest of `splits` whose blocks make FEW_ROWS_WAVES waves of `resident(rows)` blocks an SM, with slices of
-    FEW_ROWS_MIN_SLICE rows of k or more (else the most that keep such slices). `tile(rows, dtype)` is a build's tile
-    (rows, columns, k), `build(rows, s)` its name."""
+    fewest of `splits` whose blocks make FEW_ROWS_WAVES waves of the rows' record's blocks an SM (its launch bounds),
+    with slices of FEW_ROWS_MIN_SLICE rows of k or more (else the most that keep such slices). `family(rows)` is the
+    record of the builds of that many rows (geometry.few_rows_family: its tile(block, dtype) and launch_bounds),
+    `build(rows, s)` a build's name."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         rows = next((r for r in tile_ms if r >= problem.m), tile_ms[-1])
-        cols = tile(rows, problem.dtype.name)[1]
+        record = family(rows)
+        cols, resident = record.tile(0, problem.dtype.name)[1], record.launch_bounds[1]
         tiles = cdiv(problem.m, rows) * cdiv(problem.n, cols)
         deep = [s for s in splits if s == 1 or problem.k // s >= FEW_ROWS_MIN_SLICE]
-        wave = resident(rows) * problem.sm_count
+        wave = resident * problem.sm_count
         s = next((s for s in deep if tiles * s >= FEW_ROWS_WAVES * wave), deep[-1])
         split = f", K in {s} slices of about {cdiv(problem.k, s)} rows" if s > 1 else ", K whole"
         plural = lambda count, word: f"{count} {word}{'s' if count != 1 else ''}"  # noqa: E731
         return Choice(build(rows, s), f"{plural(problem.m, 'token row')}: tiles of {plural(rows, 'row')} x {cols} "
                                       f"columns, {tiles} of them{split}: {tiles * s} blocks, against "
-                                      f"{FEW_ROWS_WAVES} waves of {resident(rows)} an SM on {problem.sm_count} SMs")
+                                      f"{FEW_ROWS_WAVES} waves of {resident} an SM on {problem.sm_count} SMs")
 
     return choose
 

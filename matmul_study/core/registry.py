@@ -581,9 +581,7 @@ METHODS: dict[str, Method] = {
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); launched so (geometry.FEW_ROWS)
             # The fewest rows that hold M, then the fewest slices of K that fill a wave (a prediction, not yet fitted
             # to a sweep). A study runs it on problems of 8 rows or fewer only (max_rows).
-            choose=configs.few_rows_tiles(FEW_ROWS_TILE_MS, FEW_ROWS_SPLITS,
-                                          lambda rows, dtype: few_rows_family(rows).tile(0, dtype),
-                                          lambda rows: few_rows_family(rows).launch_bounds[1], few_rows_build),
+            choose=configs.few_rows_tiles(FEW_ROWS_TILE_MS, FEW_ROWS_SPLITS, few_rows_family, few_rows_build),
             default_study=False,
             max_rows=FEW_ROWS_TILE_MS[-1],
             arithmetic=tuple((d, "float32") for d in FEW_ROWS_DTYPES if d != "float64"),  # FMAs on the CUDA cores
