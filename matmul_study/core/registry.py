@@ -601,7 +601,9 @@ METHODS: dict[str, Method] = {
             ("float8_e4m3", "float8_e4m3_block"),
             backend=CUBLASLT,
             reference_line=True,
-            requires=Requirements(min_compute_capability=(8, 9)),
+            # FP8 from Ada on; block scales from Hopper on (cuBLASLt 12.9: measured on Hopper only)
+            requires=Requirements(min_compute_capability=(8, 9),
+                                  dtype_compute_capability=(("float8_e4m3_block", (9, 0)),)),
             accuracy=PROMOTED,
             # The vendor line of each accuracy class: a study runs both (configs.plan).
             variants=(Variant("fast_accum", description="CUBLASLT_MATMUL_DESC_FAST_ACCUM on: the tensor cores' own "
