@@ -579,8 +579,8 @@ METHODS: dict[str, Method] = {
             launch_bounds=FEW_ROWS.launch_bounds,
             variants=few_rows_variants(),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol); launched so (geometry.FEW_ROWS)
-            # The fewest rows that hold M, then the fewest slices of K that fill a wave (a prediction, not yet fitted
-            # to a sweep). A study runs it on problems of 8 rows or fewer only (max_rows).
+            # The fewest rows that hold M, then the fewest slices of K whose blocks make two waves (fitted to a sweep
+            # of every build: configs.FEW_ROWS_WAVES). A study runs it on problems of 8 rows or fewer only (max_rows).
             choose=configs.few_rows_tiles(FEW_ROWS_TILE_MS, FEW_ROWS_SPLITS, few_rows_family, few_rows_build),
             default_study=False,
             max_rows=FEW_ROWS_TILE_MS[-1],
