@@ -119,6 +119,22 @@ def test_the_headline_sentence_marks_a_ratio_across_classes():
     assert "0.88× cuBLASLt's fast-accumulation line" in text and "‡" not in text
 
 
+def test_the_headline_names_the_class_only_where_the_vendor_runs_several():
+    from matmul_study.present.report.answer import headline_sentences
+
+    # Block-scaled FP8 is in the promoted class, but cuBLASLt has one line of it: the sentence names cuBLASLt alone,
+    # where per-tensor FP8 names which of its two lines a ratio divides by.
+    df = add_ratios(rows(("cublaslt", "default", "float8_e4m3", 1000.0),
+                         ("cublaslt", "fast_accum", "float8_e4m3", 1200.0),
+                         ("wgmma_fp8", "bn128_promote", "float8_e4m3", 950.0),
+                         ("cublaslt", "default", "float8_e4m3_block", 1000.0),
+                         ("wgmma_fp8_block", "default", "float8_e4m3_block", 940.0)).assign(
+        shape="4096x4096x4096", env_device_kind="gpu", label="x"))
+    text = " ".join(headline_sentences(df))
+    assert "0.94× cuBLASLt)" in text and "0.94× cuBLASLt's promoted line" not in text
+    assert "cuBLASLt's promoted line" in text or "cuBLASLt's fast-accumulation line" in text
+
+
 def test_3xtf32_shares_the_tf32_peak_so_no_row_passes_100_percent():
     from matmul_study.analysis.ladder import datasheet_tflops, ladder_table
 

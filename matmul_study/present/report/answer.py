@@ -92,12 +92,23 @@ def _gpu_sentence(lead: pd.Series, part: pd.DataFrame, device: str, one_gpu: boo
 
 
 def _vendor_words(row: pd.Series) -> str:
-    """The vendor line that a ratio divides by, in prose: its name, and where the dtype has accuracy classes (FP8)
-    and the ratio is like with like, the class of the line (cuBLASLt's fast-accumulation line, its promoted line)."""
+    """The vendor line that a ratio divides by, in prose: its name, and where the vendor runs the dtype in more than
+    one accuracy class (FP8 with per-tensor scales) and the ratio is like with like, the class of the line
+    (cuBLASLt's fast-accumulation line, its promoted line). Block-scaled FP8 has one cuBLASLt line: its name."""
     accuracy = str(row.get("accuracy") or "")
-    if not accuracy or not _paired(row):
+    if not accuracy or not _paired(row) or len(_vendor_classes(row["dtype"])) < 2:
         return vendor_name(row["dtype"])
     return f"{vendor_name(row['dtype'])}'s {accuracy.replace(' ', '-')} line"
+
+
+def _vendor_classes(dtype: str) -> set[str]:
+    """The accuracy classes of the vendor's builds of `dtype` (cuBLASLt in FP8: promoted and fast accumulation)."""
+    name = vendor_line(dtype)
+    if name is None or name not in registry.METHODS:
+        return set()
+    vendor = registry.get(name)
+    builds = (None, *(v.name for v in vendor.variants if not v.dtypes or dtype in v.dtypes))
+    return {vendor.accuracy_of(build, dtype) for build in builds}
 
 
 def _paired(row: pd.Series) -> bool:
