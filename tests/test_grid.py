@@ -284,3 +284,14 @@ def test_a_dtype_that_needs_a_newer_gpu_than_its_method_is_pruned_alone(make_con
     assert "compute capability 8.9" in reason and "8.6" in reason
     jobs, _ = grid.build(cfg, compute_capability=(9, 0))
     assert set(jobs.dtype) == {"float16", "float8_e4m3"}
+
+
+def test_cublaslt_block_scales_are_pruned_before_hopper(make_config):
+    # cuBLASLt's FP8 line runs from Ada (8.9) on, its block scales from Hopper: an Ada card keeps per-tensor FP8.
+    cfg = make_config(methods=["cublaslt"], dtypes=["float8_e4m3", "float8_e4m3_block"])
+    jobs, pruned = grid.build(cfg, compute_capability=(8, 9), have_module=everything)
+    assert set(jobs.dtype) == {"float8_e4m3"}
+    reason = pruned[(pruned.method == "cublaslt") & (pruned.dtype == "float8_e4m3_block")]["reason"].iloc[0]
+    assert "compute capability 9.0" in reason and "8.9" in reason
+    jobs, _ = grid.build(cfg, compute_capability=(9, 0), have_module=everything)
+    assert set(jobs.dtype) == {"float8_e4m3", "float8_e4m3_block"}
