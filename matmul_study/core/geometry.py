@@ -575,8 +575,13 @@ def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8
 # 18_few_rows.cu: a few token rows on the CUDA cores, B streamed into registers. A block is BM rows x 8 warps side by
 # side along N, each warp 8 lanes of one 16-byte vector along N x 4 lanes along k, so BN = 64 vectors' elements
 # (512 halves, 256 floats, 128 doubles); one unrolled step reads FEW_ROWS_BK rows of B (4 lanes x 4 rows). Its
-# builds: BM in FEW_ROWS_TILE_MS (m1, the default, then m2, m4, m8), whole or k split FEW_ROWS_SPLITS ways.
+# builds: BM in FEW_ROWS_TILE_MS (m1, the default, then m2, m4, m8), whole or k split FEW_ROWS_SPLITS ways; and
+# FEW_ROWS_RUNS_TILE_M rows (m16, m16_splitk<S>) in fp32, tf32 and fp64 only, whose k lanes take runs of 4 rows of k
+# with A read 16 bytes at a time (FEW_ROWS_A_VECTORS): a bench runs them at up to 16 rows (Variant.max_rows); the
+# heuristic, fitted to the builds of 1-8 rows, does not pick them, and a study leaves kernel 18 at 8 rows.
 FEW_ROWS_TILE_MS = (1, 2, 4, 8)
+FEW_ROWS_RUNS_TILE_M = 16
+FEW_ROWS_RUNS_DTYPES = ("tf32", "float32", "float64")
 FEW_ROWS_SPLITS = (1, 2, 4, 8, 16, 32)
 FEW_ROWS_THREADS = 256
 FEW_ROWS_BK = 16
@@ -589,8 +594,10 @@ FEW_ROWS_DTYPES = ("float16", "bfloat16", "tf32", "float32", "float64")
 # 8 bytes, and 8 rows of 16-bit elements, 64 accumulators a thread, 88 bytes at 2: those take 168-206 registers, one
 # block an SM). In the split sum each of the 4 lanes of k loads FEW_ROWS_SPLIT_PASS[BM] of its slices' partials a pass
 # (split_k.cuh's SPLIT_K_PASS): all of them at 32 slices of one row, as many as fit the stream's registers at more.
-FEW_ROWS_BLOCKS_PER_SM = {1: 3, 2: 3, 4: 2, 8: 1}
-FEW_ROWS_SPLIT_PASS = {1: 8, 2: 4, 4: 2, 8: 2}
+# The 16-row builds hold 64 fp32 accumulators a thread (32 doubles) and two steps of B: two blocks an SM (128
+# registers), one partial a pass in their split sum.
+FEW_ROWS_BLOCKS_PER_SM = {1: 3, 2: 3, 4: 2, 8: 1, 16: 2}
+FEW_ROWS_SPLIT_PASS = {1: 8, 2: 4, 4: 2, 8: 2, 16: 1}
 
 
 def few_rows_family(tile_m: int) -> TileFamily:
@@ -614,18 +621,24 @@ def few_rows_build(tile_m: int, s: int) -> str:
 
 
 def few_rows_variants() -> tuple[Variant, ...]:
-    """Kernel 18's builds but its default: every BM of FEW_ROWS_TILE_MS, whole or split FEW_ROWS_SPLITS ways."""
+    """Kernel 18's builds but its default: every BM of FEW_ROWS_TILE_MS, whole or split FEW_ROWS_SPLITS ways, and the
+    same of FEW_ROWS_RUNS_TILE_M rows with runs of k (FEW_ROWS_RUNS_DTYPES)."""
     out = []
-    for tile_m in FEW_ROWS_TILE_MS:
+    for tile_m in (*FEW_ROWS_TILE_MS, FEW_ROWS_RUNS_TILE_M):
         family = few_rows_family(tile_m)
+        runs = tile_m == FEW_ROWS_RUNS_TILE_M
         for s in FEW_ROWS_SPLITS:
             name = few_rows_build(tile_m, s)
             if name == "default":
                 continue
             split = (f", k in {s} slices on {s} blocks (grid z), summed in slice order through a workspace "
                      "(deterministic)" if s > 1 else "")
+            lanes = (", each k lane taking runs of 4 rows of k, A read 16 bytes at a time, the next step's B in "
+                     "flight during this step's math" if runs else "")
             v = family_split_variant(family, s, name, f"{tile_m} rows x 64 16-byte vectors of columns, 8 warps side "
-                                                      f"by side, B's rows streamed into registers{split}")
+                                                      f"by side, B's rows streamed into registers{lanes}{split}")
             passes = (f"SPLIT_K_PASS={FEW_ROWS_SPLIT_PASS[tile_m]}",) if s > 1 else ()
-            out.append(replace(v, defines=(*v.defines, *passes), launch_bounds=family.launch_bounds))
+            extra = dict(dtypes=FEW_ROWS_RUNS_DTYPES, max_rows=tile_m) if runs else {}
+            out.append(replace(v, defines=(*v.defines, *passes, *(("FEW_ROWS_A_VECTORS=1",) if runs else ())),
+                               launch_bounds=family.launch_bounds, **extra))
     return tuple(out)

@@ -175,6 +175,9 @@ class Variant:
     # (Method.launch_bounds; None: the method's): a build of smaller blocks than the method's default, whose
     # registers decide how many of them an SM holds.
     launch_bounds: tuple[int, int] | None = None
+    # The most rows of A (M) it serves where that is more than its method's max_rows: a build that a bench may run
+    # on such problems though a study's heuristic does not pick it (kernel 18's 16-row builds). None: its method's.
+    max_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -300,11 +303,18 @@ class Method:
             return dict(self.arithmetic).get(dtype, dtype)
         return self.arithmetic or dtype
 
-    def unmet_shape_requirement(self, m: int) -> str | None:
-        """Why this method does not run a problem of `m` rows of A (max_rows), or None."""
-        if self.max_rows is None or m <= self.max_rows:
+    def rows_served(self, variant: str | None = None) -> int | None:
+        """The most rows of A that a build serves (its own max_rows where it has one, else the method's); None: any."""
+        return self.variant(variant).max_rows or self.max_rows
+
+    def unmet_shape_requirement(self, m: int, variant: str | None = None) -> str | None:
+        """Why this method (its build `variant`: a bench's; a study's grid asks of the method) does not run a problem
+        of `m` rows of A (max_rows), or None."""
+        most = self.rows_served(variant)
+        if most is None or m <= most:
             return None
-        return f"{self.name} serves M of {self.max_rows} rows or fewer, not {m}"
+        build = f" ({variant})" if variant not in (None, "", "default") else ""
+        return f"{self.name}{build} serves M of {most} rows or fewer, not {m}"
 
     def unmet_dtype_requirement(self, dtype: str, compute_capability: tuple[int, int] | None) -> str | None:
         """Why this method cannot run `dtype` on a GPU of `compute_capability` (Requirements.dtype_compute_capability),

@@ -259,7 +259,7 @@ class Bench:
                or method.unmet_dtype_requirement(record.name, capability))
         if why:
             raise GpuUnavailable(why)
-        gpu_job.ensure_fits(method, record, case.m, case.k, case.n)
+        gpu_job.ensure_fits(method, record, case.m, case.k, case.n, case.variant)
         operands = inputs.generate(case.m, case.k, case.n, record, self.seed, DEFAULTS.low, DEFAULTS.high)
         attribute = self.cuda.device_attribute
         problem = configs.job_problem(

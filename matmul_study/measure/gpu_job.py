@@ -102,13 +102,13 @@ def checked_on_device(method: Method, dtype: dt.DType, have_cupy: bool, multiply
     return multiply_adds > measurement.full_verify_max_flops and uses_device_reference(method, dtype, have_cupy)
 
 
-def ensure_fits(method: Method, record: dt.DType, m: int, k: int, n: int) -> None:
-    """Refuse, before allocating anything, a problem the method does not serve (Method.max_rows) or a job whose
-    buffers cannot fit in free GPU memory."""
-    unmet = method.unmet_shape_requirement(m)
+def ensure_fits(method: Method, record: dt.DType, m: int, k: int, n: int, variant: str | None = None) -> None:
+    """Refuse, before allocating anything, a problem the method's build does not serve (Method.max_rows, a
+    variant's own) or a job whose buffers cannot fit in free GPU memory."""
+    unmet = method.unmet_shape_requirement(m, variant)
     if unmet:
         raise ValueError(f"{unmet}: {m}x{k}x{n} is a problem for another method; give {method.name} shapes with "
-                         f"m <= {method.max_rows}")
+                         f"m <= {method.rows_served(variant)}")
     cuda = require_pycuda()
     import pycuda.autoprimaryctx  # noqa: F401
 
