@@ -1476,3 +1476,23 @@ def test_a_problem_of_more_rows_than_few_rows_serves_is_refused_before_any_alloc
 
     with pytest.raises(ValueError, match=r"few_rows serves M of 8 rows or fewer, not 64: 64x4096x4096 .* m <= 8"):
         gpu_job.ensure_fits(registry.get("few_rows"), dtypes.get("float32"), 64, 4096, 4096)
+
+
+def test_the_16_row_builds_serve_16_rows_in_a_bench_but_no_pick_takes_them():
+    # Kernel 18's 16-row builds (runs of k, A staged in shared memory; fp32, tf32 and fp64): a bench may run them at
+    # up to 16 rows, and is refused past that with the build named; the heuristic, fitted to 1-8 rows, never picks
+    # them, and a study keeps kernel 18 to 8 rows.
+    from matmul_study.measure import gpu_job
+
+    method = registry.get("few_rows")
+    runs = [v for v in method.variants if v.name.startswith("m16")]
+    assert [v.name for v in runs] == ["m16", *(f"m16_splitk{s}" for s in (2, 4, 8, 16, 32))]
+    assert all(v.dtypes == ("tf32", "float32", "float64") and "FEW_ROWS_A_VECTORS=1" in v.defines for v in runs)
+    assert method.unmet_shape_requirement(16, "m16_splitk8") is None and method.unmet_shape_requirement(16)
+    assert method.unmet_shape_requirement(17, "m16") == "few_rows (m16) serves M of 16 rows or fewer, not 17"
+    with pytest.raises(ValueError, match=r"few_rows \(m16\) serves M of 16 rows or fewer, not 17: .* m <= 16"):
+        gpu_job.ensure_fits(method, dtypes.get("float32"), 17, 4096, 4096, "m16")
+    assert "m16" not in configs.runnable(method, "float16")
+    for m in range(1, 17):
+        for dtype in ("float32", "float64", "float16"):
+            assert not few_rows_pick(m, 4096, 4096, dtype).variant.startswith("m16")

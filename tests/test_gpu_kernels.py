@@ -324,15 +324,17 @@ def test_decode_builds_match_reference(variant_cubin, method, variant, dtype, sh
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
-# Kernel 18's builds (1, 2, 4 or 8 rows x 64 16-byte vectors of columns, B streamed into registers; K split through
-# split_k.cuh's sum with its holders), every one in every dtype, three launches each to the same bits, on (m, k, n)
-# with M of 1, 3, 7 and 8 and 9 (past one tile of 8: two row tiles, the last one row), N of 1 and not a multiple of a
-# vector (B's rows not 16-byte aligned: element by element) or of the tile, K not a multiple of the slices or of the
-# 16 rows of an unrolled step, and odd (A's rows unaligned), and a K shorter than the slices (empty slices).
-FEW_ROWS_BUILDS = [("few_rows", name, d) for name in (None, *(v.name for v in registry.get("few_rows").variants))
-                   for d in registry.get("few_rows").dtypes]  # None: the default build
+# Kernel 18's builds (1, 2, 4, 8 or 16 rows x 64 16-byte vectors of columns, B streamed into registers; K split
+# through split_k.cuh's sum with its holders), every one in every dtype it has, three launches each to the same bits,
+# on (m, k, n) with M of 1, 3, 7 and 8, 9 (past one tile of 8: two row tiles, the last one row), 16 and 17 (past one
+# tile of 16), N of 1 and not a multiple of a vector (B's rows not 16-byte aligned: element by element) or of the
+# tile, K not a multiple of the slices or of the 16 rows of an unrolled step, past the 256 rows of k that the 16-row
+# builds stage of A at a time, and odd (A's rows unaligned), and a K shorter than the slices (empty slices).
+FEW_ROWS = registry.get("few_rows")
+FEW_ROWS_BUILDS = [("few_rows", None, d) for d in FEW_ROWS.dtypes] + [  # None: the default build
+    ("few_rows", v.name, d) for v in FEW_ROWS.variants for d in v.dtypes or FEW_ROWS.dtypes]
 FEW_ROWS_SHAPES = [(1, 1, 1), (7, 1000, 300), (3, 4099, 1030), (8, 333, 129), (9, 2048, 264), (1, 8193, 4101),
-                   (2, 17, 513)]
+                   (2, 17, 513), (16, 1001, 257), (17, 600, 1030)]
 
 
 @pytest.mark.parametrize("shape", FEW_ROWS_SHAPES, ids=lambda s: "x".join(map(str, s)))

@@ -36,8 +36,10 @@ def blocks_for(method: str) -> list[int]:
     return BLOCKS if m.blocks is None else sorted(m.blocks)
 
 
-def instances(method: str) -> list[tuple[str, int]]:
-    return [(dtype, block) for dtype in registry.get(method).dtypes for block in blocks_for(method)]
+def instances(method: str, variant: str | None = None) -> list[tuple[str, int]]:
+    """The (dtype, block) instances of a method's module: its dtypes, or those its build `variant` exists for."""
+    m = registry.get(method)
+    return [(dtype, block) for dtype in m.variant(variant).dtypes or m.dtypes for block in blocks_for(method)]
 
 
 def expected_symbols(method: str) -> set[str]:
@@ -297,14 +299,14 @@ def ptx_code(method: str, variant: str | None, tmp_path) -> str:
     """The PTX of a method's module (all its dtypes) built as `variant`, without its debug sections and line info."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source(method, instances(method), variant))
+    source.write_text(kernels.module_source(method, instances(method, variant), variant))
     ptx = tmp_path / "module.ptx"
     arch = kernels.target(method, "sm_90")
     command = kernels.nvcc_command(source, ptx, arch, kernels.compile_options(method, variant, arch), "ptx")
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, f"nvcc failed for {method} variant {variant}:\n{result.stderr}"
     code = ptx.read_text().split(".section\t.debug_str")[0]
-    for dtype, block in instances(method):  # the entry names carry the variant's name: use the default's
+    for dtype, block in instances(method, variant):  # the entry names carry the variant's name: use the default's
         block = kernels.template_block(method, block)
         code = code.replace(kernels.symbol(method, dtype, block, variant), kernels.symbol(method, dtype, block))
     return "\n".join(line for line in code.splitlines() if not line.strip().startswith((".loc", ".file", "//")))
@@ -317,11 +319,11 @@ def test_every_registry_variant_builds_for_its_target_and_changes_the_code(metho
     # A variant whose definitions no longer build fails here; one whose definitions the source no longer reads
     # (a renamed or removed switch) builds the default again, and fails the comparison.
     arch = kernels.target(method, "sm_90")
-    source = kernels.module_source(method, instances(method), variant)
+    source = kernels.module_source(method, instances(method, variant), variant)
     result = kernels.compile_with_nvcc(source, arch, tmp_path / "cubin", kernels.compile_options(method, variant, arch))
     assert result.returncode == 0, f"nvcc failed for {method} variant {variant} on {arch}:\n{result.stderr}"
     cubin = (tmp_path / "cubin" / "module.cubin").read_bytes()
-    for dtype, block in instances(method):
+    for dtype, block in instances(method, variant):
         name = kernels.symbol(method, dtype, kernels.template_block(method, block), variant)
         assert name.encode() in cubin, f"{name} missing from the {method} {variant} cubin"
     assert ptx_code(method, variant, tmp_path / "variant") != default_ptx(method, tmp_path_factory)
