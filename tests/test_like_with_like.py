@@ -132,7 +132,7 @@ def test_the_headline_names_the_class_only_where_the_vendor_runs_several():
         shape="4096x4096x4096", env_device_kind="gpu", label="x"))
     text = " ".join(headline_sentences(df))
     assert "0.94× cuBLASLt)" in text and "0.94× cuBLASLt's promoted line" not in text
-    assert "cuBLASLt's promoted line" in text or "cuBLASLt's fast-accumulation line" in text
+    assert "0.95× cuBLASLt's promoted line" in text
 
 
 def test_3xtf32_shares_the_tf32_peak_so_no_row_passes_100_percent():

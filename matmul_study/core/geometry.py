@@ -577,7 +577,7 @@ def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8
 # (512 halves, 256 floats, 128 doubles); one unrolled step reads FEW_ROWS_BK rows of B (4 lanes x 4 rows). Its
 # builds: BM in FEW_ROWS_TILE_MS (m1, the default, then m2, m4, m8), whole or k split FEW_ROWS_SPLITS ways; and
 # FEW_ROWS_RUNS_TILE_M rows (m16, m16_splitk<S>) in fp32, tf32 and fp64 only, whose k lanes take runs of 4 rows of k
-# with A read 16 bytes at a time (FEW_ROWS_A_VECTORS): a bench runs them at up to 16 rows (Variant.max_rows); the
+# with A staged in shared memory (FEW_ROWS_A_VECTORS): a bench runs them at up to 16 rows (Variant.max_rows); the
 # heuristic, fitted to the builds of 1-8 rows, does not pick them, and a study leaves kernel 18 at 8 rows.
 FEW_ROWS_TILE_MS = (1, 2, 4, 8)
 FEW_ROWS_RUNS_TILE_M = 16
@@ -633,8 +633,8 @@ def few_rows_variants() -> tuple[Variant, ...]:
                 continue
             split = (f", k in {s} slices on {s} blocks (grid z), summed in slice order through a workspace "
                      "(deterministic)" if s > 1 else "")
-            lanes = (", each k lane taking runs of 4 rows of k, A read 16 bytes at a time, the next step's B in "
-                     "flight during this step's math" if runs else "")
+            lanes = (", each k lane taking runs of 4 rows of k, A staged in shared memory 256 rows of k at a time, "
+                     "the next step's B in flight during this step's math" if runs else "")
             v = family_split_variant(family, s, name, f"{tile_m} rows x 64 16-byte vectors of columns, 8 warps side "
                                                       f"by side, B's rows streamed into registers{lanes}{split}")
             passes = (f"SPLIT_K_PASS={FEW_ROWS_SPLIT_PASS[tile_m]}",) if s > 1 else ()
