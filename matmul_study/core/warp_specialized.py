@@ -828,10 +828,13 @@ FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so 
 
 
 def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
-    """The configurations of the block-scaled FP8 rung (kernels/17_wgmma_fp8_block.cu), whose every build is
-    128x128 tiles with promoted sums (its record, WS_FP8_BLOCK): the cluster, the stream-K tail, and split-K for too
-    few tiles. A k step is one scale block, and slices and stream-K pieces are whole k steps, so every one of them
-    weights its partials itself."""
+    """The configurations of the block-scaled FP8 rung (kernels/17_wgmma_fp8_block.cu), whose every build has promoted
+    sums in tiles of 128 columns (one column block of B's scales; its record, WS_FP8_BLOCK, 128x128): the cluster, the
+    stream-K tail, split-K for too few tiles, and 64x128 tiles (one consumer warpgroup, its two scratch sets taking
+    turns, as the per-tensor promoted class's bm64 builds) whole and split, without a cluster, for the small squares
+    that 128x128 tiles leave most SMs short of (built for a sweep: the heuristic does not pick them). A k step is one
+    scale block, and slices and stream-K pieces are whole k steps, so every one of them weights its partials itself."""
+    short = replace(base, bm=SHORT_BM, cluster=1)
     return (
         replace(base, cluster=1).variant(
             "cluster1",
@@ -843,6 +846,13 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
             f"splitk{s}",
             f"split-K: each tile's k steps (scale blocks) in {s} slices on {s} clusters, summed in slice order "
             "through a workspace (deterministic); no stream-K tail. For too few tiles or deep K")
+          for s in FP8_BLOCK_SPLITS),
+        short.variant(f"bm{SHORT_BM}", f"{SHORT_BM}x{base.bn} tiles without a cluster: one consumer warpgroup "
+                                       "alternating two scratch sets, twice the tiles of the record's"),
+        *(replace(short, split_k=s).variant(
+            f"bm{SHORT_BM}_splitk{s}",
+            f"{SHORT_BM}x{base.bn} tiles without a cluster, each tile's k steps in {s} slices summed in slice order "
+            "through a workspace (deterministic)")
           for s in FP8_BLOCK_SPLITS),
     )
 
