@@ -135,7 +135,7 @@ __device__ __forceinline__ void few_rows_matmul(const T* __restrict__ A, const T
                                                          "is one or two 16-byte shared loads)");
     int k0 = 0, k1 = k;
     if constexpr (SPLIT > 1) {  // this block's rows of k
-        if constexpr (RUNS) {  // whole steps a slice (the last slice the rest): a lane's runs start on 16 bytes
+        if constexpr (RUNS) {  // whole steps a slice: only the last slice ends in a partial step
             split_k::slice((k + STEP - 1) / STEP, k0, k1);
             k0 = min(k0 * STEP, k);
             k1 = min(k1 * STEP, k);
