@@ -21,7 +21,7 @@ from matmul_study.analysis.regret import regret_table
 from matmul_study.analysis.regret import summary as regret_summary
 from matmul_study.analysis.result_devices import device_kind, device_labels
 from matmul_study.analysis.why import climb, headline_facts, ladder_steps, reference_lines
-from matmul_study.core import registry
+from matmul_study.core import configs, registry
 from matmul_study.present.figures import dtype_order, method_order
 from matmul_study.present.report.noise import MARK, flag_sentence, mark_column, marked
 from matmul_study.present.report.text import (
@@ -96,19 +96,15 @@ def _vendor_words(row: pd.Series) -> str:
     one accuracy class (FP8 with per-tensor scales) and the ratio is like with like, the class of the line
     (cuBLASLt's fast-accumulation line, its promoted line). Block-scaled FP8 has one cuBLASLt line: its name."""
     accuracy = str(row.get("accuracy") or "")
-    if not accuracy or not _paired(row) or len(_vendor_classes(row["dtype"])) < 2:
+    if not accuracy or not _paired(row) or len(_vendor_lines(row["dtype"])) < 2:
         return vendor_name(row["dtype"])
     return f"{vendor_name(row['dtype'])}'s {accuracy.replace(' ', '-')} line"
 
 
-def _vendor_classes(dtype: str) -> set[str]:
-    """The accuracy classes of the vendor's builds of `dtype` (cuBLASLt in FP8: promoted and fast accumulation)."""
+def _vendor_lines(dtype: str) -> list:
+    """The vendor's lines of `dtype`, one per accuracy class (configs.vendor_lines: cuBLASLt in FP8 two)."""
     name = vendor_line(dtype)
-    if name is None or name not in registry.METHODS:
-        return set()
-    vendor = registry.get(name)
-    builds = (None, *(v.name for v in vendor.variants if not v.dtypes or dtype in v.dtypes))
-    return {vendor.accuracy_of(build, dtype) for build in builds}
+    return configs.vendor_lines(registry.get(name), dtype) if name in registry.METHODS else []
 
 
 def _paired(row: pd.Series) -> bool:
