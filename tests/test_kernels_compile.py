@@ -1,10 +1,12 @@
 """Every CUDA method's module compiles with plain nvcc (no GPU or driver needed), for each dtype and block, for
-sm_80, sm_90 and sm_90a; the Hopper rungs' arch-specific build holds the instructions they are about."""
+sm_80, sm_90 and sm_90a, through the whole toolchain as the pipeline builds it; every named build of a method gets
+through the front end (its definitions, its contract's static_asserts) to PTX that differs from the default's; the
+Hopper rungs' arch-specific build holds the instructions they are about."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
-import functools
 import os
 import re
 import shutil
@@ -73,18 +75,106 @@ def test_module_defines_expected_symbols(method):
     assert defined == expected_symbols(method)
 
 
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """One nvcc run of a method's module (every dtype and block of a build) for one arch: a cubin through the whole
+    toolchain with the pipeline's options, or, unoptimised, the front end's PTX."""
+    source: str
+    returncode: int
+    stderr: str
+    output: bytes  # the cubin, or the PTX
+
+
+def ws_checks(method: str, variant: str | None) -> dict[str, int]:
+    """The warp-specialised kernel's constants (wgmma_ws::NAME) that a build must have: the registry's launch, tile
+    and split of k for it, and a split build's partial-tile layout (the workspace the registry sizes)."""
+    m = registry.get(method)
+    build = m.variant(variant)
+    launch = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0])), variant)
+    tile_m, tile_n, tile_k = (build.tile or m.tile)(0, m.dtypes[0])
+    checks = {"LAYOUT_BYTES + wgmma_ws::ALIGN_SLACK": launch.shared_bytes, "THREADS": launch.threads[0],
+              "CLUSTER": launch.cluster[0], "BM": tile_m, "BN": tile_n, "BK": tile_k, "SPLIT_K": build.config.split_k}
+    if build.config.split_k > 1:  # S partial tiles of 4-byte accumulators a CTA tile, in 16-byte units
+        checks |= {"STREAMK": 0, "PART_QUADS * 16": build.config.BM * build.config.bn * 4}
+    return checks
+
+
+def static_asserts(checks: dict[str, int]) -> str:
+    return "".join(f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
+                   for name, value in checks.items())
+
+
+def build_source(method: str, variant: str | None, arch: str) -> str:
+    """The module the pipeline compiles; a warp-specialised build for its own target also asserts ws_checks."""
+    source = kernels.module_source(method, instances(method, variant), variant)
+    if method in WS_METHODS and arch == kernels.target(method, "sm_90"):
+        source += static_asserts(ws_checks(method, variant))
+    return source
+
+
+# The front end alone: -O0 to cicc, no ptxas. What a build's definitions can break (a static_assert of its contract,
+# a template that does not instantiate, a switch the source no longer reads) shows there, in about a fifth of the
+# time of an optimised build; the GPU suite compiles and verifies every build whole.
+FRONT_END = ("-Xcicc", "-O0")
+
+
+def run_build(method: str, variant: str | None, arch: str, whole: bool, folder: Path) -> Build:
+    folder.mkdir(parents=True)
+    source = build_source(method, variant, arch)
+    (folder / "module.cu").write_text(source)
+    output = folder / ("module.cubin" if whole else "module.ptx")
+    options = [*kernels.compile_options(method, variant, arch), *(() if whole else FRONT_END)]
+    result = subprocess.run(kernels.nvcc_command(folder / "module.cu", output, arch, options,
+                                                 "cubin" if whole else "ptx"), capture_output=True, text=True)
+    return Build(source, result.returncode, result.stderr, output.read_bytes() if result.returncode == 0 else b"")
+
+
+BUILD_TESTS = ("test_module_compiles", "test_every_registry_variant_builds_for_its_target_and_changes_the_code",
+               "test_registry_launch_matches_the_warp_specialized_kernels_config",
+               "test_split_k_workspace_and_launch_match_the_kernel")
+
+
+def builds_of(name: str, params: dict) -> list[tuple[str, str | None, str, bool]]:
+    """The (method, variant, arch, whole) builds that the test `name` with `params` reads."""
+    method = params["method"]
+    if name == "test_module_compiles":
+        return [(method, None, params["arch"], True)]
+    variant = None if params.get("variant", "default") == "default" else params["variant"]
+    arch = kernels.target(method, "sm_90")
+    # the variant test compares its build with the default's
+    return [(method, variant, arch, False), *([(method, None, arch, False)] if name == BUILD_TESTS[1] else [])]
+
+
+@pytest.fixture(scope="session")
+def build(request, tmp_path_factory):
+    """build(method, variant, arch, whole) -> Build. The builds of every selected test start at once, on every core
+    (nvcc runs one process a build), and each is compiled once however many tests read it."""
+    root = tmp_path_factory.mktemp("builds")
+    pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
+    futures: dict[tuple[str, str | None, str, bool], concurrent.futures.Future] = {}
+
+    def start(key):
+        if key not in futures:
+            futures[key] = pool.submit(run_build, *key, root / f"{len(futures)}-{key[0]}-{key[1] or 'default'}")
+        return futures[key]
+
+    for item in request.session.items:
+        if getattr(item, "originalname", None) in BUILD_TESTS:
+            for key in builds_of(item.originalname, item.callspec.params):
+                start(key)
+    yield lambda method, variant, arch, whole: start((method, variant, arch, whole)).result()
+    pool.shutdown(cancel_futures=True)
+
+
 @needs_nvcc
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("method", COMPILED)
-def test_module_compiles(method, arch, tmp_path):
-    source = kernels.module_source(method, instances(method))
-    result = kernels.compile_with_nvcc(source, arch, tmp_path,
-                                       kernels.compile_options(method, None, arch))  # as the pipeline
-    assert result.returncode == 0, f"nvcc failed for {method} on {arch}:\n{result.stderr}"
+def test_module_compiles(method, arch, build):
+    built = build(method, None, arch, True)  # as the pipeline builds it
+    assert built.returncode == 0, f"nvcc failed for {method} on {arch}:\n{built.stderr}"
     # extern "C" names go into the cubin's symbol table unmangled; PyCUDA looks them up by these names.
-    cubin = (tmp_path / "module.cubin").read_bytes()
     for name in expected_symbols(method):
-        assert name.encode() in cubin, f"{name} missing from the {method} cubin"
+        assert name.encode() in built.output, f"{name} missing from the {method} cubin"
 
 
 @needs_nvcc
@@ -295,17 +385,10 @@ def test_the_hopper_rungs_have_variants():
         assert len(names) == len(set(names)) and "default" not in names, f"{method}: variant names must be unique"
 
 
-def ptx_code(method: str, variant: str | None, tmp_path) -> str:
-    """The PTX of a method's module (all its dtypes) built as `variant`, without its debug sections and line info."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    source = tmp_path / "module.cu"
-    source.write_text(kernels.module_source(method, instances(method, variant), variant))
-    ptx = tmp_path / "module.ptx"
-    arch = kernels.target(method, "sm_90")
-    command = kernels.nvcc_command(source, ptx, arch, kernels.compile_options(method, variant, arch), "ptx")
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, f"nvcc failed for {method} variant {variant}:\n{result.stderr}"
-    code = ptx.read_text().split(".section\t.debug_str")[0]
+def ptx_code(method: str, variant: str | None, built: Build) -> str:
+    """The PTX of a method's module (all its dtypes) built as `variant`, without its debug sections and line info,
+    and with the default build's entry names."""
+    code = built.output.decode().split(".section\t.debug_str")[0]
     for dtype, block in instances(method, variant):  # the entry names carry the variant's name: use the default's
         block = kernels.template_block(method, block)
         code = code.replace(kernels.symbol(method, dtype, block, variant), kernels.symbol(method, dtype, block))
@@ -314,29 +397,18 @@ def ptx_code(method: str, variant: str | None, tmp_path) -> str:
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", VARIANTS)
-def test_every_registry_variant_builds_for_its_target_and_changes_the_code(method, variant, tmp_path,
-                                                                          tmp_path_factory):
-    # A variant whose definitions no longer build fails here; one whose definitions the source no longer reads
-    # (a renamed or removed switch) builds the default again, and fails the comparison.
+def test_every_registry_variant_builds_for_its_target_and_changes_the_code(method, variant, build):
+    # A variant whose definitions no longer build fails here (the front end's, FRONT_END); one whose definitions the
+    # source no longer reads (a renamed or removed switch) builds the default again, and fails the comparison.
     arch = kernels.target(method, "sm_90")
-    source = kernels.module_source(method, instances(method, variant), variant)
-    result = kernels.compile_with_nvcc(source, arch, tmp_path / "cubin", kernels.compile_options(method, variant, arch))
-    assert result.returncode == 0, f"nvcc failed for {method} variant {variant} on {arch}:\n{result.stderr}"
-    cubin = (tmp_path / "cubin" / "module.cubin").read_bytes()
+    built = build(method, variant, arch, False)
+    assert built.returncode == 0, f"nvcc failed for {method} variant {variant} on {arch}:\n{built.stderr}"
     for dtype, block in instances(method, variant):
         name = kernels.symbol(method, dtype, kernels.template_block(method, block), variant)
-        assert name.encode() in cubin, f"{name} missing from the {method} {variant} cubin"
-    assert ptx_code(method, variant, tmp_path / "variant") != default_ptx(method, tmp_path_factory)
-
-
-@functools.cache
-def _default_ptx(method: str, folder: str) -> str:
-    return ptx_code(method, None, Path(folder))
-
-
-def default_ptx(method: str, tmp_path_factory) -> str:
-    """The default build's PTX (ptx_code), compiled once per method for every variant to be compared with."""
-    return _default_ptx(method, str(tmp_path_factory.getbasetemp() / f"default-ptx-{method}"))
+        assert f".entry {name}(".encode() in built.output, f"{name} missing from the {method} {variant} PTX"
+    default = build(method, None, arch, False)
+    assert default.returncode == 0, default.stderr
+    assert ptx_code(method, variant, built) != ptx_code(method, None, default)
 
 
 # The warp-specialised family (kernels 12-17, kernels/warp_specialized/): every build is one record
@@ -416,9 +488,7 @@ def compile_ws_checks(method: str, defines, checks: dict[str, int], tmp_path) ->
     """The rung's source alone (the namespace-scope checks of its configuration; no kernel instantiated) with
     `defines` as its definitions, and a static_assert that each of the kernel's constants `checks` has its value."""
     m = registry.get(method)
-    source = f'#include "{m.source}"\n' + "".join(
-        f'static_assert(wgmma_ws::{name} == {value}, "{name} is not the registry\'s {value}");\n'
-        for name, value in checks.items())
+    source = f'#include "{m.source}"\n' + static_asserts(checks)
     options = [*kernels.COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in defines)]
     return kernels.compile_with_nvcc(source, kernels.target(method, "sm_90"), tmp_path, options)
 
@@ -429,16 +499,22 @@ def with_define(defines, name: str, value) -> tuple[str, ...]:
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", WS_BUILDS)
-def test_registry_launch_matches_the_warp_specialized_kernels_config(method, variant, tmp_path):
-    # The compiled module's own constants (its layout's bytes among them) against the registry's launch and tile.
-    m = registry.get(method)
-    launch = m.launch_for(Problem(4096, 4096, 4096, 0, dtypes.get(m.dtypes[0])), variant)
-    tile_m, tile_n, tile_k = (m.variant(variant).tile or m.tile)(0, m.dtypes[0])
-    checks = {"LAYOUT_BYTES + wgmma_ws::ALIGN_SLACK": launch.shared_bytes, "THREADS": launch.threads[0],
-              "CLUSTER": launch.cluster[0], "BM": tile_m, "BN": tile_n, "BK": tile_k,
-              "SPLIT_K": m.variant(variant).config.split_k}
-    result = compile_ws_checks(method, m.variant(variant).config.defines, checks, tmp_path)
-    assert result.returncode == 0, result.stderr
+def test_registry_launch_matches_the_warp_specialized_kernels_config(method, variant, build):
+    # The compiled module's own constants (its layout's bytes among them) against the registry's launch and tile:
+    # the build for its target asserts them (build_source), so it compiles only where they hold.
+    variant = None if variant == "default" else variant
+    built = build(method, variant, kernels.target(method, "sm_90"), False)
+    assert static_asserts(ws_checks(method, variant)) in built.source
+    assert built.returncode == 0, built.stderr
+
+
+@needs_nvcc
+def test_a_build_whose_constants_are_not_the_registrys_fails_to_compile(tmp_path):
+    # Guards the test above: a check that does not hold stops the build, with the constant's name.
+    method = "wgmma_warp_specialized"
+    checks = ws_checks(method, None) | {"BN": 8}
+    result = compile_ws_checks(method, registry.get(method).config.defines, checks, tmp_path)
+    assert result.returncode != 0 and "BN is not the registry's 8" in result.stderr, result.stderr
 
 
 @needs_nvcc
@@ -524,7 +600,7 @@ def test_split_k_variants_exist_and_only_they_take_a_workspace():
 
 @needs_nvcc
 @pytest.mark.parametrize("method,variant", SPLIT_K_VARIANTS)
-def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path):
+def test_split_k_workspace_and_launch_match_the_kernel(method, variant, build):
     # The registry sizes the workspace as the kernel lays it out: per CTA tile (whole clusters of them along M) S
     # partial tiles of 4-byte accumulators (the kernel's PART_QUADS 16-byte units each), then a counter per CTA tile;
     # and the grid has room for S slices of every tile.
@@ -547,9 +623,10 @@ def test_split_k_workspace_and_launch_match_the_kernel(method, variant, tmp_path
         problem = Problem(*((n_, m_, k_) if config.swap_ab else shape), 0, dtypes.get(m.dtypes[0]))
         assert m.workspace_bytes(problem, variant) == cta_tiles * (split * part_bytes + 4)
         assert m.launch_for(problem, variant).grid[0] == min(132, cta_tiles * split)
-    checks = {"SPLIT_K": split, "STREAMK": 0, "PART_QUADS * 16": part_bytes}
-    result = compile_ws_checks(method, config.defines, checks, tmp_path)
-    assert result.returncode == 0, result.stderr
+    # The build asserts the kernel's own split and partial tiles (build_source, ws_checks).
+    assert {"SPLIT_K": split, "STREAMK": 0, "PART_QUADS * 16": part_bytes}.items() <= ws_checks(method, variant).items()
+    built = build(method, variant, kernels.target(method, "sm_90"), False)
+    assert static_asserts(ws_checks(method, variant)) in built.source and built.returncode == 0, built.stderr
 
 
 @needs_nvcc

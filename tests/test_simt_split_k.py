@@ -3,8 +3,10 @@ heuristic's picks and reasons, the variants' launch geometry and workspace, and 
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import math
+import os
 import re
 import subprocess
 from dataclasses import replace
@@ -288,6 +290,13 @@ def test_a_split_build_sums_through_the_workspace_without_atomics_on_c(method, v
 SPILL_BOUND = 16
 
 
+def on_every_core(compile_one, names) -> dict:
+    """{name: compile_one(name)}, one nvcc process on each core at a time."""
+    names = list(names)
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return dict(zip(names, pool.map(compile_one, names)))
+
+
 def spills(method: str, dtype: str, variant: str, tmp_path) -> list[int]:
     """The bytes each kernel of the build spills (ptxas -v, sm_90), one entry per kernel."""
     source = tmp_path / f"{variant}.cu"
@@ -305,9 +314,9 @@ def spills(method: str, dtype: str, variant: str, tmp_path) -> list[int]:
 @needs_nvcc
 @pytest.mark.parametrize("method, dtype", sorted(FAMILIES))
 def test_no_split_build_spills_its_sum(method, dtype, tmp_path):
-    for split in SPLITS:
-        variant = f"splitk{split}"
-        assert max(spills(method, dtype, variant, tmp_path)) <= SPILL_BOUND, variant
+    spilled = on_every_core(lambda variant: spills(method, dtype, variant, tmp_path), (f"splitk{s}" for s in SPLITS))
+    for variant, bytes_ in spilled.items():
+        assert max(bytes_) <= SPILL_BOUND, variant
 
 
 def test_warptiled_sends_token_rows_to_its_decode_tiles():
@@ -945,8 +954,10 @@ def test_dmmas_tile_model_takes_33_to_64_token_rows_from_the_decode_tiles():
 @needs_nvcc
 def test_no_decode_build_of_dmma_spills(tmp_path):
     # ptxas (sm_90): 110-214 registers a thread, two blocks of 128 threads to an SM, no spills.
-    for variant in ("m16", "m32", "m16_splitk16", "m32_splitk16"):
-        assert max(spills("dmma", "float64", variant, tmp_path)) == 0, variant
+    spilled = on_every_core(lambda variant: spills("dmma", "float64", variant, tmp_path),
+                            ("m16", "m32", "m16_splitk16", "m32_splitk16"))
+    for variant, bytes_ in spilled.items():
+        assert max(bytes_) == 0, variant
 
 
 # dmma's tile model, fitted to every build at the shapes of its sweeps (its own shapes past the token rows, few
@@ -1080,8 +1091,8 @@ def ptxas_registers(method: str, dtype: str, variant: str | None, folder, spills
 def test_the_registry_counts_dmmas_registers_as_ptxas_does(tmp_path):
     # DMMA_REGISTERS is what ptxas (sm_90) gives each build; a kernel change that moves them moves the model's
     # residency, so the table must follow it.
-    counts = {name: ptxas_registers("dmma", "float64", None if name == "default" else name, tmp_path)
-              for name in registry.DMMA_REGISTERS}
+    counts = on_every_core(lambda name: ptxas_registers("dmma", "float64", None if name == "default" else name,
+                                                        tmp_path), registry.DMMA_REGISTERS)
     assert counts == registry.DMMA_REGISTERS
     assert set(counts) == {"default", *(v.name for v in registry.get("dmma").variants)}
 
@@ -1093,8 +1104,8 @@ def test_the_registry_counts_kernel_7s_small_tiles_registers_as_ptxas_does(tmp_p
     # the bound), and the 64x128 tiles split 3 ways or more for 3 (168 at most; 206-212 without). Split 8 or 16 ways
     # (64x64) and 3 or more ways (64x128) their sums load 2 and 1 partials a pass, which the bounds need: the default
     # staging spilled under them.
-    counts = {name: ptxas_registers("warptiled", "float32", name, tmp_path, spills=False)
-              for name in registry.WARPTILED_SMALL_REGISTERS}
+    counts = on_every_core(lambda name: ptxas_registers("warptiled", "float32", name, tmp_path, spills=False),
+                           registry.WARPTILED_SMALL_REGISTERS)
     assert counts == registry.WARPTILED_SMALL_REGISTERS and set(counts) == SMALL_TILES
     m = registry.get("warptiled")
     bound = {v.name: v.launch_bounds[1] for v in m.variants if v.launch_bounds}
