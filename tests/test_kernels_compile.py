@@ -129,6 +129,17 @@ def run_build(method: str, variant: str | None, arch: str, whole: bool, folder: 
     return Build(source, result.returncode, result.stderr, output.read_bytes() if result.returncode == 0 else b"")
 
 
+# nvcc runs one process a build: the compile tests run one on each core at a time.
+CORES = os.cpu_count() or 1
+
+
+def on_every_core(compile_one, names) -> dict:
+    """{name: compile_one(name)}, one nvcc process on each core at a time."""
+    names = list(names)
+    with concurrent.futures.ThreadPoolExecutor(CORES) as pool:
+        return dict(zip(names, pool.map(compile_one, names)))
+
+
 BUILD_TESTS = ("test_module_compiles", "test_every_registry_variant_builds_for_its_target_and_changes_the_code",
                "test_registry_launch_matches_the_warp_specialized_kernels_config",
                "test_split_k_workspace_and_launch_match_the_kernel")
@@ -142,15 +153,16 @@ def builds_of(name: str, params: dict) -> list[tuple[str, str | None, str, bool]
     variant = None if params.get("variant", "default") == "default" else params["variant"]
     arch = kernels.target(method, "sm_90")
     # the variant test compares its build with the default's
-    return [(method, variant, arch, False), *([(method, None, arch, False)] if name == BUILD_TESTS[1] else [])]
+    compared = name == "test_every_registry_variant_builds_for_its_target_and_changes_the_code"
+    return [(method, variant, arch, False), *([(method, None, arch, False)] if compared else [])]
 
 
 @pytest.fixture(scope="session")
 def build(request, tmp_path_factory):
-    """build(method, variant, arch, whole) -> Build. The builds of every selected test start at once, on every core
-    (nvcc runs one process a build), and each is compiled once however many tests read it."""
+    """build(method, variant, arch, whole) -> Build. The builds of every selected test start at once, on every core,
+    and each is compiled once however many tests read it."""
     root = tmp_path_factory.mktemp("builds")
-    pool = concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1)
+    pool = concurrent.futures.ThreadPoolExecutor(CORES)
     futures: dict[tuple[str, str | None, str, bool], concurrent.futures.Future] = {}
 
     def start(key):
@@ -510,7 +522,7 @@ def test_registry_launch_matches_the_warp_specialized_kernels_config(method, var
 
 @needs_nvcc
 def test_a_build_whose_constants_are_not_the_registrys_fails_to_compile(tmp_path):
-    # Guards the test above: a check that does not hold stops the build, with the constant's name.
+    # Guards the test above: a check that does not hold fails the build, with the constant's name.
     method = "wgmma_warp_specialized"
     checks = ws_checks(method, None) | {"BN": 8}
     result = compile_ws_checks(method, registry.get(method).config.defines, checks, tmp_path)

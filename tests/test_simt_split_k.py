@@ -3,10 +3,8 @@ heuristic's picks and reasons, the variants' launch geometry and workspace, and 
 
 from __future__ import annotations
 
-import concurrent.futures
 import csv
 import math
-import os
 import re
 import subprocess
 from dataclasses import replace
@@ -20,7 +18,7 @@ from matmul_study.core.specs import Problem, shared_opt_in_bytes
 from matmul_study.analysis import tile_fit
 from matmul_study.analysis.tile_fit import table_ratios
 from test_configs import REPO
-from test_kernels_compile import needs_nvcc
+from test_kernels_compile import needs_nvcc, on_every_core
 
 # (method, dtype): the record whose tiles the split builds cut (core/geometry.py). Each kernel static_asserts that
 # its partial tile (THREADS x its accumulators per thread) is the record's BM x BN accumulators, and a split build
@@ -288,13 +286,6 @@ def test_a_split_build_sums_through_the_workspace_without_atomics_on_c(method, v
 # Bytes a thread of each split build may spill (ptxas -v): what the builds spilled with one slice summed at a time;
 # staging the sum's loads by elements, not registers, spilled 852 bytes in DMMA's splitk4 and 972 in warptiled fp64's.
 SPILL_BOUND = 16
-
-
-def on_every_core(compile_one, names) -> dict:
-    """{name: compile_one(name)}, one nvcc process on each core at a time."""
-    names = list(names)
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return dict(zip(names, pool.map(compile_one, names)))
 
 
 def spills(method: str, dtype: str, variant: str, tmp_path) -> list[int]:
