@@ -219,6 +219,24 @@ def test_dequantize_blocks_multiplies_each_element_by_its_blocks_scale():
 
 
 # ------------------------------------------------------------------------------------------------- the rung
+def block_pick(m: int, n: int, k: int, sm_count: int = 132, variants: tuple[str, ...] | None = None) -> str:
+    method = registry.get("wgmma_fp8_block")
+    names = tuple(v.name for v in method.variants) if variants is None else variants
+    return method.choose(specs.Problem(m, n, k, 0, BLOCK, sm_count=sm_count), names).variant
+
+
+def test_block_rung_takes_64_row_tiles_where_its_own_fill_at_most_half_the_sms():
+    # 128x128 tiles at most half of 132 SMs, 64x128 ones in one wave: 512^3 (16 tiles, 32), 1024^3 (64, 128)
+    assert [block_pick(s, s, s) for s in (256, 512, 768, 1024)] == ["bm64"] * 4
+    # past half the SMs its own tiles, without a cluster up to 8 waves, in it beyond (1536^3 bm64 lost, 0.95 to 1.01)
+    assert [block_pick(s, s, s) for s in (1280, 1536, 2048, 4096, 8192)] == ["cluster1"] * 4 + ["default"]
+    assert block_pick(1024, 1024, 1024, sm_count=127) == "cluster1"  # 64 tiles past half of 127 SMs
+    assert block_pick(1000, 1000, 1024) == "bm64"  # partial tiles: 64 of 128x128, 128 of 64x128
+    # a split where the tiles leave SMs idle and K is deep is kept: split-K beats more, thinner tiles there
+    assert block_pick(128, 4096, 7168) == "splitk4" and block_pick(1024, 1024, 8192) == "splitk2"
+    assert block_pick(512, 512, 512, variants=("cluster1", "no_streamk")) == "cluster1"  # not built: not picked
+
+
 def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only():
     m = registry.get("wgmma_fp8_block")
     assert m.dtypes == ("float8_e4m3_block",) and m.source == "17_wgmma_fp8_block.cu" and m.default_study
@@ -232,12 +250,9 @@ def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only(
     assert m.unmet_requirement((8, 9), lambda name: True) is not None  # sm_90a only
     assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "splitk2", "splitk4", "splitk8",
                                             "bm64", "bm64_splitk2", "bm64_splitk4", "bm64_splitk8"}
-    # 64-row tiles for a sweep of small squares, without a cluster; the heuristic does not pick them (yet).
+    # 64-row tiles for small squares, without a cluster (the heuristic's below)
     for v in (v for v in m.variants if v.name.startswith("bm64")):
         assert (v.config.BM, v.config.cluster, v.config.k_groups) == (64, 1, 1), v.name
-    for size in (512, 1024, 1536):
-        assert not m.choose(specs.Problem(size, size, size, 0, BLOCK), tuple(v.name for v in m.variants)).variant \
-            .startswith("bm64")
     for v in m.variants:  # a variant never changes the tile's columns, promotion or the scales: the method's
         assert (v.config.bn, v.config.bk, v.config.promote, v.config.scale_slots) == (
             m.config.bn, m.config.bk, True, m.config.scale_slots), v.name

@@ -578,7 +578,8 @@ def tile_split_k_variants(family: TileFamily, splits: tuple[int, ...] = (2, 4, 8
 # builds: BM in FEW_ROWS_TILE_MS (m1, the default, then m2, m4, m8), whole or k split FEW_ROWS_SPLITS ways; and
 # FEW_ROWS_RUNS_TILE_M rows (m16, m16_splitk<S>) in fp32, tf32 and fp64 only, whose k lanes take runs of 4 rows of k
 # with A staged in shared memory (FEW_ROWS_A_VECTORS): a bench runs them at up to 16 rows (Variant.max_rows); the
-# heuristic, fitted to the builds of 1-8 rows, does not pick them, and a study leaves kernel 18 at 8 rows.
+# heuristic does not pick them (at 16 rows kernel 7 ran faster: docs/classic-and-simt.md), and a study leaves kernel
+# 18 at 8 rows.
 FEW_ROWS_TILE_MS = (1, 2, 4, 8)
 FEW_ROWS_RUNS_TILE_M = 16
 FEW_ROWS_RUNS_DTYPES = ("tf32", "float32", "float64")

@@ -36,8 +36,9 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, bytes_choose, few_columns_twins_first,
-                                                few_rows_twins_first, fp8_block_variants, promote_chunk_variants,
-                                                promoted_class_choose, promoted_ladder, promoted_variants,
+                                                few_rows_twins_first, fp8_block_choose, fp8_block_variants,
+                                                promote_chunk_variants, promoted_class_choose, promoted_ladder,
+                                                promoted_variants,
                                                 small_splits_first, swap_twins, swap_variants, ws_bm64_variants,
                                                 ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
                                                 ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
@@ -558,9 +559,9 @@ METHODS: dict[str, Method] = {
             ("A", "BT"),
             variants=fp8_block_variants(WS_FP8_BLOCK),
             # The promoted 128x128 tiles' rule for their cluster (configs.PROMOTED_OWN_TILES): its tiles are those
-            # tiles, and measured the same way (2048^3 and 4096^3 faster without a cluster, 8192^3 not).
-            choose=configs.persistent_split_k(*WS_FP8_BLOCK.tile(), own_tiles=configs.PROMOTED_OWN_TILES,
-                                              own_tiles_waves=configs.PROMOTED_OWN_TILES_WAVES),
+            # tiles, and measured the same way (2048^3 and 4096^3 faster without a cluster, 8192^3 not); its 64x128
+            # tiles where the 128x128 ones fill at most half the SMs.
+            choose=fp8_block_choose(WS_FP8_BLOCK),
             accuracy=PROMOTED,
         ),
         Method(

@@ -832,7 +832,7 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
     sums in tiles of 128 columns (one column block of B's scales; its record, WS_FP8_BLOCK, 128x128): the cluster, the
     stream-K tail, split-K for too few tiles, and 64x128 tiles (one consumer warpgroup, its two scratch sets taking
     turns, as the per-tensor promoted class's bm64 builds) whole and split, without a cluster, for the small squares
-    that 128x128 tiles leave most SMs short of (built for a sweep: the heuristic does not pick them). A k step is one
+    that 128x128 tiles leave most SMs short of (the heuristic, fp8_block_choose, picks the whole ones). A k step is one
     scale block, and slices and stream-K pieces are whole k steps, so every one of them weights its partials itself."""
     short = replace(base, bm=SHORT_BM, cluster=1)
     return (
@@ -855,6 +855,29 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
             "through a workspace (deterministic)")
           for s in FP8_BLOCK_SPLITS),
     )
+
+
+def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The block-scaled FP8 rung's heuristic: configs.persistent_split_k over its own 128x128 tiles (without a cluster
+    up to PROMOTED_OWN_TILES_WAVES waves, split K where the tiles leave SMs idle and K is deep), and its 64x128 tiles
+    (bm64) in place of a whole-tile pick where the 128x128 tiles fill at most half the SMs and the 64x128 ones fit
+    one wave: twice the tiles in flight on the same bytes of B. On an H100 (x cuBLASLt's block-scaled line, one run;
+    results/reference/NVIDIA_H100/few-rows-fp8-block/fp8-block-builds.txt): 512^3 1.21 against 1.01 for cluster1,
+    1024^3 1.10 against 0.99; past half a wave it lost (1536^3, 288 tiles in three waves: 0.95 against 1.01), and its
+    splits lost to the whole tiles at every square (0.15-0.98)."""
+    tiles = persistent_split_k(*base.tile(), own_tiles=PROMOTED_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES)
+    short = f"bm{SHORT_BM}"
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = tiles(problem, variants)
+        own = cdiv(problem.m, base.BM) * cdiv(problem.n, base.bn)
+        halves = cdiv(problem.m, SHORT_BM) * cdiv(problem.n, base.bn)
+        if (short not in variants or picked.variant not in (DEFAULT, PROMOTED_OWN_TILES.variant)
+                or 2 * own > problem.sm_count):  # (then the 64x128 tiles, at most twice as many, fit one wave)
+            return picked
+        return Choice(short, f"{own} tiles of {base.BM}x{base.bn} fill at most half of {problem.sm_count} SMs and no "
+                             f"split pays: {halves} tiles of {SHORT_BM}x{base.bn} without a cluster, in one wave")
+    return choose
 
 
 # The 3xTF32 rung (kernels/warp_specialized/operands_3xtf32.cuh): a pre-pass splits each fp32 operand into a big and
