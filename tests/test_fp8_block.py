@@ -248,8 +248,8 @@ def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only(
     assert m.config.shared_bytes == promoted.config.shared_bytes + 3 * ((128 + 4) * 4 + 16) <= SM90_SHARED_BYTES
     assert m.tile(0, "float8_e4m3_block") == promoted.tile(0, "float8_e4m3")
     assert m.unmet_requirement((8, 9), lambda name: True) is not None  # sm_90a only
-    assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "splitk2", "splitk4", "splitk8",
-                                            "bm64", "bm64_splitk2", "bm64_splitk4", "bm64_splitk8"}
+    assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "cluster1_no_streamk", "splitk2", "splitk4",
+                                            "splitk8", "bm64", "bm64_splitk2", "bm64_splitk4", "bm64_splitk8"}
     # 64-row tiles for small squares, without a cluster (the heuristic's below)
     for v in (v for v in m.variants if v.name.startswith("bm64")):
         assert (v.config.BM, v.config.cluster, v.config.k_groups) == (64, 1, 1), v.name

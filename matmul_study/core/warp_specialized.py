@@ -842,6 +842,9 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
         replace(base, streamk=False).variant(
             "no_streamk",
             "no stream-K tail: the last wave is whole tiles, even where splitting it by k steps would pay"),
+        replace(base, cluster=1, streamk=False).variant(
+            "cluster1_no_streamk",
+            "no cluster and no stream-K tail: every CTA loads its own Bt tile, and the last wave is whole tiles"),
         *(replace(base, split_k=s).variant(
             f"splitk{s}",
             f"split-K: each tile's k steps (scale blocks) in {s} slices on {s} clusters, summed in slice order "
