@@ -228,13 +228,16 @@ def block_pick(m: int, n: int, k: int, sm_count: int = 132, variants: tuple[str,
 def test_block_rung_takes_64_row_tiles_where_its_own_fill_at_most_half_the_sms():
     # 128x128 tiles at most half of 132 SMs, 64x128 ones in one wave: 512^3 (16 tiles, 32), 1024^3 (64, 128)
     assert [block_pick(s, s, s) for s in (256, 512, 768, 1024)] == ["bm64"] * 4
-    # past half the SMs its own tiles, without a cluster up to 8 waves, in it beyond (1536^3 bm64 lost, 0.95 to 1.01)
-    assert [block_pick(s, s, s) for s in (1280, 1536, 2048, 4096, 8192)] == ["cluster1"] * 4 + ["default"]
-    assert block_pick(1024, 1024, 1024, sm_count=127) == "cluster1"  # 64 tiles past half of 127 SMs
+    # past half the SMs its own tiles, without a cluster or a stream-K tail up to 8 waves, in the clusters with the
+    # tail beyond (1536^3 bm64 lost, 0.95 to 1.01)
+    own = "cluster1_no_streamk"
+    assert [block_pick(s, s, s) for s in (1280, 1536, 2048, 4096, 8192)] == [own] * 4 + ["default"]
+    assert block_pick(1024, 1024, 1024, sm_count=127) == own  # 64 tiles past half of 127 SMs
     assert block_pick(1000, 1000, 1024) == "bm64"  # partial tiles: 64 of 128x128, 128 of 64x128
     # a split where the tiles leave SMs idle and K is deep is kept (64x128 tiles against it: not measured)
     assert block_pick(128, 4096, 7168) == "splitk4" and block_pick(1024, 1024, 8192) == "splitk2"
-    assert block_pick(512, 512, 512, variants=("cluster1", "no_streamk")) == "cluster1"  # not built: not picked
+    assert block_pick(512, 512, 512, variants=("cluster1", "no_streamk")) == "default"  # not built: not picked
+    assert block_pick(2048, 2048, 2048, variants=("cluster1", "no_streamk")) == "default"
 
 
 def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only():
@@ -265,11 +268,12 @@ def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only(
     assert split.config == replace(m.config, split_k=4)
     tile_bytes = m.config.BM * m.config.bn * 4  # a partial tile of fp32 accumulators
     assert split.workspace(specs.Problem(300, 520, 8193, 0, BLOCK)) == 4 * 5 * (4 * tile_bytes + 4)
-    # The heuristic splits deep K over few tiles and keeps whole tiles where they fill the GPU: without a cluster up
-    # to 8 waves of them, as the promoted per-tensor tiles, with the 2-CTA clusters past that.
+    # The heuristic splits deep K over few tiles and keeps whole tiles where they fill the GPU: without a cluster (and
+    # without a stream-K tail) up to 8 waves of them, as the promoted per-tensor tiles, with the 2-CTA clusters past
+    # that.
     names = tuple(v.name for v in m.variants)
     assert m.choose(specs.Problem(512, 512, 8192, 0, BLOCK), names).variant == "splitk8"
-    for size, pick in ((2048, "cluster1"), (4096, "cluster1"), (8192, "default")):
+    for size, pick in ((2048, "cluster1_no_streamk"), (4096, "cluster1_no_streamk"), (8192, "default")):
         choice = m.choose(specs.Problem(size, size, size, 0, BLOCK), names)
         assert choice.variant == pick and (pick == "default") == ("without a cluster" not in choice.reason), size
     assert m.choose(specs.Problem(4096, 4096, 4096, 0, BLOCK), ("splitk2",)).variant == "default"
