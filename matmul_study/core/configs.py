@@ -209,8 +209,8 @@ PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to
                                         "clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, on an H200), "
                                         "slower at 8192^3")
 PROMOTED_OWN_TILES_WAVES = 8
-# Block-scaled FP8 runs those tiles without a cluster and without the stream-K tail as well: the tail's pieces each
-# weight and promote their own partials, and the fix-up of C cost more than the last wave's idle SMs. On an H100
+# Block-scaled FP8 runs those tiles without a cluster and without the stream-K tail as well (the tail's pieces each
+# weight and promote their own partials before the fix-up in C; not profiled). On an H100
 # (x cuBLASLt's block-scaled line, two runs on one machine; results/reference/NVIDIA_H100/fp8-block-no-streamk/),
 # without the tail against with it: 1280^3 1.054 (0.992), 1536^3 1.032 (1.001), 2048^3 1.019 and 1.055 (0.966 and
 # 0.998), 2048x4096x2048 1.048 (1.008), 3072^3 0.977 (0.966), 4096^3 0.952 and 0.944 (0.935 and 0.927).
