@@ -2,6 +2,7 @@
     python -m matmul_study model --method tiled --m 512 --k 512 --n 512 --block 16 --dtype float32
     python -m matmul_study compare run1/results.csv run2/results.csv [--markdown comparison.md]
     python -m matmul_study compare results/reference/NVIDIA_H200 results   (a run's folder: its tables/results.csv)
+    python -m matmul_study compare results/reference/NVIDIA_H200 results/reference/NVIDIA_H100/study --across-devices
     python -m matmul_study gpus results/tables/results.csv
 """
 
@@ -44,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("second", help="the same, of the other run")
     c.add_argument("--tolerance", type=float, default=0.03, help="relative change counted as reproduced")
     c.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    c.add_argument("--across-devices", action="store_true",
+                   help="join jobs on the job alone, so that runs on two card models compare (their ratios to the "
+                        "vendor, vs_cublas, are what should agree)")
     g = sub.add_parser("gpus", help="which GPU each job of a results.csv held, and whether two jobs shared one "
                                     "(exit status 1 if so)")
     g.add_argument("results")
@@ -68,7 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         from matmul_study.analysis.reproduce import compare, markdown
 
         first, second = results_csv(parser, "first", args.first), results_csv(parser, "second", args.second)
-        result = compare(pd.read_csv(first), pd.read_csv(second), args.tolerance)
+        try:
+            result = compare(pd.read_csv(first), pd.read_csv(second), args.tolerance, args.across_devices)
+        except ValueError as error:
+            parser.error(str(error))
+        if result.get("note"):
+            print(f"note: {result['note']}", file=sys.stderr)
         json.dump(result, sys.stdout, indent=1)
         print()
         if args.markdown:

@@ -129,6 +129,41 @@ def test_compare_counts_ratios_to_cublas_apart_from_rates(tmp_path):
     assert "| 0.541 | 0.568 | +5.00% |" in page
 
 
+def test_compare_across_card_models_joins_on_the_job_and_says_so_otherwise(tmp_path):
+    # A second reference GPU: an H100 against an H200 shares no device name, so by default no GPU job joins and the
+    # comparison says why and what joins them; --across-devices compares the ratios measured in each run.
+    import pandas as pd
+
+    from matmul_study.analysis.reproduce import compare, markdown
+
+    first = pd.DataFrame([{"env_device_name": "NVIDIA H200", "env_device_kind": "gpu", "method": method,
+                           "dtype": "float16", "block": 0, "m": 4096, "k": 4096, "n": 4096, "status": "passed",
+                           "gflops": rate, "pct_of_cublas": pct}
+                          for method, rate, pct in (("cublas", 740e3, 100.0), ("wgmma_warp_specialized", 740e3, 100.0))])
+    second = first.assign(env_device_name="NVIDIA H100 80GB HBM3", gflops=[700e3, 686e3], pct_of_cublas=[100.0, 98.0])
+    alone = compare(first, second)
+    assert alone["gpu"]["jobs_compared"] == 0 and not alone["across_devices"]
+    assert alone["devices"] == {"first": ["NVIDIA H200"], "second": ["NVIDIA H100 80GB HBM3"]}
+    assert "NVIDIA H200" in alone["note"] and "--across-devices" in alone["note"]
+    across = compare(first, second, across_devices=True)
+    assert "note" not in across and across["gpu"]["jobs_compared"] == 2
+    assert across["vs_cublas"]["jobs_compared"] == 1
+    assert across["vs_cublas"]["worst_abs_change"] == pytest.approx(0.02)
+    assert "jobs joined on the job alone, across device models" in markdown(across, "a", "b")
+    first.to_csv(tmp_path / "a.csv", index=False)
+    second.to_csv(tmp_path / "b.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "matmul_study", "compare", str(tmp_path / "a.csv"),
+                          str(tmp_path / "b.csv")], capture_output=True, text=True)
+    assert out.returncode == 0 and "note: no GPU job ran on the same device model" in out.stderr, out.stderr
+    # One run holding a job on two card models cannot be joined on the job alone: a usage error, not a guess.
+    both = pd.concat([first, second.assign(gflops=[1.0, 1.0])])
+    both.to_csv(tmp_path / "both.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "matmul_study", "compare", str(tmp_path / "both.csv"),
+                          str(tmp_path / "b.csv"), "--across-devices"], capture_output=True, text=True)
+    assert out.returncode == 2 and "the first run holds cublas float16" in out.stderr, out.stderr
+    assert "more than one device model" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_compare_takes_a_runs_folder_and_names_a_wrong_argument(tmp_path):
     # A run's folder (results/, results/reference/<device>/) stands for its tables/results.csv; a path that is
     # neither a results table nor such a folder is a usage error naming the argument, not a traceback.

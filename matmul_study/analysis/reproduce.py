@@ -1,6 +1,10 @@
 """Do two runs of the same study agree? Per job, the change of the headline rate (a GPU job's burst rate, the
 CPU's median), counted separately for GPU and CPU jobs; and the sustained rates with their settled clock and
-power, shown side by side (they depend on the card's power and thermal state, which differ between machines)."""
+power, shown side by side (they depend on the card's power and thermal state, which differ between machines).
+
+Jobs are joined on their device as well, so that two runs on different card models share no GPU job. Across card
+models (a second reference GPU against the first) the rates differ by design and the ratios to the vendor in the
+same run are what should agree: across_devices joins on the job alone."""
 
 from __future__ import annotations
 
@@ -51,9 +55,30 @@ def _ratios(gpu: pd.DataFrame) -> pd.DataFrame:
     return ratios.assign(change=ratios["second_gflops"] / ratios["first_gflops"] - 1)
 
 
-def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) -> dict:
-    """Jobs passed in both runs, joined on device, method, dtype, block, variant and shape."""
+def _devices(rates: pd.DataFrame) -> list[str]:
+    """The GPU models a run's passed jobs ran on."""
+    gpu = rates[rates["on_gpu"]]
+    return sorted(str(d) for d in gpu.index.get_level_values("env_device_name").unique())
+
+
+def _job_only(rates: pd.DataFrame, side: str) -> pd.DataFrame:
+    """The rates indexed by the job alone; a run holding one job on two card models cannot be joined so."""
+    rates = rates.droplevel("env_device_name")
+    if rates.index.duplicated().any():
+        twice = job_names(rates[rates.index.duplicated()].reset_index().head(1))[0]
+        raise ValueError(f"the {side} run holds {twice} on more than one device model: compare it per device "
+                         "(without --across-devices)")
+    return rates
+
+
+def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03,
+            across_devices: bool = False) -> dict:
+    """Jobs passed in both runs, joined on device (unless across_devices), method, dtype, block, variant and
+    shape."""
     a, b = _rates(first), _rates(second)
+    devices = {"first": _devices(a), "second": _devices(b)}
+    if across_devices:
+        a, b = _job_only(a, "first"), _job_only(b, "second")
     both = a.merge(b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
     both = both.rename(columns={"gflops_a": "first_gflops", "gflops_b": "second_gflops"})
     both["change"] = both["second_gflops"] / both["first_gflops"] - 1
@@ -62,8 +87,16 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03) 
     cublas = gpu.reset_index()
     cublas = cublas[(cublas["method"] == "cublas") & (cublas["m"] == cublas["k"]) & (cublas["k"] == cublas["n"])
                     & cublas["m"].isin([4096, 8192])]
+    note = None
+    if not across_devices and devices["first"] and devices["second"] and not gpu.shape[0]:
+        note = (f"no GPU job ran on the same device model in both runs (first: {', '.join(devices['first'])}; "
+                f"second: {', '.join(devices['second'])}): --across-devices joins on the job alone, and its "
+                "vs_cublas compares the ratios to the vendor measured in each run")
     return {
         "tolerance": tolerance,
+        "devices": devices,
+        "across_devices": across_devices,
+        **({"note": note} if note else {}),
         "rate": "burst for GPU jobs, median for CPU jobs (the results' gflops column)",
         **_summary(both, tolerance),  # all jobs, as before
         "gpu": _summary(gpu, tolerance),
@@ -83,6 +116,13 @@ def markdown(result: dict, first: str, second: str) -> str:
     """The comparison as a short Markdown page (for committing beside the two runs)."""
     lines = [f"# {first} vs {second}", "",
              f"Rate: {result['rate']}; a job reproduces when its rate changed by at most {result['tolerance']:.0%}.", ""]
+    devices = result.get("devices")
+    if devices:
+        joined = "the job alone, across device models" if result.get("across_devices") else "the device and the job"
+        lines += [f"GPUs: {', '.join(devices['first']) or 'none'} (first), {', '.join(devices['second']) or 'none'} "
+                  f"(second); jobs joined on {joined}.", ""]
+    if result.get("note"):
+        lines += [f"Note: {result['note']}.", ""]
     for part in ("gpu", "cpu"):
         s = result[part]
         if s["jobs_compared"]:
