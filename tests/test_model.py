@@ -139,7 +139,8 @@ def test_compare_across_card_models_joins_on_the_job_and_says_so_otherwise(tmp_p
     first = pd.DataFrame([{"env_device_name": "NVIDIA H200", "env_device_kind": "gpu", "method": method,
                            "dtype": "float16", "block": 0, "m": 4096, "k": 4096, "n": 4096, "status": "passed",
                            "gflops": rate, "pct_of_cublas": pct}
-                          for method, rate, pct in (("cublas", 740e3, 100.0), ("wgmma_warp_specialized", 740e3, 100.0))])
+                          for method, rate, pct in (("cublas", 740e3, 100.0),
+                                                    ("wgmma_warp_specialized", 740e3, 100.0))])
     second = first.assign(env_device_name="NVIDIA H100 80GB HBM3", gflops=[700e3, 686e3], pct_of_cublas=[100.0, 98.0])
     alone = compare(first, second)
     assert alone["gpu"]["jobs_compared"] == 0 and not alone["across_devices"]

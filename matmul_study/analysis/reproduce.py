@@ -88,7 +88,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, tolerance: float = 0.03,
     cublas = cublas[(cublas["method"] == "cublas") & (cublas["m"] == cublas["k"]) & (cublas["k"] == cublas["n"])
                     & cublas["m"].isin([4096, 8192])]
     note = None
-    if not across_devices and devices["first"] and devices["second"] and not gpu.shape[0]:
+    if not across_devices and devices["first"] and devices["second"] and not len(gpu):
         note = (f"no GPU job ran on the same device model in both runs (first: {', '.join(devices['first'])}; "
                 f"second: {', '.join(devices['second'])}): --across-devices joins on the job alone, and its "
                 "vs_cublas compares the ratios to the vendor measured in each run")

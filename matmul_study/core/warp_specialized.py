@@ -15,8 +15,8 @@ from typing import Callable, ClassVar
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PART_K_TWIN_WAVES,
                                        PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_STEPS, PROMOTED_OWN_TILES_WAVES,
-                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL,
-                                       SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL,
+                                       PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
                                        few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
                                        small_split_first, swapped_problem, twin_bounds, whole_small_tiles, within_class)
@@ -864,10 +864,10 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
     """The block-scaled FP8 rung's heuristic: configs.persistent_split_k over its own 128x128 tiles (without a cluster
     or a stream-K tail up to PROMOTED_OWN_TILES_WAVES waves, configs.BLOCK_OWN_TILES; split K where the tiles leave
     SMs idle and K is deep), and its 64x128 tiles (bm64) in place of a whole-tile pick where the 128x128 tiles fill at
-    most half the SMs and the 64x128 ones fit one wave: twice the tiles in flight on the same bytes of B. On an H100 (x cuBLASLt's block-scaled line, one run;
-    results/reference/NVIDIA_H100/few-rows-fp8-block/fp8-block-builds.txt): 512^3 1.21 against 1.01 for cluster1,
-    1024^3 1.10 against 0.99; past half a wave it lost (1536^3, 288 tiles in three waves: 0.95 against 1.01), and its
-    splits lost to the whole tiles at every square (0.15-0.98)."""
+    most half the SMs and the 64x128 ones fit one wave: twice the tiles in flight on the same bytes of B. On an H100
+    (x cuBLASLt's block-scaled line, one run; results/reference/NVIDIA_H100/few-rows-fp8-block/fp8-block-builds.txt):
+    512^3 1.21 against 1.01 for cluster1, 1024^3 1.10 against 0.99; past half a wave it lost (1536^3, 288 tiles in
+    three waves: 0.95 against 1.01), and its splits lost to the whole tiles at every square (0.15-0.98)."""
     tiles = persistent_split_k(*base.tile(), own_tiles=BLOCK_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES)
     short = f"bm{SHORT_BM}"
 
