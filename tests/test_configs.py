@@ -778,6 +778,54 @@ def test_the_tile_picks_fit_the_committed_sweeps():
         assert rate[pick] >= (1 - TILE_REGRET[dtype]) * max(rate.values()), (method, dtype, shape, pick, rate)
 
 
+H100_HBM, H200_HBM = 2 * 2619e6 * 5120 / 8, 2 * 3201e6 * 6144 / 8  # bus width x memory clock, two transfers
+
+
+def test_fp8s_promoted_tiles_keep_their_cluster_past_a_short_k_on_a_card_of_less_bandwidth_an_sm():
+    # configs.PROMOTED_SLOW_MEMORY against the committed H100 runs of both builds: wherever one ran 2 % faster than
+    # the other, the rule on an H100's facts takes its cluster setting (the Cᵀ twins follow the same rule).
+    fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
+    names = tuple(v.name for v in fp8.variants)
+    runs = REPO / "results/reference/NVIDIA_H100/fp8-promoted-cluster"
+    decided = 0
+    for (method, _, shape), builds in table_ratios([runs / "promoted-cluster.txt",
+                                                    runs / "promoted-cluster-fit.txt"]).items():
+        clusters, without = builds.get("bn128_promote"), builds.get("bn128_promote_cluster1")
+        if method != "wgmma_fp8" or clusters is None or without is None or abs(clusters / without - 1) < 0.02:
+            continue
+        m, n, k = map(int, shape.split("x"))
+        pick = fp8.class_choose(configs.job_problem(e4m3, 0, m, k, n, sm_count=132, hbm_bytes_per_s=H100_HBM), names)
+        assert pick.variant.endswith("_cluster1") == (without > clusters), (shape, builds, pick)
+        decided += 1
+    assert decided >= 9
+    h100 = fp8.class_choose(configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132, hbm_bytes_per_s=H100_HBM),
+                            names)
+    assert h100.variant == "bn128_promote" and "32 k steps a tile are more than 20" in h100.reason
+    assert "25 GB/s of memory an SM" in h100.reason
+    # an H200, and a card whose bandwidth is not known, keep the rule the H200 measured: 4096^3 without a cluster
+    for hbm in (H200_HBM, None):
+        problem_ = configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132, hbm_bytes_per_s=hbm)
+        assert fp8.class_choose(problem_, names).variant == "bn128_promote_cluster1"
+    # the fast class and block-scaled FP8 keep their rules on an H100
+    h100_fast = configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132, hbm_bytes_per_s=H100_HBM)
+    assert fp8.choose(h100_fast, names).variant == fp8.choose(replace(h100_fast, hbm_bytes_per_s=None), names).variant
+
+
+def test_the_slow_memory_bar_weighs_bandwidth_an_sm_and_the_depth_of_a_tile():
+    slow = configs.SlowMemory(30e9, 20, "why")
+    e4m3 = dtypes.get("float8_e4m3")
+    h100 = Problem(4096, 4096, 4096, 0, e4m3, sm_count=132, hbm_bytes_per_s=H100_HBM)
+    assert slow.keeps_cluster(h100, 20) is None  # a short K: without a cluster
+    assert "21 k steps a tile are more than 20" in slow.keeps_cluster(h100, 21)
+    assert slow.keeps_cluster(replace(h100, hbm_bytes_per_s=None), 64) is None  # not known: as an H200
+    assert slow.keeps_cluster(replace(h100, hbm_bytes_per_s=H200_HBM), 64) is None
+    # the same bandwidth over fewer SMs is more an SM (3.35 TB/s over 100 SMs: 34 GB/s)
+    assert slow.keeps_cluster(replace(h100, sm_count=100), 64) is None
+    # a result table's missing bandwidth (NaN) is not known
+    assert configs.job_problem(e4m3, 0, 64, 64, 64, hbm_bytes_per_s=float("nan")).hbm_bytes_per_s is None
+    assert configs.job_problem(e4m3, 0, 64, 64, 64, hbm_bytes_per_s=H100_HBM).hbm_bytes_per_s == H100_HBM
+
+
 def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():
     # Where FP8's pick is its 128x256 tiles, it takes them without a cluster (configs.FP8_OWN_TILES): in each
     # committed run of both builds, cluster1 is at least as fast as the 2-CTA clusters at every size, within noise.

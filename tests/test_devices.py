@@ -136,3 +136,16 @@ def test_the_report_shows_both_cards_ratios_and_where_their_picks_differ():
     assert "NVIDIA H200 × vendor" in section and "NVIDIA H100 × vendor" in section
     assert "Where the heuristic chose differently" in section and "1 job ran a different configuration" in section
     assert "m16_splitk2" in section and "0.800" in section and "not swept" in section
+
+
+def test_a_gpus_memory_bandwidth_is_its_bus_width_times_its_memory_clock_two_transfers_a_clock():
+    from types import SimpleNamespace
+
+    from matmul_study.measure import gpu_device
+
+    attrs = SimpleNamespace(MEMORY_CLOCK_RATE="clock", GLOBAL_MEMORY_BUS_WIDTH="bus")
+    cuda = SimpleNamespace(device_attribute=attrs)
+    h100 = SimpleNamespace(get_attribute={"clock": 2619000, "bus": 5120}.get)  # kHz and bits, as the driver says
+    h200 = SimpleNamespace(get_attribute={"clock": 3201000, "bus": 6144}.get)
+    assert gpu_device.hbm_bytes_per_s(cuda, h100) == pytest.approx(3.352e12, rel=1e-3)
+    assert gpu_device.hbm_bytes_per_s(cuda, h200) == pytest.approx(4.917e12, rel=1e-3)

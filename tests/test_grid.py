@@ -230,6 +230,21 @@ def test_without_a_gpu_at_planning_auto_plans_for_the_registrys_sm_count_and_say
                                               "registry's default SM count)")
 
 
+def test_auto_plans_for_the_planning_gpus_memory_bandwidth_too(make_config):
+    # FP8's promoted class keeps the 2-CTA clusters at 4096^3 on a card of 25 GB/s an SM (an H100 SXM), and takes
+    # its tiles without a cluster where the bandwidth is an H200's or not known (configs.PROMOTED_SLOW_MEMORY).
+    cfg = make_config(methods=["wgmma_fp8"], dtypes=["float8_e4m3"], sizes=[4096])
+    reads = []
+
+    def planned(hbm):
+        jobs, _ = grid.build(cfg, (9, 0), have_module=everything, sm_count=132, hbm_bytes_per_s=hbm)
+        return set(jobs["variant"])
+
+    assert "bn128_promote" in planned(lambda: reads.append(1) or 3.35e12) and reads == [1]
+    assert "bn128_promote_cluster1" in planned(4.9e12)
+    assert "bn128_promote_cluster1" in planned(None)
+
+
 def test_no_sm_count_is_read_where_no_heuristic_runs(make_config, variant_method):
     def no_gpu_here():
         raise AssertionError("the SM count was read")

@@ -19,13 +19,14 @@ COLUMNS = ["device", "method", "dtype", "block", "shape", "m", "k", "n", "varian
            "best_gflops", "regret"]
 
 
-def _pick(method: str, dtype: str, block: int, m: int, k: int, n: int, sm_count) -> str | None:
+def _pick(method: str, dtype: str, block: int, m: int, k: int, n: int, sm_count, hbm_bytes_per_s=None) -> str | None:
     """The heuristic's pick for a job whose result did not record it; None for a method or dtype the registry
     does not know. A result table holds names: they are resolved here, once per such group."""
     if method not in registry.METHODS or dtype not in dtypes.DTYPES:
         return None
     problem = configs.job_problem(dtypes.get(dtype), block, m, k, n,
-                                  sm_count=int(sm_count) if pd.notna(sm_count) and sm_count else None)
+                                  sm_count=int(sm_count) if pd.notna(sm_count) and sm_count else None,
+                                  hbm_bytes_per_s=hbm_bytes_per_s)
     return configs.choose(registry.get(method), problem).variant
 
 
@@ -64,8 +65,9 @@ def regret_table(results: pd.DataFrame) -> pd.DataFrame:
             continue
         recorded = group["variant_pick"].dropna() if "variant_pick" in group else pd.Series(dtype=object)
         sm_count = group["env_sm_count"].iloc[0] if "env_sm_count" in group else None
+        hbm = group["env_hbm_bytes_per_s"].iloc[0] if "env_hbm_bytes_per_s" in group else None
         pick = (str(recorded.iloc[0]) if not recorded.empty else
-                _pick(method, dtype, int(block), int(m), int(k), int(n), sm_count))
+                _pick(method, dtype, int(block), int(m), int(k), int(n), sm_count, hbm))
         rates = rates[_in_class_of(method, dtype, pick, rates.index)]
         if len(rates) < 2:
             continue

@@ -226,6 +226,40 @@ BLOCK_OWN_TILES = Choice("cluster1_no_streamk",
 # 4096x4096x14336 (869 an SM) ran as fast without a cluster.
 PROMOTED_OWN_TILES_STEPS = 256
 PROMOTED_OWN_TILES_STEPS_WHY = "the cluster's multicast of B saves more the longer each SM streams"
+
+
+@dataclass(frozen=True)
+class SlowMemory:
+    """Where a card streams less memory an SM than `bytes_per_s_per_sm` (Problem.hbm_bytes_per_s over its SMs), a
+    rung's own tiles go without a cluster only over at most `tile_steps` k steps a tile. A card whose bandwidth is
+    not known plans as an H200, above the bar."""
+    bytes_per_s_per_sm: float
+    tile_steps: int
+    why: str
+
+    def keeps_cluster(self, problem, k_steps: int) -> str | None:
+        """Why the tiles keep their cluster on `problem`'s card over `k_steps` k steps a tile; None where they may
+        go without."""
+        hbm = problem.hbm_bytes_per_s
+        if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm or k_steps <= self.tile_steps:
+            return None
+        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on a card of "
+                f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
+                f"{self.bytes_per_s_per_sm / 1e9:.0f} ({self.why})")
+
+
+# On a card of less memory bandwidth an SM, the promoted 128x128 tiles lose their cluster over a short K only. An
+# H100 SXM streams 3.35 TB/s over its 132 SMs, 25 GB/s an SM, against an H200's 4.9 TB/s, 37 GB/s. On an H100 (x
+# cuBLASLt's promoted line, the 2-CTA clusters against none, two rounds in one process;
+# results/reference/NVIDIA_H100/fp8-promoted-cluster/), M x N x K: K = 2048, 2048^3 0.99 / 1.05, 2048x4096x2048
+# 0.99 / 1.04, 3072x3072x2048 0.93 / 0.94; 2560^3 0.88 / 0.92; K = 3072 and more the clusters: 3072^3 0.92 / 0.88,
+# 2048x2048x4096 0.92 / 0.88, 3584x3584x4096 0.96 / 0.83, 4096^3 0.93 / 0.81, 2048x2048x8192 0.91 / 0.84,
+# 1536x1536x8192 0.84 / 0.76, 8192^3 0.89-0.90 / 0.74-0.76: the depth of a tile decides there, from 1.1 to 7.8
+# waves. Under ncu (SMs at 1.57 GHz) the tiles without a cluster ran faster at 3072^3 and 4096^3 (5-7 %), reading a
+# fifth more from HBM at 4096^3 and as much at 3072^3: what costs at full clock is not settled. The bar lies between
+# the two cards measured.
+PROMOTED_SLOW_MEMORY = SlowMemory(30e9, 20, "on an H100, 25 GB/s an SM, the 2-CTA clusters ran faster past 20 k "
+                                            "steps a tile, the tiles without one up to that")
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
 # 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (part_k_cluster_waves): the
 # fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past
@@ -339,8 +373,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
                        narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
                        few_columns: int | None = None, own_tiles_waves: float | None = None,
                        short_tile_steps: int | None = None, twin_fill: float | None = None,
-                       part_k_cluster_waves: float | None = None, own_tiles_steps: float | None = None
-                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+                       part_k_cluster_waves: float | None = None, own_tiles_steps: float | None = None,
+                       own_tiles_slow_memory: SlowMemory | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -407,6 +441,8 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     `part_k_cluster_waves`: not where K is no whole number of k steps of `tile_k` and the default tiles make more
     than that many waves (FP8: PART_K_CLUSTERS). `own_tiles_steps`: only where the default tiles' k steps, all of
     them over the SMs, are at most that many an SM (FP8's promoted class: PROMOTED_OWN_TILES_STEPS).
+    `own_tiles_slow_memory`: on a card of less memory bandwidth an SM than its bar, only over as many k steps a tile
+    as it allows (FP8's promoted class: PROMOTED_SLOW_MEMORY).
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -505,6 +541,9 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         tiles, k_steps = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n), cdiv(problem.k, tile_k)
         if own_tiles_waves is not None and tiles > own_tiles_waves * problem.sm_count:
             return picked
+        slow = own_tiles_slow_memory.keeps_cluster(problem, k_steps) if own_tiles_slow_memory is not None else None
+        if slow is not None:
+            return Choice(picked.variant, f"{picked.reason}; {slow}")
         if own_tiles_steps is not None and tiles * k_steps > own_tiles_steps * problem.sm_count:
             return Choice(picked.variant, f"{picked.reason}; in its clusters, as {tiles} tiles of {k_steps} k steps "
                                           f"are {tiles * k_steps / problem.sm_count:.0f} an SM, more than "
@@ -2029,14 +2068,17 @@ def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, 
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
-            max_shared_bytes: int | None = None) -> Problem:
+                max_shared_bytes: int | None = None, hbm_bytes_per_s: float | None = None) -> Problem:
     """A job's Problem, the one way it is built (the grid's plan, the job's pick and launch, the regret of results
     that did not record their pick, the bench): the dtype's record, the block, the shape (m x k times k x n), and
-    the device's facts, its SM count and the shared memory a block may opt in to. A fact that is None or 0 (no GPU
-    at planning, a CPU job, a result that did not record it) takes the registry Problem's default."""
+    the device's facts, its SM count, the shared memory a block may opt in to and its memory bandwidth. A fact that
+    is None, 0 or NaN (no GPU at planning, a CPU job, a result that did not record it) takes the registry Problem's
+    default."""
     facts = {"sm_count": int(sm_count)} if sm_count else {}
     if max_shared_bytes:
         facts["max_shared_bytes"] = int(max_shared_bytes)
+    if hbm_bytes_per_s and hbm_bytes_per_s == hbm_bytes_per_s:  # NaN != NaN: a result table's missing value
+        facts["hbm_bytes_per_s"] = float(hbm_bytes_per_s)
     return Problem(m, n, k, int(block), dtype, **facts)
 
 

@@ -59,6 +59,9 @@ class Problem:
     # The most dynamic shared memory a block may opt in to on the device (shared_opt_in_bytes of its compute
     # capability; the default: H100/H200's).
     max_shared_bytes: int = shared_opt_in_bytes(DEFAULT_COMPUTE_CAPABILITY)
+    # The device's memory bandwidth in bytes a second (bus width x memory clock x 2, hbm_bytes_per_s in
+    # measure/gpu_device.py); None where it is not known: the heuristics then plan as for an H200.
+    hbm_bytes_per_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Callable, ClassVar
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PART_K_TWIN_WAVES,
                                        PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_STEPS, PROMOTED_OWN_TILES_WAVES,
-                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL,
-                                       PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SLOW_MEMORY, PROMOTED_SWAP_TRANSPOSE_SHARE,
+                                       PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
                                        few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
                                        small_split_first, swapped_problem, twin_bounds, whole_small_tiles, within_class)
@@ -777,7 +777,7 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
               **{s: name for name, (_, _, s) in builds.small_splits.items()}}
     options = dict(builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
                    own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
-                   twin_fill=PROMOTED_TWIN_FILL)
+                   twin_fill=PROMOTED_TWIN_FILL, own_tiles_slow_memory=PROMOTED_SLOW_MEMORY)
     tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=0, own_tiles_steps=PROMOTED_OWN_TILES_STEPS)
     twin_tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=PART_K_TWIN_WAVES)
     records = tile_records(as_known)

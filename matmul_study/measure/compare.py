@@ -36,7 +36,7 @@ from matmul_study.launch import kernels, launchers
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import BENCH_AFTER_CHECK, BENCH_BEFORE_CHECK, BENCH_VERIFIED, flops
 from matmul_study.measure import gpu_job, inputs
-from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, require_pycuda
+from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, hbm_bytes_per_s, require_pycuda
 from matmul_study.measure.stats import Measurement, Policy
 from matmul_study.measure.timing import StreamHold, launches_per_sample
 from matmul_study.measure.verify import Verification
@@ -265,7 +265,8 @@ class Bench:
         problem = configs.job_problem(
             record, case.block, case.m, case.k, case.n,
             sm_count=self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
-            max_shared_bytes=specs.shared_opt_in_bytes(self.device.compute_capability()))
+            max_shared_bytes=specs.shared_opt_in_bytes(self.device.compute_capability()),
+            hbm_bytes_per_s=hbm_bytes_per_s(self.cuda, self.device))
         ours = gpu_job.upload(*operands, record, operands.scales)
         # The vendor's line for the dtype (cuBLAS, or cuBLASLt for FP8) over the same inputs, into its own C.
         vendor = launchers.DeviceBuffers(ours.a, ours.b, gpuarray.empty((case.m, case.n), record.output), ours.scales)

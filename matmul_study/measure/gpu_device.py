@@ -65,6 +65,25 @@ def sm_count() -> int | None:
         return None
 
 
+def hbm_bytes_per_s(cuda, device) -> float:
+    """The device's memory bandwidth in bytes a second, as its datasheet counts it: the bus width times the memory
+    clock, two transfers a clock (an H100 SXM's 5120 bits at 2619 MHz, 3.35 TB/s; an H200's 6144 at 3201 MHz,
+    4.9 TB/s): what the FP8 promoted class's rule for its clusters weighs (configs.PROMOTED_SLOW_MEMORY)."""
+    attrs = cuda.device_attribute
+    clock_khz = device.get_attribute(attrs.MEMORY_CLOCK_RATE)
+    return 2.0 * clock_khz * 1e3 * device.get_attribute(attrs.GLOBAL_MEMORY_BUS_WIDTH) / 8
+
+
+def planning_hbm_bytes_per_s() -> float | None:
+    """GPU 0's memory bandwidth (hbm_bytes_per_s), or None where no GPU is usable: with sm_count, the device facts
+    the per-problem configuration heuristics plan for."""
+    try:
+        cuda = require_pycuda()
+        return hbm_bytes_per_s(cuda, cuda.Device(0))
+    except GpuUnavailable:
+        return None
+
+
 def nvml_handle(pci_bus_id: str):
     try:
         import pynvml
@@ -151,6 +170,7 @@ def device_environment(cuda, device) -> dict:
         "device_kind": "gpu",
         "compute_capability": f"{major}.{minor}",
         "sm_count": device.get_attribute(attrs.MULTIPROCESSOR_COUNT),
+        "hbm_bytes_per_s": hbm_bytes_per_s(cuda, device),
         "l2_bytes": device.get_attribute(attrs.L2_CACHE_SIZE),
         "memory_bytes": device.total_memory(),
         "driver_version": nvidia_driver_version(),

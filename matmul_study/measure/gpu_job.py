@@ -161,7 +161,8 @@ def run(method: Method, dtype: dt.DType, block: int, a: np.ndarray, b: np.ndarra
     env = device_environment(cuda, device)
     buffers = upload(a, b, dtype, scales)
     problem = configs.job_problem(dtype, block, a.shape[0], a.shape[1], b.shape[1], sm_count=env["sm_count"],
-                                  max_shared_bytes=shared_opt_in_bytes(device.compute_capability()))
+                                  max_shared_bytes=shared_opt_in_bytes(device.compute_capability()),
+                                  hbm_bytes_per_s=env["hbm_bytes_per_s"])
     launch = launchers.make(method, problem, buffers, cubin, variant)
     verified_run = verifier(cuda, launch, buffers, (a, b), scales, method, dtype, measurement, bool(env["cupy"]))
     handle = nvml_handle(device.pci_bus_id())

@@ -29,13 +29,16 @@ DEFAULT_SM_COUNT = next(f.default for f in dataclasses.fields(specs.Problem) if 
 
 
 class PlanningDevice:
-    """The SM count the heuristics plan for: GPU 0's where one is usable at planning time, else the registry
-    Problem's default. Read once, and only if a heuristic runs (`sm_count` may be a number, None, or a function
-    returning either, such as measure.gpu_device.sm_count)."""
+    """The device facts the heuristics plan for, its SM count and memory bandwidth: GPU 0's where one is usable at
+    planning time, else the registry Problem's defaults. Read once, and only if a heuristic runs (each may be a
+    number, None, or a function returning either, such as measure.gpu_device.sm_count)."""
 
-    def __init__(self, sm_count: int | Callable[[], int | None] | None):
+    def __init__(self, sm_count: int | Callable[[], int | None] | None,
+                 hbm_bytes_per_s: float | Callable[[], float | None] | None = None):
         self._source = sm_count
+        self._hbm_source = hbm_bytes_per_s
         self._read: tuple[int, str] | None = None
+        self._hbm: float | None = None
 
     def read(self) -> tuple[int, str]:
         """(SM count, where it came from, as the reason's last words)."""
@@ -43,7 +46,13 @@ class PlanningDevice:
             count = self._source() if callable(self._source) else self._source
             self._read = ((int(count), "the SM count of GPU 0 at planning") if count else
                           (DEFAULT_SM_COUNT, "no GPU usable at planning: the registry's default SM count"))
+            self._hbm = self._hbm_source() if callable(self._hbm_source) else self._hbm_source
         return self._read
+
+    def hbm_bytes_per_s(self) -> float | None:
+        """GPU 0's memory bandwidth at planning, None where it is not known (the heuristics plan as for an H200)."""
+        self.read()
+        return self._hbm
 
 
 def variant_choices(method: specs.Method, dtype: DType, block: int, shape, setting,
@@ -53,7 +62,8 @@ def variant_choices(method: specs.Method, dtype: DType, block: int, shape, setti
     mode = configs.setting_for(setting, method.name)
     planned_by_heuristic = mode == configs.AUTO and method.variants and method.choose is not None
     sm_count, source = device.read() if planned_by_heuristic else (DEFAULT_SM_COUNT, "")
-    problem = configs.job_problem(dtype, block, shape.m, shape.k, shape.n, sm_count=sm_count)
+    problem = configs.job_problem(dtype, block, shape.m, shape.k, shape.n, sm_count=sm_count,
+                                  hbm_bytes_per_s=device.hbm_bytes_per_s() if planned_by_heuristic else None)
     choices = configs.plan(method, problem, mode)
     if planned_by_heuristic:
         choices = [configs.Choice(c.variant, f"{c.reason} ({source})") for c in choices]
@@ -62,15 +72,16 @@ def variant_choices(method: specs.Method, dtype: DType, block: int, shape, setti
 
 def build(config: dict, compute_capability: tuple[int, int] | None = None,
           have_module: Callable[[str], bool] = module_available,
-          sm_count: int | Callable[[], int | None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+          sm_count: int | Callable[[], int | None] | None = None,
+          hbm_bytes_per_s: float | Callable[[], float | None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Return (jobs, pruned). jobs has PLAN_COLUMNS (GRID_COLUMNS and each job's variant_reason); pruned has method,
     dtype, block, reason.
 
     `compute_capability` is the target GPU's, where known: methods that cannot run on it are pruned with the
-    reason. `sm_count` is the planning GPU's (see PlanningDevice). A config that leaves no job at all is an error
-    that says what each method supports."""
+    reason. `sm_count` and `hbm_bytes_per_s` are the planning GPU's (see PlanningDevice). A config that leaves no job
+    at all is an error that says what each method supports."""
     jobs, pruned = [], []
-    device = PlanningDevice(sm_count)
+    device = PlanningDevice(sm_count, hbm_bytes_per_s)
     setting = config.get("variants", configs.AUTO)
     for name in config["methods"]:
         method = registry.get(name)

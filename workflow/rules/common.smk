@@ -41,10 +41,11 @@ if config["threads"] == "auto":
 
 # "auto" becomes GPU 0's arch where one is usable, so cubins built for one GPU are never reused on another.
 ARCH = device.resolve_arch(config["arch"])
-# `variants: auto` plans each kernel's configuration per problem for GPU 0's SM count where one is usable here, else
-# for the registry's default; each job's variant_reason says which.
+# `variants: auto` plans each kernel's configuration per problem for GPU 0's SM count and memory bandwidth where one
+# is usable here, else for the registry's defaults; each job's variant_reason says which.
 try:
-    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH), sm_count=device.sm_count)
+    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH), sm_count=device.sm_count,
+                              hbm_bytes_per_s=device.planning_hbm_bytes_per_s)
 except study_config.ConfigError as exc:
     stops.fail(f"Invalid configuration: {exc}")
 for _note in grid.pruned_methods_note(PRUNED):

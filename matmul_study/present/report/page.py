@@ -38,6 +38,7 @@ ENV_FIELDS = {
     "env_device_kind": "Device kind",
     "env_compute_capability": "Compute capability",
     "env_sm_count": "SM count",
+    "env_hbm_bytes_per_s": "Memory bandwidth (bytes/s, bus width × memory clock × 2)",
     "env_driver_version": "NVIDIA driver",
     "env_cuda_version": "CUDA",
     "env_cpu_model": "CPU model",
