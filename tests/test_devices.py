@@ -143,9 +143,19 @@ def test_a_gpus_memory_bandwidth_is_its_bus_width_times_its_memory_clock_two_tra
 
     from matmul_study.measure import gpu_device
 
+    class DriverError(Exception):
+        pass
+
     attrs = SimpleNamespace(MEMORY_CLOCK_RATE="clock", GLOBAL_MEMORY_BUS_WIDTH="bus")
-    cuda = SimpleNamespace(device_attribute=attrs)
+    cuda = SimpleNamespace(device_attribute=attrs, Error=DriverError)
     h100 = SimpleNamespace(get_attribute={"clock": 2619000, "bus": 5120}.get)  # kHz and bits, as the driver says
     h200 = SimpleNamespace(get_attribute={"clock": 3201000, "bus": 6144}.get)
     assert gpu_device.hbm_bytes_per_s(cuda, h100) == pytest.approx(3.352e12, rel=1e-3)
     assert gpu_device.hbm_bytes_per_s(cuda, h200) == pytest.approx(4.917e12, rel=1e-3)
+    # a driver that does not say (an error, or 0): not known, and the heuristics plan as for an H200
+    assert gpu_device.hbm_bytes_per_s(cuda, SimpleNamespace(get_attribute={"clock": 0, "bus": 5120}.get)) is None
+
+    def refuses(attribute):
+        raise DriverError("invalid attribute")
+
+    assert gpu_device.hbm_bytes_per_s(cuda, SimpleNamespace(get_attribute=refuses)) is None

@@ -65,13 +65,18 @@ def sm_count() -> int | None:
         return None
 
 
-def hbm_bytes_per_s(cuda, device) -> float:
+def hbm_bytes_per_s(cuda, device) -> float | None:
     """The device's memory bandwidth in bytes a second, as its datasheet counts it: the bus width times the memory
     clock, two transfers a clock (an H100 SXM's 5120 bits at 2619 MHz, 3.35 TB/s; an H200's 6144 at 3201 MHz,
-    4.9 TB/s): what the FP8 promoted class's rule for its clusters weighs (configs.PROMOTED_SLOW_MEMORY)."""
+    4.9 TB/s): what the FP8 promoted class's rule for its clusters weighs (configs.PROMOTED_SLOW_MEMORY). None where
+    the driver does not report either (or reports 0): the heuristics then plan as for an H200."""
     attrs = cuda.device_attribute
-    clock_khz = device.get_attribute(attrs.MEMORY_CLOCK_RATE)
-    return 2.0 * clock_khz * 1e3 * device.get_attribute(attrs.GLOBAL_MEMORY_BUS_WIDTH) / 8
+    try:
+        clock_khz = device.get_attribute(attrs.MEMORY_CLOCK_RATE)
+        bus_bits = device.get_attribute(attrs.GLOBAL_MEMORY_BUS_WIDTH)
+    except (AttributeError, cuda.Error):  # an attribute this PyCUDA or driver does not know
+        return None
+    return 2.0 * clock_khz * 1e3 * bus_bits / 8 if clock_khz and bus_bits else None
 
 
 def planning_hbm_bytes_per_s() -> float | None:
