@@ -8,8 +8,9 @@ One case, or a sweep over variants and shapes in one process with one table at t
   python bench/compare.py tiled --block 16 --dtype float32 --shape 2048 --json /tmp/tiled.json
 
 A shape is N (a cube) or MxNxK; a variant is one the registry lists for the method ("default": the default
-build, "auto": the pipeline's pick for each case, "all": every one). A case that fails its check is reported and not timed; the exit status is 1 if any
-case failed or raised. ratio and pair are cuBLAS's time over ours: above 1, ours is faster.
+build, "auto": the pipeline's pick for each case on this GPU, "all": every one). A case that fails its check is
+reported and not timed; the exit status is 1 if any case failed or raised. ratio and pair are cuBLAS's time over
+ours: above 1, ours is faster.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import argparse
 import json
 import sys
 
-from matmul_study.core import registry
+from matmul_study.core import configs, registry
 from matmul_study.measure import compare
 
 
@@ -26,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("method", help=f"a kernel of ours: {', '.join(registry.compiled_methods())}")
     p.add_argument("--variant", nargs="+", default=["default"],
                    help="registered variants of the method (default: the default build; auto: the pipeline's pick "
-                        "for each case; all: every one)")
+                        "for each case on this GPU; all: every one)")
     p.add_argument("--dtype", nargs="+", help="dtypes (default: the method's first)")
     p.add_argument("--pdl", action="store_true",
                    help="time each case twice: as it launches, and as a programmatic dependent of the previous "
@@ -43,13 +44,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def cases(args: argparse.Namespace, p: argparse.ArgumentParser) -> list[compare.Case]:
-    """The cross product of the arguments, every value checked; a bad one ends with its message (exit 2)."""
+def cases(args: argparse.Namespace, p: argparse.ArgumentParser, device: dict | None = None) -> list[compare.Case]:
+    """The cross product of the arguments, every value checked; a bad one ends with its message (exit 2). "auto"
+    plans for the `device` facts (Bench.facts; None: the registry's defaults)."""
     try:
         variants = compare.variants_of(args.method, args.variant)
         dtypes = args.dtype or registry.get(args.method).dtypes[:1]
-        return [compare.make_case(args.method, v, d, s, args.block, dependent) for v in variants for d in dtypes
-                for s in args.shape for dependent in ((False, True) if args.pdl else (False,))]
+        return [compare.make_case(args.method, v, d, s, args.block, dependent, device) for v in variants
+                for d in dtypes for s in args.shape for dependent in ((False, True) if args.pdl else (False,))]
     except (KeyError, ValueError) as exc:
         p.error(exc.args[0])
 
@@ -59,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         p.error(f"--jobs {args.jobs}: the compiler processes must be at least 1")
-    todo = cases(args, p)
+    todo = cases(args, p)  # every value checked before the GPU is touched
     try:
         bench = compare.Bench(args.seed)
     except compare.GpuUnavailable as exc:
         print(exc, file=sys.stderr)
         return 1
+    if configs.AUTO in args.variant:
+        todo = cases(args, p, bench.facts())  # the picks for this GPU, as the pipeline plans for it
     bench.build(todo, args.jobs)  # a build that failed fails again, with its case, when that case is timed
     results = []
     for case in todo:

@@ -30,7 +30,9 @@ import pandas as pd
 
 import compare as front  # bench/compare.py, beside this file
 
+from matmul_study.core import configs
 from matmul_study.launch import kernels
+from matmul_study.measure import gpu_device
 
 CUBLAS_KERNELS = ("nvjet", "gemm")  # substrings of cuBLAS's GEMM kernel names (nvjet_* on Hopper)
 ROUNDS = 3  # launches of each; the second is profiled, warm
@@ -69,7 +71,11 @@ def command(argv: list[str]) -> tuple[list[str], Path | None]:
         ncu_args = [*SOURCE_SECTIONS, "-o", str(report_stem(source)), "-f", *ncu_args]
     with_cublas = "--cublas" in argv[:cut]
     p = front.parser()
-    todo = front.cases(p.parse_args(ours), p)
+    args = p.parse_args(ours)
+    # "auto": the pick for GPU 0, as compare.py in the profiled process plans it (none usable: the defaults)
+    device = ({"sm_count": gpu_device.sm_count(), "hbm_bytes_per_s": gpu_device.planning_hbm_bytes_per_s()}
+              if configs.AUTO in args.variant else None)
+    todo = front.cases(args, p, device)
     if len(todo) != 1:
         p.error(f"profile one case at a time; these arguments make {len(todo)} (one variant, dtype and shape)")
     case = todo[0]

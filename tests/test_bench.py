@@ -163,6 +163,10 @@ def test_auto_takes_the_pipelines_pick_for_each_case():
     picks = {(c.dtype, c.m): c.variant for c in cases}
     assert picks == {("int8", 16): "m16_splitk4", ("tf32", 16): "m16_splitk4", ("int8", 4096): None,
                      ("tf32", 4096): None}
+    # on the GPU it runs on (Bench.facts), as the pipeline plans: 78 SMs take half the slices
+    p = front.parser()
+    args = p.parse_args(["mma_async_copy", "--variant", "auto", "--dtype", "int8", "--shape", "16x4096x4096"])
+    assert [c.variant for c in front.cases(args, p, {"sm_count": 78, "hbm_bytes_per_s": None})] == ["m16_splitk2"]
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -96,10 +96,11 @@ def variants_of(method: str, names: list[str]) -> list[str | None]:
 
 
 def make_case(method: str, variant: str | None, dtype: str, shape: str, block: int = 0,
-              dependent: bool = False) -> Case:
+              dependent: bool = False, device: dict | None = None) -> Case:
     """A checked case: a kernel of ours (not a library call), one of its variants, one of its dtypes that cuBLAS
     also has, a block size where the method takes one, and `dependent` (PDL) only for a kernel that waits for the
-    previous grid itself. Errors name the value and what is allowed."""
+    previous grid itself. "auto" is the pipeline's pick for the `device` facts (Bench.facts: the SM count and the
+    memory bandwidth; None: the registry's defaults, an H200's). Errors name the value and what is allowed."""
     m = registry.get(method)
     if dependent and not m.waits_for_previous_grid:
         waits = [name for name, r in registry.METHODS.items() if r.waits_for_previous_grid]
@@ -120,8 +121,8 @@ def make_case(method: str, variant: str | None, dtype: str, shape: str, block: i
     if m.block_axis and m.blocks is not None and block not in m.blocks:
         raise ValueError(f"{method} supports blocks {', '.join(map(str, m.blocks))}, not {block}")
     m_, n_, k_ = parse_shape(shape)
-    if variant == configs.AUTO:  # the pipeline's pick, planned for the registry's default SM count (132)
-        pick = configs.choose(m, configs.job_problem(dtypes.get(dtype), block, m_, k_, n_)).variant
+    if variant == configs.AUTO:  # the pipeline's pick, planned for the device as the pipeline plans for it
+        pick = configs.choose(m, configs.job_problem(dtypes.get(dtype), block, m_, k_, n_, **(device or {}))).variant
         variant = None if pick == configs.DEFAULT else pick
     return Case(method, variant, dtype, m_, n_, k_, block=block if m.block_axis else 0, dependent=dependent)
 
@@ -226,6 +227,11 @@ class Bench:
         self.seed = seed
         self._cubins = tempfile.TemporaryDirectory(prefix="matmul_bench_")
 
+    def facts(self) -> dict:
+        """This GPU's facts that the heuristics plan for (configs.job_problem's keywords)."""
+        return {"sm_count": self.device.get_attribute(self.cuda.device_attribute.MULTIPROCESSOR_COUNT),
+                "hbm_bytes_per_s": hbm_bytes_per_s(self.cuda, self.device)}
+
     def _path(self, case: Case) -> Path:
         return Path(self._cubins.name) / (kernels.symbol(case.method, case.dtype, case.block, case.variant) + ".cubin")
 
@@ -261,12 +267,8 @@ class Bench:
             raise GpuUnavailable(why)
         gpu_job.ensure_fits(method, record, case.m, case.k, case.n, case.variant)
         operands = inputs.generate(case.m, case.k, case.n, record, self.seed, DEFAULTS.low, DEFAULTS.high)
-        attribute = self.cuda.device_attribute
-        problem = configs.job_problem(
-            record, case.block, case.m, case.k, case.n,
-            sm_count=self.device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
-            max_shared_bytes=specs.shared_opt_in_bytes(self.device.compute_capability()),
-            hbm_bytes_per_s=hbm_bytes_per_s(self.cuda, self.device))
+        problem = configs.job_problem(record, case.block, case.m, case.k, case.n, **self.facts(),
+                                      max_shared_bytes=specs.shared_opt_in_bytes(self.device.compute_capability()))
         ours = gpu_job.upload(*operands, record, operands.scales)
         # The vendor's line for the dtype (cuBLAS, or cuBLASLt for FP8) over the same inputs, into its own C.
         vendor = launchers.DeviceBuffers(ours.a, ours.b, gpuarray.empty((case.m, case.n), record.output), ours.scales)
