@@ -782,22 +782,25 @@ H100_HBM, H200_HBM = 2 * 2619e6 * 5120 / 8, 2 * 3201e6 * 6144 / 8  # bus width x
 
 
 def test_fp8s_promoted_tiles_keep_their_cluster_past_a_short_k_on_a_card_of_less_bandwidth_an_sm():
-    # configs.PROMOTED_SLOW_MEMORY against the committed H100 runs of both builds: wherever one ran 2 % faster than
-    # the other, the rule on an H100's facts takes its cluster setting (the Cᵀ twins follow the same rule).
+    # configs.PROMOTED_SLOW_MEMORY against the committed H100 runs: wherever the pick's tiles ran 2 % faster with the
+    # 2-CTA cluster than without or the other way, the rule on an H100's facts takes the faster. The own tiles keep
+    # their cluster past 20 k steps a tile; the twins that compute Cᵀ (swap_…) run without one, as on an H200.
     fp8, e4m3 = registry.get("wgmma_fp8"), dtypes.get("float8_e4m3")
     names = tuple(v.name for v in fp8.variants)
     runs = REPO / "results/reference/NVIDIA_H100/fp8-promoted-cluster"
-    decided = 0
-    for (method, _, shape), builds in table_ratios([runs / "promoted-cluster.txt",
-                                                    runs / "promoted-cluster-fit.txt"]).items():
-        clusters, without = builds.get("bn128_promote"), builds.get("bn128_promote_cluster1")
-        if method != "wgmma_fp8" or clusters is None or without is None or abs(clusters / without - 1) < 0.02:
-            continue
+    decided = {"own": 0, "twin": 0}
+    for (method, _, shape), builds in table_ratios([runs / "promoted-cluster.txt", runs / "promoted-cluster-fit.txt",
+                                                    runs / "promoted-cluster-held-out.txt"]).items():
         m, n, k = map(int, shape.split("x"))
         pick = fp8.class_choose(configs.job_problem(e4m3, 0, m, k, n, sm_count=132, hbm_bytes_per_s=H100_HBM), names)
+        twin = pick.variant.startswith("swap_")
+        clusters = builds.get("swap_bn128_promote" if twin else "bn128_promote")
+        without = builds.get("swap_bn128_promote_cluster1" if twin else "bn128_promote_cluster1")
+        if method != "wgmma_fp8" or clusters is None or without is None or abs(clusters / without - 1) < 0.02:
+            continue
         assert pick.variant.endswith("_cluster1") == (without > clusters), (shape, builds, pick)
-        decided += 1
-    assert decided >= 9
+        decided["twin" if twin else "own"] += 1
+    assert decided["own"] >= 7 and decided["twin"] >= 4, decided
     h100 = fp8.class_choose(configs.job_problem(e4m3, 0, 4096, 4096, 4096, sm_count=132, hbm_bytes_per_s=H100_HBM),
                             names)
     assert h100.variant == "bn128_promote" and "32 k steps a tile are more than 20" in h100.reason

@@ -777,8 +777,10 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
               **{s: name for name, (_, _, s) in builds.small_splits.items()}}
     options = dict(builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
                    own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
-                   twin_fill=PROMOTED_TWIN_FILL, own_tiles_slow_memory=PROMOTED_SLOW_MEMORY)
-    tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=0, own_tiles_steps=PROMOTED_OWN_TILES_STEPS)
+                   twin_fill=PROMOTED_TWIN_FILL)
+    # the own tiles' cluster by the card's memory bandwidth as well; the twins' (Cᵀ's problem) not
+    tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=0, own_tiles_steps=PROMOTED_OWN_TILES_STEPS,
+                               own_tiles_slow_memory=PROMOTED_SLOW_MEMORY)
     twin_tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=PART_K_TWIN_WAVES)
     records = tile_records(as_known)
     twins = twin_bounds(narrow_twins_first(swapped_problem(
