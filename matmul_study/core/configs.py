@@ -258,11 +258,11 @@ class SlowMemory:
 # waves. Held out (promoted-cluster-held-out.txt): 2816^3 0.95 / 0.90, 3072x4096x3584 0.96 / 0.87, 4096x2048x6144
 # 0.94 / 0.83, and without a cluster 2304^3 0.93 / 0.98, 4096x4096x2048 0.98 / 1.00, but 2560x5120x2560 0.91 / 0.87.
 # Not the twins that compute Cᵀ: without a cluster they ran ahead at all eight held-out shapes (2048x2048x4096 1.17
-# against 1.11 in clusters, 2816^3 1.04 / 0.98, 1536x1536x8192 0.75 / 0.72). Under ncu (SMs at 1.57 GHz) the tiles without a cluster ran faster at 3072^3 and 4096^3 (5-7 %), reading a
-# fifth more from HBM at 4096^3 and as much at 3072^3: what costs at full clock is not settled. The bar lies between
-# the two cards measured.
-PROMOTED_SLOW_MEMORY = SlowMemory(30e9, 20, "on an H100, 25 GB/s an SM, the 2-CTA clusters ran faster past 20 k "
-                                            "steps a tile, the tiles without one up to that")
+# against 1.11 in clusters, 2816^3 1.04 / 0.98, 1536x1536x8192 0.75 / 0.72). Under ncu (SMs at 1.57 GHz) the tiles
+# without a cluster ran faster at 3072^3 and 4096^3 (5-7 %), reading a fifth more from HBM at 4096^3 and as much at
+# 3072^3: what costs at full clock is not settled. The bar lies between the two cards measured.
+PROMOTED_SLOW_MEMORY = SlowMemory(30e9, 20, "on an H100 the 2-CTA clusters ran faster past 20 k steps a tile, the "
+                                            "tiles without one up to that")
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
 # 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (part_k_cluster_waves): the
 # fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past

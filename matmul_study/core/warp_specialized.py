@@ -16,10 +16,11 @@ from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PART_K_TWIN_WAVES,
                                        PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_STEPS, PROMOTED_OWN_TILES_WAVES,
                                        PROMOTED_SHORT_TILE_STEPS, PROMOTED_SLOW_MEMORY, PROMOTED_SWAP_TRANSPOSE_SHARE,
-                                       PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
-                                       SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
-                                       few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
-                                       small_split_first, swapped_problem, twin_bounds, whole_small_tiles, within_class)
+                                       PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
+                                       SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves,
+                                       few_columns_twin, few_rows_twin, narrow_twin, narrow_within_one_wave,
+                                       persistent_split_k, small_split_first, swapped_problem, twin_bounds,
+                                       whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -757,19 +758,19 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
 
 
 def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choice]:
-    """The heuristic of a rung's promoted class (Method.class_choose): the split-K heuristic of the rung's other
-    class (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs
-    idle, 128x64 tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_STEPS k steps an
-    SM where K is whole k steps (the twins' up to PROMOTED_OWN_TILES_WAVES waves, and where K is not, within
-    PART_K_TWIN_WAVES: configs.PART_K_CLUSTERS), 128x64
-    tiles against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if
-    their record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a
-    few columns the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps
-    the whole 64x64 tiles in place of a split (whole_small_first). Before those, as in the other class: the twins
-    that compute Cᵀ = Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
-    PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past a wave, configs.narrow_within_one_wave), of
-    the 128x64 tiles where those make more work items in one wave (narrow_twins_first), but not at a few columns nor
-    against 64-row tiles over a long K (configs.twin_bounds)."""
+    """The heuristic of a rung's promoted class (Method.class_choose): the split-K heuristic of the rung's other class
+    (configs.persistent_split_k: whole tiles by the waves they make, a split where the tiles leave most SMs idle, 128x64
+    tiles where they span N; its own tiles without a cluster up to PROMOTED_OWN_TILES_STEPS k steps an SM where K is
+    whole k steps, on a card of less memory bandwidth an SM over a short K only (PROMOTED_SLOW_MEMORY; the twins' up to
+    PROMOTED_OWN_TILES_WAVES waves, and where K is not, within PART_K_TWIN_WAVES: configs.PART_K_CLUSTERS), 128x64 tiles
+    against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if their
+    record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a few columns
+    the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps the whole 64x64
+    tiles in place of a split (whole_small_first). Before those, as in the other class: the twins that compute Cᵀ =
+    Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
+    PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past a wave, configs.narrow_within_one_wave), of the
+    128x64 tiles where those make more work items in one wave (narrow_twins_first), but not at a few columns nor against
+    64-row tiles over a long K (configs.twin_bounds)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     builds = ws_tile_builds(own, as_known)
