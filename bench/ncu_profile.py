@@ -73,9 +73,7 @@ def command(argv: list[str]) -> tuple[list[str], Path | None]:
     p = front.parser()
     args = p.parse_args(ours)
     # "auto": the pick for GPU 0, as compare.py in the profiled process plans it (none usable: the defaults)
-    device = ({"sm_count": gpu_device.sm_count(), "hbm_bytes_per_s": gpu_device.planning_hbm_bytes_per_s()}
-              if configs.AUTO in args.variant else None)
-    todo = front.cases(args, p, device)
+    todo = front.cases(args, p, gpu_device.planning_facts() if configs.AUTO in args.variant else None)
     if len(todo) != 1:
         p.error(f"profile one case at a time; these arguments make {len(todo)} (one variant, dtype and shape)")
     case = todo[0]

@@ -36,7 +36,7 @@ from matmul_study.launch import kernels, launchers
 from matmul_study.core.backends import CUBLAS, module_available
 from matmul_study.core.records import BENCH_AFTER_CHECK, BENCH_BEFORE_CHECK, BENCH_VERIFIED, flops
 from matmul_study.measure import gpu_job, inputs
-from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, hbm_bytes_per_s, require_pycuda
+from matmul_study.measure.gpu_device import GpuUnavailable, device_arch, device_facts, require_pycuda
 from matmul_study.measure.stats import Measurement, Policy
 from matmul_study.measure.timing import StreamHold, launches_per_sample
 from matmul_study.measure.verify import Verification
@@ -229,8 +229,7 @@ class Bench:
 
     def facts(self) -> dict:
         """This GPU's facts that the heuristics plan for (configs.job_problem's keywords)."""
-        return {"sm_count": self.device.get_attribute(self.cuda.device_attribute.MULTIPROCESSOR_COUNT),
-                "hbm_bytes_per_s": hbm_bytes_per_s(self.cuda, self.device)}
+        return device_facts(self.cuda, self.device)
 
     def _path(self, case: Case) -> Path:
         return Path(self._cubins.name) / (kernels.symbol(case.method, case.dtype, case.block, case.variant) + ".cubin")

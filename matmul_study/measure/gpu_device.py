@@ -79,14 +79,26 @@ def hbm_bytes_per_s(cuda, device) -> float | None:
     return 2.0 * clock_khz * 1e3 * bus_bits / 8 if clock_khz and bus_bits else None
 
 
-def planning_hbm_bytes_per_s() -> float | None:
-    """GPU 0's memory bandwidth (hbm_bytes_per_s), or None where no GPU is usable: with sm_count, the device facts
-    the per-problem configuration heuristics plan for."""
+def device_facts(cuda, device) -> dict:
+    """What the per-problem configuration heuristics plan for on `device` (configs.job_problem's keywords): its SM
+    count and its memory bandwidth."""
+    return {"sm_count": device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT),
+            "hbm_bytes_per_s": hbm_bytes_per_s(cuda, device)}
+
+
+def planning_facts() -> dict:
+    """GPU 0's device_facts, or none where no GPU is usable (the heuristics then take the registry's defaults)."""
     try:
         cuda = require_pycuda()
-        return hbm_bytes_per_s(cuda, cuda.Device(0))
+        return device_facts(cuda, cuda.Device(0))
     except GpuUnavailable:
-        return None
+        return {}
+
+
+def planning_hbm_bytes_per_s() -> float | None:
+    """GPU 0's memory bandwidth (hbm_bytes_per_s), or None where no GPU is usable: with sm_count, what the plan
+    reads."""
+    return planning_facts().get("hbm_bytes_per_s")
 
 
 def nvml_handle(pci_bus_id: str):
@@ -174,8 +186,7 @@ def device_environment(cuda, device) -> dict:
         "device_name": device.name(),
         "device_kind": "gpu",
         "compute_capability": f"{major}.{minor}",
-        "sm_count": device.get_attribute(attrs.MULTIPROCESSOR_COUNT),
-        "hbm_bytes_per_s": hbm_bytes_per_s(cuda, device),
+        **device_facts(cuda, device),  # sm_count, hbm_bytes_per_s
         "l2_bytes": device.get_attribute(attrs.L2_CACHE_SIZE),
         "memory_bytes": device.total_memory(),
         "driver_version": nvidia_driver_version(),
