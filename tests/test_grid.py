@@ -209,7 +209,7 @@ def _variants(jobs, method="fake_tiles"):
 def test_auto_runs_the_heuristics_pick_per_problem_for_the_planning_gpus_sm_count(make_config, variant_method):
     # 64x64 tiles: 128x128 is 4 tiles (under half of 132 SMs: K split), 1024x1024 is 256 tiles (whole tiles).
     cfg = make_config(methods=["numpy", "fake_tiles"], dtypes=["float32"], sizes=[128, 1024])
-    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts={"sm_count": 132})
     assert list(jobs.columns) == grid.PLAN_COLUMNS and cfg["variants"] == "auto"
     assert _variants(jobs) == {(128, 128, 128): ["deep_k"], (1024, 1024, 1024): ["default"]}
     assert set(jobs.loc[jobs.method == "numpy", "variant"]) == {"default"}
@@ -218,13 +218,13 @@ def test_auto_runs_the_heuristics_pick_per_problem_for_the_planning_gpus_sm_coun
     assert reason == "4 tiles on 132 SMs: K split (the SM count of GPU 0 at planning)"
     # A GPU of 4 SMs: 4 tiles are a whole wave there. The SM count is read only once.
     reads = []
-    jobs, _ = grid.build(cfg, have_module=everything, sm_count=lambda: reads.append(1) or 4)
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts=lambda: reads.append(1) or {"sm_count": 4})
     assert _variants(jobs) == {(128, 128, 128): ["default"], (1024, 1024, 1024): ["default"]} and reads == [1]
 
 
 def test_without_a_gpu_at_planning_auto_plans_for_the_registrys_sm_count_and_says_so(make_config, variant_method):
     cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128])
-    jobs, _ = grid.build(cfg, have_module=everything, sm_count=lambda: None)
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts=lambda: {})
     assert jobs["variant"].tolist() == ["deep_k"]
     assert jobs["variant_reason"].iloc[0] == ("4 tiles on 132 SMs: K split (no GPU usable at planning: the "
                                               "registry's default SM count)")
@@ -237,10 +237,11 @@ def test_auto_plans_for_the_planning_gpus_memory_bandwidth_too(make_config):
     reads = []
 
     def planned(hbm):
-        jobs, _ = grid.build(cfg, (9, 0), have_module=everything, sm_count=132, hbm_bytes_per_s=hbm)
+        facts = {"sm_count": 132, "hbm_bytes_per_s": hbm}
+        jobs, _ = grid.build(cfg, (9, 0), have_module=everything, device_facts=lambda: reads.append(1) or facts)
         return set(jobs["variant"])
 
-    assert "bn128_promote" in planned(lambda: reads.append(1) or 3.35e12) and reads == [1]
+    assert "bn128_promote" in planned(3.35e12) and reads == [1]
     assert "bn128_promote_cluster1" in planned(4.9e12)
     assert "bn128_promote_cluster1" in planned(None)
 
@@ -251,12 +252,12 @@ def test_no_sm_count_is_read_where_no_heuristic_runs(make_config, variant_method
 
     for variants in ("default", "all", {"fake_tiles": ["wide"]}):
         grid.build(make_config(methods=["numpy", "naive", "fake_tiles"], dtypes=["float32"], variants=variants),
-                   have_module=everything, sm_count=no_gpu_here)
+                   have_module=everything, device_facts=no_gpu_here)
 
 
 def test_default_runs_every_methods_default_build(make_config, variant_method):
     cfg = make_config(methods=["fake_tiles", "naive"], dtypes=["float32"], sizes=[128, 1024], variants="default")
-    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts={"sm_count": 132})
     assert set(jobs["variant"]) == {"default"}
     assert set(jobs.loc[jobs.method == "fake_tiles", "variant_reason"]) == {"forced by config"}
     assert set(jobs.loc[jobs.method == "naive", "variant_reason"]) == {"the method has one configuration"}
@@ -265,7 +266,7 @@ def test_default_runs_every_methods_default_build(make_config, variant_method):
 def test_all_sweeps_the_default_and_every_variant_but_the_diagnostic_ones(make_config, variant_method):
     cfg = make_config(methods=["numpy", "fake_tiles"], dtypes=["float32", "float16"], sizes=[128, 1024],
                       variants="all")
-    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts={"sm_count": 132})
     fake = jobs[jobs.method == "fake_tiles"]
     assert len(fake) == 2 * 2 * 3 and set(fake["variant_reason"]) == {"swept"}
     assert fake.groupby(["dtype", "m"])["variant"].apply(list).map(tuple).unique().tolist() == [
@@ -281,13 +282,14 @@ def test_all_sweeps_the_default_and_every_variant_but_the_diagnostic_ones(make_c
 def test_a_mapping_sets_the_configuration_per_method_and_leaves_the_others_on_auto(make_config, variant_method):
     cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128, 1024],
                       variants={"fake_tiles": ["wide", "default", "wide"]})
-    jobs, _ = grid.build(cfg, have_module=everything, sm_count=132)
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts={"sm_count": 132})
     assert _variants(jobs) == {(128, 128, 128): ["wide", "default"], (1024, 1024, 1024): ["wide", "default"]}
     assert set(jobs["variant_reason"]) == {"forced by config"}
     cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128], variants={"fake_tiles": "all"})
     assert _variants(grid.build(cfg, have_module=everything)[0]) == {(128, 128, 128): ["default", "wide", "deep_k"]}
     cfg = make_config(methods=["fake_tiles"], dtypes=["float32"], sizes=[128], variants={"naive": "default"})
-    assert _variants(grid.build(cfg, have_module=everything, sm_count=132)[0]) == {(128, 128, 128): ["deep_k"]}
+    jobs, _ = grid.build(cfg, have_module=everything, device_facts={"sm_count": 132})
+    assert _variants(jobs) == {(128, 128, 128): ["deep_k"]}
 
 
 def test_a_dtype_that_needs_a_newer_gpu_than_its_method_is_pruned_alone(make_config):

@@ -55,16 +55,6 @@ def resolve_arch(arch: str) -> str:
         return "auto"
 
 
-def sm_count() -> int | None:
-    """GPU 0's number of streaming multiprocessors, or None where no GPU is usable (planning on a login node, a
-    CPU-only machine): what the per-problem configuration heuristics plan for (core/configs.py)."""
-    try:
-        cuda = require_pycuda()
-        return int(cuda.Device(0).get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT))
-    except GpuUnavailable:
-        return None
-
-
 def hbm_bytes_per_s(cuda, device) -> float | None:
     """The device's memory bandwidth in bytes a second, as its datasheet counts it: the bus width times the memory
     clock, two transfers a clock (an H100 SXM's 5120 bits at 2619 MHz, 3.35 TB/s; an H200's 6144 at 3201 MHz,
@@ -93,12 +83,6 @@ def planning_facts() -> dict:
         return device_facts(cuda, cuda.Device(0))
     except GpuUnavailable:
         return {}
-
-
-def planning_hbm_bytes_per_s() -> float | None:
-    """GPU 0's memory bandwidth (hbm_bytes_per_s), or None where no GPU is usable: with sm_count, what the plan
-    reads."""
-    return planning_facts().get("hbm_bytes_per_s")
 
 
 def nvml_handle(pci_bus_id: str):

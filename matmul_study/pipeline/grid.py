@@ -30,23 +30,23 @@ DEFAULT_SM_COUNT = next(f.default for f in dataclasses.fields(specs.Problem) if 
 
 class PlanningDevice:
     """The device facts the heuristics plan for, its SM count and memory bandwidth: GPU 0's where one is usable at
-    planning time, else the registry Problem's defaults. Read once, and only if a heuristic runs (each may be a
-    number, None, or a function returning either, such as measure.gpu_device.sm_count)."""
+    planning time (measure.gpu_device.planning_facts), else the registry Problem's defaults. Read once, and only if
+    a heuristic runs. `facts`: a dict of sm_count and hbm_bytes_per_s (either missing or None where not known), None,
+    or a function returning either."""
 
-    def __init__(self, sm_count: int | Callable[[], int | None] | None,
-                 hbm_bytes_per_s: float | Callable[[], float | None] | None = None):
-        self._source = sm_count
-        self._hbm_source = hbm_bytes_per_s
+    def __init__(self, facts: dict | Callable[[], dict | None] | None):
+        self._source = facts
         self._read: tuple[int, str] | None = None
         self._hbm: float | None = None
 
     def read(self) -> tuple[int, str]:
         """(SM count, where it came from, as the reason's last words)."""
         if self._read is None:
-            count = self._source() if callable(self._source) else self._source
+            facts = (self._source() if callable(self._source) else self._source) or {}
+            count = facts.get("sm_count")
             self._read = ((int(count), "the SM count of GPU 0 at planning") if count else
                           (DEFAULT_SM_COUNT, "no GPU usable at planning: the registry's default SM count"))
-            self._hbm = self._hbm_source() if callable(self._hbm_source) else self._hbm_source
+            self._hbm = facts.get("hbm_bytes_per_s")
         return self._read
 
     def hbm_bytes_per_s(self) -> float | None:
@@ -72,16 +72,15 @@ def variant_choices(method: specs.Method, dtype: DType, block: int, shape, setti
 
 def build(config: dict, compute_capability: tuple[int, int] | None = None,
           have_module: Callable[[str], bool] = module_available,
-          sm_count: int | Callable[[], int | None] | None = None,
-          hbm_bytes_per_s: float | Callable[[], float | None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+          device_facts: dict | Callable[[], dict | None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Return (jobs, pruned). jobs has PLAN_COLUMNS (GRID_COLUMNS and each job's variant_reason); pruned has method,
     dtype, block, reason.
 
     `compute_capability` is the target GPU's, where known: methods that cannot run on it are pruned with the
-    reason. `sm_count` and `hbm_bytes_per_s` are the planning GPU's (see PlanningDevice). A config that leaves no job
+    reason. `device_facts` are the planning GPU's (see PlanningDevice). A config that leaves no job
     at all is an error that says what each method supports."""
     jobs, pruned = [], []
-    device = PlanningDevice(sm_count, hbm_bytes_per_s)
+    device = PlanningDevice(device_facts)
     setting = config.get("variants", configs.AUTO)
     for name in config["methods"]:
         method = registry.get(name)

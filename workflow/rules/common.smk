@@ -44,8 +44,7 @@ ARCH = device.resolve_arch(config["arch"])
 # `variants: auto` plans each kernel's configuration per problem for GPU 0's SM count and memory bandwidth where one
 # is usable here, else for the registry's defaults; each job's variant_reason says which.
 try:
-    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH), sm_count=device.sm_count,
-                              hbm_bytes_per_s=device.planning_hbm_bytes_per_s)
+    JOBS, PRUNED = grid.build(config, device.compute_capability(ARCH), device_facts=device.planning_facts)
 except study_config.ConfigError as exc:
     stops.fail(f"Invalid configuration: {exc}")
 for _note in grid.pruned_methods_note(PRUNED):
