@@ -818,15 +818,38 @@ def test_the_slow_memory_bar_weighs_bandwidth_an_sm_and_the_depth_of_a_tile():
     slow = configs.SlowMemory(30e9, 20, "why")
     e4m3 = dtypes.get("float8_e4m3")
     h100 = Problem(4096, 4096, 4096, 0, e4m3, sm_count=132, hbm_bytes_per_s=H100_HBM)
-    assert slow.keeps_cluster(h100, 20) is None  # a short K: without a cluster
-    assert "21 k steps a tile are more than 20" in slow.keeps_cluster(h100, 21)
-    assert slow.keeps_cluster(replace(h100, hbm_bytes_per_s=None), 64) is None  # not known: as an H200
-    assert slow.keeps_cluster(replace(h100, hbm_bytes_per_s=H200_HBM), 64) is None
+
+    def kept(problem, k_steps):
+        return slow.keeps_cluster(problem, 1024, k_steps, 128)
+
+    assert kept(h100, 20) is None  # a short K: without a cluster
+    assert "21 k steps a tile are more than 20" in kept(h100, 21)
+    assert kept(replace(h100, hbm_bytes_per_s=None), 64) is None  # not known: as an H200
+    assert kept(replace(h100, hbm_bytes_per_s=H200_HBM), 64) is None
     # the same bandwidth over fewer SMs is more an SM (3.35 TB/s over 100 SMs: 34 GB/s)
-    assert slow.keeps_cluster(replace(h100, sm_count=100), 64) is None
+    assert kept(replace(h100, sm_count=100), 64) is None
     # a result table's missing bandwidth (NaN) is not known
     assert configs.job_problem(e4m3, 0, 64, 64, 64, hbm_bytes_per_s=float("nan")).hbm_bytes_per_s is None
     assert configs.job_problem(e4m3, 0, 64, 64, 64, hbm_bytes_per_s=H100_HBM).hbm_bytes_per_s == H100_HBM
+
+
+def test_own_tiles_go_without_a_cluster_within_their_waves_where_no_bar_keeps_it():
+    # configs.OwnTiles: its waves bound where the rule applies; the first of its bars that keeps the cluster says why.
+    e4m3 = dtypes.get("float8_e4m3")
+    rule = configs.OwnTiles(configs.Choice("cluster1", "why"), waves=8,
+                            bars=(configs.DeepTiles(256, "deep"), configs.PartK(2, "part")))
+    whole = Problem(4096, 4096, 4096, 0, e4m3, sm_count=132)
+    assert rule.variant == "cluster1"
+    assert rule.within_waves(whole, 8 * 132) and not rule.within_waves(whole, 8 * 132 + 1)
+    assert rule.keeps_cluster(whole, 1024, 32, 128) is None  # 248 k steps an SM, K whole
+    assert rule.keeps_cluster(whole, 1056, 32, 128) is None  # 256 an SM: at the bar
+    assert rule.keeps_cluster(whole, 1057, 32, 128).endswith("more than 256 (deep)")
+    part = replace(whole, k=4000)
+    assert rule.keeps_cluster(part, 264, 32, 128) is None  # 2 waves: within the part-K bar
+    assert "K = 4000 is no whole number of 128-deep k steps (part)" in rule.keeps_cluster(part, 265, 32, 128)
+    # both bars keep it: the first one's reason
+    assert rule.keeps_cluster(part, 1057, 32, 128).endswith("(deep)")
+    assert configs.OwnTiles(configs.Choice("cluster1", "why")).within_waves(whole, 10 ** 6)
 
 
 def test_fp8_runs_its_own_tiles_without_a_cluster_where_the_sweeps_say_so():

@@ -16,7 +16,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
 from matmul_study.core.specs import Problem
 
@@ -180,14 +180,90 @@ def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | N
     return float(cdiv(tiles, clusters)), False
 
 
+class ClusterBar(Protocol):
+    """A rule by which a rung's own whole tiles keep their 2-CTA cluster (a bar of OwnTiles)."""
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        """Why `tiles` tiles of `k_steps` k steps of `tile_k` keep their cluster on `problem`, or None."""
+
+
+@dataclass(frozen=True)
+class OwnTiles:
+    """The build that runs a rung's own whole tiles better than its default build where persistent_split_k picks
+    them (the same tiles without the 2-CTA cluster), and why (`choice`): where the tiles make at most `waves` waves
+    (None: at any count), and none of `bars` keeps the cluster (ClusterBar); the first bar that keeps it gives the
+    reason."""
+    choice: Choice
+    waves: float | None = None
+    bars: tuple[ClusterBar, ...] = ()
+
+    @property
+    def variant(self) -> str:
+        return self.choice.variant
+
+    def within_waves(self, problem, tiles: int) -> bool:
+        """Whether `tiles` of the default tiles make at most `waves` waves on `problem`'s SMs."""
+        return self.waves is None or tiles <= self.waves * problem.sm_count
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        """Why `tiles` default tiles of `k_steps` k steps of `tile_k` keep their cluster on `problem` (the first of
+        `bars` that keeps it), or None where the build without one runs them."""
+        return next((why for bar in self.bars if (why := bar.keeps_cluster(problem, tiles, k_steps, tile_k))), None)
+
+
+@dataclass(frozen=True)
+class DeepTiles:
+    """A bar of OwnTiles: the tiles keep their cluster where their k steps, all of them over the SMs, are more than
+    `steps_per_sm` an SM."""
+    steps_per_sm: float
+    why: str
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        if tiles * k_steps <= self.steps_per_sm * problem.sm_count:
+            return None
+        return (f"in its clusters, as {tiles} tiles of {k_steps} k steps are {tiles * k_steps / problem.sm_count:.0f} "
+                f"an SM, more than {self.steps_per_sm:g} ({self.why})")
+
+
+@dataclass(frozen=True)
+class PartK:
+    """A bar of OwnTiles: the tiles keep their cluster where K is no whole number of k steps and they make more than
+    `waves` waves."""
+    waves: float
+    why: str
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        if not problem.k % tile_k or tiles <= self.waves * problem.sm_count:
+            return None
+        return f"in its clusters, as K = {problem.k} is no whole number of {tile_k}-deep k steps ({self.why})"
+
+
+@dataclass(frozen=True)
+class SlowMemory:
+    """A bar of OwnTiles: where a card streams less memory an SM than `bytes_per_s_per_sm` (Problem.hbm_bytes_per_s
+    over its SMs), the tiles keep their cluster over more than `tile_steps` k steps a tile. A card whose bandwidth is
+    not known plans as an H200, above the bar."""
+    bytes_per_s_per_sm: float
+    tile_steps: int
+    why: str
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        hbm = problem.hbm_bytes_per_s
+        if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm or k_steps <= self.tile_steps:
+            return None
+        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on a card of "
+                f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
+                f"{self.bytes_per_s_per_sm / 1e9:.0f} ({self.why})")
+
+
 # Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
 # 128x256 tiles without a cluster, against the 2-CTA clusters (x cuBLASLt's fast-accumulation line, each in one
 # process on an H200; results/reference/NVIDIA_H200/precision/): 1536^3 0.773 (0.721), 1792^3 0.838 (0.784), 2048^3
 # 0.968 (0.940) and 1.003 (0.961), 2304^3 0.710 (0.699), 2560^3 0.831 (0.821), 3072^3 0.838 (0.837), 4096^3 1.011
 # (1.002) and 1.010 (1.005), 8192^3 1.020 (1.021). Its operands are half fp16's bytes, so the B tile that a cluster
 # multicasts saves less L2 traffic than the cluster's launch and barriers cost.
-FP8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster: as fast as the 2-CTA clusters or faster at "
-                                   "every size measured (FP8, 1536^3-8192^3, on an H200)")
+FP8_OWN_TILES_CHOICE = Choice("cluster1", "the same tiles without a cluster: as fast as the 2-CTA clusters or faster "
+                                          "at every size measured (FP8, 1536^3-8192^3, on an H200)")
 # int8's, 16-bit's and tf32's, the same tiles without a cluster where they make one wave at most (x cuBLAS, an
 # H200): int8 1536^3 1.08 against 1.02 and 2048^3 1.38-1.40 against 1.31-1.33 (small-problems/tiles-int8.txt,
 # short-grid.txt, precision/int8.txt); at the eight one-wave shapes of small-problems/cluster1-*.txt, twice each,
@@ -195,8 +271,9 @@ FP8_OWN_TILES = Choice("cluster1", "the same tiles without a cluster: as fast as
 # tf32 0.2-3 % faster (2048^3 0.858 against 0.845). A cluster's multicast saves L2 traffic that a single wave does
 # not miss; over more waves it counts: int8 4096^3 0.983 against 0.979, 8192^3 0.948 against 0.957, fp16 4096^3
 # 0.986 against 0.997.
-ONE_WAVE_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one wave at most: faster than the 2-CTA "
-                                        "clusters there (int8, 16-bit and tf32, 1024-2048 rows, on an H200)")
+ONE_WAVE_OWN_TILES = OwnTiles(Choice("cluster1", "the same tiles without a cluster, one wave at most: faster than "
+                                                 "the 2-CTA clusters there (int8, 16-bit and tf32, 1024-2048 rows, on "
+                                                 "an H200)"), waves=1)
 # FP8's promoted 128x128 tiles (bn128_promote) without a cluster, against the 2-CTA clusters, twice each in one
 # process on an H200 (x cuBLASLt's promoted line; small-problems/fp8-promoted-cluster1-*.txt): 2048^3 (1.9 waves)
 # 1.037 and 1.073 (0.968 and 1.001), 3072^3 (4.4) 0.948 and 0.946 (0.922 and 0.922), 4096^3 (7.8) 0.990 and 0.989
@@ -205,19 +282,20 @@ ONE_WAVE_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, one w
 # line; small-problems/fp8-block-ring-new-*.txt): 2048^3 0.928 and 0.957 (0.885 and 0.894), 4096^3 0.885 and 0.883
 # (0.871 and 0.870), 4096x4096x14336 (7.8 waves) 0.867 and 0.868 (0.867 and 0.832), 8192^3 0.866 and 0.887 (0.848
 # and 0.905).
-PROMOTED_OWN_TILES = Choice("cluster1", "the same tiles without a cluster, up to 8 waves: faster than the 2-CTA "
-                                        "clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, on an H200), "
-                                        "slower at 8192^3")
+PROMOTED_OWN_TILES_CHOICE = Choice("cluster1", "the same tiles without a cluster, up to 8 waves: faster than the "
+                                               "2-CTA clusters there (FP8 promoted and block-scaled, 2048^3-4096^3, "
+                                               "on an H200), slower at 8192^3")
 PROMOTED_OWN_TILES_WAVES = 8
 # Block-scaled FP8 runs those tiles without a cluster and without the stream-K tail as well (the tail's pieces each
 # weight and promote their own partials before the fix-up in C; not profiled). On an H100
 # (x cuBLASLt's block-scaled line, two runs on one machine; results/reference/NVIDIA_H100/fp8-block-no-streamk/),
 # without the tail against with it: 1280^3 1.054 (0.992), 1536^3 1.032 (1.001), 2048^3 1.019 and 1.055 (0.966 and
 # 0.998), 2048x4096x2048 1.048 (1.008), 3072^3 0.977 (0.966), 4096^3 0.952 and 0.944 (0.935 and 0.927).
-BLOCK_OWN_TILES = Choice("cluster1_no_streamk",
-                         "the same tiles without a cluster or a stream-K tail, up to 8 waves: faster than with "
-                         "either there (block-scaled FP8, 1280^3-4096^3, on an H100)")
-# ... its own tiles by their k steps an SM instead (own_tiles_steps), as many as 8 waves of 32 k steps, where the
+BLOCK_OWN_TILES = OwnTiles(Choice("cluster1_no_streamk",
+                                  "the same tiles without a cluster or a stream-K tail, up to 8 waves: faster than "
+                                  "with either there (block-scaled FP8, 1280^3-4096^3, on an H100)"),
+                           waves=PROMOTED_OWN_TILES_WAVES)
+# ... its own tiles by their k steps an SM as well (PROMOTED_DEEP_TILES), as many as 8 waves of 32 k steps, where the
 # waves were fitted (small-problems/promoted-deep-whole-k-1.txt, one round, x the promoted line, clusters of 2
 # against none, K whole): 4096x4096x8192 (7.8 waves of 64 k steps, 496 an SM) 0.96 against 0.86, 3072x3072x8192
 # (279) 0.95 / 0.84, 3072x3072x12288 (419) 0.96 / 0.89, 4096x4096x5120 (310) 0.97 / 0.94; at 248 an SM or fewer the
@@ -225,27 +303,8 @@ BLOCK_OWN_TILES = Choice("cluster1_no_streamk",
 # (32 k steps) 0.97 / 0.99, 4096^3 0.96 / 0.96. Not the twins (PROMOTED_OWN_TILES_WAVES), nor block-scaled FP8, whose
 # 4096x4096x14336 (869 an SM) ran as fast without a cluster.
 PROMOTED_OWN_TILES_STEPS = 256
-PROMOTED_OWN_TILES_STEPS_WHY = "the cluster's multicast of B saves more the longer each SM streams"
-
-
-@dataclass(frozen=True)
-class SlowMemory:
-    """Where a card streams less memory an SM than `bytes_per_s_per_sm` (Problem.hbm_bytes_per_s over its SMs), a
-    rung's own tiles (not its twins that compute Cᵀ) go without a cluster only over at most `tile_steps` k steps a
-    tile. A card whose bandwidth is not known plans as an H200, above the bar."""
-    bytes_per_s_per_sm: float
-    tile_steps: int
-    why: str
-
-    def keeps_cluster(self, problem, k_steps: int) -> str | None:
-        """Why the tiles keep their cluster on `problem`'s card over `k_steps` k steps a tile; None where they may
-        go without."""
-        hbm = problem.hbm_bytes_per_s
-        if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm or k_steps <= self.tile_steps:
-            return None
-        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on a card of "
-                f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
-                f"{self.bytes_per_s_per_sm / 1e9:.0f} ({self.why})")
+PROMOTED_DEEP_TILES = DeepTiles(PROMOTED_OWN_TILES_STEPS,
+                                "the cluster's multicast of B saves more the longer each SM streams")
 
 
 # On a card of less memory bandwidth an SM, the promoted 128x128 tiles lose their cluster over a short K only. An
@@ -264,7 +323,7 @@ class SlowMemory:
 PROMOTED_SLOW_MEMORY = SlowMemory(30e9, 20, "on an H100 the 2-CTA clusters ran faster past 20 k steps a tile, the "
                                             "tiles without one up to that")
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
-# 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (part_k_cluster_waves): the
+# 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (a PartK bar): the
 # fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past
 # PART_K_TWIN_WAVES waves. x the vendor line of the class on an H200, clusters of 2 against none, M x N x K
 # (small-problems/part-k-fit-*.txt; held out, measured after: *part-k-held-out*.txt):
@@ -279,6 +338,14 @@ PROMOTED_SLOW_MEMORY = SlowMemory(30e9, 20, "on an H100 the 2-CTA clusters ran f
 # 1.26). int8's twins, with 2 of 3 such K faster without a cluster, keep ONE_WAVE_OWN_TILES.
 PART_K_CLUSTERS = "FP8's rows of A off the 128-byte lines and a partial last k step: the clusters' multicast pays"
 PART_K_TWIN_WAVES = 2.5  # between 256 tiles (1.9 waves: faster without) and 384 (2.9: faster in clusters)
+FP8_PART_K = PartK(0, PART_K_CLUSTERS)
+FP8_OWN_TILES = OwnTiles(FP8_OWN_TILES_CHOICE, bars=(FP8_PART_K,))
+# FP8's promoted class: its own tiles by every bar above, its twins that compute Cᵀ by their waves and a part K past
+# PART_K_TWIN_WAVES only.
+PROMOTED_OWN_TILES = OwnTiles(PROMOTED_OWN_TILES_CHOICE, PROMOTED_OWN_TILES_WAVES,
+                              (PROMOTED_SLOW_MEMORY, PROMOTED_DEEP_TILES, FP8_PART_K))
+PROMOTED_TWIN_TILES = OwnTiles(PROMOTED_OWN_TILES_CHOICE, PROMOTED_OWN_TILES_WAVES,
+                               (PartK(PART_K_TWIN_WAVES, PART_K_CLUSTERS),))
 
 
 class _Whole(NamedTuple):
@@ -373,11 +440,9 @@ def small_split_first(rest: Callable[[object, tuple[str, ...]], Choice], builds:
 
 
 def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_slice: int = 4, min_split: int = 4,
-                       narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: Choice | None = None,
-                       few_columns: int | None = None, own_tiles_waves: float | None = None,
-                       short_tile_steps: int | None = None, twin_fill: float | None = None,
-                       part_k_cluster_waves: float | None = None, own_tiles_steps: float | None = None,
-                       own_tiles_slow_memory: SlowMemory | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
+                       narrow_n: int | None = None, builds: TileBuilds | None = None, own_tiles: OwnTiles | None = None,
+                       few_columns: int | None = None, short_tile_steps: int | None = None,
+                       twin_fill: float | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a persistent tile kernel with split-K variants named splitk<S>.
 
     Its output tiles are the work: fewer tiles than half the SMs leave most of the GPU idle, whatever the
@@ -438,14 +503,11 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     48x4096x14336 split 4 1.03, whole 0.88.
 
     `own_tiles`: the build (and why) that runs the rung's own whole tile_m x tile_n tiles wherever the pick is them,
-    where it is one of the variants; else the default build. FP8's is `cluster1`, the same tiles without the 2-CTA
-    cluster (FP8_OWN_TILES). `own_tiles_waves`: only where the default tiles make at most that many waves (int8's,
-    16-bit's and tf32's: one, ONE_WAVE_OWN_TILES; FP8's promoted class: PROMOTED_OWN_TILES_WAVES).
-    `part_k_cluster_waves`: not where K is no whole number of k steps of `tile_k` and the default tiles make more
-    than that many waves (FP8: PART_K_CLUSTERS). `own_tiles_steps`: only where the default tiles' k steps, all of
-    them over the SMs, are at most that many an SM (FP8's promoted class: PROMOTED_OWN_TILES_STEPS).
-    `own_tiles_slow_memory`: on a card of less memory bandwidth an SM than its bar, only over as many k steps a tile
-    as it allows (FP8's promoted class: PROMOTED_SLOW_MEMORY).
+    where it is one of the variants, within its waves and where none of its bars keeps the cluster (OwnTiles); else
+    the default build. The same tiles without the 2-CTA cluster (`cluster1`): int8's, 16-bit's and tf32's within one
+    wave (ONE_WAVE_OWN_TILES); FP8's where K is whole k steps (FP8_OWN_TILES: PartK); FP8's promoted class's within
+    8 waves, where K is whole k steps, up to PROMOTED_OWN_TILES_STEPS k steps an SM (DeepTiles) and on a card of less
+    memory bandwidth an SM over a short K only (SlowMemory): PROMOTED_OWN_TILES.
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -542,20 +604,12 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
         if picked.variant != DEFAULT or own_tiles is None or own_tiles.variant not in variants:
             return picked
         tiles, k_steps = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n), cdiv(problem.k, tile_k)
-        if own_tiles_waves is not None and tiles > own_tiles_waves * problem.sm_count:
+        if not own_tiles.within_waves(problem, tiles):
             return picked
-        slow = own_tiles_slow_memory.keeps_cluster(problem, k_steps) if own_tiles_slow_memory is not None else None
-        if slow is not None:
-            return Choice(picked.variant, f"{picked.reason}; {slow}")
-        if own_tiles_steps is not None and tiles * k_steps > own_tiles_steps * problem.sm_count:
-            return Choice(picked.variant, f"{picked.reason}; in its clusters, as {tiles} tiles of {k_steps} k steps "
-                                          f"are {tiles * k_steps / problem.sm_count:.0f} an SM, more than "
-                                          f"{own_tiles_steps:g} ({PROMOTED_OWN_TILES_STEPS_WHY})")
-        if (part_k_cluster_waves is not None and problem.k % tile_k
-                and tiles > part_k_cluster_waves * problem.sm_count):
-            return Choice(picked.variant, f"{picked.reason}; in its clusters, as K = {problem.k} is no whole number "
-                                          f"of {tile_k}-deep k steps ({PART_K_CLUSTERS})")
-        return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.reason}")
+        kept = own_tiles.keeps_cluster(problem, tiles, k_steps, tile_k)
+        if kept is not None:
+            return Choice(picked.variant, f"{picked.reason}; {kept}")
+        return Choice(own_tiles.variant, f"{picked.reason}; {own_tiles.variant}: {own_tiles.choice.reason}")
 
     def columns(problem, variants: tuple[str, ...]) -> Choice:
         """The few_columns builds, whole or split (see above)."""

@@ -463,8 +463,7 @@ METHODS: dict[str, Method] = {
             choose=small_splits_first(
                 configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
                                            builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS),
-                                           few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                           own_tiles_waves=1),
+                                           few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES),
                 WS_16BIT, WS_16BIT_VARIANTS),
         ),
         ws_rung(
@@ -492,8 +491,7 @@ METHODS: dict[str, Method] = {
                     configs.bt_twin(configs.persistent_split_k(*WS_TF32.tile(), narrow_n=NARROW_BN,
                                                                builds=ws_tile_builds(WS_TF32, WS_TF32_VARIANTS),
                                                                few_columns=NARROWEST_BN,
-                                                               own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                                               own_tiles_waves=1),
+                                                               own_tiles=configs.ONE_WAVE_OWN_TILES),
                                     {"": (WS_TF32.BM, WS_TF32.bn), **TF32_BT_TILES}, BT_SMEM_SUFFIX),
                     TF32_BT_TILES, BT_SMEM_SUFFIX),
                 swap_twins(WS_TF32, WS_TF32_VARIANTS), WS_TF32.bk, WS_TF32.streamk_min_saved),
@@ -528,8 +526,7 @@ METHODS: dict[str, Method] = {
             ("int8",), "15_wgmma_int8.cu", "wgmma_int8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_INT8_VARIANTS,
             # the 8-bit heuristic (warp_specialized.bytes_choose), its own tiles without a cluster within one wave
-            choose=bytes_choose(WS_BYTES, WS_INT8_VARIANTS, narrow_n=NARROW_BN, own_tiles=configs.ONE_WAVE_OWN_TILES,
-                                own_tiles_waves=1),
+            choose=bytes_choose(WS_BYTES, WS_INT8_VARIANTS, narrow_n=NARROW_BN, own_tiles=configs.ONE_WAVE_OWN_TILES),
         ),
         ws_rung(
             "wgmma_fp8",
@@ -540,7 +537,7 @@ METHODS: dict[str, Method] = {
             ("float8_e4m3",), "16_wgmma_fp8.cu", "wgmma_fp8_matmul<{T}>", WS_BYTES, ("A", "BT"),
             variants=WS_FP8_VARIANTS,
             # the 8-bit heuristic, its own tiles without a cluster where K is whole k steps (configs.PART_K_CLUSTERS)
-            choose=bytes_choose(WS_BYTES, WS_FP8_VARIANTS, own_tiles=configs.FP8_OWN_TILES, part_k_cluster_waves=0),
+            choose=bytes_choose(WS_BYTES, WS_FP8_VARIANTS, own_tiles=configs.FP8_OWN_TILES),
             accuracy=FAST_ACCUMULATION,  # but the promoted builds (promote, bn128_promote and its ladder): PROMOTED
             # Its promoted class beside the pick: the split-K heuristic over the ladder of the 128x128 tiles, the
             # fastest promoted build at 2048^3-8192^3 (0.94-0.96 x cuBLASLt's promoted line, promote 0.88-0.95; an

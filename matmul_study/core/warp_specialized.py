@@ -13,10 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import (BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PART_K_TWIN_WAVES,
-                                       PROMOTED_OWN_TILES, PROMOTED_OWN_TILES_STEPS, PROMOTED_OWN_TILES_WAVES,
-                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SLOW_MEMORY, PROMOTED_SWAP_TRANSPOSE_SHARE,
-                                       PROMOTED_TWIN_FILL, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
+from matmul_study.core.configs import (BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PROMOTED_OWN_TILES,
+                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL,
+                                       PROMOTED_TWIN_TILES, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
                                        SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves,
                                        few_columns_twin, few_rows_twin, narrow_twin, narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
@@ -776,13 +775,11 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     builds = ws_tile_builds(own, as_known)
     halves = {**({1: builds.small[0]} if builds.small else {}),
               **{s: name for name, (_, _, s) in builds.small_splits.items()}}
-    options = dict(builds=builds, few_columns=NARROWEST_BN, own_tiles=PROMOTED_OWN_TILES,
-                   own_tiles_waves=PROMOTED_OWN_TILES_WAVES, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
+    options = dict(builds=builds, few_columns=NARROWEST_BN, short_tile_steps=PROMOTED_SHORT_TILE_STEPS,
                    twin_fill=PROMOTED_TWIN_FILL)
-    # the own tiles' cluster by the card's memory bandwidth as well; the twins' (Cᵀ's problem) not
-    tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=0, own_tiles_steps=PROMOTED_OWN_TILES_STEPS,
-                               own_tiles_slow_memory=PROMOTED_SLOW_MEMORY)
-    twin_tiles = persistent_split_k(*own.tile(), **options, part_k_cluster_waves=PART_K_TWIN_WAVES)
+    # the own tiles' cluster by every bar of theirs, the twins' (Cᵀ's problem) by their waves and a part K
+    tiles = persistent_split_k(*own.tile(), **options, own_tiles=PROMOTED_OWN_TILES)
+    twin_tiles = persistent_split_k(*own.tile(), **options, own_tiles=PROMOTED_TWIN_TILES)
     records = tile_records(as_known)
     twins = twin_bounds(narrow_twins_first(swapped_problem(
         tiles, swapped_names(as_known), deep_splits(as_known, SWAP_KEEP_SLICES), share=PROMOTED_SWAP_TRANSPOSE_SHARE,
@@ -871,7 +868,7 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
     (x cuBLASLt's block-scaled line, one run; results/reference/NVIDIA_H100/few-rows-fp8-block/fp8-block-builds.txt):
     512^3 1.21 against 1.01 for cluster1, 1024^3 1.10 against 0.99; past half a wave it lost (1536^3, 288 tiles in
     three waves: 0.95 against 1.01), and its splits lost to the whole tiles at every square (0.15-0.98)."""
-    tiles = persistent_split_k(*base.tile(), own_tiles=BLOCK_OWN_TILES, own_tiles_waves=PROMOTED_OWN_TILES_WAVES)
+    tiles = persistent_split_k(*base.tile(), own_tiles=BLOCK_OWN_TILES)
     short = f"bm{SHORT_BM}"
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
