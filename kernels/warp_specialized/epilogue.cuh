@@ -186,8 +186,8 @@ __device__ __forceinline__ void write_sums(const V (&d)[ACCUMULATORS], FlushedRo
     if (rows.writes == 0 && piece <= 0) {  // the rows' first sums in C: stored
         if (rows.inside) store_pairs_inside(d, r0, r8);
         else store_acc_guarded<BN / 8>(d, c, m, n, rows.row0, rows.col0);
+        __threadfence();  // the stores before any reduction into them, this thread's (once a tile) or a later piece's
         if (piece == 0) {  // the tile's later pieces may add theirs now
-            __threadfence();
             flush_barrier(rows.group);
             if (t == 0) atomicAdd(rows.flag, 1u);
         }
