@@ -133,12 +133,11 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
             if (w.piece >= 0 || sums.rows.writes > 0) {
                 write_last_sums(d, sums.rows, C, m, n, tid % 128);
                 continue;
-            }
-            epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, r, warp, lane, chunk, drain);
-            continue;
+            }  // a whole tile of one sum: the epilogue below
+        } else {
+            mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
+                         step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4, it), part);
         }
-        mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
-                     step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4, it), part);
         if constexpr (K_GROUPS > 1) {
             if (k_groups_meet(d, smem_raw + (sm.epi - raw), part, i, w.k1 - w.k0, tid)) continue;
         }

@@ -314,11 +314,7 @@ struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unroll
     static constexpr int value = N;
 };
 
-struct NoFlush {  // mainloop's `flush` where the sums are not written as they go (FLUSH_EVERY = 0)
-    __device__ __forceinline__ int next(int) const { return 0; }
-    template <typename A>
-    __device__ __forceinline__ void operator()(const A&) const {}
-};
+struct NoFlush {};  // mainloop's `flush` where the sums are not written as they go (FLUSH_EVERY = 0: never used)
 
 template <class Op, typename V = typename Op::Acc, class Weights = Unweighted, class Flush = NoFlush>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,

@@ -77,8 +77,8 @@ def build(config: dict, compute_capability: tuple[int, int] | None = None,
     dtype, block, reason.
 
     `compute_capability` is the target GPU's, where known: methods that cannot run on it are pruned with the
-    reason. `device_facts` are the planning GPU's (see PlanningDevice). A config that leaves no job
-    at all is an error that says what each method supports."""
+    reason. `device_facts` are the planning GPU's (see PlanningDevice). A config that leaves no job at all is an
+    error that says what each method supports."""
     jobs, pruned = [], []
     device = PlanningDevice(device_facts)
     setting = config.get("variants", configs.AUTO)
