@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from matmul_study.core import dtypes, geometry, registry
-from matmul_study.core.warp_specialized import THREE_TF32_FLUSH_EVERY, WS_BYTES, WS_SMALL_SPLITS, promoted_ladder
+from matmul_study.core.warp_specialized import WS_BYTES, WS_SMALL_SPLITS, promoted_ladder
 
 from matmul_study.measure import inputs
 
@@ -156,9 +156,6 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                     for v in ("bn128", "bn128_promote", "promote", "promote_rs", "promote2", "promote_chunk2")),
                   *(("wgmma_3xtf32", v, "float32")
                     for v in ("bn128", "bn128_promote", "promote", "promote2", "promote_chunk2")),
-                  # 3xTF32's sums added into C as they end (WGMMA_WS_FLUSH_EVERY: stored first, then L2 reductions,
-                  # each warpgroup's stream-K flag at 300x4300x4300)
-                  *(("wgmma_3xtf32", f"flush{p}", "float32") for p in THREE_TF32_FLUSH_EVERY),
                   # 64-row tiles (WGMMA_WS_BM=64: one consumer warpgroup, A in boxes of 64 rows), every rung that has
                   # them: the same shapes, each a CTA row per 64 rows of C.
                   *(("wgmma_warp_specialized", v, d) for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")
@@ -538,8 +535,7 @@ def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
 
 @pytest.mark.parametrize("shape", ["2048x2048x8192", "1000x2200x4300"])
 @pytest.mark.parametrize("variant,control", [("promote", "default"), ("promote2", "default"),
-                                             ("promote_chunk2", "default"), ("bn128_promote", "bn128"),
-                                             *((f"flush{p}", "default") for p in THREE_TF32_FLUSH_EVERY)])
+                                             ("promote_chunk2", "default"), ("bn128_promote", "bn128")])
 def test_3xtf32_promoted_sums_err_like_sgemm(shape, variant, control):
     # The tf32 wgmma truncates as it adds, so over a deep k the 3xTF32 sums drift well past SGEMM's error (the
     # control, the same tiles unpromoted); adding each k step's sum into fp32 accumulators must bring ours to within
@@ -549,14 +545,6 @@ def test_3xtf32_promoted_sums_err_like_sgemm(shape, variant, control):
     assert ours.passed and theirs.passed and control.passed
     assert control.rel_fro_error > 2 * theirs.rel_fro_error, "no accumulation error to remove here: says nothing"
     assert ours.rel_fro_error <= 2 * theirs.rel_fro_error
-
-
-@pytest.mark.parametrize("variant", [f"flush{p}" for p in THREE_TF32_FLUSH_EVERY])
-def test_3xtf32_sums_added_into_c_give_the_same_bits_every_launch(variant_cubin, variant):
-    # Whole tiles (8 of them, no stream-K tail) of 384 k steps, 128 of them big·big's: each warpgroup writes its rows
-    # eight or sixteen times, stored first and then added by L2 reductions of its own threads, in their order.
-    check_kernel(lambda *_: variant_cubin("wgmma_3xtf32", variant, "float32"), "wgmma_3xtf32", "float32", 0,
-                 (512, 4096, 512), launches=3, variant=variant, same_bits=True)
 
 
 def test_fp8_block_scaled_error_is_cublaslts():

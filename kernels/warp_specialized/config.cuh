@@ -47,9 +47,6 @@
 //                         steps whose parts run one after another with a single final wait (mainloop).
 //   WGMMA_WS_PROMOTE_EVERY  k steps per promoted sum: 1, or a divisor of the chunk, each part's wgmmas then running
 //                         over that many stages before the part is added.
-//   WGMMA_WS_FLUSH_EVERY  0, or k steps per tensor-core sum of an unpromoted build whose sums lose bits (3xTF32):
-//                         from the operands' first flushed step (Op::flush_from) each consumer warpgroup ends its
-//                         sum every so many steps and adds it into C in fp32 (epilogue.cuh, write_sums).
 //   WGMMA_WS_BALANCED     1: unsplit tails go to the fewest clusters that keep the waves; 0: to every cluster.
 //   WGMMA_WS_GROUP_ORDER  0: the tile order the operands prefer; 1: groups of rows; 2: of columns.
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order.
@@ -121,9 +118,6 @@
 #ifndef WGMMA_WS_PROMOTE_EVERY
 #error "WGMMA_WS_PROMOTE_EVERY is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
-#ifndef WGMMA_WS_FLUSH_EVERY
-#error "WGMMA_WS_FLUSH_EVERY is set by the registry (matmul_study/core/warp_specialized.py)"
-#endif
 #ifndef WGMMA_WS_BALANCED
 #error "WGMMA_WS_BALANCED is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -182,9 +176,6 @@ constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
 constexpr bool A_REGS = WGMMA_WS_A_REGS != 0;  // the parts' A from registers (mainloop, Op::a_fragments)
 constexpr int PROMOTE_CHUNK = WGMMA_WS_PROMOTE_CHUNK;  // k steps per chunk in column parts (mainloop)
 constexpr int PROMOTE_EVERY = WGMMA_WS_PROMOTE_EVERY;  // k steps per promoted sum in column parts (mainloop)
-// k steps per tensor-core sum where each consumer warpgroup adds its sums into C as it goes (mainloop, write_sums);
-// 0: one sum per item, stored at its end.
-constexpr int FLUSH_EVERY = WGMMA_WS_FLUSH_EVERY;
 
 // ------------------------------------------------------------------------------------------- shared memory
 // From the first 1024-byte boundary of the dynamic window (128-byte swizzle atoms need it; the launch gives up to
@@ -243,10 +234,7 @@ constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
 // Arrivals that free a stage: every warp of the consumers that read it (one k group per 64 rows) in every CTA of the
 // cluster, and with Bt written in shared memory every warp that writes it (they read the stage's B rows).
 constexpr int EMPTY_ARRIVALS = ROW_GROUPS * 4 * CLUSTER + (BT_SMEM ? BT_SMEM_WARPS : 0);
-constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster[, warpgroup])
-// A flag per CTA of a tail tile, or where the sums go to C as they come (FLUSH_EVERY) one per consumer warpgroup: each
-// writes its rows of C apart from the other (write_sums).
-constexpr int SK_FLAGS_PER_CTA = FLUSH_EVERY > 0 ? ROW_GROUPS : 1;
+constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
 // Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
 constexpr int PART_QUADS = BM * BN / 4;
@@ -325,14 +313,6 @@ static_assert(PROMOTE_CHUNK == 1 || (PROMOTE && PROMOTE_PARTS > 1 && !A_REGS && 
 static_assert(PROMOTE_CHUNK >= 1, "WGMMA_WS_PROMOTE_CHUNK: k steps per chunk, at least 1");
 static_assert(PROMOTE_EVERY >= 1 && PROMOTE_CHUNK % PROMOTE_EVERY == 0,
               "WGMMA_WS_PROMOTE_EVERY: k steps per promoted sum, a divisor of WGMMA_WS_PROMOTE_CHUNK");
-// (the sums leave from the accumulators, row by row of the warpgroup's own: no promotion in registers, no second k
-// group, no split-K workspace, no C^T, and no Bt ring, whose plain k loop is the only one that reads it; even, so
-// that the second warpgroup's sums end half an interval after the first's)
-static_assert(FLUSH_EVERY == 0 || (FLUSH_EVERY >= 2 && FLUSH_EVERY % 2 == 0 && !PROMOTE && K_GROUPS == 1 &&
-                                   SPLIT_K == 1 && !SWAP_AB && !BT_SMEM),
-              "WGMMA_WS_FLUSH_EVERY: 0 (off), or an even number of k steps in an unpromoted build (WGMMA_WS_PROMOTE=0) "
-              "of one k group, whole tiles or a stream-K tail (WGMMA_WS_SPLIT_K=1), C = A B (WGMMA_WS_SWAP_AB=0) "
-              "and no Bt ring (WGMMA_WS_BT_BUFFERS=0)");
 
 // ------------------------------------------------------------------------------------------- operand traits
 // The tile order: the one the operands prefer (Op::GROUP_ALONG_N) unless WGMMA_WS_GROUP_ORDER names one.
@@ -392,19 +372,9 @@ __device__ __forceinline__ int pair_row(int lane)
     static_assert(PAIR == 8 || PAIR == 1, "a thread's rows 8 apart, or adjacent");
     return PAIR == 8 ? lane / 4 : 2 * (lane / 4);
 }
-// The first k step of `ktiles` whose sums an Op's flushed build ends every FLUSH_EVERY steps (Op::flush_from: 3xTF32's
-// big-big block, whose terms carry the sum); 0 for an Op without the member.
-template <class Op, class = void>
-struct FlushFrom {
-    static __device__ __forceinline__ int step(int) { return 0; }
-};
-template <class Op>
-struct FlushFrom<Op, decltype(void(&Op::flush_from))> {
-    static __device__ __forceinline__ int step(int ktiles) { return Op::flush_from(ktiles); }
-};
 template <class Op>
 using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N<Op>, STREAMK, BALANCED,
-                                                 SK_MIN_SAVED_STEPS, MAX_SK_FLAGS / SK_FLAGS_PER_CTA, SPLIT_K>;
+                                                 SK_MIN_SAVED_STEPS, MAX_SK_FLAGS, SPLIT_K>;
 
 #if HOPPER_SM90A
 // A K-major Bt tile (the tf32 and 8-bit operands) is read in boxes of this many rows: 128, or the whole tile where it

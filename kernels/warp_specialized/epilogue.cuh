@@ -14,8 +14,6 @@
 //     into C with L2 reductions (red.global.add: the order of the additions, and so the last bits of C, may vary
 //     between runs). The flags (module scope, zero at load) count finished pieces and the last finisher resets
 //     its flag, so launches on one stream reuse them; two launches of one module at once on two streams would not.
-//   sums written as they end (WGMMA_WS_FLUSH_EVERY): each consumer warpgroup stores its rows' first sums and adds
-//     the later ones with L2 reductions (write_sums, below), whole tiles and stream-K pieces alike;
 //   split-K slices (WGMMA_WS_SPLIT_K = S > 1, see tile_schedule.cuh): deterministic, unlike the stream-K
 //     tail. Each slice stores its partial tile to the workspace in the accumulators' own order (512 contiguous
 //     bytes per warp instruction) and counts itself in on the tile's counter; once all S are in, slice j sums
@@ -118,119 +116,6 @@ __device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned i
     named_barrier(1, 128 * ROW_GROUPS);
     if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
 }
-
-// ------------------------------------------------------------------------------------------- flushed sums
-// Where the sums go to C as they come (FLUSH_EVERY > 0; mainloop.cuh ends them), each consumer warpgroup writes its
-// 64 rows of an item apart from the other, each time one of its sums ends and once at the item's end. The first
-// write of a whole tile or of a stream-K piece 0 stores, guarded, straight from the accumulators; every later one,
-// and every write of a piece > 0, adds into C with L2 reductions (red.global.add). A piece > 0 adds only once the
-// warpgroup's rows of piece 0 are in C: piece 0 raises the warpgroup's flag after its first write, a later piece
-// waits for it before its own first, counts itself in after its last, and the tile's last piece resets the flag for
-// the next launch. Piece 0's first write comes within FLUSH_EVERY k steps or at its end, and a cluster starts its
-// piece 0 before its other piece (tile_schedule.cuh), so no wait waits on a wait. The additions of one thread to one
-// element come in its program order, so a whole tile's bits are the same on every launch; the pieces of a stream-K
-// tile add in any order, as the unflushed tail's do.
-constexpr uint32_t FLUSH_BARRIER = 4;  // named barriers 4 and 5: a consumer warpgroup's own (1-3: kernel.cuh)
-
-struct FlushedRows {  // a consumer warpgroup's rows of an item, and its writes of them so far
-    int piece, pieces;   // the item's (ws_schedule::Work: -1 for a whole tile)
-    unsigned int* flag;  // the warpgroup's stream-K flag where the item is a piece, else nullptr
-    int row0, col0;      // this thread's first element (hopper.cuh's accumulator layout)
-    int group;           // the warpgroup, 0 or 1 (its named barrier)
-    bool inside;         // its 64 rows and the tile's columns lie inside C, and n is even (8-byte pairs)
-    int writes;
-};
-
-__device__ __forceinline__ void flush_barrier(int group)  // the warpgroup's 128 threads (a constant barrier each)
-{
-    if (group) hopper::named_barrier(FLUSH_BARRIER + 1, 128);
-    else hopper::named_barrier(FLUSH_BARRIER, 128);
-}
-
-// A thread's accumulators of rows inside C, pair j of row r0 at byte 32 j from it and of r8 (8 rows below) the same:
-// stored, or added with L2 reductions. The offsets are immediates, so the write needs two addresses, not 64.
-template <int J = 0>
-__device__ __forceinline__ void store_pairs_inside(const float* d, float* r0, float* r8)
-{
-    if constexpr (J < BN / 8) {
-        *reinterpret_cast<float2*>(r0 + 8 * J) = make_float2(d[4 * J], d[4 * J + 1]);
-        *reinterpret_cast<float2*>(r8 + 8 * J) = make_float2(d[4 * J + 2], d[4 * J + 3]);
-        store_pairs_inside<J + 1>(d, r0, r8);
-    }
-}
-template <int J = 0>
-__device__ __forceinline__ void red_pairs_inside(const float* d, float* r0, float* r8)
-{
-    if constexpr (J < BN / 8) {
-        asm volatile("red.global.add.v2.f32 [%0+%1], {%2, %3};" ::"l"(r0), "n"(32 * J), "f"(d[4 * J]),
-                     "f"(d[4 * J + 1])
-                     : "memory");
-        asm volatile("red.global.add.v2.f32 [%0+%1], {%2, %3};" ::"l"(r8), "n"(32 * J), "f"(d[4 * J + 2]),
-                     "f"(d[4 * J + 3])
-                     : "memory");
-        red_pairs_inside<J + 1>(d, r0, r8);
-    }
-}
-
-template <typename V>
-__device__ __forceinline__ void write_sums(const V (&d)[ACCUMULATORS], FlushedRows& rows, V* C, int m, int n, int t)
-{
-    using namespace hopper;
-    static_assert(sizeof(V) == 4 && V(0.5f) != V(0), "fp32 sums (3xTF32)");
-    // C's addresses from here on, not hoisted above the k loop, where they would hold registers (spilled: d has 128)
-    V* c = C;
-    asm volatile("" : "+l"(c));
-    const int piece = rows.piece;
-    float* const r0 = c + static_cast<size_t>(rows.row0) * n + rows.col0;
-    float* const r8 = r0 + 8 * static_cast<size_t>(n);
-    if (rows.writes == 0 && piece <= 0) {  // the rows' first sums in C: stored
-        if (rows.inside) store_pairs_inside(d, r0, r8);
-        else store_acc_guarded<BN / 8>(d, c, m, n, rows.row0, rows.col0);
-        __threadfence();  // the stores before any reduction into them, this thread's (once a tile) or a later piece's
-        if (piece == 0) {  // the tile's later pieces may add theirs now
-            flush_barrier(rows.group);
-            if (t == 0) atomicAdd(rows.flag, 1u);
-        }
-    } else {
-        if (rows.writes == 0) {  // a later piece's first: once piece 0's rows are in C
-            if (t == 0) flag_wait_ge(rows.flag, 1u);
-            flush_barrier(rows.group);
-        }
-        if (rows.inside) red_pairs_inside(d, r0, r8);
-        else red_add_acc_guarded<BN / 8>(d, c, m, n, rows.row0, rows.col0);
-    }
-    ++rows.writes;
-}
-
-// The item's last write; a piece > 0 then counts itself in, and the tile's last piece resets the flag.
-template <typename V>
-__device__ __forceinline__ void write_last_sums(const V (&d)[ACCUMULATORS], FlushedRows& rows, V* C, int m, int n,
-                                                int t)
-{
-    using namespace hopper;
-    write_sums(d, rows, C, m, n, t);
-    if (rows.piece > 0) {
-        flush_barrier(rows.group);
-        if (t == 0 && atomicAdd(rows.flag, 1u) == static_cast<unsigned int>(rows.pieces - 1))
-            atomicExch(rows.flag, 0u);
-    }
-}
-
-// The mainloop's end of a sum (FLUSH_EVERY > 0): the k steps at which this warpgroup's sums end, `first` and every
-// FLUSH_EVERY after it, and the write of a finished sum (write_sums; t: the thread's index in its warpgroup).
-template <typename V>
-struct SumsToC {
-    FlushedRows rows;
-    int first;
-    V* C;
-    int m, n, t;
-    // The first k step after kt that starts a new sum.
-    __device__ __forceinline__ int next(int kt) const
-    {
-        return kt < first ? first : first + ((kt - first) / FLUSH_EVERY + 1) * FLUSH_EVERY;
-    }
-    __device__ __forceinline__ void operator()(const V (&d)[ACCUMULATORS]) { write_sums(d, rows, C, m, n, t); }
-};
 
 // C[row][col, col + 1] = (v0, v1) where inside C (8-byte stores where aligned).
 template <typename V>

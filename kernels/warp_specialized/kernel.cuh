@@ -41,8 +41,7 @@
 //   Op::desc_a(sa), Op::desc_b(sb): low descriptor words of a warpgroup's A rows and of B in stage 0;
 //   Op::mma(d, da, db, accumulate): one stage's wgmmas for one consumer warpgroup;
 //   optional: Op::SCALED (per-tensor scales), Op::BLOCK_SCALED and Op::Weights (block scales), Op::K_BLOCKS_REPEAT
-//   with Op::a_step and Op::b_step (operands of fewer blocks of k than the GEMM reads: 3xTF32), Op::flush_from (the
-//   first k step whose sums a build with WGMMA_WS_FLUSH_EVERY ends as it goes, mainloop.cuh: 3xTF32), Op::A_TRANSPOSED
+//   with Op::a_step and Op::b_step (operands of fewer blocks of k than the GEMM reads: 3xTF32), Op::A_TRANSPOSED
 //   with Op::load_a (the kernel computes C^T = B^T A^T: B's rows copied as they are into the A slot, its mma
 //   loading wgmma's A into registers and committing its own groups, C^T stored transposed); config.cuh.
 // Edges: TMA zero-fills outside the operands; the epilogue guards rows >= m and columns >= n; k = 0 writes C = 0.
@@ -121,23 +120,8 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         const ws_schedule::Work w = sched.item(i);
         const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
         const int n0 = w.tn * BN;
-        if constexpr (FLUSH_EVERY > 0) {  // the sums go to C as they end (mainloop.cuh, epilogue.cuh: write_sums)
-            const FlushedRows rows{w.piece, w.pieces,
-                                   w.piece >= 0 ? &sk_flags[(w.u * CLUSTER + static_cast<int>(rank)) * ROW_GROUPS + r]
-                                                : nullptr,
-                                   m0 + r * 64 + warp * 16 + lane / 4, n0 + 2 * (lane % 4), r,
-                                   m0 + r * 64 + 64 <= m && n0 + BN <= n && n % 2 == 0, 0};
-            SumsToC<V> sums{rows, FlushFrom<Op>::step(sched.ktiles) + (r % 2 ? FLUSH_EVERY / 2 : FLUSH_EVERY), C, m,
-                            n, tid % 128};
-            mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane, Unweighted{}, part, sums);
-            if (w.piece >= 0 || sums.rows.writes > 0) {
-                write_last_sums(d, sums.rows, C, m, n, tid % 128);
-                continue;
-            }  // a whole tile of one sum: the epilogue below
-        } else {
-            mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
-                         step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4, it), part);
-        }
+        mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
+                     step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4, it), part);
         if constexpr (K_GROUPS > 1) {
             if (k_groups_meet(d, smem_raw + (sm.epi - raw), part, i, w.k1 - w.k0, tid)) continue;
         }

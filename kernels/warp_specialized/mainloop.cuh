@@ -298,28 +298,15 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // once the step's wgmmas are issued (k_step's `issued`; the item's steps in order, from its first ring step) and
 // used after the next step's are issued. For every other Op `weights` is Unweighted: no loads, the FADD, the same
 // build.
-//
-// Sums to C (FLUSH_EVERY > 0, an unpromoted build of fp32-summed operands: 3xTF32): the fp32 sum of a tile is C
-// itself, in L2. Each consumer warpgroup ends its tensor-core sum at the k steps `flush` names (SumsToC: every
-// FLUSH_EVERY steps from the operands' first flushed step, Op::flush_from) and writes it into C (write_sums: the
-// first write stores, later ones add with L2 reductions); the next step starts from zero (scale-d = 0). A sum ends
-// with nothing in flight, so d is read after the wait and no group crosses the back edge of the loop over sums. The
-// second warpgroup's sums end half an interval after the first's, so that while one drains its wgmmas and writes,
-// the other's keep the tensor cores busy. What is left at the item's end, the epilogue writes the same way
-// (kernel.cuh). Against promotion in registers: no second set of accumulators, and no step in quarters of the
-// columns; each sum runs FLUSH_EVERY steps instead of one or two, and its tile's 128 KiB (BN 256) go to L2 as
-// reductions each time.
 template <int N>
 struct Steps {  // a chunk's k steps, as a type: the promoted parts' loop unrolls over them
     static constexpr int value = N;
 };
 
-struct NoFlush {};  // mainloop's `flush` where the sums are not written as they go (FLUSH_EVERY = 0: never used)
-
-template <class Op, typename V = typename Op::Acc, class Weights = Unweighted, class Flush = NoFlush>
+template <class Op, typename V = typename Op::Acc, class Weights = Unweighted>
 __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int k0, int k1, uint32_t desc_a0,
                                          uint32_t desc_b0, const Smem& sm, PacedDrain<V>& drain, int n, int lane,
-                                         Weights weights = {}, int part = 0, Flush&& flush = {})
+                                         Weights weights = {}, int part = 0)
 {
     using namespace hopper;
     static_assert(!PROMOTE || PROMOTABLE<Op>,
@@ -328,9 +315,6 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
     static_assert(!BT_SMEM || !PROMOTE, "WGMMA_WS_BT_BUFFERS: unpromoted builds (the plain k loop reads the Bt ring)");
     static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
                                                 "step's partial is weighted by its scales as it is promoted");
-    static_assert(FLUSH_EVERY == 0 || (PROMOTABLE<Op> && !SCALED<Op> && !BLOCK_SCALED<Op> && !A_TRANSPOSED<Op>),
-                  "WGMMA_WS_FLUSH_EVERY: for the tf32 operands' plain sums (3xTF32: no per-tensor or block scales to "
-                  "apply, C = A B)");
     static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),
                   "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
                   "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
@@ -458,18 +442,6 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         wgmma_wait<0>();
         if (k1 > k0 + part) release_step(sm, step - K_GROUPS, lane);
         it += k1 - k0;
-    } else if constexpr (FLUSH_EVERY > 0) {
-        // One sum at a time, each from zero up to the next step that `flush` names or the item's end, then written
-        // into C but the last (the epilogue's).
-        for (int kt = k0; kt < k1;) {
-            const int end = min(k1, flush.next(kt));
-            for (int k = kt; k < end; ++k)
-                k_step<Op>(d, it, k, k0, k > kt, k > kt, desc_a0, desc_b0, sm, drain, n, lane);
-            wgmma_wait<0>();
-            release_step(sm, it - 1, lane);
-            if (end < k1) flush(d);
-            kt = end;
-        }
     } else {
         for (int kt = k0; kt < k1; ++kt)
             k_step<Op>(d, it, kt, k0, kt > k0, kt > k0, desc_a0, desc_b0, sm, drain, n, lane);

@@ -12,13 +12,9 @@
 // 4096³ and 8.3e-5 at 8192³; with them first they accumulate at 2^-11 of its size and only big·big's k / 8 steps
 // run on the large sum: 9.4e-6 and 1.9e-5, about 2.35e-9 x k on every shape measured. cuBLAS SGEMM (IEEE fp32
 // FMAs, rounded to nearest): 1.1e-6 and 1.6e-6; plain tf32 3.1e-4. Closing the rest of the gap needs the running
-// sum taken out of the tensor cores every few k steps and added in fp32. A second accumulator of the tile's width
-// would take 128 registers per consumer thread that this 64x256-per-warpgroup pipeline does not have: the promoted
-// builds (WGMMA_WS_PROMOTE) run each k step in quarters of the columns instead, and the flushed ones
-// (WGMMA_WS_FLUSH_EVERY) keep the fp32 sum in C itself, adding big·big's running sum into it every few k steps with
-// L2 reductions (Op3xTf32::flush_from: the correction blocks, at 2^-11 of the sum, run as one); or K is split into
-// slices whose partial tiles are summed in fp32 (the error falls as 1 / slices if each slice holds its share of
-// big·big).
+// sum taken out of the tensor cores every few k steps and added in fp32 (a second accumulator: 128 registers per
+// consumer thread that this 64x256-per-warpgroup pipeline does not have), or K split into slices whose partial
+// tiles are summed in fp32 (the error falls as 1 / slices if each slice holds its share of big·big).
 //
 // Two kernels, one timed launch:
 //   pre-pass (wgmma_3xtf32_split): reads row-major A (m x k) and B (k x n) once and writes two K-major operands
@@ -99,9 +95,6 @@ struct Op3xTf32 : OpTf32 {
     static_assert(wgmma_3xtf32::K_ALIGN == BK, "a block of k is a whole number of k steps");
     static __device__ __forceinline__ int a_step(int kt, int ktiles) { return third_back(kt, ktiles, 2); }
     static __device__ __forceinline__ int b_step(int kt, int ktiles) { return third_back(kt, ktiles, 1); }
-    // A flushed build's sums (WGMMA_WS_FLUSH_EVERY) end every few k steps from big·big's block on: the blocks
-    // before it add terms 2^-11 of its, whose truncation loses as little, and run as one sum.
-    static __device__ __forceinline__ int flush_from(int ktiles) { return 2 * (ktiles / 3); }
 
 private:
     // Step kt, or in the third block the same step `blocks` blocks back.

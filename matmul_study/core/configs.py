@@ -171,8 +171,8 @@ def persistent_waves(tiles: int, clusters: int, k_steps: int, min_saved: int | N
     clusters, as kernels/warp_specialized/tile_schedule.cuh deals them out, and whether it splits the last,
     partial wave by k steps (stream-K): where that saves each cluster at least `min_saved` k steps and gives
     every cluster some. Split, the tail's tiles count by their share of a wave; whole, as a wave. (The kernel's third
-    condition, a flag for each CTA of the tail, at most MAX_SK_FLAGS = 1024, holds on any GPU of fewer than 1024 SMs,
-    and with a flag per consumer warpgroup (WGMMA_WS_FLUSH_EVERY) of fewer than 512: the tail is less than a wave.)"""
+    condition, a flag for each CTA of the tail, at most MAX_SK_FLAGS = 1024, holds on any GPU of fewer than 1024 SMs:
+    the tail is less than a wave.)"""
     tail = tiles % clusters if tiles > clusters else 0
     if (min_saved is not None and tail and (clusters - tail) * k_steps >= min_saved * clusters
             and tail * k_steps >= clusters):

@@ -33,11 +33,10 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
-                                                SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, THREE_TF32_FLUSH_EVERY,
-                                                TRANSPOSE_TF32_PREPASS, WS_16BIT, WS_BM64_SPLITS, WS_BYTES,
-                                                WS_FP8_BLOCK, WS_TF32, a_registers_variant, bt_smem_variants,
-                                                bytes_choose, few_columns_twins_first, few_rows_twins_first,
-                                                flushed_variants, fp8_block_choose, fp8_block_variants,
+                                                SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
+                                                WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
+                                                bt_smem_variants, bytes_choose, few_columns_twins_first,
+                                                few_rows_twins_first, fp8_block_choose, fp8_block_variants,
                                                 promote_chunk_variants, promoted_class_choose, promoted_ladder,
                                                 promoted_variants,
                                                 small_splits_first, swap_twins, swap_variants, ws_bm64_variants,
@@ -510,12 +509,11 @@ METHODS: dict[str, Method] = {
             accuracy=THREE_TF32,
             arithmetic="tf32",
             # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy), and
-            # promote and bn128_promote end each one every k step, promote2 every two, and flush8 and flush16
-            # end big·big's every 8 and 16 and add it into C: SGEMM's accuracy class (specs.CLASS_DTYPES).
+            # promote and bn128_promote end each one every k step, promote2 every two: SGEMM's accuracy class
+            # (specs.CLASS_DTYPES).
             variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
                       *promoted_variants(WS_TF32, "tf32", "the tensor cores' truncation kept to 32 k"),
-                      *promote_chunk_variants(WS_TF32, "tf32"),
-                      *flushed_variants(WS_TF32, THREE_TF32_FLUSH_EVERY)),
+                      *promote_chunk_variants(WS_TF32, "tf32")),
             choose=configs.promoted_tiles(*WS_TF32.tile()[:2], NARROW_BN, wide="promote2"),
         ),
         ws_rung(

@@ -60,10 +60,6 @@ class WsConfig:
     # final wait, and each tensor-core sum runs `promote_every` of them (a divisor of the chunk) before it is added:
     promote_chunk: int = 1
     promote_every: int = 1
-    # Unpromoted sums that lose bits (3xTF32) end every `flush_every` k steps from the operands' first flushed step
-    # and are added into C in fp32 by L2 reductions, each consumer warpgroup's half an interval after the other's
-    # (even; whole tiles or a stream-K tail, one k group). 0: one sum per item.
-    flush_every: int = 0
     # B as it is (row-major, N-major) in the stages, and each k step's K-major Bt tile written into a ring of this
     # many buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed
     # before the kernel; no cluster (each CTA writes its own). 0: the operands' own B.
@@ -173,7 +169,6 @@ class WsConfig:
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
                   "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
-                  "FLUSH_EVERY": self.flush_every,
                   "SWAP_AB": int(self.swap_ab), "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
         return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
@@ -212,7 +207,7 @@ class WsConfig:
         """This record as a named build: its defines, launch, tile, and a workspace where it splits K."""
         return WsVariant(name, self.defines, description, launch=self.launch, tile=self.tile,
                          workspace=self.workspace_bytes if self.split_k > 1 else None,
-                         accuracy=PROMOTED if self.promote or self.flush_every else "", config=self)
+                         accuracy=PROMOTED if self.promote else "", config=self)
 
 
 @dataclass(frozen=True)
@@ -827,26 +822,6 @@ def promote_chunk_variants(base: WsConfig, operands: str, steps: int = 2) -> tup
             f"k steps ({steps * base.bk} k) instead of every step: the quarters' waits and adds once per {steps} "
             f"steps; {held}"),
     )
-
-
-# 3xTF32's flushed builds' intervals, in k steps of 32. Its unflushed error, 9.4e-6 at 4096^3 and 1.9e-5 at 8192^3,
-# grows with big·big's k steps on one sum (128 and 256 there); ended every P steps it should fall about P / 128 and
-# P / 256-fold, towards promotion's 2.3e-7: at 16, about 1.4e-6 and 1.5e-6 against SGEMM's 1.1e-6 and 1.6e-6, at 8
-# about 0.8e-6 (not measured yet). Each sum ended costs a wgmma drain, which the other warpgroup's wgmmas cover, and
-# 128 KiB of L2 reductions a tile.
-THREE_TF32_FLUSH_EVERY = (8, 16)
-
-
-def flushed_variants(base: WsConfig, intervals: tuple[int, ...]) -> tuple[Variant, ...]:
-    """`base`'s tiles unpromoted, with each tensor-core sum of big·big's block ended every few k steps and added into
-    C in fp32 (WGMMA_WS_FLUSH_EVERY; kernels/warp_specialized/mainloop.cuh): `flush<P>` for each interval P."""
-    return tuple(
-        replace(base, flush_every=p).variant(
-            f"flush{p}",
-            f"the default's {base.BM}x{base.bn} tiles, each tensor-core sum of big·big's block ended every {p} k steps "
-            f"({p * base.bk} k) and added into C in fp32 by L2 reductions, the second consumer warpgroup's half an "
-            "interval after the first's")
-        for p in intervals)
 
 
 FP8_BLOCK_SPLITS = (2, 4, 8)  # its split-K builds (slices of whole k steps, so of whole scale blocks)
