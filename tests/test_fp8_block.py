@@ -11,11 +11,13 @@ import os
 import re
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from matmul_study.analysis.tile_fit import table_ratios
 from matmul_study.launch import cublaslt, kernels, launchers
 from matmul_study.core import dtypes, registry, specs
 from matmul_study.core.backends import CUBLASLT
@@ -25,6 +27,7 @@ from matmul_study.measure.verify import dequantized, verify_on_host
 from matmul_study.pipeline.config import ConfigError, validate
 from kernel_builds import rung_build
 
+REPO = Path(__file__).resolve().parent.parent
 BLOCK = dtypes.get("float8_e4m3_block")
 PER_TENSOR = dtypes.get("float8_e4m3")
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
@@ -435,3 +438,37 @@ def test_the_launcher_refuses_fast_accumulation_and_missing_block_scales_before_
         launchers.make(lt_method(), p, launchers.DeviceBuffers(None, None, None, object()), None, "fast_accum")
     with pytest.raises(ValueError, match=r"needs its block scales \(dtypes.block_scale_layout\) on the device"):
         cublaslt.cublaslt(lt_method(), p, launchers.DeviceBuffers(None, None, None), None)
+
+
+def test_on_a_card_of_less_bandwidth_an_sm_the_block_rung_runs_its_clusters_without_the_tail():
+    # configs.BLOCK_SLOW_MEMORY and BLOCK_SLOW_MEMORY_CLUSTERS against the committed H100 runs: wherever two of the
+    # rung's whole-tile builds ran 2 % apart, the rule on an H100's facts takes the faster of them. Up to 24 k steps a
+    # tile (and 8 waves) the tiles without a cluster or a tail; past that, and past 8 waves, the 2-CTA clusters
+    # without the stream-K tail, never the default build with it.
+    method = registry.get("wgmma_fp8_block")
+    names = tuple(v.name for v in method.variants)
+    h100_hbm = 2 * 2619e6 * 5120 / 8  # bus width x memory clock, two transfers: 3.35 TB/s
+    runs = [*sorted((REPO / "results/reference/NVIDIA_H100/fp8-block-waves").glob("block-waves-*.txt")),
+            *sorted((REPO / "results/reference/NVIDIA_H100/fp8-block-no-streamk").glob("*.txt"))]
+    whole = ("default", "no_streamk", "cluster1_no_streamk")
+    decided = 0
+    for (name, _, shape), builds in table_ratios(runs).items():
+        m, n, k = map(int, shape.split("x"))
+        if name != method.name or 2 * (m // 128) * (n // 128) <= 132:  # (the 64-row tiles' own rule)
+            continue
+        pick = method.choose(specs.Problem(m, n, k, 0, BLOCK, sm_count=132, hbm_bytes_per_s=h100_hbm), names)
+        assert pick.variant in whole, (shape, pick)
+        for other in whole:
+            if other in builds and pick.variant in builds and builds[other] > 1.02 * builds[pick.variant]:
+                raise AssertionError((shape, pick.variant, builds))
+            decided += other in builds and other != pick.variant
+    assert decided >= 25, decided
+    on_h100 = method.choose(specs.Problem(4096, 4096, 4096, 0, BLOCK, sm_count=132, hbm_bytes_per_s=h100_hbm), names)
+    assert on_h100.variant == "no_streamk" and "32 k steps a tile are more than 24" in on_h100.reason
+    assert "without the stream-K tail" in on_h100.reason
+    # an H200, and a card whose bandwidth is not known, keep the rule of the H200: 4096^3 without a cluster or a tail,
+    # 8192^3 the default build
+    for hbm in (2 * 3201e6 * 6144 / 8, None):
+        for size, pick in ((4096, "cluster1_no_streamk"), (8192, "default")):
+            problem = specs.Problem(size, size, size, 0, BLOCK, sm_count=132, hbm_bytes_per_s=hbm)
+            assert method.choose(problem, names).variant == pick, (hbm, size)

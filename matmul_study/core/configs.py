@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
-from matmul_study.core.specs import Problem
+from matmul_study.core.specs import TMA_ALIGNMENT, Problem, pitch_elements
 
 if TYPE_CHECKING:
     from matmul_study.core.dtypes import DType
@@ -247,13 +247,21 @@ class SlowMemory:
     tile_steps: int
     why: str
 
-    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+    def slow(self, problem) -> bool:
+        """Whether `problem`'s card streams less memory an SM than the bar (not where its bandwidth is unknown)."""
         hbm = problem.hbm_bytes_per_s
-        if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm or k_steps <= self.tile_steps:
+        return hbm is not None and hbm / problem.sm_count < self.bytes_per_s_per_sm
+
+    def card(self, problem) -> str:
+        """The card's memory an SM against the bar, in words."""
+        return (f"a card of {problem.hbm_bytes_per_s / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
+                f"{self.bytes_per_s_per_sm / 1e9:.0f}")
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        if not self.slow(problem) or k_steps <= self.tile_steps:
             return None
-        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on a card of "
-                f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
-                f"{self.bytes_per_s_per_sm / 1e9:.0f} ({self.why})")
+        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on "
+                f"{self.card(problem)} ({self.why})")
 
 
 # Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
@@ -291,10 +299,26 @@ PROMOTED_OWN_TILES_WAVES = 8
 # (x cuBLASLt's block-scaled line, two runs on one machine; results/reference/NVIDIA_H100/fp8-block-no-streamk/),
 # without the tail against with it: 1280^3 1.054 (0.992), 1536^3 1.032 (1.001), 2048^3 1.019 and 1.055 (0.966 and
 # 0.998), 2048x4096x2048 1.048 (1.008), 3072^3 0.977 (0.966), 4096^3 0.952 and 0.944 (0.935 and 0.927).
+# On a card of less memory bandwidth an SM, they keep their 2-CTA clusters past 24 k steps a tile, as the promoted
+# tiles do past 20 (PROMOTED_SLOW_MEMORY). On H100s (x cuBLASLt's block-scaled line, one process a call;
+# results/reference/NVIDIA_H100/fp8-block-waves/ and fp8-block-no-streamk/), without a cluster against the clusters
+# without the tail: 2048^3 (16 k steps) 1.00-1.07 / 0.95-0.99, 2048x8192x2048 (16, 7.8 waves) 1.00 / 0.99, 3072^3
+# (24) 0.98-0.99 / 0.98; past 24 the clusters, 3584^3 0.93 / 0.97, 3840^3 0.90-0.91 / 0.94, 4096x3072x4096 0.92 /
+# 0.96, 4096x4096x8192 0.90-0.92 / 0.95, 4096^3 0.92-0.93 / 0.96 (on another H100 0.94-0.96 / 0.95-0.96).
+BLOCK_SLOW_MEMORY = SlowMemory(30e9, 24, "on H100s the 2-CTA clusters ran faster past 24 k steps a tile, the tiles "
+                                         "without one up to that")
 BLOCK_OWN_TILES = OwnTiles(Choice("cluster1_no_streamk",
                                   "the same tiles without a cluster or a stream-K tail, up to 8 waves: faster than "
                                   "with either there (block-scaled FP8, 1280^3-4096^3, on an H100)"),
-                           waves=PROMOTED_OWN_TILES_WAVES)
+                           waves=PROMOTED_OWN_TILES_WAVES, bars=(BLOCK_SLOW_MEMORY,))
+# ... and on such a card, where the clusters run the tiles (past the waves, or kept by the bar), they run without the
+# stream-K tail, which ran behind at every shape measured on H100s (x the block-scaled line, the clusters without the
+# tail against with it): 1280^3 0.93 / 0.89, 1536^3 0.95-0.96 / 0.91, 2048^3 0.95-0.99 / 0.91-0.95, 3072^3 0.98 /
+# 0.94-0.95, 3584^3 0.97 / 0.94, 4096^3 0.96 / 0.93, 5120^3 0.95 / 0.93, 4096x8192x4096 0.94 / 0.92, 6144^3
+# 0.93 / 0.90-0.91 (three calls), 5120x8192x5120 0.94 / 0.91, 8192^3 0.92-0.94 / 0.91-0.96 (0.93 / 0.92 averaged
+# over six pairs). Not on an H200, where the tail was not measured against this tree.
+BLOCK_SLOW_MEMORY_CLUSTERS = Choice("no_streamk", "the 2-CTA clusters without the stream-K tail: faster than with it "
+                                                  "at every shape measured on H100s (block-scaled FP8, 1280^3-8192^3)")
 # ... its own tiles by their k steps an SM as well (PROMOTED_DEEP_TILES), as many as 8 waves of 32 k steps, where the
 # waves were fitted (small-problems/promoted-deep-whole-k-1.txt, one round, x the promoted line, clusters of 2
 # against none, K whole): 4096x4096x8192 (7.8 waves of 64 k steps, 496 an SM) 0.96 against 0.86, 3072x3072x8192
@@ -1030,6 +1054,55 @@ def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callabl
                                         f"{theirs} work items against {ours}, of {steps} k steps, and the transpose "
                                         f"of B would take {estimated:.0%} of the GEMM's time (less than {share:.0%})")
         return picked
+
+    return choose
+
+
+# The 8-bit twins read B as it is, B's rows as the rows of their tensor map: where those rows of N bytes are no
+# multiple of TMA_ALIGNMENT, the launch first copies B into padded rows (launch.operands.PitchedOperand), a second
+# kernel beside the twin's GEMM, where the 64x64 tiles with two k groups over C read the transpose of B that every
+# other build reads. At such a few columns, half a twin's tile rows or fewer, those tiles split as many ways ran
+# ahead wherever the twin's slices held 8 k steps or more, and on an H200 behind it over 6 or fewer. x the vendor,
+# the twin of 128x64 tiles against the 64x64 tiles, each split 8 ways, int8 / FP8: on an H200 (small-problems/
+# row-copy-after-*.txt) 700x40x8000 (8 k steps a slice) 1.19-1.26 / 0.92 against 1.44-1.47 / 1.08; 300x56x6000 (6)
+# 4.24-4.29 / 1.18-1.20 against 4.10-4.15 / 1.16, 1000x60x3000 (3) 1.02-1.03 / 1.09 against 1.00 / 1.04. On an H100
+# (x the vendor, results/reference/NVIDIA_H100/few-columns-8bit/), at 27 shapes of 300-1200 rows, 24, 40 and 56
+# columns and K of 4096, 8000 and 16384, the twin ran 0.77-0.94 of the 64x64 tiles' rate over 8 k steps a slice and
+# 0.60-0.84 over 16 (0.78-1.03 over 4), and the wide twins past a wave 0.54-0.62 (1200x40x16384 FP8 0.54 against 0.93
+# for the 64x64 tiles split 4 ways, int8 3.5 against 5.8); at 900x32x12000, rows of 32 bytes that need no copy, the
+# twin led over 12 steps a slice (int8 1.11 against 1.05, FP8 0.93 against 0.90).
+ROW_COPY_TWIN_STEPS = 6
+
+
+def row_copy_halves(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                    halves: dict[int, str], tile_k: int, min_k_steps_per_slice: int,
+                    twin_steps: int = ROW_COPY_TWIN_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`'s pick, but where that is a twin computing Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its
+    tiles, slices of K and whether it computes Cᵀ) whose tile rows C's columns fill at most half, over slices of more
+    than `twin_steps` k steps of `tile_k`, and B's rows need a copy into padded rows before it (pitch_elements), the
+    build of `halves` (slices -> the 64x64 tiles with two k groups over C, split so many ways) of the most slices whose
+    work items fit one wave, each of at least `min_k_steps_per_slice` k steps."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        twin = records.get(picked.variant)
+        itemsize = problem.dtype.itemsize
+        if (twin is None or not twin[3] or 2 * problem.n > twin[0]
+                or pitch_elements(problem.n, itemsize) == problem.n):
+            return picked
+        k_steps = cdiv(problem.k, tile_k)
+        steps = cdiv(k_steps, twin[2])
+        best = most_slices_in_one_wave(halves, records, problem, variants,
+                                       lambda s, name: cdiv(k_steps, s) >= min_k_steps_per_slice)
+        if steps <= twin_steps or best is None:
+            return picked
+        s, items, name = best
+        rows, cols, _, _ = records[name]
+        split = f", K split {s} ways (about {cdiv(k_steps, s)} k steps a slice)" if s > 1 else ""
+        return Choice(name, f"{picked.reason}; but B's rows of {problem.n * itemsize} bytes are no multiple of "
+                            f"{TMA_ALIGNMENT}, so the launch would copy them into padded rows for that twin, whose "
+                            f"{twin[0]}-row tiles C's columns fill at most half over slices of {steps} k steps: "
+                            f"{rows}x{cols} tiles over C with two k groups{split}, {items} work items")
 
     return choose
 

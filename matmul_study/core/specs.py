@@ -17,6 +17,16 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
+
+
+def pitch_elements(cols: int, itemsize: int) -> int:
+    """Row pitch in elements that TMA accepts: cols rounded up to a multiple of 16 bytes. An operand whose rows are
+    narrower than their pitch is copied into padded rows on every launch (launch.operands.PitchedOperand)."""
+    per = TMA_ALIGNMENT // itemsize
+    return cdiv(cols, per) * per
+
+
 # The most dynamic shared memory a block may opt in to, per compute capability (CUDA C++ Programming Guide, technical
 # specifications per compute capability: 163 KB, 99 KB or 227 KB). A kernel whose configuration depends on it is
 # compiled for a target with the configuration this table allows there (core/geometry.py, TileFamily), and launched

@@ -13,12 +13,13 @@ from dataclasses import dataclass, replace
 from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import (BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL, PROMOTED_OWN_TILES,
-                                       PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL,
-                                       PROMOTED_TWIN_TILES, PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS,
-                                       SWAP_KEEP_SLICES, Choice, SwapTwin, TileBuilds, WholeSmall, few_columns_halves,
-                                       few_columns_twin, few_rows_twin, narrow_twin, narrow_within_one_wave,
-                                       persistent_split_k, small_split_first, swapped_problem, twin_bounds,
+from matmul_study.core.configs import (BLOCK_OWN_TILES, BLOCK_SLOW_MEMORY, BLOCK_SLOW_MEMORY_CLUSTERS, DEFAULT,
+                                       FEW_COLUMNS_WHOLE_SMALL, PROMOTED_OWN_TILES, PROMOTED_SHORT_TILE_STEPS,
+                                       PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES,
+                                       PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+                                       SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
+                                       few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
+                                       row_copy_halves, small_split_first, swapped_problem, twin_bounds,
                                        whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
@@ -585,9 +586,13 @@ def narrow_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: 
     """`rest`, an 8-bit rung's heuristic, with the twins of its 128x64 tiles (whole and split) taken in place of a
     wider twin where they make more work items within one wave, or at a few columns and deep slices the 64x64 splits
     with two k groups (configs.narrow_twin)."""
-    halves = {s: name for name, (_, _, s) in ws_tile_builds(base, variants).small_splits.items()}
     return narrow_twin(rest, tile_records(variants), twin_splits(variants, base.BM, NARROWEST_BN), base.bk,
-                       halves=halves)
+                       halves=small_split_slices(base, variants))
+
+
+def small_split_slices(base: WsConfig, variants: tuple[Variant, ...]) -> dict[int, str]:
+    """The rung's 64x64 tiles with two k groups over C (TileBuilds.small_splits), by their slices of K."""
+    return {s: name for name, (_, _, s) in ws_tile_builds(base, variants).small_splits.items()}
 
 
 def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
@@ -702,6 +707,8 @@ def bytes_choose(base: WsConfig, variants: tuple[Variant, ...], **tile_options
     twins = twin_bounds(narrow_twins_first(swapped_problem(tiles, swapped_names(variants),
                                                            deep_splits(variants, SWAP_KEEP_SLICES)), base, variants),
                         tiles, tile_records(variants), base.bk, by_items=True)
+    twins = row_copy_halves(twins, tile_records(variants), small_split_slices(base, variants), base.bk,
+                            SMALL_SPLIT_BYTES_STEPS)
     return whole_small_first(small_splits_first(twins, base, variants), base, variants, FEW_COLUMNS_WHOLE_SMALL)
 
 
@@ -875,11 +882,16 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
         picked = tiles(problem, variants)
         own = cdiv(problem.m, base.BM) * cdiv(problem.n, base.bn)
         halves = cdiv(problem.m, SHORT_BM) * cdiv(problem.n, base.bn)
-        if (short not in variants or picked.variant not in (DEFAULT, BLOCK_OWN_TILES.variant)
-                or 2 * own > problem.sm_count):  # (then the 64x128 tiles, at most twice as many, fit one wave)
-            return picked
-        return Choice(short, f"{own} tiles of {base.BM}x{base.bn} fill at most half of {problem.sm_count} SMs and no "
-                             f"split pays: {halves} tiles of {SHORT_BM}x{base.bn} without a cluster, in one wave")
+        if (short in variants and picked.variant in (DEFAULT, BLOCK_OWN_TILES.variant)
+                and 2 * own <= problem.sm_count):  # (then the 64x128 tiles, at most twice as many, fit one wave)
+            return Choice(short, f"{own} tiles of {base.BM}x{base.bn} fill at most half of {problem.sm_count} SMs "
+                                 f"and no split pays: {halves} tiles of {SHORT_BM}x{base.bn} without a cluster, in one "
+                                 "wave")
+        clusters = BLOCK_SLOW_MEMORY_CLUSTERS
+        if picked.variant == DEFAULT and clusters.variant in variants and BLOCK_SLOW_MEMORY.slow(problem):
+            card = "" if "memory an SM" in picked.reason else f" on {BLOCK_SLOW_MEMORY.card(problem)}"
+            return Choice(clusters.variant, f"{picked.reason}; {clusters.variant}{card}: {clusters.reason}")
+        return picked
     return choose
 
 

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matmul_study.core.specs import cdiv
-
-TMA_ALIGNMENT = 16  # bytes: a tensor map's global address and row pitch must be multiples of this
+from matmul_study.core.specs import cdiv, pitch_elements
 
 
 @dataclass
@@ -23,12 +21,6 @@ class DeviceBuffers:
     b: object
     c: object
     scales: object | None = None
-
-
-def pitch_elements(cols: int, itemsize: int) -> int:
-    """Row pitch in elements that TMA accepts: cols rounded up to a multiple of 16 bytes."""
-    per = TMA_ALIGNMENT // itemsize
-    return -(-cols // per) * per
 
 
 COPY_ROWS_UNITS = (16, 8, 4, 2, 1)  # kernels/copy_rows.cu's entries, copy_rows_<bytes>
