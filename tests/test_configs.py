@@ -1,5 +1,6 @@
 """The per-problem configuration heuristic: the choice for a shape, with its reason, and its limits."""
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -1370,15 +1371,20 @@ def test_the_8bit_twins_take_128x64_tiles_where_those_make_more_work_items_in_on
         assert pick.variant == "swap_bn64", (name, pick)
 
 
+BYTE_RUNGS = (("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))
+
+
+def bytes_pick(name: str, dtype: str, m: int, n: int, k: int) -> configs.Choice:
+    """An 8-bit rung's pick for M x N x K on 132 SMs (configs.choose)."""
+    return configs.choose(registry.get(name), configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132))
+
+
 def test_the_8bit_narrow_twins_give_way_to_64x64_splits_over_deep_slices_at_a_few_columns():
     # configs.narrow_twin: at N <= 64 the 128x64 twin's rows over Cᵀ are half empty; over slices of more than 8 k steps
     # the 64x64 tiles with two k groups split as many ways run the same work items faster (twin-rule-deep-*.txt:
     # 1024x64x16384 int8 1.23 against 1.04, FP8 1.01 against 0.85); over 4-8 steps the twin stays.
-    for name, dtype in (("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3")):
-        rung = registry.get(name)
-
-        def pick(m, n, k):
-            return configs.choose(rung, configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132))
+    for name, dtype in BYTE_RUNGS:
+        pick = functools.partial(bytes_pick, name, dtype)
 
         deep = pick(1024, 64, 16384)
         assert deep.variant == "bm64_bn64_kg2_splitk8", (name, deep)
@@ -1410,11 +1416,8 @@ def test_the_8bit_twins_give_way_to_64x64_splits_where_b_would_be_copied_into_pa
         assert rate[pick.variant] >= 0.97 * max(rate.values()), (method, shape, pick.variant, rate)
         decided += 1
     assert decided >= 15, decided
-    for name, dtype in (("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3")):
-        rung = registry.get(name)
-
-        def pick(m, n, k):
-            return configs.choose(rung, configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132))
+    for name, dtype in BYTE_RUNGS:
+        pick = functools.partial(bytes_pick, name, dtype)
 
         # 700x40x8000: 8 k steps a slice (H200, int8 / FP8: 1.44-1.47 / 1.08 against the twin's 1.19-1.26 / 0.92)
         chosen = pick(700, 40, 8000)
