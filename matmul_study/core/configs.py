@@ -1154,8 +1154,11 @@ NARROW_TWIN_MAX_STEPS = 16
 # twins-small-*.txt, twin-rule-halves-short-*.txt: 512x64x4096 1.44 / 1.29 against 1.19 / 1.11, 256x64x8192 1.32 /
 # 1.26 against 1.27 / 1.20, 1024x32x8192 1.25 / 1.08 against 1.09 / 0.95; 1024x64x8192 1.18 / 1.04 against 1.20 /
 # 1.10), but not split 4 ways over 8 steps, from 1536 rows (2048x48x4096 1.15 / 0.95 against 0.93 / 0.79,
-# 2048x64x4096 1.25 / 1.01 against 1.15 / 0.92, 1536x64x4096 1.28 / 1.04 against 1.19 / 0.94).
-NARROW_TWIN_HALF_STEPS = 8
+# 2048x64x4096 1.25 / 1.01 against 1.15 / 0.92, 1536x64x4096 1.28 / 1.04 against 1.19 / 0.94). Over 12 steps split
+# 8 ways it led too, on an H200 (few-columns-rows-*.txt: 200x32x12000 1.26 / 1.26 against 1.13 / 1.18) and on an
+# H100 (results/reference/NVIDIA_H100/few-columns-8bit/: 900x32x12000 1.11 / 0.93 against 1.05 / 0.90), so the 64x64
+# split takes its place over more than 12 (where B's rows need no copy: row_copy_halves).
+NARROW_TWIN_HALF_STEPS = 12
 NARROW_TWIN_HALF_SLICES = 8
 
 
