@@ -871,7 +871,9 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
     """The block-scaled FP8 rung's heuristic: configs.persistent_split_k over its own 128x128 tiles (without a cluster
     or a stream-K tail up to PROMOTED_OWN_TILES_WAVES waves, configs.BLOCK_OWN_TILES; split K where the tiles leave
     SMs idle and K is deep), and its 64x128 tiles (bm64) in place of a whole-tile pick where the 128x128 tiles fill at
-    most half the SMs and the 64x128 ones fit one wave: twice the tiles in flight on the same bytes of B. On an H100
+    most half the SMs and the 64x128 ones fit one wave: twice the tiles in flight on the same bytes of B. On a card of
+    less memory bandwidth an SM (configs.BLOCK_SLOW_MEMORY) the 2-CTA clusters run without the stream-K tail
+    (BLOCK_SLOW_MEMORY_CLUSTERS) wherever they run the tiles. On an H100
     (x cuBLASLt's block-scaled line, one run; results/reference/NVIDIA_H100/few-rows-fp8-block/fp8-block-builds.txt):
     512^3 1.21 against 1.01 for cluster1, 1024^3 1.10 against 0.99; past half a wave it lost (1536^3, 288 tiles in
     three waves: 0.95 against 1.01), and its splits lost to the whole tiles at every square (0.15-0.98)."""
@@ -889,7 +891,8 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
                                  "wave")
         clusters = BLOCK_SLOW_MEMORY_CLUSTERS
         if picked.variant == DEFAULT and clusters.variant in variants and BLOCK_SLOW_MEMORY.slow(problem):
-            card = "" if "memory an SM" in picked.reason else f" on {BLOCK_SLOW_MEMORY.card(problem)}"
+            card = BLOCK_SLOW_MEMORY.card(problem)
+            card = "" if card in picked.reason else f" on {card}"  # (unless the bar that kept the clusters said so)
             return Choice(clusters.variant, f"{picked.reason}; {clusters.variant}{card}: {clusters.reason}")
         return picked
     return choose
