@@ -5,6 +5,7 @@
 # sweep: a small study in a scratch copy of the repo (the main results stay as they are), with the config items in
 # $SWEEP_CONFIG (default: every dtype, int32 included, every method, at 1000x1200x800 and 17x65x33); its results
 # come back as $OUT/sweep.tar.gz.
+# tests: TEST_PROCESSES=N (N > 1) runs the GPU suite in N processes at once, each within TEST_TIMEOUT seconds (below).
 # Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS. The study uses every GPU of the
 # host (--resources gpu=N, N from nvidia-smi) unless $GPUS says how many.
 # A study longer than one call resumes from the last call's study.tar.gz: copy it into an ignored folder that
@@ -39,9 +40,39 @@ status=0
 echo "commit the jobs record: $(python3 -c 'from matmul_study.measure.environment import git_commit; print(git_commit())')"
 
 if has tests; then
-    echo "== pytest -m gpu"
-    python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
-    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    processes=${TEST_PROCESSES:-1}
+    if (( processes > 1 )); then
+        # The GPU suite in TEST_PROCESSES processes at once, each within TEST_TIMEOUT seconds: tests/test_gpu_kernels.py
+        # in TEST_PROCESSES - 1 contiguous shards (MATMUL_STUDY_TEST_SHARD, so that one build's tests stay in one
+        # process, which compiles it once) and the GPU tests outside it in one more; the processes take the host's GPUs
+        # in turn and share one build cache. Their logs come back as $OUT/pytest-gpu.tar.gz, their last lines in
+        # $OUT/pytest-gpu.log. A shard cut off by the timeout can be run again as smaller ones (i/n with a larger n).
+        echo "== pytest -m gpu in $processes processes"
+        gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
+        (( gpus > 0 )) || gpus=1
+        export MATMUL_STUDY_BUILD_CACHE=${MATMUL_STUDY_BUILD_CACHE:-/tmp/matmul-study-builds}
+        logs=/tmp/pytest-gpu-logs && rm -rf "$logs" && mkdir -p "$logs"
+        pids=()
+        for (( i = 0; i < processes; i++ )); do
+            if (( i < processes - 1 )); then
+                args=(tests/test_gpu_kernels.py) name="shard$((i + 1))-of-$((processes - 1))"
+                shard="$((i + 1))/$((processes - 1))"
+            else
+                args=(--ignore=tests/test_gpu_kernels.py) name=outside shard=""
+            fi
+            CUDA_VISIBLE_DEVICES=$(( i % gpus )) MATMUL_STUDY_TEST_SHARD=$shard timeout -k 20 "${TEST_TIMEOUT:-86400}" \
+                python3 -m pytest -m gpu -q -p no:cacheprovider "${args[@]}" >"$logs/pytest-gpu-$name.log" 2>&1 &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+        for log in "$logs"/*.log; do echo "$(basename "$log"): $(tail -n 1 "$log")"; done | tee "$OUT/pytest-gpu.log"
+        grep -h '^FAILED\|^ERROR' "$logs"/*.log | tee -a "$OUT/pytest-gpu.log" | head -40
+        tar czf "$OUT/pytest-gpu.tar.gz" -C "$logs" .
+    else
+        echo "== pytest -m gpu"
+        python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
+        [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    fi
 fi
 
 if [[ -n ${RESUME_FROM:-} ]]; then
