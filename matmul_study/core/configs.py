@@ -1067,7 +1067,7 @@ def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callabl
 # row-copy-after-*.txt) 700x40x8000 (8 k steps a slice) 1.19-1.26 / 0.92 against 1.44-1.47 / 1.08; 300x56x6000 (6)
 # 4.24-4.29 / 1.18-1.20 against 4.10-4.15 / 1.16, 1000x60x3000 (3) 1.02-1.03 / 1.09 against 1.00 / 1.04. On an H100
 # (x the vendor, results/reference/NVIDIA_H100/few-columns-8bit/), at 27 shapes of 300-1200 rows, 24, 40 and 56
-# columns and K of 4096, 8000 and 16384, the twin ran 0.77-0.94 of the 64x64 tiles' rate over 8 k steps a slice and
+# columns and K of 4096, 8000 and 16384, the twin ran 0.69-0.94 of the 64x64 tiles' rate over 8 k steps a slice and
 # 0.60-0.84 over 16 (0.78-1.03 over 4), and the wide twins past a wave 0.54-0.62 (1200x40x16384 FP8 0.54 against 0.93
 # for the 64x64 tiles split 4 ways, int8 3.5 against 5.8); at 900x32x12000, rows of 32 bytes that need no copy, the
 # twin led over 12 steps a slice (int8 1.11 against 1.05, FP8 0.93 against 0.90).
