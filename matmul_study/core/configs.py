@@ -1092,9 +1092,11 @@ def row_copy_halves(rest: Callable[[object, tuple[str, ...]], Choice], records: 
             return picked
         k_steps = cdiv(problem.k, tile_k)
         steps = cdiv(k_steps, twin[2])
+        if steps <= twin_steps:
+            return picked
         best = most_slices_in_one_wave(halves, records, problem, variants,
                                        lambda s, name: cdiv(k_steps, s) >= min_k_steps_per_slice)
-        if steps <= twin_steps or best is None:
+        if best is None:
             return picked
         s, items, name = best
         rows, cols, _, _ = records[name]
