@@ -1058,57 +1058,6 @@ def twin_bounds(twins: Callable[[object, tuple[str, ...]], Choice], own: Callabl
     return choose
 
 
-# The 8-bit twins read B as it is, B's rows as the rows of their tensor map: where those rows of N bytes are no
-# multiple of TMA_ALIGNMENT, the launch first copies B into padded rows (launch.operands.PitchedOperand), a second
-# kernel beside the twin's GEMM, where the 64x64 tiles with two k groups over C read the transpose of B that every
-# other build reads. At such a few columns, half a twin's tile rows or fewer, those tiles split as many ways ran
-# ahead wherever the twin's slices held 8 k steps or more, and on an H200 behind it over 6 or fewer. x the vendor,
-# the twin of 128x64 tiles against the 64x64 tiles, each split 8 ways, int8 / FP8: on an H200 (small-problems/
-# row-copy-after-*.txt) 700x40x8000 (8 k steps a slice) 1.19-1.26 / 0.92 against 1.44-1.47 / 1.08; 300x56x6000 (6)
-# 4.24-4.29 / 1.18-1.20 against 4.10-4.15 / 1.16, 1000x60x3000 (3) 1.02-1.03 / 1.09 against 1.00 / 1.04. On an H100
-# (x the vendor, results/reference/NVIDIA_H100/few-columns-8bit/), at 27 shapes of 300-1200 rows, 24, 40 and 56
-# columns and K of 4096, 8000 and 16384, the twin ran 0.69-0.94 of the 64x64 tiles' rate over 8 k steps a slice and
-# 0.60-0.84 over 16 (0.78-1.03 over 4), and the wide twins past a wave 0.54-0.62 (1200x40x16384 FP8 0.54 against 0.93
-# for the 64x64 tiles split 4 ways, int8 3.5 against 5.8); at 900x32x12000, rows of 32 bytes that need no copy, the
-# twin led over 12 steps a slice (int8 1.11 against 1.05, FP8 0.93 against 0.90).
-ROW_COPY_TWIN_STEPS = 6
-
-
-def row_copy_halves(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                    halves: dict[int, str], tile_k: int, min_k_steps_per_slice: int,
-                    twin_steps: int = ROW_COPY_TWIN_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
-    """`rest`'s pick, but where that is a twin computing Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its
-    tiles, slices of K and whether it computes Cᵀ) whose tile rows C's columns fill at most half, over slices of more
-    than `twin_steps` k steps of `tile_k`, and B's rows need a copy into padded rows before it (pitch_elements), the
-    build of `halves` (slices -> the 64x64 tiles with two k groups over C, split so many ways) of the most slices whose
-    work items fit one wave, each of at least `min_k_steps_per_slice` k steps."""
-
-    def choose(problem, variants: tuple[str, ...]) -> Choice:
-        picked = rest(problem, variants)
-        twin = records.get(picked.variant)
-        itemsize = problem.dtype.itemsize
-        if (twin is None or not twin[3] or 2 * problem.n > twin[0]
-                or pitch_elements(problem.n, itemsize) == problem.n):
-            return picked
-        k_steps = cdiv(problem.k, tile_k)
-        steps = cdiv(k_steps, twin[2])
-        if steps <= twin_steps:
-            return picked
-        best = most_slices_in_one_wave(halves, records, problem, variants,
-                                       lambda s, name: cdiv(k_steps, s) >= min_k_steps_per_slice)
-        if best is None:
-            return picked
-        s, items, name = best
-        rows, cols, _, _ = records[name]
-        split = f", K split {s} ways (about {cdiv(k_steps, s)} k steps a slice)" if s > 1 else ""
-        return Choice(name, f"{picked.reason}; but B's rows of {problem.n * itemsize} bytes are no multiple of "
-                            f"{TMA_ALIGNMENT}, so the launch would copy them into padded rows for that twin, whose "
-                            f"{twin[0]}-row tiles C's columns fill at most half over slices of {steps} k steps: "
-                            f"{rows}x{cols} tiles over C with two k groups{split}, {items} work items")
-
-    return choose
-
-
 # FP8's promoted twins of 128x64 tiles past one wave (Cᵀ's problem: its rows are C's columns), where C has more rows
 # than one tile's 64 columns, ran slower than the twins of the class's 128x128 tiles (x cuBLASLt's promoted line on an
 # H200, promoted-twins-*-fp8.txt): 1536^3 (288 tiles of 128x64) 0.76 against 0.84, 1792^3 (392) 0.93 against 1.01,
@@ -1159,7 +1108,7 @@ NARROW_TWIN_MAX_STEPS = 16
 # 2048x64x4096 1.25 / 1.01 against 1.15 / 0.92, 1536x64x4096 1.28 / 1.04 against 1.19 / 0.94). Over 12 steps split
 # 8 ways it led too, on an H200 (few-columns-rows-*.txt: 200x32x12000 1.26 / 1.26 against 1.13 / 1.18) and on an
 # H100 (results/reference/NVIDIA_H100/few-columns-8bit/: 900x32x12000 1.11 / 0.93 against 1.05 / 0.90), so the 64x64
-# split takes its place over more than 12 (where B's rows need no copy: row_copy_halves).
+# split takes its place over more than 12 (half_empty_twins, past a wave too).
 NARROW_TWIN_HALF_STEPS = 12
 NARROW_TWIN_HALF_SLICES = 8
 
@@ -1208,6 +1157,66 @@ def narrow_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
         return Choice(name, f"{picked.reason}; but its twin of {r}x{c} tiles over Cᵀ"
                             f"{f', K split {s} ways' if s > 1 else ''}, makes {fits} work items in one wave against "
                             f"{items}")
+
+    return choose
+
+
+# At a few columns, half a twin's tile rows or fewer, its rows over Cᵀ are half empty or more, and the 64x64 tiles
+# with two k groups over C, split as many ways, make as many work items with less of each tile empty. Over long
+# slices those ran ahead, where the 128x64 twins' own rule leaves a twin in place: past one wave, where it takes none
+# of them, and where the 8-bit twins read B's rows of N bytes that are no multiple of TMA_ALIGNMENT. Those a launch
+# first copies into padded rows (launch.operands.PitchedOperand), a second kernel beside the twin's GEMM, where the
+# 64x64 tiles read the transpose of B that every other build reads; there they ran ahead over 8 k steps a slice or
+# more, and on an H200 behind the twin over 6 or fewer. x the vendor, the twin of 128x64 tiles against the 64x64
+# tiles, each split 8 ways, int8 / FP8: on an H200 (small-problems/row-copy-after-*.txt) 700x40x8000 (8 k steps a
+# slice) 1.19-1.26 / 0.92 against 1.44-1.47 / 1.08; 300x56x6000 (6) 4.24-4.29 / 1.18-1.20 against 4.10-4.15 / 1.16,
+# 1000x60x3000 (3) 1.02-1.03 / 1.09 against 1.00 / 1.04. On an H100 (x the vendor, results/reference/NVIDIA_H100/
+# few-columns-8bit/), at 27 shapes of 300-1200 rows, 24, 40 and 56 columns and K of 4096, 8000 and 16384, the twin
+# ran 0.69-0.94 of the 64x64 tiles' rate over 8 k steps a slice and 0.60-0.84 over 16 (0.78-1.03 over 4), and the
+# wide twins past a wave 0.54-0.62 (1200x40x16384 FP8 0.54 against 0.93 for the 64x64 tiles split 4 ways).
+ROW_COPY_TWIN_STEPS = 6
+# ... and where B's rows need no copy, over more k steps a slice than the 128x64 twins' rule allows them
+# (NARROW_TWIN_HALF_STEPS): on an H100 (aligned-*.txt there, 27 shapes of N 16, 32 and 48) the wide twins over 16-32
+# steps a slice at 1200x32x16384 and 1200x48x16384 ran 0.62-0.72 of the 64x64 tiles split 4 ways, which led every
+# build; over 12 steps the twin led at 900x32x12000 (int8 1.11 against 1.05, FP8 0.93 against 0.90) and on an H200
+# at 200x32x12000, and lost at 1000x48x12000 (0.75 of the 64x64 split 8 ways, heldout-*.txt). A twin of tiles
+# wider than those (128x128 over Cᵀ) gives way at any depth: at 300x16x16384, 300x32x16384 and 300x48x16384 int8
+# its split 16 ways (8 k steps a slice) ran 0.87-0.89 of the fastest build, the 64x64 tiles split 8 or 16 ways or the
+# 128x64 twin.
+
+
+def half_empty_twins(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                     halves: dict[int, str], tile_k: int, min_k_steps_per_slice: int,
+                     copy_steps: int = ROW_COPY_TWIN_STEPS, steps: int = NARROW_TWIN_HALF_STEPS
+                     ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`'s pick, but where that is a twin computing Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its
+    tiles, slices of K and whether it computes Cᵀ) whose tile rows C's columns fill at most half, over slices of more
+    than `steps` k steps of `tile_k` (more than `copy_steps` where B's rows need a copy into padded rows before it:
+    pitch_elements), or of tiles wider than theirs at any depth, the build of `halves` (slices -> the 64x64 tiles
+    with two k groups over C, split so many ways) of the most slices whose work items fit one wave, each of at least
+    `min_k_steps_per_slice` k steps."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        twin = records.get(picked.variant)
+        if twin is None or not twin[3] or 2 * problem.n > twin[0]:
+            return picked
+        itemsize = problem.dtype.itemsize
+        copied = pitch_elements(problem.n, itemsize) != problem.n
+        k_steps = cdiv(problem.k, tile_k)
+        best = most_slices_in_one_wave(halves, records, problem, variants,
+                                       lambda s, name: cdiv(k_steps, s) >= min_k_steps_per_slice)
+        twin_steps = cdiv(k_steps, twin[2])
+        if best is None or (twin_steps <= (copy_steps if copied else steps) and twin[1] <= records[best[2]][1]):
+            return picked
+        s, items, name = best
+        rows, cols, _, _ = records[name]
+        split = f", K split {s} ways (about {cdiv(k_steps, s)} k steps a slice)" if s > 1 else ""
+        copy = (f"B's rows of {problem.n * itemsize} bytes are no multiple of {TMA_ALIGNMENT}, so the launch would "
+                f"copy them into padded rows for that twin, whose " if copied else "that twin's ")
+        return Choice(name, f"{picked.reason}; but {copy}{twin[0]}x{twin[1]} tiles C's columns fill at most half "
+                            f"over slices of {twin_steps} k steps: {rows}x{cols} tiles over C with two k "
+                            f"groups{split}, {items} work items")
 
     return choose
 

@@ -18,8 +18,8 @@ from matmul_study.core.configs import (BLOCK_OWN_TILES, BLOCK_SLOW_MEMORY, BLOCK
                                        PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES,
                                        PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
-                                       few_rows_twin, narrow_twin, narrow_within_one_wave, persistent_split_k,
-                                       row_copy_halves, small_split_first, swapped_problem, twin_bounds,
+                                       few_rows_twin, half_empty_twins, narrow_twin, narrow_within_one_wave,
+                                       persistent_split_k, small_split_first, swapped_problem, twin_bounds,
                                        whole_small_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
@@ -707,8 +707,8 @@ def bytes_choose(base: WsConfig, variants: tuple[Variant, ...], **tile_options
     twins = twin_bounds(narrow_twins_first(swapped_problem(tiles, swapped_names(variants),
                                                            deep_splits(variants, SWAP_KEEP_SLICES)), base, variants),
                         tiles, tile_records(variants), base.bk, by_items=True)
-    twins = row_copy_halves(twins, tile_records(variants), small_split_slices(base, variants), base.bk,
-                            SMALL_SPLIT_BYTES_STEPS)
+    twins = half_empty_twins(twins, tile_records(variants), small_split_slices(base, variants), base.bk,
+                             SMALL_SPLIT_BYTES_STEPS)
     return whole_small_first(small_splits_first(twins, base, variants), base, variants, FEW_COLUMNS_WHOLE_SMALL)
 
 
