@@ -1404,7 +1404,8 @@ def test_the_8bit_narrow_twins_give_way_to_64x64_splits_over_deep_slices_at_a_fe
 def test_the_8bit_twins_give_way_to_64x64_splits_where_their_rows_over_ct_are_half_empty():
     # configs.half_empty_twins: at N <= 64 the 64x64 tiles with two k groups, split the most ways within one wave,
     # ran ahead of a twin over long slices: more than 6 k steps where the launch copies B's rows (N bytes no multiple
-    # of 16) for the twin, more than 12 where it does not, and at any depth of a twin of 128x128 tiles. Against the
+    # of 16) for the twin, more than 8 where they hold an odd number of 16-byte chunks, more than 12 otherwise, and at
+    # any depth of a twin of 128x128 tiles. Against the
     # committed runs on both cards: every such pick is one of the builds measured and within 3 % of the fastest.
     runs = [REPO / f"results/reference/NVIDIA_H200/small-problems/row-copy-after-{d}.txt" for d in ("int8", "fp8")]
     runs += sorted((REPO / "results/reference/NVIDIA_H100/few-columns-8bit").glob("*.txt"))
@@ -1436,6 +1437,13 @@ def test_the_8bit_twins_give_way_to_64x64_splits_where_their_rows_over_ct_are_ha
         assert pick(900, 32, 12000).variant == "swap_bn64_splitk8", name
         assert pick(1024, 32, 8192).variant == "swap_bn64_splitk8", name
         assert pick(300, 56, 6000).variant == "swap_bn64_splitk8", name
+        # rows of an odd number of 16-byte chunks over more than 8 k steps (H100 700x48x12000: 0.76-0.77 of the
+        # 64x64 split 8 ways, where at 700x64x12000 the twin ran 0.99-1.00 of it); over 8 the twin stays
+        chosen = pick(700, 48, 12000)
+        assert chosen.variant == "bm64_bn64_kg2_splitk8", (name, chosen)
+        assert "B's rows of 48 bytes (an odd number of 16-byte chunks) slow that twin" in chosen.reason
+        assert pick(700, 64, 12000).variant == "swap_bn64_splitk8", name
+        assert pick(700, 48, 8000).variant == "swap_bn64_splitk8", name
     # int8's twin of 128x128 tiles over 8 k steps a slice (H100 300x48x16384: 0.89 of the 64x64 split 8 ways)
     chosen = bytes_pick("wgmma_int8", "int8", 300, 48, 16384)
     assert chosen.variant == "bm64_bn64_kg2_splitk16" and "that twin's 128x128 tiles" in chosen.reason, chosen

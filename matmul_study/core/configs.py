@@ -1183,18 +1183,25 @@ ROW_COPY_TWIN_STEPS = 6
 # wider than those (128x128 over Cᵀ) gives way at any depth: at 300x16x16384, 300x32x16384 and 300x48x16384 int8
 # its split 16 ways (8 k steps a slice) ran 0.87-0.89 of the fastest build, the 64x64 tiles split 8 or 16 ways or the
 # 128x64 twin.
+# ... and over more than this many where B's rows hold an odd number of 16-byte chunks (N of 16 or 48 bytes, or rows
+# padded to those): on an H100 (x the vendor, columns-n-*.txt there: 500, 700 and 1000 rows, N of 16, 32, 48 and 64,
+# K of 8000 and 12000) the twin split 8 ways ran over 12 k steps a slice at 0.74-0.79 of the 64x64 splits' rate at
+# 700 and 1000 rows and 0.92-0.95 at 500 where N was 16 or 48, and 0.99-1.15 where N was 32 or 64 (700x48x12000 int8:
+# the twin 59.8 TF/s against 103.4 at 700x64x12000, a third more work); over 8 steps it ran 0.86-0.93 at 700 and 1000
+# rows and led at 300-500, and led on an H200 at 640x48x8192 and 384x48x8192, so it keeps 8.
+ODD_ROWS_TWIN_STEPS = 8
 
 
 def half_empty_twins(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
                      halves: dict[int, str], tile_k: int, min_k_steps_per_slice: int,
-                     copy_steps: int = ROW_COPY_TWIN_STEPS, steps: int = NARROW_TWIN_HALF_STEPS
-                     ) -> Callable[[object, tuple[str, ...]], Choice]:
+                     copy_steps: int = ROW_COPY_TWIN_STEPS, odd_steps: int = ODD_ROWS_TWIN_STEPS,
+                     steps: int = NARROW_TWIN_HALF_STEPS) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`'s pick, but where that is a twin computing Cᵀ = Bᵀ·Aᵀ (`records`: build -> rows and columns of its
     tiles, slices of K and whether it computes Cᵀ) whose tile rows C's columns fill at most half, over slices of more
     than `steps` k steps of `tile_k` (more than `copy_steps` where B's rows need a copy into padded rows before it:
-    pitch_elements), or of tiles wider than theirs at any depth, the build of `halves` (slices -> the 64x64 tiles
-    with two k groups over C, split so many ways) of the most slices whose work items fit one wave, each of at least
-    `min_k_steps_per_slice` k steps."""
+    pitch_elements; more than `odd_steps` where they hold an odd number of TMA_ALIGNMENT chunks), or of tiles wider
+    than theirs at any depth, the build of `halves` (slices -> the 64x64 tiles with two k groups over C, split so
+    many ways) of the most slices whose work items fit one wave, each of at least `min_k_steps_per_slice` k steps."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -1202,18 +1209,22 @@ def half_empty_twins(rest: Callable[[object, tuple[str, ...]], Choice], records:
         if twin is None or not twin[3] or 2 * problem.n > twin[0]:
             return picked
         itemsize = problem.dtype.itemsize
-        copied = pitch_elements(problem.n, itemsize) != problem.n
+        pitch = pitch_elements(problem.n, itemsize)
+        copied, odd = pitch != problem.n, pitch * itemsize % (2 * TMA_ALIGNMENT) != 0
         k_steps = cdiv(problem.k, tile_k)
         best = most_slices_in_one_wave(halves, records, problem, variants,
                                        lambda s, name: cdiv(k_steps, s) >= min_k_steps_per_slice)
         twin_steps = cdiv(k_steps, twin[2])
-        if best is None or (twin_steps <= (copy_steps if copied else steps) and twin[1] <= records[best[2]][1]):
+        short = copy_steps if copied else odd_steps if odd else steps
+        if best is None or (twin_steps <= short and twin[1] <= records[best[2]][1]):
             return picked
         s, items, name = best
         rows, cols, _, _ = records[name]
         split = f", K split {s} ways (about {cdiv(k_steps, s)} k steps a slice)" if s > 1 else ""
         copy = (f"B's rows of {problem.n * itemsize} bytes are no multiple of {TMA_ALIGNMENT}, so the launch would "
-                f"copy them into padded rows for that twin, whose " if copied else "that twin's ")
+                f"copy them into padded rows for that twin, whose " if copied
+                else f"B's rows of {problem.n * itemsize} bytes (an odd number of {TMA_ALIGNMENT}-byte chunks) slow "
+                     f"that twin, whose " if odd and odd_steps < twin_steps <= steps else "that twin's ")
         return Choice(name, f"{picked.reason}; but {copy}{twin[0]}x{twin[1]} tiles C's columns fill at most half "
                             f"over slices of {twin_steps} k steps: {rows}x{cols} tiles over C with two k "
                             f"groups{split}, {items} work items")
