@@ -1184,7 +1184,7 @@ ROW_COPY_TWIN_STEPS = 6
 # its split 16 ways (8 k steps a slice) ran 0.87-0.89 of the fastest build, the 64x64 tiles split 8 or 16 ways or the
 # 128x64 twin.
 # ... and over more than this many where B's rows hold an odd number of 16-byte chunks (N of 16 or 48 bytes, or rows
-# padded to those): on an H100 (x the vendor, columns-n-*.txt there: 500, 700 and 1000 rows, N of 16, 32, 48 and 64,
+# padded to those): on an H100 (columns-n-*.txt there: 500, 700 and 1000 rows, N of 16, 32, 48 and 64,
 # K of 8000 and 12000) the twin split 8 ways ran over 12 k steps a slice at 0.74-0.79 of the 64x64 splits' rate at
 # 700 and 1000 rows and 0.92-0.95 at 500 where N was 16 or 48, and 0.99-1.15 where N was 32 or 64 (700x48x12000 int8:
 # the twin 59.8 TF/s against 103.4 at 700x64x12000, a third more work); over 8 steps it ran 0.86-0.93 at 700 and 1000
