@@ -264,6 +264,18 @@ class SlowMemory:
                 f"{self.card(problem)} ({self.why})")
 
 
+@dataclass(frozen=True)
+class LongTiles:
+    """A bar of OwnTiles: on any card, the tiles keep their cluster over more than `tile_steps` k steps a tile."""
+    tile_steps: int
+    why: str
+
+    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
+        if k_steps <= self.tile_steps:
+            return None
+        return f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} ({self.why})"
+
+
 # Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
 # 128x256 tiles without a cluster, against the 2-CTA clusters (x cuBLASLt's fast-accumulation line, each in one
 # process on an H200; results/reference/NVIDIA_H200/precision/): 1536^3 0.773 (0.721), 1792^3 0.838 (0.784), 2048^3
@@ -299,26 +311,27 @@ PROMOTED_OWN_TILES_WAVES = 8
 # (x cuBLASLt's block-scaled line, two runs on one machine; results/reference/NVIDIA_H100/fp8-block-no-streamk/),
 # without the tail against with it: 1280^3 1.054 (0.992), 1536^3 1.032 (1.001), 2048^3 1.019 and 1.055 (0.966 and
 # 0.998), 2048x4096x2048 1.048 (1.008), 3072^3 0.977 (0.966), 4096^3 0.952 and 0.944 (0.935 and 0.927).
-# On a card of less memory bandwidth an SM, they keep their 2-CTA clusters past 24 k steps a tile, as the promoted
-# tiles do past 20 (PROMOTED_SLOW_MEMORY). On H100s (x cuBLASLt's block-scaled line, one process a call;
-# results/reference/NVIDIA_H100/fp8-block-waves/ and fp8-block-no-streamk/), without a cluster against the clusters
-# without the tail: 2048^3 (16 k steps) 1.00-1.07 / 0.95-0.99, 2048x8192x2048 (16, 7.8 waves) 1.00 / 0.99, 3072^3
-# (24) 0.98-0.99 / 0.98; past 24 the clusters, 3584^3 0.93 / 0.97, 3840^3 0.90-0.91 / 0.94, 4096x3072x4096 0.92 /
-# 0.96, 4096x4096x8192 0.90-0.92 / 0.95, 4096^3 0.92-0.93 / 0.96 (on another H100 0.94-0.96 / 0.95-0.96).
-BLOCK_SLOW_MEMORY = SlowMemory(30e9, 24, "on H100s the 2-CTA clusters ran faster past 24 k steps a tile, the tiles "
-                                         "without one up to that")
+# Past 24 k steps a tile they keep their 2-CTA clusters, on every card measured. On H100s (x cuBLASLt's block-scaled
+# line, one process a call; results/reference/NVIDIA_H100/fp8-block-waves/ and fp8-block-no-streamk/), without a
+# cluster against the clusters without the tail: 2048^3 (16 k steps) 1.00-1.07 / 0.95-0.99, 2048x8192x2048 (16, 7.8
+# waves) 1.00 / 0.99, 3072^3 (24) 0.98-0.99 / 0.98; past 24 the clusters, 3584^3 0.93 / 0.97, 3840^3 0.90-0.91 /
+# 0.94, 4096x3072x4096 0.92 / 0.96, 4096x4096x8192 0.90-0.92 / 0.95, 4096^3 0.92-0.93 / 0.96 (on another H100
+# 0.94-0.96 / 0.95-0.96). On an H200 (results/reference/NVIDIA_H200/fp8-block-no-streamk/, two calls on one card)
+# 4096^3 (32) 0.939-0.955 / 0.953-0.965.
+BLOCK_LONG_TILES = LongTiles(24, "on H100s and an H200 the 2-CTA clusters ran faster past 24 k steps a tile, the "
+                                 "tiles without one up to that")
 BLOCK_OWN_TILES = OwnTiles(Choice("cluster1_no_streamk",
                                   "the same tiles without a cluster or a stream-K tail, up to 8 waves: faster than "
                                   "with either there (block-scaled FP8, 1280^3-4096^3, on an H100)"),
-                           waves=PROMOTED_OWN_TILES_WAVES, bars=(BLOCK_SLOW_MEMORY,))
-# ... and on such a card, where the clusters run the tiles (past the waves, or kept by the bar), they run without the
-# stream-K tail, which ran behind at every shape measured on H100s (x the block-scaled line, the clusters without the
-# tail against with it): 1280^3 0.93 / 0.89, 1536^3 0.95-0.96 / 0.91, 2048^3 0.95-0.99 / 0.91-0.95, 3072^3 0.98 /
-# 0.94-0.95, 3584^3 0.97 / 0.94, 4096^3 0.96 / 0.93, 5120^3 0.95 / 0.93, 4096x8192x4096 0.94 / 0.92, 6144^3
-# 0.93 / 0.90-0.91 (three calls), 5120x8192x5120 0.94 / 0.91, 8192^3 0.92-0.94 / 0.91-0.96 (0.93 / 0.92 averaged
-# over six pairs). Not on an H200, where the tail was not measured against this tree.
-BLOCK_SLOW_MEMORY_CLUSTERS = Choice("no_streamk", "the 2-CTA clusters without the stream-K tail: faster than with it "
-                                                  "at every shape measured on H100s (block-scaled FP8, 1280^3-8192^3)")
+                           waves=PROMOTED_OWN_TILES_WAVES, bars=(BLOCK_LONG_TILES,))
+# ... and where the clusters run the tiles (past the waves, or kept by the bar), they run without the stream-K tail,
+# which ran behind at every shape measured (x the block-scaled line, the clusters without the tail against with it).
+# On H100s: 1280^3 0.93 / 0.89, 1536^3 0.95-0.96 / 0.91, 2048^3 0.95-0.99 / 0.91-0.95, 3072^3 0.98 / 0.94-0.95,
+# 3584^3 0.97 / 0.94, 4096^3 0.96 / 0.93, 5120^3 0.95 / 0.93, 4096x8192x4096 0.94 / 0.92, 6144^3 0.93 / 0.90-0.91
+# (three calls), 5120x8192x5120 0.94 / 0.91, 8192^3 0.92-0.94 / 0.91-0.96 (0.93 / 0.92 averaged over six pairs). On
+# an H200: 4096^3 0.953-0.965 / 0.927-0.929, 6144^3 0.937 / 0.916-0.934, 8192^3 0.926-0.945 / 0.919-0.926.
+BLOCK_CLUSTERS = Choice("no_streamk", "the 2-CTA clusters without the stream-K tail: faster than with it at every "
+                                      "shape measured (block-scaled FP8, 1280^3-8192^3, on H100s and an H200)")
 # ... its own tiles by their k steps an SM as well (PROMOTED_DEEP_TILES), as many as 8 waves of 32 k steps, where the
 # waves were fitted (small-problems/promoted-deep-whole-k-1.txt, one round, x the promoted line, clusters of 2
 # against none, K whole): 4096x4096x8192 (7.8 waves of 64 k steps, 496 an SM) 0.96 against 0.86, 3072x3072x8192

@@ -557,9 +557,9 @@ METHODS: dict[str, Method] = {
             variants=fp8_block_variants(WS_FP8_BLOCK),
             # The promoted 128x128 tiles' rule for their cluster (configs.PROMOTED_OWN_TILES): its tiles are those
             # tiles, and measured the same way (2048^3 and 4096^3 faster without a cluster, 8192^3 not), there without
-            # the stream-K tail too (configs.BLOCK_OWN_TILES), and on a card of less memory bandwidth an SM the
-            # clusters without the tail (configs.BLOCK_SLOW_MEMORY); its 64x128 tiles where the 128x128 ones fill at
-            # most half the SMs.
+            # the stream-K tail too (configs.BLOCK_OWN_TILES) up to 24 k steps a tile, and the clusters without the
+            # tail (configs.BLOCK_CLUSTERS) past that; its 64x128 tiles where the 128x128 ones fill at most half the
+            # SMs.
             choose=fp8_block_choose(WS_FP8_BLOCK),
             accuracy=PROMOTED,
         ),

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
-from matmul_study.core.configs import (BLOCK_OWN_TILES, BLOCK_SLOW_MEMORY, BLOCK_SLOW_MEMORY_CLUSTERS, DEFAULT,
-                                       FEW_COLUMNS_WHOLE_SMALL, PROMOTED_OWN_TILES, PROMOTED_SHORT_TILE_STEPS,
-                                       PROMOTED_SWAP_TRANSPOSE_SHARE, PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES,
-                                       PROMOTED_WHOLE_SMALL, SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL,
+                                       PROMOTED_OWN_TILES, PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE,
+                                       PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES, PROMOTED_WHOLE_SMALL,
+                                       SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
                                        few_rows_twin, half_empty_twins, narrow_twin, narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
@@ -871,9 +871,8 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
     """The block-scaled FP8 rung's heuristic: configs.persistent_split_k over its own 128x128 tiles (without a cluster
     or a stream-K tail up to PROMOTED_OWN_TILES_WAVES waves, configs.BLOCK_OWN_TILES; split K where the tiles leave
     SMs idle and K is deep), and its 64x128 tiles (bm64) in place of a whole-tile pick where the 128x128 tiles fill at
-    most half the SMs and the 64x128 ones fit one wave: twice the tiles in flight on the same bytes of B. On a card of
-    less memory bandwidth an SM (configs.BLOCK_SLOW_MEMORY) the 2-CTA clusters run without the stream-K tail
-    (BLOCK_SLOW_MEMORY_CLUSTERS) wherever they run the tiles. On an H100
+    most half the SMs and the 64x128 ones fit one wave: twice the tiles in flight on the same bytes of B. The 2-CTA
+    clusters run without the stream-K tail (configs.BLOCK_CLUSTERS) wherever they run the tiles. On an H100
     (x cuBLASLt's block-scaled line, one run; results/reference/NVIDIA_H100/few-rows-fp8-block/fp8-block-builds.txt):
     512^3 1.21 against 1.01 for cluster1, 1024^3 1.10 against 0.99; past half a wave it lost (1536^3, 288 tiles in
     three waves: 0.95 against 1.01), and its splits lost to the whole tiles at every square (0.15-0.98)."""
@@ -889,11 +888,8 @@ def fp8_block_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]], Choi
             return Choice(short, f"{own} tiles of {base.BM}x{base.bn} fill at most half of {problem.sm_count} SMs "
                                  f"and no split pays: {halves} tiles of {SHORT_BM}x{base.bn} without a cluster, in one "
                                  "wave")
-        clusters = BLOCK_SLOW_MEMORY_CLUSTERS
-        if picked.variant == DEFAULT and clusters.variant in variants and BLOCK_SLOW_MEMORY.slow(problem):
-            card = BLOCK_SLOW_MEMORY.card(problem)
-            card = "" if card in picked.reason else f" on {card}"  # (unless the bar that kept the clusters said so)
-            return Choice(clusters.variant, f"{picked.reason}; {clusters.variant}{card}: {clusters.reason}")
+        if picked.variant == DEFAULT and BLOCK_CLUSTERS.variant in variants:
+            return Choice(BLOCK_CLUSTERS.variant, f"{picked.reason}; {BLOCK_CLUSTERS.variant}: {BLOCK_CLUSTERS.reason}")
         return picked
     return choose
 
