@@ -86,7 +86,7 @@ def variant_method():
     from matmul_study.core.backends import PYCUDA
 
     def choose(problem, names):
-        tiles = configs.cdiv(problem.m, 64) * configs.cdiv(problem.n, 64)
+        tiles = specs.cdiv(problem.m, 64) * specs.cdiv(problem.n, 64)
         if 2 * tiles > problem.sm_count:
             return configs.Choice("default", f"{tiles} tiles on {problem.sm_count} SMs: whole tiles")
         return configs.Choice("deep_k", f"{tiles} tiles on {problem.sm_count} SMs: K split")

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
-from matmul_study.core.specs import TMA_ALIGNMENT, Problem, pitch_elements
+from matmul_study.core.specs import TMA_ALIGNMENT, Problem, cdiv, pitch_elements
 
 if TYPE_CHECKING:
     from matmul_study.core.dtypes import DType
@@ -31,10 +31,6 @@ ONE_CONFIGURATION = "the method has one configuration"
 class Choice:
     variant: str  # "default" or the name of one of the method's variants
     reason: str
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def registered_splits(variants: tuple[str, ...], build: str = "") -> list[int]:
