@@ -243,21 +243,13 @@ class SlowMemory:
     tile_steps: int
     why: str
 
-    def slow(self, problem) -> bool:
-        """Whether `problem`'s card streams less memory an SM than the bar (not where its bandwidth is unknown)."""
-        hbm = problem.hbm_bytes_per_s
-        return hbm is not None and hbm / problem.sm_count < self.bytes_per_s_per_sm
-
-    def card(self, problem) -> str:
-        """The card's memory an SM against the bar, in words."""
-        return (f"a card of {problem.hbm_bytes_per_s / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
-                f"{self.bytes_per_s_per_sm / 1e9:.0f}")
-
     def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
-        if not self.slow(problem) or k_steps <= self.tile_steps:
+        hbm = problem.hbm_bytes_per_s
+        if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm or k_steps <= self.tile_steps:
             return None
-        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on "
-                f"{self.card(problem)} ({self.why})")
+        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on a card of "
+                f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
+                f"{self.bytes_per_s_per_sm / 1e9:.0f} ({self.why})")
 
 
 @dataclass(frozen=True)
