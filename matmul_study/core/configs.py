@@ -1222,11 +1222,14 @@ def half_empty_twins(rest: Callable[[object, tuple[str, ...]], Choice], records:
         s, items, name = best
         rows, cols, _, _ = records[name]
         split = f", K split {s} ways (about {cdiv(k_steps, s)} k steps a slice)" if s > 1 else ""
-        copy = (f"B's rows of {problem.n * itemsize} bytes are no multiple of {TMA_ALIGNMENT}, so the launch would "
-                f"copy them into padded rows for that twin, whose " if copied
-                else f"B's rows of {problem.n * itemsize} bytes (an odd number of {TMA_ALIGNMENT}-byte chunks) slow "
-                     f"that twin, whose " if odd and odd_steps < twin_steps <= steps else "that twin's ")
-        return Choice(name, f"{picked.reason}; but {copy}{twin[0]}x{twin[1]} tiles C's columns fill at most half "
+        why = "that twin's "
+        if copied:
+            why = (f"B's rows of {problem.n * itemsize} bytes are no multiple of {TMA_ALIGNMENT}, so the launch would "
+                   "copy them into padded rows for that twin, whose ")
+        elif odd and odd_steps < twin_steps <= steps:
+            why = (f"B's rows of {problem.n * itemsize} bytes (an odd number of {TMA_ALIGNMENT}-byte chunks) slow that "
+                   "twin, whose ")
+        return Choice(name, f"{picked.reason}; but {why}{twin[0]}x{twin[1]} tiles C's columns fill at most half "
                             f"over slices of {twin_steps} k steps: {rows}x{cols} tiles over C with two k "
                             f"groups{split}, {items} work items")
 
