@@ -22,6 +22,7 @@ from matmul_study.core.specs import TMA_ALIGNMENT, Problem, cdiv, pitch_elements
 
 if TYPE_CHECKING:
     from matmul_study.core.dtypes import DType
+    from matmul_study.core.geometry import TallTiles
 
 DEFAULT = "default"
 ONE_CONFIGURATION = "the method has one configuration"
@@ -1784,7 +1785,7 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
                       resident: dict[tuple[str, int], int] | None = None,
                       half_rows: tuple[int, int] | None = None,
                       wide: dict[tuple[str, int], tuple[int, str]] | None = None,
-                      tall: tuple[int, int, str] | None = None
+                      tall: tuple[TallTiles, ...] = ()
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of the decode builds m<BM>[_splitk<S>] of kernels 7 and 8 (BM x `tile_n` tiles of 4 warps on
     `units`: kernel 7's on the CUDA cores, kernel 8's on the tensor cores' DMMA): the row tiles that leave the
@@ -1816,16 +1817,16 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     15.5 tiles of 256 columns, 1.24 of cuBLAS against 2.00 in 31 of 128; the 8 x 256 tiles alike, 1.27, so
     `half_rows` too needs N a multiple of its columns.)
 
-    `tall`: (rows, slice bytes a row, name) of a build of taller tiles, `tile_n` columns, that is weighed with the
-    decode tiles by the same two counts, and taken where it wins them (kernel 7's fp32 64 x 128 tiles: from 49 to 64
-    rows, one row of them against two of 32 or four of 16, as few rows of zeros), its K split as the decode tiles'
-    by its own k steps, further where that leaves fewer than TALL_MIN_BLOCKS_PER_SM blocks an SM, and not at all where
-    even TALL_MAX_SPLIT ways make fewer than TALL_FURTHER_BLOCKS_PER_SM (_tall_tiles). On an H200 (x cuBLAS, M x N x K;
+    `tall`: builds of taller tiles (geometry.TallTiles), each weighed with the decode tiles by the same two counts,
+    and the first that wins them and makes its blocks taken (kernel 7's fp32 64 x 128, then 64 x 64 tiles: from 49
+    to 64 rows, one row of them against two of 32 or four of 16, as few rows of zeros), its K split as the decode
+    tiles' by its own k steps where that makes the build's blocks an SM, further up to TALL_MAX_SPLIT ways where
+    that makes its further blocks an SM, and not at all where neither does (_tall_tiles). On an H200 (x cuBLAS, M x N x K;
     small-problems/simt-decode-tall-*.txt): 64x4096x4096 split 8 ways 0.91 against two rows of 32-row tiles split 8
     ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85 against 0.82;
     64x3072x3072 split 16 ways 1.01 (split 8, 192 blocks, 0.86) against 32-row tiles split 4 ways 0.81,
     60x2560x4096 1.00 (0.81) against 0.80; at 12 tiles along N (64x1536x4096, 192 blocks split 16 ways) 0.89 against
-    the decode tiles' 0.94-1.10. At 40-48 rows (three rows of 16) and at 80-96 rows the decode tiles stay ahead
+    the decode tiles' 0.94-1.10, where the 64 x 64 tiles split 16 ways ran 1.11. At 40-48 rows (three rows of 16) and at 80-96 rows the decode tiles stay ahead
     (48x4096x4096 0.95 against 0.85, 96x4096x4096 0.92 against 0.68)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
@@ -1838,10 +1839,11 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
             return cdiv(problem.m, t) * t - problem.m, cdiv(problem.m, t)
 
         tile_m = min(allowed, key=cost)
-        if tall is not None and tall[2] in variants and cost(tall[0]) < cost(tile_m):
-            taller = _tall_tiles(problem, variants, tall, tile_n, max_split, min_slice_steps, units, narrow, tile_m)
-            if taller is not None:
-                return taller
+        for t in tall:
+            if t.name in variants and cost(t.rows) < cost(tile_m):
+                taller = _tall_tiles(problem, variants, t, max_split, min_slice_steps, units, narrow, tile_m)
+                if taller is not None:
+                    return taller
         k_steps = cdiv(problem.k, tile_k)
         splits = _tile_splits(tile_m, variants)
         s = _slice_split(splits, k_steps, max_split, min_slice_steps)
@@ -1889,38 +1891,34 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     return choose
 
 
-# simt_decode_tiles' `tall` tiles (4 warps a block: about two an SM keep B streaming): the fewest blocks an SM they are
-# taken at, split as the decode tiles split; else split further, up to TALL_MAX_SPLIT ways in slices of at least
-# RESIDENT_MIN_SLICE_STEPS k steps, where that makes TALL_FURTHER_BLOCKS_PER_SM (64x2048x4096 split 16 ways, 256
-# blocks, ran at 0.87 of cuBLAS against the 32-row tiles' 0.93; 64x2560x4096, 320 blocks, 1.00 against 0.80).
-TALL_MIN_BLOCKS_PER_SM = 1.5
-TALL_FURTHER_BLOCKS_PER_SM = 2
+# simt_decode_tiles' `tall` tiles (4 warps a block: about two an SM keep B streaming) split at most this many ways
+# (64x2048x4096 in 64 x 128 tiles split 16 ways, 256 blocks, ran at 0.87 of cuBLAS against the 32-row tiles' 0.93;
+# 64x2560x4096, 320 blocks, 1.00 against 0.80).
 TALL_MAX_SPLIT = 16
 
 
-def _tall_tiles(problem, variants: tuple[str, ...], tall: tuple[int, int, str], tile_n: int, max_split: int,
-                min_slice_steps: int, units: str, narrow: Callable[[object, tuple[str, ...]], Choice] | None,
-                beside: int) -> Choice | None:
-    """simt_decode_tiles' pick of its `tall` build (rows, slice bytes a row, name), which holds the M rows with as
-    few rows of zeros as the `beside`-row decode tiles in fewer tiles: K split as the decode tiles split it, by the
-    build's own k steps, where that makes TALL_MIN_BLOCKS_PER_SM blocks an SM, else the fewest ways up to
-    TALL_MAX_SPLIT that make TALL_FURTHER_BLOCKS_PER_SM; None where none does (the decode tiles make more blocks). A
-    narrow N to `narrow`, as there."""
-    rows, slice_bytes, name = tall
-    tile_k = slice_bytes // problem.dtype.itemsize
-    k_steps, tiles = cdiv(problem.k, tile_k), cdiv(problem.n, tile_n)
-    if narrow is not None and 2 * cdiv(problem.m, rows) * tiles * max_split < problem.sm_count:
+def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: int, min_slice_steps: int,
+                units: str, narrow: Callable[[object, tuple[str, ...]], Choice] | None, beside: int) -> Choice | None:
+    """simt_decode_tiles' pick of a `tall` build, which holds the M rows with as few rows of zeros as the
+    `beside`-row decode tiles in fewer tiles: K split as the decode tiles split it, by the build's own k steps, where
+    that makes its blocks_per_sm, else the fewest ways up to TALL_MAX_SPLIT, in slices of its further_slice_steps or
+    more, that make its further_blocks_per_sm; None where none does (the decode tiles make more blocks). A narrow N
+    to `narrow`, as there."""
+    tile_k = tall.slice_bytes // problem.dtype.itemsize
+    k_steps, tiles = cdiv(problem.k, tile_k), cdiv(problem.n, tall.cols)
+    if narrow is not None and 2 * cdiv(problem.m, tall.rows) * tiles * max_split < problem.sm_count:
         return narrow(problem, variants)
-    splits = _build_splits(name, variants)
+    splits = _build_splits(tall.name, variants)
     s = _slice_split(splits, k_steps, max_split, min_slice_steps)
-    if tiles * s < TALL_MIN_BLOCKS_PER_SM * problem.sm_count:
-        further = [x for x in splits if s < x <= TALL_MAX_SPLIT and k_steps >= RESIDENT_MIN_SLICE_STEPS * x
-                   and tiles * x >= TALL_FURTHER_BLOCKS_PER_SM * problem.sm_count]
+    if tiles * s < tall.blocks_per_sm * problem.sm_count:
+        further = [x for x in splits if s < x <= TALL_MAX_SPLIT and k_steps >= tall.further_slice_steps * x
+                   and tiles * x >= tall.further_blocks_per_sm * problem.sm_count]
         if not further:
             return None
         s = min(further)
-    where = (f"M = {problem.m} token rows: {rows}x{tile_n} tiles, {tiles} along N, on {units}, as few rows of "
-             f"zeros as the {beside}-row tiles in fewer tiles")
+    rows, name = tall.rows, tall.name
+    where = (f"M = {problem.m} token rows: {rows}x{tall.cols} tiles, {tiles} along N, on {units}, as few rows of "
+             f"zeros as the {beside}-row tiles in fewer rows of tiles")
     if s == 1:
         return Choice(name, f"{where}; whole tiles ({k_steps} k steps of {tile_k}: too few to split into slices "
                             f"of {min_slice_steps})")

@@ -297,9 +297,35 @@ def warptiled_deep_split_variants() -> tuple[Variant, ...]:
 # split 3 ways at 1000x800x1200).
 WARPTILED_SMALL_TILES = ((64, 64), (64, 128))
 WARPTILED_SMALL_SLICE_K = 16  # fp32 elements of a row a k slice (64 bytes)
-# The 64 x 128 tiles are the decode rule's `tall` build too (configs.simt_decode_tiles): from 49 to 64 token rows one
-# row of them (rows, k slice bytes a row, build).
-WARPTILED_TALL_DECODE = (64, WARPTILED_SMALL_SLICE_K * 4, "m64_n128")
+
+
+@dataclass(frozen=True)
+class TallTiles:
+    """A build of taller tiles that the decode rule weighs beside its decode tiles (configs.simt_decode_tiles' `tall`):
+    `rows` x `cols` tiles in k slices of `slice_bytes` a row, taken where K split as the decode tiles split it makes
+    `blocks_per_sm` blocks an SM or more, else split further, up to configs.TALL_MAX_SPLIT ways in slices of
+    `further_slice_steps` k steps or more, where that makes `further_blocks_per_sm`."""
+    rows: int
+    cols: int
+    slice_bytes: int
+    name: str
+    blocks_per_sm: float
+    further_blocks_per_sm: float
+    further_slice_steps: int
+
+
+# The small tiles are the decode rule's `tall` builds too: from 49 to 64 token rows one row of them, the 64 x 128
+# tiles where their blocks come 1.5 an SM split as the decode tiles split (64x4096x4096 split 8 ways, 0.91 of cuBLAS
+# against the 32-row tiles' 0.81) or two split further in slices of 8 k steps or more (64x3072x3072 split 16 ways,
+# 1.01 against 0.81); else the 64 x 64 tiles, twice as many blocks, where two an SM come in slices of 16 k steps
+# or more (x cuBLAS on an H200, small-problems/rows-49-64-few-columns-float32.txt: 64x1536x4096 split 16 ways 1.11
+# against the 32-row tiles' 0.93, 64x1792x4096 1.27 against 1.24, 64x2048x4096 0.94 against 0.92, 60x1536x8192
+# 1.11 against 0.94; not at 64x1024x4096, 256 blocks, 0.85 against 0.92, nor at 56x2048x2048, slices of 8 steps,
+# 0.83 against 0.95).
+WARPTILED_TALL_DECODE = (
+    TallTiles(64, 128, WARPTILED_SMALL_SLICE_K * 4, "m64_n128", 1.5, 2, 8),
+    TallTiles(64, 64, WARPTILED_SMALL_SLICE_K * 4, "m64_n64", 2, 2, 16),
+)
 WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
 # Each small build that is compiled for more blocks an SM than its own registers allow (__launch_bounds__(128,
 # blocks)), and the partials its split sum then loads a pass (split_k.cuh's SPLIT_K_PASS; 0: as many as its staging

@@ -23,7 +23,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE,
                                         WARPTILED_TALL_DECODE, WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE,
                                         WGMMA_TMA,
-                                        WMMA, WMMA_TILED, BlockTile, decode_variants, dmma_decode_variants,
+                                        WMMA, WMMA_TILED, BlockTile, TallTiles, decode_variants, dmma_decode_variants,
                                         dmma_narrow_variants, dmma_small_variants, dmma_square_variants,
                                         square_thread_blocks, square_thread_blocks_dynamic_tiles, tile_split_k_variants,
                                         warptiled_decode_variants, warptiled_deep_split_variants,
@@ -255,12 +255,12 @@ TILE_RULES = {"warptiled": warptiled_choose}
 def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
                 model: Callable[[object, tuple[str, ...]], configs.Choice], token_tile: BlockTile | None = None,
                 resident: dict[tuple[str, int], int] | None = None, half_rows: tuple[int, int] | None = None,
-                wide: dict[tuple[str, int], tuple[int, str]] | None = None, tall: tuple[int, int, str] | None = None
+                wide: dict[tuple[str, int], tuple[int, str]] | None = None, tall: tuple[TallTiles, ...] = ()
                 ) -> Callable[[object, tuple[str, ...]], configs.Choice]:
     """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
     in at most `max_split` slices, and by the wave of blocks an SM holds where `resident` knows it, with the
-    `half_rows` tiles beside them, the `wide` tiles where their blocks come close to one an SM, and the `tall` tiles
-    where one row of them holds the rows with as few rows of zeros), unless N is too narrow for them to fill half the
+    `half_rows` tiles beside them, the `wide` tiles where their blocks come close to one an SM, and the first of the
+    `tall` tiles that makes its blocks where one row of them holds the rows with as few rows of zeros), unless N is too narrow for them to fill half the
     SMs; there and past the token rows, the tile `model`. With a `token_tile`, M of
     at most its rows goes to its builds first (configs.simt_token_tiles)."""
     decode = configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES, max_split=max_split, units=units,
