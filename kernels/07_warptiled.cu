@@ -331,10 +331,10 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     // Fast path: the whole block tile is inside C and B rows allow 16-byte chunks; then only whole slices of k need
     // no guard. A decode tile (fewer than 64 rows) of token rows past M (M = 1 in an 8-row tile) whose columns are
     // inside C guards only its few A copies and streams B unguarded: through the guards, B's copies cost M = 1 a
-    // sixth of its time in 16-row tiles (0.64 of cuBLAS at 1x4096x4096 against 0.76). The wider tiles keep the one
-    // fast path as it was (with a second their main loop ran 1.5 % slower at 4096^3: ptxas scheduled it otherwise).
-    // Row offsets inside the block (< BM * k) fit an int.
-    constexpr bool ROWS_APART = BM < 64;  // B's copies unguarded where only A's rows run past M
+    // sixth of its time in 16-row tiles (0.64 of cuBLAS at 1x4096x4096 against 0.76), and in the small 64-row tiles
+    // at 49 to 63 token rows. The 128 x 256 tiles keep the one fast path as it was (with a second their main loop
+    // ran 1.5 % slower at 4096^3: ptxas scheduled it otherwise). Row offsets inside the block (< BM * k) fit an int.
+    constexpr bool ROWS_APART = BM <= 64;  // B's copies unguarded where only A's rows run past M
     const bool interior = (bm + BM <= m) && (bn + BN <= n) && b_vec;
     const bool b_whole = ROWS_APART ? (bn + BN <= n) && b_vec : interior;
     const T* a_cur = A + static_cast<size_t>(interior ? bm + a_r0 : 0) * k + a_c0 + kt0 * BK;  // += BK per slice

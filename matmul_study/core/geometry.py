@@ -330,14 +330,14 @@ WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
 # Each small build that is compiled for more blocks an SM than its own registers allow (__launch_bounds__(128,
 # blocks)), and the partials its split sum then loads a pass (split_k.cuh's SPLIT_K_PASS; 0: as many as its staging
 # holds): tile -> {slices: (blocks, partials a pass)}. The others take the method's bounds.
-# - The 64 x 64 tiles, 4 blocks: up to 4 slices 117-128 registers without a spill, where the split sum's staging
+# - The 64 x 64 tiles, 4 blocks: up to 4 slices 119-128 registers without a spill, where the split sum's staging
 #   took 4 slices to 144 (three blocks). x cuBLAS on an H200, one process, split 4 ways at 3 and 4 blocks:
 #   1000x800x1200 0.81 -> 0.90, 128x4096x4096 0.55 -> 0.83, 1024^3 0.80 -> 0.92, 768^3 0.90 -> 1.02, 1536^3
 #   0.95 -> 1.01 (M x N x K; small-problems/simt-b4-float32.txt). Split 8 or 16 ways they staged 4 partials at 181-200
-#   registers (two blocks), and spilled 284 bytes under the bound; 2 a pass, 117 registers, no spill.
+#   registers (two blocks), and spilled 284 bytes under the bound; 2 a pass, 119 registers, no spill.
 # - The 64 x 128 tiles split 3 or more ways, 3 blocks: their staging of 2 partials took 206-212 registers (two
-#   blocks); 1 a pass, 165, no spill. Whole or split 2 ways they take 159-161 unbound, three blocks already; bound,
-#   167 and 165, they ran 1 % and 2.6 % slower (geometric means over 72 shapes, small-problems/
+#   blocks); 1 a pass, 167, no spill. Whole or split 2 ways they take 167 unbound, three blocks already; bound
+#   (when they took 159-161 unbound), they ran 1 % and 2.6 % slower (geometric means over 72 shapes, small-problems/
 #   simt-small-tiles-pass-float32.txt, the builds "_free" unbound).
 # Against the same splits at two blocks, one process on an H200 (small-problems/simt-pass-float32.txt, 72 shapes, the
 # new builds "_p1b3" and "_p2b4"): the 64 x 64 ones split 8 and 16 ways 0.96-1.33x their former speed, 1.10x or more

@@ -206,9 +206,9 @@ DMMA_REGISTERS = {
 # ones split 3 ways or more to 3, their deep splits' sums loading fewer partials a pass so that they fit
 # (geometry.WARPTILED_SMALL_BOUNDS).
 WARPTILED_SMALL_REGISTERS = {
-    "m64_n64": 117, "m64_n64_splitk2": 117, "m64_n64_splitk3": 117, "m64_n64_splitk4": 128, "m64_n64_splitk8": 117,
-    "m64_n64_splitk16": 117, "m64_n128": 159, "m64_n128_splitk2": 161, "m64_n128_splitk3": 165,
-    "m64_n128_splitk4": 165, "m64_n128_splitk8": 165, "m64_n128_splitk16": 165,
+    "m64_n64": 119, "m64_n64_splitk2": 119, "m64_n64_splitk3": 119, "m64_n64_splitk4": 128, "m64_n64_splitk8": 119,
+    "m64_n64_splitk16": 119, "m64_n128": 167, "m64_n128_splitk2": 167, "m64_n128_splitk3": 167,
+    "m64_n128_splitk4": 167, "m64_n128_splitk8": 167, "m64_n128_splitk16": 167,
 }
 
 # The registers of the builds whose residency registers may bound, by method.
