@@ -1821,13 +1821,13 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     and the first that wins them and makes its blocks taken (kernel 7's fp32 64 x 128, then 64 x 64 tiles: from 49
     to 64 rows, one row of them against two of 32 or four of 16, as few rows of zeros), its K split as the decode
     tiles' by its own k steps where that makes the build's blocks an SM, further up to TALL_MAX_SPLIT ways where
-    that makes its further blocks an SM, and not at all where neither does (_tall_tiles). On an H200 (x cuBLAS, M x N x K;
-    small-problems/simt-decode-tall-*.txt): 64x4096x4096 split 8 ways 0.91 against two rows of 32-row tiles split 8
-    ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85 against 0.82;
+    that makes its further blocks an SM, and not at all where neither does (_tall_tiles). On an H200 (x cuBLAS,
+    M x N x K; small-problems/simt-decode-tall-*.txt): 64x4096x4096 split 8 ways 0.91 against two rows of 32-row
+    tiles split 8 ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85 against 0.82;
     64x3072x3072 split 16 ways 1.01 (split 8, 192 blocks, 0.86) against 32-row tiles split 4 ways 0.81,
     60x2560x4096 1.00 (0.81) against 0.80; at 12 tiles along N (64x1536x4096, 192 blocks split 16 ways) 0.89 against
-    the decode tiles' 0.94-1.10, where the 64 x 64 tiles split 16 ways ran 1.11. At 40-48 rows (three rows of 16) and at 80-96 rows the decode tiles stay ahead
-    (48x4096x4096 0.95 against 0.85, 96x4096x4096 0.92 against 0.68)."""
+    the decode tiles' 0.94-1.10, where the 64 x 64 tiles split 16 ways ran 1.11. At 40-48 rows (three rows of 16)
+    and at 80-96 rows the decode tiles stay ahead (48x4096x4096 0.95 against 0.85, 96x4096x4096 0.92 against 0.68)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tile_k = slice_bytes // problem.dtype.itemsize
@@ -1900,10 +1900,10 @@ TALL_MAX_SPLIT = 16
 def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: int, min_slice_steps: int,
                 units: str, narrow: Callable[[object, tuple[str, ...]], Choice] | None, beside: int) -> Choice | None:
     """simt_decode_tiles' pick of a `tall` build, which holds the M rows with as few rows of zeros as the
-    `beside`-row decode tiles in fewer tiles: K split as the decode tiles split it, by the build's own k steps, where
-    that makes its blocks_per_sm, else the fewest ways up to TALL_MAX_SPLIT, in slices of its further_slice_steps or
-    more, that make its further_blocks_per_sm; None where none does (the decode tiles make more blocks). A narrow N
-    to `narrow`, as there."""
+    `beside`-row decode tiles in fewer rows of tiles: K split as the decode tiles split it, by the build's own k
+    steps, where that makes its blocks_per_sm, else the fewest ways up to TALL_MAX_SPLIT, in slices of its
+    further_slice_steps or more, that make its further_blocks_per_sm; None where none does (the decode tiles make
+    more blocks). A narrow N to `narrow`, as there."""
     tile_k = tall.slice_bytes // problem.dtype.itemsize
     k_steps, tiles = cdiv(problem.k, tile_k), cdiv(problem.n, tall.cols)
     if narrow is not None and 2 * cdiv(problem.m, tall.rows) * tiles * max_split < problem.sm_count:

@@ -260,9 +260,9 @@ def simt_choose(rows: int, tile_ms: tuple[int, ...], max_split: int, units: str,
     """The heuristic of kernels 7 and 8: up to `rows` token rows, the decode tiles (BM x 128, BM in `tile_ms`, K
     in at most `max_split` slices, and by the wave of blocks an SM holds where `resident` knows it, with the
     `half_rows` tiles beside them, the `wide` tiles where their blocks come close to one an SM, and the first of the
-    `tall` tiles that makes its blocks where one row of them holds the rows with as few rows of zeros), unless N is too narrow for them to fill half the
-    SMs; there and past the token rows, the tile `model`. With a `token_tile`, M of
-    at most its rows goes to its builds first (configs.simt_token_tiles)."""
+    `tall` tiles that makes its blocks where one row of them holds the rows with as few rows of zeros), unless N is
+    too narrow for them to fill half the SMs; there and past the token rows, the tile `model`. With a `token_tile`, M
+    of at most its rows goes to its builds first (configs.simt_token_tiles)."""
     decode = configs.simt_decode_tiles(tile_ms, DECODE_TILE_N, DECODE_SLICE_BYTES, max_split=max_split, units=units,
                                        narrow=model, resident=resident, half_rows=half_rows, wide=wide, tall=tall)
     if token_tile is not None:
