@@ -475,7 +475,7 @@ def test_a_build_of_another_dtype_is_never_a_pick():
 # 0.89; fp64 48 rows in three tiles of 16 (0.34, 0.28 at K = 14336) against two of 32 (0.39, 0.33).
 SIMT_DECODE_REGRET = {"float32": 0.06, "float64": 0.15}
 # fp32 at 49 to 64 token rows and 1024 to 2048 columns, every 64-row build beside the decode tiles (H200, x cuBLAS),
-# and again at 15 shapes, 12 of them held out, on an H100 after the 64x64 tiles joined the rule (ROWS_49_64_HELD_OUT).
+# and again at 15 shapes, 11 of them held out, on an H100 after the 64x64 tiles joined the rule (ROWS_49_64_HELD_OUT).
 ROWS_49_64 = REPO / "results/reference/NVIDIA_H200/small-problems/rows-49-64-few-columns-float32.txt"
 ROWS_49_64_HELD_OUT = REPO / "results/reference/NVIDIA_H100/rows-49-64/rows-49-64-heldout-float32.txt"
 
