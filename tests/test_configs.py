@@ -818,7 +818,7 @@ def test_fp8s_promoted_tiles_keep_their_cluster_past_a_short_k_on_a_card_of_less
 
 
 def test_the_slow_memory_bar_weighs_bandwidth_an_sm_and_the_depth_of_a_tile():
-    slow = configs.SlowMemory(30e9, 20, "why")
+    slow = configs.LongTiles(20, "why", bytes_per_s_per_sm=30e9)
     e4m3 = dtypes.get("float8_e4m3")
     h100 = Problem(4096, 4096, 4096, 0, e4m3, sm_count=132, hbm_bytes_per_s=H100_HBM)
 

@@ -236,33 +236,25 @@ class PartK:
 
 
 @dataclass(frozen=True)
-class SlowMemory:
-    """A bar of OwnTiles: where a card streams less memory an SM than `bytes_per_s_per_sm` (Problem.hbm_bytes_per_s
-    over its SMs), the tiles keep their cluster over more than `tile_steps` k steps a tile. A card whose bandwidth is
-    not known plans as an H200, above the bar."""
-    bytes_per_s_per_sm: float
-    tile_steps: int
-    why: str
-
-    def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
-        hbm = problem.hbm_bytes_per_s
-        if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm or k_steps <= self.tile_steps:
-            return None
-        return (f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} on a card of "
-                f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
-                f"{self.bytes_per_s_per_sm / 1e9:.0f} ({self.why})")
-
-
-@dataclass(frozen=True)
 class LongTiles:
-    """A bar of OwnTiles: on any card, the tiles keep their cluster over more than `tile_steps` k steps a tile."""
+    """A bar of OwnTiles: the tiles keep their cluster over more than `tile_steps` k steps a tile; with
+    `bytes_per_s_per_sm`, only on a card that streams less memory an SM than that (Problem.hbm_bytes_per_s over its
+    SMs). A card whose bandwidth is not known plans as an H200, above such a bar."""
     tile_steps: int
     why: str
+    bytes_per_s_per_sm: float | None = None
 
     def keeps_cluster(self, problem, tiles: int, k_steps: int, tile_k: int) -> str | None:
         if k_steps <= self.tile_steps:
             return None
-        return f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps} ({self.why})"
+        card = ""
+        if self.bytes_per_s_per_sm is not None:
+            hbm = problem.hbm_bytes_per_s
+            if hbm is None or hbm / problem.sm_count >= self.bytes_per_s_per_sm:
+                return None
+            card = (f" on a card of {hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, less than "
+                    f"{self.bytes_per_s_per_sm / 1e9:.0f}")
+        return f"in its clusters, as {k_steps} k steps a tile are more than {self.tile_steps}{card} ({self.why})"
 
 
 # Builds that run a rung's own tiles better than its default build (persistent_split_k's own_tiles), and why. FP8's
@@ -346,8 +338,8 @@ PROMOTED_DEEP_TILES = DeepTiles(PROMOTED_OWN_TILES_STEPS,
 # against 1.11 in clusters, 2816^3 1.04 / 0.98, 1536x1536x8192 0.75 / 0.72). Under ncu (SMs at 1.57 GHz) the tiles
 # without a cluster ran faster at 3072^3 and 4096^3 (5-7 %), reading a fifth more from HBM at 4096^3 and as much at
 # 3072^3: what costs at full clock is not settled. The bar lies between the two cards measured.
-PROMOTED_SLOW_MEMORY = SlowMemory(30e9, 20, "on an H100 the 2-CTA clusters ran faster past 20 k steps a tile, the "
-                                            "tiles without one up to that")
+PROMOTED_SLOW_MEMORY = LongTiles(20, "on an H100 the 2-CTA clusters ran faster past 20 k steps a tile, the tiles "
+                                     "without one up to that", bytes_per_s_per_sm=30e9)
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
 # 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (a PartK bar): the
 # fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past
@@ -533,7 +525,7 @@ def persistent_split_k(tile_m: int, tile_n: int, tile_k: int, min_k_steps_per_sl
     the default build. The same tiles without the 2-CTA cluster (`cluster1`): int8's, 16-bit's and tf32's within one
     wave (ONE_WAVE_OWN_TILES); FP8's where K is whole k steps (FP8_OWN_TILES: PartK); FP8's promoted class's within
     8 waves, where K is whole k steps, up to PROMOTED_OWN_TILES_STEPS k steps an SM (DeepTiles) and on a card of less
-    memory bandwidth an SM over a short K only (SlowMemory): PROMOTED_OWN_TILES.
+    memory bandwidth an SM over a short K only (LongTiles): PROMOTED_OWN_TILES.
 
     `few_columns`: the method also has tiles tile_m x few_columns without a cluster, builds named bn<few_columns>
     and bn<few_columns>_splitk<S> (kernels 12, 13 and 16: 128x64). Where one of them spans N and M has more rows
@@ -1823,8 +1815,8 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     tiles' by its own k steps where that makes the build's blocks an SM, further up to TALL_MAX_SPLIT ways where
     that makes its further blocks an SM, and not at all where neither does (_tall_tiles). On an H200 (x cuBLAS,
     M x N x K; small-problems/simt-decode-tall-*.txt): 64x4096x4096 split 8 ways 0.91 against two rows of 32-row
-    tiles split 8 ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85 against 0.82;
-    64x3072x3072 split 16 ways 1.01 (split 8, 192 blocks, 0.86) against 32-row tiles split 4 ways 0.81,
+    tiles split 8 ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85
+    against 0.82; 64x3072x3072 split 16 ways 1.01 (split 8, 192 blocks, 0.86) against 32-row tiles split 4 ways 0.81,
     60x2560x4096 1.00 (0.81) against 0.80; at 12 tiles along N (64x1536x4096, 192 blocks split 16 ways) 0.89 against
     the decode tiles' 0.94-1.10, where the 64 x 64 tiles split 16 ways ran 1.11. At 40-48 rows (three rows of 16)
     and at 80-96 rows the decode tiles stay ahead (48x4096x4096 0.95 against 0.85, 96x4096x4096 0.92 against 0.68)."""
@@ -1916,15 +1908,14 @@ def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: 
         if not further:
             return None
         s = min(further)
-    rows, name = tall.rows, tall.name
-    where = (f"M = {problem.m} token rows: {rows}x{tall.cols} tiles, {tiles} along N, on {units}, as few rows of "
+    where = (f"M = {problem.m} token rows: {tall.rows}x{tall.cols} tiles, {tiles} along N, on {units}, as few rows of "
              f"zeros as the {beside}-row tiles in fewer rows of tiles")
     if s == 1:
-        return Choice(name, f"{where}; whole tiles ({k_steps} k steps of {tile_k}: too few to split into slices "
-                            f"of {min_slice_steps})")
-    return Choice(f"{name}_splitk{s}", f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about "
-                                       f"{cdiv(k_steps, s)} a slice): {tiles * s} blocks, "
-                                       f"{tiles * s / problem.sm_count:.1f} an SM")
+        return Choice(tall.name, f"{where}; whole tiles ({k_steps} k steps of {tile_k}: too few to split into "
+                                 f"slices of {min_slice_steps})")
+    return Choice(f"{tall.name}_splitk{s}", f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about "
+                                            f"{cdiv(k_steps, s)} a slice): {tiles * s} blocks, "
+                                            f"{tiles * s / problem.sm_count:.1f} an SM")
 
 
 # The shared memory the driver keeps back for each resident block (sm_80 and later): an SM's whole shared memory
