@@ -379,7 +379,9 @@ def test_fp32_takes_its_64_row_tiles_where_one_row_of_them_holds_49_to_64_token_
         choice = pick("warptiled", m, 4096, 4096)
         assert choice.variant == "m64_n128_splitk8" and "256 blocks" in choice.reason, (m, choice)
     assert pick("warptiled", 64, 3072, 3072).variant == "m64_n128_splitk16"
-    assert pick("warptiled", 64, 28672, 4096).variant == "m64_n128_splitk8"
+    # Split by the busiest SM (configs.busiest_sm_split): 224 tiles 4 ways leave it 7 blocks of 64 k steps, where 8 ways
+    # leave it 14 of 32 and 2 ways 4 of 128 (1.02 of cuBLAS split 4 ways, 1.01 split 8).
+    assert pick("warptiled", 64, 28672, 4096).variant == "m64_n128_splitk4"
     # Too few columns for two blocks an SM even split 16 ways: the 64x64 tiles, twice as many, where they make two an
     # SM in slices of 16 k steps or more (ROWS_49_64: 64x2048x4096 0.94 against the 32-row tiles' 0.92, 64x1536x4096
     # 1.11 against 0.93); else the decode tiles, which make more (64x1024x4096: 256 blocks, 0.85 against 0.92;

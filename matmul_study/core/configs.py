@@ -1908,6 +1908,11 @@ def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: 
         if not further:
             return None
         s = min(further)
+    busiest = ""
+    if tall.resident:
+        s = busiest_sm_split(tiles, s, problem.sm_count, k_steps, tall.resident,
+                             [x for x in splits if x <= TALL_MAX_SPLIT and k_steps >= tall.further_slice_steps * x])
+        busiest = f", the busiest SM {cdiv(tiles * s, problem.sm_count)} of them"
     where = (f"M = {problem.m} token rows: {tall.rows}x{tall.cols} tiles, {tiles} along N, on {units}, as few rows of "
              f"zeros as the {beside}-row tiles in fewer rows of tiles")
     if s == 1:
@@ -1915,7 +1920,35 @@ def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: 
                                  f"slices of {min_slice_steps})")
     return Choice(f"{tall.name}_splitk{s}", f"{where}; K split {s} ways ({k_steps} k steps of {tile_k}, about "
                                             f"{cdiv(k_steps, s)} a slice): {tiles * s} blocks, "
-                                            f"{tiles * s / problem.sm_count:.1f} an SM")
+                                            f"{tiles * s / problem.sm_count:.1f} an SM{busiest}")
+
+
+def busiest_sm_split(tiles: int, s: int, sms: int, k_steps: int, resident: int, splits: list[int]) -> int:
+    """Of `splits` (with `s`, the slice rule's), those whose blocks give the busiest SM two or more (4 warps a block:
+    two an SM keep B streaming), the one that leaves the busiest SM the fewest k steps: its blocks, ceil(tiles x
+    slices / SMs), times a slice's steps. Where several leave it within BUSIEST_SM_TIE of as many, the one whose
+    blocks all run at once (no more an SM than the `resident` it holds, no last round alone) with the most an SM,
+    else the fewest slices (fewer partial sums). Where none gives two, `s`. Formed on an H100 from 26 shapes of 50-60
+    rows, 4096-28672 columns and K of 2048-14336, kernel 7's 64 x 128 tiles whole and split 2, 3, 4, 8 and 16 ways
+    (x cuBLAS, NVIDIA_H100/tall-splits/): 56x8192x4096 4 ways (2 an SM of 64 steps) 0.93 against 8 ways (4 of 32)
+    0.89; 52x14336x4096 8 ways (7 of 32) 0.89 against 4 ways (4 of 64) 0.79; 56x11008x4096 3 ways (2 of 86) 0.90
+    against 4 ways (3 of 64) 0.85; 60x16384x4096 3 ways (3 of 86) 0.91 against 2 ways (2 of 128) 0.86 and 4 ways
+    (4 of 64, one past the 3 resident) 0.85."""
+    steps = {x: cdiv(tiles * x, sms) * cdiv(k_steps, x) for x in {s, *splits} if tiles * x > sms}
+    if not steps:
+        return s
+    fewest = min(steps.values())
+    near = [x for x, n in steps.items() if n <= fewest * (1 + BUSIEST_SM_TIE)]
+
+    def preference(x: int) -> tuple[int, int]:
+        busiest = cdiv(tiles * x, sms)
+        return (0, -busiest) if busiest <= resident else (1, x)
+
+    return min(near, key=preference)
+
+
+# busiest_sm_split's splits that leave the busiest SM as many k steps: within this share (a slice's steps rounded up).
+BUSIEST_SM_TIE = 0.01
 
 
 # The shared memory the driver keeps back for each resident block (sm_80 and later): an SM's whole shared memory

@@ -304,7 +304,8 @@ class TallTiles:
     """A build of taller tiles that the decode rule weighs beside its decode tiles (configs.simt_decode_tiles' `tall`):
     `rows` x `cols` tiles in k slices of `slice_bytes` a row, taken where K split as the decode tiles split it makes
     `blocks_per_sm` blocks an SM or more, else split further, up to configs.TALL_MAX_SPLIT ways in slices of
-    `further_slice_steps` k steps or more, where that makes `further_blocks_per_sm`."""
+    `further_slice_steps` k steps or more, where that makes `further_blocks_per_sm`. With `resident`, the blocks an
+    SM holds at once, the split is then set by the busiest SM (configs.busiest_sm_split)."""
     rows: int
     cols: int
     slice_bytes: int
@@ -312,8 +313,12 @@ class TallTiles:
     blocks_per_sm: float
     further_blocks_per_sm: float
     further_slice_steps: int
+    resident: int = 0
 
 
+# The blocks of the 64 x 128 tiles that an SM holds at once: 167 registers a thread (registry.WARPTILED_SMALL_REGISTERS)
+# leave room for 3 of 4 warps, and their splits are bound to 3 (WARPTILED_SMALL_BOUNDS).
+WARPTILED_SMALL_RESIDENT = 3
 # The small tiles are the decode rule's `tall` builds too: from 49 to 64 token rows one row of them, the 64 x 128
 # tiles where their blocks come 1.5 an SM split as the decode tiles split (64x4096x4096 split 8 ways, 0.91 of cuBLAS
 # against the 32-row tiles' 0.81) or two split further in slices of 8 k steps or more (64x3072x3072 split 16 ways,
@@ -321,9 +326,11 @@ class TallTiles:
 # or more (x cuBLAS on an H200, small-problems/rows-49-64-few-columns-float32.txt: 64x1536x4096 split 16 ways 1.11
 # against the 32-row tiles' 0.93, 64x1792x4096 1.27 against 1.24, 64x2048x4096 0.94 against 0.92, 60x1536x8192
 # 1.11 against 0.94; not at 64x1024x4096, 256 blocks, 0.85 against 0.92, nor at 56x2048x2048, slices of 8 steps,
-# 0.83 against 0.95).
+# 0.83 against 0.95). The 64 x 128 tiles' split is set by the busiest SM (on an H100, x cuBLAS,
+# NVIDIA_H100/tall-splits/: 56x8192x4096 split 4 ways, 256 blocks, 0.93 against 0.89 in 8; 52x14336x4096 split 8
+# ways, 896 blocks, 0.89 against 0.80 in 4).
 WARPTILED_TALL_DECODE = (
-    TallTiles(64, 128, WARPTILED_SMALL_SLICE_K * 4, "m64_n128", 1.5, 2, 8),
+    TallTiles(64, 128, WARPTILED_SMALL_SLICE_K * 4, "m64_n128", 1.5, 2, 8, resident=WARPTILED_SMALL_RESIDENT),
     TallTiles(64, 64, WARPTILED_SMALL_SLICE_K * 4, "m64_n64", 2, 2, 16),
 )
 WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
@@ -347,7 +354,7 @@ WARPTILED_SMALL_SPLITS = (1, 2, 3, 4, 8, 16)
 # (128x128x32768, 256x256x8192, 512x128x8192), where the decode tiles are the pick.
 WARPTILED_SMALL_BOUNDS = {
     (64, 64): {1: (4, 0), 2: (4, 0), 3: (4, 0), 4: (4, 0), 8: (4, 2), 16: (4, 2)},
-    (64, 128): {3: (3, 1), 4: (3, 1), 8: (3, 1), 16: (3, 1)},
+    (64, 128): {s: (WARPTILED_SMALL_RESIDENT, 1) for s in (3, 4, 8, 16)},
 }
 
 
