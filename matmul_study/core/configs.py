@@ -1925,20 +1925,23 @@ def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: 
 
 def busiest_sm_split(tiles: int, s: int, sms: int, k_steps: int, resident: int, splits: list[int]) -> int:
     """Of `splits` (with `s`, the slice rule's), those whose blocks give the busiest SM two or more (4 warps a block:
-    two an SM keep B streaming), the one that leaves the busiest SM the fewest k steps: its blocks, ceil(tiles x
-    slices / SMs), times a slice's steps. Where several leave it within BUSIEST_SM_TIE of as many, the one whose
-    blocks all run at once (no more an SM than the `resident` it holds, no last round alone) with the most an SM,
-    else the fewest slices (fewer partial sums). Where none gives two, `s`. Formed on an H100 from 26 shapes of 50-60
-    rows, 4096-28672 columns and K of 2048-14336, kernel 7's 64 x 128 tiles whole and split 2, 3, 4, 8 and 16 ways
-    (x cuBLAS, NVIDIA_H100/tall-splits/): 56x8192x4096 4 ways (2 an SM of 64 steps) 0.93 against 8 ways (4 of 32)
-    0.89; 52x14336x4096 8 ways (7 of 32) 0.89 against 4 ways (4 of 64) 0.79; 56x11008x4096 3 ways (2 of 86) 0.90
-    against 4 ways (3 of 64) 0.85; 60x16384x4096 3 ways (3 of 86) 0.91 against 2 ways (2 of 128) 0.86 and 4 ways
-    (4 of 64, one past the 3 resident) 0.85."""
-    steps = {x: cdiv(tiles * x, sms) * cdiv(k_steps, x) for x in {s, *splits} if tiles * x > sms}
-    if not steps:
+    two an SM keep B streaming), the one that leaves the busiest SM the least work: its blocks, ceil(tiles x slices
+    / SMs), times a slice's k steps and BUSIEST_SM_BLOCK_STEPS more for each block's start and partial tile. Where
+    several leave it within BUSIEST_SM_TIE of as little, the one whose blocks all run at once (no more an SM than the
+    `resident` it holds: no last round alone) with the most an SM, else the fewest slices (fewer partial sums). Where
+    none gives two, `s`. On an H100 (x cuBLAS, NVIDIA_H100/tall-splits/), kernel 7's 64 x 128 tiles whole and split
+    2, 3, 4, 8 and 16 ways at 42 shapes of 49-63 rows, 2816-30720 columns and K of 2048-14336: 56x8192x4096 4 ways
+    (2 an SM of 64 steps) 0.93 against 8 ways (4 of 32) 0.89; 52x14336x4096 8 ways (7 of 32) 0.89 against 4 ways
+    (4 of 64) 0.79; 56x11008x4096 3 ways (2 of 86) 0.90 against 4 ways (3 of 64) 0.85; 60x16384x4096 3 ways (3 of
+    86) 0.91 against 2 ways (2 of 128) 0.86 and 4 ways (4 of 64, one past the 3 resident) 0.85; 52x15360x2048 3 ways
+    (3 of 43) 0.93 against 16 ways (15 of 8: short slices) 0.75. The pick is the best split measured, or within
+    1.2 % of it, at all 42; the first 26 formed the rule, the block's steps and the tie were set at the other 16."""
+    work = {x: cdiv(tiles * x, sms) * (cdiv(k_steps, x) + BUSIEST_SM_BLOCK_STEPS) for x in {s, *splits}
+            if tiles * x > sms}
+    if not work:
         return s
-    fewest = min(steps.values())
-    near = [x for x, n in steps.items() if n <= fewest * (1 + BUSIEST_SM_TIE)]
+    least = min(work.values())
+    near = [x for x, w in work.items() if w <= least * (1 + BUSIEST_SM_TIE)]
 
     def preference(x: int) -> tuple[int, int]:
         busiest = cdiv(tiles * x, sms)
@@ -1947,8 +1950,10 @@ def busiest_sm_split(tiles: int, s: int, sms: int, k_steps: int, resident: int, 
     return min(near, key=preference)
 
 
-# busiest_sm_split's splits that leave the busiest SM as many k steps: within this share (a slice's steps rounded up).
-BUSIEST_SM_TIE = 0.01
+# busiest_sm_split's cost of a block beside its slice's k steps (its start, and its partial tile written and summed),
+# in k steps, and the share within which two splits leave the busiest SM as much work.
+BUSIEST_SM_BLOCK_STEPS = 2
+BUSIEST_SM_TIE = 0.03
 
 
 # The shared memory the driver keeps back for each resident block (sm_80 and later): an SM's whole shared memory
