@@ -522,6 +522,9 @@ def test_the_busiest_sm_split_counts_its_blocks_and_their_steps():
     assert configs.busiest_sm_split(10, 8, 132, 256, 3, [1, 2, 4, 8]) == 8
     # The SMs are the device's: 64 tiles on 64 SMs, whole tiles one an SM, 3 ways 3 of 86.
     assert configs.busiest_sm_split(64, 8, 64, 256, 3, splits) == 3
+    # The 64x128 tiles' resident blocks are what their registers allow.
+    tall = geometry.WARPTILED_TALL_DECODE[0]
+    assert tall.resident == configs.blocks_by_registers(registry.WARPTILED_SMALL_REGISTERS[tall.name], 128) == 3
 
 
 # Kernel 7's 64x128 tall tiles whole and split 2, 3, 4, 8 and 16 ways at 49-63 token rows, on H100s in one process

@@ -1813,7 +1813,9 @@ def simt_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, m
     and the first that wins them and makes its blocks taken (kernel 7's fp32 64 x 128, then 64 x 64 tiles: from 49
     to 64 rows, one row of them against two of 32 or four of 16, as few rows of zeros), its K split as the decode
     tiles' by its own k steps where that makes the build's blocks an SM, further up to TALL_MAX_SPLIT ways where
-    that makes its further blocks an SM, and not at all where neither does (_tall_tiles). On an H200 (x cuBLAS,
+    that makes its further blocks an SM, and not at all where neither does (_tall_tiles); a build that knows its
+    resident blocks (the 64 x 128 tiles) then takes the split that leaves its busiest SM the least work
+    (busiest_sm_split). On an H200 (x cuBLAS,
     M x N x K; small-problems/simt-decode-tall-*.txt): 64x4096x4096 split 8 ways 0.91 against two rows of 32-row
     tiles split 8 ways 0.81, 64x14336x4096 1.01 against 0.83, 64x4096x28672 0.89 against 0.75, 52x4096x4096 0.85
     against 0.82; 64x3072x3072 split 16 ways 1.01 (split 8, 192 blocks, 0.86) against 32-row tiles split 4 ways 0.81,

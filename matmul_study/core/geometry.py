@@ -317,7 +317,7 @@ class TallTiles:
 
 
 # The blocks of the 64 x 128 tiles that an SM holds at once: 167 registers a thread (registry.WARPTILED_SMALL_REGISTERS)
-# leave room for 3 of 4 warps, and their splits are bound to 3 (WARPTILED_SMALL_BOUNDS).
+# leave room for 3 blocks of 4 warps, and their splits are bound to 3 (WARPTILED_SMALL_BOUNDS).
 WARPTILED_SMALL_RESIDENT = 3
 # The small tiles are the decode rule's `tall` builds too: from 49 to 64 token rows one row of them, the 64 x 128
 # tiles where their blocks come 1.5 an SM split as the decode tiles split (64x4096x4096 split 8 ways, 0.91 of cuBLAS
