@@ -1937,7 +1937,7 @@ def busiest_sm_split(tiles: int, s: int, sms: int, k_steps: int, resident: int, 
     (4 of 64) 0.79; 56x11008x4096 3 ways (2 of 86) 0.90 against 4 ways (3 of 64) 0.85; 60x16384x4096 3 ways (3 of
     86) 0.91 against 2 ways (2 of 128) 0.86 and 4 ways (4 of 64, one past the 3 resident) 0.85; 52x15360x2048 3 ways
     (3 of 43) 0.93 against 16 ways (15 of 8: short slices) 0.75. The pick is the best split measured, or within
-    1.2 % of it, at all 42; the first 26 formed the rule, the block's steps and the tie were set at the other 16."""
+    1.5 % of it, at all 42; the first 26 formed the rule, the block's steps and the tie were set at the other 16."""
     work = {x: cdiv(tiles * x, sms) * (cdiv(k_steps, x) + BUSIEST_SM_BLOCK_STEPS) for x in {s, *splits}
             if tiles * x > sms}
     if not work:
