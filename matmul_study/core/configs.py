@@ -1904,16 +1904,15 @@ def _tall_tiles(problem, variants: tuple[str, ...], tall: TallTiles, max_split: 
         return narrow(problem, variants)
     splits = _build_splits(tall.name, variants)
     s = _slice_split(splits, k_steps, max_split, min_slice_steps)
+    deep = [x for x in splits if x <= TALL_MAX_SPLIT and k_steps >= tall.further_slice_steps * x]
     if tiles * s < tall.blocks_per_sm * problem.sm_count:
-        further = [x for x in splits if s < x <= TALL_MAX_SPLIT and k_steps >= tall.further_slice_steps * x
-                   and tiles * x >= tall.further_blocks_per_sm * problem.sm_count]
+        further = [x for x in deep if x > s and tiles * x >= tall.further_blocks_per_sm * problem.sm_count]
         if not further:
             return None
         s = min(further)
     busiest = ""
     if tall.resident:
-        s = busiest_sm_split(tiles, s, problem.sm_count, k_steps, tall.resident,
-                             [x for x in splits if x <= TALL_MAX_SPLIT and k_steps >= tall.further_slice_steps * x])
+        s = busiest_sm_split(tiles, s, problem.sm_count, k_steps, tall.resident, deep)
         busiest = f", the busiest SM {cdiv(tiles * s, problem.sm_count)} of them"
     where = (f"M = {problem.m} token rows: {tall.rows}x{tall.cols} tiles, {tiles} along N, on {units}, as few rows of "
              f"zeros as the {beside}-row tiles in fewer rows of tiles")
