@@ -143,7 +143,8 @@ def test_split_k_builds_give_the_same_bits_every_launch_and_the_right_product(tm
 
 # The warp-specialised kernel's 128x128 tiles (WGMMA_WS_BN=128), whole and split 4 ways, in both 16-bit dtypes and
 # tf32, and the FP8 and 3xTF32 rungs' with and without promoted sums (one Bt box per k step, multicast by the CTAs in
-# turn; the promoted k loop's chains and remainder steps; FP8's quarters with A from registers; the quarters in
+# turn; the promoted k loop's chains and remainder steps, and its single steps with one scratch set, at 128x192 (in
+# clusters of 2 for FP8) and 128x128; FP8's quarters with A from registers; the quarters in
 # chunks of two k steps, with each sum promoted every step or every chunk): odd shapes (every
 # edge guard; 1000x1200x800 is 80 CTAs), the persistent shapes
 # (several tiles per CTA, the paced drain, the stream-K tail of the fp16 builds) and 300x4300x4300 (on 132 SMs 68
@@ -153,9 +154,11 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                     for d in ("float16", "bfloat16")),
                   *(("wgmma_tf32", v, "tf32") for v in ("bn128", "bn128_splitk4")),
                   *(("wgmma_fp8", v, "float8_e4m3")
-                    for v in ("bn128", "bn128_promote", "promote", "promote_rs", "promote2", "promote_chunk2")),
+                    for v in ("bn128", "bn128_promote", "promote", "promote_rs", "promote2", "promote_chunk2",
+                              "bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set")),
                   *(("wgmma_3xtf32", v, "float32")
-                    for v in ("bn128", "bn128_promote", "promote", "promote2", "promote_chunk2")),
+                    for v in ("bn128", "bn128_promote", "promote", "promote2", "promote_chunk2", "bn192_promote",
+                              "bn128_promote_one_set")),
                   # 64-row tiles (WGMMA_WS_BM=64: one consumer warpgroup, A in boxes of 64 rows), every rung that has
                   # them: the same shapes, each a CTA row per 64 rows of C.
                   *(("wgmma_warp_specialized", v, d) for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")
@@ -521,7 +524,9 @@ def test_tf32_rung_rounds_like_cublas(shape):
                                              ("promote2", "default"), ("promote_chunk2", "default"),
                                              ("bn128_promote", "bn128"), ("bm64_bn128_promote", "bm64_bn128"),
                                              ("bm64_bn128_promote_splitk4", "bm64_bn128_splitk4"),
-                                             ("bn64_promote_splitk4", "bn64_splitk4")])
+                                             ("bn64_promote_splitk4", "bn64_splitk4"), ("bn192_promote", "bn192"),
+                                             ("bn192_promote_cluster2", "bn192"),
+                                             ("bn128_promote_one_set", "bn128")])
 def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
     # The FP8 wgmma adds with fewer bits than fp32, so over k = 8192 the unpromoted 128x128 build errs well above
     # cuBLASLt's default (which promotes); adding each k step's sum into fp32 accumulators must bring ours to within
@@ -535,7 +540,8 @@ def test_fp8_promoted_sums_err_like_cublaslt(variant, control):
 
 @pytest.mark.parametrize("shape", ["2048x2048x8192", "1000x2200x4300"])
 @pytest.mark.parametrize("variant,control", [("promote", "default"), ("promote2", "default"),
-                                             ("promote_chunk2", "default"), ("bn128_promote", "bn128")])
+                                             ("promote_chunk2", "default"), ("bn128_promote", "bn128"),
+                                             ("bn192_promote", "default"), ("bn128_promote_one_set", "bn128")])
 def test_3xtf32_promoted_sums_err_like_sgemm(shape, variant, control):
     # The tf32 wgmma truncates as it adds, so over a deep k the 3xTF32 sums drift well past SGEMM's error (the
     # control, the same tiles unpromoted); adding each k step's sum into fp32 accumulators must bring ours to within

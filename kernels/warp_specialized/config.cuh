@@ -47,6 +47,8 @@
 //                         steps whose parts run one after another with a single final wait (mainloop).
 //   WGMMA_WS_PROMOTE_EVERY  k steps per promoted sum: 1, or a divisor of the chunk, each part's wgmmas then running
 //                         over that many stages before the part is added.
+//   WGMMA_WS_PROMOTE_SETS   scratch sets of a promoted build's whole k steps (BN up to 192): 2, each step issued
+//                         before the previous one's sum is added; 1, each step's sum added before the next is issued.
 //   WGMMA_WS_BALANCED     1: unsplit tails go to the fewest clusters that keep the waves; 0: to every cluster.
 //   WGMMA_WS_GROUP_ORDER  0: the tile order the operands prefer; 1: groups of rows; 2: of columns.
 //   WGMMA_WS_GROUP_M      cluster tiles per group of the tile order.
@@ -118,6 +120,9 @@
 #ifndef WGMMA_WS_PROMOTE_EVERY
 #error "WGMMA_WS_PROMOTE_EVERY is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_PROMOTE_SETS
+#error "WGMMA_WS_PROMOTE_SETS is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_BALANCED
 #error "WGMMA_WS_BALANCED is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -176,6 +181,7 @@ constexpr int PROMOTE_PARTS = BN == 256 ? 4 : 1;
 constexpr bool A_REGS = WGMMA_WS_A_REGS != 0;  // the parts' A from registers (mainloop, Op::a_fragments)
 constexpr int PROMOTE_CHUNK = WGMMA_WS_PROMOTE_CHUNK;  // k steps per chunk in column parts (mainloop)
 constexpr int PROMOTE_EVERY = WGMMA_WS_PROMOTE_EVERY;  // k steps per promoted sum in column parts (mainloop)
+constexpr int PROMOTE_SETS = WGMMA_WS_PROMOTE_SETS;  // scratch sets of whole promoted k steps (mainloop)
 
 // ------------------------------------------------------------------------------------------- shared memory
 // From the first 1024-byte boundary of the dynamic window (128-byte swizzle atoms need it; the launch gives up to
@@ -257,8 +263,10 @@ static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
               "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
-static_assert(BN / 64 % CLUSTER == 0, "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole "
-                                      "64-column strips of B): 4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64");
+// (the 8-bit operands' K-major Bt tile of 192 rows is one box, which the CTAs of a 2-cluster multicast in turns: load_bt)
+static_assert(BN / 64 % CLUSTER == 0 || (BK == 128 && BN == 192 && WGMMA_WS_BT_BOX_ROWS == BN && CLUSTER == 2),
+              "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole 64-column strips of B): "
+              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64 (2 with 192 for the 8-bit operands' Bt box)");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
               "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "
@@ -302,6 +310,14 @@ static_assert(WGMMA_WS_PROMOTE == 0 || WGMMA_WS_PROMOTE == 1, "WGMMA_WS_PROMOTE:
 // (the fp32 set and two scratch sets: 3 x 64 accumulators per thread at BN 128; at BN 256, 128 and two sets of a
 // quarter of the columns, 2 x 32: three full sets of 128 would exceed a thread's 255 registers)
 static_assert(ACCUMULATORS % (2 * PROMOTE_PARTS) == 0, "promoted column parts: whole pairs of 8-column groups");
+static_assert(PROMOTE_SETS == 1 || PROMOTE_SETS == 2, "WGMMA_WS_PROMOTE_SETS: 1 or 2 scratch sets");
+static_assert(PROMOTE_SETS == 2 || (PROMOTE && PROMOTE_PARTS == 1 && K_GROUPS == 1),
+              "WGMMA_WS_PROMOTE_SETS=1: for promoted builds of whole k steps (WGMMA_WS_PROMOTE=1, WGMMA_WS_BN up to "
+              "192) with one k group; 2 otherwise");
+// (the fp32 set beside the scratch sets: 3 x 64 at BN 128 with two sets, 2 x 96 at BN 192 with one)
+static_assert(!PROMOTE || PROMOTE_PARTS > 1 || (1 + PROMOTE_SETS) * ACCUMULATORS <= 192,
+              "WGMMA_WS_PROMOTE=1 in whole k steps: the fp32 accumulators and the scratch sets must fit in 192 "
+              "registers a thread (WGMMA_WS_BN=128 with two sets, WGMMA_WS_BN=192 with WGMMA_WS_PROMOTE_SETS=1)");
 static_assert(WGMMA_WS_A_REGS == 0 || WGMMA_WS_A_REGS == 1, "WGMMA_WS_A_REGS: 0 (off) or 1 (on)");
 static_assert(!A_REGS || (PROMOTE && PROMOTE_PARTS > 1),
               "WGMMA_WS_A_REGS: for promoted builds in column parts only (WGMMA_WS_PROMOTE=1, WGMMA_WS_BN=256), whose "

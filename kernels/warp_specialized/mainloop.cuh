@@ -272,6 +272,13 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
 // the second-to-last step's adds), and so do those of a remainder step, which runs alone; the other consumer
 // warpgroup's wgmmas keep the tensor cores busy meanwhile. Chains of 8 leave a quarter of the adds after a wait
 // (chains of 2: all of them), for a kernel of 4,784 SASS instructions instead of 3,976 (nvcc 13.0).
+// WGMMA_WS_PROMOTE_SETS = 1 keeps one scratch set, as DeepGEMM does and cuBLASLt's promoted line does in its
+// 128x144 tiles (168 registers): each step is issued, waited for and added before the next is issued, so the
+// warpgroup's tensor-core work stops for the wait and the adds while the other consumer warpgroup's runs. It frees
+// a set's registers for wider tiles: at BN 192 the fp32 set and one scratch set are 2 x 96 registers, where two
+// sets would need 3 x 96. A 128x192 tile reads 1/192 + 1/64 bytes of shared memory per multiply-add in its
+// wgmmas and takes (128 + 192) x 128 bytes a k step into its stages, against 1/128 + 1/64 and 256 x 128 at BN 128:
+// 13 % fewer bytes through shared memory per multiply-add.
 //
 // At BN 256 the two scratch sets of the tile's full width do not fit beside d (3 x 128 registers), so a promoted k
 // step runs in quarters of the columns (PROMOTE_PARTS; Op::mma_columns): two scratch sets of 32, the quarters
@@ -409,25 +416,27 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
             release_stage(sm.empty_bar, (step - K_GROUPS) % STAGES, lane);
             add(partial, w);
         };
-        V p0[ACCUMULATORS], p1[ACCUMULATORS];
+        V p0[ACCUMULATORS], p1[ACCUMULATORS];  // (one set: p1 unused)
         Step w0{}, w1{};  // the weights of the steps in p0 and p1
 #pragma unroll
         for (int j = 0; j < ACCUMULATORS; ++j) d[j] = V(0);
         constexpr int CHAIN_SPAN = K_GROUPS * (PROMOTE_CHAIN - 1) + 1;  // a chain's first step to past its last
         int kt = k0 + (K_GROUPS > 1 ? part : 0);
-        for (; kt + CHAIN_SPAN <= k1; kt += K_GROUPS * PROMOTE_CHAIN) {
+        if constexpr (PROMOTE_SETS == 2) {
+            for (; kt + CHAIN_SPAN <= k1; kt += K_GROUPS * PROMOTE_CHAIN) {
 #pragma unroll
-            for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
-                k_step<Op>(p0, step, kt + K_GROUPS * u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane,
-                           [&] { w0 = weights.next(); });
-                if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
-                k_step<Op>(p1, step, kt + K_GROUPS * (u + 1), k0, false, true, desc_a0, desc_b0, sm, drain, n,
-                           lane, [&] { w1 = weights.next(); });
-                add(p0, w0);
+                for (int u = 0; u < PROMOTE_CHAIN; u += 2) {
+                    k_step<Op>(p0, step, kt + K_GROUPS * u, k0, false, u > 0, desc_a0, desc_b0, sm, drain, n, lane,
+                               [&] { w0 = weights.next(); });
+                    if (u > 0) add(p1, w1);  // step u - 1's, retired by the wait in step u
+                    k_step<Op>(p1, step, kt + K_GROUPS * (u + 1), k0, false, true, desc_a0, desc_b0, sm, drain, n,
+                               lane, [&] { w1 = weights.next(); });
+                    add(p0, w0);
+                }
+                finish(p1, w1);
             }
-            finish(p1, w1);
         }
-        for (; kt < k1; kt += K_GROUPS) {
+        for (; kt < k1; kt += K_GROUPS) {  // one set: every step so (the remainder of two sets' chains too)
             k_step<Op>(p0, step, kt, k0, false, false, desc_a0, desc_b0, sm, drain, n, lane,
                        [&] { w0 = weights.next(); });
             finish(p0, w0);

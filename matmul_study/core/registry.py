@@ -37,8 +37,8 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, bytes_choose, few_columns_twins_first,
                                                 few_rows_twins_first, fp8_block_choose, fp8_block_variants,
-                                                promote_chunk_variants, promoted_class_choose, promoted_ladder,
-                                                promoted_variants,
+                                                one_set_promoted_variants, promote_chunk_variants,
+                                                promoted_class_choose, promoted_ladder, promoted_variants,
                                                 small_splits_first, swap_twins, swap_variants, ws_bm64_variants,
                                                 ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
                                                 ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
@@ -74,6 +74,7 @@ WS_INT8_VARIANTS = (*WS_INT8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_INT8_OWN_
 WS_FP8_OWN_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                        *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                        a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
+                       *one_set_promoted_variants(WS_BYTES, "FP8", clusters=(1, 2)),
                        ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
                        *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES),
                        *promoted_ladder(WS_BYTES)[1].values())
@@ -513,7 +514,7 @@ METHODS: dict[str, Method] = {
             # (specs.CLASS_DTYPES).
             variants=(*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)),
                       *promoted_variants(WS_TF32, "tf32", "the tensor cores' truncation kept to 32 k"),
-                      *promote_chunk_variants(WS_TF32, "tf32")),
+                      *promote_chunk_variants(WS_TF32, "tf32"), *one_set_promoted_variants(WS_TF32, "tf32")),
             choose=configs.promoted_tiles(*WS_TF32.tile()[:2], NARROW_BN, wide="promote2"),
         ),
         ws_rung(

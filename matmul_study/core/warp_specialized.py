@@ -61,6 +61,10 @@ class WsConfig:
     # final wait, and each tensor-core sum runs `promote_every` of them (a divisor of the chunk) before it is added:
     promote_chunk: int = 1
     promote_every: int = 1
+    # Scratch sets of a promoted build's whole k steps (bn up to 192): 2, each step issued before the last one's sum
+    # is added (three sets of accumulators: 192 registers at bn 128); or 1, each step's sum waited for and added
+    # before the next is issued, while the other consumer warpgroup's wgmmas run (two sets: 192 registers at bn 192)
+    promote_sets: int = 2
     # B as it is (row-major, N-major) in the stages, and each k step's K-major Bt tile written into a ring of this
     # many buffers by the producer warpgroup's idle warps (32-bit operands: tf32), instead of all of B transposed
     # before the kernel; no cluster (each CTA writes its own). 0: the operands' own B.
@@ -170,6 +174,7 @@ class WsConfig:
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
                   "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
+                  "PROMOTE_SETS": self.promote_sets,
                   "SWAP_AB": int(self.swap_ab), "BALANCED": int(self.balanced),
                   "GROUP_ORDER": self.group_order, "GROUP_M": self.group_m, "DRAIN_EVERY": self.drain_every}
         return tuple(f"WGMMA_WS_{name}={value}" for name, value in values.items())
@@ -678,6 +683,33 @@ def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Varia
             f"{tiles} with each k step's {operands} sum ({narrow.bk} k) promoted into fp32 accumulators ({remedy}): "
             "an error that does not grow with k, for 64 fp32 adds per thread and k step, some of them not hidden "
             "under the tensor cores' work, and the smaller tiles that the three accumulator sets need"),
+    )
+
+
+def one_set_promoted_variants(base: WsConfig, operands: str, clusters: tuple[int, ...] = (1,)
+                              ) -> tuple[Variant, ...]:
+    """Promoted builds with one scratch set (WsConfig.promote_sets 1, kernels/warp_specialized/mainloop.cuh): each
+    k step's `operands` sum waited for and added into fp32 before the next step is issued, while the other consumer
+    warpgroup's wgmmas keep the tensor cores busy, as DeepGEMM and cuBLASLt's promoted line do. The set that frees
+    makes room for 128x192 tiles (2 x 96 accumulators a thread: bn192_promote, without a cluster and, for the 8-bit
+    operands' one Bt box, in clusters of 2), whose k step moves 13 % fewer bytes through shared memory per
+    multiply-add than a 128x128 one's; and bn128_promote_one_set, the 128x128 tiles so, the control that tells the
+    set count's cost from the tile's."""
+    wide = replace(base, bn=THREE_STRIPS_BN, promote=True, promote_sets=1)
+    narrow = replace(base, bn=NARROW_BN, promote=True, promote_sets=1)
+    return (
+        *(replace(wide, cluster=c).variant(
+            f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}" + (f"_cluster{c}" if c > 1 else ""),
+            f"{wide.BM}x{wide.bn} tiles, {wide.stage_count} stages of {wide.stage_bytes // 1024} KiB, "
+            + (f"in clusters of {c} multicasting the Bt tile in turns, " if c > 1 else "without a cluster, ")
+            + f"each k step's {operands} sum ({base.bk} k) waited for and promoted into fp32 accumulators before the "
+            "next is issued (one scratch set beside the fp32 set: 2 x 96 registers a thread)")
+          for c in clusters),
+        narrow.variant(
+            f"bn{NARROW_BN}_{PROMOTE_SUFFIX}_one_set",
+            f"bn{NARROW_BN}_{PROMOTE_SUFFIX}'s {narrow.BM}x{narrow.bn} tiles with one scratch set: each k step's "
+            f"{operands} sum waited for and promoted before the next is issued (the control of "
+            f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX})"),
     )
 
 

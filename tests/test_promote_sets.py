@@ -1,0 +1,106 @@
+"""Promoted k steps with one scratch set (WGMMA_WS_PROMOTE_SETS; kernels/warp_specialized/mainloop.cuh): each k step's
+sum is waited for and added into fp32 before the next step is issued, which frees the registers of the second set for
+128x192 tiles (bn192_promote). The GPU tests (test_gpu_kernels.py) verify these builds on odd shapes and hold their
+error to the vendor's; these check the contract and the code nvcc makes of it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from matmul_study.core import dtypes, registry, specs
+from matmul_study.core.warp_specialized import one_set_promoted_variants, WS_BYTES
+from test_kernels_compile import needs_nvcc
+from test_promote_every import build
+
+RUNGS = {"wgmma_fp8": "float8_e4m3", "wgmma_3xtf32": "float32"}
+ONE_SET = {"wgmma_fp8": ("bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set"),
+           "wgmma_3xtf32": ("bn192_promote", "bn128_promote_one_set")}
+
+
+@pytest.mark.parametrize("method", RUNGS)
+def test_a_one_set_build_is_a_promoted_tile_with_one_set(method):
+    m = registry.get(method)
+    two_sets = m.variant("bn128_promote").config
+    for name in ONE_SET[method]:
+        v = m.variant(name)
+        assert v.config.promote and v.config.promote_sets == 1 and v.accuracy == specs.PROMOTED
+        assert "WGMMA_WS_PROMOTE_SETS=1" in v.defines
+        cluster = 2 if name.endswith("cluster2") or name.startswith("bn128") else 1
+        assert v.config == replace(two_sets, bn=int(name[2:5]), cluster=cluster, promote_sets=1,
+                                   stages=v.config.stages), name
+    assert "WGMMA_WS_PROMOTE_SETS=2" in m.variant("bn128_promote").defines
+    # 4 stages of 40 KiB fit at 128x192 (128 rows of A and 192 of Bt, 128 bytes a row), beside the staging.
+    assert m.variant("bn192_promote").config.stage_count == 4
+    problem = specs.Problem(8192, 8192, 8192, 0, dtypes.get(RUNGS[method]))
+    assert m.variant("bn192_promote").launch(problem).cluster == (1, 1, 1)
+
+
+def test_only_the_8_bit_rung_pairs_its_192_row_bt_box_in_clusters():
+    # The 8-bit operands' Bt tile of 192 rows is one box that the CTAs of a 2-cluster multicast in turns; tf32's
+    # 3xTF32 tiles keep to no cluster.
+    names = {v.name for v in one_set_promoted_variants(WS_BYTES, "FP8", clusters=(1, 2))}
+    assert names == set(ONE_SET["wgmma_fp8"])
+    assert "bn192_promote_cluster2" not in {v.name for v in registry.get("wgmma_3xtf32").variants}
+
+
+WGMMA = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)\.f32\.e4m3\.e4m3",
+         "wgmma_3xtf32": r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k8)\.f32\.tf32\.tf32"}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method", RUNGS)
+def test_one_set_issues_a_step_waits_for_it_and_adds_it(method, tmp_path):
+    counts = {}
+    for variant in ("bn192_promote", "bn128_promote_one_set"):
+        result = build(method, variant, tmp_path / variant, "ptx")
+        assert result.returncode == 0, result.stderr
+        code = (tmp_path / variant / "module.ptx").read_text()
+        counts[variant] = (Counter(re.findall(WGMMA[method], code)), len(re.findall(r"^\s*add\.f32", code, re.M)),
+                           len(re.findall(r"wgmma\.wait_group", code)))
+    # One loop of single steps: a step's 4 wgmmas over the tile's width (k 128 of e4m3 in k32, k 32 of tf32 in k8),
+    # one wait, and an fp32 add for each of the warpgroup's 96 (or 64) accumulators a thread; no chains.
+    k = "k32" if method == "wgmma_fp8" else "k8"
+    assert counts == {"bn192_promote": (Counter({f"m64n192{k}": 4}), 96, 1),
+                      "bn128_promote_one_set": (Counter({f"m64n128{k}": 4}), 64, 1)}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant", [(m, v) for m, vs in ONE_SET.items() for v in vs])
+def test_a_one_set_build_keeps_its_wgmmas_pipelined_without_spills(method, variant, tmp_path):
+    result = build(method, variant, tmp_path, "cubin", ("-Xptxas", "-v"))
+    assert result.returncode == 0, result.stderr
+    assert "Potential Performance Loss" not in result.stdout + result.stderr
+    assert re.findall(r"(\d+) bytes spill stores", result.stderr) and not any(
+        int(n) for n in re.findall(r"(\d+) bytes spill stores", result.stderr)), result.stderr
+
+
+def moved(variant: str, method: str = "wgmma_fp8", **values) -> list[str]:
+    """`variant` of `method` with some WGMMA_WS_* definitions given other values."""
+    from matmul_study.launch import kernels
+    out = []
+    for option in kernels.compile_options(method, variant):
+        for name, value in values.items():
+            if option.startswith(f"-DWGMMA_WS_{name}="):
+                option = f"-DWGMMA_WS_{name}={value}"
+        out.append(option)
+    return out
+
+
+@needs_nvcc
+@pytest.mark.parametrize("method,variant,values,message", [
+    # two scratch sets beside the fp32 set at 192 columns: 3 x 96 registers
+    ("wgmma_fp8", "bn192_promote", {"PROMOTE_SETS": 2}, "must fit in 192 registers a thread"),
+    ("wgmma_fp8", "bn192_promote", {"PROMOTE_SETS": 3}, "WGMMA_WS_PROMOTE_SETS: 1 or 2 scratch sets"),
+    # one set is for whole promoted steps: not the column quarters of 256, nor unpromoted builds
+    ("wgmma_fp8", "promote", {"PROMOTE_SETS": 1}, "WGMMA_WS_PROMOTE_SETS=1: for promoted builds of whole k steps"),
+    ("wgmma_fp8", "bn128", {"PROMOTE_SETS": 1}, "WGMMA_WS_PROMOTE_SETS=1: for promoted builds of whole k steps"),
+    # the 192-row Bt box in turns is the 8-bit operands' alone; 3xTF32's tf32 tiles keep to no cluster at 192
+    ("wgmma_3xtf32", "bn192_promote", {"CLUSTER": 2}, "1 with 192 or 64"),
+])
+def test_a_set_count_the_build_cannot_hold_fails_to_compile(method, variant, values, message, tmp_path):
+    result = build(method, variant, tmp_path, "cubin", options=moved(variant, method, **values))
+    assert result.returncode != 0 and message in result.stderr, result.stderr
