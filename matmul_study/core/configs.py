@@ -746,6 +746,41 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     return choose
 
 
+# The promoted class's 128x192 tiles in 2-CTA clusters (bn192_promote_cluster2: one scratch set, so that a consumer
+# holds 2 x 96 accumulators) take the place of its 128x128 tiles in clusters (bn128_promote) over at least this many
+# k steps of a tile (twice the 4 stages that fit at 128x192) where their columns past N are at most
+# WIDER_PROMOTED_WASTE more than the 128-column tiles'. Fitted on an H100 (x cuBLASLt's promoted line, one process,
+# results/reference/NVIDIA_H100/fp8-promoted-192/): at each of 14 shapes where bn128_promote was the pick, from 3072^3
+# to 8192x3584x18944, the wider tiles ran 0.95-1.07 against 0.86-0.96 (4096^3 0.95-0.96 against 0.94, 8192^3
+# 0.98 against 0.89-0.92); they lost at 8192x8192x512 (4 k steps: 1.040 against 1.055) and at 8192x1024x4096 (N of
+# 1024: six tiles of 192 hold 1152 columns, 12.5 % past N; 0.889 against 0.922).
+WIDER_PROMOTED_STEPS = 8
+WIDER_PROMOTED_WASTE = 0.05
+
+
+def wider_promoted_tiles(rest: Callable[[object, tuple[str, ...]], Choice], narrow: str, wide: str, bk: int,
+                         narrow_n: int = 128, wide_n: int = 192) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, the heuristic of a rung's promoted class, with its `wide` tiles (tile_m x wide_n in the same clusters)
+    in place of its pick where that is its `narrow` tiles (tile_m x narrow_n in clusters), K holds at least
+    WIDER_PROMOTED_STEPS k steps of `bk`, and the wide tiles' columns past N are at most WIDER_PROMOTED_WASTE more
+    than the narrow ones'. A 128x192 tile moves 13 % fewer bytes through shared memory per multiply-add than a
+    128x128 one (kernels/warp_specialized/mainloop.cuh), where the promoted sums leave the 128x128 tiles short of
+    the tensor cores' rate."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        if picked.variant != narrow or wide not in variants:
+            return picked
+        steps = cdiv(problem.k, bk)
+        narrow_cols, wide_cols = cdiv(problem.n, narrow_n) * narrow_n, cdiv(problem.n, wide_n) * wide_n
+        if steps < WIDER_PROMOTED_STEPS or wide_cols > (1 + WIDER_PROMOTED_WASTE) * narrow_cols:
+            return picked
+        return Choice(wide, f"{picked.reason}; tiles {wide_n} wide instead ({wide_cols} columns against "
+                            f"{narrow_cols}, {steps} k steps): fewer bytes through shared memory per multiply-add")
+
+    return choose
+
+
 # Where B's bytes exceed this many times A's and C's together (token rows against a weight matrix), the tf32 rung
 # writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy). At 512x6144x4096 (4.8 times)
 # the transposed 128x192 tiles ran at 0.71x cuBLAS against 0.66 (an H200, tiles-bn192-tf32.txt); at 320x8192x2048

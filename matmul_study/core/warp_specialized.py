@@ -20,7 +20,7 @@ from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
                                        few_rows_twin, half_empty_twins, narrow_twin, narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
-                                       whole_small_tiles, within_class)
+                                       whole_small_tiles, wider_promoted_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -836,8 +836,11 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     rest = whole_small_first(few_columns_halves(small_splits_first(twins, own, as_known), records, halves, own.bk),
                              own, as_known)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
-    return within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
-                                    "cuBLASLt's promoted line's)")
+    return wider_promoted_tiles(
+        within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
+                                  "cuBLASLt's promoted line's)"),
+        names[DEFAULT], f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}_cluster{own.cluster}", own.bk, NARROW_BN,
+        THREE_STRIPS_BN)
 
 
 def a_registers_variant(base: WsConfig) -> Variant:
