@@ -12,13 +12,12 @@ from dataclasses import replace
 import pytest
 
 from matmul_study.core import dtypes, registry, specs
-from matmul_study.core.warp_specialized import WS_BYTES, one_set_promoted_variants, swap_twin_config
+from matmul_study.core.warp_specialized import WS_BYTES, one_set_promoted_variants
 from test_kernels_compile import needs_nvcc
 from test_promote_every import build
 
 RUNGS = {"wgmma_fp8": "float8_e4m3", "wgmma_3xtf32": "float32"}
-ONE_SET = {"wgmma_fp8": ("bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set", "swap_bn192_promote",
-                         "swap_bn192_promote_cluster2"),
+ONE_SET = {"wgmma_fp8": ("bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set"),
            "wgmma_3xtf32": ("bn192_promote", "bn128_promote_one_set")}
 
 
@@ -30,11 +29,8 @@ def test_a_one_set_build_is_a_promoted_tile_with_one_set(method):
         v = m.variant(name)
         assert v.config.promote and v.config.promote_sets == 1 and v.accuracy == specs.PROMOTED
         assert "WGMMA_WS_PROMOTE_SETS=1" in v.defines
-        own = name.removeprefix("swap_")
-        cluster = 2 if own.endswith("cluster2") or own.startswith("bn128") else 1
-        record = replace(two_sets, bn=int(own[2:5]), cluster=cluster, promote_sets=1)
-        # a twin computes Cᵀ = Bᵀ·Aᵀ over the same tile and cluster, without the stream-K tail
-        assert v.config == (swap_twin_config(record) if name.startswith("swap_") else record), name
+        cluster = 2 if name.endswith("cluster2") or name.startswith("bn128") else 1
+        assert v.config == replace(two_sets, bn=int(name[2:5]), cluster=cluster, promote_sets=1), name
     assert "WGMMA_WS_PROMOTE_SETS=2" in m.variant("bn128_promote").defines
     # 4 stages of 40 KiB fit at 128x192 (128 rows of A and 192 of Bt, 128 bytes a row), beside the staging.
     assert m.variant("bn192_promote").config.stage_count == 4
@@ -45,7 +41,7 @@ def test_a_one_set_build_is_a_promoted_tile_with_one_set(method):
 def test_only_the_8_bit_rung_pairs_its_192_row_bt_box_in_clusters():
     # The 8-bit operands' Bt tile of 192 rows is one box that the CTAs of a 2-cluster multicast in turns; tf32's
     # 3xTF32 tiles keep to no cluster.
-    names = {v.name for v in one_set_promoted_variants(WS_BYTES, "FP8", clusters=(1, 2), twins=True)}
+    names = {v.name for v in one_set_promoted_variants(WS_BYTES, "FP8", clusters=(1, 2))}
     assert names == set(ONE_SET["wgmma_fp8"])
     assert {v.name for v in one_set_promoted_variants(WS_BYTES, "FP8")} == {"bn192_promote", "bn128_promote_one_set"}
     assert "bn192_promote_cluster2" not in {v.name for v in registry.get("wgmma_3xtf32").variants}

@@ -747,25 +747,32 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
 
 
 # The promoted class's 128x192 tiles in 2-CTA clusters (bn192_promote_cluster2: one scratch set, so that a consumer
-# holds 2 x 96 accumulators) take the place of its 128x128 tiles in clusters (bn128_promote) over at least this many
-# k steps of a tile (twice the 4 stages that fit at 128x192) where their columns past N are at most
-# WIDER_PROMOTED_WASTE more than the 128-column tiles'. Fitted on an H100 (x cuBLASLt's promoted line, one process,
-# results/reference/NVIDIA_H100/fp8-promoted-192/): at each of 14 shapes where bn128_promote was the pick, from 3072^3
-# to 8192x3584x18944, the wider tiles ran 0.95-1.07 against 0.86-0.96 (4096^3 0.95-0.96 against 0.94, 8192^3
-# 0.98 against 0.89-0.92); they lost at 8192x8192x512 (4 k steps: 1.040 against 1.055) and at 8192x1024x4096 (N of
-# 1024: six tiles of 192 hold 1152 columns, 12.5 % past N; 0.889 against 0.922).
+# holds 2 x 96 accumulators) take the place of its 128x128 tiles in clusters (bn128_promote) over at least
+# WIDER_PROMOTED_STEPS k steps of a tile (twice the 4 stages that fit at 128x192), where their columns past N are at
+# most WIDER_PROMOTED_WASTE more than the 128-column tiles', and where the busiest SM's work in them (waves of
+# clusters as the kernel deals them out, persistent_waves, times the tile's width) is at most WIDER_PROMOTED_WORK
+# times its work in 128x128 tiles: per multiply-add they ran 0.97-1.25 times as fast (median 1.09). Fitted on an H100
+# (x cuBLASLt's promoted line, one process, results/reference/NVIDIA_H100/fp8-promoted-192/): where bn128_promote
+# was the pick, from 3072^3 to 8192x3584x18944, the wider tiles ran 0.95-1.07 against 0.86-0.96 (4096^3 0.95-0.96
+# against 0.94, 8192^3 0.98 against 0.89-0.92). They lost at 8192x8192x512 (4 k steps: 1.040 against 1.055), at
+# 8192x1024x4096 (six tiles of 192 hold 1152 columns, 12.5 % past N; 0.889 against 0.922) and at 3584^3 (five waves
+# of their clusters against six of 128x128 ones, 1.25 times the work: 0.909 against 0.961); 4096^3 and 4000^3 (six
+# waves against eight, 1.125 times) gained 2 % and 7 %.
 WIDER_PROMOTED_STEPS = 8
 WIDER_PROMOTED_WASTE = 0.05
+WIDER_PROMOTED_WORK = 1.15
 
 
 def wider_promoted_tiles(rest: Callable[[object, tuple[str, ...]], Choice], narrow: str, wide: str, bk: int,
-                         narrow_n: int = 128, wide_n: int = 192) -> Callable[[object, tuple[str, ...]], Choice]:
-    """`rest`, the heuristic of a rung's promoted class, with its `wide` tiles (tile_m x wide_n in the same clusters)
-    in place of its pick where that is its `narrow` tiles (tile_m x narrow_n in clusters), K holds at least
-    WIDER_PROMOTED_STEPS k steps of `bk`, and the wide tiles' columns past N are at most WIDER_PROMOTED_WASTE more
-    than the narrow ones'. A 128x192 tile moves 13 % fewer bytes through shared memory per multiply-add than a
-    128x128 one (kernels/warp_specialized/mainloop.cuh), where the promoted sums leave the 128x128 tiles short of
-    the tensor cores' rate."""
+                         cluster: int, min_saved: int | None, tile_m: int = 128, narrow_n: int = 128,
+                         wide_n: int = 192) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, the heuristic of a rung's promoted class, with its `wide` tiles (tile_m x wide_n in clusters of
+    `cluster`) in place of its pick where that is its `narrow` tiles (tile_m x narrow_n, the same clusters), K holds
+    at least WIDER_PROMOTED_STEPS k steps of `bk`, the wide tiles' columns past N are at most WIDER_PROMOTED_WASTE
+    more than the narrow ones', and the busiest SM's work in wide tiles is at most WIDER_PROMOTED_WORK times its work
+    in narrow ones (persistent_waves, with the kernel's stream-K bar `min_saved`). A 128x192 tile moves 13 % fewer
+    bytes through shared memory per multiply-add than a 128x128 one (kernels/warp_specialized/mainloop.cuh), where
+    the promoted sums leave the 128x128 tiles short of the tensor cores' rate."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -773,10 +780,18 @@ def wider_promoted_tiles(rest: Callable[[object, tuple[str, ...]], Choice], narr
             return picked
         steps = cdiv(problem.k, bk)
         narrow_cols, wide_cols = cdiv(problem.n, narrow_n) * narrow_n, cdiv(problem.n, wide_n) * wide_n
-        if steps < WIDER_PROMOTED_STEPS or wide_cols > (1 + WIDER_PROMOTED_WASTE) * narrow_cols:
+        clusters = max(1, problem.sm_count // cluster)
+        rows = cdiv(problem.m, tile_m * cluster)
+        narrow_waves, _ = persistent_waves(rows * cdiv(problem.n, narrow_n), clusters, steps, min_saved)
+        wide_waves, _ = persistent_waves(rows * cdiv(problem.n, wide_n), clusters, steps, min_saved)
+        work = wide_waves * wide_n / (narrow_waves * narrow_n)
+        if (steps < WIDER_PROMOTED_STEPS or wide_cols > (1 + WIDER_PROMOTED_WASTE) * narrow_cols
+                or work > WIDER_PROMOTED_WORK):
             return picked
         return Choice(wide, f"{picked.reason}; tiles {wide_n} wide instead ({wide_cols} columns against "
-                            f"{narrow_cols}, {steps} k steps): fewer bytes through shared memory per multiply-add")
+                            f"{narrow_cols}, {steps} k steps, {wide_waves:.2f} waves of clusters against "
+                            f"{narrow_waves:.2f}: {work:.2f} times the busiest SM's work in tiles that move fewer "
+                            "bytes through shared memory per multiply-add)")
 
     return choose
 

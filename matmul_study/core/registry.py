@@ -74,7 +74,7 @@ WS_INT8_VARIANTS = (*WS_INT8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_INT8_OWN_
 WS_FP8_OWN_VARIANTS = (*ws_variants(WS_BYTES, groups_along_n=False, clusters=(1, 2)),
                        *promoted_variants(WS_BYTES, "FP8", "DeepGEMM's remedy, cuBLASLt's default"),
                        a_registers_variant(WS_BYTES), *promote_chunk_variants(WS_BYTES, "FP8"),
-                       *one_set_promoted_variants(WS_BYTES, "FP8", clusters=(1, 2), twins=True),
+                       *one_set_promoted_variants(WS_BYTES, "FP8", clusters=(1, 2)),
                        ws_bn192_variant(WS_BYTES), *ws_bm64_variants(WS_BYTES, splits=WS_BM64_SPLITS),
                        *ws_k_group_variants(WS_BYTES), *ws_bn64_variants(WS_BYTES),
                        *promoted_ladder(WS_BYTES)[1].values())

@@ -686,7 +686,7 @@ def promoted_variants(base: WsConfig, operands: str, remedy: str) -> tuple[Varia
     )
 
 
-def one_set_promoted_variants(base: WsConfig, operands: str, clusters: tuple[int, ...] = (1,), twins: bool = False
+def one_set_promoted_variants(base: WsConfig, operands: str, clusters: tuple[int, ...] = (1,)
                               ) -> tuple[Variant, ...]:
     """Promoted builds with one scratch set (WsConfig.promote_sets 1, kernels/warp_specialized/mainloop.cuh): each
     k step's `operands` sum waited for and added into fp32 before the next step is issued, while the other consumer
@@ -694,19 +694,11 @@ def one_set_promoted_variants(base: WsConfig, operands: str, clusters: tuple[int
     makes room for 128x192 tiles (2 x 96 accumulators a thread: bn192_promote, without a cluster and, for the 8-bit
     operands' one Bt box, in clusters of 2), whose k step moves 13 % fewer bytes through shared memory per
     multiply-add than a 128x128 one's; and bn128_promote_one_set, the 128x128 tiles so, the control that tells the
-    set count's cost from the tile's. `twins`: also the 128x192 builds' twins that compute Cᵀ = Bᵀ·Aᵀ (the 8-bit
-    operands' OpBytesSwapped: B read as it is, no transpose of B before the kernel), swap_bn192_promote[_cluster2]."""
+    set count's cost from the tile's."""
     wide = replace(base, bn=THREE_STRIPS_BN, promote=True, promote_sets=1)
     narrow = replace(base, bn=NARROW_BN, promote=True, promote_sets=1)
     name = f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}"
     return (
-        *(swap_twin_config(replace(wide, cluster=c)).variant(
-            f"{SWAP_PREFIX}_{name}" + (f"_cluster{c}" if c > 1 else ""),
-            f"Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B), each k step's {operands} "
-            f"sum waited for and promoted into fp32 accumulators before the next is issued: tiles of {wide.BM} "
-            f"columns x {wide.bn} rows of C, " + (f"clusters of {c} sharing A's rows" if c > 1 else "no cluster")
-            + f"; the twin of {name}" + (f"_cluster{c}" if c > 1 else ""))
-          for c in (clusters if twins else ())),
         *(replace(wide, cluster=c).variant(
             name + (f"_cluster{c}" if c > 1 else ""),
             f"{wide.BM}x{wide.bn} tiles, {wide.stage_count} stages of {wide.stage_bytes // 1024} KiB, "
@@ -839,8 +831,8 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     return wider_promoted_tiles(
         within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                   "cuBLASLt's promoted line's)"),
-        names[DEFAULT], f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}_cluster{own.cluster}", own.bk, NARROW_BN,
-        THREE_STRIPS_BN)
+        names[DEFAULT], f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}_cluster{own.cluster}", own.bk, own.cluster,
+        own.streamk_min_saved if own.streamk else None, own.BM, NARROW_BN, THREE_STRIPS_BN)
 
 
 def a_registers_variant(base: WsConfig) -> Variant:
