@@ -5,13 +5,16 @@ error to the vendor's; these check the contract and the code nvcc makes of it.""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from matmul_study.core import dtypes, registry, specs
+from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.warp_specialized import WS_BYTES, one_set_promoted_variants
 from test_kernels_compile import needs_nvcc
 from test_promote_every import build
@@ -104,3 +107,62 @@ def moved(variant: str, method: str = "wgmma_fp8", **values) -> list[str]:
 def test_a_set_count_the_build_cannot_hold_fails_to_compile(method, variant, values, message, tmp_path):
     result = build(method, variant, tmp_path, "cubin", options=moved(variant, method, **values))
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results/reference/NVIDIA_H100/fp8-promoted-192"
+FIT = ("fp8-one-set-1", "fp8-one-set-2", "fp8-one-set-fit", "fp8-twins-192", "fp8-192-held-out")
+HELD_OUT = ("fp8-192-held-out-2",)
+NARROW, WIDE = "bn128_promote", "bn192_promote_cluster2"
+
+
+def measured(files: tuple[str, ...]) -> dict[tuple[int, int, int], dict[str, float]]:
+    """Each shape's mean ratio to cuBLASLt's promoted line by build, from the committed bench runs (M x N x K)."""
+    runs: dict[tuple[int, int, int], dict[str, list[float]]] = {}
+    for name in files:
+        for case in json.loads((RESULTS / f"{name}.json").read_text()):
+            shape = tuple(int(x) for x in case["m x n x k"].split("x"))
+            runs.setdefault(shape, {}).setdefault(case["variant"], []).append(case["ratio"])
+    return {shape: {v: sum(r) / len(r) for v, r in by.items()} for shape, by in runs.items()}
+
+
+@pytest.mark.parametrize("files,best_at_least,min_gain", [(FIT, 1.0, 1.06), (HELD_OUT, 12 / 14, 1.08)])
+def test_the_promoted_class_takes_128x192_tiles_where_they_paid(files, best_at_least, min_gain):
+    # On an H100 (results/reference/NVIDIA_H100/fp8-promoted-192/): where the promoted class would run its 128x128
+    # tiles in clusters, the rule takes the 128x192 ones where they ran faster, and the gain is large where it does.
+    fp8 = registry.get("wgmma_fp8")
+    picks, gains = [], []
+    for (m, n, k), rates in measured(files).items():
+        problem = specs.Problem(m, n, k, 0, dtypes.get("float8_e4m3"), sm_count=132, hbm_bytes_per_s=3.35e12)
+        pick = fp8.class_choose(problem, configs.runnable(fp8, "float8_e4m3")).variant
+        if pick not in (NARROW, WIDE) or NARROW not in rates or WIDE not in rates:
+            continue  # another build of the class (the twins, the tiles without a cluster)
+        picks.append(rates[pick] >= max(rates[NARROW], rates[WIDE]))
+        if pick == WIDE:
+            gains.append(rates[WIDE] / rates[NARROW])
+    assert len(picks) >= 14 and sum(picks) >= best_at_least * len(picks), picks
+    assert len(gains) >= 10 and math.exp(sum(map(math.log, gains)) / len(gains)) > min_gain, gains
+
+
+def test_the_wider_tiles_rule_counts_k_steps_columns_and_the_busiest_sms_work():
+    narrow = configs.Choice(NARROW, "the tiles")
+    rule = configs.wider_promoted_tiles(lambda problem, variants: narrow, NARROW, WIDE, 128, 2, 32)
+    both = (NARROW, WIDE)
+
+    def pick(m, n, k, variants=both):
+        return rule(specs.Problem(m, n, k, 0, dtypes.get("float8_e4m3"), sm_count=132), variants).variant
+
+    # 8192^3: 21 waves of 66 clusters of 256x192 against 31.03 of 256x128 (the tail split by k steps): the busiest
+    # SM's work 21 x 192 / (31.03 x 128) = 1.02
+    assert pick(8192, 8192, 8192) == WIDE
+    assert "21.00 waves of clusters against 31.03: 1.02 times" in rule(
+        specs.Problem(8192, 8192, 8192, 0, dtypes.get("float8_e4m3"), sm_count=132), both).reason
+    assert pick(8192, 8192, 512) == NARROW   # 4 k steps, below WIDER_PROMOTED_STEPS
+    assert pick(8192, 8192, 1024) == WIDE    # 8, at it
+    assert pick(8192, 1024, 4096) == NARROW  # 1152 columns against 1024: 12.5 % past N
+    assert pick(3584, 3584, 3584) == NARROW  # 5 waves of 266 clusters against 6 of 392: 1.25 times the work
+    assert pick(4096, 4096, 4096) == WIDE    # 6 against 8: 1.125
+    assert pick(8192, 8192, 8192, (NARROW,)) == NARROW  # not a build the study runs
+    other = configs.wider_promoted_tiles(lambda problem, variants: configs.Choice("cluster1", ""), NARROW, WIDE, 128,
+                                         2, 32)
+    assert other(specs.Problem(8192, 8192, 8192, 0, dtypes.get("float8_e4m3"), sm_count=132), both).variant == \
+        "cluster1"  # only the 128x128 tiles in clusters give way
