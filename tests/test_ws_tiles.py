@@ -39,9 +39,10 @@ def test_the_128x128_builds_are_registered_for_every_rung():
                          and not v.config.swap_ab}
               for name in ("wgmma_tf32", "wgmma_3xtf32", "wgmma_fp8", "wgmma_int8")}
     assert narrow["wgmma_tf32"] == narrow["wgmma_int8"] == {v.name for v in BN128}
-    assert narrow["wgmma_3xtf32"] == {"bn128", "bn128_promote"}
+    # (and both promoted rungs the same tiles with one scratch set: test_promote_sets.py)
+    assert narrow["wgmma_3xtf32"] == {"bn128", "bn128_promote", "bn128_promote_one_set"}
     # FP8's promoted class splits its 128x128 tiles too (its ladder: warp_specialized.promoted_ladder)
-    assert narrow["wgmma_fp8"] == {"bn128", "bn128_promote", "bn128_promote_cluster1",
+    assert narrow["wgmma_fp8"] == {"bn128", "bn128_promote", "bn128_promote_cluster1", "bn128_promote_one_set",
                                    *(f"bn128_promote_splitk{s}" for s in (4, 8, 16))}
 
 
