@@ -256,17 +256,13 @@ def test_block_rung_is_the_promoted_128x128_build_with_block_scaled_builds_only(
     assert m.tile(0, "float8_e4m3_block") == promoted.tile(0, "float8_e4m3")
     assert m.unmet_requirement((8, 9), lambda name: True) is not None  # sm_90a only
     assert {v.name for v in m.variants} == {"cluster1", "no_streamk", "cluster1_no_streamk", "splitk2", "splitk4",
-                                            "splitk8", "bm64", "bm64_splitk2", "bm64_splitk4", "bm64_splitk8",
-                                            "bn192", "bn192_no_streamk"}
+                                            "splitk8", "bm64", "bm64_splitk2", "bm64_splitk4", "bm64_splitk8"}
     # 64-row tiles for small squares, without a cluster (the heuristic's below)
     for v in (v for v in m.variants if v.name.startswith("bm64")):
         assert (v.config.BM, v.config.cluster, v.config.k_groups) == (64, 1, 1), v.name
-    # 128x192 tiles in the record's clusters, with one scratch set (two sets of 96 would not fit beside the fp32 one)
-    for v in (v for v in m.variants if v.name.startswith("bn192")):
-        assert v.config == replace(m.config, bn=192, promote_sets=1, streamk=v.name == "bn192"), v.name
-    for v in m.variants:  # a variant never changes promotion or the scales, nor the columns but to 192: the method's
-        assert (v.config.bn in (m.config.bn, 192), v.config.bk, v.config.promote, v.config.scale_slots) == (
-            True, m.config.bk, True, m.config.scale_slots), v.name
+    for v in m.variants:  # a variant never changes the tile's columns, promotion or the scales: the method's
+        assert (v.config.bn, v.config.bk, v.config.promote, v.config.scale_slots) == (
+            m.config.bn, m.config.bk, True, m.config.scale_slots), v.name
     launch = m.launch_for(specs.Problem(512, 512, 512, 0, BLOCK))
     assert launch.grid == (16, 1, 1) and launch.cluster == (2, 1, 1)
     per_tensor = registry.get("wgmma_fp8").launch_for(specs.Problem(512, 512, 512, 0, PER_TENSOR), "bn128_promote")

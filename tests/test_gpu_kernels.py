@@ -257,8 +257,7 @@ def test_promoted_quarters_in_chunks_give_promotes_bits(variant_cubin, method, d
 
 
 # The block-scaled FP8 rung's builds (kernels/17_wgmma_fp8_block.cu: every build 128x128 tiles with promoted sums,
-# each k step weighted by its block scales, or 128x192 tiles in clusters, each 64-column group weighted by the B scale
-# of its block, a tile starting at a block's start or its middle where N passes 192): odd shapes with k not a multiple of 128 (a last scale block of 1, 33,
+# each k step weighted by its block scales): odd shapes with k not a multiple of 128 (a last scale block of 1, 33,
 # 65 or 127 k) and m past a tile (row scales read clamped), the persistent shapes and 300x4300x4300 (the stream-K
 # tail: pieces of whole k steps, each weighted apart), launched twice; the split builds three times, the same bits.
 FP8_BLOCK_BUILDS = [("wgmma_fp8_block", v, "float8_e4m3_block")

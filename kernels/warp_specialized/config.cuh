@@ -263,7 +263,7 @@ static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
               "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
-// (the 8-bit operands' K-major Bt tile of 192 rows is one box, which a 2-cluster's CTAs multicast in turns: load_bt)
+// (the 8-bit operands' K-major Bt tile of 192 rows is one box, which the CTAs of a 2-cluster multicast in turns: load_bt)
 static_assert(BN / 64 % CLUSTER == 0 || (BK == 128 && BN == 192 && WGMMA_WS_BT_BOX_ROWS == BN && CLUSTER == 2),
               "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole 64-column strips of B): "
               "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64 (2 with 192 for the 8-bit operands' Bt box)");

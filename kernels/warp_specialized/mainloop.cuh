@@ -322,10 +322,9 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
     static_assert(!BT_SMEM || !PROMOTE, "WGMMA_WS_BT_BUFFERS: unpromoted builds (the plain k loop reads the Bt ring)");
     static_assert(!BLOCK_SCALED<Op> || PROMOTE, "block scales (wgmma_fp8_block) need WGMMA_WS_PROMOTE=1: each k "
                                                 "step's partial is weighted by its scales as it is promoted");
-    static_assert(!BLOCK_SCALED<Op> || ((BN == 128 || BN == 192) && Op::BK == 128),
-                  "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 or 192 and k steps of 128: a tile's columns "
-                  "(or each 64 of them) and a k step then lie in one 128x128 scale block of B, and a step's rows each "
-                  "in one 1x128 block of A");
+    static_assert(!BLOCK_SCALED<Op> || (BN == 128 && Op::BK == 128),
+                  "block scales (wgmma_fp8_block) need WGMMA_WS_BN=128 and k steps of 128: a tile's columns and a k "
+                  "step then lie in one 128x128 scale block of B, and a step's rows each in one 1x128 block of A");
     if constexpr (PROMOTE && PROMOTE_PARTS > 1) {
         // In column parts (BN 256): each chunk of PROMOTE_CHUNK k steps as PROMOTE_PARTS wgmma groups of
         // BN / PROMOTE_PARTS columns from zero for each sum of PROMOTE_EVERY of its steps, alternating between two
@@ -404,7 +403,7 @@ __device__ __forceinline__ void mainloop(V (&d)[ACCUMULATORS], uint32_t& it, int
         auto add = [&](const V (&partial)[ACCUMULATORS], const Step& w) {
 #pragma unroll
             for (int j = 0; j < ACCUMULATORS; ++j) {
-                if constexpr (BLOCK_SCALED<Op>) d[j] = fmaf(partial[j], Op::weight(w, j), d[j]);  // its row, group
+                if constexpr (BLOCK_SCALED<Op>) d[j] = fmaf(partial[j], (j & 2) ? w.y : w.x, d[j]);  // rows +8: j & 2
                 else d[j] += partial[j];
             }
         };

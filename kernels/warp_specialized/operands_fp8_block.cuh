@@ -27,8 +27,6 @@
 // (the last tile's) get row m - 1's scale: their partials are zero (TMA's zero fill), and the copies stay inside sa.
 #pragma once
 
-#include <type_traits>
-
 #include "operands_bytes.cuh"
 
 namespace wgmma_ws {
@@ -43,36 +41,26 @@ struct E4M3Block : E4M3 {
 
 struct OpFp8Block : OpBytes<E4M3Block> {
     static constexpr bool BLOCK_SCALED = true;
-    static_assert(BK == SCALE_BLOCK && (BN == SCALE_BLOCK || BN == 192),
-                  "a k step is one 128-k scale block, and a tile one 128-column block of B's scales or 192 columns "
-                  "(three groups of 64, each inside one block)");
-    // B scales a k step weighs a tile's columns by: one at 128 columns (the tile is one block of B's scales); at 192,
-    // one per 64-column group, since a tile that starts at 192 t starts at a block's start or its middle, and each
-    // group of 64 lies inside one block.
-    static constexpr int B_SCALES = BN == SCALE_BLOCK ? 1 : BN / 64;
-    static constexpr int B_GROUP_COLS = BN / B_SCALES;
-    static_assert(B_SCALES <= 4, "a scale slot holds BM A scales and up to 4 of B's (SCALE_SLOT_BYTES)");
+    static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK,
+                  "a k step is one 128-k scale block and a tile one 128-column block of B's scales");
 
     static_assert(SCALE_SLOTS >= 2, "block scales (wgmma_fp8_block) need WGMMA_WS_SCALE_SLOTS of at least 2: the "
                                      "scale ring that the producer warpgroup fills");
 
     // One loader lane's copies of an item's k steps into slots of the scale ring (SCALE_SLOT_BYTES), from its first
-    // step k0 on: row m0 + i's A scale to float i (rows past m: row m - 1's), the tile's B scales to floats BM on
-    // (B_SCALES: one per column group; a group past n takes the last block's, its partials being zero). Lane l
-    // copies rows l, l + 32, ... (each copy instruction 32 consecutive floats), lanes below B_SCALES a B scale
-    // too; `cols` is nb, B's scale columns.
+    // step k0 on: row m0 + i's A scale to float i (rows past m: row m - 1's), the tile's B scale to float BM. Lane l
+    // copies rows l, l + 32, ... (each copy instruction 32 consecutive floats), lane 0 the B scale too; `cols` is
+    // nb, B's scale columns.
     struct ScaleCopies {
         const float* sa;  // row 0's A scale of the next k step
-        const float* sb;  // this lane's B scale of the next k step (lanes below B_SCALES)
+        const float* sb;  // the tile's B scale of the next k step
         int row;  // this lane's first row, m0 + lane
         int m, cols, lane;
 
         __device__ __forceinline__ ScaleCopies(const float* scales, int m_, int m0, int n0, int k0, int ktiles,
                                                int cols_, int lane_)
             : sa(scales + static_cast<size_t>(k0) * m_),
-              sb(scales + static_cast<size_t>(ktiles) * m_ + static_cast<size_t>(k0) * cols_ +
-                 (B_SCALES == 1 ? n0 / SCALE_BLOCK
-                                : min((n0 + B_GROUP_COLS * min(lane_, B_SCALES - 1)) / SCALE_BLOCK, cols_ - 1))),
+              sb(scales + static_cast<size_t>(ktiles) * m_ + static_cast<size_t>(k0) * cols_ + n0 / SCALE_BLOCK),
               row(m0 + lane_), m(m_), cols(cols_), lane(lane_)
         {
         }
@@ -83,7 +71,7 @@ struct OpFp8Block : OpBytes<E4M3Block> {
 #pragma unroll
             for (int j = 0; j < BM / 32; ++j)
                 hopper::cp_async_4(slot + 4 * (lane + 32 * j), sa + min(row + 32 * j, m - 1));
-            if (B_SCALES == 1 ? lane == 0 : lane < B_SCALES) hopper::cp_async_4(slot + 4 * (BM + lane), sb);
+            if (lane == 0) hopper::cp_async_4(slot + 4 * BM, sb);
             sa += m;
             sb += cols;
         }
@@ -95,11 +83,7 @@ struct OpFp8Block : OpBytes<E4M3Block> {
     // have read it: one arrival, by lane 0 after the warp's lanes meet (__syncwarp orders their reads before it), as
     // on a stage's empty barrier. The item's first step is ring step `step`; each next() moves on one slot (RingPos).
     struct Weights {
-        // one B scale: (row r0's, row r1's) weight; one per column group: each row's weight of each group
-        struct Groups {
-            float r0[B_SCALES], r1[B_SCALES];
-        };
-        using Step = std::conditional_t<B_SCALES == 1, float2, Groups>;
+        using Step = float2;
         uint32_t slots, full, empty;  // the ring's first slot, its first full and first empty barrier
         uint32_t row;                 // r0's byte offset in a slot
         RingPos<SCALE_SLOTS> pos;     // the next step's slot and phase
@@ -111,45 +95,18 @@ struct OpFp8Block : OpBytes<E4M3Block> {
         {
         }
 
-        template <int S = B_SCALES>  // (a template, so that the branch of the other count is discarded)
-        __device__ __forceinline__ Step next()
+        __device__ __forceinline__ float2 next()
         {
             hopper::mbar_wait(full + 8 * pos.slot, pos.phase);
             const uint32_t slot = slots + pos.slot * SCALE_SLOT_BYTES;
             const float a0 = hopper::ld_shared_f32(slot + row), a1 = hopper::ld_shared_f32(slot + row + 4 * 8);
-            float b[S];
-#pragma unroll
-            for (int g = 0; g < S; ++g) b[g] = hopper::ld_shared_f32(slot + 4 * (BM + g));
+            const float b = hopper::ld_shared_f32(slot + 4 * BM);
             __syncwarp();
             hopper::mbar_arrive_local_if(empty + 8 * pos.slot, signals);  // after the warp's reads (release order)
             pos.advance();
-            if constexpr (S == 1) {
-                return make_float2(a0 * b[0], a1 * b[0]);
-            } else {
-                Groups w;
-#pragma unroll
-                for (int g = 0; g < S; ++g) {
-                    w.r0[g] = a0 * b[g];
-                    w.r1[g] = a1 * b[g];
-                }
-                return w;
-            }
+            return make_float2(a0 * b, a1 * b);
         }
     };
-
-    // Accumulator j's weight in a step's: its row is r1 where j & 2 (hopper.cuh's layout: 4 accumulators per
-    // 8-column group, rows l / 4 and l / 4 + 8), and its 8-column group j / 4 lies in column group
-    // 8 (j / 4) / B_GROUP_COLS.
-    template <class Step>
-    __device__ __forceinline__ static float weight(const Step& w, int j)
-    {
-        if constexpr (std::is_same_v<Step, float2>) {
-            return (j & 2) ? w.y : w.x;
-        } else {
-            const int g = 8 * (j / 4) / B_GROUP_COLS;
-            return (j & 2) ? w.r1[g] : w.r0[g];
-        }
-    }
 };
 #endif  // HOPPER_SM90A
 

@@ -878,7 +878,6 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
     that 128x128 tiles leave most SMs short of (the heuristic, fp8_block_choose, picks the whole ones). A k step is one
     scale block, and slices and stream-K pieces are whole k steps, so every one of them weights its partials itself."""
     short = replace(base, bm=SHORT_BM, cluster=1)
-    wide = replace(base, bn=THREE_STRIPS_BN, promote_sets=1)
     return (
         replace(base, cluster=1).variant(
             "cluster1",
@@ -894,12 +893,6 @@ def fp8_block_variants(base: WsConfig) -> tuple[Variant, ...]:
             f"split-K: each tile's k steps (scale blocks) in {s} slices on {s} clusters, summed in slice order "
             "through a workspace (deterministic); no stream-K tail. For too few tiles or deep K")
           for s in FP8_BLOCK_SPLITS),
-        *(replace(wide, streamk=streamk).variant(
-            f"bn{THREE_STRIPS_BN}" + ("" if streamk else "_no_streamk"),
-            f"{wide.BM}x{wide.bn} tiles in clusters of {wide.cluster} with one scratch set (2 x 96 accumulators a "
-            "thread), each 64-column group weighted by the B scale of its block (a tile starts at a block's start or "
-            "its middle)" + ("" if streamk else "; no stream-K tail"))
-          for streamk in (True, False)),
         short.variant(f"bm{SHORT_BM}", f"{SHORT_BM}x{base.bn} tiles without a cluster: one consumer warpgroup "
                                        "alternating two scratch sets, twice the tiles of the record's"),
         *(replace(short, split_k=s).variant(
