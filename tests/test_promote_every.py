@@ -82,10 +82,10 @@ def test_a_chunked_build_keeps_its_wgmmas_pipelined(method, variant, tmp_path):
     assert "Potential Performance Loss" not in result.stdout + result.stderr
 
 
-def moved(variant: str, **values) -> list[str]:
-    """The FP8 rung's `variant` with some WGMMA_WS_* definitions given other values."""
+def moved(variant: str, method: str = "wgmma_fp8", **values) -> list[str]:
+    """`method`'s `variant` (the FP8 rung's unless named) with some WGMMA_WS_* definitions given other values."""
     out = []
-    for option in kernels.compile_options("wgmma_fp8", variant):
+    for option in kernels.compile_options(method, variant):
         for name, value in values.items():
             if option.startswith(f"-DWGMMA_WS_{name}="):
                 option = f"-DWGMMA_WS_{name}={value}"

@@ -17,7 +17,7 @@ import pytest
 from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.warp_specialized import WS_BYTES, one_set_promoted_variants
 from test_kernels_compile import needs_nvcc
-from test_promote_every import build
+from test_promote_every import build, moved
 
 RUNGS = {"wgmma_fp8": "float8_e4m3", "wgmma_3xtf32": "float32"}
 ONE_SET = {"wgmma_fp8": ("bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set"),
@@ -79,18 +79,6 @@ def test_a_one_set_build_keeps_its_wgmmas_pipelined_without_spills(method, varia
     assert "Potential Performance Loss" not in result.stdout + result.stderr
     assert re.findall(r"(\d+) bytes spill stores", result.stderr) and not any(
         int(n) for n in re.findall(r"(\d+) bytes spill stores", result.stderr)), result.stderr
-
-
-def moved(variant: str, method: str = "wgmma_fp8", **values) -> list[str]:
-    """`variant` of `method` with some WGMMA_WS_* definitions given other values."""
-    from matmul_study.launch import kernels
-    out = []
-    for option in kernels.compile_options(method, variant):
-        for name, value in values.items():
-            if option.startswith(f"-DWGMMA_WS_{name}="):
-                option = f"-DWGMMA_WS_{name}={value}"
-        out.append(option)
-    return out
 
 
 @needs_nvcc
