@@ -34,7 +34,8 @@
 //                         operands, 17_wgmma_fp8_block.cu, need at least 2); 0: none.
 //   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (the tf32 operands' OpTf32Swapped: B as it is, read
 //                         into registers as wgmma's A; C stored transposed), without the stream-K tail; 0: C = A B.
-//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2).
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2,
+//                         the 8-bit ones 2 at BN 192 too).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
 //   WGMMA_WS_STREAMK_MIN_SAVED  k steps the split must save each cluster (tile_schedule.cuh): its fix-up's cost.
@@ -65,7 +66,9 @@
 // the math for the same bytes of A, and A is what a few columns' problem streams from memory. No cluster (a CTA
 // multicasts whole 64-column strips of B), and K split at most 8 ways. 192: 128x192 tiles without a cluster (three
 // 64-column strips; a K-major Bt tile is one box of 192 rows), where 128x256 tiles make a wave of most of the SMs and
-// 128x128 ones a second wave (1536^3: 72 tiles of 128x256, 144 of 128x128 and 96 of 128x192 on 132 SMs).
+// 128x128 ones a second wave (1536^3: 72 tiles of 128x256, 144 of 128x128 and 96 of 128x192 on 132 SMs); the 8-bit
+// operands' one Bt box a 2-cluster multicasts in turns, and with one scratch set (WGMMA_WS_PROMOTE_SETS=1) these
+// tiles hold FP8's promoted sums.
 //
 // Tile rows BM. 128: two consumer warpgroups share every stage of B. 64: one consumer warpgroup, twice the tiles
 // again for problems that 128-row tiles still leave short of a wave (1024^3: 32 tiles of 128x256, 64 of 64x256
@@ -263,7 +266,7 @@ static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
               "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
-// (the 8-bit operands' K-major Bt tile of 192 rows is one box, which the CTAs of a 2-cluster multicast in turns: load_bt)
+// (the 8-bit operands' K-major Bt tile of 192 rows is one box, which a 2-cluster's CTAs multicast in turns: load_bt)
 static_assert(BN / 64 % CLUSTER == 0 || (BK == 128 && BN == 192 && WGMMA_WS_BT_BOX_ROWS == BN && CLUSTER == 2),
               "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole 64-column strips of B): "
               "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64 (2 with 192 for the 8-bit operands' Bt box)");

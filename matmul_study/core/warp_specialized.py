@@ -805,7 +805,8 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     against 64x128 ones over at most PROMOTED_SHORT_TILE_STEPS k steps) over promoted_ladder's builds, as if their
     record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a few columns
     the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps the whole 64x64
-    tiles in place of a split (whole_small_first). Before those, as in the other class: the twins that compute Cᵀ =
+    tiles in place of a split (whole_small_first); where its pick is its 128x128 tiles in clusters, its 128x192 ones
+    in clusters (one scratch set) where the busiest SM's work allows (configs.wider_promoted_tiles). Before those, as in the other class: the twins that compute Cᵀ =
     Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
     PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past a wave, configs.narrow_within_one_wave), of the
     128x64 tiles where those make more work items in one wave (narrow_twins_first), but not at a few columns nor against
