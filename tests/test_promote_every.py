@@ -52,6 +52,13 @@ def build(method: str, variant: str, tmp_path, target: str, extra: tuple[str, ..
                           capture_output=True, text=True)
 
 
+def ptx(method: str, variant: str, tmp_path) -> str:
+    """The PTX nvcc makes of `method`'s `variant` (built in tmp_path / variant)."""
+    result = build(method, variant, tmp_path / variant, "ptx")
+    assert result.returncode == 0, result.stderr
+    return (tmp_path / variant / "module.ptx").read_text()
+
+
 QUARTER = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\.e4m3",
            "wgmma_3xtf32": r"wgmma\.mma_async\.sync\.aligned\.m64n64k8\.f32\.tf32\.tf32"}
 
@@ -61,9 +68,7 @@ QUARTER = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\
 def test_a_chunk_runs_both_steps_quarters_and_an_odd_last_step_alone(method, tmp_path):
     counts = {}
     for variant in ("promote", "promote_chunk2", "promote2"):
-        result = build(method, variant, tmp_path / variant, "ptx")
-        assert result.returncode == 0, result.stderr
-        code = (tmp_path / variant / "module.ptx").read_text()
+        code = ptx(method, variant, tmp_path)
         counts[variant] = (len(re.findall(QUARTER[method], code)), len(re.findall(r"^\s*add\.f32", code, re.M)))
     # A step is 4 wgmmas of each of 4 quarters (k 128 of e4m3 in k32, k 32 of tf32 in k8), 16, and 4 x 32 fp32 adds
     # of the quarters' sums. A chunk of two steps issues 32 wgmmas; an item's odd last step runs alone (16). Promoted

@@ -17,7 +17,7 @@ import pytest
 from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.warp_specialized import WS_BYTES, one_set_promoted_variants
 from test_kernels_compile import needs_nvcc
-from test_promote_every import build, moved
+from test_promote_every import build, moved, ptx
 
 RUNGS = {"wgmma_fp8": "float8_e4m3", "wgmma_3xtf32": "float32"}
 ONE_SET = {"wgmma_fp8": ("bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set"),
@@ -59,9 +59,7 @@ WGMMA = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)\.f32\.e4m3
 def test_one_set_issues_a_step_waits_for_it_and_adds_it(method, tmp_path):
     counts = {}
     for variant in ("bn192_promote", "bn128_promote_one_set"):
-        result = build(method, variant, tmp_path / variant, "ptx")
-        assert result.returncode == 0, result.stderr
-        code = (tmp_path / variant / "module.ptx").read_text()
+        code = ptx(method, variant, tmp_path)
         counts[variant] = (Counter(re.findall(WGMMA[method], code)), len(re.findall(r"^\s*add\.f32", code, re.M)),
                            len(re.findall(r"wgmma\.wait_group", code)))
     # One loop of single steps: a step's 4 wgmmas over the tile's width (k 128 of e4m3 in k32, k 32 of tf32 in k8),
