@@ -231,9 +231,9 @@ def test_without_a_gpu_at_planning_auto_plans_for_the_registrys_sm_count_and_say
 
 
 def test_auto_plans_for_the_planning_gpus_memory_bandwidth_too(make_config):
-    # FP8's promoted class keeps the 2-CTA clusters at 4096^3 on a card of 25 GB/s an SM (an H100 SXM), there in its
-    # 128x192 tiles (configs.wider_promoted_tiles), and takes its 128x128 tiles without a cluster where the bandwidth
-    # is an H200's or not known (configs.PROMOTED_SLOW_MEMORY).
+    # FP8's promoted class runs its twins in 128x128 tiles without B's transpose at 4096^3 on a card of 25 GB/s an SM
+    # (an H100 SXM: configs.slow_memory_twins), and its own 128x128 tiles without a cluster where the bandwidth is an
+    # H200's or not known (configs.PROMOTED_SLOW_MEMORY).
     cfg = make_config(methods=["wgmma_fp8"], dtypes=["float8_e4m3"], sizes=[4096])
     reads = []
 
@@ -242,7 +242,7 @@ def test_auto_plans_for_the_planning_gpus_memory_bandwidth_too(make_config):
         jobs, _ = grid.build(cfg, (9, 0), have_module=everything, device_facts=lambda: reads.append(1) or facts)
         return set(jobs["variant"])
 
-    assert "bn192_promote_cluster2" in planned(3.35e12) and reads == [1]
+    assert "swap_bn128_promote_cluster1" in planned(3.35e12) and reads == [1]
     assert "bn128_promote_cluster1" in planned(4.9e12)
     assert "bn128_promote_cluster1" in planned(None)
 

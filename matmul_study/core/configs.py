@@ -796,6 +796,62 @@ def wider_promoted_tiles(rest: Callable[[object, tuple[str, ...]], Choice], narr
     return choose
 
 
+
+# On a card of less memory bandwidth an SM (PROMOTED_SLOW_MEMORY's bar: an H100), FP8's promoted twins that compute
+# Cᵀ = Bᵀ·Aᵀ in 128x128 tiles without a cluster (no transpose of B before the kernel) take the place of the class's
+# own 128-row tiles below PROMOTED_SWAP_TRANSPOSE_SHARE too, where their busiest SM's work, weighed by the rate of
+# each build's tiles per multiply-add, is at most the own tiles' plus the transpose's share (transpose_share): the
+# twins' tiles PROMOTED_TWIN_RATE times the own 128x128 tiles' rate, the 128x192 ones WIDER_PROMOTED_RATE times it
+# (the median of wider_promoted_tiles' fit). Fitted on an H100 (x cuBLASLt's promoted line, one process each;
+# results/reference/NVIDIA_H100/fp8-promoted-twins/twins-4096*.txt, M x N x K): the twins ran ahead wherever their
+# weighed work came to 0.95-1.00 times the own tiles' (4096^3 0.98 against the 128x192 tiles' 0.95, 4096x2048x4096
+# 1.02 / 0.96, 3584x4096x4096 1.00 / 0.98, 3072x2048x2048 1.17 / 1.07 against the 128x128 tiles without a cluster,
+# 5120x2048x4096 0.96 / 0.93 against those in clusters) and fell behind wherever it came to 1.02-1.10 (4096x8192x4096
+# 0.92 / 0.96, 4096x3072x4096 1.00 / 1.04 where the 128x192 tiles fill their last wave, 8192x4096x4096 0.90 / 0.98).
+# Held out (twins-held-out.txt, 14 random shapes where the class picks those tiles): the better build at 12, the
+# misses 5888x1024x7680 (1.01 times: 0.91 against the twin's 0.97) and 3072x6656x5120 (0.99 times: the twin's 0.991
+# against 0.992). On an H200 the twins lost at
+# 4096^3 (0.93 against the 128x128 tiles' 0.97, small-problems/promoted-twins-large-fp8-*.txt): the bar keeps its
+# own tiles there.
+PROMOTED_TWIN_RATE = 0.93
+WIDER_PROMOTED_RATE = 1.09
+
+
+def slow_memory_twins(rest: Callable[[object, tuple[str, ...]], Choice], twin: str,
+                      own: dict[str, tuple[int, int, int, float]], bk: int, min_saved: int | None,
+                      bar: LongTiles, twin_rate: float = PROMOTED_TWIN_RATE
+                      ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, the heuristic of a rung's promoted class, with `twin` (Cᵀ = Bᵀ·Aᵀ in 128x128 tiles without a cluster
+    or a stream-K tail, B not transposed) in place of its pick where that is one of `own` (build -> its tile's rows,
+    columns, cluster and rate per multiply-add against a 128x128 tile's; a stream-K tail by `min_saved`), on a card
+    of less memory bandwidth an SM than `bar`'s, and where the twin's busiest SM does at most the work of the
+    pick's plus B's transpose (persistent_waves, each tile's area over its rate; `twin_rate`, the twin's)."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        hbm = problem.hbm_bytes_per_s
+        if (picked.variant not in own or twin not in variants or hbm is None
+                or hbm / problem.sm_count >= bar.bytes_per_s_per_sm):
+            return picked
+        tile_m, tile_n, cluster, rate = own[picked.variant]
+        steps = cdiv(problem.k, bk)
+        own_waves, _ = persistent_waves(cdiv(problem.m, tile_m * cluster) * cdiv(problem.n, tile_n),
+                                        max(1, problem.sm_count // cluster), steps, min_saved)
+        twin_waves, _ = persistent_waves(cdiv(problem.n, 128) * cdiv(problem.m, 128), problem.sm_count, steps, None)
+        share = transpose_share(problem)
+        own_work = own_waves * tile_m * tile_n / rate * (1 + share)
+        twin_work = twin_waves * 128 * 128 / twin_rate
+        if twin_work > own_work:
+            return picked
+        return Choice(twin, f"{picked.reason}; on a card of {hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM "
+                            f"(less than {bar.bytes_per_s_per_sm / 1e9:.0f}), the twin that computes Cᵀ = Bᵀ·Aᵀ in "
+                            f"128x128 tiles without B's transpose: {twin_waves:.2f} waves of its tiles at "
+                            f"{twin_rate:.2f} times the rate against {own_waves:.2f} of {tile_m}x{tile_n} at "
+                            f"{rate:.2f} and the transpose's {share:.0%}, {twin_work / own_work:.2f} times the busiest "
+                            "SM's work")
+
+    return choose
+
 # Where B's bytes exceed this many times A's and C's together (token rows against a weight matrix), the tf32 rung
 # writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy). At 512x6144x4096 (4.8 times)
 # the transposed 128x192 tiles ran at 0.71x cuBLAS against 0.66 (an H200, tiles-bn192-tf32.txt); at 320x8192x2048

@@ -14,13 +14,14 @@ from typing import Callable, ClassVar
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL,
-                                       PROMOTED_OWN_TILES, PROMOTED_SHORT_TILE_STEPS, PROMOTED_SWAP_TRANSPOSE_SHARE,
+                                       PROMOTED_OWN_TILES, PROMOTED_SHORT_TILE_STEPS, PROMOTED_SLOW_MEMORY,
+                                       PROMOTED_SWAP_TRANSPOSE_SHARE,
                                        PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES, PROMOTED_WHOLE_SMALL,
-                                       SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, Choice,
+                                       SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, WIDER_PROMOTED_RATE, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
                                        few_rows_twin, half_empty_twins, narrow_twin, narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
-                                       whole_small_tiles, wider_promoted_tiles, within_class)
+                                       slow_memory_twins, whole_small_tiles, wider_promoted_tiles, within_class)
 from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
@@ -806,11 +807,13 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     record were the rung's; where its pick leaves most SMs idle, the 64x64 splits (small_splits_first), at a few columns
     the 64x64 tiles of the most slices in one wave (few_columns_halves), and over a K of 16-32 k steps the whole 64x64
     tiles in place of a split (whole_small_first); where its pick is its 128x128 tiles in clusters, its 128x192 ones
-    in clusters (one scratch set) where the busiest SM's work allows (configs.wider_promoted_tiles). Before those, as in the other class: the twins that compute Cᵀ =
-    Bᵀ·Aᵀ where the transpose of B would cost enough (configs.swapped_problem, at the class's bar
-    PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past a wave, configs.narrow_within_one_wave), of the
-    128x64 tiles where those make more work items in one wave (narrow_twins_first), but not at a few columns nor against
-    64-row tiles over a long K (configs.twin_bounds)."""
+    in clusters (one scratch set) where the busiest SM's work allows (configs.wider_promoted_tiles). Before those, as
+    in the other class: the twins that compute Cᵀ = Bᵀ·Aᵀ where the transpose of B would cost enough
+    (configs.swapped_problem, at the class's bar PROMOTED_SWAP_TRANSPOSE_SHARE; for Cᵀ's problem no 128x64 tiles past
+    a wave, configs.narrow_within_one_wave), of the 128x64 tiles where those make more work items in one wave
+    (narrow_twins_first), but not at a few columns nor against 64-row tiles over a long K (configs.twin_bounds). After
+    them all, on a card of less memory bandwidth an SM, the twins in 128x128 tiles without a cluster in place of its
+    own 128-row tiles where their busiest SM's work is at most theirs with B's transpose (configs.slow_memory_twins)."""
     own, ladder = promoted_ladder(base)
     as_known = tuple(replace(v, name=key) for key, v in ladder.items())
     builds = ws_tile_builds(own, as_known)
@@ -829,11 +832,17 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
     rest = whole_small_first(few_columns_halves(small_splits_first(twins, own, as_known), records, halves, own.bk),
                              own, as_known)
     names = {DEFAULT: f"bn{NARROW_BN}_{PROMOTE_SUFFIX}", **{key: v.name for key, v in ladder.items()}}
-    return wider_promoted_tiles(
+    min_saved = own.streamk_min_saved if own.streamk else None
+    wide = f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}_cluster{own.cluster}"
+    wider = wider_promoted_tiles(
         within_class(rest, names, "the promoted class beside the pick (sums promoted into fp32 every k step, "
                                   "cuBLASLt's promoted line's)"),
-        names[DEFAULT], f"bn{THREE_STRIPS_BN}_{PROMOTE_SUFFIX}_cluster{own.cluster}", own.bk, own.cluster,
-        own.streamk_min_saved if own.streamk else None, own.BM, NARROW_BN, THREE_STRIPS_BN)
+        names[DEFAULT], wide, own.bk, own.cluster, min_saved, own.BM, NARROW_BN, THREE_STRIPS_BN)
+    own_tiles = {names[DEFAULT]: (own.BM, NARROW_BN, own.cluster, 1.0),
+                 f"{names[DEFAULT]}_cluster1": (own.BM, NARROW_BN, 1, 1.0),
+                 wide: (own.BM, THREE_STRIPS_BN, own.cluster, WIDER_PROMOTED_RATE)}
+    return slow_memory_twins(wider, f"swap_{names[DEFAULT]}_cluster1", own_tiles, own.bk, min_saved,
+                             PROMOTED_SLOW_MEMORY)
 
 
 def a_registers_variant(base: WsConfig) -> Variant:
