@@ -796,7 +796,6 @@ def wider_promoted_tiles(rest: Callable[[object, tuple[str, ...]], Choice], narr
     return choose
 
 
-
 # On a card of less memory bandwidth an SM (PROMOTED_SLOW_MEMORY's bar: an H100), FP8's promoted twins that compute
 # Cᵀ = Bᵀ·Aᵀ in 128x128 tiles without a cluster (no transpose of B before the kernel) take the place of the class's
 # own 128-row tiles below PROMOTED_SWAP_TRANSPOSE_SHARE too, where their busiest SM's work, weighed by the rate of
@@ -810,22 +809,22 @@ def wider_promoted_tiles(rest: Callable[[object, tuple[str, ...]], Choice], narr
 # 0.92 / 0.96, 4096x3072x4096 1.00 / 1.04 where the 128x192 tiles fill their last wave, 8192x4096x4096 0.90 / 0.98).
 # Held out (twins-held-out.txt, 14 random shapes where the class picks those tiles): the better build at 12, the
 # misses 5888x1024x7680 (1.01 times: 0.91 against the twin's 0.97) and 3072x6656x5120 (0.99 times: the twin's 0.991
-# against 0.992). On an H200 the twins lost at
-# 4096^3 (0.93 against the 128x128 tiles' 0.97, small-problems/promoted-twins-large-fp8-*.txt): the bar keeps its
-# own tiles there.
+# against 0.992). On an H200 the twins lost at 4096^3 (0.93 against the 128x128 tiles' 0.97,
+# small-problems/promoted-twins-large-fp8-*.txt): the bar keeps its own tiles there.
 PROMOTED_TWIN_RATE = 0.93
 WIDER_PROMOTED_RATE = 1.09
 
 
 def slow_memory_twins(rest: Callable[[object, tuple[str, ...]], Choice], twin: str,
                       own: dict[str, tuple[int, int, int, float]], bk: int, min_saved: int | None,
-                      bar: LongTiles, twin_rate: float = PROMOTED_TWIN_RATE
+                      bar: LongTiles, twin_tile: tuple[int, int] = (128, 128), twin_rate: float = PROMOTED_TWIN_RATE
                       ) -> Callable[[object, tuple[str, ...]], Choice]:
-    """`rest`, the heuristic of a rung's promoted class, with `twin` (Cᵀ = Bᵀ·Aᵀ in 128x128 tiles without a cluster
-    or a stream-K tail, B not transposed) in place of its pick where that is one of `own` (build -> its tile's rows,
-    columns, cluster and rate per multiply-add against a 128x128 tile's; a stream-K tail by `min_saved`), on a card
-    of less memory bandwidth an SM than `bar`'s, and where the twin's busiest SM does at most the work of the
-    pick's plus B's transpose (persistent_waves, each tile's area over its rate; `twin_rate`, the twin's)."""
+    """`rest`, the heuristic of a rung's promoted class, with `twin` (Cᵀ = Bᵀ·Aᵀ in tiles of `twin_tile` over Cᵀ,
+    without a cluster or a stream-K tail, B not transposed) in place of its pick where that is one of `own` (build ->
+    its tile's rows, columns, cluster and rate per multiply-add against a 128x128 tile's; a stream-K tail by
+    `min_saved`), on a card of less memory bandwidth an SM than `bar`'s, and where the twin's busiest SM does at most
+    the work of the pick's plus B's transpose (persistent_waves, each tile's area over its rate; `twin_rate`, the
+    twin's)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -837,20 +836,23 @@ def slow_memory_twins(rest: Callable[[object, tuple[str, ...]], Choice], twin: s
         steps = cdiv(problem.k, bk)
         own_waves, _ = persistent_waves(cdiv(problem.m, tile_m * cluster) * cdiv(problem.n, tile_n),
                                         max(1, problem.sm_count // cluster), steps, min_saved)
-        twin_waves, _ = persistent_waves(cdiv(problem.n, 128) * cdiv(problem.m, 128), problem.sm_count, steps, None)
+        twin_m, twin_n = twin_tile
+        twin_waves, _ = persistent_waves(cdiv(problem.n, twin_m) * cdiv(problem.m, twin_n), problem.sm_count, steps,
+                                         None)
         share = transpose_share(problem)
         own_work = own_waves * tile_m * tile_n / rate * (1 + share)
-        twin_work = twin_waves * 128 * 128 / twin_rate
+        twin_work = twin_waves * twin_m * twin_n / twin_rate
         if twin_work > own_work:
             return picked
         return Choice(twin, f"{picked.reason}; on a card of {hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM "
                             f"(less than {bar.bytes_per_s_per_sm / 1e9:.0f}), the twin that computes Cᵀ = Bᵀ·Aᵀ in "
-                            f"128x128 tiles without B's transpose: {twin_waves:.2f} waves of its tiles at "
+                            f"{twin_m}x{twin_n} tiles without B's transpose: {twin_waves:.2f} waves of its tiles at "
                             f"{twin_rate:.2f} times the rate against {own_waves:.2f} of {tile_m}x{tile_n} at "
                             f"{rate:.2f} and the transpose's {share:.0%}, {twin_work / own_work:.2f} times the busiest "
                             "SM's work")
 
     return choose
+
 
 # Where B's bytes exceed this many times A's and C's together (token rows against a weight matrix), the tf32 rung
 # writes Bt in shared memory instead of transposing all of B before the kernel (b_heavy). At 512x6144x4096 (4.8 times)

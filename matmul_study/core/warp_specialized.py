@@ -842,7 +842,7 @@ def promoted_class_choose(base: WsConfig) -> Callable[[object, tuple[str, ...]],
                  f"{names[DEFAULT]}_cluster1": (own.BM, NARROW_BN, 1, 1.0),
                  wide: (own.BM, THREE_STRIPS_BN, own.cluster, WIDER_PROMOTED_RATE)}
     return slow_memory_twins(wider, f"swap_{names[DEFAULT]}_cluster1", own_tiles, own.bk, min_saved,
-                             PROMOTED_SLOW_MEMORY)
+                             PROMOTED_SLOW_MEMORY, (own.BM, NARROW_BN))
 
 
 def a_registers_variant(base: WsConfig) -> Variant:
