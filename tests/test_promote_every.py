@@ -59,8 +59,14 @@ def ptx(method: str, variant: str, tmp_path) -> str:
     return (tmp_path / variant / "module.ptx").read_text()
 
 
-QUARTER = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\.e4m3",
-           "wgmma_3xtf32": r"wgmma\.mma_async\.sync\.aligned\.m64n64k8\.f32\.tf32\.tf32"}
+# Each rung's wgmma: its k per instruction and its operand type.
+WGMMA_OPERANDS = {"wgmma_fp8": ("k32", "e4m3"), "wgmma_3xtf32": ("k8", "tf32")}
+
+
+def wgmma(method: str, columns: str = r"\d+") -> str:
+    """A regex of `method`'s wgmma instruction over `columns` (its shape, m64n<columns>k.., the one group)."""
+    k, operand = WGMMA_OPERANDS[method]
+    return rf"wgmma\.mma_async\.sync\.aligned\.(m64n{columns}{k})\.f32\.{operand}\.{operand}"
 
 
 @needs_nvcc
@@ -69,7 +75,7 @@ def test_a_chunk_runs_both_steps_quarters_and_an_odd_last_step_alone(method, tmp
     counts = {}
     for variant in ("promote", "promote_chunk2", "promote2"):
         code = ptx(method, variant, tmp_path)
-        counts[variant] = (len(re.findall(QUARTER[method], code)), len(re.findall(r"^\s*add\.f32", code, re.M)))
+        counts[variant] = (len(re.findall(wgmma(method, "64"), code)), len(re.findall(r"^\s*add\.f32", code, re.M)))
     # A step is 4 wgmmas of each of 4 quarters (k 128 of e4m3 in k32, k 32 of tf32 in k8), 16, and 4 x 32 fp32 adds
     # of the quarters' sums. A chunk of two steps issues 32 wgmmas; an item's odd last step runs alone (16). Promoted
     # every step the chunk adds 256, every chunk 128; the odd step 128.

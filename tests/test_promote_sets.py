@@ -17,7 +17,7 @@ import pytest
 from matmul_study.core import configs, dtypes, registry, specs
 from matmul_study.core.warp_specialized import WS_BYTES, one_set_promoted_variants
 from test_kernels_compile import needs_nvcc
-from test_promote_every import build, moved, ptx
+from test_promote_every import WGMMA_OPERANDS, build, moved, ptx, wgmma
 
 RUNGS = {"wgmma_fp8": "float8_e4m3", "wgmma_3xtf32": "float32"}
 ONE_SET = {"wgmma_fp8": ("bn192_promote", "bn192_promote_cluster2", "bn128_promote_one_set"),
@@ -50,21 +50,17 @@ def test_only_the_8_bit_rung_pairs_its_192_row_bt_box_in_clusters():
     assert "bn192_promote_cluster2" not in {v.name for v in registry.get("wgmma_3xtf32").variants}
 
 
-WGMMA = {"wgmma_fp8": r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)\.f32\.e4m3\.e4m3",
-         "wgmma_3xtf32": r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k8)\.f32\.tf32\.tf32"}
-
-
 @needs_nvcc
 @pytest.mark.parametrize("method", RUNGS)
 def test_one_set_issues_a_step_waits_for_it_and_adds_it(method, tmp_path):
     counts = {}
     for variant in ("bn192_promote", "bn128_promote_one_set"):
         code = ptx(method, variant, tmp_path)
-        counts[variant] = (Counter(re.findall(WGMMA[method], code)), len(re.findall(r"^\s*add\.f32", code, re.M)),
+        counts[variant] = (Counter(re.findall(wgmma(method), code)), len(re.findall(r"^\s*add\.f32", code, re.M)),
                            len(re.findall(r"wgmma\.wait_group", code)))
     # One loop of single steps: a step's 4 wgmmas over the tile's width (k 128 of e4m3 in k32, k 32 of tf32 in k8),
     # one wait, and an fp32 add for each of the warpgroup's 96 (or 64) accumulators a thread; no chains.
-    k = "k32" if method == "wgmma_fp8" else "k8"
+    k, _ = WGMMA_OPERANDS[method]
     assert counts == {"bn192_promote": (Counter({f"m64n192{k}": 4}), 96, 1),
                       "bn128_promote_one_set": (Counter({f"m64n128{k}": 4}), 64, 1)}
 
