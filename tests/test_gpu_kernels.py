@@ -126,7 +126,8 @@ SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp
                   ("wgmma_tf32", "splitk4", "tf32"), ("wgmma_fp8", "splitk4", "float8_e4m3"),
                   ("wgmma_fp8", "bn128_promote_splitk4", "float8_e4m3"),
                   ("wgmma_fp8", "bm64_bn128_promote_splitk16", "float8_e4m3"),
-                  ("wgmma_fp8_block", "splitk4", "float8_e4m3_block")]
+                  ("wgmma_fp8_block", "splitk4", "float8_e4m3_block"),
+                  *(("wgmma_3xfp16", v, "float32") for v in ("splitk2", "splitk4"))]
 SPLIT_K_SHAPES = [(129, 3001, 17), (1, 1000, 129), (17, 100, 1), (300, 8193, 520)]
 
 
@@ -159,6 +160,9 @@ WS_TILE_BUILDS = [*(("wgmma_warp_specialized", v, d) for v in ("bn128", "bn128_s
                   *(("wgmma_3xtf32", v, "float32")
                     for v in ("bn128", "bn128_promote", "promote", "promote2", "promote_chunk2", "bn192_promote",
                               "bn128_promote_one_set")),
+                  # 3xFP16's whole-tile builds (the 16-bit operands promoted, a scale per row and column of C)
+                  *(("wgmma_3xfp16", v.name, "float32") for v in registry.get("wgmma_3xfp16").variants
+                    if v.workspace is None),
                   # 64-row tiles (WGMMA_WS_BM=64: one consumer warpgroup, A in boxes of 64 rows), every rung that has
                   # them: the same shapes, each a CTA row per 64 rows of C.
                   *(("wgmma_warp_specialized", v, d) for v in ("bm64", "bm64_bn128", "bm64_bn128_splitk4")

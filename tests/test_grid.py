@@ -172,7 +172,7 @@ def test_only_kernels_that_wait_for_the_previous_grid_are_launched_as_dependents
 
     assert {name for name in registry.compiled_methods() if launch(name).dependent} == {
         "wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8", "wgmma_fp8_block",
-        "warptiled", "dmma", "few_rows"}
+        "wgmma_3xfp16", "warptiled", "dmma", "few_rows"}
     assert all(registry.get(name).waits_for_previous_grid for name in ("warptiled", "dmma", "few_rows"))
     resized = launch("wgmma_warp_specialized").resized(64)  # a persistent grid shrunk to the clusters that fit
     assert resized.dependent and resized.grid == (64, 1, 1) and resized == replace(launch("wgmma_warp_specialized"),

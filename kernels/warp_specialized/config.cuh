@@ -343,6 +343,13 @@ template <class Op, class = void>
 constexpr bool SCALED = false;
 template <class Op>
 constexpr bool SCALED<Op, decltype(void(Op::SCALED))> = Op::SCALED;
+// Whether an Op's result is multiplied per row and per column (Op::ROW_COL_SCALED: the 3xFP16 operands of
+// operands_3xfp16.cuh, whose pre-pass scales each row of A and column of B by a power of two): element (i, j) of C
+// by scales[i] * scales[m + j]. Absent from every other Op and without a trace in its build.
+template <class Op, class = void>
+constexpr bool ROW_COL_SCALED = false;
+template <class Op>
+constexpr bool ROW_COL_SCALED<Op, decltype(void(Op::ROW_COL_SCALED))> = Op::ROW_COL_SCALED;
 // Whether an Op's k steps are weighted by block scales (Op::BLOCK_SCALED: the FP8 operands of
 // operands_fp8_block.cuh, A scaled per row and 128 k, B per 128x128 block): the promoted mainloop adds each step's
 // partial into the fp32 accumulators times its rows' weights (Op::Weights, see mainloop), and no per-tensor factor

@@ -40,7 +40,8 @@
 //   Op::load_b(sb, tmap_b, bar, n0, kt, rank): this CTA's share of the stage's B (A is the pipeline's own load);
 //   Op::desc_a(sa), Op::desc_b(sb): low descriptor words of a warpgroup's A rows and of B in stage 0;
 //   Op::mma(d, da, db, accumulate): one stage's wgmmas for one consumer warpgroup;
-//   optional: Op::SCALED (per-tensor scales), Op::BLOCK_SCALED and Op::Weights (block scales), Op::K_BLOCKS_REPEAT
+//   optional: Op::SCALED (per-tensor scales), Op::BLOCK_SCALED and Op::Weights (block scales), Op::ROW_COL_SCALED
+//   (a scale per row and per column: 3xFP16), Op::K_BLOCKS_REPEAT
 //   with Op::a_step and Op::b_step (operands of fewer blocks of k than the GEMM reads: 3xTF32), Op::A_TRANSPOSED
 //   with Op::load_a (the kernel computes C^T = B^T A^T: B's rows copied as they are into the A slot, its mma
 //   loading wgmma's A into registers and committing its own groups, C^T stored transposed); config.cuh.
@@ -100,12 +101,33 @@ __device__ __forceinline__ bool k_groups_meet(V (&d)[ACCUMULATORS], unsigned cha
     return false;
 }
 
+// A row-and-column-scaled Op's accumulators (ROW_COL_SCALED): element (i, j) times scales[i] * scales[m + j]. A
+// thread's accumulator 4 g + 2 h + b lies in row `row` + 8 h and column `col` + 8 g + b of C (wgmma's fragment);
+// rows and columns past C's take 0.
+template <typename V>
+__device__ __forceinline__ void scale_rows_columns(V (&d)[ACCUMULATORS], const float* scales, int row, int col,
+                                                   int m, int n)
+{
+    const float r0 = row < m ? scales[row] : 0.f, r1 = row + 8 < m ? scales[row + 8] : 0.f;
+#pragma unroll
+    for (int g = 0; g < ACCUMULATORS / 4; ++g) {
+#pragma unroll
+        for (int b = 0; b < 2; ++b) {
+            const int c = col + 8 * g + b;
+            const float s = c < n ? scales[m + c] : 0.f;
+            d[4 * g + b] = d[4 * g + b] * r0 * s;
+            d[4 * g + 2 + b] = d[4 * g + 2 + b] * r1 * s;
+        }
+    }
+}
+
 template <class Op, typename V = typename Op::Acc>
 __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned char* smem_raw, uint32_t raw,
                                          const Smem& sm, V* C, int m, int n, uint32_t rank, int tid, int c,
                                          void* workspace, const float* scales)
 {
-    static_assert(!(SCALED<Op> && BLOCK_SCALED<Op>), "an Op's result is scaled per tensor or per block, not both");
+    static_assert(SCALED<Op> + BLOCK_SCALED<Op> + ROW_COL_SCALED<Op> <= 1,
+                  "an Op's result is scaled per tensor, per block or per row and column, not two of them");
     const int warp = (tid % 128) / 32, lane = (tid % 128) % 32;
     float factor = 1.0f;
     if constexpr (SCALED<Op>) factor = scales[0] * scales[1];
@@ -129,6 +151,8 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
 #pragma unroll
             for (int j = 0; j < ACCUMULATORS; ++j) d[j] *= factor;
         }
+        if constexpr (ROW_COL_SCALED<Op>)
+            scale_rows_columns(d, scales, m0 + r * 64 + warp * 16 + lane / 4, n0 + 2 * (lane % 4), m, n);
         if constexpr (SPLIT_K > 1) {
             if (w.pieces > 1) {
                 const int cta_tiles = sched.rows * sched.cols * CLUSTER;

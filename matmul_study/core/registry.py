@@ -9,7 +9,7 @@ tables, legends and the schema's list of names all come from it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from matmul_study.core import configs
 from matmul_study.core import dtypes as dt
@@ -33,7 +33,8 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
 from matmul_study.core.specs import (FAST_ACCUMULATION, PROMOTED, THREE_TF32, Method, Requirements, TensorMap,
                                      Variant)
 from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWEST_BN, NARROW_BN, SHORT_BM,
-                                                SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES, TRANSPOSE_TF32_PREPASS, WS_16BIT,
+                                                SPLIT_FP16_PREPASS, SPLIT_TF32_PREPASS, SWAP_TWINS_BYTES,
+                                                TRANSPOSE_TF32_PREPASS, WS_16BIT,
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, bytes_choose, few_columns_twins_first,
                                                 few_rows_twins_first, fp8_block_choose, fp8_block_variants,
@@ -55,6 +56,16 @@ WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2,
                      ws_bn192_variant(WS_16BIT), *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS),
                      *ws_k_group_variants(WS_16BIT),
                      *ws_bn64_variants(WS_16BIT))
+# 3xFP16 (kernel 19): the 16-bit record with its sums promoted (in quarters of the columns), and a few of its axes.
+WS_3XFP16 = replace(WS_16BIT, promote=True)
+WS_3XFP16_VARIANTS = (
+    *(v for v in ws_variants(WS_3XFP16, groups_along_n=True, clusters=(1, 2), splits=(2, 4))
+      if v.name in ("cluster1", "no_streamk", "splitk2", "splitk4")),
+    *promote_chunk_variants(WS_16BIT, "fp16"),
+    replace(WS_3XFP16, bn=NARROW_BN).variant(
+        f"bn{NARROW_BN}", f"128x{NARROW_BN} tiles, each k step's fp16 sums promoted whole (two scratch sets of 64 "
+                          "beside the fp32 set): twice the tiles, for problems whose 128x256 tiles leave most SMs idle"),
+)
 WS_TF32_OWN_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
                         ws_bn192_variant(WS_TF32), *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS),
                         *ws_k_group_variants(WS_TF32),
@@ -563,6 +574,21 @@ METHODS: dict[str, Method] = {
             # SMs.
             choose=fp8_block_choose(WS_FP8_BLOCK),
             accuracy=PROMOTED,
+        ),
+        ws_rung(
+            "wgmma_3xfp16",
+            "Hopper fp32 at fp16 tensor-core speed (3xFP16): a pre-pass scales each row of A and column of B by a "
+            "power of two and splits them into big and small fp16 parts, then the 16-bit rung's pipeline sums "
+            "big·small + small·big + big·big over K' = 3k with its tensor-core sums promoted into fp32 accumulators "
+            "every k step (64 k), and the epilogue undoes the scales: SGEMM's accuracy class at twice 3xTF32's "
+            "tensor-core rate; the pre-pass is timed with the GEMM",
+            ("float32",), "19_wgmma_3xfp16.cu", "wgmma_3xfp16_matmul<{T}>", WS_3XFP16, ("A3", "B3"),
+            prepass=SPLIT_FP16_PREPASS,
+            arithmetic="float16",
+            variants=WS_3XFP16_VARIANTS,
+            # its 128x256 tiles where they fill half a wave, else its 128x128 ones
+            choose=configs.promoted_tiles(*WS_3XFP16.tile()[:2], NARROW_BN, wide="default", narrow="bn128"),
+            default_study=False,
         ),
         Method(
             "few_rows",

@@ -114,20 +114,25 @@ class TensorMap:
 @dataclass(frozen=True)
 class PrepassOutput:
     """A device buffer that a method's pre-pass writes and its tensor maps read (a TensorMap whose operand is this
-    name): rows x cols elements of the dtype's storage, given by the problem, with the row pitch padded to 16
-    bytes. The launcher allocates it once, not per launch."""
+    name), or that its GEMM takes as its scales (Prepass.scales): rows x cols elements, given by the problem, with
+    the row pitch padded to 16 bytes. The elements are the dtype's storage, or `storage` (a dtype name whose
+    elements the buffer holds and its tensor map reads: 3xFP16's fp16 parts of fp32 operands). The launcher
+    allocates it once, not per launch."""
     name: str
     shape: Callable[["Problem"], tuple[int, int]]
+    storage: str | None = None
 
 
 @dataclass(frozen=True)
 class Prepass:
     """A kernel of the method's own source run before its GEMM in the same timed launch, to turn the user's A and
     B into the operands the GEMM's tensor maps read: extern "C" `symbol`(const A, const B, one pointer per
-    output in order, int m, int n, int k), launched with `launch`."""
+    output in order, int m, int n, int k), launched with `launch`. `scales` names the output that the GEMM takes as
+    its trailing `scales` pointer (3xFP16's scales per row and column), if any."""
     symbol: str
     outputs: tuple[PrepassOutput, ...]
     launch: Callable[["Problem"], "Launch"]
+    scales: str | None = None
 
 
 @dataclass(frozen=True)

@@ -995,6 +995,38 @@ SPLIT_TF32_PREPASS = Prepass(
     split_tf32_prepass_launch)
 
 
+# kernels/warp_specialized/operands_3xfp16.cuh: a block of 32 x 8 threads per 8 rows of A or 32 columns of B
+# (wgmma_3xfp16::ROWS, COLUMNS); the GEMM's k step (WS_16BIT.bk, 64 halves) pads each block of k.
+SPLIT_FP16_ROWS, SPLIT_FP16_COLUMNS = 8, 32
+
+
+def split_fp16_kp(k: int) -> int:
+    """k rounded up to the 16-bit GEMM's k step (wgmma_3xfp16::padded_k)."""
+    return cdiv(k, WS_16BIT.bk) * WS_16BIT.bk
+
+
+def split_fp16_prepass_launch(p: Problem) -> Launch:
+    """A block per 8 rows of A, then per 32 columns of B; at least one. A programmatic dependent: it waits for the
+    previous GEMM, which reads its outputs, before writing them."""
+    blocks = cdiv(p.m, SPLIT_FP16_ROWS) + cdiv(p.n, SPLIT_FP16_COLUMNS)
+    return Launch((max(1, blocks), 1, 1), (SPLIT_FP16_COLUMNS, SPLIT_FP16_ROWS, 1), dependent=True)
+
+
+# 3xFP16's pre-pass: fp32 A and B scaled per row and column and split into fp16 parts, A3 (m x 2 kp, K-major) and
+# B3 (2 kp x n, N-major as the 16-bit rung reads B), and the inverse scales S3 (m + n floats) its epilogue applies.
+SPLIT_FP16_PREPASS = Prepass(
+    "wgmma_3xfp16_split",
+    (PrepassOutput("A3", lambda p: (p.m, 2 * split_fp16_kp(p.k)), storage="float16"),
+     PrepassOutput("B3", lambda p: (2 * split_fp16_kp(p.k), p.n), storage="float16"),
+     PrepassOutput("S3", lambda p: (1, p.m + p.n))),
+    split_fp16_prepass_launch,
+    scales="S3")
+
+# The operands a rung reads N-major as B is stored, in 64-column strips (the 16-bit rungs' B and 3xFP16's B3); every
+# other operand is a K-major Bᵀ.
+N_MAJOR_B = ("B", "B3")
+
+
 def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, template: str, config: WsConfig,
             operands: tuple[str, str], **fields) -> WsMethod:
     """A rung on the warp-specialised pipeline (kernels 12-17): a persistent grid of CTAs over the tiles of its
@@ -1009,7 +1041,7 @@ def ws_rung(name: str, description: str, dtypes: tuple[str, ...], source: str, t
         if c.bt_smem:  # B as it is, in 32-column strips of bk rows (128 bytes of 32-bit elements)
             return TensorMap(a, c.BM, c.bk), TensorMap("B", c.bk, 32)
         return (TensorMap(a, c.BM, c.bk),
-                TensorMap(b, c.bk, 64) if b == "B" else TensorMap(b, c.bt_box_rows, c.bk))
+                TensorMap(b, c.bk, 64) if b in N_MAJOR_B else TensorMap(b, c.bt_box_rows, c.bk))
 
     # A build of other tile rows than the default's reads A in boxes of its own rows, and one of tiles narrower
     # than a box of Bᵀ reads Bᵀ in boxes of its own columns. Every build has the family's launch bound

@@ -108,9 +108,9 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
              "scales": "const float* __restrict__"}
     extra = trailing_arguments(method, dtype, variant)
     params += "".join(f", {types[name]} {name}" for name in extra)
-    # A scaled dtype's kernel function takes a workspace pointer even where the build has none: null.
+    # A kernel function that takes scales takes a workspace pointer before them even where the build has none: null.
     args = "".join(f", {name}" for name in extra)
-    if d.scaled and "workspace" not in extra:
+    if "scales" in extra and "workspace" not in extra:
         args = ", nullptr" + args
     return (
         f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}({params})\n{{\n'
@@ -120,9 +120,12 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
 
 def trailing_arguments(method: str, dtype: str, variant: str | None = None) -> tuple[str, ...]:
     """The pointers a generated kernel takes after k, in order, which its launcher passes: a build's workspace
-    (specs.Variant.workspace, allocated by the launcher), then a scaled dtype's scales (DeviceBuffers.scales)."""
-    workspace = registry.get(method).variant(variant).workspace is not None
-    return (*(("workspace",) if workspace else ()), *(("scales",) if dtypes.get(dtype).scaled else ()))
+    (specs.Variant.workspace, allocated by the launcher), then the scales: a scaled dtype's (DeviceBuffers.scales)
+    or those the method's pre-pass writes (Prepass.scales)."""
+    m = registry.get(method)
+    workspace = m.variant(variant).workspace is not None
+    scales = dtypes.get(dtype).scaled or (m.prepass is not None and m.prepass.scales is not None)
+    return (*(("workspace",) if workspace else ()), *(("scales",) if scales else ()))
 
 
 def module_source(method: str, instances: list[tuple[str, int]], variant: str | None = None) -> str:

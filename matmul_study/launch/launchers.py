@@ -28,6 +28,7 @@ from matmul_study.launch.kernels import symbol, template_block, trailing_argumen
 from matmul_study.launch.operands import (DeviceBuffers, KMajorBytes, PitchedOperand, PrepassOperand,
                                         transposed_operand)
 
+from matmul_study.core import dtypes
 from matmul_study.core.specs import Variant
 
 if TYPE_CHECKING:  # annotations only
@@ -147,6 +148,8 @@ def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers,
     module, image, func, launch = load_function(method, p, cubin, variant)
     workspace = kernel_workspace(p, variant)
     pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
+    if method.prepass is not None and method.prepass.scales is not None:  # scales the pre-pass writes (3xFP16)
+        pointers["scales"] = operands[method.prepass.scales].pointer
     args = (*(ctypes.c_uint64(int(x)) for x in (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata)),
             ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k),
             *(ctypes.c_uint64(int(pointers[name])) for name in trailing_arguments(method.name, p.dtype.name,
@@ -212,7 +215,8 @@ def prepass(method: Method, p: Problem, buffers: DeviceBuffers, module, operands
     if spec is None:
         return None
     for output in spec.outputs:
-        operands[output.name] = PrepassOperand(*output.shape(p), p.dtype.itemsize)
+        storage = dtypes.get(output.storage) if output.storage else p.dtype
+        operands[output.name] = PrepassOperand(*output.shape(p), storage.itemsize, output.storage)
     func = checked(cu.cuModuleGetFunction(module, spec.symbol.encode()))
     config = launch_config(spec.launch(p))
     pointers = [buffers.a.gpudata, buffers.b.gpudata, *(operands[o.name].pointer for o in spec.outputs)]
@@ -294,7 +298,9 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     if "BT" in needed and "BT" not in written:
         operands["BT"] = transposed_operand(buffers.b, p.k, p.n, item, p.dtype.storage)
     before = prepass(method, p, buffers, module, operands) if needed & written else None  # adds its outputs
-    maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand], p.dtype.name) for spec in specs}
+    maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand],
+                                            getattr(operands[spec.operand], "storage", None) or p.dtype.name)
+            for spec in specs}
     first, second = (spec.operand for spec in specs)
     config = launch_config(launch)
     # kernelParams as the driver reads it: an array of pointers to each argument's bytes (a CUtensorMap is

@@ -140,12 +140,13 @@ def transposed_operand(source, rows: int, cols: int, itemsize: int, storage: str
 
 class PrepassOperand:
     """A buffer that the method's pre-pass writes and its tensor maps read (specs.PrepassOutput): rows x cols
-    with the row pitch padded to 16 bytes, allocated once per launcher; the pre-pass, not a copy, refreshes it."""
+    with the row pitch padded to 16 bytes, allocated once per launcher; the pre-pass, not a copy, refreshes it.
+    `storage`: the dtype name of its elements where they are not the job's (PrepassOutput.storage)."""
 
-    def __init__(self, rows: int, cols: int, itemsize: int):
+    def __init__(self, rows: int, cols: int, itemsize: int, storage: str | None = None):
         import pycuda.driver as cuda
 
-        self.rows, self.cols, self.itemsize = rows, cols, itemsize
+        self.rows, self.cols, self.itemsize, self.storage = rows, cols, itemsize, storage
         self.pitch = pitch_elements(cols, itemsize)
         self._buffer = cuda.mem_alloc(max(1, rows * self.pitch * itemsize))
         self.pointer = int(self._buffer)
