@@ -1,15 +1,21 @@
 """Checks shared by the tests of the warp-specialised rungs that run a pre-pass before their GEMM (wgmma_tf32's
-transpose, wgmma_3xtf32's split): the kernel's sizes against the host's, both kernels waiting for the previous grid
-before they touch global memory, and the GPU the rung needs."""
+transpose, wgmma_3xtf32's and wgmma_3xfp16's splits): the kernel's sizes against the host's, both kernels waiting
+for the previous grid before they touch global memory, the GPU the rung needs, and nvcc for the checks that compile."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 
 import pytest
 
 from matmul_study.core import registry
 from matmul_study.launch import kernels
+
+# CI sets MATMUL_STUDY_REQUIRE_NVCC=1: there a missing nvcc is a failure, not a skip.
+NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
 def assert_the_kernel_agrees(method: str, checks: list[str], guard: str, tmp_path) -> None:

@@ -7,9 +7,6 @@ The rung's results on odd shapes are checked with every other kernel's in tests/
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
@@ -18,15 +15,13 @@ from matmul_study.core.specs import Problem, cdiv
 from matmul_study.core.warp_specialized import split_fp16_kp
 from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
-from prepass_checks import assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees, rung_gpu
+from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
+                            needs_nvcc, rung_gpu)
 
 METHOD = "wgmma_3xfp16"
 FP32 = dtypes.get("float32")
 # (m, n, k): k a multiple of 64 or not, n a multiple of 8 or not, tiles cut by every edge; 1x1x1.
 SHAPES = [(1, 1, 1), (17, 65, 33), (257, 129, 511), (100, 250, 37), (64, 64, 64), (1000, 1200, 4096), (3, 5, 4097)]
-
-NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
 # ------------------------------------------------------------------------------------------- the split, modelled

@@ -6,9 +6,6 @@ The rung's results on odd shapes are checked with every other kernel's in tests/
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
@@ -16,15 +13,13 @@ from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
 from matmul_study.core.warp_specialized import split_tf32_columns, split_tf32_kp
-from prepass_checks import assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees, rung_gpu
+from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
+                            needs_nvcc, rung_gpu)
 
 METHOD = "wgmma_3xtf32"
 FP32 = dtypes.get("float32")
 # (m, n, k): k a multiple of 4 or not, of 32 or not, tiles cut by every edge; 1x1x1.
 SHAPES = [(1, 1, 1), (17, 65, 33), (257, 129, 511), (100, 250, 37), (64, 64, 64), (1000, 1200, 4096), (3, 5, 4097)]
-
-NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
 @pytest.mark.parametrize("k,split", [(1, 96), (3, 96), (32, 96), (33, 192), (129, 480), (4096, 12288)])

@@ -366,6 +366,22 @@ template <class Op, class = void>
 constexpr bool K_BLOCKS_REPEAT = false;
 template <class Op>
 constexpr bool K_BLOCKS_REPEAT<Op, decltype(void(Op::K_BLOCKS_REPEAT))> = Op::K_BLOCKS_REPEAT;
+// The repeated blocks of the three-product operands (3xTF32, 3xFP16: A = [A_big | A_small], B = [B_small, B_big]
+// along k), for an Op to inherit: of the GEMM's ktiles k steps, three blocks of ktiles / 3, the third reading A's
+// first block (A_big) and B's second (B_big) again, so that the blocks give big·small, small·big and big·big.
+struct ThreeProducts {
+    static constexpr bool K_BLOCKS_REPEAT = true;
+    static __device__ __forceinline__ int a_step(int kt, int ktiles) { return third_back(kt, ktiles, 2); }
+    static __device__ __forceinline__ int b_step(int kt, int ktiles) { return third_back(kt, ktiles, 1); }
+
+private:
+    // Step kt, or in the third block the same step `blocks` blocks back.
+    static __device__ __forceinline__ int third_back(int kt, int ktiles, int blocks)
+    {
+        const int block = ktiles / 3;
+        return kt >= 2 * block ? kt - blocks * block : kt;
+    }
+};
 // Whether an Op's k steps may be promoted (WGMMA_WS_PROMOTE, mainloop.cuh): Op::PROMOTABLE, declared by the operands
 // whose tensor-core sums lose bits (FP8, tf32), which also give the column parts of a step (Op::mma_columns).
 template <class Op, class = void>

@@ -73,16 +73,13 @@ __device__ __forceinline__ void split(float x, int e, __half& big, __half& small
 
 #if HOPPER_SM90A
 namespace wgmma_ws {
-// The 16-bit operands over A3 and B3: of the GEMM's ktiles k steps, three blocks of ktiles / 3, the third reading
-// A3's first block (A_big) and B3's second (B_big); promotable (their fp32 sums truncate), and C scaled per row and
-// column by S3 (ROW_COL_SCALED).
-struct Op3xFp16 : Op16<__half> {
-    static constexpr bool K_BLOCKS_REPEAT = true;
+// The 16-bit operands over A3 and B3 (config.cuh's ThreeProducts): of the GEMM's ktiles k steps, three blocks of
+// ktiles / 3, the third reading A3's first block (A_big) and B3's second (B_big); promotable (their fp32 sums
+// truncate), and C scaled per row and column by S3 (ROW_COL_SCALED).
+struct Op3xFp16 : Op16<__half>, ThreeProducts {
     static constexpr bool PROMOTABLE = true;
     static constexpr bool ROW_COL_SCALED = true;
     static_assert(wgmma_3xfp16::K_ALIGN == BK, "a block of k is a whole number of k steps");
-    static __device__ __forceinline__ int a_step(int kt, int ktiles) { return third_back(kt, ktiles, 2); }
-    static __device__ __forceinline__ int b_step(int kt, int ktiles) { return third_back(kt, ktiles, 1); }
     // One k step on COLS of the tile's columns from col0 (a multiple of 64: whole strips of B), from zero or
     // (`accumulate`) onto d: the promoted mainloop's column parts.
     template <int COLS>
@@ -95,13 +92,6 @@ struct Op3xFp16 : Op16<__half> {
         for (int kk = 0; kk < BK / 16; ++kk)
             hopper::wgmma_m64k16<COLS, __half>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
                                                hopper::desc_join(dbc + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
-    }
-
-private:
-    static __device__ __forceinline__ int third_back(int kt, int ktiles, int blocks)
-    {
-        const int block = ktiles / 3;
-        return kt >= 2 * block ? kt - blocks * block : kt;
     }
 };
 }  // namespace wgmma_ws

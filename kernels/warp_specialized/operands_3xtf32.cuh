@@ -88,21 +88,10 @@ __device__ __forceinline__ void split(float x, float& big, float& small)
 
 #if HOPPER_SM90A
 namespace wgmma_ws {
-// wgmma_tf32's operands over A3 and BT3 (config.cuh's K_BLOCKS_REPEAT): of the GEMM's ktiles k steps, three blocks
+// wgmma_tf32's operands over A3 and BT3 (config.cuh's ThreeProducts): of the GEMM's ktiles k steps, three blocks
 // of ktiles / 3, the third reads A3's first block (A_big) and BT3's second (B_bigᵀ).
-struct Op3xTf32 : OpTf32 {
-    static constexpr bool K_BLOCKS_REPEAT = true;
+struct Op3xTf32 : OpTf32, ThreeProducts {
     static_assert(wgmma_3xtf32::K_ALIGN == BK, "a block of k is a whole number of k steps");
-    static __device__ __forceinline__ int a_step(int kt, int ktiles) { return third_back(kt, ktiles, 2); }
-    static __device__ __forceinline__ int b_step(int kt, int ktiles) { return third_back(kt, ktiles, 1); }
-
-private:
-    // Step kt, or in the third block the same step `blocks` blocks back.
-    static __device__ __forceinline__ int third_back(int kt, int ktiles, int blocks)
-    {
-        const int block = ktiles / 3;
-        return kt >= 2 * block ? kt - blocks * block : kt;
-    }
 };
 }  // namespace wgmma_ws
 #endif
