@@ -12,7 +12,7 @@ import pytest
 
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
-from matmul_study.core.warp_specialized import split_fp16_kp
+from matmul_study.core.warp_specialized import SPLIT_FP16_COLUMNS, SPLIT_FP16_ROWS, split_fp16_kp
 from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
 from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
@@ -99,10 +99,10 @@ def test_the_prepass_writes_fp16_operands_and_the_scales_the_gemm_takes(m, n, k)
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_the_prepass_has_a_block_per_8_rows_of_a_and_per_32_columns_of_b(m, n, k):
+def test_the_prepass_has_a_block_per_32_rows_of_a_and_per_32_columns_of_b(m, n, k):
     launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
-    assert launch.grid == (cdiv(m, 8) + cdiv(n, 32), 1, 1)
-    assert launch.threads == (32, 8, 1) and launch.shared_bytes == 0
+    assert launch.grid == (cdiv(m, 32) + cdiv(n, 32), 1, 1)
+    assert launch.threads == (32, 32, 1) and launch.shared_bytes == 0
     # It waits for the previous GEMM before overwriting the buffers that GEMM reads.
     assert launch.dependent and not launch.clustered
 
@@ -130,6 +130,8 @@ def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
                    f"static_assert(wgmma_3xfp16::b3_pitch({n}) == {b3}, \"b3 pitch {n}\");",
                    f"static_assert(wgmma_3xfp16::prepass_blocks({m}, {n}) == {blocks}, \"blocks {m}x{n}\");"]
     checks.append(f"static_assert(wgmma_3xfp16::K_ALIGN == {registry.get(METHOD).config.bk}, \"k step\");")
+    checks.append(f"static_assert(wgmma_3xfp16::ROWS == {SPLIT_FP16_ROWS} && wgmma_3xfp16::COLUMNS == "
+                  f"{SPLIT_FP16_COLUMNS}, \"the pre-pass's block\");")
     assert_the_kernel_agrees(METHOD, checks, "static_assert(wgmma_3xfp16::b3_pitch(1) == 1, \"guard: no padding\");",
                              tmp_path)
 

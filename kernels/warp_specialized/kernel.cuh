@@ -42,7 +42,8 @@
 //   Op::mma(d, da, db, accumulate): one stage's wgmmas for one consumer warpgroup;
 //   optional: Op::SCALED (per-tensor scales), Op::BLOCK_SCALED and Op::Weights (block scales), Op::ROW_COL_SCALED
 //   (a scale per row and per column: 3xFP16), Op::K_BLOCKS_REPEAT
-//   with Op::a_step and Op::b_step (operands of fewer blocks of k than the GEMM reads: 3xTF32), Op::A_TRANSPOSED
+//   with Op::a_step and Op::b_step (operands of fewer blocks of k than the GEMM reads: 3xTF32's and 3xFP16's,
+//   config.cuh's ThreeProducts), Op::A_TRANSPOSED
 //   with Op::load_a (the kernel computes C^T = B^T A^T: B's rows copied as they are into the A slot, its mma
 //   loading wgmma's A into registers and committing its own groups, C^T stored transposed); config.cuh.
 // Edges: TMA zero-fills outside the operands; the epilogue guards rows >= m and columns >= n; k = 0 writes C = 0.

@@ -23,7 +23,7 @@
 //   GEMM: the warp-specialised pipeline (kernel.cuh) with the 16-bit operands (Op16<__half>) over K' = 3 kp, the
 //     third block of k steps reading A3's first block and B3's second again, as 3xTF32's (K_BLOCKS_REPEAT).
 //
-// Host contract: the pre-pass first, grid (prepass_blocks(m, n), 1, 1), block (32, 8, 1), no dynamic shared memory,
+// Host contract: the pre-pass first, grid (prepass_blocks(m, n), 1, 1), block (32, 32, 1), no dynamic shared memory,
 // launched as a programmatic dependent of the previous kernel (it waits for it before writing A3, B3 and S3, which
 // that kernel may still read); A3's row pitch a3_pitch(k) halves, B3's b3_pitch(n) halves (both the launcher's
 // 16-byte padding). Then the GEMM, as the 16-bit rung's (kernel.cuh's host contract), with the user's m, n, k and S3
@@ -36,8 +36,11 @@
 namespace wgmma_3xfp16 {
 
 constexpr int K_ALIGN = 64;      // each block of k padded to whole k steps of the GEMM (BK halves)
-constexpr int COLUMNS = 32;      // the pre-pass: a block of 32 x 8 threads, 8 rows of A or 32 columns of B
-constexpr int ROWS = 8;
+// The pre-pass: a block of 32 x 32 threads, 32 rows of A or 32 columns of B. A block of B's columns is the only
+// one that reads them, k rows at a time by its 32 warps, so it needs all of an SM's warps to keep enough bytes in
+// flight: n / 32 blocks (128 at n = 4096) fill each SM once.
+constexpr int COLUMNS = 32;
+constexpr int ROWS = 32;
 constexpr int BIG_EXPONENT = 15;  // a row's or column's largest magnitude scaled into [2^14, 2^15)
 
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
@@ -97,9 +100,9 @@ struct Op3xFp16 : Op16<__half>, ThreeProducts {
 }  // namespace wgmma_ws
 #endif
 
-// The pre-pass. Blocks 0 .. a_blocks(m) - 1: eight rows of A, a warp each, reading its row for the largest
+// The pre-pass. Blocks 0 .. a_blocks(m) - 1: 32 rows of A, a warp each, reading its row for the largest
 // magnitude and then again to split it (the second read mostly from L2), writing big and small a column at a lane.
-// The rest: 32 columns of B each, a column a lane and eight rows of k at a time, the columns' largest magnitudes
+// The rest: 32 columns of B each, a column a lane and 32 rows of k at a time, the columns' largest magnitudes
 // met in shared memory; the writes of B3's rows are coalesced along n. Columns past k (A3) and rows past k (B3) up
 // to kp are written as zeros, and B3's columns past n up to its pitch too.
 extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::COLUMNS * wgmma_3xfp16::ROWS)
@@ -121,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::COLUMNS * wgmma_3xfp1
         if (r >= m) return;
         const float* row = A + static_cast<size_t>(r) * k;
         float top = 0.f;
-#pragma unroll 4
+#pragma unroll 8
         for (int c = tx; c < k; c += COLUMNS) top = fmaxf(top, fabsf(row[c]));
 #pragma unroll
         for (int o = COLUMNS / 2; o > 0; o /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));

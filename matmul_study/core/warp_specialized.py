@@ -995,9 +995,9 @@ SPLIT_TF32_PREPASS = Prepass(
     split_tf32_prepass_launch)
 
 
-# kernels/warp_specialized/operands_3xfp16.cuh: a block of 32 x 8 threads per 8 rows of A or 32 columns of B
+# kernels/warp_specialized/operands_3xfp16.cuh: a block of 32 x 32 threads per 32 rows of A or 32 columns of B
 # (wgmma_3xfp16::ROWS, COLUMNS); the GEMM's k step (WS_16BIT.bk, 64 halves) pads each block of k.
-SPLIT_FP16_ROWS, SPLIT_FP16_COLUMNS = 8, 32
+SPLIT_FP16_ROWS, SPLIT_FP16_COLUMNS = 32, 32
 
 
 def split_fp16_kp(k: int) -> int:
@@ -1006,7 +1006,7 @@ def split_fp16_kp(k: int) -> int:
 
 
 def split_fp16_prepass_launch(p: Problem) -> Launch:
-    """A block per 8 rows of A, then per 32 columns of B; at least one. A programmatic dependent: it waits for the
+    """A block per 32 rows of A, then per 32 columns of B; at least one. A programmatic dependent: it waits for the
     previous GEMM, which reads its outputs, before writing them."""
     blocks = cdiv(p.m, SPLIT_FP16_ROWS) + cdiv(p.n, SPLIT_FP16_COLUMNS)
     return Launch((max(1, blocks), 1, 1), (SPLIT_FP16_COLUMNS, SPLIT_FP16_ROWS, 1), dependent=True)
