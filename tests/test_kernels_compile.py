@@ -432,7 +432,7 @@ WS_BUILDS = [(m, v) for m in WS_METHODS for v in ["default", *(v.name for v in r
 
 def test_the_warp_specialized_rungs_are_one_family():
     assert set(WS_METHODS) == {"wgmma_warp_specialized", "wgmma_tf32", "wgmma_3xtf32", "wgmma_int8", "wgmma_fp8",
-                               "wgmma_fp8_block"}
+                               "wgmma_fp8_block", "wgmma_3xfp16"}
     for method in WS_METHODS:  # a rung is the collectives and its operand policy, nothing of another rung
         text = (kernels.KERNEL_DIR / registry.get(method).source).read_text()
         includes = re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, re.M)
