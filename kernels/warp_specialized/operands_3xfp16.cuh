@@ -5,9 +5,10 @@
 //     A·B ≈ A_big·B_small + A_small·B_big + A_big·B_big
 // summed small terms first. fp16 has tf32's 11 bits but five bits of exponent where tf32 has fp32's eight, so each
 // row of A and each column of B is first scaled by a power of two (exact) that brings its largest magnitude into
-// [2^14, 2^15): big then cannot overflow (fp16's largest is 65504), and the row's or column's elements within 2^28
-// of its largest keep 22 significant bits. Smaller elements lose bits of `small` in fp16's subnormals, but each
-// such loss is below 2^-38 of the largest product of its row or column, far under fp32's 2^-24. The epilogue
+// [2^14, 2^15): big then cannot overflow (fp16's largest is 65504), and the row's or column's elements within 2^17
+// of its largest keep 22 significant bits (their `small`, about 2^-11 of them, is a normal fp16 number). Smaller
+// elements lose bits of `small` in fp16's subnormals (2^-24 apart), each loss below 2^-38 of the row's or column's
+// largest, far under fp32's 2^-24. The epilogue
 // multiplies each element of C by its row's and its column's inverse scale (ROW_COL_SCALED, kernel.cuh).
 // The tensor cores' fp32 sums truncate here as in tf32 (fp16's error in the study grows with k as 3xTF32's
 // unpromoted one does), so every build promotes its sums into fp32 accumulators every k step or few
