@@ -116,6 +116,24 @@ def test_every_build_is_promoted_and_compared_with_sgemm():
     assert not method.default_study
 
 
+@pytest.mark.parametrize("variant", ["default", "splitk2"])
+def test_the_gemm_is_given_the_scales_its_prepass_wrote(variant):
+    # The launcher hands the GEMM S3, the pre-pass's output, as its scales (after the workspace of a split build),
+    # not the job's own (a float32 job has none).
+    from types import SimpleNamespace
+
+    from matmul_study.launch import launchers
+
+    method = registry.get(METHOD)
+    build = method.variant(variant)
+    buffers = launchers.DeviceBuffers(None, None, None)
+    operands = {"A3": SimpleNamespace(pointer=0xA3), "B3": SimpleNamespace(pointer=0xB3),
+                "S3": SimpleNamespace(pointer=0x53)}
+    pointers = launchers.trailing_pointers(method, Problem(100, 250, 37, 0, FP32), build, buffers,
+                                           0x90 if build.workspace else None, operands)
+    assert list(pointers) == ([0x90] if build.workspace else []) + [0x53]
+
+
 @needs_nvcc
 def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
     # The kernel computes K', its row pitches and its tile count itself: a registry that disagreed would size the

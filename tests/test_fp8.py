@@ -213,3 +213,18 @@ def test_a_register_a_build_without_promoted_quarters_fails_to_compile(tmp_path)
     command = kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", options)
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode != 0 and "WGMMA_WS_A_REGS: for promoted builds in column parts only" in result.stderr
+
+
+def test_a_kernel_of_scaled_operands_is_given_the_jobs_scales_or_a_clear_error():
+    # FP8's kernels take the job's per-tensor scales after the workspace; without them on the device the launcher
+    # says so, instead of passing a null pointer the kernel would read.
+    from types import SimpleNamespace
+
+    from matmul_study.launch import launchers
+
+    method, p = registry.get("wgmma_fp8"), specs.Problem(100, 250, 300, 0, dtypes.get("float8_e4m3"))
+    build = method.variant("splitk4")
+    scaled = launchers.DeviceBuffers(None, None, None, SimpleNamespace(gpudata=0x5C))
+    assert launchers.trailing_pointers(method, p, build, scaled, 0x90) == (0x90, 0x5C)
+    with pytest.raises(ValueError, match="wgmma_fp8 in float8_e4m3 needs its scales on the device"):
+        launchers.trailing_pointers(method, p, build, launchers.DeviceBuffers(None, None, None), 0x90)

@@ -83,6 +83,22 @@ def geometry(method: Method, p: Problem, variant: Variant) -> Launch:
     return (variant.launch or method.launch)(p)
 
 
+def trailing_pointers(method: Method, p: Problem, variant: Variant, buffers: DeviceBuffers, workspace,
+                      operands: dict | None = None) -> tuple[int, ...]:
+    """The pointers a kernel takes after k (kernels.trailing_arguments), in order: the build's workspace, then the
+    scales: those the method's pre-pass writes (Prepass.scales, one of its `operands`: 3xFP16's per row and column),
+    else the job's (DeviceBuffers.scales: FP8's per tensor or per block)."""
+    names = trailing_arguments(method.name, p.dtype.name, variant.name)
+    pointers = {"workspace": workspace, "scales": None}
+    if method.prepass is not None and method.prepass.scales is not None:
+        pointers["scales"] = operands[method.prepass.scales].pointer
+    elif "scales" in names:
+        if buffers.scales is None:
+            raise ValueError(f"{method.name} in {p.dtype.name} needs its scales on the device (DeviceBuffers.scales)")
+        pointers["scales"] = buffers.scales.gpudata
+    return tuple(int(pointers[name]) for name in names)
+
+
 def kernel_workspace(p: Problem, variant: Variant):
     """The build's workspace (specs.Variant.workspace: a split-K build's partial tiles and counters), allocated
     once per launcher and zeroed, or None where the build takes none. The kernel keeps its counters at zero
@@ -105,19 +121,13 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
         return dependent_pointer_kernel(method, p, buffers, cubin, variant)
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
     workspace = kernel_workspace(p, variant)
-    # The trailing pointers the generated kernel takes (kernels.trailing_arguments): workspace, then scales.
-    trailing = {"workspace": workspace, "scales": None}
-    names = trailing_arguments(method.name, p.dtype.name, variant.name)
-    if "scales" in names:
-        if buffers.scales is None:
-            raise ValueError(f"{method.name} in {p.dtype.name} needs its scales on the device (DeviceBuffers.scales)")
-        trailing["scales"] = buffers.scales.gpudata
-    func.prepare("PPPiii" + "P" * len(names))
+    trailing = trailing_pointers(method, p, variant, buffers, workspace)
+    func.prepare("PPPiii" + "P" * len(trailing))
     launch = geometry(method, p, variant)
     if launch.shared_bytes > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
     args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k),
-            *(trailing[name] for name in names))
+            *trailing)
 
     def launch_once():
         func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)
@@ -147,13 +157,9 @@ def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers,
 
     module, image, func, launch = load_function(method, p, cubin, variant)
     workspace = kernel_workspace(p, variant)
-    pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
-    if method.prepass is not None and method.prepass.scales is not None:  # scales the pre-pass writes (3xFP16)
-        pointers["scales"] = operands[method.prepass.scales].pointer
     args = (*(ctypes.c_uint64(int(x)) for x in (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata)),
             ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k),
-            *(ctypes.c_uint64(int(pointers[name])) for name in trailing_arguments(method.name, p.dtype.name,
-                                                                                  variant.name)))
+            *(ctypes.c_uint64(x) for x in trailing_pointers(method, p, variant, buffers, workspace)))
     params = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
     config = launch_config(launch)
 
@@ -308,9 +314,7 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     m, n = (p.n, p.m) if launch.transposed else (p.m, p.n)  # a kernel of Cᵀ = Bᵀ·Aᵀ takes (n, m, k)
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(p.k))
     workspace = kernel_workspace(p, variant)  # a split-K build's
-    pointers = {"workspace": workspace, "scales": buffers.scales.gpudata if buffers.scales is not None else None}
-    scalars += tuple(ctypes.c_uint64(int(pointers[name]))
-                     for name in trailing_arguments(method.name, p.dtype.name, variant.name))
+    scalars += tuple(ctypes.c_uint64(x) for x in trailing_pointers(method, p, variant, buffers, workspace, operands))
     params = (ctypes.c_void_p * (2 + len(scalars)))(maps[first].getPtr(), maps[second].getPtr(),
                                                     *(ctypes.addressof(s) for s in scalars))
 
