@@ -252,11 +252,14 @@ def test_builds_that_swap_a_and_b_store_c_not_its_transpose(variant_cubin, metho
 
 
 @pytest.mark.parametrize("shape", [(257, 511, 129), (300, 4300, 4300)], ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("method,dtype", [("wgmma_fp8", "float8_e4m3"), ("wgmma_3xtf32", "float32")])
-def test_promoted_quarters_in_chunks_give_promotes_bits(variant_cubin, method, dtype, shape):
-    # promote_chunk2 runs promote's sums and adds, in the same order, two k steps per chunk with one final wait: every
-    # bit of C must be promote's (an odd number of k steps, and a stream-K tail at 300x4300x4300).
-    ours, control = (check_build(variant_cubin, method, v, dtype, shape) for v in ("promote_chunk2", "promote"))
+@pytest.mark.parametrize("method,dtype,promote", [("wgmma_fp8", "float8_e4m3", "promote"),
+                                                   ("wgmma_3xtf32", "float32", "promote"),
+                                                   ("wgmma_3xfp16", "float32", "default")])
+def test_promoted_quarters_in_chunks_give_promotes_bits(variant_cubin, method, dtype, promote, shape):
+    # promote_chunk2 runs the sums and adds of `promote` (the build promoted every k step in quarters), in the same
+    # order, two k steps per chunk with one final wait: every bit of C must be its (an odd number of k steps, and a
+    # stream-K tail at 300x4300x4300).
+    ours, control = (check_build(variant_cubin, method, v, dtype, shape) for v in ("promote_chunk2", promote))
     assert ours.tobytes() == control.tobytes()
 
 
