@@ -63,8 +63,9 @@ WS_3XFP16_VARIANTS = (
       if v.name in ("cluster1", "no_streamk", "splitk2", "splitk4")),
     *promote_chunk_variants(WS_16BIT, "fp16"),
     replace(WS_3XFP16, bn=NARROW_BN).variant(
-        f"bn{NARROW_BN}", f"128x{NARROW_BN} tiles, each k step's fp16 sums promoted whole (two scratch sets of 64 "
-                          "beside the fp32 set): twice the tiles, for problems whose 128x256 tiles leave most SMs idle"),
+        f"bn{NARROW_BN}",
+        f"128x{NARROW_BN} tiles, each k step's fp16 sums promoted whole (two scratch sets of 64 beside the fp32 set): "
+        "twice the tiles, for problems whose 128x256 tiles leave most SMs idle"),
 )
 WS_TF32_OWN_VARIANTS = (*ws_variants(WS_TF32, groups_along_n=False, clusters=(1, 2)), *ws_bn128_variants(WS_TF32),
                         ws_bn192_variant(WS_TF32), *ws_bm64_variants(WS_TF32, splits=WS_BM64_SPLITS),
