@@ -61,3 +61,26 @@ def rung_gpu(method: str):
     if why:
         pytest.skip(why)
     return cuda, f"sm_{cc[0]}{cc[1]}"
+
+
+def run_prepass(gpu, tmp_path, method: str, dtype: str, a, b, outputs: list) -> list:
+    """`method`'s pre-pass alone, as its launcher runs it (the registry's grid and block), over host arrays `a` (m x k)
+    and `b` (k x n) into `outputs`, host arrays it copies to the device first (poisoned, so that an element the
+    pre-pass leaves unwritten shows): their contents afterwards, in order. `gpu` is rung_gpu's (cuda, arch)."""
+    import numpy as np
+    import pycuda.gpuarray as gpuarray
+
+    from matmul_study.core import dtypes
+    from matmul_study.core.specs import Problem
+
+    cuda, arch = gpu
+    (m, k), n = a.shape, b.shape[1]
+    cubin = str(tmp_path / "module.cubin")
+    kernels.compile_cubin(method, dtype, 0, arch, cubin)
+    spec = registry.get(method).prepass
+    launch = spec.launch(Problem(m, n, k, 0, dtypes.get(dtype)))
+    func = cuda.module_from_file(cubin).get_function(spec.symbol)
+    device = [gpuarray.to_gpu(x) for x in (a, b, *outputs)]
+    func(*(x.gpudata for x in device), np.int32(m), np.int32(n), np.int32(k), grid=launch.grid, block=launch.threads)
+    return [x.get() for x in device[2:]]
+

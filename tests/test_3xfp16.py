@@ -16,7 +16,7 @@ from matmul_study.core.warp_specialized import SPLIT_FP16_COLUMNS, SPLIT_FP16_RO
 from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
 from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
-                            needs_nvcc, rung_gpu)
+                            needs_nvcc, rung_gpu, run_prepass)
 
 METHOD = "wgmma_3xfp16"
 FP32 = dtypes.get("float32")
@@ -169,24 +169,15 @@ def gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,n,k", [(17, 65, 33), (257, 129, 511), (3, 5, 4097)])
 def test_the_prepass_writes_the_modelled_split_and_scales(gpu, tmp_path, m, n, k):
-    cuda, arch = gpu
-    import pycuda.gpuarray as gpuarray
-
-    cubin = str(tmp_path / "module.cubin")
-    kernels.compile_cubin(METHOD, "float32", 0, arch, cubin)
     rng = np.random.default_rng([m, n, k])
     a = (rng.standard_normal((m, k)) * 10.0 ** rng.integers(-20, 21, (m, 1))).astype(np.float32)
     a[0] = 0  # a row of zeros: scale 1
     b = rng.uniform(-5, 5, (k, n)).astype(np.float32)
     kp, a3_pitch, b3_pitch = split_fp16_kp(k), pitch_elements(2 * split_fp16_kp(k), 2), pitch_elements(n, 2)
-    a3 = gpuarray.to_gpu(np.full((m, a3_pitch), np.nan, np.float16))  # every element must be written
-    b3 = gpuarray.to_gpu(np.full((2 * kp, b3_pitch), np.nan, np.float16))
-    s3 = gpuarray.to_gpu(np.full(m + n, np.nan, np.float32))
-    launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
-    func = cuda.module_from_file(cubin).get_function(registry.get(METHOD).prepass.symbol)
-    func(gpuarray.to_gpu(a).gpudata, gpuarray.to_gpu(b).gpudata, a3.gpudata, b3.gpudata, s3.gpudata,
-         np.int32(m), np.int32(n), np.int32(k), grid=launch.grid, block=launch.threads)
-    a3, b3, s3 = a3.get(), b3.get(), s3.get()
+    # every element must be written
+    a3, b3, s3 = run_prepass(gpu, tmp_path, METHOD, "float32", a, b,
+                             [np.full((m, a3_pitch), np.nan, np.float16), np.full((2 * kp, b3_pitch), np.nan, np.float16),
+                              np.full(m + n, np.nan, np.float32)])
     pad_k = np.zeros((m, kp - k), np.float32)
     a_big, a_small, ra = split_fp16(np.hstack([a, pad_k]), axis=1)
     b_big, b_small, rb = split_fp16(np.pad(b, ((0, kp - k), (0, b3_pitch - n))), axis=0)

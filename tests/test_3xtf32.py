@@ -9,12 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from matmul_study.launch import kernels
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
 from matmul_study.core.warp_specialized import split_tf32_columns, split_tf32_kp
 from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
-                            needs_nvcc, rung_gpu)
+                            needs_nvcc, rung_gpu, run_prepass)
 
 METHOD = "wgmma_3xtf32"
 FP32 = dtypes.get("float32")
@@ -93,24 +92,14 @@ def gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,n,k", [(17, 65, 33), (257, 129, 511), (3, 5, 4097)])
 def test_the_prepass_splits_each_operand_into_big_and_small_tf32_parts(gpu, tmp_path, m, n, k):
-    cuda, arch = gpu
-    import pycuda.gpuarray as gpuarray
-
-    cubin = str(tmp_path / "module.cubin")
-    kernels.compile_cubin(METHOD, "float32", 0, arch, cubin)
     rng = np.random.default_rng([m, n, k])
     a = (rng.standard_normal((m, k)) * 10.0 ** rng.integers(-6, 7, (m, k))).astype(np.float32)
     a.flat[:4] = [1 + 2.0 ** -11, -(1 + 3 * 2.0 ** -11), 0.0, 2.0 ** -120]  # ties away from zero, zero, tiny
     b = rng.uniform(-5, 5, (k, n)).astype(np.float32)
     kp, width = split_tf32_kp(k), split_tf32_columns(k)
-    a3 = gpuarray.to_gpu(np.full((m, width), np.nan, np.float32))  # every column must be written
-    bt3 = gpuarray.to_gpu(np.full((n, width), np.nan, np.float32))
-    launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
-    func = cuda.module_from_file(cubin).get_function(registry.get(METHOD).prepass.symbol)
-    a_gpu, b_gpu = gpuarray.to_gpu(a), gpuarray.to_gpu(b)
-    func(a_gpu.gpudata, b_gpu.gpudata, a3.gpudata, bt3.gpudata, np.int32(m), np.int32(n), np.int32(k),
-         grid=launch.grid, block=launch.threads)
-    a3, bt3 = a3.get(), bt3.get()
+    # every column must be written
+    a3, bt3 = run_prepass(gpu, tmp_path, METHOD, "float32", a, b,
+                          [np.full((m, width), np.nan, np.float32), np.full((n, width), np.nan, np.float32)])
 
     def blocks(x):
         return [x[:, i * kp:(i + 1) * kp] for i in range(2)]

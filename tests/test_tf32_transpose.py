@@ -7,26 +7,20 @@ kernel's in tests/test_gpu_kernels.py."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
 from matmul_study.core import dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
 from matmul_study.core.warp_specialized import BT_SMEM_SUFFIX, TF32_TRANSPOSE_THREADS, TF32_TRANSPOSE_TILE
-from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
-from prepass_checks import assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees, rung_gpu
+from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
+                            needs_nvcc, rung_gpu, run_prepass)
 
 METHOD = "wgmma_tf32"
 TF32 = dtypes.get("tf32")
 # (m, n, k): k and n a multiple of 4, of 64 or not, tiles cut by every edge; 1x1x1.
 SHAPES = [(1, 1, 1), (17, 65, 33), (257, 129, 511), (100, 250, 37), (64, 64, 64), (3, 5, 4097), (9, 1, 130)]
-
-NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
@@ -83,19 +77,9 @@ def gpu():
 @pytest.mark.gpu
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (17, 65, 33), (257, 129, 511), (3, 5, 4097), (9, 1, 130)])
 def test_the_prepass_writes_b_transposed_and_nothing_past_k(gpu, tmp_path, m, n, k):
-    cuda, arch = gpu
-    import pycuda.gpuarray as gpuarray
-
-    cubin = str(tmp_path / "module.cubin")
-    kernels.compile_cubin(METHOD, "tf32", 0, arch, cubin)
     b = np.random.default_rng([m, n, k]).uniform(-5, 5, (k, n)).astype(np.float32)
     pitch = pitch_elements(k, 4)
-    bt = gpuarray.to_gpu(np.full((n, pitch), np.nan, np.float32))
-    launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, TF32))
-    func = cuda.module_from_file(cubin).get_function(registry.get(METHOD).prepass.symbol)
-    a = gpuarray.zeros((m, k), np.float32)
-    func(a.gpudata, gpuarray.to_gpu(b).gpudata, bt.gpudata, np.int32(m), np.int32(n), np.int32(k),
-         grid=launch.grid, block=launch.threads)
-    out = bt.get()
+    out, = run_prepass(gpu, tmp_path, METHOD, "tf32", np.zeros((m, k), np.float32), b,
+                       [np.full((n, pitch), np.nan, np.float32)])
     np.testing.assert_array_equal(out[:, :k], b.T)  # bit for bit: a copy, no rounding
     assert np.isnan(out[:, k:]).all(), "the pitch's padding is not written (the tensor map stops at k)"
