@@ -174,10 +174,9 @@ def test_the_prepass_writes_the_modelled_split_and_scales(gpu, tmp_path, m, n, k
     a[0] = 0  # a row of zeros: scale 1
     b = rng.uniform(-5, 5, (k, n)).astype(np.float32)
     kp, a3_pitch, b3_pitch = split_fp16_kp(k), pitch_elements(2 * split_fp16_kp(k), 2), pitch_elements(n, 2)
-    # every element must be written
-    a3, b3, s3 = run_prepass(gpu, tmp_path, METHOD, "float32", a, b,
-                             [np.full((m, a3_pitch), np.nan, np.float16), np.full((2 * kp, b3_pitch), np.nan, np.float16),
-                              np.full(m + n, np.nan, np.float32)])
+    poisoned = [np.full((m, a3_pitch), np.nan, np.float16), np.full((2 * kp, b3_pitch), np.nan, np.float16),
+                np.full(m + n, np.nan, np.float32)]  # every element must be written
+    a3, b3, s3 = run_prepass(gpu, tmp_path, METHOD, "float32", a, b, poisoned)
     pad_k = np.zeros((m, kp - k), np.float32)
     a_big, a_small, ra = split_fp16(np.hstack([a, pad_k]), axis=1)
     b_big, b_small, rb = split_fp16(np.pad(b, ((0, kp - k), (0, b3_pitch - n))), axis=0)
