@@ -1,5 +1,5 @@
-"""The source study's claims, checked against the measured results, and after them the datasheet's and 3xTF32's
-claims for the element types the study added (FP8, int8, fp32 on tf32 tensor cores).
+"""The source study's claims, checked against the measured results, and after them the datasheet's, 3xTF32's and
+3xFP16's claims for the element types the study added (FP8, int8, fp32 on the tf32 and fp16 tensor cores).
 
 `check_claims` pairs verified jobs that differ in one thing only (the method, the element type or the block
 size) on the same GPU device and the same shape, and says whether the ratio of their GFLOP/s lies where the
@@ -40,7 +40,8 @@ FP8 = (f"FP8 runs at twice fp16's rate (datasheet: {_SHEET['float8_e4m3']:.0f} a
 INT8 = (f"int8 runs at twice fp16's rate (datasheet: {_SHEET['int8']:.0f} TOPS against {_SHEET['float16']:.0f} "
         "TF/s dense)")
 X3TF32 = "3xTF32 runs fp32 faster than SGEMM, at fp32's accuracy"
-CLAIMS = (TILED, WMMA, FLOAT, BLOCKS, GPU_CPU, FP8, INT8, X3TF32)
+X3FP16 = "3xFP16 runs fp32 faster than SGEMM, at fp32's accuracy"
+CLAIMS = (TILED, WMMA, FLOAT, BLOCKS, GPU_CPU, FP8, INT8, X3TF32, X3FP16)
 
 
 @dataclass(frozen=True)
@@ -165,11 +166,12 @@ def _over_fp16(ok: pd.DataFrame, dtype: str, claim: str) -> Ratios:
                   "at the same shape, operations per second; 'twice' read as 1.6–2.5×", r, (1.6, 2.5), noisy=noisy)
 
 
-def _3xtf32_over_sgemm(ok: pd.DataFrame) -> Ratios:
+def _over_sgemm(ok: pd.DataFrame, method: str, claim: str) -> Ratios:
+    """An fp32 rung on the tensor cores (3xTF32, 3xFP16) against cuBLAS SGEMM."""
     fp32 = ok[ok["dtype"] == "float32"]
-    r, noisy = _ratio(_cols(fp32[fp32["method"] == "wgmma_3xtf32"], ["shape"]),
+    r, noisy = _ratio(_cols(fp32[fp32["method"] == method], ["shape"]),
                       _cols(fp32[fp32["method"] == "cublas"], ["shape"]), ["shape"])
-    return Ratios(X3TF32, "wgmma_3xtf32 GFLOP/s over cuBLAS SGEMM at the same shape, both verified against float32's "
+    return Ratios(claim, f"{method} GFLOP/s over cuBLAS SGEMM at the same shape, both verified against float32's "
                   f"tolerance ({dtypes.get('float32').tolerance:g}); 'faster' read as above 1×", r, (1, np.inf),
                   noisy=noisy)
 
@@ -232,7 +234,8 @@ def check_claims(results: pd.DataFrame) -> pd.DataFrame:
             _gpu_over_cpu(d, ("cublas",), "cublas"),
             _over_fp16(d, "float8_e4m3", FP8),
             _over_fp16(d, "int8", INT8),
-            _3xtf32_over_sgemm(d),
+            _over_sgemm(d, "wgmma_3xtf32", X3TF32),
+            _over_sgemm(d, "wgmma_3xfp16", X3FP16),
         ):
             rows.append(_row(device, r))
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
