@@ -19,12 +19,12 @@ from matmul_study.core import registry
 from matmul_study.core.specs import PROMOTED
 
 # (dtype, rung, accuracy class): the fastest rung of each dtype (its fastest build, of any class: None), FP8's also
-# within the promoted class, which a study runs beside the fast pick, and fp32's two kinds (SIMT, and 3xTF32 on the
-# tensor cores).
+# within the promoted class, which a study runs beside the fast pick, and fp32's three kinds (SIMT, and 3xTF32 and
+# 3xFP16 on the tensor cores).
 ROWS = [("float8_e4m3", "wgmma_fp8", None), ("float8_e4m3", "wgmma_fp8", PROMOTED),
         ("float16", "wgmma_warp_specialized", None), ("bfloat16", "wgmma_warp_specialized", None),
         ("tf32", "wgmma_tf32", None), ("float32", "warptiled", None), ("float32", "wgmma_3xtf32", None),
-        ("float64", "dmma", None), ("int8", "wgmma_int8", None)]
+        ("float32", "wgmma_3xfp16", None), ("float64", "dmma", None), ("int8", "wgmma_int8", None)]
 
 
 def _shape(d: pd.DataFrame, dtype: str, size: int) -> pd.DataFrame:
