@@ -31,7 +31,8 @@ COLUMNS = ["device", "dtype", "shape", "method", "label", "vendor", "tflops", "r
 # Each element type against the more precise one it stands in for, where the two errors measure the same thing
 # (see above): FP8 and int8 against fp16 (both the GEMM's own error), tf32 against fp32 (both against the fp32
 # inputs), fp32 against fp64.
-COMPARED_WITH = {"float8_e4m3": "float16", "float8_e4m3_block": "float16", "int8": "float16", "tf32": "float32", "float32": "float64"}
+COMPARED_WITH = {"float8_e4m3": "float16", "float8_e4m3_block": "float16", "int8": "float16", "tf32": "float32",
+                 "float32": "float64"}
 COMPARISON_COLUMNS = ["device", "dtype", "against", "method", "against_method", "shape", "against_shape", "tflops",
                       "against_tflops", "rate_ratio", "rel_error", "against_rel_error", "error_ratio",
                       "quantization_rel_error"]
@@ -58,10 +59,10 @@ def _at_shape(group: pd.DataFrame) -> pd.DataFrame:
 
 def precision_table(results: pd.DataFrame) -> pd.DataFrame:
     """Per (GPU device, dtype), at the dtype's largest square shape: a row for each of the OURS_PER_DTYPE fastest
-    verified methods of ours and one for the vendor line (where each ran and verified there; vendor True), each with its best burst rate
-    over blocks and configurations (tflops), the relative Frobenius error of that job (rel_error), the vendor
-    line's rate and error, the ratio of the two rates (vs_vendor), the quantization error where the results carry
-    one (quantization_rel_error; NaN otherwise) and the datasheet peak. Failed jobs never enter: a wrong kernel is
+    verified methods of ours and one for the vendor line (where each ran and verified there; vendor True), each with
+    its best burst rate over blocks and configurations (tflops), the relative Frobenius error of that job
+    (rel_error), the vendor line's rate and error, the ratio of the two rates (vs_vendor), the quantization error
+    where the results carry one (quantization_rel_error; NaN otherwise) and the datasheet peak. Failed jobs never enter: a wrong kernel is
     never shown as fast. Devices in order of appearance, dtypes in the records' display order."""
     ok = verified_gpu_rates(results)
     if ok.empty or not {"method", "dtype", "m", "k", "n"} <= set(ok.columns):
