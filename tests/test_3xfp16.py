@@ -128,6 +128,24 @@ def test_the_pick_is_promoted_every_two_k_steps_where_the_wide_tiles_fill_half_a
         assert pick.variant == "bn128" and "128x128" in pick.reason, shape
 
 
+def test_k_is_split_where_even_the_narrow_tiles_leave_most_sms_idle_and_k_is_deep():
+    # An H100, x SGEMM (results/reference/NVIDIA_H100/3xfp16/suite.txt): splitk4 against bn128 at 1024x1024x8192
+    # 1.62 / 1.59, 256x4096x14336 1.29 / 1.20, 512x512x16384 0.62 / 0.44; at 1024^3 (256 of K a slice) 1.34 / 1.85,
+    # splitk2 1.40; at 4096x64x4096 (one column of tiles either way) 0.35 / 0.41.
+    method = registry.get(METHOD)
+    f32 = dtypes.get("float32")
+    for shape in ((1024, 1024, 8192), (256, 4096, 14336), (512, 512, 16384), (16, 4096, 4096)):
+        pick = configs.choose(method, Problem(*shape, 0, f32))
+        assert pick.variant == "splitk4" and "split 4 ways" in pick.reason, shape
+    for shape in ((1024, 1024, 1024), (512, 512, 512), (4096, 64, 4096), (1000, 1200, 800)):
+        assert configs.choose(method, Problem(*shape, 0, f32)).variant == "bn128", shape
+    # a split of 2 (as many work items as the 128x128 tiles) is not taken in place of them
+    assert method.choose(Problem(1024, 1024, 1024, 0, f32), ("bn128", "splitk2")).variant == "bn128"
+    # where the narrow tiles fill half a wave, they are taken whole: 1024x1024x8192 on 120 SMs
+    assert configs.choose(method, Problem(1024, 1024, 8192, 0, f32, sm_count=120)).variant == "bn128"
+    assert configs.choose(method, Problem(2048, 2048, 8192, 0, f32)).variant == "promote2"
+
+
 @pytest.mark.parametrize("variant", ["default", "splitk2"])
 def test_the_gemm_is_given_the_scales_its_prepass_wrote(variant):
     # The launcher hands the GEMM S3, the pre-pass's output, as its scales (after the workspace of a split build),

@@ -721,8 +721,8 @@ def _split_bar(problem, split: _Split, min_split: int) -> float:
     return min_split * split.rows / split.width if cdiv(problem.n, split.width) == 1 else min_split
 
 
-def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote", narrow: str = "bn128_promote"
-                   ) -> Callable[[object, tuple[str, ...]], Choice]:
+def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote", narrow: str = "bn128_promote",
+                   min_slice_k: int | None = None) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung whose default build is a trade of accuracy (3xTF32: the tensor cores' truncating
     sums over all of k) and whose promoted builds are in the class the study compares with (SGEMM's): always one of
     those. `wide` (tile_m x tile_n tiles) where its tiles fill at least half a wave, else `narrow` (tile_m x
@@ -730,7 +730,17 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     at 2048x2048x8192, 128 tiles of 128x256 on 132 SMs: promote 1.80, bn128_promote 1.58. 3xTF32's wide build is
     `promote2`, each sum promoted every two k steps: on an H200 (x SGEMM, results/reference/NVIDIA_H200/precision/)
     2.28-2.30 at 4096^3 and 2.54 at 8192^3 against promote's 2.26 and 2.43, at an error of 2.4e-7 and 2.8e-7
-    against promote's 2.3e-7 and 3.1e-7 (SGEMM's 1.1e-6 and 1.6e-6)."""
+    against promote's 2.3e-7 and 3.1e-7 (SGEMM's 1.1e-6 and 1.6e-6).
+
+    `min_slice_k`, for a rung whose split-K builds (splitk<S>, wide tiles) are promoted too (3xFP16's): where even
+    the narrow tiles fill less than half a wave and are more tiles than the wide ones, the largest registered S whose
+    wide tiles x S are more work items than the narrow tiles and fit one wave, and whose slices keep at least
+    `min_slice_k` of K each. On an H100 (x SGEMM,
+    results/reference/NVIDIA_H100/3xfp16/suite.txt), splitk4 against bn128: 1024x1024x8192 1.62 against 1.59,
+    256x4096x14336 (m x n x k) 1.29 against 1.20, 512x512x16384 0.62 against 0.44, 16x3584x3584 0.57 against 0.54;
+    at 1024^3 (256 of K a slice) 1.34 against 1.85, and splitk2 (as many work items as bn128's tiles) 1.40. Where N is at most narrow_n the narrow tiles are the wide tiles'
+    count with no columns to spare: 4096x64x4096, bn128 0.41 against splitk4 0.35 (but 128x128x32768, 0.05 against
+    0.08)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
@@ -740,6 +750,13 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
         if 2 * tiles > sms or narrow not in variants:
             return Choice(wide, f"{why}; {where}: at least half a wave, so the wide tiles")
         narrow_tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, narrow_n)
+        splits = [s for s in registered_splits(variants)
+                  if narrow_tiles < tiles * s <= sms and problem.k >= s * min_slice_k
+                  ] if min_slice_k and 2 * narrow_tiles <= sms and narrow_tiles > tiles else []
+        if splits:
+            return Choice(f"splitk{splits[-1]}",
+                          f"{why}; {where}, and {narrow_tiles} of {tile_m}x{narrow_n}, leave most SMs idle: K split "
+                          f"{splits[-1]} ways, at least {min_slice_k} of it a slice")
         return Choice(narrow, f"{why}; {where} leave most SMs idle: {narrow_tiles} tiles of {tile_m}x{narrow_n} "
                               "instead")
 

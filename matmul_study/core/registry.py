@@ -58,6 +58,9 @@ WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2,
                      *ws_bn64_variants(WS_16BIT))
 # 3xFP16 (kernel 19): the 16-bit record with its sums promoted (in quarters of the columns), and a few of its axes.
 WS_3XFP16 = replace(WS_16BIT, promote=True)
+# The least of K a slice of 3xFP16's split builds keeps (configs.promoted_tiles): between 1024^3's 256, where splitk4
+# lost to bn128, and 16x3584x3584's 896, where it won (an H100, results/reference/NVIDIA_H100/3xfp16/suite.txt).
+SPLIT_3XFP16_SLICE_K = 512
 WS_3XFP16_VARIANTS = (
     *(v for v in ws_variants(WS_3XFP16, groups_along_n=True, clusters=(1, 2), splits=(2, 4))
       if v.name in ("cluster1", "no_streamk", "splitk2", "splitk4")),
@@ -587,10 +590,12 @@ METHODS: dict[str, Method] = {
             prepass=SPLIT_FP16_PREPASS,
             arithmetic="float16",
             variants=WS_3XFP16_VARIANTS,
-            # its 128x256 tiles promoted every two k steps where they fill half a wave, else its 128x128 ones
-            # (promote2 over the default build, an H100: 2048^3-8192^3 1.00-1.06x but 3072^3 0.99x, its error
-            # 2.0e-7-2.4e-7 against SGEMM's 8.1e-7-1.6e-6; results/reference/NVIDIA_H100/3xfp16/)
-            choose=configs.promoted_tiles(*WS_3XFP16.tile()[:2], NARROW_BN, wide="promote2", narrow="bn128"),
+            # its 128x256 tiles promoted every two k steps where they fill half a wave, else its 128x128 ones, or
+            # its 128x256 tiles split 4 ways where those fill less than half a wave too and K is deep (promote2 over
+            # the default build, an H100: 2048^3-8192^3 1.00-1.06x but 3072^3 0.99x, its error 2.0e-7-2.4e-7
+            # against SGEMM's 8.1e-7-1.6e-6; results/reference/NVIDIA_H100/3xfp16/)
+            choose=configs.promoted_tiles(*WS_3XFP16.tile()[:2], NARROW_BN, wide="promote2", narrow="bn128",
+                                          min_slice_k=SPLIT_3XFP16_SLICE_K),
         ),
         Method(
             "few_rows",
