@@ -104,7 +104,10 @@ __device__ __forceinline__ bool k_groups_meet(V (&d)[ACCUMULATORS], unsigned cha
 
 // A row-and-column-scaled Op's accumulators (ROW_COL_SCALED): element (i, j) times scales[i] * scales[m + j]. A
 // thread's accumulator 4 g + 2 h + b lies in row `row` + 8 h and column `col` + 8 g + b of C (wgmma's fragment);
-// rows and columns past C's take 0.
+// rows and columns past C's take 0. Two multiplies, not one by scales[i] * scales[m + j]: each scale is a power of
+// two and exact, but their product is not where it falls below fp32's least subnormal (a row of largest 1e-30,
+// scale 2^-114, against a column of largest 1e-8, scale 2^-41), while the element itself (about 1e-38 times k) is
+// still within range; the row's scale first keeps every step exact.
 template <typename V>
 __device__ __forceinline__ void scale_rows_columns(V (&d)[ACCUMULATORS], const float* scales, int row, int col,
                                                    int m, int n)
