@@ -40,6 +40,19 @@ def test_a_large_square_is_math_bound_and_an_unknown_device_has_no_roof():
     assert other.iloc[0]["bound"] == "" and np.isnan(other.iloc[0]["pct_of_hbm"])
 
 
+def test_a_kernel_on_other_arithmetic_takes_its_share_of_that_arithmetics_peak():
+    # 3xFP16 runs fp32 on the fp16 tensor cores: 208 TF/s on an H100 is 312 % of fp32's 66.9 TF/s, 21 % of fp16's
+    # 989.4; the roof stays fp32's (math-bound), and SGEMM keeps fp32's peak.
+    table = bound_table(pd.DataFrame([
+        {"method": meth, "variant": "default", "dtype": "float32", "m": 8192, "k": 8192, "n": 8192, "gflops": g,
+         "status": "passed", "env_device_kind": "gpu", "env_device_name": "NVIDIA H100 80GB HBM3"}
+        for meth, g in (("wgmma_3xfp16", 208_000.0), ("warptiled", 49_000.0), ("cublas", 51_700.0))]))
+    row = table.iloc[0]
+    assert row["label"] == "wgmma_3xfp16" and row["bound"] == "math"
+    assert row["pct_of_peak"] == pytest.approx(100 * 208.0 / 989.4) and row["pct_of_peak"] < 100
+    assert row["vendor_pct_of_peak"] == pytest.approx(100 * 51.7 / 66.9)
+
+
 def test_the_report_section_says_what_bounds_each_shape():
     from matmul_study.present.report.bound import bound
 

@@ -5,7 +5,10 @@ intensity (2 m n k FLOP over those bytes) against the device's ridge point (data
 bandwidth) says which roof it sits under. For each (device, dtype, shape): the fastest verified kernel of ours of a
 class with its vendor line (analysis/accuracy.py) and the vendor line of that class, each with its share of the
 datasheet HBM bandwidth (ideal bytes / time / bandwidth) and of the datasheet peak. A share of bandwidth above 100 %
-means the operands came from L2 (no launch flushes it): there latency, not bandwidth, decides. So it does where
+means the operands came from L2 (no launch flushes it): there latency, not bandwidth, decides. The roof is the
+dtype's (its vendor line's arithmetic); a kernel of ours that runs the dtype on other arithmetic (3xTF32 and 3xFP16:
+fp32 on the tf32 and fp16 tensor cores, Method.arithmetic) has its share of the peak taken against that arithmetic's
+peak, so that no share of a peak passes 100 % (fp32 at 208 TF/s on an H100 is 312 % of fp32's peak). So it does where
 even the roof's time (the ideal bytes at the datasheet bandwidth, or the FLOP at the peak, whichever is longer) is
 a few launches' worth: under LATENCY_US."""
 
@@ -61,7 +64,7 @@ def bound_table(results: pd.DataFrame) -> pd.DataFrame:
         ridge = peak * 1e12 / (tbps * 1e12) if tbps and peak else np.nan
         vendor, same = vendor_rows(group[group["method"].isin(vendors)], best["accuracy_class"])
         vendor = vendor.loc[vendor["gflops"].idxmax()] if same else None  # like with like, or no vendor column
-        hbm, math = _shares(best["gflops"], flops, traffic, tbps, peak)
+        hbm, math = _shares(best["gflops"], flops, traffic, tbps, datasheet_tflops(device, dtype, best["method"]))
         v_hbm, v_math = _shares(vendor["gflops"], flops, traffic, tbps, peak) if vendor is not None else (np.nan,) * 2
         rows.append({"device": device, "dtype": dtype, "shape": f"{m}x{k}x{n}", "m": m, "k": k, "n": n,
                      "intensity": flops / traffic, "ridge": ridge,
