@@ -735,11 +735,11 @@ def promoted_tiles(tile_m: int, tile_n: int, narrow_n: int, wide: str = "promote
     `min_slice_k`, for a rung whose split-K builds (splitk<S>, wide tiles) are promoted too (3xFP16's): where even
     the narrow tiles fill less than half a wave and are more tiles than the wide ones, the largest registered S whose
     wide tiles x S are more work items than the narrow tiles and fit one wave, and whose slices keep at least
-    `min_slice_k` of K each. On an H100 (x SGEMM,
-    results/reference/NVIDIA_H100/3xfp16/suite.txt), splitk4 against bn128: 1024x1024x8192 1.62 against 1.59,
-    256x4096x14336 (m x n x k) 1.29 against 1.20, 512x512x16384 0.62 against 0.44, 16x3584x3584 0.57 against 0.54;
-    at 1024^3 (256 of K a slice) 1.34 against 1.85, and splitk2 (as many work items as bn128's tiles) 1.40. Where N is at most narrow_n the narrow tiles are the wide tiles'
-    count with no columns to spare: 4096x64x4096, bn128 0.41 against splitk4 0.35 (but 128x128x32768, 0.05 against
+    `min_slice_k` of K each. On an H100 (x SGEMM, results/reference/NVIDIA_H100/3xfp16/suite.txt), splitk4 against
+    bn128: 1024x1024x8192 1.62 against 1.59, 256x4096x14336 (m x n x k) 1.29 against 1.20, 512x512x16384 0.62
+    against 0.44, 16x3584x3584 0.57 against 0.54; at 1024^3 (256 of K a slice) 1.34 against 1.85, and splitk2 (as
+    many work items as bn128's tiles) 1.40. Where N is at most narrow_n the narrow tiles are the wide tiles' count
+    with no columns to spare: 4096x64x4096, bn128 0.41 against splitk4 0.35 (but 128x128x32768, 0.05 against
     0.08)."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
