@@ -86,7 +86,9 @@ FIGURES: dict[str, FigureSpec] = {
             "is min(calibrated copy bandwidth × intensity, calibrated cuBLAS rate for that type), and the dotted "
             "line the datasheet's dense peak for the device where it is known (H100/H200 SXM): a point near "
             "the flat part is compute-bound, one near the slope memory-bound, and a point above the slope gets "
-            "reuse from the caches that the model does not count.",
+            "reuse from the caches that the model does not count. A kernel that runs its type on other arithmetic "
+            "(fp32 on the tf32 or fp16 tensor cores: 3xTF32, 3xFP16) sits under that arithmetic's roof, not this "
+            "panel's, and may stand above it.",
             plot_roofline,
         ),
         FigureSpec(
