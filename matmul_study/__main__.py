@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--block", type=int, default=0, help="block size for methods with a block axis")
     p.add_argument("--dtype", required=True, choices=list(dtypes.NAMES))
+    p.add_argument("--variant", default="default", help="a registered build of the method (default: its default)")
     c = sub.add_parser("compare", help="compare the rates of two runs' results.csv (reproducibility): JSON on stdout")
     c.add_argument("first", help="a results.csv, or a run's folder holding tables/results.csv")
     c.add_argument("second", help="the same, of the other run")
@@ -95,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--dtype {args.dtype}: {args.method} supports {', '.join(method.dtypes)}")
     if method.block_axis and not 1 <= args.block <= 32:
         parser.error(f"--block {args.block}: {args.method} needs a block size from 1 to 32")
-    json.dump(model(args.method, args.m, args.k, args.n, args.block, args.dtype), sys.stdout, indent=1)
+    try:
+        method.variant(args.variant)
+    except KeyError as exc:
+        parser.error(f"--variant {args.variant}: {exc.args[0]}")
+    json.dump(model(args.method, args.m, args.k, args.n, args.block, args.dtype, args.variant), sys.stdout, indent=1)
     print()
     return 0
 

@@ -168,7 +168,8 @@ def test_the_gemm_is_given_the_scales_its_prepass_wrote(variant):
 def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
     # The kernel computes K', its row pitches and its tile count itself: a registry that disagreed would size the
     # buffers, the tensor maps or the pre-pass grid for another layout.
-    checks = [f"static_assert(wgmma_3xfp16::wide_k({k}) == {3 * split_fp16_kp(k)}, \"wide_k({k})\");"
+    products = registry.get(METHOD).products  # K' = products x the padded k: the model's reads and FLOP too
+    checks = [f"static_assert(wgmma_3xfp16::wide_k({k}) == {products * split_fp16_kp(k)}, \"wide_k({k})\");"
               for _, _, k in SHAPES]
     for m, n, k in SHAPES:
         a3 = pitch_elements(2 * split_fp16_kp(k), 2)

@@ -55,7 +55,8 @@ def test_the_prepass_has_one_block_per_32x32_tile_of_a_and_of_b(m, n, k):
 def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
     # The kernel computes K' and its tile count itself: a registry that disagreed would size the buffers, the
     # tensor maps or the pre-pass grid for another layout.
-    checks = [f"static_assert(wgmma_3xtf32::wide_k({k}) == {3 * split_tf32_kp(k)}, \"wide_k({k})\");"
+    products = registry.get(METHOD).products  # K' = products x the padded k: the model's reads and FLOP too
+    checks = [f"static_assert(wgmma_3xtf32::wide_k({k}) == {products * split_tf32_kp(k)}, \"wide_k({k})\");"
               for _, _, k in SHAPES]
     checks += [f"static_assert(wgmma_3xtf32::stored_k({k}) == {split_tf32_columns(k)}, \"stored_k({k})\");"
                for _, _, k in SHAPES]

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from matmul_study.analysis.model import model
+from matmul_study.analysis.model import known_build, model
+from matmul_study.core import registry
 
 
 def test_naive_reads_a_row_and_a_column_per_output():
@@ -53,6 +54,31 @@ def test_larger_tiles_mean_higher_intensity():
     assert naive == pytest.approx(0.25, rel=1e-3)  # 2 flops per 8 bytes
 
 
+def test_three_products_issue_three_times_the_flop_over_the_prepasses_operands():
+    # 3xFP16 at 8192^3 in 128x256 tiles: the GEMM reads fp16 parts over K' = 3k (1.5 times fp32 operands over k),
+    # and its pre-pass reads A and B once and writes A3, B3 (m x 2k and 2k x n halves) and the scales S3.
+    n, item = 8192, 4
+    r = model("wgmma_3xfp16", n, n, n, 0, "float32", "promote2")
+    tm, tn, _ = registry.get("wgmma_3xfp16").tile(0, "float32")
+    assert r["flops_issued"] == 3 * r["flops_useful"] == 3 * 2 * n**3
+    gemm = (n * 3 * n * (n // tn) + 3 * n * n * (n // tm)) * 2
+    assert r["bytes_read"] == gemm + 2 * n * n * item
+    assert r["bytes_written"] == n * n * item + 2 * (n * 2 * n * 2) + 2 * n * item
+    sgemm_like = model("wgmma_warp_specialized", n, n, n, 0, "float16")  # the same tiles on fp16 operands
+    assert r["bytes_read"] > 3 * sgemm_like["bytes_read"] and r["intensity"] < sgemm_like["intensity"] / 3
+
+
+def test_a_build_without_the_prepass_is_modelled_without_its_traffic():
+    # wgmma_tf32's default build reads the Bt its transpose wrote (B read, Bt written); its swapped build reads B
+    # as it is and runs no pre-pass.
+    n = 4096
+    default = model("wgmma_tf32", n, n, n, 0, "tf32")
+    swapped = model("wgmma_tf32", n, n, n, 0, "tf32", "swap")
+    assert default["bytes_read"] - swapped["bytes_read"] == n * n * 4
+    assert default["bytes_written"] - swapped["bytes_written"] == n * n * 4
+    assert known_build("wgmma_tf32", "swap") == "swap" and known_build("wgmma_tf32", "gone") is None
+
+
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "matmul_study", "model", *args], capture_output=True, text=True)
 
@@ -69,6 +95,7 @@ def test_cli_prints_the_model_as_json():
     (["--method", "wmma", "--dtype", "float32"], "wmma supports float16"),
     (["--method", "tiled", "--dtype", "float32", "--block", "64"], "block size from 1 to 32"),
     (["--method", "magic", "--dtype", "float32"], "invalid choice: 'magic'"),
+    (["--method", "wgmma_3xfp16", "--dtype", "float32", "--variant", "bn999"], "wgmma_3xfp16 has no variant 'bn999'"),
 ])
 def test_cli_rejects_bad_input_clearly(args, message):
     out = run_cli("--m", "8", "--k", "8", "--n", "8", *args)

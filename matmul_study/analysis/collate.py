@@ -11,7 +11,7 @@ from matmul_study.core import registry, results
 from matmul_study.core.configs import DEFAULT
 from matmul_study.core.records import CALIBRATION_COLUMNS
 from matmul_study.analysis.accuracy import vendor_default_class, with_classes
-from matmul_study.analysis.model import model
+from matmul_study.analysis.model import known_build, model
 
 
 
@@ -103,8 +103,8 @@ def add_ratios(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def add_model(df: pd.DataFrame) -> pd.DataFrame:
-    rows = [model(r.method, r.m, r.k, r.n, r.block, r.dtype) if r.method in registry.METHODS else {}
-            for r in df.itertuples()]
+    rows = [model(r.method, r.m, r.k, r.n, r.block, r.dtype, known_build(r.method, getattr(r, "variant", None)))
+            if r.method in registry.METHODS else {} for r in df.itertuples()]
     modelled = pd.DataFrame(rows, index=df.index)
     for key in ("flops_issued", "bytes_read", "bytes_written", "intensity"):
         df[f"model_{key}"] = modelled.get(key)

@@ -89,11 +89,11 @@ def _modelled(row: pd.Series) -> tuple[float, float, float]:
     if all(np.isfinite(v) for v in values):
         issued, read, written, intensity = values
         return float(issued), float(read + written), float(intensity)
-    from matmul_study.analysis.model import model
+    from matmul_study.analysis.model import known_build, model
 
     try:
         got = model(row["method"], int(row["m"]), int(row["k"]), int(row["n"]), int(row.get("block") or 0),
-                    row["dtype"])
+                    row["dtype"], known_build(row["method"], row.get("variant")))
     except (KeyError, ValueError, TypeError):
         return np.nan, np.nan, np.nan
     return float(got["flops_issued"]), float(got["bytes_read"] + got["bytes_written"]), float(got["intensity"])

@@ -522,6 +522,7 @@ METHODS: dict[str, Method] = {
             "accumulators every k step or two, below SGEMM's error",
             ("float32",), "14_wgmma_3xtf32.cu", "wgmma_3xtf32_matmul<{T}>", WS_TF32, ("A3", "BT3"),
             prepass=SPLIT_TF32_PREPASS,
+            products=3,
             accuracy=THREE_TF32,
             arithmetic="tf32",
             # wgmma_tf32's configurations; split-K slices also shorten each tensor-core sum (its accuracy), and
@@ -588,6 +589,7 @@ METHODS: dict[str, Method] = {
             "tensor-core rate; the pre-pass is timed with the GEMM",
             ("float32",), "19_wgmma_3xfp16.cu", "wgmma_3xfp16_matmul<{T}>", WS_3XFP16, ("A3", "B3"),
             prepass=SPLIT_FP16_PREPASS,
+            products=3,
             arithmetic="float16",
             variants=WS_3XFP16_VARIANTS,
             # its 128x256 tiles promoted every two k steps where they fill half a wave, else its 128x128 ones, or

@@ -133,6 +133,8 @@ class Prepass:
     outputs: tuple[PrepassOutput, ...]
     launch: Callable[["Problem"], "Launch"]
     scales: str | None = None
+    # The user's operands it reads (the analytic model's traffic): A and B, or B alone (the tf32 transpose).
+    reads: tuple[str, ...] = ("A", "B")
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,9 @@ class Method:
     variants: tuple[Variant, ...] = ()
     # A kernel run before the GEMM in every launch, writing the operands its tensor maps read (see Prepass).
     prepass: Prepass | None = None
+    # Tensor-core products per multiply-add of C (3xTF32 and 3xFP16: big·small + small·big + big·big, their GEMM
+    # running over K' = 3k): the analytic model's FLOP issued and the k its GEMM reads.
+    products: int = 1
     # The per-problem heuristic over the variants (core/configs.py): (problem, variant names) -> Choice.
     choose: Callable | None = None
     # A second heuristic, over its builds of another accuracy class than `choose` picks from (FP8's promoted builds
@@ -270,6 +275,15 @@ class Method:
                 return v
         known = ", ".join(["default", *(v.name for v in self.variants)])
         raise KeyError(f"{self.name} has no variant {name!r}; its variants: {known}")
+
+    def prepass_of(self, variant: "Variant | str | None" = None) -> Prepass | None:
+        """The pre-pass a build (a Variant, or its name) runs: the method's, where the build's tensor maps read one
+        of its outputs (a build whose maps read none, wgmma_tf32's swapped and *_smem_bt builds, runs without it)."""
+        if self.prepass is None:
+            return None
+        build = variant if isinstance(variant, Variant) else self.variant(variant)
+        read = {spec.operand for spec in (build.tensor_maps or self.tensor_maps)}
+        return self.prepass if read & {o.name for o in self.prepass.outputs} else None
 
     def launch_for(self, problem: Problem, variant: str | None = None) -> Launch:
         v = self.variant(variant)

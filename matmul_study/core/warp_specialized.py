@@ -985,7 +985,7 @@ def transpose_tf32_launch(p: Problem) -> Launch:
 # wgmma_tf32's pre-pass: Bt (n x k) from B, on every launch (its builds that write Bt in shared memory read B and
 # skip it: launchers.tensor_map_kernel).
 TRANSPOSE_TF32_PREPASS = Prepass("wgmma_tf32_transpose", (PrepassOutput("BT", lambda p: (p.n, p.k)),),
-                                 transpose_tf32_launch)
+                                 transpose_tf32_launch, reads=("B",))
 
 
 SPLIT_TF32_PREPASS = Prepass(

@@ -299,11 +299,12 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     if "B" in needed:
         operands["B"] = PitchedOperand(buffers.b, p.k, p.n, item)
     # A pre-pass writes the operands it names (wgmma_tf32's Bt, 3xTF32's split A and B); a build whose maps read
-    # none of them (wgmma_tf32's *_smem_bt, which reads B) runs without it.
-    written = {o.name for o in method.prepass.outputs} if method.prepass is not None else set()
+    # none of them (wgmma_tf32's *_smem_bt, which reads B) runs without it (Method.prepass_of).
+    runs = method.prepass_of(variant)
+    written = {o.name for o in runs.outputs} if runs is not None else set()
     if "BT" in needed and "BT" not in written:
         operands["BT"] = transposed_operand(buffers.b, p.k, p.n, item, p.dtype.storage)
-    before = prepass(method, p, buffers, module, operands) if needed & written else None  # adds its outputs
+    before = prepass(method, p, buffers, module, operands) if runs is not None else None  # adds its outputs
     maps = {spec.operand: encode_tensor_map(spec, operands[spec.operand],
                                             getattr(operands[spec.operand], "storage", None) or p.dtype.name)
             for spec in specs}
