@@ -62,8 +62,9 @@ def precision_table(results: pd.DataFrame) -> pd.DataFrame:
     verified methods of ours and one for the vendor line (where each ran and verified there; vendor True), each with
     its best burst rate over blocks and configurations (tflops), the relative Frobenius error of that job
     (rel_error), the vendor line's rate and error, the ratio of the two rates (vs_vendor), the quantization error
-    where the results carry one (quantization_rel_error; NaN otherwise) and the datasheet peak. Failed jobs never enter: a wrong kernel is
-    never shown as fast. Devices in order of appearance, dtypes in the records' display order."""
+    where the results carry one (quantization_rel_error; NaN otherwise) and the datasheet peak. Failed jobs never
+    enter: a wrong kernel is never shown as fast. Devices in order of appearance, dtypes in the records' display
+    order."""
     ok = verified_gpu_rates(results)
     if ok.empty or not {"method", "dtype", "m", "k", "n"} <= set(ok.columns):
         return pd.DataFrame(columns=COLUMNS)
