@@ -9,7 +9,8 @@
 # Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS. The study uses every GPU of the
 # host (--resources gpu=N, N from nvidia-smi) unless $GPUS says how many.
 # A study longer than one call resumes from the last call's study.tar.gz: copy it into an ignored folder that
-# travels (carry), and set RESUME_FROM to it; finished jobs are kept, only the missing ones run. Keep
+# travels (carry), and set RESUME_FROM to it; finished jobs are kept, only the missing ones run (the shape suite:
+# SHAPES_RESUME_FROM, the last call's shapes.tar.gz; SHAPES_TIMEOUT as STUDY_TIMEOUT). Keep
 # STUDY_TIMEOUT a minute or more inside the call's limit: snakemake gets SIGTERM, then SIGKILL 20 s later.
 # Everything worth keeping lands in $OUT (logs, and study.tar.gz with tables, figures, report and result files).
 # The jobs record the project's commit. On a copied tree whose git metadata is not the commit sent (the device
@@ -75,33 +76,41 @@ if has tests; then
     fi
 fi
 
-if [[ -n ${RESUME_FROM:-} ]]; then
-    echo "== resuming from $RESUME_FROM"
-    tar tzf "$RESUME_FROM" | sed 's|/$||' >/tmp/resumed-files || exit 1
-    tar xzf "$RESUME_FROM" || exit 1
-    # This copy of the repo is newer than the archived outputs: date every other file a day back, so that
-    # Snakemake's mtime trigger reruns nothing that finished (its metadata, in the archive, covers the rest).
+# resume ARCHIVE: unpack a cut-off run's archive (below) into the current folder, a copy of the repo newer than the
+# archived outputs, and date every other file a day back, so that Snakemake's mtime trigger reruns nothing that
+# finished (its metadata, in the archive, covers the rest); only the missing jobs run.
+resume() {
+    echo "== resuming from $1 in $PWD"
+    tar tzf "$1" | sed 's|/$||' >/tmp/resumed-files || exit 1
+    tar xzf "$1" || exit 1
     find . -path ./.git -prune -o -path ./.devkit -prune -o -type f -print | sed 's|^\./||' \
         | grep -vxFf /tmp/resumed-files | xargs -d '\n' touch -d "@$(( $(date +%s) - 86400 ))"
-fi
-
-archive() {
-    tar czf "$OUT/study.tar.gz.part" results/tables results/figures results/runs results/benchmarks results/kernels \
-        report logs .snakemake/log .snakemake/metadata 2>/dev/null
-    mv -f "$OUT/study.tar.gz.part" "$OUT/study.tar.gz"
 }
+# archive_run FOLDER ARCHIVE: what a run in FOLDER has finished, as one archive that `resume` takes up again.
+archive_run() {
+    tar czf "$2.part" -C "$1" results/tables results/figures results/runs results/benchmarks results/kernels \
+        report logs .snakemake/log .snakemake/metadata 2>/dev/null
+    mv -f "$2.part" "$2"
+}
+archive() { archive_run . "$OUT/study.tar.gz"; }
+
+[[ -n ${RESUME_FROM:-} ]] && resume "$RESUME_FROM"
 
 if has shapes; then
     # The shape suite (shapes.yaml) in a scratch copy, so that the default study's results stay as they are.
     echo "== shape suite in a scratch copy"
+    # A suite longer than one call resumes as the study does: SHAPES_RESUME_FROM names the last call's shapes.tar.gz,
+    # carried in an ignored folder.
     suite=/tmp/shape-suite
     rm -rf "$suite" && mkdir -p "$suite"
     tar --exclude=./results --exclude=./.snakemake --exclude=./.devkit -cf - . | tar -xf - -C "$suite"
+    resume_from=${SHAPES_RESUME_FROM:+$(realpath "$SHAPES_RESUME_FROM")}
+    [[ -z $resume_from ]] || (cd "$suite" && resume "$resume_from") || exit 1
     s=$(date +%s)
     (cd "$suite" && timeout -k 20 "${SHAPES_TIMEOUT:-540}" python3 -m snakemake --cores "$(nproc)" --resources gpu=1 \
         --keep-going --configfile shapes.yaml >"$OUT/shapes-snakemake.log" 2>&1)
     echo "shape suite exit $? after $(( $(date +%s) - s )) s" | tee -a "$OUT/shapes-snakemake.log"
-    tar czf "$OUT/shapes.tar.gz" -C "$suite" results/tables results/runs results/figures report logs 2>/dev/null
+    archive_run "$suite" "$OUT/shapes.tar.gz"
 fi
 
 if has sweep; then
