@@ -15,8 +15,9 @@
 // (WGMMA_WS_PROMOTE, mainloop.cuh): SGEMM's accuracy class.
 //
 // Two kernels, one timed launch:
-//   pre-pass (wgmma_3xfp16_split): reads A's rows and B's columns twice (their largest magnitude, then the split)
-//     and writes, with kp = k rounded up to 64 (the GEMM's k step), zeros past k:
+//   pre-pass (wgmma_3xfp16_split): reads each row of A once (its first HELD x 1024 elements stay in registers
+//     between its largest magnitude and the split) and B's columns twice, and writes, with kp = k rounded up to 64
+//     (the GEMM's k step), zeros past k:
 //         A3 (m x 2 kp halves, K-major)  = [ A_big   | A_small ]  (each row scaled by 2^ea[row])
 //         B3 (2 kp x n halves, N-major)  = [ B_small ; B_big   ]  (each column scaled by 2^eb[col])
 //         S3 (m + n floats)              = [ 2^-ea  | 2^-eb   ]
@@ -37,11 +38,17 @@
 namespace wgmma_3xfp16 {
 
 constexpr int K_ALIGN = 64;      // each block of k padded to whole k steps of the GEMM (BK halves)
-// The pre-pass: a block of 32 x 32 threads, 32 rows of A or 32 columns of B. A block of B's columns is the only
+// The pre-pass: a block of 32 x 32 threads, 32 columns of B or one row of A. A block of B's columns is the only
 // one that reads them, k rows at a time by its 32 warps, so it needs all of an SM's warps to keep enough bytes in
-// flight: n / 32 blocks (128 at n = 4096) fill each SM once.
+// flight: n / 32 blocks (128 at n = 4096) fill each SM once. A row of A is split by all 1024 threads, each holding
+// HELD of its elements in registers from the first read to the split, so that rows of k <= 8192 are read once:
+// read twice, as B's columns are, the second read of a row came mostly from DRAM, since every block's first reads
+// ran at once and together passed L2's size (ncu at 4096^3 on an H100: 390 MB moved against the 268 MB read and
+// written once). HELD = 8 keeps the kernel within 32 registers a thread, two blocks an SM.
 constexpr int COLUMNS = 32;
 constexpr int ROWS = 32;
+constexpr int THREADS = COLUMNS * ROWS;
+constexpr int HELD = 8;
 constexpr int BIG_EXPONENT = 15;  // a row's or column's largest magnitude scaled into [2^14, 2^15)
 
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
@@ -49,8 +56,8 @@ __host__ __device__ constexpr int padded_k(int k) { return cdiv(k, K_ALIGN) * K_
 __host__ __device__ constexpr int wide_k(int k) { return 3 * padded_k(k); }
 __host__ __device__ constexpr int a3_pitch(int k) { return 2 * padded_k(k); }  // halves; a multiple of 128
 __host__ __device__ constexpr int b3_pitch(int n) { return cdiv(n, 8) * 8; }     // halves: 16-byte rows
-__host__ __device__ constexpr int a_blocks(int m) { return cdiv(m, ROWS); }
-__host__ __device__ constexpr int prepass_blocks(int m, int n) { return a_blocks(m) + cdiv(n, COLUMNS); }
+__host__ __device__ constexpr int b_blocks(int n) { return cdiv(n, COLUMNS); }
+__host__ __device__ constexpr int prepass_blocks(int m, int n) { return b_blocks(n) + m; }  // a block per row of A
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // The exponent that scales a largest magnitude `top` into [2^14, 2^15): 0 for a row of zeros or one that is not
@@ -101,12 +108,13 @@ struct Op3xFp16 : Op16<__half>, ThreeProducts {
 }  // namespace wgmma_ws
 #endif
 
-// The pre-pass. Blocks 0 .. a_blocks(m) - 1: 32 rows of A, a warp each, reading its row for the largest
-// magnitude and then again to split it (the second read mostly from L2), writing big and small a column at a lane.
-// The rest: 32 columns of B each, a column a lane and 32 rows of k at a time, the columns' largest magnitudes
-// met in shared memory; the writes of B3's rows are coalesced along n. Columns past k (A3) and rows past k (B3) up
-// to kp are written as zeros, and B3's columns past n up to its pitch too.
-extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::COLUMNS * wgmma_3xfp16::ROWS)
+// The pre-pass. Blocks 0 .. b_blocks(n) - 1, the longest, first: 32 columns of B each, a column a lane and 32 rows of
+// k at a time, the columns' largest magnitudes met in shared memory; the writes of B3's rows are coalesced along n.
+// The rest: a row of A each, element c at thread c % 1024, which keeps its first HELD elements from the first read
+// (the largest magnitude) to the second (the split) and reads only those past HELD x 1024 again; the warps' largest
+// magnitudes meet in shared memory. Columns past k (A3) and rows past k (B3) up to kp are written as zeros, and
+// B3's columns past n up to its pitch too.
+extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::THREADS)
     wgmma_3xfp16_split(const float* __restrict__ A, const float* __restrict__ B, __half* __restrict__ a3,
                        __half* __restrict__ b3, float* __restrict__ s3, int m, int n, int k)
 {
@@ -120,28 +128,48 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::COLUMNS * wgmma_3xfp1
 #endif
     const int kp = padded_k(k);
     const int tx = threadIdx.x, ty = threadIdx.y;
-    if (blockIdx.x < a_blocks(m)) {
-        const int r = blockIdx.x * ROWS + ty;
-        if (r >= m) return;
+    __shared__ float tops[ROWS][COLUMNS];
+    if (blockIdx.x >= b_blocks(n)) {
+        const int r = blockIdx.x - b_blocks(n), t = ty * COLUMNS + tx;
+        if (r >= m) return;  // the one block of an empty problem (the whole block: no barrier waits for it)
         const float* row = A + static_cast<size_t>(r) * k;
+        float held[HELD];
         float top = 0.f;
-#pragma unroll 8
-        for (int c = tx; c < k; c += COLUMNS) top = fmaxf(top, fabsf(row[c]));
+#pragma unroll
+        for (int j = 0; j < HELD; ++j) {
+            const int c = t + j * THREADS;
+            held[j] = c < k ? row[c] : 0.f;
+            top = fmaxf(top, fabsf(held[j]));
+        }
+        for (int c = t + HELD * THREADS; c < k; c += THREADS) top = fmaxf(top, fabsf(row[c]));
 #pragma unroll
         for (int o = COLUMNS / 2; o > 0; o /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+        if (tx == 0) tops[0][ty] = top;
+        __syncthreads();
+#pragma unroll
+        for (int w = 0; w < ROWS; ++w) top = fmaxf(top, tops[0][w]);
         const int e = scale_exponent(top);
         __half* out = a3 + static_cast<size_t>(r) * a3_pitch(k);
-        for (int c = tx; c < kp; c += COLUMNS) {
+#pragma unroll
+        for (int j = 0; j < HELD; ++j) {
+            const int c = t + j * THREADS;
+            if (c < kp) {
+                __half big, small;
+                split(held[j], e, big, small);  // zero past k
+                out[c] = big;
+                out[kp + c] = small;
+            }
+        }
+        for (int c = t + HELD * THREADS; c < kp; c += THREADS) {
             __half big, small;
             split(c < k ? row[c] : 0.f, e, big, small);
             out[c] = big;
             out[kp + c] = small;
         }
-        if (tx == 0) s3[r] = ldexpf(1.f, -e);
+        if (t == 0) s3[r] = ldexpf(1.f, -e);
         return;
     }
-    __shared__ float tops[ROWS][COLUMNS];
-    const int col = (blockIdx.x - a_blocks(m)) * COLUMNS + tx;
+    const int col = blockIdx.x * COLUMNS + tx;
     const bool in = col < n;
     float top = 0.f;
     if (in) {

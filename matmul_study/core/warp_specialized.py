@@ -995,8 +995,8 @@ SPLIT_TF32_PREPASS = Prepass(
     split_tf32_prepass_launch)
 
 
-# kernels/warp_specialized/operands_3xfp16.cuh: a block of 32 x 32 threads per 32 rows of A or 32 columns of B
-# (wgmma_3xfp16::ROWS, COLUMNS); the GEMM's k step (WS_16BIT.bk, 64 halves) pads each block of k.
+# kernels/warp_specialized/operands_3xfp16.cuh: a block of 32 x 32 threads (wgmma_3xfp16::COLUMNS, ROWS) per 32
+# columns of B or per row of A; the GEMM's k step (WS_16BIT.bk, 64 halves) pads each block of k.
 SPLIT_FP16_ROWS, SPLIT_FP16_COLUMNS = 32, 32
 
 
@@ -1006,9 +1006,9 @@ def split_fp16_kp(k: int) -> int:
 
 
 def split_fp16_prepass_launch(p: Problem) -> Launch:
-    """A block per 32 rows of A, then per 32 columns of B; at least one. A programmatic dependent: it waits for the
+    """A block per 32 columns of B, then per row of A; at least one. A programmatic dependent: it waits for the
     previous GEMM, which reads its outputs, before writing them."""
-    blocks = cdiv(p.m, SPLIT_FP16_ROWS) + cdiv(p.n, SPLIT_FP16_COLUMNS)
+    blocks = cdiv(p.n, SPLIT_FP16_COLUMNS) + p.m
     return Launch((max(1, blocks), 1, 1), (SPLIT_FP16_COLUMNS, SPLIT_FP16_ROWS, 1), dependent=True)
 
 
