@@ -85,10 +85,14 @@ namespace mma_async_copy {
 template <typename T>
 struct Op;
 
+// Every policy below multiplies its fragments once an mma (THREE_PRODUCTS false); kernel 20's 3xTF32 policy
+// (kernels/20_mma_3xtf32.cu) splits fp32 fragments into big and small tf32 parts and runs three mmas a tile.
+
 // fp16 / bf16: B through ldmatrix.trans, columns in place.
 template <typename T>
 struct Op16 {
     using Acc = float;
+    static constexpr bool THREE_PRODUCTS = false;
     static constexpr int BYTES = 2;
     static constexpr bool PERMUTED_B = false;
     static constexpr bool PROMOTE = false;
@@ -111,6 +115,7 @@ template <> struct Op<__nv_bfloat16> : Op16<__nv_bfloat16> {};
 template <>
 struct Op<float> {
     using Acc = float;
+    static constexpr bool THREE_PRODUCTS = false;
     static constexpr int BYTES = 4;
     static constexpr bool PERMUTED_B = true;
     static constexpr bool PROMOTE = false;
@@ -125,6 +130,7 @@ struct Op<float> {
 
 // 8-bit: four 4-byte loads and a byte transpose give 4 permuted tiles' b.
 struct OpBytes {
+    static constexpr bool THREE_PRODUCTS = false;
     static constexpr int BYTES = 1;
     static constexpr bool PERMUTED_B = true;
     __device__ static int b_phase(int r) { return 2 * ((r / 4) % 4); }
@@ -278,12 +284,11 @@ __device__ __forceinline__ void store_permuted(Acc* C, const Acc (&acc)[MT][NT][
 }
 
 // SPLIT > 1: this block's slice of the k steps (gridDim.z = SPLIT), summed through `workspace` (split_k.cuh).
-// `scales` (FP8): scale_a, scale_b, applied to the sums as they leave.
-template <class Cfg, typename T, int SPLIT>
-__device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, typename Op<T>::Acc* __restrict__ C,
+// `scales` (FP8): scale_a, scale_b, applied to the sums as they leave. O: the operand policy (T's own by default).
+template <class Cfg, typename T, int SPLIT, class O = Op<T>>
+__device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, typename O::Acc* __restrict__ C,
                                      int m, int n, int k, void* workspace, const float* scales)
 {
-    using O = Op<T>;
     using Acc = typename O::Acc;
     constexpr int BM = Cfg::BM, BN = Cfg::BN, WM = Cfg::WM, WN = Cfg::WN, S = Cfg::STAGES;
     constexpr int THREADS = Cfg::THREADS, MT = Cfg::MT, NT = Cfg::NT;
@@ -455,20 +460,46 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
         }
     };
     auto compute = [&](int buf) {
+        if constexpr (O::THREE_PRODUCTS) {
+            // Each row tile's A fragment split once a k step, each B fragment again for every row tile (an H100
+            // SM partition has about 7 issue slots an mma.sync of tf32: the split's 3 instructions an element are
+            // cheaper than the registers that would keep B's parts), then per tile the three products from zero,
+            // the small terms first, and their sum added into fp32 (promoted every k step).
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
+            for (int i = 0; i < MT; ++i) {
+                uint32_t a_big[4], a_small[4];
 #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                if constexpr (O::PROMOTE) {
+                for (int v = 0; v < 4; ++v) O::split(fa[buf][i][v], a_big[v], a_small[v]);
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    uint32_t b_big[2], b_small[2];
+#pragma unroll
+                    for (int v = 0; v < 2; ++v) O::split(fb[buf][j][v], b_big[v], b_small[v]);
                     const float zero[4] = {0.f, 0.f, 0.f, 0.f};
                     float part[4];
-                    O::mma(part, fa[buf][i], fb[buf][j], zero);
+                    O::mma(part, a_big, b_small, zero);
+                    O::mma(part, a_small, b_big, part);
+                    O::mma(part, a_big, b_big, part);
 #pragma unroll
                     for (int v = 0; v < 4; ++v) acc[i][j][v] += part[v];
-                } else {
-                    O::mma(acc[i][j], fa[buf][i], fb[buf][j], acc[i][j]);
                 }
             }
+        } else {
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    if constexpr (O::PROMOTE) {
+                        const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+                        float part[4];
+                        O::mma(part, fa[buf][i], fb[buf][j], zero);
+#pragma unroll
+                        for (int v = 0; v < 4; ++v) acc[i][j][v] += part[v];
+                    } else {
+                        O::mma(acc[i][j], fa[buf][i], fb[buf][j], acc[i][j]);
+                    }
+                }
+        }
     };
 
     const int KT = kt1 - kt0;

@@ -318,12 +318,13 @@ def test_tile_split_k_builds_give_the_same_bits_every_launch_and_the_right_produ
 
 
 # Kernel 10's decode builds (BM x 128 tiles, one row of 4 warps; split K through split_k.cuh): every registered
-# build in every dtype of the method (16-bit, tf32, int8 with int32 partials, FP8 with scales), and kernel 7's (fp32
-# and fp64, BM x 128 tiles of 4 warps side by side), on decode shapes
+# build in every dtype of the method (16-bit, tf32, int8 with int32 partials, FP8 with scales) and of kernel 20 (its
+# 3xTF32 policy, fp32), and kernel 7's (fp32 and fp64, BM x 128 tiles of 4 warps side by side), on decode shapes
 # (m, k, n) with M of 1, 7, 17, 33 and 65 (past one tile of 64), N not a multiple of 8 (rows of B through
 # registers) or of the 128-column tile, K not a multiple of the slices or of a k step, and unaligned rows (k odd:
 # A's rows not 16-byte aligned); split builds three times, the same bits.
-DECODE_BUILDS = [(m, v.name, d) for m in ("mma_async_copy", "warptiled", "dmma") for v in registry.get(m).variants
+DECODE_BUILDS = [(m, v.name, d) for m in ("mma_async_copy", "mma_3xtf32", "warptiled", "dmma")
+                 for v in registry.get(m).variants
                  if v.name.startswith("m") for d in v.dtypes or registry.get(m).dtypes]
 DECODE_SHAPES = [(1, 1, 1), (7, 1000, 300), (17, 4099, 1030), (33, 333, 129), (65, 2048, 264), (16, 8193, 4101)]
 

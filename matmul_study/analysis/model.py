@@ -8,8 +8,10 @@ kernel asks of memory as written, an upper bound on DRAM traffic.
 
 A build with a pre-pass (Method.prepass_of) adds its traffic: it reads the user's operands it names once and writes
 its outputs once; the GEMM then reads those outputs, in their own storage (3xFP16's fp16 parts). A method of several
-tensor-core products per multiply-add (Method.products: 3xTF32 and 3xFP16 run K' = 3k) issues that many times the
-FLOP and reads its operands over K'. Useful FLOP stay 2 m n k: the intensity is useful work per byte moved.
+tensor-core products per multiply-add (Method.products) issues that many times the FLOP; where a pre-pass lays the
+operands' parts out along K' (3xTF32 and 3xFP16: K' = 3k) the GEMM reads them over K', and where the parts are made
+in registers (kernel 20) it reads A and B over k. Useful FLOP stay 2 m n k: the intensity is useful work per byte
+moved.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def model(method: str, m: int, k: int, n: int, block: int, dtype: str, variant: 
     # The GEMM's operands: the pre-pass's outputs in their storage where it runs one, else A and B.
     storage = {o.storage for o in prepass.outputs} - {None} if prepass is not None else set()
     gemm_item = min(dtypes.get(s).itemsize for s in storage) if storage else item
-    wide_k = meth.products * k
+    wide_k = meth.products * k if prepass is not None else k  # the parts laid out along K' by a pre-pass
     if meth.tile is None:
         issued = useful
         reads = (m * k + k * n) * item

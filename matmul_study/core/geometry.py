@@ -536,8 +536,8 @@ def _decode_builds(tile_ms: tuple[int, ...], splits: tuple[int, ...],
                                               lambda s, name, how, tile_m=tile_m: build(tile_m, s, name, how)))
 
 
-def decode_variants() -> tuple[Variant, ...]:
-    """kernel 10's decode builds, BM in DECODE_TILE_MS."""
+def decode_variants(tile_ms: tuple[int, ...] = DECODE_TILE_MS) -> tuple[Variant, ...]:
+    """kernel 10's decode builds, BM in `tile_ms` (a subset of DECODE_TILE_MS)."""
     def build(tile_m: int, s: int, name: str, how: str) -> Variant:
         config = decode_tile(tile_m)
         return split_variant(config, s, name,
@@ -545,7 +545,7 @@ def decode_variants() -> tuple[Variant, ...]:
                              f"{config.tile_k * config.unit_bytes} bytes a row, "
                              f"{config.stages} stages ({config.shared_bytes // 1024} KiB){how}")
 
-    return _decode_builds(DECODE_TILE_MS, DECODE_SPLITS, build)
+    return _decode_builds(tile_ms, DECODE_SPLITS, build)
 
 
 def _side_by_side_decode_variants(family_of: Callable[[int], TileFamily], tile_ms: tuple[int, ...],

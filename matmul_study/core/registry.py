@@ -101,6 +101,8 @@ WS_FP8_VARIANTS = (*WS_FP8_OWN_VARIANTS, *swap_variants(WS_BYTES, WS_FP8_OWN_VAR
 # and 2304^3, 82 %; warptiled fp32 2304^3: 162 tiles of 128 x 256, 61 %). Not 2048^3, 4096^3 or 8192^3 (97 %), nor
 # warptiled fp64, which dmma answers for, and whose sweeps ran too few of its splits at such shapes.
 RAGGED_FILL = 0.9
+# Kernel 20's decode tiles (mma_3xtf32): kernel 10's of 16 and 32 rows (its entry below says why not 64).
+MMA_3XTF32_TILE_MS = tuple(t for t in DECODE_TILE_MS if t <= 32)
 
 WARPTILED_WIDE_DECODE_VARIANTS = warptiled_wide_decode_variants()
 WARPTILED_VARIANTS = (*tile_split_k_variants(WARPTILED), *warptiled_decode_variants(),
@@ -621,6 +623,35 @@ METHODS: dict[str, Method] = {
             default_study=False,
             max_rows=FEW_ROWS_TILE_MS[-1],
             arithmetic=tuple((d, "float32") for d in FEW_ROWS_DTYPES if d != "float64"),  # FMAs on the CUDA cores
+        ),
+        Method(
+            "mma_3xtf32",
+            "fp32 in SGEMM's accuracy class on the tf32 tensor cores with no pre-pass: kernel 10's pipeline "
+            "(mma.sync m16n8k8, cp.async stages, its decode tiles and split K) with each fp32 fragment split in "
+            "registers into big and small tf32 parts, three mmas a tile and k step (big·small + small·big + "
+            "big·big) from zero, their sum added into fp32 accumulators; the operands are read once, as fp32, as "
+            "SGEMM reads them",
+            ("float32",),
+            backend=PYCUDA,
+            source="20_mma_3xtf32.cu",
+            template="mma_3xtf32_matmul<{T}>",
+            launch=MMA_ASYNC_COPY.launch,
+            tile=MMA_ASYNC_COPY.tile,
+            contract_defines=MMA_ASYNC_COPY.defines,
+            launch_bounds=MMA_ASYNC_COPY.launch_bounds,
+            requires=Requirements(min_compute_capability=(8, 0)),
+            # Kernel 10's decode tiles of 16 and 32 rows: at 64 rows the fragments' parts and a row tile's four mma
+            # tiles pass 255 registers a thread (ptxas, nvcc 13.0: 40-104 bytes of spills), so M past 32 runs in
+            # row tiles of 32, as FP8's in kernel 10 (its second set of sums). Kernel 10's heuristic, not yet fitted
+            # to this kernel's measurements.
+            variants=decode_variants(MMA_3XTF32_TILE_MS),
+            choose=configs.decode_tiles(DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
+                                        widest={"float32": max(MMA_3XTF32_TILE_MS)},
+                                        default_tile=(MMA_ASYNC_COPY.tile_m, MMA_ASYNC_COPY.tile_n)),
+            waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol)
+            products=3,
+            arithmetic="tf32",
+            default_study=False,
         ),
         Method(
             "cublas",
