@@ -1,5 +1,5 @@
 // Kernel 20 (mma_3xtf32): fp32 A and B in, fp32 C out, at fp32's accuracy on the tf32 tensor cores, with no
-// pre-pass: kernel 10's pipeline (10_mma_async_copy.cu: cp.async stages, warp-level mma.sync m16n8k8 tf32, its
+// pre-pass: kernel 10's pipeline (mma_async_copy.cuh: cp.async stages, warp-level mma.sync m16n8k8 tf32, its
 // decode tiles and split K) with an operand policy that splits each fp32 fragment in registers.
 //
 // Where memory decides (a few token rows against a weight matrix, a deep K with few tiles) fp32 on the CUDA cores
@@ -22,7 +22,7 @@
 // Host contract: kernel 10's (its configuration macros, grid, shared memory and split-K workspace), fp32 A, B, C.
 #pragma once
 
-#include "10_mma_async_copy.cu"
+#include "mma_async_copy.cuh"
 
 namespace mma_async_copy {
 
