@@ -12,7 +12,8 @@ import pytest
 
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import Problem, cdiv
-from matmul_study.core.warp_specialized import SPLIT_FP16_COLUMNS, SPLIT_FP16_ROWS, split_fp16_kp
+from matmul_study.core.warp_specialized import (SPLIT_FP16_COLUMNS, SPLIT_FP16_HELD, SPLIT_FP16_ROWS, split_fp16_kp,
+                                                split_fp16_row_threads)
 from matmul_study.launch import kernels
 from matmul_study.launch.operands import pitch_elements
 from prepass_checks import (assert_both_kernels_wait_before_any_global_access, assert_the_kernel_agrees,
@@ -99,9 +100,12 @@ def test_the_prepass_writes_fp16_operands_and_the_scales_the_gemm_takes(m, n, k)
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
-def test_the_prepass_has_a_block_per_32_columns_of_b_and_per_row_of_a(m, n, k):
+def test_the_prepass_has_a_block_per_32_columns_of_b_and_per_rows_of_a_that_fill_it(m, n, k):
+    # A row of A takes a warp up to k = 256 (8 elements a thread), twice as many threads each time k doubles, and a
+    # whole block of 1024 past k = 4096.
+    rows = {1: 32, 33: 32, 37: 32, 64: 32, 511: 16, 4096: 2, 4097: 1}[k]
     launch = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32))
-    assert launch.grid == (cdiv(n, 32) + m, 1, 1)
+    assert launch.grid == (cdiv(n, 32) + cdiv(m, rows), 1, 1)
     assert launch.threads == (32, 32, 1) and launch.shared_bytes == 0
     # It waits for the previous GEMM before overwriting the buffers that GEMM reads.
     assert launch.dependent and not launch.clustered
@@ -177,10 +181,11 @@ def test_the_kernel_agrees_with_the_registry_on_sizes(tmp_path):
         blocks = registry.get(METHOD).prepass.launch(Problem(m, n, k, 0, FP32)).grid[0]
         checks += [f"static_assert(wgmma_3xfp16::a3_pitch({k}) == {a3}, \"a3 pitch {k}\");",
                    f"static_assert(wgmma_3xfp16::b3_pitch({n}) == {b3}, \"b3 pitch {n}\");",
-                   f"static_assert(wgmma_3xfp16::prepass_blocks({m}, {n}) == {blocks}, \"blocks {m}x{n}\");"]
+                   f"static_assert(wgmma_3xfp16::prepass_blocks({m}, {n}, {k}) == {blocks}, \"blocks {m}x{n}x{k}\");",
+                   f"static_assert(wgmma_3xfp16::row_threads({k}) == {split_fp16_row_threads(k)}, \"row {k}\");"]
     checks.append(f"static_assert(wgmma_3xfp16::K_ALIGN == {registry.get(METHOD).config.bk}, \"k step\");")
     checks.append(f"static_assert(wgmma_3xfp16::ROWS == {SPLIT_FP16_ROWS} && wgmma_3xfp16::COLUMNS == "
-                  f"{SPLIT_FP16_COLUMNS}, \"the pre-pass's block\");")
+                  f"{SPLIT_FP16_COLUMNS} && wgmma_3xfp16::HELD == {SPLIT_FP16_HELD}, \"the pre-pass's block\");")
     assert_the_kernel_agrees(METHOD, checks, "static_assert(wgmma_3xfp16::b3_pitch(1) == 1, \"guard: no padding\");",
                              tmp_path)
 
@@ -198,9 +203,10 @@ def gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m,n,k", [(17, 65, 33), (257, 129, 511), (3, 5, 4097), (5, 33, 8257)])
+@pytest.mark.parametrize("m,n,k", [(17, 65, 33), (257, 129, 511), (3, 5, 4097), (5, 33, 8257), (70, 9, 1000)])
 def test_the_prepass_writes_the_modelled_split_and_scales(gpu, tmp_path, m, n, k):
-    # 8257: a row of A longer than its block holds in registers (8192), read again past that.
+    # k = 33: 32 rows of A a block, 15 of them past m; 1000: 128 threads a row, 8 rows a block, the last block's 2
+    # past m; 8257: a row longer than its block holds in registers (8192), read again past that.
     rng = np.random.default_rng([m, n, k])
     a = (rng.standard_normal((m, k)) * 10.0 ** rng.integers(-20, 21, (m, 1))).astype(np.float32)
     a[0] = 0  # a row of zeros: scale 1

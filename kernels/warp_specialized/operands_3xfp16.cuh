@@ -15,9 +15,9 @@
 // (WGMMA_WS_PROMOTE, mainloop.cuh): SGEMM's accuracy class.
 //
 // Two kernels, one timed launch:
-//   pre-pass (wgmma_3xfp16_split): reads each row of A once (its first HELD x 1024 elements stay in registers
-//     between its largest magnitude and the split) and B's columns twice, and writes, with kp = k rounded up to 64
-//     (the GEMM's k step), zeros past k:
+//   pre-pass (wgmma_3xfp16_split): reads each row of A once (its first HELD x row_threads(k) elements stay in
+//     registers between its largest magnitude and the split) and B's columns twice, and writes, with kp = k rounded
+//     up to 64 (the GEMM's k step), zeros past k:
 //         A3 (m x 2 kp halves, K-major)  = [ A_big   | A_small ]  (each row scaled by 2^ea[row])
 //         B3 (2 kp x n halves, N-major)  = [ B_small ; B_big   ]  (each column scaled by 2^eb[col])
 //         S3 (m + n floats)              = [ 2^-ea  | 2^-eb   ]
@@ -25,7 +25,7 @@
 //   GEMM: the warp-specialised pipeline (kernel.cuh) with the 16-bit operands (Op16<__half>) over K' = 3 kp, the
 //     third block of k steps reading A3's first block and B3's second again, as 3xTF32's (K_BLOCKS_REPEAT).
 //
-// Host contract: the pre-pass first, grid (prepass_blocks(m, n), 1, 1), block (32, 32, 1), no dynamic shared memory,
+// Host contract: the pre-pass first, grid (prepass_blocks(m, n, k), 1, 1), block (32, 32, 1), no dynamic shared memory,
 // launched as a programmatic dependent of the previous kernel (it waits for it before writing A3, B3 and S3, which
 // that kernel may still read); A3's row pitch a3_pitch(k) halves, B3's b3_pitch(n) halves (both the launcher's
 // 16-byte padding). Then the GEMM, as the 16-bit rung's (kernel.cuh's host contract), with the user's m, n, k and S3
@@ -38,13 +38,15 @@
 namespace wgmma_3xfp16 {
 
 constexpr int K_ALIGN = 64;      // each block of k padded to whole k steps of the GEMM (BK halves)
-// The pre-pass: a block of 32 x 32 threads, 32 columns of B or one row of A. A block of B's columns is the only
-// one that reads them, k rows at a time by its 32 warps, so it needs all of an SM's warps to keep enough bytes in
-// flight: n / 32 blocks (128 at n = 4096) fill each SM once. A row of A is split by all 1024 threads, each holding
-// HELD of its elements in registers from the first read to the split, so that rows of k <= 8192 are read once:
-// read twice, as B's columns are, the second read of a row came mostly from DRAM, since every block's first reads
-// ran at once and together passed L2's size (ncu at 4096^3 on an H100: 390 MB moved against the 268 MB read and
-// written once). HELD = 8 keeps the kernel within 32 registers a thread, two blocks an SM.
+// The pre-pass: a block of 32 x 32 threads, 32 columns of B or rows of A. A block of B's columns is the only one that
+// reads them, k rows at a time by its 32 warps, so it needs all of an SM's warps to keep enough bytes in flight: n / 32
+// blocks (128 at n = 4096) fill each SM once. A row of A is split by row_threads(k) threads, a warp to all 1024, each
+// holding HELD of its elements in registers from the first read to the split (a block holds 1024 / row_threads(k) rows:
+// a warp a row up to k = 256, as many blocks as rows from k = 4097), so that rows of k <= 8192 are read once: read
+// twice, as B's columns are, the second read of a row came mostly from DRAM, since every block's first reads ran at
+// once and together passed L2's size (ncu at 4096^3 on an H100: 390 MB moved against the 268 MB read and written once).
+// HELD = 8 keeps the kernel within 32 registers a thread, two blocks an SM; fewer threads a row at a short k keep a
+// block's threads busy (a block a row would leave most idle and make m blocks of little work).
 constexpr int COLUMNS = 32;
 constexpr int ROWS = 32;
 constexpr int THREADS = COLUMNS * ROWS;
@@ -57,7 +59,15 @@ __host__ __device__ constexpr int wide_k(int k) { return 3 * padded_k(k); }
 __host__ __device__ constexpr int a3_pitch(int k) { return 2 * padded_k(k); }  // halves; a multiple of 128
 __host__ __device__ constexpr int b3_pitch(int n) { return cdiv(n, 8) * 8; }     // halves: 16-byte rows
 __host__ __device__ constexpr int b_blocks(int n) { return cdiv(n, COLUMNS); }
-__host__ __device__ constexpr int prepass_blocks(int m, int n) { return b_blocks(n) + m; }  // a block per row of A
+// The threads that split a row of A: the fewest powers of two from a warp that hold k at HELD each, 1024 at most.
+__host__ __device__ constexpr int row_threads(int k)
+{
+    int t = COLUMNS;
+    while (t < THREADS && t * HELD < k) t *= 2;
+    return t;
+}
+__host__ __device__ constexpr int a_blocks(int m, int k) { return cdiv(m, THREADS / row_threads(k)); }
+__host__ __device__ constexpr int prepass_blocks(int m, int n, int k) { return b_blocks(n) + a_blocks(m, k); }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // The exponent that scales a largest magnitude `top` into [2^14, 2^15): 0 for a row of zeros or one that is not
@@ -110,9 +120,9 @@ struct Op3xFp16 : Op16<__half>, ThreeProducts {
 
 // The pre-pass. Blocks 0 .. b_blocks(n) - 1, the longest, first: 32 columns of B each, a column a lane and 32 rows of
 // k at a time, the columns' largest magnitudes met in shared memory; the writes of B3's rows are coalesced along n.
-// The rest: a row of A each, element c at thread c % 1024, which keeps its first HELD elements from the first read
-// (the largest magnitude) to the second (the split) and reads only those past HELD x 1024 again; the warps' largest
-// magnitudes meet in shared memory. Columns past k (A3) and rows past k (B3) up to kp are written as zeros, and
+// The rest: rows of A, each by rt = row_threads(k) consecutive threads, element c at the row's thread c % rt, which
+// keeps its first HELD elements from the first read (the largest magnitude) to the second (the split) and reads
+// only those past HELD x rt again; the largest magnitudes of a row's warps meet in shared memory. Columns past k (A3) and rows past k (B3) up to kp are written as zeros, and
 // B3's columns past n up to its pitch too.
 extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::THREADS)
     wgmma_3xfp16_split(const float* __restrict__ A, const float* __restrict__ B, __half* __restrict__ a3,
@@ -130,29 +140,32 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::THREADS)
     const int tx = threadIdx.x, ty = threadIdx.y;
     __shared__ float tops[ROWS][COLUMNS];
     if (blockIdx.x >= b_blocks(n)) {
-        const int r = blockIdx.x - b_blocks(n), t = ty * COLUMNS + tx;
-        if (r >= m) return;  // the one block of an empty problem (the whole block: no barrier waits for it)
-        const float* row = A + static_cast<size_t>(r) * k;
+        const int rt = row_threads(k), t = ty * COLUMNS + tx, lane = t % rt;
+        const int r = (blockIdx.x - b_blocks(n)) * (THREADS / rt) + t / rt;
+        const bool live = r < m;  // the last block's rows past m: no loads or stores, but at the barrier
+        const float* row = A + static_cast<size_t>(live ? r : 0) * k;
         float held[HELD];
         float top = 0.f;
 #pragma unroll
         for (int j = 0; j < HELD; ++j) {
-            const int c = t + j * THREADS;
-            held[j] = c < k ? row[c] : 0.f;
+            const int c = lane + j * rt;
+            held[j] = live && c < k ? row[c] : 0.f;
             top = fmaxf(top, fabsf(held[j]));
         }
-        for (int c = t + HELD * THREADS; c < k; c += THREADS) top = fmaxf(top, fabsf(row[c]));
+        if (live)
+            for (int c = lane + HELD * rt; c < k; c += rt) top = fmaxf(top, fabsf(row[c]));
 #pragma unroll
         for (int o = COLUMNS / 2; o > 0; o /= 2) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
         if (tx == 0) tops[0][ty] = top;
         __syncthreads();
-#pragma unroll
-        for (int w = 0; w < ROWS; ++w) top = fmaxf(top, tops[0][w]);
+        const int warp0 = t / rt * (rt / COLUMNS);  // the row's first warp
+        for (int w = 0; w < rt / COLUMNS; ++w) top = fmaxf(top, tops[0][warp0 + w]);
         const int e = scale_exponent(top);
+        if (!live) return;
         __half* out = a3 + static_cast<size_t>(r) * a3_pitch(k);
 #pragma unroll
         for (int j = 0; j < HELD; ++j) {
-            const int c = t + j * THREADS;
+            const int c = lane + j * rt;
             if (c < kp) {
                 __half big, small;
                 split(held[j], e, big, small);  // zero past k
@@ -160,13 +173,13 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::THREADS)
                 out[kp + c] = small;
             }
         }
-        for (int c = t + HELD * THREADS; c < kp; c += THREADS) {
+        for (int c = lane + HELD * rt; c < kp; c += rt) {
             __half big, small;
             split(c < k ? row[c] : 0.f, e, big, small);
             out[c] = big;
             out[kp + c] = small;
         }
-        if (t == 0) s3[r] = ldexpf(1.f, -e);
+        if (lane == 0) s3[r] = ldexpf(1.f, -e);
         return;
     }
     const int col = blockIdx.x * COLUMNS + tx;

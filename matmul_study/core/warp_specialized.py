@@ -996,8 +996,18 @@ SPLIT_TF32_PREPASS = Prepass(
 
 
 # kernels/warp_specialized/operands_3xfp16.cuh: a block of 32 x 32 threads (wgmma_3xfp16::COLUMNS, ROWS) per 32
-# columns of B or per row of A; the GEMM's k step (WS_16BIT.bk, 64 halves) pads each block of k.
-SPLIT_FP16_ROWS, SPLIT_FP16_COLUMNS = 32, 32
+# columns of B or per 1024 / split_fp16_row_threads(k) rows of A, each thread of a row holding SPLIT_FP16_HELD of its
+# elements (wgmma_3xfp16::HELD); the GEMM's k step (WS_16BIT.bk, 64 halves) pads each block of k.
+SPLIT_FP16_ROWS, SPLIT_FP16_COLUMNS, SPLIT_FP16_HELD = 32, 32, 8
+
+
+def split_fp16_row_threads(k: int) -> int:
+    """The threads that split a row of A (wgmma_3xfp16::row_threads): the fewest powers of two from a warp that hold
+    its k elements at SPLIT_FP16_HELD each, all of a block's at most."""
+    threads = SPLIT_FP16_COLUMNS
+    while threads < SPLIT_FP16_ROWS * SPLIT_FP16_COLUMNS and threads * SPLIT_FP16_HELD < k:
+        threads *= 2
+    return threads
 
 
 def split_fp16_kp(k: int) -> int:
@@ -1006,9 +1016,10 @@ def split_fp16_kp(k: int) -> int:
 
 
 def split_fp16_prepass_launch(p: Problem) -> Launch:
-    """A block per 32 columns of B, then per row of A; at least one. A programmatic dependent: it waits for the
-    previous GEMM, which reads its outputs, before writing them."""
-    blocks = cdiv(p.n, SPLIT_FP16_COLUMNS) + p.m
+    """A block per 32 columns of B, then per 1024 / split_fp16_row_threads(k) rows of A; at least one. A
+    programmatic dependent: it waits for the previous GEMM, which reads its outputs, before writing them."""
+    rows = SPLIT_FP16_ROWS * SPLIT_FP16_COLUMNS // split_fp16_row_threads(p.k)
+    blocks = cdiv(p.n, SPLIT_FP16_COLUMNS) + cdiv(p.m, rows)
     return Launch((max(1, blocks), 1, 1), (SPLIT_FP16_COLUMNS, SPLIT_FP16_ROWS, 1), dependent=True)
 
 
