@@ -15,8 +15,8 @@
 // and part is added into fp32 accumulators: the tensor cores' own sum, which truncates, runs over 24 exact products
 // at most, so the result is in SGEMM's accuracy class (as wgmma 3xTF32's promoted builds: 2.3e-7 against SGEMM's
 // 1.1e-6 at 4096^3). A_small·B_small (about 2^-22 of a product) is left out. An infinite element has big = inf and
-// small = 0 (not inf - inf). The split costs three instructions an element of a fragment, once a k step (B's
-// fragments before the row tiles that share them), and the tile's mma issue triples: cheap where B streams from
+// small = 0 (not inf - inf). The split costs three instructions an element of a fragment (A's once a k step, B's
+// for each row tile that reads them: gemm's compute), and the tile's mma issue triples: cheap where B streams from
 // memory at a few rows, not at large tiles, where kernels 14 and 19 run.
 //
 // Host contract: kernel 10's (its configuration macros, grid, shared memory and split-K workspace), fp32 A, B, C.
