@@ -29,7 +29,6 @@ namespace mma_async_copy {
 // fp32 fragments loaded as they are (tf32's loads, no rounding) and split in registers before the mmas.
 struct Op3xTf32 : Op<float> {
     static constexpr bool THREE_PRODUCTS = true;
-    static constexpr bool PROMOTE = true;  // each k step's three products leave the tensor cores on their own
     __device__ static void convert(uint32_t&) {}
     __device__ static void split(uint32_t x, uint32_t& big, uint32_t& small)
     {
