@@ -16,7 +16,6 @@ def rung_build(method: str, dtype: str, variant: str | None, tmp_path, target: s
     source.write_text(kernels.module_source(method, [(dtype, 0)], variant))
     output = tmp_path / f"module.{target}"
     options = [*(options or kernels.compile_options(method, variant)), *extra]
-    result = subprocess.run(kernels.nvcc_command(source, output, "sm_90a", options, target), capture_output=True,
-                            text=True)
+    result = kernels.run_nvcc(kernels.nvcc_command(source, output, "sm_90a", options, target))
     code = output.read_text() if target == "ptx" and result.returncode == 0 else ""
     return result.returncode, code, result.stdout + result.stderr

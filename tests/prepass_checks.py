@@ -36,7 +36,7 @@ def assert_both_kernels_wait_before_any_global_access(method: str, dtype: str, t
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(method, [(dtype, 0)]))
     command = kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", kernels.compile_options(method), "ptx")
-    assert subprocess.run(command, capture_output=True, text=True).returncode == 0
+    assert kernels.run_nvcc(command).returncode == 0
     entries = (tmp_path / "module.ptx").read_text().split(".entry ")[1:]
     assert sorted(e.split("(")[0] for e in entries) == sorted([registry.get(method).prepass.symbol,
                                                                kernels.symbol(method, dtype, 0)])

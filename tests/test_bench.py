@@ -111,8 +111,7 @@ def test_a_variant_compiles_with_its_defines(tiled_with_variants, tmp_path):
     ptx = tmp_path / "module.ptx"
     for variant, compiles in ((None, False), ("tagged", True)):
         options = kernels.compile_options("bench_tiled", variant)
-        result = subprocess.run(kernels.nvcc_command(source, ptx, "sm_80", options, "ptx"), capture_output=True,
-                                text=True)
+        result = kernels.run_nvcc(kernels.nvcc_command(source, ptx, "sm_80", options, "ptx"))
         assert (result.returncode == 0) == compiles, result.stderr
     assert ".entry bench_tiled_tagged_float32_b16(" in ptx.read_text()
 

@@ -152,8 +152,7 @@ def fp8_build(variant: str, tmp_path, target: str, extra: tuple[str, ...] = ()) 
     source.write_text(kernels.module_source("wgmma_fp8", [("float8_e4m3", 0)], variant))
     output = tmp_path / f"module.{target}"
     options = [*kernels.compile_options("wgmma_fp8", variant), *extra]
-    result = subprocess.run(kernels.nvcc_command(source, output, "sm_90a", options, target), capture_output=True,
-                            text=True)
+    result = kernels.run_nvcc(kernels.nvcc_command(source, output, "sm_90a", options, target))
     assert result.returncode == 0, result.stderr
     return (output.read_text() if target == "ptx" else ""), result.stdout + result.stderr
 
@@ -211,7 +210,7 @@ def test_a_register_a_build_without_promoted_quarters_fails_to_compile(tmp_path)
     source.write_text(kernels.module_source("wgmma_fp8", [("float8_e4m3", 0)]))
     options = [o.replace("WGMMA_WS_A_REGS=0", "WGMMA_WS_A_REGS=1") for o in kernels.compile_options("wgmma_fp8")]
     command = kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", options)
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = kernels.run_nvcc(command)
     assert result.returncode != 0 and "WGMMA_WS_A_REGS: for promoted builds in column parts only" in result.stderr
 
 

@@ -113,7 +113,7 @@ def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):
     (tmp_path / "m.cu").write_text(source)
     import subprocess
 
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = kernels.run_nvcc(cmd)
     assert done.returncode == 0, done.stderr
     ptx = (tmp_path / "m.ptx").read_text()
     wgmmas = ptx.count("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8")
@@ -130,7 +130,7 @@ def test_int8_narrower_tiles_issue_their_s8_wgmma_and_sum_int32_partials(tmp_pat
     (tmp_path / "m.cu").write_text(kernels.module_source("wgmma_int8", [("int8", 0)], variant))
     cmd = kernels.nvcc_command(tmp_path / "m.cu", tmp_path / "m.ptx", "sm_90a",
                                kernels.compile_options("wgmma_int8", variant), target="ptx")
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = kernels.run_nvcc(cmd)
     assert done.returncode == 0, done.stderr
     ptx = (tmp_path / "m.ptx").read_text()
     assert f"wgmma.mma_async.sync.aligned.{shape}.s32.s8.s8" in ptx and "m64n256k32" not in ptx

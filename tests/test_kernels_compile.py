@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import errno
 import os
 import re
 import shutil
@@ -53,7 +54,7 @@ def compile_ptx(method: str, module_instances: list[tuple[str, int]], arch: str,
     source.write_text(kernels.module_source(method, module_instances))
     command = kernels.nvcc_command(source, tmp_path / "module.ptx", arch, kernels.compile_options(method, None, arch),
                                    "ptx")
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = kernels.run_nvcc(command)
     assert result.returncode == 0, result.stderr
     return (tmp_path / "module.ptx").read_text()
 
@@ -112,6 +113,46 @@ def build_source(method: str, variant: str | None, arch: str) -> str:
     return source
 
 
+def starts_failing(monkeypatch, failures: int) -> list:
+    """subprocess.run in kernels made to fail its first `failures` starts with EFAULT; the list of starts."""
+    starts = []
+
+    def start(command, **kwargs):
+        starts.append(command)
+        if len(starts) <= failures:
+            raise OSError(errno.EFAULT, "Bad address", command[0])
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(kernels.subprocess, "run", start)
+    monkeypatch.setattr(kernels.time, "sleep", lambda seconds: None)
+    return starts
+
+
+def test_a_compile_whose_process_fails_to_start_for_the_moment_is_started_again(monkeypatch):
+    starts = starts_failing(monkeypatch, kernels.SPAWN_ATTEMPTS - 1)
+    assert kernels.run_nvcc(["nvcc", "--version"]).returncode == 0 and len(starts) == kernels.SPAWN_ATTEMPTS
+
+
+def test_a_start_that_keeps_failing_is_the_callers_error_after_the_last_attempt(monkeypatch):
+    starts = starts_failing(monkeypatch, kernels.SPAWN_ATTEMPTS)
+    with pytest.raises(OSError, match="Bad address"):
+        kernels.run_nvcc(["nvcc", "--version"])
+    assert len(starts) == kernels.SPAWN_ATTEMPTS
+
+
+def test_a_compiler_that_cannot_be_run_is_not_started_again(monkeypatch):
+    starts = []
+
+    def start(command, **kwargs):
+        starts.append(command)
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", command[0])
+
+    monkeypatch.setattr(kernels.subprocess, "run", start)
+    with pytest.raises(FileNotFoundError):
+        kernels.run_nvcc(["nvcc", "--version"])
+    assert len(starts) == 1
+
+
 # The front end alone: -O0 to cicc, no ptxas. What a build's definitions can break (a static_assert of its contract,
 # a template that does not instantiate, a switch the source no longer reads) shows there, in about a fifth of the
 # time of an optimised build; the GPU suite compiles and verifies every build whole.
@@ -124,8 +165,8 @@ def run_build(method: str, variant: str | None, arch: str, whole: bool, folder: 
     (folder / "module.cu").write_text(source)
     output = folder / ("module.cubin" if whole else "module.ptx")
     options = [*kernels.compile_options(method, variant, arch), *(() if whole else FRONT_END)]
-    result = subprocess.run(kernels.nvcc_command(folder / "module.cu", output, arch, options,
-                                                 "cubin" if whole else "ptx"), capture_output=True, text=True)
+    result = kernels.run_nvcc(kernels.nvcc_command(folder / "module.cu", output, arch, options,
+                                                   "cubin" if whole else "ptx"))
     return Build(source, result.returncode, result.stderr, output.read_bytes() if result.returncode == 0 else b"")
 
 

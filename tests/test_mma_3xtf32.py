@@ -76,7 +76,9 @@ def test_a_decode_build_keeps_its_fragments_parts_in_registers(tmp_path, variant
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(METHOD, [("float32", 0)], variant))
     command = kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", kernels.compile_options(METHOD, variant))
-    report = subprocess.run([*command, "-Xptxas", "-v"], capture_output=True, text=True, check=True).stderr
+    built = kernels.run_nvcc([*command, "-Xptxas", "-v"])
+    assert built.returncode == 0, built.stderr
+    report = built.stderr
     spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", report)]
     assert spills and not any(spills), report
 

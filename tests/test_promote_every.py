@@ -48,8 +48,7 @@ def build(method: str, variant: str, tmp_path, target: str, extra: tuple[str, ..
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(method, [(RUNGS[method], 0)], variant))
     options = [*(options or kernels.compile_options(method, variant)), *extra]
-    return subprocess.run(kernels.nvcc_command(source, tmp_path / f"module.{target}", "sm_90a", options, target),
-                          capture_output=True, text=True)
+    return kernels.run_nvcc(kernels.nvcc_command(source, tmp_path / f"module.{target}", "sm_90a", options, target))
 
 
 def ptx(method: str, variant: str, tmp_path) -> str:

@@ -269,9 +269,8 @@ def test_a_split_build_sums_through_the_workspace_without_atomics_on_c(method, v
         source = tmp_path / f"{name}.cu"
         source.write_text(kernels.module_source(method, [(d, 0) for d in registry.get(method).dtypes], name))
         out = tmp_path / f"{name}.ptx"
-        result = subprocess.run(kernels.nvcc_command(source, out, "sm_90", kernels.compile_options(method, name,
-                                                                                                   "sm_90"),
-                                                     "ptx"), capture_output=True, text=True)
+        options = kernels.compile_options(method, name, "sm_90")
+        result = kernels.run_nvcc(kernels.nvcc_command(source, out, "sm_90", options, "ptx"))
         assert result.returncode == 0, result.stderr
         return out.read_text()
 
@@ -294,8 +293,7 @@ def spills(method: str, dtype: str, variant: str, tmp_path) -> list[int]:
     source.write_text(kernels.module_source(method, [(dtype, 0)], variant))
     arch = kernels.target(method, "sm_90")
     options = [*kernels.compile_options(method, variant, arch), "-Xptxas", "-v"]
-    out = subprocess.run(kernels.nvcc_command(source, tmp_path / f"{variant}.cubin", arch, options),
-                         capture_output=True, text=True)
+    out = kernels.run_nvcc(kernels.nvcc_command(source, tmp_path / f"{variant}.cubin", arch, options))
     assert out.returncode == 0, out.stderr
     spilled = [int(b) for b in re.findall(r"(\d+) bytes spill stores", out.stdout + out.stderr)]
     assert spilled, out.stderr
@@ -1158,9 +1156,8 @@ def ptxas_registers(method: str, dtype: str, variant: str | None, folder, spills
     source = folder / f"{method}_{variant}.cu"
     source.write_text(kernels.module_source(method, [(dtype, 0)], variant))
     arch = kernels.target(method, "sm_90")
-    out = subprocess.run(kernels.nvcc_command(source, folder / f"{method}_{variant}.cubin", arch,
-                                              [*kernels.compile_options(method, variant, arch), "-Xptxas", "-v"]),
-                         capture_output=True, text=True)
+    options = [*kernels.compile_options(method, variant, arch), "-Xptxas", "-v"]
+    out = kernels.run_nvcc(kernels.nvcc_command(source, folder / f"{method}_{variant}.cubin", arch, options))
     assert out.returncode == 0, out.stderr
     assert spills or " 0 bytes spill stores" in out.stdout + out.stderr, (variant, out.stderr)
     return int(re.findall(r"Used (\d+) registers", out.stdout + out.stderr)[0])

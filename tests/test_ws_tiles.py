@@ -76,8 +76,7 @@ def ptx(method: str, variant: str | None, tmp_path, moved: dict | None = None) -
     if moved:
         config = replace(m.variant(variant).config, **moved)
         options = [*kernels.COMPILE_OPTIONS, *m.compile_options, *(f"-D{d}" for d in config.defines)]
-    return subprocess.run(kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", options, "ptx"),
-                          capture_output=True, text=True)
+    return kernels.run_nvcc(kernels.nvcc_command(source, tmp_path / "module.ptx", "sm_90a", options, "ptx"))
 
 
 @needs_nvcc
@@ -93,9 +92,8 @@ def kernel_asserts(variant: str, asserts: str, tmp_path) -> subprocess.Completed
     """Kernel 12 built as `variant`, with `asserts` (static_asserts on its constants) after it."""
     source = tmp_path / "check.cu"
     source.write_text('#include "12_wgmma_warp_specialized.cu"\n' + asserts)
-    return subprocess.run(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
-                                               kernels.compile_options("wgmma_warp_specialized", variant)),
-                          capture_output=True, text=True)
+    return kernels.run_nvcc(kernels.nvcc_command(source, tmp_path / "check.cubin", "sm_90a",
+                                                 kernels.compile_options("wgmma_warp_specialized", variant)))
 
 
 @needs_nvcc

@@ -8,10 +8,12 @@ GPU machine) and with plain nvcc (in CI, no driver needed).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from matmul_study.core import dtypes, registry
@@ -207,12 +209,32 @@ def nvcc_command(source_file: Path, output: Path, arch: str, options=COMPILE_OPT
             str(source_file)]
 
 
+# Errors of the moment in starting a process: no memory or process slot free (ENOMEM, EAGAIN), a signal (EINTR), and
+# EFAULT from the exec of a busy, many-threaded parent (seen on a loaded two-core runner). Such a start is tried again;
+# a compile that ran and failed is not, nor a missing or unrunnable nvcc (ENOENT, EACCES).
+SPAWN_RETRIED = frozenset({errno.ENOMEM, errno.EAGAIN, errno.EINTR, errno.EFAULT})
+SPAWN_ATTEMPTS = 3
+
+
+def run_nvcc(command: list[str]) -> subprocess.CompletedProcess:
+    """Run an nvcc `command`, capturing its text; a start that fails with an error in SPAWN_RETRIED is tried again,
+    up to SPAWN_ATTEMPTS starts in all."""
+    for attempt in range(1, SPAWN_ATTEMPTS):
+        try:
+            return subprocess.run(command, capture_output=True, text=True)
+        except OSError as error:
+            if error.errno not in SPAWN_RETRIED:
+                raise
+            time.sleep(0.5 * attempt)
+    return subprocess.run(command, capture_output=True, text=True)
+
+
 def compile_with_nvcc(source: str, arch: str, workdir: Path, options=COMPILE_OPTIONS) -> subprocess.CompletedProcess:
     """Compile with plain nvcc, as CI does; returns the finished process (check returncode/stderr)."""
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "module.cu"
     src.write_text(source)
-    return subprocess.run(nvcc_command(src, workdir / "module.cubin", arch, options), capture_output=True, text=True)
+    return run_nvcc(nvcc_command(src, workdir / "module.cubin", arch, options))
 
 
 def compile_cubin(method: str, dtype: str, block: int, arch: str, output: str, variant: str | None = None) -> None:
