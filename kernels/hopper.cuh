@@ -206,27 +206,6 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t addr, uint32_t lbo, uint3
 __device__ __forceinline__ uint32_t desc_address(uint32_t lo) { return (lo & 0x3FFFu) << 4; }
 __device__ __forceinline__ uint32_t shared_window(uint32_t addr) { return addr & ~0x3FFFFu; }
 
-// Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each) from shared memory: lanes 8j..8j+7 give the row
-// addresses of matrix j, and lane l receives in r[j] the 4 bytes of row l/4 of matrix j at byte (l%4)*4, which is
-// the register fragment of an 8-bit (or tf32) wgmma / mma A operand when the four matrices are its rows 0-7 and 8-15
-// at bytes 0-15 and 16-31 of a 32-byte k slice.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-// The same matrices transposed as they load (ldmatrix .trans): lane l receives in r[j] the 16-bit elements of rows
-// 2 (l % 4) and 2 (l % 4) + 1 of matrix j at element l / 4 (bytes 2 (l / 4) and the next of each row's 16), the
-// first in the low half.
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>

@@ -201,6 +201,8 @@ using simt_common::aligned16;
 using simt_common::cp_async;
 using simt_common::cp_async_commit;
 using simt_common::cp_async_wait;
+using simt_common::ldmatrix_x4;
+using simt_common::ldmatrix_x4_trans;
 using simt_common::smem_addr;
 
 // Where chunk `chunk` of row `row` of A is stored, for rows of CHUNKS chunks (header comment).
@@ -212,20 +214,6 @@ __device__ __forceinline__ int swizzle(int row, int chunk)
         return chunk ^ static_cast<int>(r % 8);
     else
         return chunk ^ static_cast<int>(r / (8 / CHUNKS) % CHUNKS);
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                 : "r"(addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&d)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                 : "r"(addr));
 }
 
 __device__ __forceinline__ uint32_t lds32(uint32_t addr)

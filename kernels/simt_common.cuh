@@ -1,8 +1,8 @@
-// Helpers shared by the CUDA-core and mma.sync kernels 06 (register_tiled), 07 (warptiled), 08 (dmma) and 10
-// (mma_async_copy), and by split_k.cuh: 16-byte vectors and alignment, cp.async (sm_80+) and the multi-stage
-// pipeline of 07, 08 and 10, the mma.sync accumulator stores of 08 and 10, and the grouped tile order (07, 08, 10,
-// and the warp-specialised Hopper kernels' persistent tile schedule). Hopper's TMA and wgmma helpers are in
-// hopper.cuh.
+// Helpers shared by the CUDA-core and mma.sync kernels 06 (register_tiled), 07 (warptiled), 08 (dmma), 10
+// (mma_async_copy) and 20 (mma_3xtf32), and by split_k.cuh: 16-byte vectors and alignment, cp.async (sm_80+) and the
+// multi-stage pipeline of 07, 08 and 10, the mma.sync accumulator stores of 08 and 10, ldmatrix (10 and 20, and the
+// byte operands of the warp-specialised Hopper kernels), and the grouped tile order (07, 08, 10, and the
+// warp-specialised kernels' persistent tile schedule). Hopper's TMA and wgmma helpers are in hopper.cuh.
 #pragma once
 
 #include <stdint.h>
@@ -127,6 +127,27 @@ __device__ __forceinline__ void store_mma_tiles(T* C, const T (&acc)[MT][NT][4],
                 }
             }
         }
+}
+
+// Four 8x8 matrices of 16-bit elements (8 rows of 16 bytes each) from shared memory (sm_75+): lanes 8j..8j+7 give
+// the row addresses of matrix j, and lane l receives in r[j] the 4 bytes of row l/4 of matrix j at byte (l%4)*4. Four
+// matrices that are rows 0-7 and 8-15 at bytes 0-15 and 16-31 of a tile's 32-byte k slice give the register fragment
+// of an mma.sync A operand (10, 20) and of a wgmma A operand from registers (the byte operands of 15-17).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// The same matrices transposed as they load (ldmatrix .trans): lane l receives in r[j] the 16-bit elements of rows
+// 2 (l % 4) and 2 (l % 4) + 1 of matrix j at element l / 4 (bytes 2 (l / 4) and the next of each row's 16), the
+// first in the low half.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
 
 // Tile t of a rows x cols grid of tiles, in groups of GROUP tile-rows: consecutive t walk down a group's rows

@@ -110,7 +110,7 @@ struct OpBytes {
     {
         const uint32_t slice0 = hopper::desc_address(da) + lane_offset;
 #pragma unroll
-        for (int kk = 0; kk < BK / 32; ++kk) hopper::ldmatrix_x4(a[kk], slice0 ^ (kk * 32));
+        for (int kk = 0; kk < BK / 32; ++kk) simt_common::ldmatrix_x4(a[kk], slice0 ^ (kk * 32));
     }
     // One k step on COLS columns from col0, from zero, with A from a_fragments.
     template <int COLS>
@@ -176,7 +176,7 @@ struct OpBytesSwapped : OpBytes<Kind> {
         for (int kk = 0; kk < BK / 32; ++kk) {
             hopper::wgmma_wait<BK / 32 - 1>();  // slice kk's registers: the previous step's slice kk has retired
             uint32_t x[4];
-            hopper::ldmatrix_x4_trans(x, row + kk * (32 * 128));
+            simt_common::ldmatrix_x4_trans(x, row + kk * (32 * 128));
             a[kk][0] = __byte_perm(x[0], x[1], 0x6420);  // column 2g: k 4t, 4t + 1 (matrix 0), 4t + 2, 4t + 3 (1)
             a[kk][1] = __byte_perm(x[0], x[1], 0x7531);  // column 2g + 1
             a[kk][2] = __byte_perm(x[2], x[3], 0x6420);  // the same at k + 16
