@@ -225,7 +225,9 @@ __device__ __forceinline__ uint32_t lds32(uint32_t addr)
 
 __device__ __forceinline__ void lds128(uint32_t (&v)[4], uint32_t addr)
 {
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(addr));
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(addr));
 }
 
 // w[i] holds 4 bytes (columns 0-3) of k row i; out[j] the 4 k rows of column j.
@@ -354,7 +356,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
         const bool k_inside = k0 + BK <= k;
         if (a_inside && k_inside) {
 #pragma unroll
-            for (int i = 0; i < A_PER; ++i) cp_async<16>(st + a_soff0 + i * A_RPP * Cfg::BK_BYTES, a_cur + i * a_rstep, 16);
+            for (int i = 0; i < A_PER; ++i)
+                cp_async<16>(st + a_soff0 + i * A_RPP * Cfg::BK_BYTES, a_cur + i * a_rstep, 16);
         } else {
 #pragma unroll
             for (int i = 0; i < A_PER; ++i)

@@ -75,7 +75,8 @@ def test_a_decode_build_keeps_its_fragments_parts_in_registers(tmp_path, variant
     # ptxas's report for the build: no local memory (the 64-row tiles spilled 40-104 bytes, so they are not built).
     source = tmp_path / "module.cu"
     source.write_text(kernels.module_source(METHOD, [("float32", 0)], variant))
-    command = kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", kernels.compile_options(METHOD, variant))
+    options = kernels.compile_options(METHOD, variant)
+    command = kernels.nvcc_command(source, tmp_path / "module.cubin", "sm_90a", options)
     built = kernels.run_nvcc([*command, "-Xptxas", "-v"])
     assert built.returncode == 0, built.stderr
     report = built.stderr

@@ -122,8 +122,8 @@ struct Op3xFp16 : Op16<__half>, ThreeProducts {
 // k at a time, the columns' largest magnitudes met in shared memory; the writes of B3's rows are coalesced along n.
 // The rest: rows of A, each by rt = row_threads(k) consecutive threads, element c at the row's thread c % rt, which
 // keeps its first HELD elements from the first read (the largest magnitude) to the second (the split) and reads
-// only those past HELD x rt again; the largest magnitudes of a row's warps meet in shared memory. Columns past k (A3) and rows past k (B3) up to kp are written as zeros, and
-// B3's columns past n up to its pitch too.
+// only those past HELD x rt again; the largest magnitudes of a row's warps meet in shared memory. Columns past k (A3)
+// and rows past k (B3) up to kp are written as zeros, and B3's columns past n up to its pitch too.
 extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::THREADS)
     wgmma_3xfp16_split(const float* __restrict__ A, const float* __restrict__ B, __half* __restrict__ a3,
                        __half* __restrict__ b3, float* __restrict__ s3, int m, int n, int k)
@@ -163,22 +163,16 @@ extern "C" __global__ void __launch_bounds__(wgmma_3xfp16::THREADS)
         const int e = scale_exponent(top);
         if (!live) return;
         __half* out = a3 + static_cast<size_t>(r) * a3_pitch(k);
-#pragma unroll
-        for (int j = 0; j < HELD; ++j) {
-            const int c = lane + j * rt;
-            if (c < kp) {
-                __half big, small;
-                split(held[j], e, big, small);  // zero past k
-                out[c] = big;
-                out[kp + c] = small;
-            }
-        }
-        for (int c = lane + HELD * rt; c < kp; c += rt) {
+        auto put = [&](int c, float x) {  // element c of the row (zero past k), split into A3's two blocks
             __half big, small;
-            split(c < k ? row[c] : 0.f, e, big, small);
+            split(x, e, big, small);
             out[c] = big;
             out[kp + c] = small;
-        }
+        };
+#pragma unroll
+        for (int j = 0; j < HELD; ++j)
+            if (lane + j * rt < kp) put(lane + j * rt, held[j]);
+        for (int c = lane + HELD * rt; c < kp; c += rt) put(c, c < k ? row[c] : 0.f);
         if (lane == 0) s3[r] = ldexpf(1.f, -e);
         return;
     }
