@@ -54,11 +54,24 @@ def run_plain(workdir: Path) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
+def written_after(paths, since: float) -> list[Path]:
+    """Those of `paths` last written after `since` (time.time()). One gone between the listing and its stat is not:
+    Snakemake removes a stopped job's log as it runs the job again."""
+    found = []
+    for path in paths:
+        try:
+            if path.stat().st_mtime > since:
+                found.append(path)
+        except FileNotFoundError:
+            continue
+    return found
+
+
 def mid_job(workdir: Path, at_least: int, since: float = 0.0) -> bool:
     """At least `at_least` results written and the next job under way: its log (opened once the job can be
     stopped quietly) written after `since` (time.time()) and its result not yet there."""
     done = results(workdir)
-    logs = [p for p in workdir.glob("logs/runs/**/*.log") if p.stat().st_mtime > since]
+    logs = written_after(workdir.glob("logs/runs/**/*.log"), since)
     started = [p for p in logs if str(p.relative_to(workdir / "logs")).removesuffix(".log") + ".json" not in
                {name.removeprefix("results/") for name in done}]
     return len(done) >= at_least and bool(job_pids(workdir)) and bool(started)
