@@ -2332,6 +2332,60 @@ def _two_to_an_sm(problem, slots: int, tile_m: int) -> str:
             "busy)" if slots > problem.sm_count else "")
 
 
+def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int, default_tile: tuple[int, int],
+                        token_rows: int, pair: int = 2, block_k_steps: int = 1,
+                        min_k_steps_per_slice: int = 4) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of kernel 20 (mma_3xtf32: three dependent tf32 mmas a fragment, kernel 10's decode builds
+    m<BM>[_splitk<S>]): the least work on the busiest SM, counting an SM that holds fewer than `pair` blocks as
+    holding `pair`. One block's 4 warps leave the tensor pipe waiting on its chains of three mmas, so an SM runs two
+    in about the time it runs one; past two, more blocks an SM queue.
+
+    Rows: the smallest tile in `tile_ms` that holds M; past the widest, row tiles of the widest (B read by the fewest
+    row tiles). Past `token_rows` rows (kernel 10's), the default build where its `default_tile`s fill half the SMs or
+    more, as decode_tiles has it. K: of the registered splits whose slices keep `min_k_steps_per_slice` k steps of
+    `slice_bytes` a row (whole tiles always), the split S with the fewest k steps on the busiest SM,
+    max(ceil(blocks / SMs), pair) x (ceil(k steps / S) + `block_k_steps`), where `block_k_steps` is what a block
+    costs besides its slice (its pipeline's start, its partial tile written and read back: about one k step's
+    bytes); of splits that tie, the fewest slices (the least to sum).
+
+    Fitted to every build at 8 shapes on an H200 (x cuBLAS's SGEMM, bench/compare.py; results/reference/NVIDIA_H200/
+    small-problems/mma-3xtf32-*.txt), where it picks the best build at all 8, and one block an SM (kernel 10's rule)
+    lost 7-12 % at 6: 16x8192x8192 m16_splitk4 (256 blocks) 1.95 against m16_splitk2's (128) 1.73; 128x4096x4096
+    m32_splitk2 0.90 against whole tiles' 0.83; 32x28672x8192 m32_splitk4 (896 blocks, 7 an SM of 64 k steps) 1.08
+    against whole tiles' (224, 2 an SM of 256) 0.95, m32_splitk2's (448, 4 of 128) 0.94 and m32_splitk32's (7168,
+    55 of 8) 0.98: without the block's own cost, the 32-way split would count 440 k steps against the 4-way's 448."""
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        sms = problem.sm_count
+        allowed = [t for t in tile_ms if f"m{t}" in variants]
+        if problem.m > token_rows:
+            dm, dn = default_tile
+            default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
+            if 2 * default_tiles > sms or not allowed:
+                return Choice(DEFAULT, f"{default_tiles} output tiles of {dm}x{dn} on {sms} SMs: at least half a "
+                                       "wave, so whole default tiles")
+        if not allowed:
+            return Choice(DEFAULT, "no decode build registered: whole default tiles")
+        tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
+        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
+        k_steps = cdiv(problem.k, slice_bytes // problem.dtype.itemsize)
+        base = f"m{tile_m}"
+        splits = [1] + [s for s in registered_splits(variants, base) if cdiv(k_steps, s) >= min_k_steps_per_slice]
+
+        def busiest(s: int) -> int:
+            return max(cdiv(tiles * s, sms), pair) * (cdiv(k_steps, s) + block_k_steps)
+
+        s = min(splits, key=lambda s: (busiest(s), s))
+        name = base if s == 1 else f"{base}_splitk{s}"
+        per_sm = max(cdiv(tiles * s, sms), pair)
+        split = f"split {s} ways" if s > 1 else "whole"
+        return Choice(name, f"{tiles} tiles of {tile_m}x{tile_n} ({k_steps} k steps each) {split}: "
+                            f"{tiles * s} blocks on {sms} SMs, the busiest SM's "
+                            f"{per_sm} blocks (an SM counted as holding {pair} at least) of {cdiv(k_steps, s)} k "
+                            f"steps and {block_k_steps} more a block, the fewest of the registered splits")
+
+    return choose
+
+
 def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int], variants: tuple[str, ...],
                   k_steps: int, tile_k: int, min_k_steps: int, slots: dict[int, int]) -> Choice:
     """decode_tiles past its token rows: the default build's tiles where they fill half a wave or more. Else each

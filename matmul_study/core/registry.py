@@ -642,12 +642,12 @@ METHODS: dict[str, Method] = {
             requires=Requirements(min_compute_capability=(8, 0)),
             # Kernel 10's decode tiles of 16 and 32 rows: at 64 rows the fragments' parts and a row tile's four mma
             # tiles pass 255 registers a thread (ptxas, nvcc 13.0: 40-104 bytes of spills), so M past 32 runs in
-            # row tiles of 32, as FP8's in kernel 10 (its second set of sums). Kernel 10's heuristic, not yet fitted
-            # to this kernel's measurements.
+            # row tiles of 32, as FP8's in kernel 10 (its second set of sums).
             variants=decode_variants(MMA_3XTF32_TILE_MS),
-            choose=configs.decode_tiles(DECODE_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
-                                        widest={"float32": max(MMA_3XTF32_TILE_MS)},
-                                        default_tile=(MMA_ASYNC_COPY.tile_m, MMA_ASYNC_COPY.tile_n)),
+            # The least work on the busiest SM, one block an SM counted as two (fitted to every build at 8 shapes).
+            choose=configs.paired_decode_tiles(MMA_3XTF32_TILE_MS, DECODE_TILE_N, DECODE_SLICE_BYTES,
+                                               default_tile=(MMA_ASYNC_COPY.tile_m, MMA_ASYNC_COPY.tile_n),
+                                               token_rows=max(DECODE_TILE_MS)),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol)
             products=3,
             arithmetic="tf32",
