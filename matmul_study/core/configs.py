@@ -2349,7 +2349,7 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
     bytes); of splits that tie, the fewest slices (the least to sum).
 
     Fitted to every build at 8 shapes on an H200 (x cuBLAS's SGEMM, bench/compare.py; results/reference/NVIDIA_H200/
-    small-problems/mma-3xtf32-*.txt), where it picks the best build at all 8, and one block an SM (kernel 10's rule)
+    small-problems/mma-3xtf32-fit.txt), where it picks the best build at all 8, and one block an SM (kernel 10's rule)
     lost 7-12 % at 6: 16x8192x8192 m16_splitk4 (256 blocks) 1.95 against m16_splitk2's (128) 1.73; 128x4096x4096
     m32_splitk2 0.90 against whole tiles' 0.83; 32x28672x8192 m32_splitk4 (896 blocks, 7 an SM of 64 k steps) 1.08
     against whole tiles' (224, 2 an SM of 256) 0.95, m32_splitk2's (448, 4 of 128) 0.94 and m32_splitk32's (7168,
