@@ -15,8 +15,8 @@ from matmul_study.analysis.ladder import datasheet_tflops
 from matmul_study.analysis.precision import precision_table
 from matmul_study.present.figures.style import (
     DTYPE_SHORT, ERROR_LABEL, SIZE_LABEL, PlainLogFormatter, col_wrap, dtype_order, dtype_palette, empty_figure,
-    finish_grid, log_y, mark_noisy, method_order, method_palette, noisy_flags, noisy_handle, ordered, place_label,
-    shape_title, side_legend, themed, vendor_names,
+    finish_grid, label_gap, log_y, mark_noisy, method_order, method_palette, noisy_flags, noisy_handle, ordered,
+    place_label, shape_title, side_legend, themed, vendor_names,
 )
 
 
@@ -216,7 +216,7 @@ def _name_kernels(ax, part: pd.DataFrame, palette: dict, floor: float) -> None:
                                  "alpha": 0.75},  # a dotted peak line crossing a name stays behind it
                            arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.6, "shrinkA": 1,
                                        "shrinkB": 5})
-        best = place_label(note, _LABEL_SPOTS, renderer, texts, markers, panel, pad=2)
+        best = place_label(note, _LABEL_SPOTS, renderer, texts, markers, panel, pad=label_gap(fig))
         note.arrow_patch.set_visible(best >= _LEADER_FROM)
 
 

@@ -15,8 +15,8 @@ from matmul_study.analysis.result_devices import device_kind, device_name, gpu_d
 from matmul_study.analysis.spread import verified
 from matmul_study.present.figures.style import (
     INTENSITY_LABEL, NO_BLOCK_STYLE, REFERENCE_STYLE, TFLOPS_LABEL, col_wrap, dtype_order, empty_figure, log2_x,
-    log_y, mark_noisy, method_order, method_palette, noisy_column, noisy_handle, ordered, place_label, side_legend,
-    style_maps, themed, with_style_column,
+    label_gap, log_y, mark_noisy, method_order, method_palette, noisy_column, noisy_handle, ordered, place_label,
+    side_legend, style_maps, themed, with_style_column,
 )
 
 
@@ -80,7 +80,7 @@ def _name_lines(ax, memory: float | None, peak: float | None, sheet: float | Non
     final, since the test is in display units."""
     from matmul_study.present.report.text import tf  # the report's rate format; lazy: present.report imports figures
     renderer = ax.figure.canvas.get_renderer()
-    pad, panel = ax.figure.dpi / 24 + 1, ax.get_window_extent(renderer)
+    pad, panel = label_gap(ax.figure), ax.get_window_extent(renderer)
     texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_text()]
     roof = next((ln for ln in ax.get_lines() if ln.get_label() == "_roof"), None)
     x, y = (np.asarray(roof.get_xdata()), np.asarray(roof.get_ydata())) if roof else (np.zeros(0), np.zeros(0))

@@ -310,6 +310,12 @@ def shape_title(shape: str) -> str:
     return f"{parts[0]}³" if len(parts) == 3 and len(set(parts)) == 1 else str(shape)
 
 
+def label_gap(fig) -> float:
+    """The pad, in pixels, that keeps a name placed by place_label a twenty-fourth of an inch (and a pixel) from
+    every other name: two names closer than that read as one."""
+    return fig.dpi / 24 + 1
+
+
 def place_label(note, spots: list, renderer, texts: list, markers: list, panel: Bbox, pad: float = 0.0) -> int:
     """Move the annotation `note` to the first of `spots` ((dx, dy) offset in points, ha, va, and optionally the
     point xy it is written beside) where its box, `pad` pixels wider on each side, overlaps none of the boxes
