@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-
 from matmul_study.launch import kernels
 
 

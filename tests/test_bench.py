@@ -8,7 +8,6 @@ import gzip
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import ml_dtypes

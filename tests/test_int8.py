@@ -111,8 +111,6 @@ def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):
     cmd = kernels.nvcc_command(tmp_path / "m.cu", tmp_path / "m.ptx", "sm_90a", kernels.compile_options("wgmma_int8"),
                                target="ptx")
     (tmp_path / "m.cu").write_text(source)
-    import subprocess
-
     done = kernels.run_nvcc(cmd)
     assert done.returncode == 0, done.stderr
     ptx = (tmp_path / "m.ptx").read_text()
@@ -125,8 +123,6 @@ def test_int8_rung_issues_s8_wgmma_with_int_accumulators(tmp_path):
 @pytest.mark.parametrize("variant,shape", [("bn128", "m64n128k32"), ("bm64_bn128_splitk4", "m64n128k32"),
                                            ("bn64_splitk4", "m64n64k32")])
 def test_int8_narrower_tiles_issue_their_s8_wgmma_and_sum_int32_partials(tmp_path, variant, shape):
-    import subprocess
-
     (tmp_path / "m.cu").write_text(kernels.module_source("wgmma_int8", [("int8", 0)], variant))
     cmd = kernels.nvcc_command(tmp_path / "m.cu", tmp_path / "m.ptx", "sm_90a",
                                kernels.compile_options("wgmma_int8", variant), target="ptx")

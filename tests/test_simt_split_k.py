@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import math
 import re
-import subprocess
 from dataclasses import replace
 from functools import partial
 
