@@ -2357,12 +2357,9 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         sms = problem.sm_count
         allowed = [t for t in tile_ms if f"m{t}" in variants]
-        if problem.m > token_rows:
-            dm, dn = default_tile
-            default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
-            if 2 * default_tiles > sms or not allowed:
-                return Choice(DEFAULT, f"{default_tiles} output tiles of {dm}x{dn} on {sms} SMs: at least half a "
-                                       "wave, so whole default tiles")
+        whole = _whole_default_tiles(problem, default_tile, allowed) if problem.m > token_rows else None
+        if whole is not None:
+            return whole
         if not allowed:
             return Choice(DEFAULT, "no decode build registered: whole default tiles")
         tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
@@ -2371,19 +2368,34 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
         base = f"m{tile_m}"
         splits = [1] + [s for s in registered_splits(variants, base) if cdiv(k_steps, s) >= min_k_steps_per_slice]
 
-        def busiest(s: int) -> int:
-            return max(cdiv(tiles * s, sms), pair) * (cdiv(k_steps, s) + block_k_steps)
+        def per_sm(s: int) -> int:  # the busiest SM's blocks, `pair` at least
+            return max(cdiv(tiles * s, sms), pair)
 
-        s = min(splits, key=lambda s: (busiest(s), s))
+        s = min(splits, key=lambda s: (per_sm(s) * (cdiv(k_steps, s) + block_k_steps), s))
         name = base if s == 1 else f"{base}_splitk{s}"
-        per_sm = max(cdiv(tiles * s, sms), pair)
         split = f"split {s} ways" if s > 1 else "whole"
         return Choice(name, f"{tiles} tiles of {tile_m}x{tile_n} ({k_steps} k steps each) {split}: "
                             f"{tiles * s} blocks on {sms} SMs, the busiest SM's "
-                            f"{per_sm} blocks (an SM counted as holding {pair} at least) of {cdiv(k_steps, s)} k "
+                            f"{per_sm(s)} blocks (an SM counted as holding {pair} at least) of {cdiv(k_steps, s)} k "
                             f"steps and {block_k_steps} more a block, the fewest of the registered splits")
 
     return choose
+
+
+def _default_tiles(problem, default_tile: tuple[int, int]) -> tuple[int, str]:
+    """How many tiles of `default_tile` (rows, columns) cover C, and those words."""
+    dm, dn = default_tile
+    tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
+    return tiles, f"{tiles} output tile{'s' if tiles != 1 else ''} of {dm}x{dn} on {problem.sm_count} SMs"
+
+
+def _whole_default_tiles(problem, default_tile: tuple[int, int], allowed: list[int]) -> Choice | None:
+    """Past the token rows: the default build where its tiles fill half a wave or more (counted in SMs), or where
+    no decode tile is `allowed`; else None."""
+    tiles, where = _default_tiles(problem, default_tile)
+    if 2 * tiles > problem.sm_count or not allowed:
+        return Choice(DEFAULT, f"{where}: at least half a wave, so whole default tiles")
+    return None
 
 
 def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[int, int], variants: tuple[str, ...],
@@ -2393,12 +2405,10 @@ def _fill_the_gpu(problem, allowed: list[int], tile_n: int, default_tile: tuple[
     and of tiles that make as many, the widest whose slices keep DEEP_SLICE_K_STEPS k steps (B read by fewer row
     tiles), else the smallest. Where no decode tile fits one wave, the widest tile this dtype takes. `slots`: per
     tile, the blocks that fit at once (decode_tiles' two_per_sm_from); half a wave is counted in SMs."""
-    dm, dn = default_tile
-    sms = problem.sm_count
-    default_tiles = cdiv(problem.m, dm) * cdiv(problem.n, dn)
-    where = f"{default_tiles} output tile{'s' if default_tiles != 1 else ''} of {dm}x{dn} on {sms} SMs"
-    if 2 * default_tiles > sms or not allowed:
-        return Choice(DEFAULT, f"{where}: at least half a wave, so whole default tiles")
+    whole = _whole_default_tiles(problem, default_tile, allowed)
+    if whole is not None:
+        return whole
+    default_tiles, where = _default_tiles(problem, default_tile)
     leave = "leaves" if default_tiles == 1 else "leave"
     blocks = {t: cdiv(problem.m, t) * cdiv(problem.n, tile_n) for t in allowed}
     fits = [t for t in allowed if blocks[t] <= slots[t]]
