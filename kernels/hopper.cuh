@@ -223,45 +223,20 @@ __device__ __forceinline__ void wgmma_wait()
 #define HOPPER_D128_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 #define HOPPER_D128_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-// D(64xN, fp32) += A(64x16, K-major, smem) * B(16xN, N-major, smem), fp16 or bf16 operands: scale-d = 1,
-// scale-a = scale-b = 1, trans-a = 0 (K-major), trans-b = 1 (N-major B, i.e. row-major k x n).
-// scale_d = false: D = A * B (the accumulators' old values are ignored; no zeroing needed).
+// One wgmma with both operands in shared memory (descriptors desc_a, desc_b) and scale-d from scale_d: false, D =
+// A * B (the accumulators' old values are ignored; no zeroing needed), true, D += A * B.
 #define HOPPER_WGMMA(INSTR, REGS, OPS, NA, NB, NS, TAIL)                                                  \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
                  "wgmma.mma_async.sync.aligned." INSTR " " REGS ", %" NA ", %" NB ", p" TAIL ";\n}\n"  \
                  : OPS                                                                                     \
                  : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
 
-// N = 64 (32 accumulators per thread), 128 (64), 192 (96) or 256 (128).
-template <int N, typename T>
-__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
-{
-    static_assert(sizeof(T) == 2 && (N == 64 || N == 128 || N == 192 || N == 256),
-                  "fp16 or bf16; N = 64, 128, 192 or 256");
-    constexpr bool f16 = __is_same(T, __half);
-    if constexpr (N == 64 && f16)
-        HOPPER_WGMMA("m64n64k16.f32.f16.f16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", ", 1, 1, 0, 1");
-    else if constexpr (N == 64)
-        HOPPER_WGMMA("m64n64k16.f32.bf16.bf16", HOPPER_D32_REGS, HOPPER_D32_OPS, "32", "33", "34", ", 1, 1, 0, 1");
-    else if constexpr (N == 128 && f16)
-        HOPPER_WGMMA("m64n128k16.f32.f16.f16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", ", 1, 1, 0, 1");
-    else if constexpr (N == 128)
-        HOPPER_WGMMA("m64n128k16.f32.bf16.bf16", HOPPER_D64_REGS, HOPPER_D64_OPS, "64", "65", "66", ", 1, 1, 0, 1");
-    else if constexpr (N == 192 && f16)
-        HOPPER_WGMMA("m64n192k16.f32.f16.f16", HOPPER_D96_REGS, HOPPER_D96_OPS, "96", "97", "98", ", 1, 1, 0, 1");
-    else if constexpr (N == 192)
-        HOPPER_WGMMA("m64n192k16.f32.bf16.bf16", HOPPER_D96_REGS, HOPPER_D96_OPS, "96", "97", "98", ", 1, 1, 0, 1");
-    else if constexpr (f16)
-        HOPPER_WGMMA("m64n256k16.f32.f16.f16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", ", 1, 1, 0, 1");
-    else
-        HOPPER_WGMMA("m64n256k16.f32.bf16.bf16", HOPPER_D128_REGS, HOPPER_D128_OPS, "128", "129", "130", ", 1, 1, 0, 1");
-}
-
-// The m64nNkK shapes with both operands K-major (no transpose immediates: tf32 and 8-bit), N = 64, 128, 192 or 256, in
-// a function with d (N / 2 accumulators), desc_a, desc_b and scale_d in scope. KIND is the rest of the instruction
-// after the N, e.g. "k8.f32.tf32.tf32"; ACC the accumulators' operand lists (empty: fp32, HOPPER_D*_OPS; _S32: int32,
-// HOPPER_D*_OPS_S32); TAIL what follows scale-d (the float kinds' scale immediates ", 1, 1"; none for integers).
-#define HOPPER_WGMMA_K_MAJOR_BY_N(KIND, ACC, TAIL)                                                                \
+// The m64nNkK shapes, N = 64, 128, 192 or 256, in a function with d (N / 2 accumulators), desc_a, desc_b and scale_d
+// in scope. KIND is the rest of the instruction after the N, e.g. "k8.f32.tf32.tf32"; ACC the accumulators' operand
+// lists (empty: fp32, HOPPER_D*_OPS; _S32: int32, HOPPER_D*_OPS_S32); TAIL what follows scale-d: the float kinds'
+// scale immediates ", 1, 1" (none for integers), then for 16-bit operands the transpose immediates (tf32 and 8-bit
+// have none: both operands K-major).
+#define HOPPER_WGMMA_BY_N(KIND, ACC, TAIL)                                                                        \
     static_assert(N == 64 || N == 128 || N == 192 || N == 256, "N = 64, 128, 192 or 256");                    \
     if constexpr (N == 64)                                                                                    \
         HOPPER_WGMMA("m64n64" KIND, HOPPER_D32_REGS, HOPPER_D32_OPS##ACC, "32", "33", "34", TAIL);             \
@@ -272,6 +247,27 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
     else                                                                                                      \
         HOPPER_WGMMA("m64n256" KIND, HOPPER_D128_REGS, HOPPER_D128_OPS##ACC, "128", "129", "130", TAIL)
 
+// D(64xN, fp32) (+)= A(64x16, K-major, smem) * B(16xN, N-major, smem), fp16 or bf16 operands: scale-a = scale-b =
+// 1, trans-a = 0 (K-major), trans-b = 1 (N-major B, i.e. row-major k x n); N = 64 (32 accumulators per thread), 128
+// (64), 192 (96) or 256 (128). A_MN_MAJOR: A is read M-major and B K-major instead (trans-a = 1, trans-b = 0), for a
+// kernel that computes C^T = B^T A^T with B's N-major rows as its A and A's K-major rows as its B
+// (warp_specialized/operands_16bit.cuh, Op16Swapped).
+template <int N, typename T, bool A_MN_MAJOR = false>
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
+{
+    static_assert(sizeof(T) == 2, "fp16 or bf16");
+    constexpr bool f16 = __is_same(T, __half);
+    if constexpr (!A_MN_MAJOR && f16) {
+        HOPPER_WGMMA_BY_N("k16.f32.f16.f16", , ", 1, 1, 0, 1");
+    } else if constexpr (!A_MN_MAJOR) {
+        HOPPER_WGMMA_BY_N("k16.f32.bf16.bf16", , ", 1, 1, 0, 1");
+    } else if constexpr (f16) {
+        HOPPER_WGMMA_BY_N("k16.f32.f16.f16", , ", 1, 1, 1, 0");
+    } else {
+        HOPPER_WGMMA_BY_N("k16.f32.bf16.bf16", , ", 1, 1, 1, 0");
+    }
+}
+
 // D(64xN, fp32) (+)= A(64x8, K-major, smem) * B(8xN, K-major, smem) in tf32 (fp32 data in shared memory; the tensor
 // cores use its top 19 bits), N = 64 (32 accumulators per thread), 128 (64), 192 (96) or 256 (128). tf32 has no
 // transpose immediates: both operands must be K-major. The tensor cores add the products into D truncating towards
@@ -279,12 +275,12 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a,
 template <int N>
 __device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    HOPPER_WGMMA_K_MAJOR_BY_N("k8.f32.tf32.tf32", , ", 1, 1");
+    HOPPER_WGMMA_BY_N("k8.f32.tf32.tf32", , ", 1, 1");
 }
 
 // The m64nNk* shapes with A from registers and B K-major in shared memory (tf32 and 8-bit), N = 64, 128, 192 or
 // 256, in a function with d (N / 2 accumulators), a (this thread's four registers of A's fragment), desc_b and
-// scale_d in scope; KIND, ACC and TAIL as HOPPER_WGMMA_K_MAJOR_BY_N's. A read into registers may come from any layout
+// scale_d in scope; KIND, ACC and TAIL as HOPPER_WGMMA_BY_N's. A read into registers may come from any layout
 // in shared memory (OpTf32Swapped, OpBytesSwapped: B's N-major rows as wgmma's A).
 #define HOPPER_WGMMA_RS(INSTR, REGS, OPS, A, NB, NS, TAIL)                                                \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" NS ", 0;\n"                                       \
@@ -324,7 +320,7 @@ template <int N>
 __device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
                                                   bool scale_d = true)
 {
-    HOPPER_WGMMA_K_MAJOR_BY_N("k32.f32.e4m3.e4m3", , ", 1, 1");
+    HOPPER_WGMMA_BY_N("k32.f32.e4m3.e4m3", , ", 1, 1");
 }
 
 // The same with A from registers: a[4] is this thread's fragment of its warp's 16 rows x 32 k of A (a[0]: row lane /
@@ -349,7 +345,7 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3_rs(float (&d)[N / 2], const ui
 template <int N>
 __device__ __forceinline__ void wgmma_m64k32_s8(int (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
-    HOPPER_WGMMA_K_MAJOR_BY_N("k32.s32.s8.s8", _S32, "");
+    HOPPER_WGMMA_BY_N("k32.s32.s8.s8", _S32, "");
 }
 
 // The same with A from registers (a[4] as wgmma_m64k32_e4m3_rs's).

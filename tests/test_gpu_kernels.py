@@ -123,6 +123,8 @@ SPLIT_K_BUILDS = [("wgmma_warp_specialized", "splitk4", "float16"), ("wgmma_warp
                   ("wgmma_warp_specialized", "splitk16", "float16"), ("wgmma_warp_specialized", "splitk32", "bfloat16"),
                   ("wgmma_warp_specialized", "bn128_splitk2", "bfloat16"),
                   ("wgmma_warp_specialized", "bm64_bn64_kg2_splitk32", "float16"),
+                  ("wgmma_warp_specialized", "swap_bn64_splitk8", "bfloat16"),
+                  ("wgmma_warp_specialized", "swap_bn128_splitk4", "float16"),
                   ("wgmma_tf32", "splitk4", "tf32"), ("wgmma_fp8", "splitk4", "float8_e4m3"),
                   ("wgmma_fp8", "bn128_promote_splitk4", "float8_e4m3"),
                   ("wgmma_fp8", "bm64_bn128_promote_splitk16", "float8_e4m3"),
@@ -238,11 +240,16 @@ def check_build(variant_cubin, method, variant, dtype, shape) -> np.ndarray:
 SWAP_SHAPES = [(1, 300, 777), (777, 300, 1), (257, 33, 129), (129, 4097, 257), (4096, 64, 130)]
 
 
-# Every build that swaps A and B: tf32's (OpTf32Swapped) and the 8-bit rungs' (OpBytesSwapped: B's rows through
-# ldmatrix.trans and byte permutes, a thread's rows of Cᵀ in adjacent pairs); (m, k, n) as above, and for the 8-bit
-# operands K one past a k step of 128 and N not a multiple of 16 (B's rows padded for the tensor map).
-SWAP_BUILDS = [(m, v.name, d) for m, d in (("wgmma_tf32", "tf32"), ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"))
+# Every build that swaps A and B: tf32's (OpTf32Swapped), the 8-bit rungs' (OpBytesSwapped: B's rows through
+# ldmatrix.trans and byte permutes, a thread's rows of Cᵀ in adjacent pairs) and the 16-bit rung's (Op16Swapped: B's
+# strips read M-major by wgmma; in fp16, and bf16 at its decode twins); (m, k, n) as above (K of 33 and 4097: A's
+# 16-bit rows unaligned), and for the 8-bit operands K one past a k step of 128 and N not a multiple of 16 (B's rows
+# padded for the tensor map).
+SWAP_BUILDS = [(m, v.name, d) for m, d in (("wgmma_tf32", "tf32"), ("wgmma_int8", "int8"), ("wgmma_fp8", "float8_e4m3"),
+                                           ("wgmma_warp_specialized", "float16"))
                for v in registry.get(m).variants if v.config.swap_ab]
+SWAP_BUILDS += [("wgmma_warp_specialized", v.name, "bfloat16") for v in registry.get("wgmma_warp_specialized").variants
+                if v.config.swap_ab and v.config.bn == 64]
 
 
 @pytest.mark.parametrize("shape", [*SWAP_SHAPES, (300, 129, 1000)], ids=lambda s: "x".join(map(str, s)))

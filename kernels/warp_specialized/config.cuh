@@ -394,13 +394,22 @@ template <class Op, class = void>
 constexpr bool A_IN_REGISTERS = false;
 template <class Op>
 constexpr bool A_IN_REGISTERS<Op, decltype(void(Op::A_IN_REGISTERS))> = Op::A_IN_REGISTERS;
-// Whether an Op's A is the problem's B^T, read from B's N-major rows (Op::A_TRANSPOSED: OpTf32Swapped): the kernel
+// Whether an Op's A is the problem's B^T, read from B's N-major rows (Op::A_TRANSPOSED: OpTf32Swapped,
+// OpBytesSwapped, Op16Swapped): the kernel
 // then computes C^T = B^T A^T in its own (m, n), the producer copies the A slot with Op::load_a, and the epilogue
 // stores C^T's elements transposed, into C. Absent from every other Op (WGMMA_WS_SWAP_AB=0).
 template <class Op, class = void>
 constexpr bool A_TRANSPOSED = false;
 template <class Op>
 constexpr bool A_TRANSPOSED<Op, decltype(void(Op::A_TRANSPOSED))> = Op::A_TRANSPOSED;
+// Whether an Op's mma commits its wgmma groups itself, having waited for the previous step's before it overwrote the
+// registers of A those read (Op::COMMITS_ITSELF: OpTf32Swapped, OpBytesSwapped, whose A comes through registers);
+// then k_step neither commits a step's group nor waits for the previous one. Absent: k_step does both (every Op
+// whose wgmmas read both operands from shared memory, Op16Swapped among them).
+template <class Op, class = void>
+constexpr bool COMMITS_ITSELF = false;
+template <class Op>
+constexpr bool COMMITS_ITSELF<Op, decltype(void(Op::COMMITS_ITSELF))> = Op::COMMITS_ITSELF;
 // Where a thread's two accumulator rows lie, below its first: 8 (hopper.cuh's layout: rows l / 4 and l / 4 + 8 of its
 // warp's 16), or Op::ROW_PAIR = 1 for operands whose fragment rows the kernel takes in adjacent pairs (OpBytesSwapped:
 // rows 2 (l / 4) and the next); pair_row gives the first.

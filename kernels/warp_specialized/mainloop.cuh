@@ -239,11 +239,11 @@ __device__ __forceinline__ void k_step(V (&acc)[ACCUMULATORS], uint32_t& it, int
     }
     wgmma_fence();
     Op::mma(acc, desc_a0 + s * STAGE_DESC, db, accumulate);
-    // (an Op with A from registers commits its groups itself, and has waited for the previous step's: OpTf32Swapped)
-    if constexpr (!A_TRANSPOSED<Op>) wgmma_commit();
+    // (an Op with A from registers commits its groups itself, and has waited for the previous step's: COMMITS_ITSELF)
+    if constexpr (!COMMITS_ITSELF<Op>) wgmma_commit();
     issued();
     if (previous) {
-        if constexpr (!A_TRANSPOSED<Op>) wgmma_wait<1>();
+        if constexpr (!COMMITS_ITSELF<Op>) wgmma_wait<1>();
         release_step(sm, it - K_GROUPS, lane);
     }
     if constexpr (DRAIN_EVERY > 0) {

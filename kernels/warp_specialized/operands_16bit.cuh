@@ -7,7 +7,8 @@
 // 2048 bytes on. Either tile width (WGMMA_WS_BN 256 or 128), clusters of 1, 2 or 4 (at most BN / 64).
 //
 // Tensor maps: tmap_a over A, dims (k, m), box (rows BM = 128, cols BK = 64), 128B swizzle; tmap_b over B, dims
-// (n, k), box (rows BK = 64, cols 64), 128B swizzle. Zero OOB fill.
+// (n, k), box (rows BK = 64, cols 64), 128B swizzle. Zero OOB fill. The twins that compute C^T (Op16Swapped, below)
+// take the two the other way round.
 #pragma once
 
 #include "config.cuh"
@@ -55,6 +56,56 @@ struct Op16 {
         for (int kk = 0; kk < BK / 16; ++kk)
             hopper::wgmma_m64k16<BN, T>(d, hopper::desc_join(da + kk * (32 >> 4), 1024),
                                         hopper::desc_join(db + kk * (2048 >> 4), 1024), kk > 0 || accumulate);
+    }
+};
+
+// The 16-bit operands with A and B swapped (WGMMA_WS_SWAP_AB=1, the registry's swap* builds): the kernel computes
+// C^T = B^T A^T, so that a few rows of A (a decode step's tokens) become wgmma's N and B's columns (the weights)
+// stream through the tile's rows. Its tile rows are the problem's columns and its tile columns the problem's rows
+// (the launcher passes (n, m, k) for (m, n, k)). wgmma reads 16-bit A M-major from shared memory (trans-a = 1), so
+// unlike the tf32 and 8-bit twins (OpTf32Swapped, OpBytesSwapped) no fragment passes through registers: both
+// operands are copied by TMA and read by descriptors, and the pipeline commits and waits as for Op16.
+//   A slot: B's k step as it is, BK = 64 k-rows of the tile's BM problem columns, as BM / 64 strips of 64 columns x
+//     64 k-rows (Op16's B strips: tensor map over B, dims (n, k), box (64, 64), 128B swizzle), so a consumer
+//     warpgroup's 64 columns are strip r, 8 KiB on: the offset of its 64 rows in a K-major A tile. Descriptor as
+//     Op16's B (SBO 1024 bytes between groups of 8 k-rows, the next 16 k-rows 2048 bytes on); its LBO, the distance
+//     to the next strip, is never used by m64.
+//   B slot: A's rows, K-major, as the 8-bit operands' Bt (tensor map over A, dims (k, m), boxes of BT_BOX_ROWS rows of
+//     64 elements, load_bt: one box or two halves, multicast in a 2-CTA cluster); descriptor as Op16's A.
+//   epilogue: the accumulators hold C^T; each element goes to C[col][row] (store_acc_transposed).
+template <typename T>
+struct Op16Swapped : Op16<T> {
+    static constexpr bool A_TRANSPOSED = true;
+    static constexpr int BK = wgmma_ws::BK;
+    static constexpr int BOX_BT_ROWS = BT_BOX_ROWS;           // A's rows: 128 a box (BN 64: 64)
+    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK * 2;  // 128-byte rows
+    static_assert(BM % 64 == 0 && A_BYTES == (BM / 64) * Op16<T>::B_STRIP_BYTES,
+                  "WGMMA_WS_SWAP_AB: the A slot holds BM / 64 strips of BK k-rows x 64 columns");
+    // The A slot's strips of k step kt, columns m0.. of B (the kernel's rows).
+    static __device__ __forceinline__ void load_a(uint32_t sa, const CUtensorMap* tmap_b, uint32_t bar, int m0, int kt)
+    {
+#pragma unroll
+        for (int j = 0; j < BM / 64; ++j)
+            hopper::tma_load_2d(sa + j * Op16<T>::B_STRIP_BYTES, tmap_b, bar, m0 + 64 * j, kt * BK);
+    }
+    static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_a, uint32_t bar, int n0, int kt,
+                                                  uint32_t rank)
+    {
+        load_bt<BOX_BT_ROWS, BT_BOX_BYTES>(sb, tmap_a, bar, n0, kt, rank);
+    }
+    static __device__ __forceinline__ uint32_t desc_a(uint32_t sa)
+    {
+        return hopper::desc_lo(sa, Op16<T>::B_STRIP_BYTES);
+    }
+    static __device__ __forceinline__ uint32_t desc_b(uint32_t sb) { return hopper::desc_lo(sb, 16); }
+    // One stage for one consumer warpgroup: the next 16 k-rows are 2048 bytes on in A's strip, 32 bytes on in each
+    // swizzled 128-byte row of B.
+    static __device__ __forceinline__ void mma(float (&d)[ACCUMULATORS], uint32_t da, uint32_t db, bool accumulate)
+    {
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+            hopper::wgmma_m64k16<BN, T, true>(d, hopper::desc_join(da + kk * (2048 >> 4), 1024),
+                                              hopper::desc_join(db + kk * (32 >> 4), 1024), kk > 0 || accumulate);
     }
 };
 #endif  // HOPPER_SM90A

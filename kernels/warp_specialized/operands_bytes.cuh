@@ -153,6 +153,7 @@ template <class Kind>
 struct OpBytesSwapped : OpBytes<Kind> {
     using Acc = typename Kind::Acc;
     static constexpr bool A_TRANSPOSED = true;
+    static constexpr bool COMMITS_ITSELF = true;  // each slice's group, after the wait for its registers (mma)
     static constexpr bool A_IN_REGISTERS = false;
     static constexpr int ROW_PAIR = 1;
     // The A slot's box of k step kt, columns m0.. of B (the kernel's rows).

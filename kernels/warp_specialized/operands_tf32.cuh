@@ -81,6 +81,7 @@ struct OpTf32 {
 //     eight rows of the tile: epilogue.cuh, store_acc_transposed).
 struct OpTf32Swapped : OpTf32 {
     static constexpr bool A_TRANSPOSED = true;
+    static constexpr bool COMMITS_ITSELF = true;  // each slice's group, after the wait for its registers (mma)
     static constexpr bool PROMOTABLE = false;
     static constexpr int A_BOX_COLS = 32;  // problem columns per box of the A slot (128 bytes of fp32)
     static_assert(BM % A_BOX_COLS == 0 && A_BYTES == (BM / A_BOX_COLS) * BK * 128,

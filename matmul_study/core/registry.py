@@ -52,10 +52,12 @@ def _tiled(block: int, dtype: str) -> tuple[int, int, int]:
 
 
 # The warp-specialised rungs' builds (each its rung's record with one axis moved), which their heuristics weigh too.
-WS_16BIT_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)), *ws_bn128_variants(WS_16BIT),
-                     ws_bn192_variant(WS_16BIT), *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS),
-                     *ws_k_group_variants(WS_16BIT),
-                     *ws_bn64_variants(WS_16BIT))
+WS_16BIT_OWN_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1, 2, 4)),
+                         *ws_bn128_variants(WS_16BIT), ws_bn192_variant(WS_16BIT),
+                         *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS), *ws_k_group_variants(WS_16BIT),
+                         *ws_bn64_variants(WS_16BIT))
+# ... and the twins of its 128-row tiles and splits that compute Cᵀ = Bᵀ·Aᵀ (B's rows read M-major by wgmma)
+WS_16BIT_VARIANTS = (*WS_16BIT_OWN_VARIANTS, *swap_variants(WS_16BIT, WS_16BIT_OWN_VARIANTS, rows=WS_16BIT.BM))
 # 3xFP16 (kernel 19): the 16-bit record with its sums promoted (in quarters of the columns), and a few of its axes.
 WS_3XFP16 = replace(WS_16BIT, promote=True)
 # The least of K a slice of 3xFP16's split builds keeps (configs.promoted_tiles): between 1024^3's 256, where splitk4
@@ -480,9 +482,9 @@ METHODS: dict[str, Method] = {
             variants=WS_16BIT_VARIANTS,
             choose=small_splits_first(
                 configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
-                                           builds=ws_tile_builds(WS_16BIT, WS_16BIT_VARIANTS),
+                                           builds=ws_tile_builds(WS_16BIT, WS_16BIT_OWN_VARIANTS),
                                            few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES),
-                WS_16BIT, WS_16BIT_VARIANTS),
+                WS_16BIT, WS_16BIT_OWN_VARIANTS),
         ),
         ws_rung(
             "wgmma_tf32",

@@ -547,13 +547,16 @@ def swap_variants(base: WsConfig, variants: tuple[Variant, ...], rows: int | Non
     """The twins of a rung's builds named in SWAP_TWINS (its record `base` for ""; `variants` the rest) that compute
     Cᵀ = Bᵀ·Aᵀ (swap_ab; kernels/warp_specialized/operands_tf32.cuh, OpTf32Swapped, and operands_bytes.cuh,
     OpBytesSwapped): B as it is, each k step's rows read from shared memory into registers as wgmma's A, so that no
-    pass before the kernel transposes B (twice its bytes through HBM and a launch, timed with the GEMM). The same
+    pass before the kernel transposes B (twice its bytes through HBM and a launch, timed with the GEMM); 16-bit B
+    (operands_16bit.cuh, Op16Swapped) needs no registers, as wgmma reads its A M-major too: there the twin makes a
+    few rows of A wgmma's N and B's columns the tile's rows, as decode steps want. The same
     tile, cluster and split, laid the other way (BM of B's columns by bn of A's rows), without the stream-K tail and
     the paced drain (configs.swap_twin picks tf32's). `rows`: only the twins of the rung's builds of tiles of that
     many rows (the 8-bit operands' OpBytesSwapped reads its A slot as one box of 128 of B's columns); `builds`: the
     builds that have twins."""
     by_name = records(base, variants)
-    what = "Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B)"
+    what = ("Cᵀ = Bᵀ·Aᵀ with B's rows read M-major by wgmma as its A" if base.bk == WS_16BIT.bk else
+            "Cᵀ = Bᵀ·Aᵀ with B's rows read into registers as wgmma's A (no transpose of B)")
     out = []
     for build in builds:
         if rows is not None and (build not in by_name or by_name[build].BM != rows):
