@@ -2341,8 +2341,11 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
     in about the time it runs one; past two, more blocks an SM queue.
 
     Rows: the smallest tile in `tile_ms` that holds M; past the widest, row tiles of the widest (B read by the fewest
-    row tiles). Past `token_rows` rows (kernel 10's), the default build where its `default_tile`s fill half the SMs or
-    more, as decode_tiles has it. K: of the registered splits whose slices keep `min_k_steps_per_slice` k steps of
+    row tiles), unless those, split as far as the registered splits go, leave half the SMs or more idle: then the
+    smallest tile, whose blocks are more (64x64x65536, M x N x K, on an H100: 16-row tiles split 32 ways 0.50x SGEMM,
+    128 blocks, against 32-row ones' 0.37, 64 blocks; 128x128x32768 on an H200, where 32-row tiles so split make 128
+    blocks: 1.05 against 0.91). Past `token_rows` rows (kernel 10's), the default build where its `default_tile`s fill
+    half the SMs or more, as decode_tiles has it. K: of the registered splits whose slices keep `min_k_steps_per_slice` k steps of
     `slice_bytes` a row (whole tiles always), the split S with the fewest k steps on the busiest SM,
     max(ceil(blocks / SMs), pair) x (ceil(k steps / S) + `block_k_steps`), where `block_k_steps` is what a block
     costs besides its slice (its pipeline's start, its partial tile written and read back: about one k step's
@@ -2362,11 +2365,23 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
             return whole
         if not allowed:
             return Choice(DEFAULT, "no decode build registered: whole default tiles")
-        tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
-        tiles = cdiv(problem.m, tile_m) * cdiv(problem.n, tile_n)
         k_steps = cdiv(problem.k, slice_bytes // problem.dtype.itemsize)
+
+        def tiles_of(t: int) -> int:
+            return cdiv(problem.m, t) * cdiv(problem.n, tile_n)
+
+        def splits_of(t: int) -> list[int]:  # whole tiles, and the registered splits that keep their k steps
+            return [1] + [s for s in registered_splits(variants, f"m{t}") if cdiv(k_steps, s) >= min_k_steps_per_slice]
+
+        tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
+        rows = ""
+        if 2 * tiles_of(tile_m) * max(splits_of(tile_m)) <= sms and min(allowed) < tile_m:
+            rows = (f" (tiles of {tile_m} rows split {max(splits_of(tile_m))} ways would leave half the SMs or more "
+                    "idle)")
+            tile_m = min(allowed)
+        tiles = tiles_of(tile_m)
         base = f"m{tile_m}"
-        splits = [1] + [s for s in registered_splits(variants, base) if cdiv(k_steps, s) >= min_k_steps_per_slice]
+        splits = splits_of(tile_m)
 
         def per_sm(s: int) -> int:  # the busiest SM's blocks, `pair` at least
             return max(cdiv(tiles * s, sms), pair)
@@ -2374,7 +2389,7 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
         s = min(splits, key=lambda s: (per_sm(s) * (cdiv(k_steps, s) + block_k_steps), s))
         name = base if s == 1 else f"{base}_splitk{s}"
         split = f"split {s} ways" if s > 1 else "whole"
-        return Choice(name, f"{tiles} tiles of {tile_m}x{tile_n} ({k_steps} k steps each) {split}: "
+        return Choice(name, f"{tiles} tiles of {tile_m}x{tile_n}{rows} ({k_steps} k steps each) {split}: "
                             f"{tiles * s} blocks on {sms} SMs, the busiest SM's "
                             f"{per_sm(s)} blocks (an SM counted as holding {pair} at least) of {cdiv(k_steps, s)} k "
                             f"steps and {block_k_steps} more a block, the fewest of the registered splits")
