@@ -32,8 +32,9 @@
 //   WGMMA_WS_SCALE_SLOTS  above 0: a ring of this many slots of block scales in shared memory, each a k step's
 //                         scales of the tile's rows and its B scale, filled by a producer warp (block-scaled
 //                         operands, 17_wgmma_fp8_block.cu, need at least 2); 0: none.
-//   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (the tf32 operands' OpTf32Swapped: B as it is, read
-//                         into registers as wgmma's A; C stored transposed), without the stream-K tail; 0: C = A B.
+//   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (OpTf32Swapped, OpBytesSwapped: B as it is, read
+//                         into registers as wgmma's A; Op16Swapped: read M-major by wgmma; C stored transposed),
+//                         without the stream-K tail; 0: C = A B.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2,
 //                         the 8-bit ones 2 at BN 192 too).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.

@@ -44,8 +44,8 @@
 //   (a scale per row and per column: 3xFP16), Op::K_BLOCKS_REPEAT
 //   with Op::a_step and Op::b_step (operands of fewer blocks of k than the GEMM reads: 3xTF32's and 3xFP16's,
 //   config.cuh's ThreeProducts), Op::A_TRANSPOSED
-//   with Op::load_a (the kernel computes C^T = B^T A^T: B's rows copied as they are into the A slot, its mma
-//   loading wgmma's A into registers and committing its own groups, C^T stored transposed); config.cuh.
+//   with Op::load_a (the kernel computes C^T = B^T A^T: B's rows copied as they are into the A slot, C^T stored
+//   transposed), Op::COMMITS_ITSELF (its mma loads wgmma's A into registers and commits its own groups); config.cuh.
 // Edges: TMA zero-fills outside the operands; the epilogue guards rows >= m and columns >= n; k = 0 writes C = 0.
 //
 // Host contract: block WGMMA_WS_THREADS, dynamic shared memory WGMMA_WS_SMEM_BYTES, cluster (CLUSTER, 1, 1),
@@ -200,7 +200,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     static_assert(Op::BK == BK, "WGMMA_WS_BK: the operands' k step (Op::BK, one 128-byte row of their elements)");
     static_assert(SWAP_AB == A_TRANSPOSED<Op>,
                   "WGMMA_WS_SWAP_AB: 1 exactly for operands that read B's rows as wgmma's A (OpTf32Swapped, "
-                  "OpBytesSwapped)");
+                  "OpBytesSwapped, Op16Swapped)");
     // Programmatic dependent launch: let the next grid start early too (its CTAs become resident only as ours
     // exit), and touch no global memory before the previous grid has completed (griddepcontrol.wait).
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -2345,11 +2345,11 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
     smallest tile, whose blocks are more (64x64x65536, M x N x K, on an H100: 16-row tiles split 32 ways 0.50x SGEMM,
     128 blocks, against 32-row ones' 0.37, 64 blocks; 128x128x32768 on an H200, where 32-row tiles so split make 128
     blocks: 1.05 against 0.91). Past `token_rows` rows (kernel 10's), the default build where its `default_tile`s fill
-    half the SMs or more, as decode_tiles has it. K: of the registered splits whose slices keep `min_k_steps_per_slice` k steps of
-    `slice_bytes` a row (whole tiles always), the split S with the fewest k steps on the busiest SM,
-    max(ceil(blocks / SMs), pair) x (ceil(k steps / S) + `block_k_steps`), where `block_k_steps` is what a block
-    costs besides its slice (its pipeline's start, its partial tile written and read back: about one k step's
-    bytes); of splits that tie, the fewest slices (the least to sum).
+    half the SMs or more, as decode_tiles has it. K: of the registered splits whose slices keep
+    `min_k_steps_per_slice` k steps of `slice_bytes` a row (whole tiles always), the split S with the fewest k steps
+    on the busiest SM, max(ceil(blocks / SMs), pair) x (ceil(k steps / S) + `block_k_steps`), where `block_k_steps`
+    is what a block costs besides its slice (its pipeline's start, its partial tile written and read back: about one
+    k step's bytes); of splits that tie, the fewest slices (the least to sum).
 
     Fitted to every build at 8 shapes on an H200 (x cuBLAS's SGEMM, bench/compare.py; results/reference/NVIDIA_H200/
     small-problems/mma-3xtf32-fit.txt), where it picks the best build at all 8, and one block an SM (kernel 10's rule)
@@ -2371,7 +2371,8 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
             return cdiv(problem.m, t) * cdiv(problem.n, tile_n)
 
         def splits_of(t: int) -> list[int]:  # whole tiles, and the registered splits that keep their k steps
-            return [1] + [s for s in registered_splits(variants, f"m{t}") if cdiv(k_steps, s) >= min_k_steps_per_slice]
+            return [1] + [s for s in registered_splits(variants, f"m{t}")
+                          if cdiv(k_steps, s) >= min_k_steps_per_slice]
 
         tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
         rows = ""
