@@ -76,9 +76,6 @@ struct Op16 {
 template <typename T>
 struct Op16Swapped : Op16<T> {
     static constexpr bool A_TRANSPOSED = true;
-    static constexpr int BK = wgmma_ws::BK;
-    static constexpr int BOX_BT_ROWS = BT_BOX_ROWS;           // A's rows: 128 a box (BN 64: 64)
-    static constexpr int BT_BOX_BYTES = BOX_BT_ROWS * BK * 2;  // 128-byte rows
     static_assert(BM % 64 == 0 && A_BYTES == (BM / 64) * Op16<T>::B_STRIP_BYTES,
                   "WGMMA_WS_SWAP_AB: the A slot holds BM / 64 strips of BK k-rows x 64 columns");
     // The A slot's strips of k step kt, columns m0.. of B (the kernel's rows).
@@ -91,7 +88,7 @@ struct Op16Swapped : Op16<T> {
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_a, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
-        load_bt<BOX_BT_ROWS, BT_BOX_BYTES>(sb, tmap_a, bar, n0, kt, rank);
+        load_bt<BT_BOX_ROWS, BT_BOX_ROWS * BK * 2>(sb, tmap_a, bar, n0, kt, rank);  // A's rows, 128 bytes each
     }
     static __device__ __forceinline__ uint32_t desc_a(uint32_t sa)
     {

@@ -2375,10 +2375,9 @@ def paired_decode_tiles(tile_ms: tuple[int, ...], tile_n: int, slice_bytes: int,
                           if cdiv(k_steps, s) >= min_k_steps_per_slice]
 
         tile_m = next((t for t in allowed if t >= problem.m), max(allowed))
-        rows = ""
-        if 2 * tiles_of(tile_m) * max(splits_of(tile_m)) <= sms and min(allowed) < tile_m:
-            rows = (f" (tiles of {tile_m} rows split {max(splits_of(tile_m))} ways would leave half the SMs or more "
-                    "idle)")
+        widest, rows = max(splits_of(tile_m)), ""
+        if 2 * tiles_of(tile_m) * widest <= sms and min(allowed) < tile_m:
+            rows = f" (tiles of {tile_m} rows split {widest} ways would leave half the SMs or more idle)"
             tile_m = min(allowed)
         tiles = tiles_of(tile_m)
         base = f"m{tile_m}"
