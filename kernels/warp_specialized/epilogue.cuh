@@ -204,24 +204,25 @@ template <> struct quad_of<float> { using type = float4; };
 template <> struct quad_of<int> { using type = int4; };
 template <typename V> using quad_t = typename quad_of<V>::type;
 
-// Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * PART_QUADS / splits of the
-// partials' common order, summed over slices 0..splits-1 in that order, then stored to C. The accumulators d,
-// free once the partial is out, are the load buffer: a thread's whole share (BN / 8 / SPLIT_K quads of each slice)
-// is in flight at once (where SPLIT_K passes d's ACCUMULATORS / 4 quads, one quad of each slice, in batches of that
-// many slices, added in slice order as each batch comes), in no registers beyond d's (ptxas budgets the kernel at
-// the launch bound's 168, and d stays allocated for the next item's wgmmas; a buffer of its own spilled beyond 4
-// quads). Against 4 loads at a time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200, fp16). Quad
-// q*256 + ct is consumer thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns
-// 8q + 2 (ct % 4) and the next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by
-// other SMs.
+// Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * live / splits of the partials' common
+// order (live: those that hold any of C's columns, live_quads), summed over slices 0..splits-1 in that order, then
+// stored to C. The accumulators d, free once the partial is out, are the load buffer: a thread's whole share (BN / 8 /
+// SPLIT_K quads of each slice) is in flight at once (where SPLIT_K passes d's ACCUMULATORS / 4 quads, one quad of each
+// slice, in batches of that many slices, added in slice order as each batch comes), in no registers beyond d's (ptxas
+// budgets the kernel at the launch bound's 168, and d stays allocated for the next item's wgmmas; a buffer of its own
+// spilled beyond 4 quads). Against 4 loads at a time: +3..5 % at 256x256x8192 and 512x512x16384 with 16 slices (H200,
+// fp16). Quad q*256 + ct is consumer thread ct's d[4q..4q+3]: rows 16 (ct / 32) + (ct % 32) / 4 and 8 below it, columns
+// 8q + 2 (ct % 4) and the next (hopper.cuh's layout). L2 loads (.cg): the other slices' partials were written by other
+// SMs.
 template <int PAIR, typename V>
 __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>* parts, int slice, int splits, V* C,
-                                           int m, int n, int m0, int n0, int ct)
+                                           int m, int n, int m0, int n0, int ct, int live)
 {
     constexpr int STRIDE = 128 * ROW_GROUPS;
     constexpr int SB = SPLIT_K < ACCUMULATORS / 4 ? SPLIT_K : ACCUMULATORS / 4;  // slices per batch of loads
     constexpr int XB = ACCUMULATORS / 4 / SB;  // quads of one slice per thread and batch
-    const int lo = slice * PART_QUADS / splits, hi = (slice + 1) * PART_QUADS / splits;
+    const int lo = slice * live / splits, hi = (slice + 1) * live / splits;
+    if (m0 + 16 * ((lo + ct) % STRIDE / 32) >= m) return;  // its quads' rows (one warp's 16, live_rows) are past C's
     for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
         V a[XB][4];
 #pragma unroll
@@ -275,8 +276,18 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
     }
 }
 
-// A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial to the workspace,
-// count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads' buffer),
+// Quads of a partial tile at column n0 that hold any of C's n columns: quad q of every thread covers the tile's
+// columns 8q..8q+7 (sum_slices), so the quads from q = ceil((n - n0) / 8) on are padding, neither written nor read.
+// Likewise the quads of a warp whose 16 rows all lie past C's m (live_rows). A partial tile at a few token rows or
+// columns is mostly padding: 7/8 of a 128x128 tile at 16 rows, 3/4 of a twin's 128x64 tile at 16 tokens (Cᵀ's n).
+__device__ __forceinline__ int live_quads(int n, int n0)
+{
+    const int q = (n - n0 + 7) / 8;
+    return (q < ACCUMULATORS / 4 ? q : ACCUMULATORS / 4) * 128 * ROW_GROUPS;
+}
+
+// A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial's live quads to the
+// workspace, count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads' buffer),
 // count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
 template <int PAIR = 8, typename V>
 __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_schedule::Work& w, int cta_tile,
@@ -291,9 +302,12 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
         reinterpret_cast<unsigned int*>(static_cast<V4*>(workspace) +
                                         static_cast<size_t>(cta_tiles) * SPLIT_K * PART_QUADS) + cta_tile;
     V4* const mine = parts + static_cast<size_t>(w.piece) * PART_QUADS;
+    const int live = live_quads(n, n0);
+    const bool live_rows = m0 + 16 * (ct / 32) < m;  // the rows of ct's warp: m0 + 16 (ct / 32) and the next 15
 #pragma unroll
     for (int q = 0; q < ACCUMULATORS / 4; ++q)
-        __stcg(mine + q * (128 * ROW_GROUPS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
+        if (live_rows && q * (128 * ROW_GROUPS) < live)
+            __stcg(mine + q * (128 * ROW_GROUPS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
     __threadfence();
     named_barrier(1, 128 * ROW_GROUPS);
     if (tid == 128) {
@@ -301,7 +315,7 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
         flag_wait_ge(counter, static_cast<unsigned int>(w.pieces));
     }
     named_barrier(1, 128 * ROW_GROUPS);
-    sum_slices<PAIR>(d, parts, w.piece, w.pieces, C, m, n, m0, n0, ct);
+    sum_slices<PAIR>(d, parts, w.piece, w.pieces, C, m, n, m0, n0, ct, live);
     if (tid == 128 && atomicAdd(counter, 1u) == 2u * w.pieces - 1u) atomicExch(counter, 0u);
 }
 #endif  // HOPPER_SM90A
