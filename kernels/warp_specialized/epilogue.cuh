@@ -222,7 +222,7 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
     constexpr int SB = SPLIT_K < ACCUMULATORS / 4 ? SPLIT_K : ACCUMULATORS / 4;  // slices per batch of loads
     constexpr int XB = ACCUMULATORS / 4 / SB;  // quads of one slice per thread and batch
     const int lo = slice * live / splits, hi = (slice + 1) * live / splits;
-    if (m0 + 16 * ((lo + ct) % STRIDE / 32) >= m) return;  // its quads' rows (one warp's 16, live_rows) are past C's
+    if (m0 + 16 * ((lo + ct) % STRIDE / 32) >= m) return;  // its quads' 16 rows (one warp's) lie past C's m
     for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
         V a[XB][4];
 #pragma unroll
@@ -287,8 +287,8 @@ __device__ __forceinline__ int live_quads(int n, int n0)
 }
 
 // A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial's live quads to the
-// workspace, count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads' buffer),
-// count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
+// workspace, count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads'
+// buffer), count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
 template <int PAIR = 8, typename V>
 __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_schedule::Work& w, int cta_tile,
                                                  int cta_tiles, int m0, int n0, V* C, int m, int n, int tid,
