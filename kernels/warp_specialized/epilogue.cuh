@@ -204,6 +204,19 @@ template <> struct quad_of<float> { using type = float4; };
 template <> struct quad_of<int> { using type = int4; };
 template <typename V> using quad_t = typename quad_of<V>::type;
 
+// Quads of a partial tile at column n0 that hold any of C's n columns: quad q of every thread covers the tile's
+// columns 8q..8q+7 (sum_slices), so the quads from q = ceil((n - n0) / 8) on are padding, neither written nor read.
+// Likewise the quads of a warp whose 16 rows all lie past C's m (live_rows). A partial tile at a few token rows or
+// columns is mostly padding: 7/8 of a 128x128 tile at 16 rows, 3/4 of a twin's 128x64 tile at 16 tokens (Cᵀ's n).
+__device__ __forceinline__ int live_quads(int n, int n0)
+{
+    const int q = (n - n0 + 7) / 8;
+    return (q < ACCUMULATORS / 4 ? q : ACCUMULATORS / 4) * 128 * ROW_GROUPS;
+}
+// Whether consumer thread t's warp holds any of C's m rows: its 16 rows of the tile at m0, 16 (t / 32) on (the
+// partials' quads of thread t, sum_slices).
+__device__ __forceinline__ bool live_rows(int m0, int t, int m) { return m0 + 16 * (t / 32) < m; }
+
 // Slice `slice`'s share of a CTA tile at (m0, n0): quads [slice, slice + 1) * live / splits of the partials' common
 // order (live: those that hold any of C's columns, live_quads), summed over slices 0..splits-1 in that order, then
 // stored to C. The accumulators d, free once the partial is out, are the load buffer: a thread's whole share (BN / 8 /
@@ -222,7 +235,8 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
     constexpr int SB = SPLIT_K < ACCUMULATORS / 4 ? SPLIT_K : ACCUMULATORS / 4;  // slices per batch of loads
     constexpr int XB = ACCUMULATORS / 4 / SB;  // quads of one slice per thread and batch
     const int lo = slice * live / splits, hi = (slice + 1) * live / splits;
-    if (m0 + 16 * ((lo + ct) % STRIDE / 32) >= m) return;  // its quads' 16 rows (one warp's) lie past C's m
+    // Every quad it sums is one thread t's (x0 steps by STRIDE): none where t's rows lie past C's.
+    if (!live_rows(m0, (lo + ct) % STRIDE, m)) return;
     for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
         V a[XB][4];
 #pragma unroll
@@ -276,16 +290,6 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
     }
 }
 
-// Quads of a partial tile at column n0 that hold any of C's n columns: quad q of every thread covers the tile's
-// columns 8q..8q+7 (sum_slices), so the quads from q = ceil((n - n0) / 8) on are padding, neither written nor read.
-// Likewise the quads of a warp whose 16 rows all lie past C's m (live_rows). A partial tile at a few token rows or
-// columns is mostly padding: 7/8 of a 128x128 tile at 16 rows, 3/4 of a twin's 128x64 tile at 16 tokens (Cᵀ's n).
-__device__ __forceinline__ int live_quads(int n, int n0)
-{
-    const int q = (n - n0 + 7) / 8;
-    return (q < ACCUMULATORS / 4 ? q : ACCUMULATORS / 4) * 128 * ROW_GROUPS;
-}
-
 // A split-K slice's epilogue (both consumer warpgroups; tid 128 speaks for them): its partial's live quads to the
 // workspace, count in, wait for the tile's other slices, sum this slice's share of the tile into C (d is the loads'
 // buffer), count out; the last slice out resets the counter (2 x splits counts: each counts out after all counted in).
@@ -303,10 +307,10 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
                                         static_cast<size_t>(cta_tiles) * SPLIT_K * PART_QUADS) + cta_tile;
     V4* const mine = parts + static_cast<size_t>(w.piece) * PART_QUADS;
     const int live = live_quads(n, n0);
-    const bool live_rows = m0 + 16 * (ct / 32) < m;  // the rows of ct's warp: m0 + 16 (ct / 32) and the next 15
+    const bool rows = live_rows(m0, ct, m);
 #pragma unroll
     for (int q = 0; q < ACCUMULATORS / 4; ++q)
-        if (live_rows && q * (128 * ROW_GROUPS) < live)
+        if (rows && q * (128 * ROW_GROUPS) < live)
             __stcg(mine + q * (128 * ROW_GROUPS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
     __threadfence();
     named_barrier(1, 128 * ROW_GROUPS);
