@@ -208,10 +208,12 @@ template <typename V> using quad_t = typename quad_of<V>::type;
 // columns 8q..8q+7 (sum_slices), so the quads from q = ceil((n - n0) / 8) on are padding, neither written nor read.
 // Likewise the quads of a warp whose 16 rows all lie past C's m (live_rows). A partial tile at a few token rows or
 // columns is mostly padding: 7/8 of a 128x128 tile at 16 rows, 3/4 of a twin's 128x64 tile at 16 tokens (Cᵀ's n).
+// A partial's quads in their common order: quad q * QUAD_STRIDE + t is consumer thread t's d[4q..4q+3].
+constexpr int QUAD_STRIDE = 128 * ROW_GROUPS;
 __device__ __forceinline__ int live_quads(int n, int n0)
 {
     const int q = (n - n0 + 7) / 8;
-    return (q < ACCUMULATORS / 4 ? q : ACCUMULATORS / 4) * 128 * ROW_GROUPS;
+    return (q < ACCUMULATORS / 4 ? q : ACCUMULATORS / 4) * QUAD_STRIDE;
 }
 // Whether consumer thread t's warp holds any of C's m rows: its 16 rows of the tile at m0, 16 (t / 32) on (the
 // partials' quads of thread t, sum_slices).
@@ -231,13 +233,12 @@ template <int PAIR, typename V>
 __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>* parts, int slice, int splits, V* C,
                                            int m, int n, int m0, int n0, int ct, int live)
 {
-    constexpr int STRIDE = 128 * ROW_GROUPS;
     constexpr int SB = SPLIT_K < ACCUMULATORS / 4 ? SPLIT_K : ACCUMULATORS / 4;  // slices per batch of loads
     constexpr int XB = ACCUMULATORS / 4 / SB;  // quads of one slice per thread and batch
     const int lo = slice * live / splits, hi = (slice + 1) * live / splits;
-    // Every quad it sums is one thread t's (x0 steps by STRIDE): none where t's rows lie past C's.
-    if (!live_rows(m0, (lo + ct) % STRIDE, m)) return;
-    for (int x0 = lo + ct; x0 < hi; x0 += XB * STRIDE) {
+    // Every quad it sums is one thread t's (x0 steps by QUAD_STRIDE): none where t's rows lie past C's.
+    if (!live_rows(m0, (lo + ct) % QUAD_STRIDE, m)) return;
+    for (int x0 = lo + ct; x0 < hi; x0 += XB * QUAD_STRIDE) {
         V a[XB][4];
 #pragma unroll
         for (int b = 0; b < SPLIT_K; b += SB) {  // one batch, but where a quad of every slice outnumbers d's
@@ -245,9 +246,9 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
             for (int i = 0; i < XB; ++i) {
 #pragma unroll
                 for (int s = 0; s < SB; ++s) {
-                    if (b + s < splits && x0 + i * STRIDE < hi) {
+                    if (b + s < splits && x0 + i * QUAD_STRIDE < hi) {
                         const quad_t<V> v =
-                            __ldcg(parts + static_cast<size_t>(b + s) * PART_QUADS + x0 + i * STRIDE);
+                            __ldcg(parts + static_cast<size_t>(b + s) * PART_QUADS + x0 + i * QUAD_STRIDE);
                         V* const slot = d + 4 * (i * SB + s);
                         slot[0] = v.x;
                         slot[1] = v.y;
@@ -258,7 +259,7 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
             }
 #pragma unroll
             for (int i = 0; i < XB; ++i) {
-                const int x = x0 + i * STRIDE;
+                const int x = x0 + i * QUAD_STRIDE;
                 if (x >= hi) break;
                 const V* const slot = d + 4 * i * SB;
 #pragma unroll
@@ -272,7 +273,7 @@ __device__ __forceinline__ void sum_slices(V (&d)[ACCUMULATORS], const quad_t<V>
                     }
                 }
                 if (b + SB >= SPLIT_K) {
-                    const int q = x / STRIDE, t = x % STRIDE, lane = t % 32;
+                    const int q = x / QUAD_STRIDE, t = x % QUAD_STRIDE, lane = t % 32;
                     const int row = m0 + (t / 32) * 16 + pair_row<PAIR>(lane), col = n0 + 8 * q + 2 * (lane % 4);
                     if constexpr (SWAP_AB && PAIR == 1) {  // C^T's adjacent rows (store_acc_transposed)
                         store_pair_guarded(C, n, m, col, row, a[i][0], a[i][2]);
@@ -310,8 +311,8 @@ __device__ __forceinline__ void split_k_epilogue(V (&d)[ACCUMULATORS], const ws_
     const bool rows = live_rows(m0, ct, m);
 #pragma unroll
     for (int q = 0; q < ACCUMULATORS / 4; ++q)
-        if (rows && q * (128 * ROW_GROUPS) < live)
-            __stcg(mine + q * (128 * ROW_GROUPS) + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
+        if (rows && q * QUAD_STRIDE < live)
+            __stcg(mine + q * QUAD_STRIDE + ct, V4{d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]});
     __threadfence();
     named_barrier(1, 128 * ROW_GROUPS);
     if (tid == 128) {
