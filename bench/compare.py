@@ -32,6 +32,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pdl", action="store_true",
                    help="time each case twice: as it launches, and as a programmatic dependent of the previous "
                         "launch (PDL), for kernels that wait for the previous grid themselves")
+    p.add_argument("--l2-bytes", nargs="+", type=int, metavar="BYTES",
+                   help="time each case once for each of these L2 sizes instead of this GPU's, for kernels that "
+                        "choose B's L2 policy at launch (1: B streamed wherever one row of tiles reads it; more "
+                        "than B's bytes: copied plainly)")
     p.add_argument("--shape", nargs="+", default=["4096"], help="N or MxNxK (default: 4096)")
     p.add_argument("--block", type=int, default=0, help="block size, for methods with a block axis")
     p.add_argument("--samples", type=int, default=20, help="timed samples of each (default: 20)")
@@ -50,8 +54,9 @@ def cases(args: argparse.Namespace, p: argparse.ArgumentParser, device: dict | N
     try:
         variants = compare.variants_of(args.method, args.variant)
         dtypes = args.dtype or registry.get(args.method).dtypes[:1]
-        return [compare.make_case(args.method, v, d, s, args.block, dependent, device) for v in variants
-                for d in dtypes for s in args.shape for dependent in ((False, True) if args.pdl else (False,))]
+        return [compare.make_case(args.method, v, d, s, args.block, dependent, device, l2) for v in variants
+                for d in dtypes for s in args.shape for dependent in ((False, True) if args.pdl else (False,))
+                for l2 in (args.l2_bytes or (None,))]
     except (KeyError, ValueError) as exc:
         p.error(exc.args[0])
 

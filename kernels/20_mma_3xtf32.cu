@@ -41,14 +41,16 @@ struct Op3xTf32 : Op<float> {
 
 }  // namespace mma_async_copy
 
-// Pipeline entry point (T = float): as mma_async_copy_matmul's, with the 3xTF32 policy.
+// Pipeline entry point (T = float): as mma_async_copy_matmul's, with the 3xTF32 policy (no scales: the generated
+// kernel passes its null pointer where the arguments' order has them).
 template <typename T>
 __device__ __forceinline__ void mma_3xtf32_matmul(const T* A, const T* B, float* C, int m, int n, int k,
-                                                  float* workspace = nullptr)
+                                                  float* workspace = nullptr, const float* = nullptr,
+                                                  int stream_b = 0)
 {
     static_assert(__is_same(T, float), "fp32 operands (3xTF32 math)");
     static_assert(MMA_ASYNC_COPY_SPLIT_K >= 1 && MMA_ASYNC_COPY_SPLIT_K <= 32,
                   "MMA_ASYNC_COPY_SPLIT_K: 1 (whole tiles) to 32 slices");
     mma_async_copy::gemm<mma_async_copy::DefaultConfig, float, MMA_ASYNC_COPY_SPLIT_K, mma_async_copy::Op3xTf32>(
-        A, B, C, m, n, k, workspace, nullptr);
+        A, B, C, m, n, k, workspace, nullptr, stream_b != 0);
 }

@@ -163,9 +163,9 @@ def test_the_gemm_is_given_the_scales_its_prepass_wrote(variant):
     buffers = launchers.DeviceBuffers(None, None, None)
     operands = {"A3": SimpleNamespace(pointer=0xA3), "B3": SimpleNamespace(pointer=0xB3),
                 "S3": SimpleNamespace(pointer=0x53)}
-    pointers = launchers.trailing_pointers(method, Problem(100, 250, 37, 0, FP32), build, buffers,
-                                           0x90 if build.workspace else None, operands)
-    assert list(pointers) == ([0x90] if build.workspace else []) + [0x53]
+    pointers = launchers.trailing_arguments_of(method, Problem(100, 250, 37, 0, FP32), build, buffers,
+                                               0x90 if build.workspace else None, operands)
+    assert [x.value for x in pointers] == ([0x90] if build.workspace else []) + [0x53]
 
 
 @needs_nvcc

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from matmul_study.launch import kernels, launchers
-from matmul_study.core import dtypes, registry
+from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import Problem, Variant
 from matmul_study.analysis import tile_fit
 from matmul_study.measure import compare
@@ -153,6 +153,24 @@ def test_pdl_is_refused_for_a_kernel_that_does_not_wait_for_the_previous_grid(ca
         parse(["wmma_tiled", "--pdl"])
     err = capsys.readouterr().err
     assert "does not wait for the previous grid" in err and "methods that can: warptiled, dmma, mma_async_copy" in err
+
+
+def test_l2_bytes_times_each_case_once_for_each_l2_size():
+    cases = parse(["mma_async_copy", "--variant", "m16_splitk4", "--dtype", "float16", "--shape", "16x6144x4096",
+                   "--l2-bytes", "1", "1000000000"])
+    assert [c.build for c in cases] == ["m16_splitk4 l2=1", "m16_splitk4 l2=1000000000"]
+    method = registry.get("mma_async_copy")
+    problems = [configs.job_problem(dtypes.get("float16"), 0, c.m, c.k, c.n, l2_bytes=c.l2_bytes) for c in cases]
+    assert [method.stream_b(p, method.launch_for(p, "m16_splitk4")) for p in problems] == [True, False]
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["wmma_tiled", "--l2-bytes", "1"], "(wmma_tiled does not); methods that do: mma_async_copy, mma_3xtf32"),
+    (["mma_async_copy", "--l2-bytes", "0"], "--l2-bytes 0: a size of 1 byte or more")])
+def test_l2_bytes_is_refused_for_a_kernel_that_chooses_no_l2_policy_or_a_size_under_a_byte(capsys, argv, why):
+    with pytest.raises(SystemExit):
+        parse(argv)
+    assert why in capsys.readouterr().err
 
 
 def test_auto_takes_the_pipelines_pick_for_each_case():

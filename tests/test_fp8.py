@@ -223,6 +223,6 @@ def test_a_kernel_of_scaled_operands_is_given_the_jobs_scales_or_a_clear_error()
     method, p = registry.get("wgmma_fp8"), specs.Problem(100, 250, 300, 0, dtypes.get("float8_e4m3"))
     build = method.variant("splitk4")
     scaled = launchers.DeviceBuffers(None, None, None, SimpleNamespace(gpudata=0x5C))
-    assert launchers.trailing_pointers(method, p, build, scaled, 0x90) == (0x90, 0x5C)
+    assert [x.value for x in launchers.trailing_arguments_of(method, p, build, scaled, 0x90)] == [0x90, 0x5C]
     with pytest.raises(ValueError, match="wgmma_fp8 in float8_e4m3 needs its scales on the device"):
-        launchers.trailing_pointers(method, p, build, launchers.DeviceBuffers(None, None, None), 0x90)
+        launchers.trailing_arguments_of(method, p, build, launchers.DeviceBuffers(None, None, None), 0x90)

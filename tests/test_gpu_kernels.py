@@ -227,12 +227,12 @@ def test_128x128_tile_builds_match_reference(variant_cubin, method, variant, dty
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
-def check_build(variant_cubin, method, variant, dtype, shape) -> np.ndarray:
+def check_build(variant_cubin, method, variant, dtype, shape, l2_bytes=None) -> np.ndarray:
     """One registered build against fp64 on `shape`, launched twice; a split-K build three times, the same bits. Its
-    C comes back."""
+    C comes back. `l2_bytes`: the L2 the launch plans for, where not this device's (Problem.l2_bytes)."""
     split = registry.get(method).variant(variant).workspace is not None
     return check_kernel(lambda *_: variant_cubin(method, variant, dtype), method, dtype, 0, shape,
-                        launches=3 if split else 2, variant=variant, same_bits=split)
+                        launches=3 if split else 2, variant=variant, same_bits=split, l2_bytes=l2_bytes)
 
 
 # (m, k, n): a row or a column of C, M and N one past a tile of the kernel's (its rows are C's columns), K one past a
@@ -340,6 +340,25 @@ DECODE_SHAPES = [(1, 1, 1), (7, 1000, 300), (17, 4099, 1030), (33, 333, 129), (6
 @pytest.mark.parametrize("method,variant,dtype", DECODE_BUILDS)
 def test_decode_builds_match_reference(variant_cubin, method, variant, dtype, shape):
     check_build(variant_cubin, method, variant, dtype, shape)
+
+
+# B's L2 policy chosen at launch (specs.StreamB): every build of kernels 10 and 20, its decode builds and its default,
+# launched with B's whole chunks copied under evict_first (an L2 of 1 byte: every launch of one row of tiles streams
+# B), on (m, k, n) with M within one row of every build's tiles, N a multiple of 16 (B's rows 16-byte aligned, the
+# path the policy changes) but not of the 128-column tile, K not a multiple of the slices or of a k step, and odd
+# (A's rows unaligned); split builds three times, the same bits.
+STREAMED_BUILDS = [(m, v, d) for m in ("mma_async_copy", "mma_3xtf32")
+                   for v in (None, *(v.name for v in registry.get(m).variants)) for d in registry.get(m).dtypes]
+STREAMED_SHAPES = [(16, 4099, 1040), (1, 999, 4096), (7, 8193, 2064)]
+
+
+@pytest.mark.parametrize("shape", STREAMED_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", STREAMED_BUILDS)
+def test_builds_that_stream_b_match_reference(variant_cubin, method, variant, dtype, shape):
+    m, k, n = shape
+    meth, problem = registry.get(method), Problem(m, n, k, 0, dtypes.get(dtype), SM_COUNT, l2_bytes=1)
+    assert meth.stream_b(problem, meth.launch_for(problem, variant)), "the launch must stream B"
+    check_build(variant_cubin, method, variant, dtype, shape, l2_bytes=1)
 
 
 # Kernel 18's builds (1, 2, 4, 8 or 16 rows x 64 16-byte vectors of columns, B streamed into registers; K split
@@ -465,10 +484,10 @@ def test_warptiled_fp32_traps_when_launched_with_less_shared_memory_than_it_was_
 
 
 def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, launches=1, variant=None,
-                 same_bits=False):
+                 same_bits=False, l2_bytes=None):
     """One (method, dtype, block) on one (m, k, n), launched `launches` times with C poisoned before each; the last
     result checked against the fp64 reference, and returned. same_bits: every launch must give the same bytes.
-    `cubin_for` gives the module of the method's default build, or of `variant`."""
+    `cubin_for` gives the module of the method's default build, or of `variant`. `l2_bytes`: as check_build's."""
     meth, record = registry.get(method), dtypes.get(dtype)
     unmet = meth.unmet_requirement(CC, module_available)
     if unmet:
@@ -481,7 +500,7 @@ def check_kernel(cubin_for, method, dtype, block, shape, max_shared_bytes=None, 
     uploaded = gpu_job.upload(a, b, record, operands.scales)  # the pipeline's buffers (and a scaled dtype's scales)
     buffers = DeviceBuffers(uploaded.a, uploaded.b, c_and_guard[: m * n], uploaded.scales)
     shared = max_shared_bytes or shared_opt_in_bytes(CC)  # as the pipeline launches on this GPU
-    launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared), buffers,
+    launch = launchers.make(meth, Problem(m, n, k, block, record, SM_COUNT, shared, l2_bytes=l2_bytes), buffers,
                             cubin_for(method, dtype, block), variant)
     results = []
     for _ in range(launches):

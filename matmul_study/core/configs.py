@@ -2459,17 +2459,20 @@ def _most_blocks(problem, tile_ms: list[int], tile_n: int, variants: tuple[str, 
 
 
 def job_problem(dtype: DType, block: int, m: int, k: int, n: int, *, sm_count: int | None = None,
-                max_shared_bytes: int | None = None, hbm_bytes_per_s: float | None = None) -> Problem:
+                max_shared_bytes: int | None = None, hbm_bytes_per_s: float | None = None,
+                l2_bytes: int | None = None) -> Problem:
     """A job's Problem, the one way it is built (the grid's plan, the job's pick and launch, the regret of results
     that did not record their pick, the bench): the dtype's record, the block, the shape (m x k times k x n), and
-    the device's facts, its SM count, the shared memory a block may opt in to and its memory bandwidth. A fact that
-    is None, 0 or NaN (no GPU at planning, a CPU job, a result that did not record it) takes the registry Problem's
-    default."""
+    the device's facts, its SM count, the shared memory a block may opt in to, its memory bandwidth and its L2's
+    bytes. A fact that is None, 0 or NaN (no GPU at planning, a CPU job, a result that did not record it) takes the
+    registry Problem's default."""
     facts = {"sm_count": int(sm_count)} if sm_count else {}
     if max_shared_bytes:
         facts["max_shared_bytes"] = int(max_shared_bytes)
     if hbm_bytes_per_s and hbm_bytes_per_s == hbm_bytes_per_s:  # NaN != NaN: a result table's missing value
         facts["hbm_bytes_per_s"] = float(hbm_bytes_per_s)
+    if l2_bytes and l2_bytes == l2_bytes:
+        facts["l2_bytes"] = int(l2_bytes)
     return Problem(m, n, k, int(block), dtype, **facts)
 
 

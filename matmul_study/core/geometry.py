@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from matmul_study.core import dtypes as dt
-from matmul_study.core.specs import Launch, Problem, Variant, cdiv, shared_opt_in_bytes
+from matmul_study.core.specs import Launch, Problem, StreamB, Variant, cdiv, shared_opt_in_bytes
 
 
 def square_thread_blocks(p: Problem) -> Launch:
@@ -221,6 +221,11 @@ DECODE_TILE_MS = (16, 32, 64)
 DECODE_TILE_N = 128
 DECODE_SLICE_BYTES = 128  # of each row: 64 fp16, 32 tf32, 128 int8 or e4m3 elements
 DECODE_SPLITS = (1, 2, 3, 4, 8, 16, 32)
+# B's L2 policy for kernels 10 and 20, chosen at launch (specs.StreamB): B copied under evict_first where one row of
+# tiles reads it and it passes this share of the L2. On an H100 (fp16, the decode picks, 50 MiB of L2;
+# results/reference/NVIDIA_H100/decode-l2-policy): 50 MB of weights (0.96 of the L2) ran 5.3 % faster so, 117-272 MB
+# 0.1-2.9 %, and 33-34 MB (0.64) 17-32 % slower, found in L2 by the next launch of a burst no longer.
+STREAM_B = StreamB(share=0.8)
 
 
 # 07_warptiled.cu's decode builds (variants m<BM>[_splitk<S>], BM 16 or 32): BM x 128 tiles of 4 warps side by side

@@ -19,7 +19,7 @@ from matmul_study.core.geometry import (DECODE_SLICE_BYTES, DECODE_TILE_MS, DECO
                                         few_rows_family, few_rows_variants,
                                         DMMA_DECODE_ROWS, DMMA_DECODE_TILE_MS, MMA_ASYNC_COPY, REGISTER_TILED,
                                         WARPTILED, WARPTILED_DECODE_MAX_SPLIT, WARPTILED_DECODE_RESIDENT,
-                                        WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
+                                        STREAM_B, WARPTILED_DECODE_ROWS, WARPTILED_DECODE_TILE_MS, WARPTILED_MBARRIER,
                                         WARPTILED_ONE_WAVE, WARPTILED_ONE_WAVE_TILE, WARPTILED_TOKEN_TILE,
                                         WARPTILED_TALL_DECODE, WARPTILED_WIDE_DECODE, WARPTILED_WIDE_DECODE_TILE,
                                         WGMMA_TMA,
@@ -456,6 +456,7 @@ METHODS: dict[str, Method] = {
                                         default_tile=(MMA_ASYNC_COPY.tile_m, MMA_ASYNC_COPY.tile_n)),
             waits_for_previous_grid=True,  # on sm_90 and newer (griddepcontrol)
             accuracy=PROMOTED,  # in FP8: each mma's k-32 sum is added into fp32 registers
+            stream_b=STREAM_B,
         ),
         Method(
             "wgmma_tma",
@@ -654,6 +655,7 @@ METHODS: dict[str, Method] = {
             products=3,
             arithmetic="tf32",
             default_study=False,
+            stream_b=STREAM_B,
         ),
         Method(
             "cublas",

@@ -72,6 +72,8 @@ class Problem:
     # The device's memory bandwidth in bytes a second (bus width x memory clock x 2, hbm_bytes_per_s in
     # measure/gpu_device.py); None where it is not known: the heuristics then plan as for an H200.
     hbm_bytes_per_s: float | None = None
+    # The device's L2 cache in bytes (the driver's L2_CACHE_SIZE); None where it is not known: DEFAULT_L2_BYTES.
+    l2_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,44 @@ class Launch:
 
     def resized(self, blocks: int) -> "Launch":
         return replace(self, grid=(blocks, 1, 1))
+
+
+# The L2 a launch plans for where the device's is not known (Problem.l2_bytes): an H100's or an H200's.
+DEFAULT_L2_BYTES = 50 * 2**20
+
+
+@dataclass(frozen=True)
+class StreamB:
+    """B's L2 policy, chosen at launch (Method.stream_b: the kernel takes a `stream_b` flag after its pointers). A
+    launch that reads each element of B once, its grid one row of tiles (grid y of 1: kernel 10's grid), copies B
+    under an L2 evict_first policy where B's bytes pass `share` of the device's L2: the L2 cannot keep such a B for
+    the next launch, and its lines would only push out those read again. Where B fits, B is copied plainly, so that
+    the next launch of a burst finds it in L2."""
+    share: float
+
+    def __post_init__(self):
+        if not 0 < self.share:
+            raise ValueError(f"StreamB.share: {self.share!r} is not a positive share of the L2")
+
+    @staticmethod
+    def b_bytes(p: Problem) -> int:
+        return p.k * p.n * p.dtype.itemsize
+
+    @staticmethod
+    def l2_bytes(p: Problem) -> int:
+        return p.l2_bytes or DEFAULT_L2_BYTES
+
+    def __call__(self, p: Problem, launch: Launch) -> bool:
+        return launch.grid[1] == 1 and self.b_bytes(p) > self.share * self.l2_bytes(p)
+
+    def reason(self, p: Problem, launch: Launch) -> str:
+        """Why B's copies of `launch` take the L2 policy they take, in a sentence."""
+        if launch.grid[1] != 1:
+            return f"B copied plainly: {launch.grid[1]} rows of tiles read it again"
+        share = f"{self.share:g} of the {self.l2_bytes(p) / 1e6:.3g} MB L2"
+        if self(p, launch):
+            return f"B streamed (L2 evict_first): its {self.b_bytes(p) / 1e6:.3g} MB pass {share}"
+        return f"B copied plainly: its {self.b_bytes(p) / 1e6:.3g} MB are within {share}"
 
 
 @dataclass(frozen=True)
@@ -259,6 +299,8 @@ class Method:
     # The most rows of A (M) it serves, where it serves only a few (kernel 18: a few token rows); None: any M. A study
     # leaves its jobs of more rows out, with the reason (pipeline/grid.py), as it does a dtype the method lacks.
     max_rows: int | None = None
+    # B's L2 policy, chosen at launch (StreamB); None: the kernel takes no `stream_b` flag and copies B plainly.
+    stream_b: StreamB | None = None
 
     def accuracy_of(self, variant: str | None = None, dtype: str | None = None) -> str:
         """The accuracy class of a build: its variant's, else the method's; for a `dtype` the class is not one of

@@ -107,27 +107,33 @@ def wrapper(method: str, dtype: str, block: int, variant: str | None = None) -> 
         operands = "A, B"
     params += f", {d.c_output}* __restrict__ C, int m, int n, int k"
     types = {"workspace": f"{d.c_accumulator}* __restrict__",  # its partial tiles' accumulators (double in fp64)
-             "scales": "const float* __restrict__"}
+             "scales": "const float* __restrict__", "stream_b": "int"}
     extra = trailing_arguments(method, dtype, variant)
     params += "".join(f", {types[name]} {name}" for name in extra)
-    # A kernel function that takes scales takes a workspace pointer before them even where the build has none: null.
-    args = "".join(f", {name}" for name in extra)
-    if "scales" in extra and "workspace" not in extra:
-        args = ", nullptr" + args
+    # The kernel function takes them in TRAILING_ORDER: one the build lacks before one it takes is a null pointer
+    # (a workspace before the scales, both before the L2 flag).
+    last = max((TRAILING_ORDER.index(name) for name in extra), default=-1)
+    args = "".join(f", {name if name in extra else 'nullptr'}" for name in TRAILING_ORDER[:last + 1])
     return (
         f'extern "C" __global__ void {bounds}{symbol(method, dtype, block, variant)}({params})\n{{\n'
         f"    {call}({operands}, C, m, n, k{args});\n}}\n"
     )
 
 
+# The arguments a kernel function may take after k, in the order it takes them.
+TRAILING_ORDER = ("workspace", "scales", "stream_b")
+
+
 def trailing_arguments(method: str, dtype: str, variant: str | None = None) -> tuple[str, ...]:
-    """The pointers a generated kernel takes after k, in order, which its launcher passes: a build's workspace
-    (specs.Variant.workspace, allocated by the launcher), then the scales: a scaled dtype's (DeviceBuffers.scales)
-    or those the method's pre-pass writes (Prepass.scales)."""
+    """The arguments a generated kernel takes after k, in order (TRAILING_ORDER), which its launcher passes: a
+    build's workspace (specs.Variant.workspace, allocated by the launcher), then the scales: a scaled dtype's
+    (DeviceBuffers.scales) or those the method's pre-pass writes (Prepass.scales), then B's L2 flag, an int, where
+    the method chooses B's L2 policy at launch (specs.Method.stream_b)."""
     m = registry.get(method)
-    workspace = m.variant(variant).workspace is not None
-    scales = dtypes.get(dtype).scaled or (m.prepass is not None and m.prepass.scales is not None)
-    return (*(("workspace",) if workspace else ()), *(("scales",) if scales else ()))
+    taken = {"workspace": m.variant(variant).workspace is not None,
+             "scales": dtypes.get(dtype).scaled or (m.prepass is not None and m.prepass.scales is not None),
+             "stream_b": m.stream_b is not None}
+    return tuple(name for name in TRAILING_ORDER if taken[name])
 
 
 def module_source(method: str, instances: list[tuple[str, int]], variant: str | None = None) -> str:

@@ -83,11 +83,12 @@ def geometry(method: Method, p: Problem, variant: Variant) -> Launch:
     return (variant.launch or method.launch)(p)
 
 
-def trailing_pointers(method: Method, p: Problem, variant: Variant, buffers: DeviceBuffers, workspace,
-                      operands: dict | None = None) -> tuple[int, ...]:
-    """The pointers a kernel takes after k (kernels.trailing_arguments), in order: the build's workspace, then the
-    scales: those the method's pre-pass writes (Prepass.scales, one of its `operands`: 3xFP16's per row and column),
-    else the job's (DeviceBuffers.scales: FP8's per tensor or per block)."""
+def trailing_arguments_of(method: Method, p: Problem, variant: Variant, buffers: DeviceBuffers, workspace,
+                          operands: dict | None = None) -> tuple[ctypes.c_uint64 | ctypes.c_int, ...]:
+    """The arguments a kernel takes after k (kernels.trailing_arguments), in order, as the driver reads them: the
+    build's workspace, then the scales, pointers: those the method's pre-pass writes (Prepass.scales, one of its
+    `operands`: 3xFP16's per row and column), else the job's (DeviceBuffers.scales: FP8's per tensor or per block);
+    then B's L2 flag, an int (specs.Method.stream_b, asked of the build's launch geometry for this problem)."""
     names = trailing_arguments(method.name, p.dtype.name, variant.name)
     pointers = {"workspace": workspace, "scales": None}
     if method.prepass is not None and method.prepass.scales is not None:
@@ -96,7 +97,8 @@ def trailing_pointers(method: Method, p: Problem, variant: Variant, buffers: Dev
         if buffers.scales is None:
             raise ValueError(f"{method.name} in {p.dtype.name} needs its scales on the device (DeviceBuffers.scales)")
         pointers["scales"] = buffers.scales.gpudata
-    return tuple(int(pointers[name]) for name in names)
+    return tuple(ctypes.c_int(int(method.stream_b(p, geometry(method, p, variant)))) if name == "stream_b"
+                 else ctypes.c_uint64(int(pointers[name])) for name in names)
 
 
 def kernel_workspace(p: Problem, variant: Variant):
@@ -121,13 +123,13 @@ def pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin: st
         return dependent_pointer_kernel(method, p, buffers, cubin, variant)
     func = cuda.module_from_file(cubin).get_function(_symbol(method, p, variant))
     workspace = kernel_workspace(p, variant)
-    trailing = trailing_pointers(method, p, variant, buffers, workspace)
-    func.prepare("PPPiii" + "P" * len(trailing))
+    trailing = trailing_arguments_of(method, p, variant, buffers, workspace)
+    func.prepare("PPPiii" + "".join("i" if isinstance(x, ctypes.c_int) else "P" for x in trailing))
     launch = geometry(method, p, variant)
     if launch.shared_bytes > 48 * 1024:
         func.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.shared_bytes)
     args = (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata, np.int32(p.m), np.int32(p.n), np.int32(p.k),
-            *trailing)
+            *(x.value for x in trailing))
 
     def launch_once():
         func.prepared_call(launch.grid, launch.threads, *args, shared_size=launch.shared_bytes)
@@ -159,7 +161,7 @@ def dependent_pointer_kernel(method: Method, p: Problem, buffers: DeviceBuffers,
     workspace = kernel_workspace(p, variant)
     args = (*(ctypes.c_uint64(int(x)) for x in (buffers.a.gpudata, buffers.b.gpudata, buffers.c.gpudata)),
             ctypes.c_int(p.m), ctypes.c_int(p.n), ctypes.c_int(p.k),
-            *(ctypes.c_uint64(x) for x in trailing_pointers(method, p, variant, buffers, workspace)))
+            *trailing_arguments_of(method, p, variant, buffers, workspace))
     params = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
     config = launch_config(launch)
 
@@ -315,7 +317,7 @@ def tensor_map_kernel(method: Method, p: Problem, buffers: DeviceBuffers, cubin:
     m, n = (p.n, p.m) if launch.transposed else (p.m, p.n)  # a kernel of Cᵀ = Bᵀ·Aᵀ takes (n, m, k)
     scalars = (ctypes.c_uint64(int(buffers.c.gpudata)), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(p.k))
     workspace = kernel_workspace(p, variant)  # a split-K build's
-    scalars += tuple(ctypes.c_uint64(x) for x in trailing_pointers(method, p, variant, buffers, workspace, operands))
+    scalars += trailing_arguments_of(method, p, variant, buffers, workspace, operands)
     params = (ctypes.c_void_p * (2 + len(scalars)))(maps[first].getPtr(), maps[second].getPtr(),
                                                     *(ctypes.addressof(s) for s in scalars))
 

@@ -58,6 +58,9 @@ class Case(registry.JobRecords):
     # Launched as a programmatic dependent of the previous launch (PDL; launchers.as_dependent), for the launch floor
     # with and without it.
     dependent: bool = False
+    # The L2 its launch plans for, in bytes, where not the GPU's (Problem.l2_bytes): for a kernel that chooses B's L2
+    # policy at launch (specs.StreamB), that choice as on a GPU of this L2. None: the GPU's own.
+    l2_bytes: int | None = None
 
     @property
     def shape(self) -> str:
@@ -65,8 +68,10 @@ class Case(registry.JobRecords):
 
     @property
     def build(self) -> str:
-        """The variant's name, "+pdl" where it is launched as a programmatic dependent."""
-        return (self.variant or "default") + (" +pdl" if self.dependent else "")
+        """The variant's name, "+pdl" where it is launched as a programmatic dependent, and the L2 it plans for
+        where that is not the GPU's."""
+        return ((self.variant or "default") + (" +pdl" if self.dependent else "")
+                + (f" l2={self.l2_bytes}" if self.l2_bytes is not None else ""))
 
 
 def vendor_line_of(vendor, accuracy: str, dtype: str) -> str | None:
@@ -96,12 +101,18 @@ def variants_of(method: str, names: list[str]) -> list[str | None]:
 
 
 def make_case(method: str, variant: str | None, dtype: str, shape: str, block: int = 0,
-              dependent: bool = False, device: dict | None = None) -> Case:
+              dependent: bool = False, device: dict | None = None, l2_bytes: int | None = None) -> Case:
     """A checked case: a kernel of ours (not a library call), one of its variants, one of its dtypes that cuBLAS
-    also has, a block size where the method takes one, and `dependent` (PDL) only for a kernel that waits for the
-    previous grid itself. "auto" is the pipeline's pick for the `device` facts (Bench.facts: the SM count and the
-    memory bandwidth; None: the registry's defaults, an H200's). Errors name the value and what is allowed."""
+    also has, a block size where the method takes one, `dependent` (PDL) only for a kernel that waits for the
+    previous grid itself, and `l2_bytes` (at least 1) only for a kernel that chooses B's L2 policy at launch. "auto"
+    is the pipeline's pick for the `device` facts (Bench.facts: the SM count and the memory bandwidth; None: the
+    registry's defaults, an H200's). Errors name the value and what is allowed."""
     m = registry.get(method)
+    if l2_bytes is not None and (m.stream_b is None or l2_bytes < 1):
+        choosers = [name for name, r in registry.METHODS.items() if r.stream_b is not None]
+        raise ValueError(f"--l2-bytes {l2_bytes}: a size of 1 byte or more, for a kernel that chooses B's L2 policy "
+                         f"at launch ({method} does{'' if m.stream_b else ' not'}); methods that do: "
+                         f"{', '.join(choosers)}")
     if dependent and not m.waits_for_previous_grid:
         waits = [name for name, r in registry.METHODS.items() if r.waits_for_previous_grid]
         raise ValueError(f"{method}'s kernel does not wait for the previous grid, so --pdl cannot launch it as a "
@@ -124,7 +135,8 @@ def make_case(method: str, variant: str | None, dtype: str, shape: str, block: i
     if variant == configs.AUTO:  # the pipeline's pick, planned for the device as the pipeline plans for it
         pick = configs.choose(m, configs.job_problem(dtypes.get(dtype), block, m_, k_, n_, **(device or {}))).variant
         variant = None if pick == configs.DEFAULT else pick
-    return Case(method, variant, dtype, m_, n_, k_, block=block if m.block_axis else 0, dependent=dependent)
+    return Case(method, variant, dtype, m_, n_, k_, block=block if m.block_axis else 0, dependent=dependent,
+                l2_bytes=l2_bytes)
 
 
 def alternate(launches: dict[str, Callable[[], None]], sample: Callable[[Callable[[], None]], float],
@@ -266,7 +278,8 @@ class Bench:
             raise GpuUnavailable(why)
         gpu_job.ensure_fits(method, record, case.m, case.k, case.n, case.variant)
         operands = inputs.generate(case.m, case.k, case.n, record, self.seed, DEFAULTS.low, DEFAULTS.high)
-        problem = configs.job_problem(record, case.block, case.m, case.k, case.n, **self.facts(),
+        facts = {**self.facts(), **({"l2_bytes": case.l2_bytes} if case.l2_bytes is not None else {})}
+        problem = configs.job_problem(record, case.block, case.m, case.k, case.n, **facts,
                                       max_shared_bytes=specs.shared_opt_in_bytes(self.device.compute_capability()))
         ours = gpu_job.upload(*operands, record, operands.scales)
         # The vendor's line for the dtype (cuBLAS, or cuBLASLt for FP8) over the same inputs, into its own C.

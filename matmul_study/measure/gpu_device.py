@@ -70,10 +70,11 @@ def hbm_bytes_per_s(cuda, device) -> float | None:
 
 
 def device_facts(cuda, device) -> dict:
-    """What the per-problem configuration heuristics plan for on `device` (configs.job_problem's keywords): its SM
-    count and its memory bandwidth."""
+    """What the per-problem configuration heuristics and launch-time choices plan for on `device`
+    (configs.job_problem's keywords): its SM count, its memory bandwidth and its L2's bytes."""
     return {"sm_count": device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT),
-            "hbm_bytes_per_s": hbm_bytes_per_s(cuda, device)}
+            "hbm_bytes_per_s": hbm_bytes_per_s(cuda, device),
+            "l2_bytes": device.get_attribute(cuda.device_attribute.L2_CACHE_SIZE)}
 
 
 def planning_facts() -> dict:
@@ -164,14 +165,12 @@ def device_environment(cuda, device) -> dict:
 
     from matmul_study.core.backends import CUBLAS, module_available
 
-    attrs = cuda.device_attribute
     major, minor = device.compute_capability()
     env = {
         "device_name": device.name(),
         "device_kind": "gpu",
         "compute_capability": f"{major}.{minor}",
-        **device_facts(cuda, device),  # sm_count, hbm_bytes_per_s
-        "l2_bytes": device.get_attribute(attrs.L2_CACHE_SIZE),
+        **device_facts(cuda, device),  # sm_count, hbm_bytes_per_s, l2_bytes
         "memory_bytes": device.total_memory(),
         "driver_version": nvidia_driver_version(),
         # CUDA version the driver supports (e.g. 13000 -> "13.0") and the one PyCUDA was built against.

@@ -162,7 +162,7 @@ def run(method: Method, dtype: dt.DType, block: int, a: np.ndarray, b: np.ndarra
     buffers = upload(a, b, dtype, scales)
     problem = configs.job_problem(dtype, block, a.shape[0], a.shape[1], b.shape[1], sm_count=env["sm_count"],
                                   max_shared_bytes=shared_opt_in_bytes(device.compute_capability()),
-                                  hbm_bytes_per_s=env["hbm_bytes_per_s"])
+                                  hbm_bytes_per_s=env["hbm_bytes_per_s"], l2_bytes=env["l2_bytes"])
     launch = launchers.make(method, problem, buffers, cubin, variant)
     verified_run = verifier(cuda, launch, buffers, (a, b), scales, method, dtype, measurement, bool(env["cupy"]))
     handle = nvml_handle(device.pci_bus_id())

@@ -37,13 +37,15 @@ def variant_fields(job: Job, config: dict, problem: specs.Problem) -> dict:
     """The result's configuration on `problem` (the job on the device that ran it): the variant that ran, why
     (configs.reason_for: the heuristic's sentence, "forced by config" or "swept"), and the heuristic's pick, which
     the report's configuration regret compares with the fastest variant a sweep measured. The pick is made once
-    and gives the reason too."""
+    and gives the reason too. A method that chooses B's L2 policy at launch (specs.Method.stream_b) adds that
+    choice to the reason."""
     method = job.method_record
     pick = configs.choose(method, problem)
     setting = config.get("variants", configs.AUTO)
-    return {"variant": job.variant_record.name,
-            "variant_reason": configs.reason_for(method, problem, setting, job.variant_record.name, pick),
-            "variant_pick": pick.variant}
+    reason = configs.reason_for(method, problem, setting, job.variant_record.name, pick)
+    if method.stream_b is not None:
+        reason += "; " + method.stream_b.reason(problem, method.launch_for(problem, job.variant_record.name))
+    return {"variant": job.variant_record.name, "variant_reason": reason, "variant_pick": pick.variant}
 
 
 def _utc_now() -> str:
