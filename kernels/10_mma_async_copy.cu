@@ -20,5 +20,5 @@ __device__ __forceinline__ void mma_async_copy_matmul(const T* A, const T* B, Ac
     static_assert(MMA_ASYNC_COPY_SPLIT_K >= 1 && MMA_ASYNC_COPY_SPLIT_K <= 32,
                   "MMA_ASYNC_COPY_SPLIT_K: 1 (whole tiles) to 32 slices");
     mma_async_copy::gemm<mma_async_copy::DefaultConfig, T, MMA_ASYNC_COPY_SPLIT_K>(A, B, C, m, n, k, workspace,
-                                                                                    scales, stream_b != 0);
+                                                                                    scales, stream_b);
 }

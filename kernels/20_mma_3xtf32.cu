@@ -52,5 +52,5 @@ __device__ __forceinline__ void mma_3xtf32_matmul(const T* A, const T* B, float*
     static_assert(MMA_ASYNC_COPY_SPLIT_K >= 1 && MMA_ASYNC_COPY_SPLIT_K <= 32,
                   "MMA_ASYNC_COPY_SPLIT_K: 1 (whole tiles) to 32 slices");
     mma_async_copy::gemm<mma_async_copy::DefaultConfig, float, MMA_ASYNC_COPY_SPLIT_K, mma_async_copy::Op3xTf32>(
-        A, B, C, m, n, k, workspace, nullptr, stream_b != 0);
+        A, B, C, m, n, k, workspace, nullptr, stream_b);
 }

@@ -285,10 +285,11 @@ __device__ __forceinline__ void store_permuted(Acc* C, const Acc (&acc)[MT][NT][
 
 // SPLIT > 1: this block's slice of the k steps (gridDim.z = SPLIT), summed through `workspace` (split_k.cuh).
 // `scales` (FP8): scale_a, scale_b, applied to the sums as they leave. O: the operand policy (T's own by default).
-// `stream_b`: B's whole chunks are copied under an L2 evict_first policy (header comment, "B's L2 policy").
+// `stream_b` (non-zero): B's whole chunks are copied under an L2 evict_first policy (header comment, "B's L2
+// policy").
 template <class Cfg, typename T, int SPLIT, class O = Op<T>>
 __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B, typename O::Acc* __restrict__ C,
-                                     int m, int n, int k, void* workspace, const float* scales, bool stream_b)
+                                     int m, int n, int k, void* workspace, const float* scales, int stream_b)
 {
     using Acc = typename O::Acc;
     constexpr int BM = Cfg::BM, BN = Cfg::BN, WM = Cfg::WM, WN = Cfg::WN, S = Cfg::STAGES;
@@ -372,11 +373,15 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                 chunk(st + a_soff0 + i * A_RPP * Cfg::BK_BYTES, A, bm + a_r0 + i * A_RPP, m, k0 + a_c0 * EPC, k, a_vec);
         }
         if (b_inside && k_inside && stream_b) {
-            // The policy is made where it is used (one instruction a slice), not held in registers over the loop.
-            const uint64_t policy = simt_common::l2_evict_first_policy();
+            // ptxas (CUDA 13.0) mis-encodes a cache-hinted cp.async whose shared address it splits into a register
+            // and a uniform one (the ring's stage, a runtime index in the main loop): the copy faults as an
+            // illegal instruction. XOR-ing the stage's address with a zero that ptxas cannot prove zero (the
+            // thread's index masked by the flag's high bits) keeps that address in a per-thread register.
+            const uint32_t opaque_zero = threadIdx.x & (static_cast<uint32_t>(stream_b) >> 16);
+            const uint32_t b_dst = (smem_addr(st) ^ opaque_zero) + b_soff0;
 #pragma unroll
             for (int i = 0; i < B_PER; ++i)
-                simt_common::cp_async_16_hinted(st + b_soff0 + i * B_RPP * ROW_B, b_cur + i * b_rstep, policy);
+                simt_common::cp_async_16_evict_first(b_dst + i * B_RPP * ROW_B, b_cur + i * b_rstep);
         } else if (b_inside && k_inside) {
 #pragma unroll
             for (int i = 0; i < B_PER; ++i) cp_async<16>(st + b_soff0 + i * B_RPP * ROW_B, b_cur + i * b_rstep, 16);

@@ -47,22 +47,13 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
                      "r"(src_bytes)
                      : "memory");
 }
-// An L2 cache policy that marks every line it is given to be evicted first (createpolicy.fractional, all of them),
-// for a copy whose bytes are read once and would only push out lines that are read again.
-__device__ __forceinline__ uint64_t l2_evict_first_policy()
+// cp_async<16> of a whole chunk that the L2 should not keep, to the shared address `dst`: under an L2 evict_first
+// policy (createpolicy.fractional, every line), with the L2 fetching the 256 bytes around it at once.
+__device__ __forceinline__ void cp_async_16_evict_first(uint32_t dst, const void* src)
 {
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-    return policy;
-}
-
-// cp_async<16> of a whole chunk under an L2 cache policy (l2_evict_first_policy), with the L2 fetching the 256 bytes
-// around it at once: the copies of a stream that the L2 should not keep.
-__device__ __forceinline__ void cp_async_16_hinted(void* dst, const void* src, uint64_t policy)
-{
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "l"(policy)
-                 : "memory");
+    asm volatile("{\n .reg .b64 policy;\n createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
+                 " cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, policy;\n}\n"
+                 ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>

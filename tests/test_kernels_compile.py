@@ -292,8 +292,8 @@ def test_the_pre_hopper_rung_is_mma_sync_with_ldmatrix_and_cp_async(arch, tmp_pa
     assert ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx) == (arch == "sm_90")
     assert ("griddepcontrol.wait" in ptx) == (arch == "sm_90")
     # B's copies under an L2 evict_first policy, where the launch asks for it (specs.StreamB), beside the plain ones.
-    assert "createpolicy.fractional.L2::evict_first.b64" in ptx
-    assert re.search(r"cp\.async\.cg\.shared\.global\.L2::cache_hint\.L2::256B \[%r\d+\], \[%rd\d+\], 16, %rd\d+;", ptx)
+    assert "createpolicy.fractional.L2::evict_first.b64 policy, 1.0;" in ptx
+    assert re.search(r"cp\.async\.cg\.shared\.global\.L2::cache_hint\.L2::256B \[%r\d+\], \[%rd\d+\], 16, policy;", ptx)
 
 
 # The launch contract of kernels 05-11 is stated once, in a geometry record (core/geometry.py): the registry's
