@@ -92,6 +92,6 @@ def test_a_jobs_reason_says_how_b_was_copied():
     job = Job("mma_async_copy", "float16", 0, 16, 4096, 6144, "m16_splitk2")
     fields = variant_fields(job, {"variants": {"mma_async_copy": ["m16_splitk2"]}}, job.problem(132))
     assert fields["variant_reason"] == (
-        "forced by config; B streamed (L2 evict_first): its 50.3 MB pass 0.8 of the 52.4 MB L2")
+        "forced by config; B streamed (L2 evict_first): its 50.3 MB pass 0.84 of the 52.4 MB L2")
     plain = Job("naive", "float32", 16, 16, 4096, 6144)
     assert "L2" not in variant_fields(plain, {"variants": "auto"}, plain.problem(132))["variant_reason"]

@@ -222,10 +222,12 @@ DECODE_TILE_N = 128
 DECODE_SLICE_BYTES = 128  # of each row: 64 fp16, 32 tf32, 128 int8 or e4m3 elements
 DECODE_SPLITS = (1, 2, 3, 4, 8, 16, 32)
 # B's L2 policy for kernels 10 and 20, chosen at launch (specs.StreamB): B copied under evict_first where one row of
-# tiles reads it and it passes this share of the L2. On an H100 (fp16, the decode picks, 50 MiB of L2;
-# results/reference/NVIDIA_H100/decode-l2-policy): 50 MB of weights (0.96 of the L2) ran 5.3 % faster so, 117-272 MB
-# 0.1-2.9 %, and 33-34 MB (0.64) 17-32 % slower, found in L2 by the next launch of a burst no longer.
-STREAM_B = StreamB(share=0.8)
+# tiles reads it and it passes this share of the L2. Fitted on an H100 (50 MiB of L2), the decode picks with B
+# streamed and plain in one run, twice (results/reference/NVIDIA_H100/decode-l2-policy/share-fit.txt): at 0.64-0.80
+# of the L2 streaming cost 7-53 % in every dtype (but int8 and FP8 at 0.80: 0.0 and +1.6 %), since the next launch of
+# a burst found B in L2 no longer; at 0.88-2.24 it saved 2.4-7.7 % in every dtype (fp16 16x6144x4096, 0.96: 0.94 ->
+# 1.00 of cuBLAS).
+STREAM_B = StreamB(share=0.84)
 
 
 # 07_warptiled.cu's decode builds (variants m<BM>[_splitk<S>], BM 16 or 32): BM x 128 tiles of 4 warps side by side
