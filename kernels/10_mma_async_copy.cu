@@ -9,8 +9,8 @@
 // MMA_ASYNC_COPY_THREADS threads, dynamic shared memory MMA_ASYNC_COPY_SMEM_BYTES, grid (ceil(n / MMA_ASYNC_COPY_BN),
 // ceil(m / MMA_ASYNC_COPY_BM)). MMA_ASYNC_COPY_SPLIT_K = S > 1: grid z = S and a workspace (split_k.cuh's host
 // contract: S partial tiles of BM x BN accumulators per tile, then a 32-bit counter per tile). FP8: `scales` holds
-// scale_a and scale_b. `stream_b` (non-zero): B's copies are marked evict_first in L2 (the launcher's choice,
-// configs.StreamB).
+// scale_a and scale_b. `stream_b` (0 or 1): B's copies are marked evict_first in L2 (the launcher's choice,
+// specs.StreamB).
 template <typename T, typename Acc>
 __device__ __forceinline__ void mma_async_copy_matmul(const T* A, const T* B, Acc* C, int m, int n, int k,
                                                       Acc* workspace = nullptr, const float* scales = nullptr,

@@ -55,12 +55,12 @@
 // split_k.cuh sums the slices in order, deterministically; int32 partials for int8) until about one block per SM
 // streams its own slice of B.
 //
-// B's L2 policy (`stream_b`, chosen at launch: configs.StreamB). Where a launch reads each element of B once (one row
+// B's L2 policy (`stream_b`, chosen at launch: specs.StreamB). Where a launch reads each element of B once (one row
 // of tiles) and B is larger than most of the L2, the L2 cannot keep it for the next launch anyway, and B's lines only
 // push out the ones that are read again (A's rows, the split partials). Such a launch copies B's whole chunks under
 // an evict_first policy, with 256-byte L2 fetches. Where B fits, the policy would throw out the weights that the next
-// launch of a burst finds in L2, so B is copied plainly. On an H100 (fp16, kernel 10's decode picks): 50 MB of
-// weights (16 x 6144 x 4096) ran 5.3 % faster under the policy; 33 MB (16 x 4096 x 4096), 17 % slower.
+// launch of a burst finds in L2, so B is copied plainly. The line (B's bytes against 0.84 of the L2, geometry.STREAM_B)
+// is fitted: on an H100, in every dtype, the policy cost 7-53 % at 0.64-0.72 of the L2 and saved 3-8 % at 0.88-0.96.
 //
 // Kernel 20 (20_mma_3xtf32.cu) runs the same pipeline with one more operand policy: fp32 fragments split in registers
 // into tf32 parts, three mmas a tile.
