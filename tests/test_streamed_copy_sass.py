@@ -63,13 +63,11 @@ def build_sass(method: str, variant: str | None, folder: Path, tools: Path) -> s
     cuobjdump prints its SASS."""
     m = registry.get(method)
     arch = kernels.target(method, "sm_90")
-    folder.mkdir(parents=True)
-    source = folder / "module.cu"
     dtypes = m.variant(variant).dtypes or m.dtypes  # those the build exists for
-    source.write_text(kernels.module_source(method, [(dtype, 0) for dtype in dtypes], variant))
-    cubin = folder / "module.cubin"
-    built = kernels.run_nvcc(kernels.nvcc_command(source, cubin, arch, kernels.compile_options(method, variant, arch)))
+    source = kernels.module_source(method, [(dtype, 0) for dtype in dtypes], variant)
+    built = kernels.compile_with_nvcc(source, arch, folder, kernels.compile_options(method, variant, arch))
     assert built.returncode == 0, built.stderr
+    cubin = folder / "module.cubin"
     env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}", "NVDISASM_PATH": str(tools)}
     dump = subprocess.run([str(tools / "cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True, env=env)
     assert dump.returncode == 0, dump.stderr
