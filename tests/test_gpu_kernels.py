@@ -258,6 +258,20 @@ def test_builds_that_swap_a_and_b_store_c_not_its_transpose(variant_cubin, metho
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
+# The 16-bit twins of the 64x64 tiles with two k groups (swap_k_group_variants), at token rows: M (the kernel's N) of
+# 7, 17, 33 and 65 (one past its 64), K odd (A's rows unaligned) and not a multiple of the slices, N not a multiple of
+# 8; in fp16 and bf16; (m, k, n).
+K_GROUP_TWINS = [("wgmma_warp_specialized", v.name, d) for v in registry.get("wgmma_warp_specialized").variants
+                 if v.config.swap_ab and v.config.k_groups == 2 for d in ("float16", "bfloat16")]
+
+
+@pytest.mark.parametrize("shape", [(7, 4097, 1030), (17, 999, 260), (33, 333, 129), (65, 2051, 264), (64, 4096, 4100)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("method,variant,dtype", K_GROUP_TWINS)
+def test_the_two_k_group_twins_sum_both_groups_at_token_rows(variant_cubin, method, variant, dtype, shape):
+    check_build(variant_cubin, method, variant, dtype, shape)
+
+
 @pytest.mark.parametrize("shape", [(257, 511, 129), (300, 4300, 4300)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("method,dtype,promote", [("wgmma_fp8", "float8_e4m3", "promote"),
                                                    ("wgmma_3xtf32", "float32", "promote"),

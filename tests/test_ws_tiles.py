@@ -13,10 +13,11 @@ from dataclasses import replace
 import pytest
 
 from matmul_study.launch import kernels
-from matmul_study.core import dtypes, registry
+from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import Problem
 from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
-                                                WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32, ws_tile_builds)
+                                                SWAP_K_GROUP_SPLITS, WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32,
+                                                swap_twin_config, ws_tile_builds)
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
@@ -281,7 +282,7 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     for name in ("wgmma_warp_specialized", "wgmma_tf32", "wgmma_fp8", "wgmma_int8"):
         method = registry.get(name)
         twos = {v.name: v.config for v in method.variants
-                if v.config.k_groups == 2 and not v.config.bt_smem and not v.config.promote}
+                if v.config.k_groups == 2 and not v.config.bt_smem and not v.config.promote and not v.config.swap_ab}
         splits = {f"bm64_bn64_kg2_splitk{s}": s for s in WS_SMALL_SPLITS}
         assert set(twos) == {"bm64_bn128_kg2", "bm64_bn64_kg2", *splits}, name
         assert max(WS_SMALL_SPLITS) == 32  # tf32's that write Bt: 64 (WS_SMALL_BT_SPLITS)
@@ -311,3 +312,21 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
         assert config.shared_bytes <= SM90_SHARED_BYTES
     launch = WS.launch_for(problem(1024, 1024, 8192), "bm64_bn128_kg2")
     assert launch.threads == (384, 1, 1) and launch.cluster == (1, 1, 1) and launch.grid == (128, 1, 1)
+
+
+def test_the_16bit_rung_has_twins_of_its_64x64_two_k_group_tiles_that_its_heuristic_does_not_pick():
+    # Cᵀ = Bᵀ·Aᵀ over 64 of B's columns by 64 of A's rows, two consumer warpgroups on alternate k steps (the shape of
+    # cuBLAS's work at 64 token rows), whole and split: the records of the 64x64 two-k-group tiles, swapped; the
+    # rung's heuristic weighs its own builds only, so they run where a config names them (`variants: all`).
+    twins = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
+    assert set(twins) == {"swap_bm64_bn64_kg2" + (f"_splitk{s}" if s > 1 else "") for s in SWAP_K_GROUP_SPLITS}
+    for name, config in twins.items():
+        own = replace(WS.config, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0,
+                      split_k=config.split_k)
+        assert config == swap_twin_config(own), name
+        assert config.THREADS == 384 and "WGMMA_WS_SWAP_AB=1" in config.defines, name
+        assert (WS.variant(name).workspace is not None) == (config.split_k > 1), name
+        assert config.launch(problem(64, 4096, 4096)).transposed, name  # the kernel tiles Cᵀ
+    for m, n, k in ((1, 4096, 4096), (16, 6144, 4096), (64, 4096, 4096), (64, 14336, 4096), (512, 512, 512)):
+        pick = WS.choose(problem(m, n, k), configs.runnable(WS))
+        assert pick.variant not in twins, (m, n, k, pick)

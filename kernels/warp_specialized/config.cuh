@@ -296,11 +296,12 @@ static_assert(SCALE_SLOTS == 0 || (!BT_SMEM && K_GROUPS == 1),
 static_assert(WGMMA_WS_SWAP_AB == 0 || WGMMA_WS_SWAP_AB == 1, "WGMMA_WS_SWAP_AB: 0 (off) or 1 (on)");
 // (its epilogue stores each element by itself, transposed: no staging, so no paced drain; split-K slices sum their
 // share of a tile as ever and store it transposed, but the stream-K tail's reductions are not; a promoted step runs
-// whole, not in column parts, whose wgmmas would each load A into registers again)
-static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && K_GROUPS == 1 && !BT_SMEM &&
+// whole, not in column parts, whose wgmmas would each load A into registers again; two k groups meet in the
+// staging chunks, which the layout keeps)
+static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && !BT_SMEM &&
                            (!PROMOTE || PROMOTE_PARTS == 1)),
               "WGMMA_WS_SWAP_AB=1: whole tiles or split-K slices, no stream-K tail (WGMMA_WS_STREAMK=0), no paced "
-              "drain (WGMMA_WS_DRAIN_EVERY=0), one k group, without a Bt ring, and promoted (WGMMA_WS_PROMOTE=1) "
+              "drain (WGMMA_WS_DRAIN_EVERY=0), without a Bt ring, and promoted (WGMMA_WS_PROMOTE=1) "
               "only at tiles of at most 128 columns (WGMMA_WS_BN <= 128: whole k steps)");
 // (8-bit operands swapped read their A slot as one box of 128 k rows x 128 of B's columns: OpBytesSwapped)
 static_assert(!SWAP_AB || BK != 128 || BM == 128,

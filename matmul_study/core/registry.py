@@ -40,8 +40,8 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 few_rows_twins_first, fp8_block_choose, fp8_block_variants,
                                                 one_set_promoted_variants, promote_chunk_variants,
                                                 promoted_class_choose, promoted_ladder, promoted_variants,
-                                                small_splits_first, swap_twins, swap_variants, ws_bm64_variants,
-                                                ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
+                                                small_splits_first, swap_k_group_variants, swap_twins, swap_variants,
+                                                ws_bm64_variants, ws_bn128_variants, ws_bn192_variant, ws_bn64_variants,
                                                 ws_k_group_variants, ws_rung, ws_tile_builds, ws_variants)
 
 SIMT_DTYPES = ("float32", "float64", "int32")
@@ -57,7 +57,8 @@ WS_16BIT_OWN_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1
                          *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS), *ws_k_group_variants(WS_16BIT),
                          *ws_bn64_variants(WS_16BIT))
 # ... and the twins of its 128-row tiles and splits that compute Cᵀ = Bᵀ·Aᵀ (B's rows read M-major by wgmma)
-WS_16BIT_VARIANTS = (*WS_16BIT_OWN_VARIANTS, *swap_variants(WS_16BIT, WS_16BIT_OWN_VARIANTS, rows=WS_16BIT.BM))
+WS_16BIT_VARIANTS = (*WS_16BIT_OWN_VARIANTS, *swap_variants(WS_16BIT, WS_16BIT_OWN_VARIANTS, rows=WS_16BIT.BM),
+                     *swap_k_group_variants(WS_16BIT))
 # 3xFP16 (kernel 19): the 16-bit record with its sums promoted (in quarters of the columns), and a few of its axes.
 WS_3XFP16 = replace(WS_16BIT, promote=True)
 # The least of K a slice of 3xFP16's split builds keeps (configs.promoted_tiles): between 1024^3's 256, where splitk4

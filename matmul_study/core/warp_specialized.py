@@ -422,6 +422,31 @@ def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
     return tuple(out)
 
 
+# The 16-bit rung's twins of its 64x64 tiles with two k groups (swap_k_group_variants), whole and split.
+SWAP_K_GROUP_SPLITS = (1, 2, 4)
+
+
+def swap_k_group_variants(base: WsConfig, splits: tuple[int, ...] = SWAP_K_GROUP_SPLITS) -> tuple[Variant, ...]:
+    """Twins of a 16-bit rung's 64x64 tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
+    columns by 64 of A's rows, two consumer warpgroups taking alternate k steps and summing at the tile's end, without
+    a cluster, K whole or split `splits` ways. At 64 token rows they are cuBLAS's shape of work: its decode kernel at
+    64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a
+    producer, each CTA over all of K (a cluster of two sharing the weights); here 64 tiles split twice are 128 CTAs
+    that each read half of K, where the 128-row twins' tiles are 32 and their splits make each CTA's tile twice as
+    tall. The two groups' sums meet in the consumers' staging chunks, which the twins keep though their epilogue
+    stores each element by itself."""
+    small = replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)
+    out = []
+    for s in splits:
+        c = swap_twin_config(replace(small, split_k=s))
+        own = f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}" + (f"_splitk{s}" if s > 1 else "")
+        split = f", K split {s} ways (summed in slice order through a workspace)" if s > 1 else ""
+        out.append(c.variant(swap_twin_name(own),
+                             f"Cᵀ = Bᵀ·Aᵀ with B's rows read M-major by wgmma as its A: tiles of {c.BM} columns x "
+                             f"{c.bn} rows of C, two consumer warpgroups taking alternate k steps, no cluster{split}"))
+    return tuple(out)
+
+
 BT_SMEM_SUFFIX = "smem_bt"  # the builds that write Bt in shared memory (bt_buffers) end their names with it
 # Their Bt ring: 4 buffers, so that the writers run up to three k steps ahead of the tensor cores (with 2, one step:
 # each handoff's latency showed); 2 at 256 columns, where 4 buffers of 32 KiB leave no room for two stages.
