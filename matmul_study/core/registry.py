@@ -56,7 +56,8 @@ WS_16BIT_OWN_VARIANTS = (*ws_variants(WS_16BIT, groups_along_n=True, clusters=(1
                          *ws_bn128_variants(WS_16BIT), ws_bn192_variant(WS_16BIT),
                          *ws_bm64_variants(WS_16BIT, splits=WS_BM64_SPLITS), *ws_k_group_variants(WS_16BIT),
                          *ws_bn64_variants(WS_16BIT))
-# ... and the twins of its 128-row tiles and splits that compute Cᵀ = Bᵀ·Aᵀ (B's rows read M-major by wgmma)
+# ... and the twins that compute Cᵀ = Bᵀ·Aᵀ (B's rows read M-major by wgmma) of its 128-row tiles and splits, and of
+# its 64x64 tiles with two k groups
 WS_16BIT_VARIANTS = (*WS_16BIT_OWN_VARIANTS, *swap_variants(WS_16BIT, WS_16BIT_OWN_VARIANTS, rows=WS_16BIT.BM),
                      *swap_k_group_variants(WS_16BIT))
 # 3xFP16 (kernel 19): the 16-bit record with its sums promoted (in quarters of the columns), and a few of its axes.

@@ -297,8 +297,8 @@ WS_BN128_SPLITS = (2, 4, 8, 16)  # split-K builds of the 128x128 tiles (8 and 16
 
 def ws_bn128_variants(base: WsConfig) -> tuple[Variant, ...]:
     """The 128x128-tile builds of a rung (bn NARROW_BN: each consumer warpgroup 64x128, wgmma m64n128k16 in fp16 and
-    bf16, m64n128k8 in tf32), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work; as many
-    stages of their size as fit, 4 as the control; split-K on top where even those tiles are few."""
+    bf16, m64n128k8 in tf32), for problems whose 128x256 tiles leave most SMs idle: twice the tiles, each half the work;
+    as many stages of their size as fit, 4 as the control; split-K on top where even those tiles are few."""
     narrow = replace(base, bn=NARROW_BN)
     tiles = f"{narrow.BM}x{narrow.bn} tiles"
     stage = f"stages of {narrow.stage_bytes // 1024} KiB"
@@ -427,14 +427,14 @@ SWAP_K_GROUP_SPLITS = (1, 2, 4)
 
 
 def swap_k_group_variants(base: WsConfig, splits: tuple[int, ...] = SWAP_K_GROUP_SPLITS) -> tuple[Variant, ...]:
-    """Twins of a 16-bit rung's 64x64 tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
-    columns by 64 of A's rows, two consumer warpgroups taking alternate k steps and summing at the tile's end, without
-    a cluster, K whole or split `splits` ways. At 64 token rows they are cuBLAS's shape of work: its decode kernel at
+    """Twins of a 16-bit rung's 64x64 tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's columns
+    by 64 of A's rows, two consumer warpgroups taking alternate k steps and summing at the tile's end, without a
+    cluster, K whole or split `splits` ways. At 64 token rows they are cuBLAS's shape of work: its decode kernel at
     64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a
-    producer, each CTA over all of K (a cluster of two sharing the weights); here 64 tiles split twice are 128 CTAs
-    that each read half of K, where the 128-row twins' tiles are 32 and their splits make each CTA's tile twice as
-    tall. The two groups' sums meet in the consumers' staging chunks, which the twins keep though their epilogue
-    stores each element by itself."""
+    producer, each CTA over all of K (a cluster of two sharing the weights); here 64 tiles split twice are 128 CTAs that
+    each read half of K (the rung's 128-row twins have half as many tiles, each twice as tall). The two groups' sums
+    meet in the consumers' staging chunks, which the twins keep though their epilogue stores each element by itself. The
+    rung's heuristic does not weigh them."""
     small = replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)
     out = []
     for s in splits:
@@ -488,7 +488,8 @@ def bt_smem_variants(base: WsConfig) -> tuple[Variant, ...]:
 
 SWAP_PREFIX = "swap"
 # The builds that have twins computing Cᵀ = Bᵀ·Aᵀ (swap_variants): the rung's whole tiles and their splits that the
-# heuristic picks (not its two-k-group tiles, whose sums meet through the staging that the swapped epilogue skips).
+# heuristic picks (not its two-k-group tiles: the 16-bit rung's 64x64 ones have twins of their own,
+# swap_k_group_variants).
 SWAP_TWINS = ("", "cluster1", f"bn{NARROW_BN}", *(f"bn{NARROW_BN}_splitk{s}" for s in WS_BN128_SPLITS),
               f"bn{THREE_STRIPS_BN}", f"bm{SHORT_BM}", f"bm{SHORT_BM}_bn{NARROW_BN}",
               *(f"bm{SHORT_BM}_bn{NARROW_BN}_splitk{s}" for s in WS_BM64_SPLITS),
@@ -515,10 +516,10 @@ def swap_twins(base: WsConfig, variants: tuple[Variant, ...]) -> dict[str, SwapT
     """The rung's builds (its record `base`, "default", then `variants`) that have a twin computing Cᵀ = Bᵀ·Aᵀ among
     `variants`, for configs.swap_twin: those of SWAP_TWINS, and those that write Bᵀ in shared memory at their tiles
     and splits (<build>_smem_bt; the default's: smem_bt), each with its tile, cluster, slices and its twin's cluster;
-    and the builds of two k groups that transpose B (bm64_bn128_kg2...), which have no twin of their own (their
-    warpgroups' sums meet through the staging that the swapped epilogue skips): the twin of the 128-row tile of their
-    columns split twice as far, whose items are as many and as large (a 64 x 128 tile over all of K against a
-    128 x 128 one over half of it), and for a K too short to split, that tile's twin split as the build is."""
+    and the builds of two k groups that transpose B (bm64_bn128_kg2...), which have no twin of their own: the twin of
+    the 128-row tile of their columns split twice as far, whose items are as many and as large (a 64 x 128 tile over
+    all of K against a 128 x 128 one over half of it), and for a K too short to split, that tile's twin split as the
+    build is."""
     by_name = records(base, variants)
 
     def twin_of(rows: int, bn: int, split: int) -> str | None:
