@@ -5,7 +5,8 @@
 # sweep: a small study in a scratch copy of the repo (the main results stay as they are), with the config items in
 # $SWEEP_CONFIG (default: every dtype, int32 included, every method, at 1000x1200x800 and 17x65x33); its results
 # come back as $OUT/sweep.tar.gz.
-# tests: TEST_PROCESSES=N (N > 1) runs the GPU suite in N processes at once, each within TEST_TIMEOUT seconds (below).
+# tests: TEST_PROCESSES=N (N > 1) runs the GPU suite in N processes at once, in TEST_PARTS parts, all within
+# TEST_TIMEOUT seconds (below).
 # Extra snakemake flags (e.g. --forcerun benchmark_gpu) go in $SNAKEMAKE_FLAGS. The study uses every GPU of the
 # host (--resources gpu=N, N from nvidia-smi) unless $GPUS says how many.
 # A study longer than one call resumes from the last call's study.tar.gz: copy it into an ignored folder that
@@ -43,31 +44,50 @@ echo "commit the jobs record: $(python3 -c 'from matmul_study.measure.environmen
 if has tests; then
     processes=${TEST_PROCESSES:-1}
     if (( processes > 1 )); then
-        # The GPU suite in TEST_PROCESSES processes at once, each within TEST_TIMEOUT seconds: tests/test_gpu_kernels.py
-        # in TEST_PROCESSES - 1 contiguous shards (MATMUL_STUDY_TEST_SHARD, so that one build's tests stay in one
-        # process, which compiles it once) and the GPU tests outside it in one more; the processes take the host's GPUs
-        # in turn and share one build cache. Their logs come back as $OUT/pytest-gpu.tar.gz, their last lines in
-        # $OUT/pytest-gpu.log. A shard cut off by the timeout can be run again as smaller ones (i/n with a larger n).
-        echo "== pytest -m gpu in $processes processes"
+        # The GPU suite in TEST_PROCESSES processes at once, all within TEST_TIMEOUT seconds: the GPU tests outside
+        # tests/test_gpu_kernels.py in one, and that file's tests in TEST_PARTS contiguous parts (default: four for
+        # each of the other TEST_PROCESSES - 1 processes; MATMUL_STUDY_TEST_SHARD, so that one build's tests stay
+        # together and are compiled once) that those processes take in turn, each the next part as it finishes one: a
+        # part of slow builds holds one process, not the call. The processes take the host's GPUs in turn and share one
+        # build cache. Their logs come back as $OUT/pytest-gpu.tar.gz, their last lines in $OUT/pytest-gpu.log, with
+        # the parts the timeout cut off or never started, to run in the next call (MATMUL_STUDY_TEST_SHARD=i/n).
+        workers=$(( processes - 1 ))
+        parts=${TEST_PARTS:-$(( 4 * workers ))}
+        echo "== pytest -m gpu in $processes processes, tests/test_gpu_kernels.py in $parts parts"
         gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
         (( gpus > 0 )) || gpus=1
         export MATMUL_STUDY_BUILD_CACHE=${MATMUL_STUDY_BUILD_CACHE:-/tmp/matmul-study-builds}
         logs=/tmp/pytest-gpu-logs && rm -rf "$logs" && mkdir -p "$logs"
-        pids=()
-        for (( i = 0; i < processes; i++ )); do
-            if (( i < processes - 1 )); then
-                args=(tests/test_gpu_kernels.py) name="shard$((i + 1))-of-$((processes - 1))"
-                shard="$((i + 1))/$((processes - 1))"
-            else
-                args=(--ignore=tests/test_gpu_kernels.py) name=outside shard=""
+        deadline=$(( $(date +%s) + ${TEST_TIMEOUT:-86400} ))
+        # run_part I: the I-th of the parts, within what is left of TEST_TIMEOUT (none left: not started)
+        run_part() {
+            local name left=$(( deadline - $(date +%s) ))
+            name=$(printf "part%03d-of-%d" "$1" "$parts")
+            if (( left <= 0 )); then
+                echo "not started: TEST_TIMEOUT had passed" >"$logs/pytest-gpu-$name.log"
+                return 1
             fi
-            CUDA_VISIBLE_DEVICES=$(( i % gpus )) MATMUL_STUDY_TEST_SHARD=$shard timeout -k 20 "${TEST_TIMEOUT:-86400}" \
-                python3 -m pytest -m gpu -q -p no:cacheprovider "${args[@]}" >"$logs/pytest-gpu-$name.log" 2>&1 &
-            pids+=($!)
-        done
-        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+            CUDA_VISIBLE_DEVICES=$(( $1 % gpus )) MATMUL_STUDY_TEST_SHARD="$1/$parts" timeout -k 20 "$left" \
+                python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_kernels.py \
+                >"$logs/pytest-gpu-$name.log" 2>&1
+        }
+        export -f run_part
+        export deadline parts gpus logs
+        CUDA_VISIBLE_DEVICES=$(( workers % gpus )) timeout -k 20 "${TEST_TIMEOUT:-86400}" \
+            python3 -m pytest -m gpu -q -p no:cacheprovider --ignore=tests/test_gpu_kernels.py \
+            >"$logs/pytest-gpu-outside.log" 2>&1 &
+        outside=$!
+        seq 1 "$parts" | xargs -P "$workers" -I{} bash -c 'run_part {}' || status=1
+        wait "$outside" || status=1
         for log in "$logs"/*.log; do echo "$(basename "$log"): $(tail -n 1 "$log")"; done | tee "$OUT/pytest-gpu.log"
         grep -h '^FAILED\|^ERROR' "$logs"/*.log | tee -a "$OUT/pytest-gpu.log" | head -40
+        # A finished pytest ends on its summary ("... in 12.34s"); the other parts are to run again.
+        unfinished=$(for log in "$logs"/pytest-gpu-part*.log; do
+            tail -n 1 "$log" | grep -q ' in [0-9.]*s' \
+                || basename "$log" .log | sed 's/^pytest-gpu-part0*\([0-9]*\)-of-/\1\//'
+        done)
+        [[ -z $unfinished ]] \
+            || echo "parts not finished (MATMUL_STUDY_TEST_SHARD):" $unfinished | tee -a "$OUT/pytest-gpu.log"
         tar czf "$OUT/pytest-gpu.tar.gz" -C "$logs" .
     else
         echo "== pytest -m gpu"
