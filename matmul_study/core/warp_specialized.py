@@ -398,6 +398,12 @@ WS_SMALL_SPLITS = (4, 8, 16, 32)  # split-K builds of the 64x64 two-k-group tile
 WS_SMALL_BT_SPLITS = (*WS_SMALL_SPLITS, 64)
 
 
+def k_group_tile(base: WsConfig, bn: int = NARROWEST_BN) -> WsConfig:
+    """`base`'s record of 64-row tiles `bn` wide run by two consumer warpgroups on alternate k steps: no cluster, no
+    paced drain (config.cuh refuses both with two k groups)."""
+    return replace(base, bm=SHORT_BM, bn=bn, cluster=1, k_groups=2, drain_every=0)
+
+
 def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
     """The 64-row-tile builds of a rung with two consumer warpgroups that take alternate k steps of every tile, each
     into accumulators of its own, the second handing its sums to the first through shared memory at the tile's end
@@ -407,13 +413,13 @@ def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
     tile's two do. cuBLAS runs such tiles so at 1024x1024x8192 fp16 (64x128, 384 threads; ncu on an H200)."""
     out = []
     for bn in (NARROW_BN, NARROWEST_BN):
-        c = replace(base, bm=SHORT_BM, bn=bn, cluster=1, k_groups=2, drain_every=0)
+        c = k_group_tile(base, bn)
         out.append(c.variant(
             f"bm{SHORT_BM}_bn{bn}_{K_GROUPS_SUFFIX}",
             f"{c.BM}x{c.bn} tiles without a cluster, two consumer warpgroups taking alternate k steps into "
             f"accumulators of their own, summed at the tile's end ({c.THREADS} threads), {c.stage_count} stages of "
             f"{c.stage_bytes // 1024} KiB"))
-    small = replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)
+    small = k_group_tile(base)
     out += [replace(small, split_k=s).variant(
         f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}_splitk{s}",
         f"{small.BM}x{small.bn} tiles with two k groups, each tile's k steps in {s} slices on {s} CTAs, summed in "
@@ -435,7 +441,7 @@ def swap_k_group_variants(base: WsConfig, splits: tuple[int, ...] = SWAP_K_GROUP
     each read half of K (the rung's 128-row twins have half as many tiles, each twice as tall). The two groups' sums
     meet in the consumers' staging chunks, which the twins keep though their epilogue stores each element by itself. The
     rung's heuristic does not weigh them."""
-    small = replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)
+    small = k_group_tile(base)
     out = []
     for s in splits:
         c = swap_twin_config(replace(small, split_k=s))
@@ -675,11 +681,10 @@ def ws_tile_builds(base: WsConfig, variants: tuple[Variant, ...]) -> TileBuilds:
              if by_name.get(f"{name}_{K_GROUPS_SUFFIX}") == replace(by_name[name], cluster=1, k_groups=2,
                                                                     drain_every=0)}
     small = {v.name: (v.config.BM, v.config.bn) for v in variants if isinstance(v, WsVariant)
-             and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0)}
+             and v.config == k_group_tile(base)}
 
     def small_split(v, bt_buffers: int) -> bool:
-        return v.config.split_k > 1 and v.config == replace(base, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2,
-                                                            drain_every=0, split_k=v.config.split_k,
+        return v.config.split_k > 1 and v.config == replace(k_group_tile(base), split_k=v.config.split_k,
                                                             bt_buffers=bt_buffers)
 
     small_splits = {v.name: (v.config.BM, v.config.bn, v.config.split_k) for v in variants
@@ -790,10 +795,9 @@ def promoted_ladder(base: WsConfig) -> tuple[WsConfig, dict[str, WsVariant]]:
     own = replace(base, bn=NARROW_BN, promote=True)
     moved = {"": (f"bn{NARROW_BN}", own), f"bm{SHORT_BM}": (f"bm{SHORT_BM}_bn{NARROW_BN}", replace(own, bm=SHORT_BM)),
              f"bn{NARROWEST_BN}": (f"bn{NARROWEST_BN}", replace(own, bn=NARROWEST_BN, cluster=1)),
-             PROMOTED_SMALL: (PROMOTED_SMALL, replace(own, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2,
-                                                      drain_every=0)),
+             PROMOTED_SMALL: (PROMOTED_SMALL, k_group_tile(own)),
              PROMOTED_TWIN: (PROMOTED_TWIN.replace(f"bm{SHORT_BM}", f"bm{SHORT_BM}_bn{NARROW_BN}"),
-                             replace(own, bm=SHORT_BM, cluster=1, k_groups=2, drain_every=0))}
+                             k_group_tile(own, NARROW_BN))}
     splits = {**PROMOTED_SPLITS, PROMOTED_SMALL: WS_SMALL_SPLITS, PROMOTED_TWIN: ()}
     ladder = {}
     for key, (tile, c) in moved.items():
