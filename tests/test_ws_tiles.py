@@ -16,7 +16,7 @@ from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import Problem
 from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
-                                                SWAP_K_GROUP_SPLITS, WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32,
+                                                SWAP_K_GROUP_BUILDS, WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32,
                                                 swap_twin_config, ws_tile_builds)
 
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
@@ -316,17 +316,24 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
 
 def test_the_16bit_rung_has_twins_of_its_64x64_two_k_group_tiles_that_its_heuristic_does_not_pick():
     # Cᵀ = Bᵀ·Aᵀ over 64 of B's columns by 64 of A's rows, two consumer warpgroups on alternate k steps (the shape of
-    # cuBLAS's work at 64 token rows), whole and split: the records of the 64x64 two-k-group tiles, swapped; the
-    # rung's heuristic weighs its own builds only, so they run where a config names them (`variants: all`).
+    # cuBLAS's work at 64 token rows), whole and split, without a cluster and in clusters that share A's rows: the
+    # records of the 64x64 two-k-group tiles, swapped; the rung's heuristic weighs its own builds only, so they run
+    # where a config names them (`variants: all`).
     twins = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
-    assert set(twins) == {"swap_bm64_bn64_kg2" + (f"_splitk{s}" if s > 1 else "") for s in SWAP_K_GROUP_SPLITS}
+    assert set(twins) == {"swap_bm64_bn64_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
+                          for c, s in SWAP_K_GROUP_BUILDS}
+    assert {(c.cluster, c.split_k) for c in twins.values()} == set(SWAP_K_GROUP_BUILDS)
     for name, config in twins.items():
-        own = replace(WS.config, bm=SHORT_BM, bn=NARROWEST_BN, cluster=1, k_groups=2, drain_every=0,
+        own = replace(WS.config, bm=SHORT_BM, bn=NARROWEST_BN, cluster=config.cluster, k_groups=2, drain_every=0,
                       split_k=config.split_k)
         assert config == swap_twin_config(own), name
+        assert f"WGMMA_WS_CLUSTER={config.cluster}" in config.defines, name
         assert config.THREADS == 384 and "WGMMA_WS_SWAP_AB=1" in config.defines, name
         assert (WS.variant(name).workspace is not None) == (config.split_k > 1), name
-        assert config.launch(problem(64, 4096, 4096)).transposed, name  # the kernel tiles Cᵀ
+        launch = config.launch(problem(64, 4096, 4096))
+        assert launch.transposed, name  # the kernel tiles Cᵀ: 64 tiles of 64 weight columns, each cluster its own
+        assert launch.cluster == (config.cluster, 1, 1), name
+        assert launch.grid[0] == min(64 * config.split_k, 132), name
     for m, n, k in ((1, 4096, 4096), (16, 6144, 4096), (64, 4096, 4096), (64, 14336, 4096), (512, 512, 512)):
         pick = WS.choose(problem(m, n, k), configs.runnable(WS))
         assert pick.variant not in twins, (m, n, k, pick)

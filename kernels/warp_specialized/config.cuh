@@ -35,8 +35,8 @@
 //   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (OpTf32Swapped, OpBytesSwapped: B as it is, read
 //                         into registers as wgmma's A; Op16Swapped: read M-major by wgmma; C stored transposed),
 //                         without the stream-K tail; 0: C = A B.
-//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2,
-//                         the 8-bit ones 2 at BN 192 too).
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64 where the cluster multicasts
+//                         64-column strips of B; any where B's K-major tile is one box, multicast in turns).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
 //   WGMMA_WS_STREAMK_MIN_SAVED  k steps the split must save each cluster (tile_schedule.cuh): its fix-up's cost.
@@ -267,10 +267,13 @@ static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
               "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
-// (the 8-bit operands' K-major Bt tile of 192 rows is one box, which a 2-cluster's CTAs multicast in turns: load_bt)
-static_assert(BN / 64 % CLUSTER == 0 || (BK == 128 && BN == 192 && WGMMA_WS_BT_BOX_ROWS == BN && CLUSTER == 2),
+// (a K-major B tile of one box, the tf32 and 8-bit operands' Bt or the swapped 16-bit operands' rows of A, is
+// multicast whole by a cluster's CTAs in turns, one k step each: load_bt)
+constexpr bool B_K_MAJOR = BK != 64 || SWAP_AB;
+static_assert(BN / 64 % CLUSTER == 0 || (B_K_MAJOR && WGMMA_WS_BT_BOX_ROWS == BN),
               "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole 64-column strips of B): "
-              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64 (2 with 192 for the 8-bit operands' Bt box)");
+              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64; any with a K-major B tile of one box "
+              "(WGMMA_WS_BT_BOX_ROWS=WGMMA_WS_BN: the CTAs take turns)");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
               "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "
@@ -434,17 +437,19 @@ using Schedule = ws_schedule::PersistentSchedule<CLUSTER, GROUP_M, GROUP_ALONG_N
 // is narrower (a build of 64 columns has a tensor map of its own: the registry's WsConfig.bt_box_rows).
 constexpr int BT_BOX_ROWS = WGMMA_WS_BT_BOX_ROWS;
 
-// The k step kt of a K-major Bt tile (the tf32 and 8-bit operands, which wgmma reads only K-major) from a tensor map
-// whose box is BOX_ROWS rows of BOX_BYTES bytes. BN = 2 BOX_ROWS: two boxes, one per CTA of a 2-cluster, multicast
-// (hopper::load_halves). BN = BOX_ROWS: the tile is one box (the 128-column builds share the method's tensor map, so
-// its box cannot be split in halves): the CTAs of a 2-cluster take turns by k step, each multicasting the whole tile,
-// which reads it from L2 once per cluster as the halves do and spreads the copies over both producers.
+// The k step kt of a K-major Bt tile (the tf32 and 8-bit operands, which wgmma reads only K-major; the swapped 16-bit
+// operands' rows of A) from a tensor map whose box is BOX_ROWS rows of BOX_BYTES bytes. BN = 2 BOX_ROWS: two boxes,
+// one per CTA of a 2-cluster, multicast (hopper::load_halves). BN = BOX_ROWS: the tile is one box (the 128-column
+// builds share the method's tensor map, so its box cannot be split in halves): the CTAs of a cluster take turns by
+// k step, each multicasting the whole tile, which reads it from L2 once per cluster as the halves do and spreads the
+// copies over every producer.
 template <int BOX_ROWS, int BOX_BYTES>
 __device__ __forceinline__ void load_bt(uint32_t sb, const CUtensorMap* tmap_bt, uint32_t bar, int n0, int kt,
                                         uint32_t rank)
 {
     static_assert(BN == BOX_ROWS || BN == 2 * BOX_ROWS, "a Bt tile is one box or two");
-    static_assert(CLUSTER <= 2, "WGMMA_WS_CLUSTER: 1 or 2 for K-major Bt (the CTAs of a cluster share its boxes)");
+    static_assert(BN == BOX_ROWS || CLUSTER <= 2,
+                  "WGMMA_WS_CLUSTER: 1 or 2 for a K-major Bt of two boxes (a 2-cluster's CTAs take one each)");
     if constexpr (BN == 2 * BOX_ROWS)
         hopper::load_halves<CLUSTER, BOX_BYTES, BOX_ROWS>(sb, tmap_bt, bar, kt * BK, n0, rank);
     else if constexpr (CLUSTER == 1)

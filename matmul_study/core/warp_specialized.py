@@ -399,8 +399,9 @@ WS_SMALL_BT_SPLITS = (*WS_SMALL_SPLITS, 64)
 
 
 def k_group_tile(base: WsConfig, bn: int = NARROWEST_BN) -> WsConfig:
-    """`base`'s record of 64-row tiles `bn` wide run by two consumer warpgroups on alternate k steps: no cluster, no
-    paced drain (config.cuh refuses both with two k groups)."""
+    """`base`'s record of 64-row tiles `bn` wide run by two consumer warpgroups on alternate k steps: no paced drain
+    (config.cuh refuses it with two k groups: the groups' sums meet in the staging chunks), and no cluster (the
+    16-bit operands multicast whole 64-column strips of B: none to share at 64 columns)."""
     return replace(base, bm=SHORT_BM, bn=bn, cluster=1, k_groups=2, drain_every=0)
 
 
@@ -428,28 +429,35 @@ def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-# The 16-bit rung's twins of its 64x64 tiles with two k groups (swap_k_group_variants), whole and split.
-SWAP_K_GROUP_SPLITS = (1, 2, 4)
+# The 16-bit rung's twins of its 64x64 tiles with two k groups (swap_k_group_variants): (cluster, split) of each,
+# whole and split without a cluster, and in clusters of 2 and 4 that share A's rows (the tokens) by multicast.
+SWAP_K_GROUP_BUILDS = ((1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1), (4, 2))
 
 
-def swap_k_group_variants(base: WsConfig, splits: tuple[int, ...] = SWAP_K_GROUP_SPLITS) -> tuple[Variant, ...]:
+def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int], ...] = SWAP_K_GROUP_BUILDS
+                          ) -> tuple[Variant, ...]:
     """Twins of a 16-bit rung's 64x64 tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's columns
-    by 64 of A's rows, two consumer warpgroups taking alternate k steps and summing at the tile's end, without a
-    cluster, K whole or split `splits` ways. At 64 token rows they are cuBLAS's shape of work: its decode kernel at
-    64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a
-    producer, each CTA over all of K (a cluster of two sharing the weights); here 64 tiles split twice are 128 CTAs that
-    each read half of K (the rung's 128-row twins have half as many tiles, each twice as tall). The two groups' sums
-    meet in the consumers' staging chunks, which the twins keep though their epilogue stores each element by itself. The
-    rung's heuristic does not weigh them."""
+    by 64 of A's rows, two consumer warpgroups taking alternate k steps and summing at the tile's end, in clusters of
+    `cluster` CTAs along B's columns and K whole or split, one twin per (cluster, split) of `builds`. At 64 token rows
+    they are cuBLAS's shape of work: its decode kernel at 64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64
+    weight columns by 32 tokens, two consumer warpgroups and a producer, each CTA over all of K, a cluster of two
+    sharing the weights by multicast; here 64 tiles split twice are 128 CTAs that each read half of K. A cluster here
+    shares the tokens instead: its CTAs take turns to multicast each k step's rows of A (config.cuh, load_bt), so that
+    every CTA reads its own weights and A is read from L2 once per cluster, not once per CTA (at 64x4096x4096 A's
+    reads are as many bytes as B's without one). The two groups' sums meet in the consumers' staging chunks, which
+    the twins keep though their epilogue stores each element by itself. The rung's heuristic does not weigh them."""
     small = k_group_tile(base)
     out = []
-    for s in splits:
-        c = swap_twin_config(replace(small, split_k=s))
-        own = f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}" + (f"_splitk{s}" if s > 1 else "")
+    for cluster, s in builds:
+        c = swap_twin_config(replace(small, cluster=cluster, split_k=s))
+        own = (f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
+               + (f"_splitk{s}" if s > 1 else ""))
+        shared = (f"clusters of {cluster} CTAs along B's columns taking turns to multicast A's rows" if cluster > 1
+                  else "no cluster")
         split = f", K split {s} ways (summed in slice order through a workspace)" if s > 1 else ""
         out.append(c.variant(swap_twin_name(own),
                              f"Cᵀ = Bᵀ·Aᵀ with B's rows read M-major by wgmma as its A: tiles of {c.BM} columns x "
-                             f"{c.bn} rows of C, two consumer warpgroups taking alternate k steps, no cluster{split}"))
+                             f"{c.bn} rows of C, two consumer warpgroups taking alternate k steps, {shared}{split}"))
     return tuple(out)
 
 
