@@ -1407,6 +1407,42 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
     return choose
 
 
+# 16-bit at 49-64 token rows (decode): where the rung's 64x128 tiles are too few for the SMs, it splits K of them in
+# 2-4 slices, each CTA reading the tokens again and storing a partial tile. The whole twin of its 64x64 tiles with two
+# k groups (Cᵀ = Bᵀ·Aᵀ: the weights' columns through the tiles' rows, the tokens as wgmma's N) reads every weight
+# once over all of K in one wave of tiles, without partials. On an H100 (x cuBLAS in one process, fp16; bf16 within
+# 0.01; swap-k-group-twins/), the twin against the split pick: 64x4096x4096 0.834 against 0.732, 64x4096x14336 1.071
+# against 0.994, 56x2560x8192 0.904 against 0.860; below 49 rows the pick held (48x4096x4096 0.761 against 0.747,
+# 32x4096x4096 0.700 against 0.559), and past 4 slices (64x1024x4096: 16 slices, 1.06 against 0.74).
+K_GROUP_TWIN_ROWS = (49, 64)  # token rows where the twin is weighed
+K_GROUP_TWIN_MAX_SLICES = 4  # the most slices of a split pick it replaces
+
+
+def k_group_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                 twin: str, rows: tuple[int, int] = K_GROUP_TWIN_ROWS, max_slices: int = K_GROUP_TWIN_MAX_SLICES
+                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a rung with a twin of its 64-row tiles with two k groups that computes Cᵀ = Bᵀ·Aᵀ whole
+    (`twin`; `records`: build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s
+    pick, but at `rows` token rows (A's rows, inclusive) where the pick splits K of tiles over C in 2 to `max_slices`
+    slices and the twin's tiles (of its rows over C's columns) make one wave, the twin."""
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        picked = rest(problem, variants)
+        record = records.get(picked.variant)
+        if twin not in variants or record is None or record[3] or not 2 <= record[2] <= max_slices:
+            return picked
+        if not rows[0] <= problem.m <= rows[1] or problem.m > records[twin][1]:
+            return picked
+        tiles = cdiv(problem.n, records[twin][0])
+        if tiles > problem.sm_count:
+            return picked
+        return Choice(twin, f"{picked.reason}; but at {problem.m} token rows, rather than split K in {record[2]} "
+                            f"slices, {tiles} tiles of {records[twin][0]} of B's columns over Cᵀ = Bᵀ·Aᵀ, two k "
+                            "groups each, in one wave over all of K (no partials)")
+
+    return choose
+
+
 # tf32 at a few rows (M <= 64, decode): its picks there are 64x128 tiles that write Bt in shared memory, whole or
 # split. The twin of 128x64 tiles (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers) holds all the rows in one column of
 # tiles. Each candidate is weighed by its busiest SM's k steps: its items' waves times each item's k steps plus this

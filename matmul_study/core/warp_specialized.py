@@ -19,7 +19,8 @@ from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT,
                                        PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES, PROMOTED_WHOLE_SMALL,
                                        SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, WIDER_PROMOTED_RATE, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
-                                       few_rows_twin, half_empty_twins, narrow_twin, narrow_within_one_wave,
+                                       few_rows_twin, half_empty_twins, k_group_twin, narrow_twin,
+                                       narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
                                        slow_memory_twins, whole_small_tiles, wider_promoted_tiles, within_class)
 from matmul_study.core.geometry import persistent
@@ -649,6 +650,14 @@ def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], b
     """`rest`, tf32's heuristic, with the twins of its 64x128 tiles (whole and split: one row of them over Cᵀ holds
     64 columns of C) taken at a few columns (configs.few_columns_twin)."""
     return few_columns_twin(rest, tile_records(variants), twin_splits(variants, SHORT_BM, NARROW_BN), base.bk)
+
+
+def k_group_twin_first(rest: Callable[[object, tuple[str, ...]], Choice], variants: tuple[Variant, ...]
+                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+    """`rest`, the 16-bit rung's heuristic, with the whole twin of its 64x64 tiles with two k groups taken in place of
+    a split pick at 49-64 token rows (configs.k_group_twin)."""
+    twin = swap_twin_name(f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}")
+    return k_group_twin(rest, tile_records(variants), twin)
 
 
 def whole_small_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
