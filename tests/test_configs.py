@@ -10,6 +10,7 @@ from matmul_study.analysis.tile_fit import table_ratios
 from matmul_study.core import configs, dtypes, registry, specs, warp_specialized
 from matmul_study.core.specs import Method, Problem, Variant
 from matmul_study.core.warp_specialized import ws_tile_builds
+from cards import H100_HBM, H200_HBM
 from own_tiles import own_builds, own_choice
 
 REPO = Path(__file__).resolve().parent.parent
@@ -779,9 +780,6 @@ def test_the_tile_picks_fit_the_committed_sweeps():
             assert TILE_MISSES[method, dtype, shape] == pick, (method, dtype, shape, pick)
             continue
         assert rate[pick] >= (1 - TILE_REGRET[dtype]) * max(rate.values()), (method, dtype, shape, pick, rate)
-
-
-H100_HBM, H200_HBM = 2 * 2619e6 * 5120 / 8, 2 * 3201e6 * 6144 / 8  # bus width x memory clock, two transfers
 
 
 def test_fp8s_promoted_tiles_keep_their_cluster_past_a_short_k_on_a_card_of_less_bandwidth_an_sm():

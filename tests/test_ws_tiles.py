@@ -19,6 +19,8 @@ from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_B
                                                 SWAP_K_GROUP_BUILDS, WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32,
                                                 swap_twin_config, ws_tile_builds)
 
+from cards import H100_HBM, H200_HBM
+
 NVCC_REQUIRED = os.environ.get("MATMUL_STUDY_REQUIRE_NVCC") == "1"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not NVCC_REQUIRED, reason="nvcc not on PATH")
 
@@ -28,6 +30,7 @@ BN128 = [v for v in WS.variants if v.config.bn == NARROW_BN and v.config.bm == W
 
 def problem(m, n, k, dtype="float16"):
     return Problem(m, n, k, 0, dtypes.get(dtype), 132, SM90_SHARED_BYTES)
+
 
 
 def test_the_128x128_builds_are_registered_for_every_rung():
@@ -314,11 +317,10 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     assert launch.threads == (384, 1, 1) and launch.cluster == (1, 1, 1) and launch.grid == (128, 1, 1)
 
 
-def test_the_16bit_rung_has_twins_of_its_64x64_two_k_group_tiles_that_its_heuristic_does_not_pick():
+def test_the_16bit_rung_has_twins_of_its_64x64_two_k_group_tiles():
     # Cᵀ = Bᵀ·Aᵀ over 64 of B's columns by 64 of A's rows, two consumer warpgroups on alternate k steps (the shape of
     # cuBLAS's work at 64 token rows), whole and split, without a cluster and in clusters that share A's rows: the
-    # records of the 64x64 two-k-group tiles, swapped; the rung's heuristic weighs its own builds only, so they run
-    # where a config names them (`variants: all`).
+    # records of the 64x64 two-k-group tiles, swapped.
     twins = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
     assert set(twins) == {"swap_bm64_bn64_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
                           for c, s in SWAP_K_GROUP_BUILDS}
@@ -334,6 +336,37 @@ def test_the_16bit_rung_has_twins_of_its_64x64_two_k_group_tiles_that_its_heuris
         assert launch.transposed, name  # the kernel tiles Cᵀ: 64 tiles of 64 weight columns, each cluster its own
         assert launch.cluster == (config.cluster, 1, 1), name
         assert launch.grid[0] == min(64 * config.split_k, 132), name
-    for m, n, k in ((1, 4096, 4096), (16, 6144, 4096), (64, 4096, 4096), (64, 14336, 4096), (512, 512, 512)):
-        pick = WS.choose(problem(m, n, k), configs.runnable(WS))
-        assert pick.variant not in twins, (m, n, k, pick)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_16bit_rung_takes_its_whole_k_group_twin_for_split_picks_at_49_to_64_token_rows(dtype):
+    # On a card of an H100's memory bandwidth an SM, where the 64x128 tiles split K 2-4 ways at 49-64 rows, the whole
+    # twin of the 64x64 two-k-group tiles: one wave of tiles over Cᵀ, each over all of K. Not below 49 rows, not for a
+    # pick of more slices or of whole tiles, not where the twin's tiles pass one wave; never a clustered or split
+    # twin; and not on an H200 or a card of unknown bandwidth (planned as an H200).
+    twin = "swap_bm64_bn64_kg2"
+
+    def on_card(m, n, k, dtype, hbm=H100_HBM):
+        return replace(problem(m, n, k, dtype), hbm_bytes_per_s=hbm)
+
+    taken = {(64, 4096, 4096), (64, 4096, 14336), (56, 2560, 8192), (49, 4096, 4096), (64, 3584, 4096)}
+    kept = {(48, 4096, 4096): "bm64_bn128_splitk4", (32, 4096, 4096): "bm64_bn128_splitk4",
+            (64, 1024, 4096): "bm64_bn128_splitk16", (64, 6144, 4096): "bm64_bn128", (64, 14336, 4096): "bm64",
+            (65, 4096, 4096): None, (1, 4096, 4096): None, (512, 512, 512): None}
+    for shape in taken:
+        pick = WS.choose(on_card(*shape, dtype), configs.runnable(WS))
+        assert pick.variant == twin and f"at {shape[0]} token rows on a card of 25 GB/s" in pick.reason, (shape, pick)
+        without = WS.choose(on_card(*shape, dtype), tuple(v for v in configs.runnable(WS) if v != twin))
+        assert without.variant.startswith("bm64_bn128_splitk"), (shape, without)  # the split it replaces
+        for hbm in (H200_HBM, None):
+            assert WS.choose(on_card(*shape, dtype, hbm), configs.runnable(WS)) == without, (shape, hbm)
+    for shape, build in kept.items():
+        pick = WS.choose(on_card(*shape, dtype), configs.runnable(WS))
+        assert not pick.variant.startswith("swap_bm64_bn64_kg2"), (shape, pick)
+        assert build is None or pick.variant == build, (shape, pick)
+    # 64 rows against 160 tiles of 64 columns (10240): more than one wave of the twin's tiles
+    wide = configs.k_group_twin(lambda p, v: configs.Choice("bm64_bn128_splitk2", "split"),
+                                {"bm64_bn128_splitk2": (64, 128, 2, False), twin: (64, 64, 1, True)}, twin)
+    assert wide(on_card(64, 10240, 4096, dtype), (twin,)).variant == "bm64_bn128_splitk2"
+    assert wide(on_card(64, 8448, 4096, dtype), (twin,)).variant == twin  # 132 tiles: one wave
+    assert wide(on_card(64, 8448, 4096, dtype), ()).variant == "bm64_bn128_splitk2"  # the twin not runnable

@@ -338,8 +338,10 @@ PROMOTED_DEEP_TILES = DeepTiles(PROMOTED_OWN_TILES_STEPS,
 # against 1.11 in clusters, 2816^3 1.04 / 0.98, 1536x1536x8192 0.75 / 0.72). Under ncu (SMs at 1.57 GHz) the tiles
 # without a cluster ran faster at 3072^3 and 4096^3 (5-7 %), reading a fifth more from HBM at 4096^3 and as much at
 # 3072^3: what costs at full clock is not settled. The bar lies between the two cards measured.
+# A card of less memory bandwidth an SM than this (an H100: 25 GB/s; an H200: 36), where rules fitted on an H100 hold.
+SLOW_MEMORY_PER_SM = 30e9
 PROMOTED_SLOW_MEMORY = LongTiles(20, "on an H100 the 2-CTA clusters ran faster past 20 k steps a tile, the tiles "
-                                     "without one up to that", bytes_per_s_per_sm=30e9)
+                                     "without one up to that", bytes_per_s_per_sm=SLOW_MEMORY_PER_SM)
 # FP8's tiles keep their 2-CTA clusters where K is no whole number of k steps (128 bytes: the rows of A start off the
 # 128-byte lines, and the last k step is partial), not only past PROMOTED_OWN_TILES_WAVES (a PartK bar): the
 # fast class's tiles and twins and the promoted class's own tiles at any count, the promoted class's twins past
@@ -1413,18 +1415,22 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
 # once over all of K in one wave of tiles, without partials. On an H100 (x cuBLAS in one process, fp16; bf16 within
 # 0.01; swap-k-group-twins/), the twin against the split pick: 64x4096x4096 0.834 against 0.732, 64x4096x14336 1.071
 # against 0.994, 56x2560x8192 0.904 against 0.860; below 49 rows the pick held (48x4096x4096 0.761 against 0.747,
-# 32x4096x4096 0.700 against 0.559), and past 4 slices (64x1024x4096: 16 slices, 1.06 against 0.74).
+# 32x4096x4096 0.700 against 0.559), and past 4 slices (64x1024x4096: 16 slices, 1.06 against 0.74). Only on a card
+# of less bandwidth an SM (SLOW_MEMORY_PER_SM): on an H200 the split pick ran at 0.89 at 64x4096x4096
+# (small-problems/tiles-decode-float16.txt), and no H200 has run the twin.
 K_GROUP_TWIN_ROWS = (49, 64)  # token rows where the twin is weighed
 K_GROUP_TWIN_MAX_SLICES = 4  # the most slices of a split pick it replaces
 
 
 def k_group_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
-                 twin: str, rows: tuple[int, int] = K_GROUP_TWIN_ROWS, max_slices: int = K_GROUP_TWIN_MAX_SLICES
-                 ) -> Callable[[object, tuple[str, ...]], Choice]:
+                 twin: str, rows: tuple[int, int] = K_GROUP_TWIN_ROWS, max_slices: int = K_GROUP_TWIN_MAX_SLICES,
+                 bytes_per_s_per_sm: float = SLOW_MEMORY_PER_SM) -> Callable[[object, tuple[str, ...]], Choice]:
     """The heuristic of a rung with a twin of its 64-row tiles with two k groups that computes Cᵀ = Bᵀ·Aᵀ whole
     (`twin`; `records`: build -> rows and columns of its tiles, slices of K and whether it computes Cᵀ): `rest`'s
-    pick, but at `rows` token rows (A's rows, inclusive) where the pick splits K of tiles over C in 2 to `max_slices`
-    slices and the twin's tiles (of its rows over C's columns) make one wave, the twin."""
+    pick, but on a card that streams less memory an SM than `bytes_per_s_per_sm` (Problem.hbm_bytes_per_s over its
+    SMs; one whose bandwidth is not known plans as an H200, above it), at `rows` token rows (A's rows, inclusive),
+    where the pick splits K of tiles over C in 2 to `max_slices` slices and the twin's tiles (of its rows over C's
+    columns) make one wave, the twin."""
 
     def choose(problem, variants: tuple[str, ...]) -> Choice:
         picked = rest(problem, variants)
@@ -1433,12 +1439,14 @@ def k_group_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dic
             return picked
         if not rows[0] <= problem.m <= rows[1] or problem.m > records[twin][1]:
             return picked
+        hbm = problem.hbm_bytes_per_s
         tiles = cdiv(problem.n, records[twin][0])
-        if tiles > problem.sm_count:
+        if hbm is None or hbm / problem.sm_count >= bytes_per_s_per_sm or tiles > problem.sm_count:
             return picked
-        return Choice(twin, f"{picked.reason}; but at {problem.m} token rows, rather than split K in {record[2]} "
-                            f"slices, {tiles} tiles of {records[twin][0]} of B's columns over Cᵀ = Bᵀ·Aᵀ, two k "
-                            "groups each, in one wave over all of K (no partials)")
+        return Choice(twin, f"{picked.reason}; but at {problem.m} token rows on a card of "
+                            f"{hbm / problem.sm_count / 1e9:.0f} GB/s of memory an SM, rather than split K in "
+                            f"{record[2]} slices, {tiles} tiles of {records[twin][0]} of B's columns over Cᵀ = Bᵀ·Aᵀ, "
+                            "two k groups each, in one wave over all of K (no partials)")
 
     return choose
 
