@@ -132,6 +132,10 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
     ("wgmma_warp_specialized", "bn192", {"cluster": 2}, "1 with 192 or 64"),
     # 128x64 tiles: one 64-column strip of B, so no cluster to multicast it.
     ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 192 or 64"),
+    # One box in turns: the 16-bit twins' 64 rows of A, in any cluster, not tf32's Bt of 64 rows nor a twin of 128
+    # rows of A in more CTAs than its two boxes.
+    ("wgmma_tf32", "bn64", {"cluster": 2}, "1 with 192 or 64"),
+    ("wgmma_warp_specialized", "swap_bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
     ("wgmma_warp_specialized", None, {"bm": 32}, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)"),
     ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),
     ("wgmma_warp_specialized", None, {"bk": 32}, "WGMMA_WS_BK: 64 for 16-bit operands"),

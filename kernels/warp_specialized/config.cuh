@@ -35,8 +35,8 @@
 //   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (OpTf32Swapped, OpBytesSwapped: B as it is, read
 //                         into registers as wgmma's A; Op16Swapped: read M-major by wgmma; C stored transposed),
 //                         without the stream-K tail; 0: C = A B.
-//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64 where the cluster multicasts
-//                         64-column strips of B; any where B's K-major tile is one box, multicast in turns).
+//   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2,
+//                         the 8-bit ones 2 at BN 192 too; the swapped 16-bit ones any at BN 64: one box in turns).
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
 //   WGMMA_WS_STREAMK_MIN_SAVED  k steps the split must save each cluster (tile_schedule.cuh): its fix-up's cost.
@@ -267,13 +267,14 @@ static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
               "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
 static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
-// (a K-major B tile of one box, the tf32 and 8-bit operands' Bt or the swapped 16-bit operands' rows of A, is
-// multicast whole by a cluster's CTAs in turns, one k step each: load_bt)
-constexpr bool B_K_MAJOR = BK != 64 || SWAP_AB;
-static_assert(BN / 64 % CLUSTER == 0 || (B_K_MAJOR && WGMMA_WS_BT_BOX_ROWS == BN),
+// (a K-major B tile of one box is multicast whole by a cluster's CTAs in turns, one k step each: load_bt. So the
+// 8-bit operands' Bt of 192 rows in a 2-cluster, and the swapped 16-bit operands' 64 rows of A in any cluster)
+constexpr bool B_BOX_IN_TURNS = WGMMA_WS_BT_BOX_ROWS == BN &&
+                                ((BK == 128 && BN == 192 && CLUSTER == 2) || (BK == 64 && SWAP_AB && BN == 64));
+static_assert(BN / 64 % CLUSTER == 0 || B_BOX_IN_TURNS,
               "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole 64-column strips of B): "
-              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64; any with a K-major B tile of one box "
-              "(WGMMA_WS_BT_BOX_ROWS=WGMMA_WS_BN: the CTAs take turns)");
+              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64 (2 with 192 for the 8-bit operands' Bt box, "
+              "any with 64 for the swapped 16-bit operands' box of A's rows: taken in turns)");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
               "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "
