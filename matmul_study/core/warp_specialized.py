@@ -401,8 +401,9 @@ WS_SMALL_BT_SPLITS = (*WS_SMALL_SPLITS, 64)
 
 def k_group_tile(base: WsConfig, bn: int = NARROWEST_BN) -> WsConfig:
     """`base`'s record of 64-row tiles `bn` wide run by two consumer warpgroups on alternate k steps: no paced drain
-    (config.cuh refuses it with two k groups: the groups' sums meet in the staging chunks), and no cluster (the
-    16-bit operands multicast whole 64-column strips of B: none to share at 64 columns)."""
+    (config.cuh refuses it with two k groups: the groups' sums meet in the staging chunks), and no cluster (a cluster
+    shares B out in 64-column strips or halves of its box, and a tile of 64 columns has one; the 16-bit twins take
+    clusters that multicast their box of A's rows in turns: swap_k_group_variants)."""
     return replace(base, bm=SHORT_BM, bn=bn, cluster=1, k_groups=2, drain_every=0)
 
 
@@ -446,7 +447,9 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int], ...] = 
     shares the tokens instead: its CTAs take turns to multicast each k step's rows of A (config.cuh, load_bt), so that
     every CTA reads its own weights and A is read from L2 once per cluster, not once per CTA (at 64x4096x4096 A's
     reads are as many bytes as B's without one). The two groups' sums meet in the consumers' staging chunks, which
-    the twins keep though their epilogue stores each element by itself. The rung's heuristic does not weigh them."""
+    the twins keep though their epilogue stores each element by itself. On an H100 the clusters lost wherever the
+    whole twin led (the turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole twin
+    alone (k_group_twin_first)."""
     small = k_group_tile(base)
     out = []
     for cluster, s in builds:
