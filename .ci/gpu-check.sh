@@ -79,15 +79,20 @@ if has tests; then
         outside=$!
         seq 1 "$parts" | xargs -P "$workers" -I{} bash -c 'run_part {}' || status=1
         wait "$outside" || status=1
-        for log in "$logs"/*.log; do echo "$(basename "$log"): $(tail -n 1 "$log")"; done | tee "$OUT/pytest-gpu.log"
+        # Each log's last line; a part's pytest that finished ends on its summary ("... in 12.34s"), the other parts
+        # are to run again.
+        unfinished=()
+        for log in "$logs"/*.log; do
+            last=$(tail -n 1 "$log")
+            echo "$(basename "$log"): $last"
+            if [[ $log == */pytest-gpu-part* && ! $last =~ \ in\ [0-9.]+s ]]; then
+                unfinished+=("$(basename "$log" .log | sed 's/^pytest-gpu-part0*\([0-9]*\)-of-/\1\//')")
+            fi
+        done >"$OUT/pytest-gpu.log"
+        cat "$OUT/pytest-gpu.log"
         grep -h '^FAILED\|^ERROR' "$logs"/*.log | tee -a "$OUT/pytest-gpu.log" | head -40
-        # A finished pytest ends on its summary ("... in 12.34s"); the other parts are to run again.
-        unfinished=$(for log in "$logs"/pytest-gpu-part*.log; do
-            tail -n 1 "$log" | grep -q ' in [0-9.]*s' \
-                || basename "$log" .log | sed 's/^pytest-gpu-part0*\([0-9]*\)-of-/\1\//'
-        done)
-        [[ -z $unfinished ]] \
-            || echo "parts not finished (MATMUL_STUDY_TEST_SHARD):" $unfinished | tee -a "$OUT/pytest-gpu.log"
+        (( ${#unfinished[@]} == 0 )) \
+            || echo "parts not finished (MATMUL_STUDY_TEST_SHARD): ${unfinished[*]}" | tee -a "$OUT/pytest-gpu.log"
         tar czf "$OUT/pytest-gpu.tar.gz" -C "$logs" .
     else
         echo "== pytest -m gpu"

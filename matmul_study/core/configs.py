@@ -1437,7 +1437,7 @@ def k_group_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dic
         record = records.get(picked.variant)
         if twin not in variants or record is None or record[3] or not 2 <= record[2] <= max_slices:
             return picked
-        if not rows[0] <= problem.m <= rows[1] or problem.m > records[twin][1]:
+        if not rows[0] <= problem.m <= rows[1]:
             return picked
         hbm = problem.hbm_bytes_per_s
         tiles = cdiv(problem.n, records[twin][0])
