@@ -1416,8 +1416,10 @@ def few_columns_twin(rest: Callable[[object, tuple[str, ...]], Choice], records:
 # 0.01; swap-k-group-twins/), the twin against the split pick: 64x4096x4096 0.834 against 0.732, 64x4096x14336 1.071
 # against 0.994, 56x2560x8192 0.904 against 0.860; below 49 rows the pick held (48x4096x4096 0.761 against 0.747,
 # 32x4096x4096 0.700 against 0.559), and past 4 slices (64x1024x4096: 16 slices, 1.06 against 0.74). Only on a card
-# of less bandwidth an SM (SLOW_MEMORY_PER_SM): on an H200 the split pick ran at 0.89 at 64x4096x4096
-# (small-problems/tiles-decode-float16.txt), and no H200 has run the twin.
+# of less bandwidth an SM (SLOW_MEMORY_PER_SM): on an H200 (small-problems/twins-k-group-decode.txt, ten shapes of
+# 49-64 rows, fp16 and bf16) the split pick ran ahead of the twin at five shapes by 5-18 % (64x4096x4096 0.88
+# against 0.82, 64x3584x4096 1.03 against 0.86, 64x3072x14336 0.93 against 0.83) and behind it at three by 2-7 %
+# (52x4096x8192 1.05 against 1.13, 64x4096x14336 1.00 against 1.03).
 K_GROUP_TWIN_ROWS = (49, 64)  # token rows where the twin is weighed
 K_GROUP_TWIN_MAX_SLICES = 4  # the most slices of a split pick it replaces
 
