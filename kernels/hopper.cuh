@@ -214,6 +214,8 @@ __device__ __forceinline__ void wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
+#define HOPPER_D16_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define HOPPER_D16_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 #define HOPPER_D32_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define HOPPER_D32_OPS "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define HOPPER_D64_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
@@ -231,14 +233,16 @@ __device__ __forceinline__ void wgmma_wait()
                  : OPS                                                                                     \
                  : "l"(desc_a), "l"(desc_b), "r"(static_cast<uint32_t>(scale_d)))
 
-// The m64nNkK shapes, N = 64, 128, 192 or 256, in a function with d (N / 2 accumulators), desc_a, desc_b and scale_d
-// in scope. KIND is the rest of the instruction after the N, e.g. "k8.f32.tf32.tf32"; ACC the accumulators' operand
-// lists (empty: fp32, HOPPER_D*_OPS; _S32: int32, HOPPER_D*_OPS_S32); TAIL what follows scale-d: the float kinds'
-// scale immediates ", 1, 1" (none for integers), then for 16-bit operands the transpose immediates (tf32 and 8-bit
-// have none: both operands K-major).
+// The m64nNkK shapes, N = 32, 64, 128, 192 or 256, in a function with d (N / 2 accumulators), desc_a, desc_b and
+// scale_d in scope. KIND is the rest of the instruction after the N, e.g. "k8.f32.tf32.tf32"; ACC the accumulators'
+// operand lists (empty: fp32, HOPPER_D*_OPS; _S32: int32, HOPPER_D*_OPS_S32); TAIL what follows scale-d: the float
+// kinds' scale immediates ", 1, 1" (none for integers), then for 16-bit operands the transpose immediates (tf32 and
+// 8-bit have none: both operands K-major).
 #define HOPPER_WGMMA_BY_N(KIND, ACC, TAIL)                                                                        \
-    static_assert(N == 64 || N == 128 || N == 192 || N == 256, "N = 64, 128, 192 or 256");                    \
-    if constexpr (N == 64)                                                                                    \
+    static_assert(N == 32 || N == 64 || N == 128 || N == 192 || N == 256, "N = 32, 64, 128, 192 or 256");     \
+    if constexpr (N == 32)                                                                                    \
+        HOPPER_WGMMA("m64n32" KIND, HOPPER_D16_REGS, HOPPER_D16_OPS##ACC, "16", "17", "18", TAIL);             \
+    else if constexpr (N == 64)                                                                               \
         HOPPER_WGMMA("m64n64" KIND, HOPPER_D32_REGS, HOPPER_D32_OPS##ACC, "32", "33", "34", TAIL);             \
     else if constexpr (N == 128)                                                                              \
         HOPPER_WGMMA("m64n128" KIND, HOPPER_D64_REGS, HOPPER_D64_OPS##ACC, "64", "65", "66", TAIL);            \
@@ -251,7 +255,7 @@ __device__ __forceinline__ void wgmma_wait()
 // 1, trans-a = 0 (K-major), trans-b = 1 (N-major B, i.e. row-major k x n); N = 64 (32 accumulators per thread), 128
 // (64), 192 (96) or 256 (128). A_MN_MAJOR: A is read M-major and B K-major instead (trans-a = 1, trans-b = 0), for a
 // kernel that computes C^T = B^T A^T with B's N-major rows as its A and A's K-major rows as its B
-// (warp_specialized/operands_16bit.cuh, Op16Swapped).
+// (warp_specialized/operands_16bit.cuh, Op16Swapped), where N = 32 (16) takes 32 of A's rows (a decode step's tokens).
 template <int N, typename T, bool A_MN_MAJOR = false>
 __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool scale_d = true)
 {
@@ -338,6 +342,7 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3_rs(float (&d)[N / 2], const ui
 // (no .satfinite: the host keeps k where the sums cannot overflow), N = 64 (32 accumulators per thread), 128 (64), 192
 // (96) or 256 (128). 8-bit operands have no transpose immediates either: both must be K-major, and integer wgmma takes
 // no scale immediates, so the instruction ends at scale-d.
+#define HOPPER_D16_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
 #define HOPPER_D32_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
 #define HOPPER_D64_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
 #define HOPPER_D96_OPS_S32 "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95])
@@ -357,6 +362,7 @@ __device__ __forceinline__ void wgmma_m64k32_s8_rs(int (&d)[N / 2], const uint32
 }
 #undef HOPPER_WGMMA_RS_BY_N
 #undef HOPPER_WGMMA_RS
+#undef HOPPER_D16_OPS_S32
 #undef HOPPER_D32_OPS_S32
 #undef HOPPER_D64_OPS_S32
 #undef HOPPER_D96_OPS_S32

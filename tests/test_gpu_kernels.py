@@ -258,9 +258,9 @@ def test_builds_that_swap_a_and_b_store_c_not_its_transpose(variant_cubin, metho
     check_build(variant_cubin, method, variant, dtype, shape)
 
 
-# The 16-bit twins of the 64x64 tiles with two k groups (swap_k_group_variants), at token rows: M (the kernel's N) of
-# 7, 17, 33 and 65 (one past its 64), K odd (A's rows unaligned) and not a multiple of the slices, N not a multiple of
-# 8; in fp16 and bf16; (m, k, n).
+# The 16-bit twins of the 64-row tiles with two k groups (swap_k_group_variants: 64 or 32 tokens a tile), at token
+# rows: M (the kernel's N) of 7, 17, 33 and 65 (one past 32 and 64), K odd (A's rows unaligned) and not a multiple of
+# the slices, N not a multiple of 8; in fp16 and bf16; (m, k, n).
 K_GROUP_TWINS = [("wgmma_warp_specialized", v.name, d) for v in registry.get("wgmma_warp_specialized").variants
                  if v.config.swap_ab and v.config.k_groups == 2 for d in ("float16", "bfloat16")]
 

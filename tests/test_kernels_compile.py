@@ -665,16 +665,19 @@ def test_split_k_workspace_and_launch_match_the_kernel(method, variant, build):
     split, part_bytes = config.split_k, config.BM * config.bn * 4
     # (m, n, k) -> CTA tiles with clusters of 1 and of 2 (300 rows: 3 tiles, or 2 clusters of 2), 128 or 64 rows,
     # 256, 128 or 64 wide
-    # (2 and 4 x 64 x 64: the 16-bit twins' clusters, whole clusters of 64-row tiles along the kernel's M)
+    # (2 and 4 x 64 x 64: the 16-bit twins' clusters, whole clusters of 64-row tiles along the kernel's M; 64 x 32:
+    # their tiles of 32 tokens)
     for shape, cta_tiles in (((512, 512, 512), {(1, 128, 256): 8, (2, 128, 256): 8, (2, 128, 128): 16,
                                                 (1, 128, 128): 16, (1, 64, 128): 32, (1, 128, 64): 32,
-                                                (1, 64, 64): 64, (2, 64, 64): 64, (4, 64, 64): 64}),
+                                                (1, 64, 64): 64, (2, 64, 64): 64, (4, 64, 64): 64,
+                                                (1, 64, 32): 128}),
                              ((129, 17, 3001), {(1, 128, 256): 2, (2, 128, 256): 2, (2, 128, 128): 2,
                                                 (1, 128, 128): 2, (1, 64, 128): 3, (1, 128, 64): 2, (1, 64, 64): 3,
-                                                (2, 64, 64): 4, (4, 64, 64): 4}),
+                                                (2, 64, 64): 4, (4, 64, 64): 4, (1, 64, 32): 3}),
                              ((300, 520, 8193), {(1, 128, 256): 3 * 3, (2, 128, 256): 4 * 3, (2, 128, 128): 4 * 5,
                                                  (1, 128, 128): 3 * 5, (1, 64, 128): 5 * 5, (1, 128, 64): 3 * 9,
-                                                 (1, 64, 64): 5 * 9, (2, 64, 64): 6 * 9, (4, 64, 64): 8 * 9})):
+                                                 (1, 64, 64): 5 * 9, (2, 64, 64): 6 * 9, (4, 64, 64): 8 * 9,
+                                                 (1, 64, 32): 5 * 17})):
         cta_tiles = cta_tiles[config.cluster, config.BM, config.bn]
         # (a build that computes Cᵀ = Bᵀ·Aᵀ tiles the n x m problem: given (n, m, k), its kernel's is `shape`)
         m_, n_, k_ = shape

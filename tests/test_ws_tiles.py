@@ -18,8 +18,8 @@ from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import Problem
 from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
-                                                SWAP_K_GROUP_BUILDS, WS_SMALL_BT_SPLITS, WS_SMALL_SPLITS, WS_TF32,
-                                                swap_twin_config, ws_tile_builds)
+                                                SWAP_K_GROUP_BUILDS, SWAP_TOKEN_BN, WS_SMALL_BT_SPLITS,
+                                                WS_SMALL_SPLITS, WS_TF32, swap_twin_config, ws_tile_builds)
 
 from cards import H100_HBM, H200_HBM
 
@@ -323,25 +323,33 @@ def test_the_two_k_group_builds_are_64_row_tiles_of_three_warpgroups_without_a_c
     assert launch.threads == (384, 1, 1) and launch.cluster == (1, 1, 1) and launch.grid == (128, 1, 1)
 
 
-def test_the_16bit_rung_has_twins_of_its_64x64_two_k_group_tiles():
-    # Cᵀ = Bᵀ·Aᵀ over 64 of B's columns by 64 of A's rows, two consumer warpgroups on alternate k steps (the shape of
-    # cuBLAS's work at 64 token rows), whole and split, without a cluster and in clusters that share A's rows: the
-    # records of the 64x64 two-k-group tiles, swapped.
+def test_the_16bit_rung_has_twins_of_its_64_row_two_k_group_tiles():
+    # Cᵀ = Bᵀ·Aᵀ over 64 of B's columns by 64 or 32 of A's rows, two consumer warpgroups on alternate k steps (the
+    # shape of cuBLAS's work at 64 token rows: 64 x 32), whole and split, without a cluster and (64 tokens) in
+    # clusters that share A's rows: the records of the 64-row two-k-group tiles, swapped.
     twins = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
-    assert set(twins) == {"swap_bm64_bn64_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
-                          for c, s in SWAP_K_GROUP_BUILDS}
-    assert {(c.cluster, c.split_k) for c in twins.values()} == set(SWAP_K_GROUP_BUILDS)
+    assert set(twins) == {f"swap_bm64_bn{t}_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
+                          for t, c, s in SWAP_K_GROUP_BUILDS}
+    assert {(c.bn, c.cluster, c.split_k) for c in twins.values()} == set(SWAP_K_GROUP_BUILDS)
+    assert {c.bn for c in twins.values()} == {NARROWEST_BN, SWAP_TOKEN_BN}
     for name, config in twins.items():
-        own = replace(WS.config, bm=SHORT_BM, bn=NARROWEST_BN, cluster=config.cluster, k_groups=2, drain_every=0,
+        own = replace(WS.config, bm=SHORT_BM, bn=config.bn, cluster=config.cluster, k_groups=2, drain_every=0,
                       split_k=config.split_k)
         assert config == swap_twin_config(own), name
         assert f"WGMMA_WS_CLUSTER={config.cluster}" in config.defines, name
+        assert f"WGMMA_WS_BN={config.bn}" in config.defines and f"WGMMA_WS_BT_BOX_ROWS={config.bn}" in config.defines
         assert config.THREADS == 384 and "WGMMA_WS_SWAP_AB=1" in config.defines, name
         assert (WS.variant(name).workspace is not None) == (config.split_k > 1), name
+        # the tokens' tensor map has a box of the tile's rows of A, the weights' one of 64 x 64
+        assert [(t.operand, t.box_rows, t.box_cols) for t in WS.variant(name).tensor_maps] == \
+            [("B", 64, 64), ("A", config.bn, 64)], name
         launch = config.launch(problem(64, 4096, 4096))
-        assert launch.transposed, name  # the kernel tiles Cᵀ: 64 tiles of 64 weight columns, each cluster its own
+        assert launch.transposed, name  # the kernel tiles Cᵀ: 64 tiles of 64 weight columns by 64 / bn of tokens
         assert launch.cluster == (config.cluster, 1, 1), name
-        assert launch.grid[0] == min(64 * config.split_k, 132), name
+        assert launch.grid[0] == min(64 * (64 // config.bn) * config.split_k, 132), name
+    # 32 tokens a tile: 16 stages of 12 KiB (8 KiB of weights, 4 KiB of tokens), against 12 of 16 KiB at 64
+    assert (twins["swap_bm64_bn32_kg2"].stage_bytes, twins["swap_bm64_bn32_kg2"].stage_count) == (12288, 16)
+    assert (twins["swap_bm64_bn64_kg2"].stage_bytes, twins["swap_bm64_bn64_kg2"].stage_count) == (16384, 12)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -17,7 +17,7 @@
 //   WGMMA_WS_K_GROUPS     consumer warpgroups per 64 rows of the tile: 1, or 2 that take alternate k steps into
 //                         accumulators of their own, summed through shared memory at the end of each item (BM 64).
 //   WGMMA_WS_BM           tile rows: 128 (two consumer warpgroups) or 64 (one), 64 per consumer warpgroup.
-//   WGMMA_WS_BN           tile width: 256, 192, 128 or 64.
+//   WGMMA_WS_BN           tile width: 256, 192, 128 or 64; 32 for the swapped 16-bit operands (32 of A's rows).
 //   WGMMA_WS_BK           k per step: one 128-byte swizzle row of the operands' elements (64 fp16/bf16, 32 tf32,
 //                         128 int8 or e4m3); the operand policy checks it.
 //   WGMMA_WS_STAGES       pipeline stages: from 2 to what fits in shared memory (the registry's default: the most
@@ -69,7 +69,9 @@
 // 64-column strips; a K-major Bt tile is one box of 192 rows), where 128x256 tiles make a wave of most of the SMs and
 // 128x128 ones a second wave (1536^3: 72 tiles of 128x256, 144 of 128x128 and 96 of 128x192 on 132 SMs); the 8-bit
 // operands' one Bt box a 2-cluster multicasts in turns, and with one scratch set (WGMMA_WS_PROMOTE_SETS=1) these
-// tiles hold FP8's promoted sums.
+// tiles hold FP8's promoted sums. 32: the swapped 16-bit operands' tiles of 64 weight columns by 32 tokens (wgmma
+// m64n32k16, 16 accumulators per consumer thread), cuBLAS's decode tile: at 64 token rows twice the CTAs of the
+// 64-token tiles, each reading its weights over all of K with half the tokens beside them.
 //
 // Tile rows BM. 128: two consumer warpgroups share every stage of B. 64: one consumer warpgroup, twice the tiles
 // again for problems that 128-row tiles still leave short of a wave (1024^3: 32 tiles of 128x256, 64 of 64x256
@@ -265,7 +267,9 @@ static_assert(K_GROUPS == 1 || K_GROUPS == 2, "WGMMA_WS_K_GROUPS: 1 or 2 consume
 static_assert(K_GROUPS == 1 || (BM == 64 && BN <= 128 && DRAIN_EVERY == 0),
               "WGMMA_WS_K_GROUPS=2: 64-row tiles (WGMMA_WS_BM=64) of at most 128 columns, with no paced drain "
               "(WGMMA_WS_DRAIN_EVERY=0): the sums meet in the staging chunks");
-static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile");
+static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64 || (BN == 32 && SWAP_AB && BK == 64),
+              "WGMMA_WS_BN: 256, 192, 128 or 64 columns per tile, or 32 for the swapped 16-bit operands (32 of A's "
+              "rows: WGMMA_WS_SWAP_AB=1, WGMMA_WS_BK=64)");
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1, 2 or 4 CTAs");
 // (a K-major B tile of one box is multicast whole by a cluster's CTAs in turns, one k step each: load_bt. So the
 // 8-bit operands' Bt of 192 rows in a 2-cluster, and the swapped 16-bit operands' 64 rows of A in any cluster)

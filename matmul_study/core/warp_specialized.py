@@ -431,30 +431,34 @@ def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-# The 16-bit rung's twins of its 64x64 tiles with two k groups (swap_k_group_variants): (cluster, split) of each,
-# whole and split without a cluster, and in clusters of 2 and 4 that share A's rows (the tokens) by multicast.
-SWAP_K_GROUP_BUILDS = ((1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1), (4, 2))
+# The 16-bit rung's twins of its 64x64 tiles with two k groups (swap_k_group_variants): (tokens, cluster, split) of
+# each. 64 of A's rows (the tokens) a tile, whole and split without a cluster, and in clusters of 2 and 4 that share
+# the tokens by multicast; and 32 a tile (SWAP_TOKEN_BN, cuBLAS's decode tile), whole and split twice.
+SWAP_TOKEN_BN = 32
+SWAP_K_GROUP_BUILDS = ((NARROWEST_BN, 1, 1), (NARROWEST_BN, 1, 2), (NARROWEST_BN, 1, 4), (NARROWEST_BN, 2, 1),
+                       (NARROWEST_BN, 2, 2), (NARROWEST_BN, 4, 1), (NARROWEST_BN, 4, 2), (SWAP_TOKEN_BN, 1, 1),
+                       (SWAP_TOKEN_BN, 1, 2))
 
 
-def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int], ...] = SWAP_K_GROUP_BUILDS
+def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ...] = SWAP_K_GROUP_BUILDS
                           ) -> tuple[Variant, ...]:
-    """Twins of a 16-bit rung's 64x64 tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's columns
-    by 64 of A's rows, two consumer warpgroups taking alternate k steps and summing at the tile's end, in clusters of
-    `cluster` CTAs along B's columns and K whole or split, one twin per (cluster, split) of `builds`. At 64 token rows
-    they are cuBLAS's shape of work: its decode kernel at 64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64
-    weight columns by 32 tokens, two consumer warpgroups and a producer, each CTA over all of K, a cluster of two
-    sharing the weights by multicast; here 64 tiles split twice are 128 CTAs that each read half of K. A cluster here
-    shares the tokens instead: its CTAs take turns to multicast each k step's rows of A (config.cuh, load_bt), so that
-    every CTA reads its own weights and A is read from L2 once per cluster, not once per CTA (at 64x4096x4096 A's
-    reads are as many bytes as B's without one). The two groups' sums meet in the consumers' staging chunks, which
-    the twins keep though their epilogue stores each element by itself. On an H100 the clusters lost wherever the
-    whole twin led (the turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole twin
-    alone (k_group_twin_first)."""
-    small = k_group_tile(base)
+    """Twins of a 16-bit rung's 64-row tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
+    columns by `tokens` of A's rows (64, or 32), two consumer warpgroups taking alternate k steps and summing at the
+    tile's end, in clusters of `cluster` CTAs along B's columns and K whole or split, one twin per (tokens, cluster,
+    split) of `builds`. At 64 token rows the 32-token tiles are cuBLAS's shape of work: its decode kernel at
+    64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a
+    producer, each CTA over all of K, a cluster of two sharing the weights by multicast (here without one: the two
+    CTAs of a weight strip read it from L2 each). The 64-token tiles make 64 CTAs there, 128 split twice, each over
+    half of K. A cluster of those shares the tokens: its CTAs take turns to multicast each k step's rows of A
+    (config.cuh, load_bt), so that every CTA reads its own weights and A is read from L2 once per cluster, not once
+    per CTA (at 64x4096x4096 A's reads are as many bytes as B's without one). The two groups' sums meet in the
+    consumers' staging chunks, which the twins keep though their epilogue stores each element by itself. On an H100
+    the clusters lost wherever the whole twin led (the turns tie each stage to both CTAs' consumers), so the rung's
+    heuristic weighs the whole 64-token twin alone (k_group_twin_first)."""
     out = []
-    for cluster, s in builds:
-        c = swap_twin_config(replace(small, cluster=cluster, split_k=s))
-        own = (f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
+    for tokens, cluster, s in builds:
+        c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s))
+        own = (f"bm{SHORT_BM}_bn{tokens}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
                + (f"_splitk{s}" if s > 1 else ""))
         shared = (f"clusters of {cluster} CTAs along B's columns taking turns to multicast A's rows" if cluster > 1
                   else "no cluster")
