@@ -103,7 +103,7 @@ def kernel_asserts(variant: str, asserts: str, tmp_path) -> subprocess.Completed
 
 
 @needs_nvcc
-@pytest.mark.parametrize("variant", ["bn128", "bn64"])
+@pytest.mark.parametrize("variant", ["bn128", "bn64", "swap_bm64_bn32_kg2"])
 def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
     # Accumulators, stages, partial tiles and Bt's boxes as the kernel derives them from the record's definitions.
     config = WS.variant(variant).config
@@ -120,6 +120,24 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
 
 
 @needs_nvcc
+@pytest.mark.parametrize("variant,tiles", [("swap_bm64_bn32_kg2_cluster2_along_n", 64), ("swap_bm64_bn32_kg2", 128),
+                                           ("swap_bm64_bn64_kg2_cluster2", 32), ("bn128", 16)])
+def test_the_kernel_counts_cluster_tiles_as_the_registry_does(variant, tiles, tmp_path):
+    # Clusters down M share B, along N (the 16-bit twins of 32 tokens a tile) A: the kernel's cluster tiles
+    # (cluster_rows x cluster_cols of its own problem) are the registry's, which sizes the grid and the workspace.
+    config = WS.variant(variant).config
+    asserts = "".join(f"static_assert(wgmma_ws::cluster_rows({m}) * wgmma_ws::cluster_cols({n}) == "
+                      f"{config.cluster_tiles(problem(m, n, 64))}, \"{m} x {n}\");\n"
+                      for m, n in ((4096, 64), (4100, 65), (129, 17), (64, 4096), (1, 1)))
+    result = kernel_asserts(variant, asserts, tmp_path)
+    assert result.returncode == 0, result.stderr
+    # 4096 x 64 (4096 weight columns by 64 tokens, as a twin's kernel sees them): 64 strips of weights, each in one
+    # cluster of two CTAs of 32 tokens along N; 64 strips by 2 of 32 tokens without a cluster; 32 clusters of two
+    # 64 x 64 tiles down M; 16 of two 128 x 128 tiles
+    assert config.cluster_tiles(problem(4096, 64, 64)) == tiles
+
+
+@needs_nvcc
 @pytest.mark.parametrize("method,variant,moved,message", [
     # Promotion: FP8 and tf32 operands only (the others' sums lose nothing to it), 0 or 1.
     ("wgmma_warp_specialized", "bn128", {"promote": True}, "WGMMA_WS_PROMOTE: for the FP8 and tf32 operands only"),
@@ -129,13 +147,23 @@ def test_the_kernels_constants_at_narrow_widths(variant, tmp_path):
     ("wgmma_warp_specialized", "bn128", {"split_k": 128}, "1 (whole tiles) to 64 slices per tile"),
     ("wgmma_warp_specialized", None, {"bn": 96}, "WGMMA_WS_BN: 256, 192, 128 or 64"),
     # 128x192 tiles: three 64-column strips of B, which a cluster of 2 cannot share out.
-    ("wgmma_warp_specialized", "bn192", {"cluster": 2}, "1 with 192 or 64"),
+    ("wgmma_warp_specialized", "bn192", {"cluster": 2}, "1 with 192, 64 or 32"),
     # 128x64 tiles: one 64-column strip of B, so no cluster to multicast it.
-    ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 192 or 64"),
+    ("wgmma_warp_specialized", "bn64", {"cluster": 2}, "1 with 192, 64 or 32"),
     # One box in turns: the 16-bit twins' 64 rows of A, in any cluster, not tf32's Bt of 64 rows nor a twin of 128
     # rows of A in more CTAs than its two boxes.
-    ("wgmma_tf32", "bn64", {"cluster": 2}, "1 with 192 or 64"),
+    ("wgmma_tf32", "bn64", {"cluster": 2}, "1 with 192, 64 or 32"),
     ("wgmma_warp_specialized", "swap_bn128", {"cluster": 4}, "at most BN / 64 CTAs"),
+    # 32 columns: the swapped 16-bit operands' 32 tokens a tile alone (their rows of A are K-major 128-byte rows;
+    # B's N-major strips are 64 columns, and tf32's twins read B's rows through registers in 64-column fragments).
+    ("wgmma_warp_specialized", "bn64", {"bn": 32}, "or 32 for the swapped 16-bit operands"),
+    ("wgmma_tf32", "swap_bm64", {"bn": 32}, "or 32 for the swapped 16-bit operands"),
+    # A cluster along N shares the swapped 16-bit operands' A slot at 64-row tiles: one box of weights.
+    ("wgmma_warp_specialized", "swap_bm64_bn32_kg2", {"cluster_along_n": True},
+     "WGMMA_WS_CLUSTER_ALONG_N=1: a cluster"),
+    ("wgmma_warp_specialized", "bm64_bn128", {"cluster": 2, "cluster_along_n": True},
+     "WGMMA_WS_CLUSTER_ALONG_N=1: a cluster"),
+    ("wgmma_warp_specialized", "swap_bn128", {"cluster_along_n": True}, "WGMMA_WS_CLUSTER_ALONG_N=1: a cluster"),
     ("wgmma_warp_specialized", None, {"bm": 32}, "WGMMA_WS_BM: 128 rows (two consumer warpgroups) or 64 (one)"),
     ("wgmma_tf32", None, {"bk": 64}, "WGMMA_WS_BK: 32 for tf32 operands"),
     ("wgmma_warp_specialized", None, {"bk": 32}, "WGMMA_WS_BK: 64 for 16-bit operands"),
@@ -327,14 +355,17 @@ def test_the_16bit_rung_has_twins_of_its_64_row_two_k_group_tiles():
     # Cᵀ = Bᵀ·Aᵀ over 64 of B's columns by 64 or 32 of A's rows, two consumer warpgroups on alternate k steps (the
     # shape of cuBLAS's work at 64 token rows: 64 x 32), whole and split, without a cluster and (64 tokens) in
     # clusters that share A's rows: the records of the 64-row two-k-group tiles, swapped.
+    # At 32 tokens a tile also in a cluster of two along the tokens, that shares each strip of weights (cuBLAS's).
     twins = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
     assert set(twins) == {f"swap_bm64_bn{t}_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
-                          for t, c, s in SWAP_K_GROUP_BUILDS}
-    assert {(c.bn, c.cluster, c.split_k) for c in twins.values()} == set(SWAP_K_GROUP_BUILDS)
+                          for t, c, s in SWAP_K_GROUP_BUILDS} | {"swap_bm64_bn32_kg2_cluster2_along_n"}
+    assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if not c.cluster_along_n} == set(SWAP_K_GROUP_BUILDS)
+    assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if c.cluster_along_n} == {(SWAP_TOKEN_BN, 2, 1)}
     assert {c.bn for c in twins.values()} == {NARROWEST_BN, SWAP_TOKEN_BN}
     for name, config in twins.items():
         own = replace(WS.config, bm=SHORT_BM, bn=config.bn, cluster=config.cluster, k_groups=2, drain_every=0,
-                      split_k=config.split_k)
+                      split_k=config.split_k, cluster_along_n=config.cluster_along_n)
+        assert f"WGMMA_WS_CLUSTER_ALONG_N={int(config.cluster_along_n)}" in config.defines, name
         assert config == swap_twin_config(own), name
         assert f"WGMMA_WS_CLUSTER={config.cluster}" in config.defines, name
         assert f"WGMMA_WS_BN={config.bn}" in config.defines and f"WGMMA_WS_BT_BOX_ROWS={config.bn}" in config.defines

@@ -37,6 +37,9 @@
 //                         without the stream-K tail; 0: C = A B.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2,
 //                         the 8-bit ones 2 at BN 192 too; the swapped 16-bit ones any at BN 64: one box in turns).
+//   WGMMA_WS_CLUSTER_ALONG_N  1: the cluster's CTAs lie along N instead and share the A slot, which they take turns
+//                         by k step to multicast whole, each copying its own B (the swapped 16-bit operands at 32
+//                         tokens a tile: the CTAs of one strip of weights, each with its tokens); 0: along M.
 //   WGMMA_WS_SPLIT_K      slices per tile along K (1: whole tiles); above 1 the stream-K tail is off.
 //   WGMMA_WS_STREAMK      1: split the last wave by k steps where it pays; 0: whole tiles only.
 //   WGMMA_WS_STREAMK_MIN_SAVED  k steps the split must save each cluster (tile_schedule.cuh): its fix-up's cost.
@@ -108,6 +111,9 @@
 #ifndef WGMMA_WS_CLUSTER
 #error "WGMMA_WS_CLUSTER is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
+#ifndef WGMMA_WS_CLUSTER_ALONG_N
+#error "WGMMA_WS_CLUSTER_ALONG_N is set by the registry (matmul_study/core/warp_specialized.py)"
+#endif
 #ifndef WGMMA_WS_SPLIT_K
 #error "WGMMA_WS_SPLIT_K is set by the registry (matmul_study/core/warp_specialized.py)"
 #endif
@@ -172,6 +178,7 @@ constexpr int CONSUMERS = ROW_GROUPS * K_GROUPS;  // consumer warpgroups
 constexpr int THREADS = WGMMA_WS_THREADS;
 constexpr int STAGES = WGMMA_WS_STAGES;
 constexpr int CLUSTER = WGMMA_WS_CLUSTER;
+constexpr bool CLUSTER_ALONG_N = WGMMA_WS_CLUSTER_ALONG_N != 0;  // the cluster's CTAs share A, not B
 constexpr int GROUP_M = WGMMA_WS_GROUP_M;
 constexpr int GROUP_ORDER = WGMMA_WS_GROUP_ORDER;
 constexpr int SPLIT_K = WGMMA_WS_SPLIT_K;
@@ -246,6 +253,19 @@ constexpr int CONSUMER_REGS = BT_SMEM && CONSUMERS == 2 ? 224 : 232;
 // Arrivals that free a stage: every warp of the consumers that read it (one k group per 64 rows) in every CTA of the
 // cluster, and with Bt written in shared memory every warp that writes it (they read the stage's B rows).
 constexpr int EMPTY_ARRIVALS = ROW_GROUPS * 4 * CLUSTER + (BT_SMEM ? BT_SMEM_WARPS : 0);
+// The cluster tiles along M and N of an m x n problem, and the first row and column of the CTA tile of rank `rank` in
+// cluster tile (tm, tn): CLUSTER tiles down M (they share B), or along N where CLUSTER_ALONG_N (they share A).
+constexpr int CLUSTER_M = CLUSTER_ALONG_N ? 1 : CLUSTER, CLUSTER_N = CLUSTER_ALONG_N ? CLUSTER : 1;
+__host__ __device__ constexpr int cluster_rows(int m) { return (m + CLUSTER_M * BM - 1) / (CLUSTER_M * BM); }
+__host__ __device__ constexpr int cluster_cols(int n) { return (n + CLUSTER_N * BN - 1) / (CLUSTER_N * BN); }
+__device__ __forceinline__ int tile_m0(int tm, uint32_t rank)
+{
+    return (tm * CLUSTER_M + (CLUSTER_ALONG_N ? 0 : static_cast<int>(rank))) * BM;
+}
+__device__ __forceinline__ int tile_n0(int tn, uint32_t rank)
+{
+    return (tn * CLUSTER_N + (CLUSTER_ALONG_N ? static_cast<int>(rank) : 0)) * BN;
+}
 constexpr int MAX_SK_FLAGS = 1024;     // stream-K flags: (tail tile, CTA rank in the cluster)
 constexpr int SK_MIN_SAVED_STEPS = WGMMA_WS_STREAMK_MIN_SAVED;  // split the tail only where it saves more k steps
 // Split-K workspace: 16-byte units (4 accumulators) per partial tile (128xBN 32-bit).
@@ -275,10 +295,16 @@ static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "WGMMA_WS_CLUSTER: 1
 // 8-bit operands' Bt of 192 rows in a 2-cluster, and the swapped 16-bit operands' 64 rows of A in any cluster)
 constexpr bool B_BOX_IN_TURNS = WGMMA_WS_BT_BOX_ROWS == BN &&
                                 ((BK == 128 && BN == 192 && CLUSTER == 2) || (BK == 64 && SWAP_AB && BN == 64));
-static_assert(BN / 64 % CLUSTER == 0 || B_BOX_IN_TURNS,
+static_assert(CLUSTER == 1 || CLUSTER_ALONG_N || (BN >= 64 && BN / 64 % CLUSTER == 0) || B_BOX_IN_TURNS,
               "WGMMA_WS_CLUSTER: at most BN / 64 CTAs, a divisor of it (each multicasts whole 64-column strips of B): "
-              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192 or 64 (2 with 192 for the 8-bit operands' Bt box, "
-              "any with 64 for the swapped 16-bit operands' box of A's rows: taken in turns)");
+              "4 with WGMMA_WS_BN=256, 2 with 128, 1 with 192, 64 or 32 (2 with 192 for the 8-bit operands' Bt box, "
+              "any with 64 for the swapped 16-bit operands' box of A's rows: taken in turns; along N, "
+              "WGMMA_WS_CLUSTER_ALONG_N=1, sharing A instead)");
+static_assert(WGMMA_WS_CLUSTER_ALONG_N == 0 || WGMMA_WS_CLUSTER_ALONG_N == 1, "WGMMA_WS_CLUSTER_ALONG_N: 0 or 1");
+// (the A slot of the swapped 16-bit operands at 64 rows is one box of B's strips, which a CTA can multicast whole)
+static_assert(!CLUSTER_ALONG_N || (CLUSTER > 1 && SWAP_AB && BK == 64 && BM == 64),
+              "WGMMA_WS_CLUSTER_ALONG_N=1: a cluster (WGMMA_WS_CLUSTER > 1) of the swapped 16-bit operands "
+              "(WGMMA_WS_SWAP_AB=1, WGMMA_WS_BK=64) at 64-row tiles (WGMMA_WS_BM=64), whose A slot is one box");
 static_assert(STAGES >= 2, "WGMMA_WS_STAGES: at least 2 (one stage is read while the next fills)");
 static_assert(LAYOUT_BYTES + ALIGN_SLACK <= SMEM_BYTES,
               "WGMMA_WS_SMEM_BYTES: fewer bytes than the stages, the staging, the barriers and the alignment slack "

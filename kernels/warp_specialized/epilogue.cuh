@@ -24,10 +24,9 @@
 // An asynchronous TMA-store epilogue (it needs the smem of one stage: 3 stages lose 5-6 %) and ping-pong
 // consumers (one 128x128 tile each, epilogues under the other's wgmmas) measured slower on an H200.
 //
-// Split-K workspace (host contract; the registry's WsConfig.workspace_bytes sizes it): per CTA tile
-// (ceil(m / (BM CLUSTER)) * CLUSTER rows of tiles, ceil(n / BN) columns) S partial tiles of BMxBN accumulators (4
-// bytes each), then one 32-bit counter per CTA tile; zeroed once when allocated (the kernel leaves the counters at
-// zero).
+// Split-K workspace (host contract; the registry's WsConfig.workspace_bytes sizes it): per CTA tile (CLUSTER of them
+// in each cluster tile: cluster_rows(m) x cluster_cols(n) of those) S partial tiles of BMxBN accumulators (4 bytes
+// each), then one 32-bit counter per CTA tile; zeroed once when allocated (the kernel leaves the counters at zero).
 #pragma once
 
 #include "config.cuh"

@@ -22,7 +22,9 @@
 // CTA loads its own A and 1/CLUSTER of B, the B part multicast into every CTA of the cluster. That cuts the
 // L2->SM traffic per CTA and k step from 48 KiB to 32 KiB (cluster 2, BN 256). Clusters of 4 fit only 30 at once
 // on 132 SMs (a fifth wave at 4096^3: 0.886x cuBLAS against 0.96x with clusters of 2, on an H200 in the pair ratio
-// to cuBLAS in the same run), so the registry's default is 2.
+// to cuBLAS in the same run), so the registry's default is 2. The swapped 16-bit operands' tiles of 32 tokens may
+// lie along N instead (WGMMA_WS_CLUSTER_ALONG_N): the CTAs of one strip of weights, each with its own tokens, take
+// turns by k step to multicast the strip, as cuBLAS's decode kernel shares its weights.
 //
 // Schedule. The grid is persistent (no more CTAs than are co-resident) and each cluster walks its tiles in the
 // order tile_schedule.cuh defines: grouped for L2 reuse, a stream-K tail where that pays, balanced waves
@@ -144,8 +146,7 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
     PacedDrain<V> drain{chunk, 0, nullptr};
     for (int i = 0; i < sched.n_items; ++i) {
         const ws_schedule::Work w = sched.item(i);
-        const int m0 = (w.tm * CLUSTER + static_cast<int>(rank)) * BM;
-        const int n0 = w.tn * BN;
+        const int m0 = tile_m0(w.tm, rank), n0 = tile_n0(w.tn, rank);
         mainloop<Op>(d, it, w.k0, w.k1, desc_a0, desc_b0, sm, drain, n, lane,
                      step_weights<Op>(sm, r * 64 + warp * 16 + lane / 4, it), part);
         if constexpr (K_GROUPS > 1) {
@@ -249,8 +250,7 @@ __device__ __forceinline__ void ws_gemm(const CUtensorMap* tmap_a, const CUtenso
     if constexpr (CLUSTER > 1) cluster_sync();  // peers' barriers exist before any multicast or remote arrive
     else __syncthreads();
 
-    const int rows = (m + CLUSTER * BM - 1) / (CLUSTER * BM);  // cluster tiles along M
-    const int cols = (n + BN - 1) / BN;
+    const int rows = cluster_rows(m), cols = cluster_cols(n);  // cluster tiles along M and N
     const int ktiles = (k + Op::BK - 1) / Op::BK;
     const Schedule<Op> sched(rows, cols, ktiles);
     // Everything above (barriers, cluster barrier, schedule) overlaps the end of the previous grid.

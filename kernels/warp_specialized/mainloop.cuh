@@ -49,8 +49,8 @@ __device__ __forceinline__ void item_tile(const Sched& sched, int i, uint32_t ra
     int t, piece, pieces, u, tm, tn;
     sched.split(i, t, k0, k1, piece, pieces, u);
     sched.coords(t, tm, tn);
-    m0 = (tm * CLUSTER + static_cast<int>(rank)) * BM;
-    n0 = tn * BN;
+    m0 = tile_m0(tm, rank);
+    n0 = tile_n0(tn, rank);
 }
 
 // One thread walks the schedule and fills the ring: wait until the consumers of every CTA of the cluster have
@@ -79,7 +79,9 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
                 kb = Op::b_step(kt, sched.ktiles);
             }
             mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
-            if constexpr (A_TRANSPOSED<Op>) {
+            if constexpr (CLUSTER_ALONG_N) {  // the cluster's A slot, multicast by one CTA a k step
+                if (rows && kt % CLUSTER == static_cast<int>(rank)) Op::load_a_shared(sa, tmap_a, fb, m0, ka);
+            } else if constexpr (A_TRANSPOSED<Op>) {
                 if (rows) Op::load_a(sa, tmap_a, fb, m0, ka);  // B's rows m0.. as the A slot's boxes
             } else if (rows) {
                 tma_load_2d(sa, tmap_a, fb, ka * Op::BK, m0);

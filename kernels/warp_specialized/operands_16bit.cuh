@@ -85,10 +85,24 @@ struct Op16Swapped : Op16<T> {
         for (int j = 0; j < BM / 64; ++j)
             hopper::tma_load_2d(sa + j * Op16<T>::B_STRIP_BYTES, tmap_b, bar, m0 + 64 * j, kt * BK);
     }
+    // The same strips multicast into every CTA of a cluster along N (CLUSTER_ALONG_N: the CTAs of one strip of
+    // weights, each with its own tokens), by the CTA whose turn the k step is (the producer asks it).
+    static __device__ __forceinline__ void load_a_shared(uint32_t sa, const CUtensorMap* tmap_b, uint32_t bar, int m0,
+                                                         int kt)
+    {
+#pragma unroll
+        for (int j = 0; j < BM / 64; ++j)
+            hopper::tma_load_2d_multicast(sa + j * Op16<T>::B_STRIP_BYTES, tmap_b, bar, m0 + 64 * j, kt * BK,
+                                          static_cast<uint16_t>((1u << CLUSTER) - 1));
+    }
+    // A's rows (128 bytes each): in a cluster along M, shared (load_bt); along N, each CTA its own.
     static __device__ __forceinline__ void load_b(uint32_t sb, const CUtensorMap* tmap_a, uint32_t bar, int n0, int kt,
                                                   uint32_t rank)
     {
-        load_bt<BT_BOX_ROWS, BT_BOX_ROWS * BK * 2>(sb, tmap_a, bar, n0, kt, rank);  // A's rows, 128 bytes each
+        if constexpr (CLUSTER_ALONG_N)
+            hopper::tma_load_2d(sb, tmap_a, bar, kt * BK, n0);
+        else
+            load_bt<BT_BOX_ROWS, BT_BOX_ROWS * BK * 2>(sb, tmap_a, bar, n0, kt, rank);
     }
     static __device__ __forceinline__ uint32_t desc_a(uint32_t sa)
     {

@@ -23,7 +23,6 @@ from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT,
                                        narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
                                        slow_memory_twins, whole_small_tiles, wider_promoted_tiles, within_class)
-from matmul_study.core.geometry import persistent
 from matmul_study.core.specs import (PROMOTED, Launch, Method, Prepass, PrepassOutput, Problem, Requirements,
                                      TensorMap, Variant, cdiv, shared_opt_in_bytes)
 
@@ -51,6 +50,9 @@ class WsConfig:
     k_groups: int = 1
     stages: int | None = None  # pipeline stages; None: the most that fit in an SM's shared memory (stage_count)
     cluster: int = 2  # CTAs per cluster along M, sharing B by multicast
+    # ... or along N, sharing A (the swapped 16-bit operands at 64-row tiles: the CTAs of one strip of weights, each
+    # with its own tokens, take turns by k step to multicast the strip; config.cuh)
+    cluster_along_n: bool = False
     split_k: int = 1  # slices per tile along K (1: whole tiles), summed in order through a workspace
     streamk: bool = True  # split the last wave by k steps where that pays (the kernel ignores it in split-K builds)
     # ... where that saves each cluster at least this many k steps (the split's fix-up costs about as many)
@@ -172,7 +174,7 @@ class WsConfig:
                   "BM": self.BM, "BN": self.bn, "BK": self.bk, "STAGES": self.stage_count,
                   "SMEM_BYTES": self.shared_bytes, "BT_BOX_ROWS": self.bt_box_rows, "BT_BUFFERS": self.bt_buffers,
                   "SCALE_SLOTS": self.scale_slots, "CLUSTER": self.cluster,
-                  "SPLIT_K": self.split_k,
+                  "CLUSTER_ALONG_N": int(self.cluster_along_n), "SPLIT_K": self.split_k,
                   "STREAMK": int(self.streamk), "STREAMK_MIN_SAVED": self.streamk_min_saved,
                   "PROMOTE": int(self.promote), "A_REGS": int(self.a_registers),
                   "PROMOTE_CHUNK": self.promote_chunk, "PROMOTE_EVERY": self.promote_every,
@@ -185,16 +187,19 @@ class WsConfig:
         """The traffic model's unit of work (Method.tile): BM x bn tiles, bk per k step."""
         return self.BM, self.bn, self.bk
 
+    def cluster_tiles(self, p: Problem) -> int:
+        """The cluster tiles of the kernel's problem `p` (config.cuh, cluster_rows x cluster_cols): `cluster` tiles
+        down M, or along N where cluster_along_n."""
+        down, along = (1, self.cluster) if self.cluster_along_n else (self.cluster, 1)
+        return cdiv(p.m, self.BM * down) * cdiv(p.n, self.bn * along)
+
     def launch(self, p: Problem) -> Launch:
         """Persistent grid of THREADS-thread CTAs (a producer and two consumer warpgroups) over BM x bn tiles, in
-        clusters along M, launched as a programmatic dependent of the previous kernel. A split-K build has
-        `split_k` work items per cluster tile, so its grid is as large as those items, up to one CTA per SM."""
+        clusters, launched as a programmatic dependent of the previous kernel: a CTA a cluster tile's tile and a
+        split build's slice, up to one CTA per SM, in whole clusters."""
         if self.swap_ab:  # the kernel's problem is Cᵀ's: n x m
             return replace(replace(self, swap_ab=False).launch(self.kernel_problem(p)), transposed=True)
-        if self.split_k == 1:
-            return persistent(self.BM, self.bn, self.THREADS, shared_bytes=self.shared_bytes, cluster=self.cluster,
-                              dependent=True)(p)
-        items = cdiv(p.m, self.BM * self.cluster) * cdiv(p.n, self.bn) * self.split_k
+        items = self.cluster_tiles(p) * self.split_k
         blocks = max(1, min(p.sm_count // self.cluster, items)) * self.cluster
         return Launch((blocks, 1, 1), (self.THREADS, 1, 1), self.shared_bytes, (self.cluster, 1, 1), persistent=True,
                       dependent=True)
@@ -207,8 +212,7 @@ class WsConfig:
         """A split-K build's workspace (kernels/warp_specialized/epilogue.cuh, host contract): per BM x bn CTA tile
         (cluster tiles x `cluster` of them, so a last cluster row past m still has its own) `split_k` partial tiles
         of 32-bit accumulators, then one 32-bit counter per CTA tile (of the kernel's problem: Cᵀ's where swap_ab)."""
-        p = self.kernel_problem(p)
-        cta_tiles = cdiv(p.m, self.BM * self.cluster) * self.cluster * cdiv(p.n, self.bn)
+        cta_tiles = self.cluster_tiles(self.kernel_problem(p)) * self.cluster
         return cta_tiles * (self.split_k * self.BM * self.bn * self.ACC_BYTES + self.ACC_BYTES)
 
     def variant(self, name: str, description: str = "") -> "WsVariant":
@@ -438,9 +442,14 @@ SWAP_TOKEN_BN = 32
 SWAP_K_GROUP_BUILDS = ((NARROWEST_BN, 1, 1), (NARROWEST_BN, 1, 2), (NARROWEST_BN, 1, 4), (NARROWEST_BN, 2, 1),
                        (NARROWEST_BN, 2, 2), (NARROWEST_BN, 4, 1), (NARROWEST_BN, 4, 2), (SWAP_TOKEN_BN, 1, 1),
                        (SWAP_TOKEN_BN, 1, 2))
+# ... and at 32 tokens a tile in clusters of 2 along the tokens, sharing each strip of weights (cuBLAS's decode
+# kernel: SWAP_SHARED_WEIGHTS_SUFFIX), whole: (tokens, cluster, split).
+SWAP_SHARED_WEIGHTS_BUILDS = ((SWAP_TOKEN_BN, 2, 1),)
+SWAP_SHARED_WEIGHTS_SUFFIX = "along_n"
 
 
-def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ...] = SWAP_K_GROUP_BUILDS
+def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ...] = SWAP_K_GROUP_BUILDS,
+                          shared_weights: tuple[tuple[int, int, int], ...] = SWAP_SHARED_WEIGHTS_BUILDS
                           ) -> tuple[Variant, ...]:
     """Twins of a 16-bit rung's 64-row tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
     columns by `tokens` of A's rows (64, or 32), two consumer warpgroups taking alternate k steps and summing at the
@@ -454,13 +463,17 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ..
     per CTA (at 64x4096x4096 A's reads are as many bytes as B's without one). The two groups' sums meet in the
     consumers' staging chunks, which the twins keep though their epilogue stores each element by itself. On an H100
     the clusters lost wherever the whole twin led (the turns tie each stage to both CTAs' consumers), so the rung's
-    heuristic weighs the whole 64-token twin alone (k_group_twin_first)."""
+    heuristic weighs the whole 64-token twin alone (k_group_twin_first). The builds of `shared_weights` are cuBLAS's
+    cluster: along the tokens (cluster_along_n), its CTAs take turns to multicast each k step's strip of weights,
+    each copying its own tokens (..._cluster<C>_along_n)."""
     out = []
-    for tokens, cluster, s in builds:
-        c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s))
+    for tokens, cluster, s, along_n in (*((*b, False) for b in builds), *((*b, True) for b in shared_weights)):
+        c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s,
+                                     cluster_along_n=along_n))
         own = (f"bm{SHORT_BM}_bn{tokens}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
-               + (f"_splitk{s}" if s > 1 else ""))
-        shared = (f"clusters of {cluster} CTAs along B's columns taking turns to multicast A's rows" if cluster > 1
+               + (f"_{SWAP_SHARED_WEIGHTS_SUFFIX}" if along_n else "") + (f"_splitk{s}" if s > 1 else ""))
+        along, shares = ("A's rows", "B's columns") if along_n else ("B's columns", "A's rows")
+        shared = (f"clusters of {cluster} CTAs along {along} taking turns to multicast {shares}" if cluster > 1
                   else "no cluster")
         split = f", K split {s} ways (summed in slice order through a workspace)" if s > 1 else ""
         out.append(c.variant(swap_twin_name(own),
