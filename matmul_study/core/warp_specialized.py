@@ -453,19 +453,19 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ..
                           ) -> tuple[Variant, ...]:
     """Twins of a 16-bit rung's 64-row tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
     columns by `tokens` of A's rows (64, or 32), two consumer warpgroups taking alternate k steps and summing at the
-    tile's end, in clusters of `cluster` CTAs along B's columns and K whole or split, one twin per (tokens, cluster,
-    split) of `builds`. At 64 token rows the 32-token tiles are cuBLAS's shape of work: its decode kernel at
-    64x4096x4096 (fp16, an H200, ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a
-    producer, each CTA over all of K, a cluster of two sharing the weights by multicast (here without one: the two
-    CTAs of a weight strip read it from L2 each). The 64-token tiles make 64 CTAs there, 128 split twice, each over
-    half of K. A cluster of those shares the tokens: its CTAs take turns to multicast each k step's rows of A
-    (config.cuh, load_bt), so that every CTA reads its own weights and A is read from L2 once per cluster, not once
-    per CTA (at 64x4096x4096 A's reads are as many bytes as B's without one). The two groups' sums meet in the
-    consumers' staging chunks, which the twins keep though their epilogue stores each element by itself. On an H100
-    the clusters lost wherever the whole twin led (the turns tie each stage to both CTAs' consumers), so the rung's
-    heuristic weighs the whole 64-token twin alone (k_group_twin_first). The builds of `shared_weights` are cuBLAS's
-    cluster: along the tokens (cluster_along_n), its CTAs take turns to multicast each k step's strip of weights,
-    each copying its own tokens (..._cluster<C>_along_n)."""
+    tile's end, K whole or split, one twin per (tokens, cluster, split) of `builds` and of `shared_weights`.
+    At 64 token rows the 32-token tiles are cuBLAS's shape of work: its decode kernel at 64x4096x4096 (fp16, an H200,
+    ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a producer, each CTA over all
+    of K, a cluster of two sharing the weights by multicast. The builds of `shared_weights` are that cluster: along
+    the tokens (cluster_along_n), its CTAs take turns to multicast each k step's strip of weights, each copying its
+    own tokens (..._cluster<C>_along_n); without it, the two CTAs of a strip read it from L2 each. The 64-token tiles
+    make 64 CTAs there, 128 split twice, each over half of K; the clusters of `builds` lie along B's columns and
+    share the tokens: their CTAs take turns to multicast each k step's rows of A (config.cuh, load_bt), so that A is
+    read from L2 once per cluster, not once per CTA (at 64x4096x4096 A's reads are as many bytes as B's without
+    one). The two groups' sums meet in the consumers' staging chunks, which the twins keep though their epilogue
+    stores each element by itself. On an H100 the clusters of 64-token tiles lost wherever the whole twin led (the
+    turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole 64-token twin alone
+    (k_group_twin_first)."""
     out = []
     for tokens, cluster, s, along_n in (*((*b, False) for b in builds), *((*b, True) for b in shared_weights)):
         c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s,
