@@ -84,7 +84,7 @@ def test_a_one_set_build_keeps_its_wgmmas_pipelined_without_spills(method, varia
     ("wgmma_fp8", "promote", {"PROMOTE_SETS": 1}, "WGMMA_WS_PROMOTE_SETS=1: for promoted builds of whole k steps"),
     ("wgmma_fp8", "bn128", {"PROMOTE_SETS": 1}, "WGMMA_WS_PROMOTE_SETS=1: for promoted builds of whole k steps"),
     # the 192-row Bt box in turns is the 8-bit operands' alone; 3xTF32's tf32 tiles keep to no cluster at 192
-    ("wgmma_3xtf32", "bn192_promote", {"CLUSTER": 2}, "1 with 192 or 64"),
+    ("wgmma_3xtf32", "bn192_promote", {"CLUSTER": 2}, "1 with 192, 64 or 32"),
 ])
 def test_a_set_count_the_build_cannot_hold_fails_to_compile(method, variant, values, message, tmp_path):
     result = build(method, variant, tmp_path, "cubin", options=moved(variant, method, **values))
