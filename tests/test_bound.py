@@ -1,10 +1,16 @@
 """The roofline per shape: memory- or math-bound by the datasheet, and each line's share of the bound."""
 
+import importlib.util
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from matmul_study.analysis.bound import bound_table, ideal_bytes
+from matmul_study.analysis.bound import bound_table, decode_cells, ideal_bytes
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def rows(*entries, device="NVIDIA H200"):
@@ -85,3 +91,43 @@ def test_the_roofs_time_says_where_latency_decides():
     sentences = bound(found)["sentences"]
     assert any(s.startswith("1 would take under 10 µs even at the roof") for s in sentences)
     assert "µs at the roof" in str(bound(found)["table"])
+
+
+def case(method, variant, shape, ms, vendor_ms, passed=True, dtype="float16"):
+    """A row of bench/compare.py's --json."""
+    checks = {"ours": {"passed": True}, "cublas": {"passed": True}, "ours after timing": {"passed": passed}}
+    return {"method": method, "variant": variant, "dtype": dtype, "m x n x k": shape, "ms": ms,
+            "cuBLAS ms": vendor_ms, "ratio": vendor_ms / ms, "checks": checks}
+
+
+def test_a_decode_cell_is_the_fastest_kernel_whose_output_passed_with_its_share_of_hbm():
+    cases = [case("wgmma_warp_specialized", "bm64_bn128_splitk4", "64x4096x4096", 0.0105, 0.0092),
+             case("mma_async_copy", "m64", "64x4096x4096", 0.0120, 0.0093),
+             case("wgmma_warp_specialized", "swap_bm64_bn32_kg2", "64x4096x4096", 0.0080, 0.0092, passed=False),
+             case("mma_async_copy", "m16", "1x4096x4096", 0.0088, 0.0100),
+             {"method": "few_rows", "variant": "m8", "dtype": "float16", "m x n x k": "64x4096x4096", "ms": "-",
+              "check": "error: ValueError: few_rows serves M of 8 rows or fewer"}]
+    cells = decode_cells(cases, 4.8)
+    assert list(cells["shape"]) == ["64x4096x4096", "1x4096x4096"]  # in the order the cases name them
+    first = cells.iloc[0]  # the wrong output, faster, is not a cell; the error has no time
+    assert (first["variant"], first["ratio"]) == ("bm64_bn128_splitk4", pytest.approx(0.0092 / 0.0105))
+    traffic = ideal_bytes(64, 4096, 4096, "float16")
+    assert first["pct_of_hbm"] == pytest.approx(100 * traffic / 10.5e-6 / 4.8e12)
+    assert first["vendor_pct_of_hbm"] == pytest.approx(100 * traffic / 9.2e-6 / 4.8e12)
+    assert decode_cells(cases[2:3], 4.8).empty
+
+
+def test_the_committed_h200_decode_table_is_what_bench_decode_table_prints(capsys):
+    spec = importlib.util.spec_from_file_location("decode_table", REPO / "bench/decode_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runs = REPO / "results/reference/NVIDIA_H200/small-problems"
+    assert module.main([str(runs / "decode-picks.json"), "--device", "NVIDIA H200", "--dtypes", "float16",
+                        "bfloat16", "tf32", "float32", "float64", "int8", "float8_e4m3"]) == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert len(table) == 2 + 11 and len(json.loads((runs / "decode-picks.json").read_text())) == 153
+    readme = (runs / "README.md").read_text()
+    assert all(line in readme for line in table[2:])
+    with pytest.raises(SystemExit):
+        module.main([str(runs / "decode-picks.json"), "--device", "NVIDIA A100"])
+    assert "--device 'NVIDIA A100': no datasheet bandwidth for it; known: H200, H100" in capsys.readouterr().err

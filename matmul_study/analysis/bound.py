@@ -77,3 +77,26 @@ def bound_table(results: pd.DataFrame) -> pd.DataFrame:
                      "vendor_tflops": vendor["gflops"] / 1e3 if vendor is not None else np.nan,
                      "vendor_pct_of_hbm": v_hbm, "vendor_pct_of_peak": v_math})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def decode_cells(cases: list[dict], tbps: float) -> pd.DataFrame:
+    """bench/compare.py's cases (the rows of its --json) by dtype and shape: the fastest kernel of ours whose output
+    passed both checks, its ratio to the vendor line of its class timed in the same process, and its and the
+    vendor's share of the HBM bandwidth `tbps` (ideal bytes over the time), in the order the cases first name them."""
+    rows = []
+    for case in cases:
+        checks = case.get("checks", {})
+        if not isinstance(case.get("ms"), float) or not all(c.get("passed") for c in checks.values()) or not checks:
+            continue
+        m, n, k = map(int, case["m x n x k"].split("x"))
+        traffic = ideal_bytes(m, k, n, case["dtype"])
+        rows.append({"dtype": case["dtype"], "shape": case["m x n x k"], "method": case["method"],
+                     "variant": case["variant"], "us": 1e3 * case["ms"], "ratio": case["ratio"],
+                     "pct_of_hbm": 100 * traffic / (case["ms"] * 1e-3) / (tbps * 1e12),
+                     "vendor_pct_of_hbm": 100 * traffic / (case["cuBLAS ms"] * 1e-3) / (tbps * 1e12)})
+    columns = ["dtype", "shape", "method", "variant", "us", "ratio", "pct_of_hbm", "vendor_pct_of_hbm"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows, columns=columns)
+    fastest = table.loc[table.groupby(["dtype", "shape"], sort=False)["us"].idxmin()]
+    return fastest.reset_index(drop=True)
