@@ -425,14 +425,20 @@ K_GROUP_TWIN_MISSES = {("float16", "56x2560x8192"): "swap_bm64_bn64_kg2",
                        ("bfloat16", "56x2560x8192"): "swap_bm64_bn64_kg2", ("float16", "40x8192x2048"): "bm64_bn128"}
 
 
+def picks_on_card(runs: list[Path], hbm: float):
+    """The committed bench runs' ratios (x cuBLAS) of each case, with the build the rung picks for it on a card of
+    132 SMs and `hbm` bytes per second."""
+    for (method, dtype, shape), rate in table_ratios(runs).items():
+        m, n, k = map(int, shape.split("x"))
+        problem = configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132, hbm_bytes_per_s=hbm)
+        yield dtype, shape, rate, registry.get(method).choose(problem, configs.runnable(WS, dtype)).variant
+
+
 def test_the_16bit_decode_picks_on_an_h100_fit_its_committed_twin_runs():
     runs = Path(__file__).resolve().parents[1] / "results/reference/NVIDIA_H100/swap-k-group-twins"
-    ratios = table_ratios([runs / "twins.txt", runs / "cluster-twins.txt"])
-    assert len(ratios) == 20
-    for (method, dtype, shape), rate in ratios.items():
-        m, n, k = map(int, shape.split("x"))
-        problem = configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132, hbm_bytes_per_s=H100_HBM)
-        pick = registry.get(method).choose(problem, configs.runnable(WS, dtype)).variant
+    cases = list(picks_on_card([runs / "twins.txt", runs / "cluster-twins.txt"], H100_HBM))
+    assert len(cases) == 20
+    for dtype, shape, rate, pick in cases:
         assert pick in rate, (dtype, shape, pick)
         if (dtype, shape) in K_GROUP_TWIN_MISSES:
             assert K_GROUP_TWIN_MISSES[dtype, shape] == pick, (dtype, shape, pick)
@@ -451,14 +457,11 @@ K_GROUP_TWIN_H200_MISSES = {"52x4096x8192": "swap_bm64_bn64_kg2", "64x2560x2560"
 
 def test_the_16bit_decode_picks_on_an_h200_keep_the_split_tiles_its_twin_runs_favour():
     runs = Path(__file__).resolve().parents[1] / "results/reference/NVIDIA_H200/small-problems"
-    ratios = table_ratios([runs / "twins-k-group-decode.txt"])
-    assert len(ratios) == 20
+    cases = list(picks_on_card([runs / "twins-k-group-decode.txt"], H200_HBM))
+    assert len(cases) == 20
     twin = "swap_bm64_bn64_kg2"
     pick_share, twin_share = [], []
-    for (method, dtype, shape), rate in ratios.items():
-        m, n, k = map(int, shape.split("x"))
-        problem = configs.job_problem(dtypes.get(dtype), 0, m, k, n, sm_count=132, hbm_bytes_per_s=H200_HBM)
-        pick = registry.get(method).choose(problem, configs.runnable(WS, dtype)).variant
+    for dtype, shape, rate, pick in cases:
         assert pick in rate and twin in rate, (dtype, shape, pick)
         best = max(rate.values())
         pick_share.append(rate[pick] / best)

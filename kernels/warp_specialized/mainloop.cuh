@@ -80,7 +80,7 @@ __device__ __forceinline__ void producer(const CUtensorMap* tmap_a, const CUtens
             }
             mbar_arrive_expect_tx(fb, rows ? STAGE_BYTES : STAGE_BYTES - A_BYTES);
             if constexpr (CLUSTER_ALONG_N) {  // the cluster's A slot, multicast by one CTA a k step
-                if (rows && kt % CLUSTER == static_cast<int>(rank)) Op::load_a_shared(sa, tmap_a, fb, m0, ka);
+                if (rows) Op::load_a_shared(sa, tmap_a, fb, m0, ka, rank);
             } else if constexpr (A_TRANSPOSED<Op>) {
                 if (rows) Op::load_a(sa, tmap_a, fb, m0, ka);  // B's rows m0.. as the A slot's boxes
             } else if (rows) {

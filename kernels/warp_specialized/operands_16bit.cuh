@@ -86,10 +86,11 @@ struct Op16Swapped : Op16<T> {
             hopper::tma_load_2d(sa + j * Op16<T>::B_STRIP_BYTES, tmap_b, bar, m0 + 64 * j, kt * BK);
     }
     // The same strips multicast into every CTA of a cluster along N (CLUSTER_ALONG_N: the CTAs of one strip of
-    // weights, each with its own tokens), by the CTA whose turn the k step is (the producer asks it).
+    // weights, each with its own tokens), by the CTA whose turn k step kt is, as load_bt takes turns.
     static __device__ __forceinline__ void load_a_shared(uint32_t sa, const CUtensorMap* tmap_b, uint32_t bar, int m0,
-                                                         int kt)
+                                                         int kt, uint32_t rank)
     {
+        if (kt % CLUSTER != static_cast<int>(rank)) return;
 #pragma unroll
         for (int j = 0; j < BM / 64; ++j)
             hopper::tma_load_2d_multicast(sa + j * Op16<T>::B_STRIP_BYTES, tmap_b, bar, m0 + 64 * j, kt * BK,

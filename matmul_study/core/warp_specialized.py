@@ -467,7 +467,7 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ..
     turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole 64-token twin alone
     (k_group_twin_first)."""
     out = []
-    for tokens, cluster, s, along_n in (*((*b, False) for b in builds), *((*b, True) for b in shared_weights)):
+    for tokens, cluster, s, along_n in [(*b, False) for b in builds] + [(*b, True) for b in shared_weights]:
         c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s,
                                      cluster_along_n=along_n))
         own = (f"bm{SHORT_BM}_bn{tokens}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
