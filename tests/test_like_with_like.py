@@ -169,27 +169,21 @@ def test_a_class_belongs_to_its_dtypes_so_a_method_of_several_dtypes_has_each_on
     assert list(frame["accuracy_class"]) == [PROMOTED, ""]
 
 
-def test_the_readme_ladder_table_pairs_each_rung_with_its_class():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "bench" / "ladder_table.py"
-    spec = importlib.util.spec_from_file_location("ladder_table_bench", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+def test_the_readme_answer_table_pairs_each_rung_with_its_class():
+    from matmul_study.present.tables import answer_table
 
     def at(size, *entries):
         return rows(*entries).assign(m=size, k=size, n=size, sustained_gflops=np.nan, verification_rel_fro_error=0.0)
 
     both = pd.concat([at(s, ("cublaslt", "default", "float8_e4m3", 1000.0), ("cublaslt", "fast_accum", "float8_e4m3",
                       1200.0), ("wgmma_fp8", "default", "float8_e4m3", 1260.0)) for s in (4096, 8192)])
-    fp8 = bench.table([both]).splitlines()[2]
-    assert fp8.startswith("| float8_e4m3 | wgmma_fp8 | 1.050 (–) | 1.050 (–) | 1.3 | 1.2 |")
+    fp8 = answer_table([both]).splitlines()[2]
+    assert fp8.startswith("| float8_e4m3, fast accumulation | wgmma_fp8 | 1.050 | 1.050 | 1.3 | 1.2 |")
     # Without the fast-accumulation line the ratio is against the promoted one: a trade, marked.
     promoted_only = both[both["variant"] != "fast_accum"]
-    assert "| 1.260† (–) | 1.260† (–) |" in bench.table([promoted_only]).splitlines()[2]
+    assert "| 1.260† | 1.260† |" in answer_table([promoted_only]).splitlines()[2]
     # The promoted class, which a study runs beside the fast pick, has its own row, against the promoted line.
     classes = pd.concat([both, *(at(s, ("wgmma_fp8", "bn128_promote", "float8_e4m3", 950.0)) for s in (4096, 8192))])
-    lines = bench.table([classes]).splitlines()
-    assert lines[2].startswith("| float8_e4m3 | wgmma_fp8 | 1.050 (–) | 1.050 (–) |")
-    assert lines[3].startswith("| float8_e4m3, promoted | wgmma_fp8 | 0.950 (–) | 0.950 (–) | 0.9 | 1.0 |")
+    lines = answer_table([classes]).splitlines()
+    assert lines[2].startswith("| float8_e4m3, fast accumulation | wgmma_fp8 | 1.050 | 1.050 |")
+    assert lines[3].startswith("| float8_e4m3, promoted (cuBLASLt's default) | wgmma_fp8 | 0.950 | 0.950 | 0.9 | 1.0 |")
