@@ -90,6 +90,8 @@ def test_a_missing_burst_rate_takes_sustained_over_sustained_and_says_so():
     assert cell.sustained and cell.ours["method"] == "dmma" and cell.text() == "0.98*"
     row = suite_table(at.assign(m=8, k=8, n=8)).splitlines()[2]
     assert row == "| 8 × 8 × 8 | – | – | – | – | 0.98* | – | – | – |"
+    # Neither rate on one side: no ratio at all.
+    assert best_cell(at.assign(sustained_gflops=np.nan), "float64") is None
 
 
 def test_the_squares_table_names_the_pick_at_the_small_sizes_and_the_class_where_a_dtype_has_several():

@@ -43,7 +43,10 @@ def _vendors(d: pd.DataFrame) -> pd.Series:
 def _sustained(d: pd.DataFrame) -> pd.Series:
     """The sustained rate of each row: the study's column, or, in results of older schemas, the rate over all
     samples."""
-    return d["sustained_gflops"] if "sustained_gflops" in d else d["gflops_all_samples"]
+    for column in ("sustained_gflops", "gflops_all_samples"):
+        if column in d:
+            return d[column]
+    return pd.Series(float("nan"), index=d.index)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -172,8 +175,11 @@ def best_cell(at: pd.DataFrame, dtype: str, accuracy: str | None = None) -> Cell
         return None
     sustained = not all(b["gflops"].notna().all() and line["gflops"].notna().all() for b, line in pairs)
     rate = _sustained if sustained else (lambda d: d["gflops"])
-    best = max(((rate(b).max() / rate(line).max(), b.loc[rate(b).idxmax()]) for b, line in pairs),
-               key=lambda pair: pair[0])
+    ratios = [(rate(b).max() / rate(line).max(), b.loc[rate(b).idxmax()]) for b, line in pairs
+              if rate(b).notna().any() and rate(line).notna().any()]
+    if not ratios:
+        return None
+    best = max(ratios, key=lambda pair: pair[0])
     return Cell(best[0], sustained, best[1])
 
 
