@@ -4,6 +4,7 @@
     python -m matmul_study compare results/reference/NVIDIA_H200 results   (a run's folder: its tables/results.csv)
     python -m matmul_study compare results/reference/NVIDIA_H200 results/reference/NVIDIA_H100/study --across-devices
     python -m matmul_study gpus results/tables/results.csv
+    python -m matmul_study pick --dtype float16 --m 64 --k 4096 --n 4096 [--method ...] [--device H100]
 """
 
 from __future__ import annotations
@@ -30,6 +31,42 @@ def results_csv(parser: argparse.ArgumentParser, name: str, path: str) -> str:
     return path
 
 
+# The cards `pick` plans for without one at hand: SMs, and memory bandwidth from the datasheet (the SXM boards).
+DEVICES = {"H200": (132, 4.8e12), "H100": (132, 3.35e12)}
+
+
+def pick(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Print each method's planned builds for the problem (configs.plan under "auto": the heuristic's pick, and the
+    pick of another accuracy class that a study runs beside it), a line each: method, build, reason."""
+    from matmul_study.core import configs
+
+    for name in ("m", "k", "n"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be a positive integer, got {getattr(args, name)}")
+    ours = [name for name in registry.compiled_methods() if not registry.get(name).reference_line]
+    methods = args.method or [name for name in ours if args.dtype in registry.get(name).dtypes]
+    for name in methods:
+        if name not in ours:
+            parser.error(f"--method {name}: not a compiled kernel of ours; those are {', '.join(ours)}")
+        if args.dtype not in registry.get(name).dtypes:
+            parser.error(f"--method {name}: it does not run {args.dtype}; it runs "
+                         f"{', '.join(registry.get(name).dtypes)}")
+    sm_count, hbm = DEVICES[args.device]
+    problem = configs.job_problem(dtypes.get(args.dtype), args.block, args.m, args.k, args.n,
+                                  sm_count=args.sm_count or sm_count, hbm_bytes_per_s=hbm)
+    for name in methods:
+        method = registry.get(name)
+        unmet = method.unmet_shape_requirement(args.m)
+        if method.block_axis and not 1 <= args.block <= 32:
+            unmet = "needs --block (1 to 32)"
+        if unmet:
+            print(f"{name}\t-\tnot run: {unmet}")
+            continue
+        for choice in configs.plan(method, problem, configs.AUTO):
+            print(f"{name}\t{choice.variant}\t{choice.reason}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m matmul_study")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,7 +89,20 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("gpus", help="which GPU each job of a results.csv held, and whether two jobs shared one "
                                     "(exit status 1 if so)")
     g.add_argument("results")
+    k = sub.add_parser("pick", help="which build of each kernel of ours a study runs for one shape and dtype on a "
+                                    "card, and why (the heuristics of matmul_study/core/configs.py; nothing runs)")
+    k.add_argument("--dtype", required=True, choices=list(dtypes.NAMES))
+    for name in ("m", "k", "n"):
+        k.add_argument(f"--{name}", type=int, required=True)
+    k.add_argument("--block", type=int, default=0, help="block size, for methods with a block axis")
+    k.add_argument("--method", nargs="+", help="kernels of ours (default: every compiled one that runs the dtype)")
+    k.add_argument("--device", choices=list(DEVICES), default="H200",
+                   help="plan for this card's SMs and memory bandwidth (default: H200)")
+    k.add_argument("--sm-count", type=int, help="the card's SMs, in place of --device's")
     args = parser.parse_args(argv)
+
+    if args.command == "pick":
+        return pick(parser, args)
 
     if args.command == "gpus":
         import pandas as pd

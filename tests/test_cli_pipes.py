@@ -39,6 +39,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     ["model", "--method", "tiled", "--m", "512", "--k", "512", "--n", "512", "--block", "16", "--dtype", "float32"],
     ["compare", "{table}", "{table}"],
     ["gpus", "{table}"],
+    ["pick", "--dtype", "float16", "--m", "64", "--k", "4096", "--n", "4096"],
 ])
 def test_every_command_survives_a_pipe_with_no_reader(tmp_path, args):
     # A pipe whose read end is closed before the command starts: its first write fails, however little it prints.
