@@ -445,6 +445,12 @@ __device__ __forceinline__ void red_add_s32(int* p, int v)
 {
     asm volatile("red.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+// One element's reduction, either type.
+__device__ __forceinline__ void red_add(float* p, float v)
+{
+    asm volatile("red.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ void red_add(int* p, int v) { red_add_s32(p, v); }
 template <int NJ>
 __device__ __forceinline__ void red_add_acc_guarded(const int* d, int* C, int m, int n, int row0, int col0)
 {

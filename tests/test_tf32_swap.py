@@ -162,13 +162,30 @@ def test_the_swapped_builds_keep_their_wgmmas_pipelined_without_spills(variant, 
 
 
 @needs_nvcc
-@pytest.mark.parametrize("field,value", [("streamk", True), ("drain_every", 2), ("promote", True)])
-def test_the_kernel_refuses_a_swap_with_the_stream_k_tail_a_paced_drain_or_promoted_sums(field, value, tmp_path):
+@pytest.mark.parametrize("field,value", [("drain_every", 2), ("promote", True)])
+def test_the_kernel_refuses_a_swap_with_a_paced_drain_or_promoted_sums_in_column_parts(field, value, tmp_path):
     config = replace(SWAPS[0].config, **{field: value})
     options = [*(o for o in kernels.compile_options(METHOD, SWAP_PREFIX) if not o.startswith("-DWGMMA_WS_")),
                *(f"-D{d}" for d in config.defines)]
     status, _, messages = build(SWAP_PREFIX, tmp_path, "ptx", options)
-    assert status != 0 and "WGMMA_WS_SWAP_AB=1: whole tiles or split-K slices" in messages, messages
+    assert status != 0 and "WGMMA_WS_SWAP_AB=1: no paced drain" in messages, messages
+
+
+@needs_nvcc
+def test_a_swap_with_the_stream_k_tail_adds_its_pieces_transposed(tmp_path):
+    # The stream-K tail of a twin that computes Cᵀ: piece 0 stores its tile transposed, the others add theirs into
+    # C by L2 reductions, one an element (epilogue_transposed): a build of the tf32 twin with the tail compiles, to
+    # reductions that the same build without it lacks.
+    def ptx(streamk: bool, where) -> str:
+        config = replace(SWAPS[0].config, streamk=streamk)
+        options = [*(o for o in kernels.compile_options(METHOD, SWAP_PREFIX) if not o.startswith("-DWGMMA_WS_")),
+                   *(f"-D{d}" for d in config.defines)]
+        status, code, messages = build(SWAP_PREFIX, where, "ptx", options)
+        assert status == 0, messages
+        return code
+
+    assert "red.global.add.f32" in ptx(True, tmp_path / "tail")
+    assert "red.global.add" not in ptx(False, tmp_path / "whole")
 
 
 @needs_nvcc

@@ -356,9 +356,13 @@ def test_the_16bit_rung_has_twins_of_its_64_row_two_k_group_tiles():
     # shape of cuBLAS's work at 64 token rows: 64 x 32), whole and split, without a cluster and (64 tokens) in
     # clusters that share A's rows: the records of the 64-row two-k-group tiles, swapped.
     # At 32 tokens a tile also in a cluster of two along the tokens, that shares each strip of weights (cuBLAS's).
-    twins = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
+    # And whole, with the stream-K tail on a CTA an SM (below).
+    every = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
+    twins = {name: c for name, c in every.items() if not c.streamk}
     assert set(twins) == {f"swap_bm64_bn{t}_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
                           for t, c, s in SWAP_K_GROUP_BUILDS} | {"swap_bm64_bn32_kg2_cluster2_along_n"}
+    assert set(every) - set(twins) == {f"{name}_streamk" for name in ("swap_bm64_bn64_kg2", "swap_bm64_bn32_kg2",
+                                                                       "swap_bm64_bn32_kg2_cluster2_along_n")}
     assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if not c.cluster_along_n} == set(SWAP_K_GROUP_BUILDS)
     assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if c.cluster_along_n} == {(SWAP_TOKEN_BN, 2, 1)}
     assert {c.bn for c in twins.values()} == {NARROWEST_BN, SWAP_TOKEN_BN}
@@ -367,6 +371,7 @@ def test_the_16bit_rung_has_twins_of_its_64_row_two_k_group_tiles():
                       split_k=config.split_k, cluster_along_n=config.cluster_along_n)
         assert f"WGMMA_WS_CLUSTER_ALONG_N={int(config.cluster_along_n)}" in config.defines, name
         assert config == swap_twin_config(own), name
+        assert not config.full_grid and "WGMMA_WS_STREAMK=0" in config.defines, name
         assert f"WGMMA_WS_CLUSTER={config.cluster}" in config.defines, name
         assert f"WGMMA_WS_BN={config.bn}" in config.defines and f"WGMMA_WS_BT_BOX_ROWS={config.bn}" in config.defines
         assert config.THREADS == 384 and "WGMMA_WS_SWAP_AB=1" in config.defines, name
@@ -381,6 +386,26 @@ def test_the_16bit_rung_has_twins_of_its_64_row_two_k_group_tiles():
     # 32 tokens a tile: 16 stages of 12 KiB (8 KiB of weights, 4 KiB of tokens), against 12 of 16 KiB at 64
     assert (twins["swap_bm64_bn32_kg2"].stage_bytes, twins["swap_bm64_bn32_kg2"].stage_count) == (12288, 16)
     assert (twins["swap_bm64_bn64_kg2"].stage_bytes, twins["swap_bm64_bn64_kg2"].stage_count) == (16384, 12)
+
+
+def test_the_stream_k_twins_are_whole_twins_with_the_tail_spread_over_a_cta_an_sm():
+    # At 64 x 5120 x 4096 (80 strips of weights on 132 SMs), the whole twin launches 80 CTAs and leaves 52 SMs idle;
+    # its stream-K build launches one on every SM, and the kernel's tail, all 80 tiles (tile_schedule.cuh), shares
+    # their 5120 k steps out over the 132, every split taken (STREAMK_MIN_SAVED 0). In clusters along the tokens, 66
+    # clusters of 2. No rule picks them before they are measured.
+    p = problem(64, 5120, 4096)
+    for whole in ("swap_bm64_bn64_kg2", "swap_bm64_bn32_kg2", "swap_bm64_bn32_kg2_cluster2_along_n"):
+        record, tail = WS.variant(whole).config, WS.variant(f"{whole}_streamk").config
+        assert tail == replace(record, streamk=True, streamk_min_saved=0, full_grid=True), whole
+        assert {"WGMMA_WS_STREAMK=1", "WGMMA_WS_STREAMK_MIN_SAVED=0"} <= set(tail.defines), whole
+        assert WS.variant(f"{whole}_streamk").workspace is None, whole  # the pieces meet in C, not in a workspace
+        assert tail.launch(p).grid[0] == 132 and tail.launch(p).cluster == (record.cluster, 1, 1), whole
+        assert record.launch(p).grid[0] == min(132, 80 * (64 // record.bn)), whole
+    assert WS.variant("swap_bm64_bn32_kg2_cluster2_along_n_streamk").launch(replace(p, sm_count=133)).grid[0] == 132
+    for m, n, k in ((1, 4096, 4096), (64, 5120, 4096), (56, 2560, 8192), (64, 28672, 4096), (512, 512, 16384)):
+        for hbm in (H100_HBM, H200_HBM):
+            pick = configs.choose(WS, configs.job_problem(dtypes.get("float16"), 0, m, k, n, hbm_bytes_per_s=hbm))
+            assert not pick.variant.endswith("_streamk"), (m, n, k, pick)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

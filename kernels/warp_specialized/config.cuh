@@ -33,8 +33,8 @@
 //                         scales of the tile's rows and its B scale, filled by a producer warp (block-scaled
 //                         operands, 17_wgmma_fp8_block.cu, need at least 2); 0: none.
 //   WGMMA_WS_SWAP_AB      1: the kernel computes C^T = B^T A^T (OpTf32Swapped, OpBytesSwapped: B as it is, read
-//                         into registers as wgmma's A; Op16Swapped: read M-major by wgmma; C stored transposed),
-//                         without the stream-K tail; 0: C = A B.
+//                         into registers as wgmma's A; Op16Swapped: read M-major by wgmma; C stored transposed,
+//                         a stream-K piece's sums added transposed); 0: C = A B.
 //   WGMMA_WS_CLUSTER      CTAs per cluster along M: 1, 2 or 4 (at most BN / 64; the 8-bit and tf32 operands 1 or 2,
 //                         the 8-bit ones 2 at BN 192 too; the swapped 16-bit ones any at BN 64: one box in turns).
 //   WGMMA_WS_CLUSTER_ALONG_N  1: the cluster's CTAs lie along N instead and share the A slot, which they take turns
@@ -329,14 +329,12 @@ static_assert(SCALE_SLOTS == 0 || (!BT_SMEM && K_GROUPS == 1),
               "one k group");
 static_assert(WGMMA_WS_SWAP_AB == 0 || WGMMA_WS_SWAP_AB == 1, "WGMMA_WS_SWAP_AB: 0 (off) or 1 (on)");
 // (its epilogue stores each element by itself, transposed: no staging, so no paced drain; split-K slices sum their
-// share of a tile as ever and store it transposed, but the stream-K tail's reductions are not; a promoted step runs
-// whole, not in column parts, whose wgmmas would each load A into registers again; two k groups meet in the
-// staging chunks, which the layout keeps)
-static_assert(!SWAP_AB || (WGMMA_WS_STREAMK == 0 && DRAIN_EVERY == 0 && !BT_SMEM &&
-                           (!PROMOTE || PROMOTE_PARTS == 1)),
-              "WGMMA_WS_SWAP_AB=1: whole tiles or split-K slices, no stream-K tail (WGMMA_WS_STREAMK=0), no paced "
-              "drain (WGMMA_WS_DRAIN_EVERY=0), without a Bt ring, and promoted (WGMMA_WS_PROMOTE=1) "
-              "only at tiles of at most 128 columns (WGMMA_WS_BN <= 128: whole k steps)");
+// share of a tile as ever and store it transposed, and stream-K pieces add theirs transposed, one L2 reduction an
+// element (epilogue_transposed); a promoted step runs whole, not in column parts, whose wgmmas would each load A into
+// registers again; two k groups meet in the staging chunks, which the layout keeps)
+static_assert(!SWAP_AB || (DRAIN_EVERY == 0 && !BT_SMEM && (!PROMOTE || PROMOTE_PARTS == 1)),
+              "WGMMA_WS_SWAP_AB=1: no paced drain (WGMMA_WS_DRAIN_EVERY=0), without a Bt ring, and promoted "
+              "(WGMMA_WS_PROMOTE=1) only at tiles of at most 128 columns (WGMMA_WS_BN <= 128: whole k steps)");
 // (8-bit operands swapped read their A slot as one box of 128 k rows x 128 of B's columns: OpBytesSwapped)
 static_assert(!SWAP_AB || BK != 128 || BM == 128,
               "WGMMA_WS_SWAP_AB=1 with 8-bit operands (WGMMA_WS_BK=128): tiles of 128 rows (WGMMA_WS_BM=128)");

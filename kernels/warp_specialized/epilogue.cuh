@@ -102,18 +102,30 @@ struct PacedDrain {
     }
 };
 
+// A stream-K piece's flag: piece 0 of the tile raises it once its sums are in C, the other pieces wait for that
+// before they add theirs; every piece counts itself in, and the tile's last resets the flag for the next launch.
+// One thread (the first consumer's first, tid 128) waits and counts for the consumers that store the tile.
+__device__ __forceinline__ void piece_wait(const unsigned int* flag, int tid)
+{
+    if (tid == 128) hopper::flag_wait_ge(flag, 1u);
+    hopper::named_barrier(1, 128 * ROW_GROUPS);
+}
+
+__device__ __forceinline__ void piece_done(unsigned int* flag, int pieces, int tid)
+{
+    hopper::named_barrier(1, 128 * ROW_GROUPS);
+    if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
+}
+
 // Stream-K piece > 0 of a tail tile: once the tile's piece 0 is in C (its flag), add this piece's sums into it
-// with L2 reductions; the tile's last piece resets the flag for the next launch.
+// with L2 reductions.
 template <typename V>
 __device__ __forceinline__ void add_piece(const V (&d)[ACCUMULATORS], unsigned int* flag, int pieces, V* C, int m,
                                           int n, int row0, int col0, int tid)
 {
-    using namespace hopper;
-    if (tid == 128) flag_wait_ge(flag, 1u);
-    named_barrier(1, 128 * ROW_GROUPS);
-    red_add_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
-    named_barrier(1, 128 * ROW_GROUPS);
-    if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(pieces - 1)) atomicExch(flag, 0u);
+    piece_wait(flag, tid);
+    hopper::red_add_acc_guarded<BN / 8>(d, C, m, n, row0, col0);
+    piece_done(flag, pieces, tid);
 }
 
 // C[row][col, col + 1] = (v0, v1) where inside C (8-byte stores where aligned).
@@ -160,6 +172,46 @@ __device__ __forceinline__ void store_acc_transposed(const V* d, V* C, int m, in
     }
 }
 
+// The same with L2 reductions (C += the tile's elements): a stream-K piece > 0 of a tile of C^T, once piece 0's
+// sums are in C. Element d[4j + 2h + b], at the kernel's (row0 + PAIR h, col0 + 8j + b), adds into C[col][row]
+// (C's rows m long), one reduction an element.
+template <int NJ, int PAIR, typename V>
+__device__ __forceinline__ void red_add_acc_transposed(const V* d, V* C, int m, int n, int row0, int col0)
+{
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+            for (int b = 0; b < 2; ++b) {
+                const int row = row0 + PAIR * h, col = col0 + 8 * j + b;
+                if (row < m && col < n) hopper::red_add(C + static_cast<size_t>(col) * m + row, d[4 * j + 2 * h + b]);
+            }
+        }
+    }
+}
+
+// Item w's accumulators of a tile of C^T into C (WGMMA_WS_SWAP_AB; row0, col0: the thread's first in the kernel's
+// m x n): a stream-K piece > 0 adds its sums once piece 0's are in; whole tiles, split-K sums and pieces 0 store,
+// and a piece 0 then raises its flag.
+template <int PAIR, typename V>
+__device__ __forceinline__ void epilogue_transposed(const V (&d)[ACCUMULATORS], const ws_schedule::Work& w, int row0,
+                                                    int col0, V* C, int m, int n, uint32_t rank, int tid)
+{
+    unsigned int* flag = (w.piece >= 0) ? &sk_flags[w.u * CLUSTER + static_cast<int>(rank)] : nullptr;
+    if (STREAMK && w.piece > 0) {
+        piece_wait(flag, tid);
+        red_add_acc_transposed<BN / 8, PAIR>(d, C, m, n, row0, col0);
+        piece_done(flag, w.pieces, tid);
+        return;
+    }
+    store_acc_transposed<BN / 8, PAIR>(d, C, m, n, row0, col0);
+    if (STREAMK && w.piece == 0) {
+        __threadfence();
+        piece_done(flag, w.pieces, tid);
+    }
+}
+
 // Item i's (of n_items) accumulators to C: stream-K pieces > 0 add into C; whole tiles and pieces 0 store,
 // through the staging chunk where the warpgroup's 64 rows lie inside C (rows 16-byte aligned), else guarded. A
 // whole tile that is not the CTA's last item leaves its last 64 columns to the paced drain. Piece 0 then raises its
@@ -191,8 +243,7 @@ __device__ __forceinline__ void epilogue(const V (&d)[ACCUMULATORS], const ws_sc
     }
     if (w.piece == 0) {  // piece 0 stored: the other pieces may add into it now
         __threadfence();
-        named_barrier(1, 128 * ROW_GROUPS);
-        if (tid == 128 && atomicAdd(flag, 1u) == static_cast<unsigned int>(w.pieces - 1)) atomicExch(flag, 0u);
+        piece_done(flag, w.pieces, tid);
     }
 }
 

@@ -169,8 +169,8 @@ __device__ __forceinline__ void consumer(const Schedule<Op>& sched, unsigned cha
         }
         if constexpr (A_TRANSPOSED<Op>) {  // C^T's tile: row i, column j of the kernel's go to C[j][i]
             constexpr int PAIR = ROW_PAIR<Op>;
-            store_acc_transposed<BN / 8, PAIR>(d, C, m, n, m0 + r * 64 + warp * 16 + pair_row<PAIR>(lane),
-                                               n0 + 2 * (lane % 4));
+            epilogue_transposed<PAIR>(d, w, m0 + r * 64 + warp * 16 + pair_row<PAIR>(lane), n0 + 2 * (lane % 4), C,
+                                      m, n, rank, tid);
         } else {
             epilogue(d, w, i, sched.n_items, m0, n0, C, m, n, rank, tid, r, warp, lane, chunk, drain);
         }

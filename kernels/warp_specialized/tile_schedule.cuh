@@ -20,7 +20,9 @@
 // (piece 0 stores, the others add with L2 reductions; see epilogue.cuh). That fix-up costs ~15 us per launch at
 // 4096^3 (H200), so the split is taken only where it saves each cluster more than MIN_SAVED_STEPS k steps: not at
 // 4096^3 (58 of 66 cluster tiles in the last wave, 64 k steps: it would save ~4 us), but at 8192^3 (34 of 66, 128
-// k steps: ~35 us saved, +0.3..2.8 % measured on an H200 in the pair ratio to cuBLAS in the same run).
+// k steps: ~35 us saved, +0.3..2.8 % measured on an H200 in the pair ratio to cuBLAS in the same run). Where the
+// launch gives every SM a CTA though the tiles are fewer (the registry's full_grid: the decode twins' *_streamk
+// builds, with MIN_SAVED_STEPS 0), every tile is the tail, and the clusters share all of the k steps.
 //
 // Balanced waves (BALANCED). Where the tail is not split, the tiles go to the fewest clusters that keep the
 // number of waves (4096^3: 64 of 66 clusters doing 4 tiles each, instead of 58 doing a fourth); the others have

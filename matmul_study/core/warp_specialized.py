@@ -57,6 +57,9 @@ class WsConfig:
     streamk: bool = True  # split the last wave by k steps where that pays (the kernel ignores it in split-K builds)
     # ... where that saves each cluster at least this many k steps (the split's fix-up costs about as many)
     streamk_min_saved: int = 32
+    # A CTA on every SM (in whole clusters) even where the tiles are fewer, so that the stream-K tail, which is then
+    # every tile, shares their k steps out over all of them; False: at most a CTA a tile, the rest of the SMs idle.
+    full_grid: bool = False
     promote: bool = False  # tensor-core sums (FP8, tf32) promoted into fp32 accumulators every k step
     # A promoted step's column parts (bn 256) take A from registers, read once a step (e4m3 only), not each from
     # shared memory:
@@ -200,7 +203,8 @@ class WsConfig:
         if self.swap_ab:  # the kernel's problem is Cᵀ's: n x m
             return replace(replace(self, swap_ab=False).launch(self.kernel_problem(p)), transposed=True)
         items = self.cluster_tiles(p) * self.split_k
-        blocks = max(1, min(p.sm_count // self.cluster, items)) * self.cluster
+        clusters = p.sm_count // self.cluster if self.full_grid else min(p.sm_count // self.cluster, items)
+        blocks = max(1, clusters) * self.cluster
         return Launch((blocks, 1, 1), (self.THREADS, 1, 1), self.shared_bytes, (self.cluster, 1, 1), persistent=True,
                       dependent=True)
 
@@ -446,10 +450,18 @@ SWAP_K_GROUP_BUILDS = ((NARROWEST_BN, 1, 1), (NARROWEST_BN, 1, 2), (NARROWEST_BN
 # kernel: SWAP_SHARED_WEIGHTS_SUFFIX), whole: (tokens, cluster, split).
 SWAP_SHARED_WEIGHTS_BUILDS = ((SWAP_TOKEN_BN, 2, 1),)
 SWAP_SHARED_WEIGHTS_SUFFIX = "along_n"
+# ... and whole with the stream-K tail on a CTA an SM (full_grid), at every SM count a wave that ends at once: the
+# last partial wave of tiles (all of them, where they are fewer than the clusters: a decode step's 40-80 strips of
+# weights on 132 SMs) split by k steps over every cluster, however little each split saves (STREAMK_ANY_SAVING):
+# (tokens, cluster, along_n).
+SWAP_STREAMK_BUILDS = ((NARROWEST_BN, 1, False), (SWAP_TOKEN_BN, 1, False), (SWAP_TOKEN_BN, 2, True))
+STREAMK_SUFFIX = "streamk"
+STREAMK_ANY_SAVING = 0  # WGMMA_WS_STREAMK_MIN_SAVED: split the tail wherever it saves a k step
 
 
 def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ...] = SWAP_K_GROUP_BUILDS,
-                          shared_weights: tuple[tuple[int, int, int], ...] = SWAP_SHARED_WEIGHTS_BUILDS
+                          shared_weights: tuple[tuple[int, int, int], ...] = SWAP_SHARED_WEIGHTS_BUILDS,
+                          streamk: tuple[tuple[int, int, bool], ...] = SWAP_STREAMK_BUILDS
                           ) -> tuple[Variant, ...]:
     """Twins of a 16-bit rung's 64-row tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
     columns by `tokens` of A's rows (64, or 32), two consumer warpgroups taking alternate k steps and summing at the
@@ -465,17 +477,27 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ..
     one). The two groups' sums meet in the consumers' staging chunks, which the twins keep though their epilogue
     stores each element by itself. On an H100 the clusters of 64-token tiles lost wherever the whole twin led (the
     turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole 64-token twin alone
-    (k_group_twin_first)."""
+    (k_group_twin_first). The builds of `streamk` are whole twins with the stream-K tail (..._streamk): where the
+    strips of weights are fewer than the SMs, or leave a partial last wave, that wave's k steps are shared out over
+    every cluster, and a tile's pieces meet in C by L2 reductions (their order, and so C's last bits, may vary)."""
     out = []
-    for tokens, cluster, s, along_n in [(*b, False) for b in builds] + [(*b, True) for b in shared_weights]:
+    for tokens, cluster, s, along_n, tail in ([(*b, False, False) for b in builds]
+                                              + [(*b, True, False) for b in shared_weights]
+                                              + [(t, c, 1, a, True) for t, c, a in streamk]):
         c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s,
                                      cluster_along_n=along_n))
+        if tail:
+            c = replace(c, streamk=True, streamk_min_saved=STREAMK_ANY_SAVING, full_grid=True)
         own = (f"bm{SHORT_BM}_bn{tokens}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
-               + (f"_{SWAP_SHARED_WEIGHTS_SUFFIX}" if along_n else "") + (f"_splitk{s}" if s > 1 else ""))
+               + (f"_{SWAP_SHARED_WEIGHTS_SUFFIX}" if along_n else "") + (f"_splitk{s}" if s > 1 else "")
+               + (f"_{STREAMK_SUFFIX}" if tail else ""))
         along, shares = ("A's rows", "B's columns") if along_n else ("B's columns", "A's rows")
         shared = (f"clusters of {cluster} CTAs along {along} taking turns to multicast {shares}" if cluster > 1
                   else "no cluster")
         split = f", K split {s} ways (summed in slice order through a workspace)" if s > 1 else ""
+        if tail:
+            split = (", the last partial wave of tiles split by k steps over every cluster (stream-K), the pieces "
+                     "added in C by L2 reductions")
         out.append(c.variant(swap_twin_name(own),
                              f"Cᵀ = Bᵀ·Aᵀ with B's rows read M-major by wgmma as its A: tiles of {c.BM} columns x "
                              f"{c.bn} rows of C, two consumer warpgroups taking alternate k steps, {shared}{split}"))
