@@ -31,13 +31,10 @@ def results_csv(parser: argparse.ArgumentParser, name: str, path: str) -> str:
     return path
 
 
-# The cards `pick` plans for without one at hand: SMs, and memory bandwidth from the datasheet (the SXM boards).
-DEVICES = {"H200": (132, 4.8e12), "H100": (132, 3.35e12)}
-
-
 def pick(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Print each method's planned builds for the problem (configs.plan under "auto": the heuristic's pick, and the
     pick of another accuracy class that a study runs beside it), a line each: method, build, reason."""
+    from matmul_study.analysis.ladder import DATASHEET_TBPS
     from matmul_study.core import configs
 
     for name in ("m", "k", "n"):
@@ -51,9 +48,9 @@ def pick(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.dtype not in registry.get(name).dtypes:
             parser.error(f"--method {name}: it does not run {args.dtype}; it runs "
                          f"{', '.join(registry.get(name).dtypes)}")
-    sm_count, hbm = DEVICES[args.device]
+    # The card's datasheet bandwidth (the SXM boards'); its SMs the registry Problem's (132) unless given.
     problem = configs.job_problem(dtypes.get(args.dtype), args.block, args.m, args.k, args.n,
-                                  sm_count=args.sm_count or sm_count, hbm_bytes_per_s=hbm)
+                                  sm_count=args.sm_count, hbm_bytes_per_s=DATASHEET_TBPS[args.device] * 1e12)
     for name in methods:
         method = registry.get(name)
         unmet = method.unmet_shape_requirement(args.m)
@@ -96,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         k.add_argument(f"--{name}", type=int, required=True)
     k.add_argument("--block", type=int, default=0, help="block size, for methods with a block axis")
     k.add_argument("--method", nargs="+", help="kernels of ours (default: every compiled one that runs the dtype)")
-    k.add_argument("--device", choices=list(DEVICES), default="H200",
+    k.add_argument("--device", choices=["H200", "H100"], default="H200",
                    help="plan for this card's SMs and memory bandwidth (default: H200)")
     k.add_argument("--sm-count", type=int, help="the card's SMs, in place of --device's")
     args = parser.parse_args(argv)

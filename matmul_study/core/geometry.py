@@ -23,21 +23,6 @@ def square_thread_blocks_dynamic_tiles(p: Problem) -> Launch:
                   2 * p.block * p.block * p.dtype.itemsize)
 
 
-def persistent(tile_m: int, tile_n: int, threads: int, shared_bytes: Callable[[dt.DType], int] | int,
-               cluster: int = 1, dependent: bool = False) -> Callable[[Problem], Launch]:
-    """One block per SM (rounded down to whole clusters), each walking tiles of C until none are left. The kernel
-    deals out cluster tiles, `cluster` row tiles at once (an odd number of row tiles leaves the last cluster row
-    half empty), so the grid is at most as many clusters as there are of those."""
-
-    def launch(p: Problem) -> Launch:
-        smem = shared_bytes(p.dtype) if callable(shared_bytes) else shared_bytes
-        cluster_tiles = cdiv(cdiv(p.m, tile_m), cluster) * cdiv(p.n, tile_n)
-        blocks = max(cluster, min(p.sm_count // cluster, cluster_tiles) * cluster)
-        return Launch((blocks, 1, 1), (threads, 1, 1), smem, (cluster, 1, 1), persistent=True, dependent=dependent)
-
-    return launch
-
-
 @dataclass(frozen=True)
 class BlockTile:
     """The launch contract of one configuration of a kernel whose block computes a tile_m x tile_n tile of C, k in
