@@ -1453,6 +1453,63 @@ def k_group_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dic
     return choose
 
 
+
+# 16-bit at up to 32 token rows (decode), on a card of less bandwidth an SM (SLOW_MEMORY_PER_SM): the twins of 64
+# weight columns by 32 tokens with two k groups (Cᵀ = Bᵀ·Aᵀ), one tile of tokens over all of K, whole, split twice,
+# or with the stream-K tail on a CTA an SM, in place of the rung's 64x128 tiles over C. Of the three, the one whose
+# busiest SM has the fewest k steps, each of its work items counting TOKEN_TWIN_ITEM_STEPS more (its pipeline's fill
+# and its tile's store; a stream-K CTA two items) and a split's slice-order sum TOKEN_TWIN_SUM_STEPS. Fitted on an
+# H100 (x cuBLAS in one process, fp16; NVIDIA_H100/streamk-twins/, 56 shapes of 16 and 32 rows against 2048-11008
+# columns and K of 2048-14336): the geometric mean from 0.854 to 0.941 (the best twin or pick at each shape 0.960),
+# 16x5120x2048 0.52 -> 0.76 and 32x6144x2048 0.72 -> 1.04 (whole), 32x4096x8192 1.00 -> 1.03 (split), 16x11008x4096
+# 0.90 -> 0.97 (stream-K); behind the pick by more than 3 % at two shapes (32x6144x14336 0.905 against 0.953,
+# 16x2048x8192 0.777 against 0.804). Held out: 12x5632x2560 0.50 -> 0.73, 20x9216x4096 0.78 -> 0.95 (stream-K),
+# 24x6656x4096 0.98 -> 0.99.
+TOKEN_TWIN_ROWS = 32  # the most token rows the rule weighs the twins at: one 32-token tile
+TOKEN_TWIN_ITEM_STEPS = 32
+TOKEN_TWIN_SUM_STEPS = 16
+
+
+def token_twins(rest: Callable[[object, tuple[str, ...]], Choice], records: dict[str, tuple[int, int, int, bool]],
+                whole: str, split: str, streamk: str, k_step: int, rows: int = TOKEN_TWIN_ROWS,
+                item_steps: int = TOKEN_TWIN_ITEM_STEPS, sum_steps: int = TOKEN_TWIN_SUM_STEPS,
+                bytes_per_s_per_sm: float = SLOW_MEMORY_PER_SM) -> Callable[[object, tuple[str, ...]], Choice]:
+    """The heuristic of a 16-bit rung with twins of `rows`-token tiles that compute Cᵀ = Bᵀ·Aᵀ (`records`: build ->
+    rows and columns of its tiles, slices of K and whether it computes Cᵀ): whole (`whole`), split (`split`) and with
+    the stream-K tail on a CTA an SM (`streamk`). On a card that streams less memory an SM than `bytes_per_s_per_sm`,
+    at M of at most `rows` (A's rows, one tile of tokens), the twin whose busiest SM has the least work (k steps of
+    `k_step`, `item_steps` more for each of its work items, `sum_steps` more for a split's sum); elsewhere `rest`'s
+    pick."""
+
+    def work(name: str, tiles: int, k_steps: int, sms: int) -> float:
+        if name == streamk:  # whole waves of tiles, then the rest's k steps shared by every SM, two items each
+            waves, tail = divmod(tiles, sms)
+            return waves * (k_steps + item_steps) + tail * k_steps / sms + 2 * item_steps
+        slices = records[name][2]
+        return (cdiv(tiles * slices, sms) * (cdiv(k_steps, slices) + item_steps)
+                + (sum_steps if slices > 1 else 0))
+
+    def choose(problem, variants: tuple[str, ...]) -> Choice:
+        hbm = problem.hbm_bytes_per_s
+        if (problem.m > rows or whole not in variants or hbm is None
+                or hbm / problem.sm_count >= bytes_per_s_per_sm):
+            return rest(problem, variants)
+        tiles, k_steps, sms = cdiv(problem.n, records[whole][0]), cdiv(problem.k, k_step), problem.sm_count
+        candidates = [name for name in (whole, streamk, split)
+                      if name in variants and (name != split or tiles * records[split][2] <= sms)]
+        weighed = {name: work(name, tiles, k_steps, sms) for name in candidates}
+        best = min(candidates, key=lambda name: (round(weighed[name], 6), candidates.index(name)))
+        how = {whole: f"{tiles} tiles over all of K",
+               split: f"{tiles} tiles split {records[split][2]} ways",
+               streamk: f"{tiles} tiles' k steps shared by all {sms} SMs (stream-K)"}[best]
+        others = ", ".join(f"{name} {weighed[name]:.0f}" for name in candidates if name != best)
+        return Choice(best, f"{problem.m} token rows on a card of {hbm / sms / 1e9:.0f} GB/s of memory an SM: "
+                            f"Cᵀ = Bᵀ·Aᵀ in tiles of {records[whole][0]} of B's columns by {records[whole][1]} "
+                            f"tokens, {how}: the busiest SM's work {weighed[best]:.0f} k steps (each work item "
+                            f"{item_steps} more, a split's sum {sum_steps}; {others})")
+
+    return choose
+
 # tf32 at a few rows (M <= 64, decode): its picks there are 64x128 tiles that write Bt in shared memory, whole or
 # split. The twin of 128x64 tiles (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers) holds all the rows in one column of
 # tiles. Each candidate is weighed by its busiest SM's k steps: its items' waves times each item's k steps plus this

@@ -38,7 +38,7 @@ from matmul_study.core.warp_specialized import (BT_SMEM_SUFFIX, HOPPER, NARROWES
                                                 WS_BM64_SPLITS, WS_BYTES, WS_FP8_BLOCK, WS_TF32, a_registers_variant,
                                                 bt_smem_variants, bytes_choose, few_columns_twins_first,
                                                 few_rows_twins_first, fp8_block_choose, fp8_block_variants,
-                                                k_group_twin_first,
+                                                decode_twins_first,
                                                 one_set_promoted_variants, promote_chunk_variants,
                                                 promoted_class_choose, promoted_ladder, promoted_variants,
                                                 small_splits_first, swap_k_group_variants, swap_twins, swap_variants,
@@ -484,11 +484,11 @@ METHODS: dict[str, Method] = {
             f"{WS_16BIT.cluster}-CTA clusters sharing B by TMA multicast",
             ("float16", "bfloat16"), "12_wgmma_warp_specialized.cu", "wgmma_ws_matmul<{T}>", WS_16BIT, ("A", "B"),
             variants=WS_16BIT_VARIANTS,
-            choose=k_group_twin_first(small_splits_first(
+            choose=decode_twins_first(small_splits_first(
                 configs.persistent_split_k(*WS_16BIT.tile(), narrow_n=NARROW_BN,
                                            builds=ws_tile_builds(WS_16BIT, WS_16BIT_OWN_VARIANTS),
                                            few_columns=NARROWEST_BN, own_tiles=configs.ONE_WAVE_OWN_TILES),
-                WS_16BIT, WS_16BIT_OWN_VARIANTS), WS_16BIT_VARIANTS),
+                WS_16BIT, WS_16BIT_OWN_VARIANTS), WS_16BIT, WS_16BIT_VARIANTS),
         ),
         ws_rung(
             "wgmma_tf32",

@@ -19,7 +19,7 @@ from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT,
                                        PROMOTED_TWIN_FILL, PROMOTED_TWIN_TILES, PROMOTED_WHOLE_SMALL,
                                        SMALL_SPLIT_BYTES_STEPS, SWAP_KEEP_SLICES, WIDER_PROMOTED_RATE, Choice,
                                        SwapTwin, TileBuilds, WholeSmall, few_columns_halves, few_columns_twin,
-                                       few_rows_twin, half_empty_twins, k_group_twin, narrow_twin,
+                                       few_rows_twin, half_empty_twins, k_group_twin, narrow_twin, token_twins,
                                        narrow_within_one_wave,
                                        persistent_split_k, small_split_first, swapped_problem, twin_bounds,
                                        slow_memory_twins, whole_small_tiles, wider_promoted_tiles, within_class)
@@ -477,7 +477,7 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ..
     one). The two groups' sums meet in the consumers' staging chunks, which the twins keep though their epilogue
     stores each element by itself. On an H100 the clusters of 64-token tiles lost wherever the whole twin led (the
     turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole 64-token twin alone
-    (k_group_twin_first). The builds of `streamk` are whole twins with the stream-K tail (..._streamk): where the
+    (decode_twins_first). The builds of `streamk` are whole twins with the stream-K tail (..._streamk): where the
     strips of weights are fewer than the SMs, or leave a partial last wave, that wave's k steps are shared out over
     every cluster, and a tile's pieces meet in C by L2 reductions (their order, and so C's last bits, may vary)."""
     out = []
@@ -694,12 +694,16 @@ def few_columns_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], b
     return few_columns_twin(rest, tile_records(variants), twin_splits(variants, SHORT_BM, NARROW_BN), base.bk)
 
 
-def k_group_twin_first(rest: Callable[[object, tuple[str, ...]], Choice], variants: tuple[Variant, ...]
-                       ) -> Callable[[object, tuple[str, ...]], Choice]:
+def decode_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
+                       variants: tuple[Variant, ...]) -> Callable[[object, tuple[str, ...]], Choice]:
     """`rest`, the 16-bit rung's heuristic, with the whole twin of its 64x64 tiles with two k groups taken in place of
-    a split pick at 49-64 token rows (configs.k_group_twin)."""
+    a split pick at 49-64 token rows (configs.k_group_twin), and the twins of 32 tokens (whole, split twice or with
+    the stream-K tail) at up to 32 (configs.token_twins); both on a card of less memory bandwidth an SM."""
+    records = tile_records(variants)
     twin = swap_twin_name(f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}")
-    return k_group_twin(rest, tile_records(variants), twin)
+    tokens = swap_twin_name(f"bm{SHORT_BM}_bn{SWAP_TOKEN_BN}_{K_GROUPS_SUFFIX}")
+    return token_twins(k_group_twin(rest, records, twin), records, tokens, f"{tokens}_splitk2",
+                       f"{tokens}_{STREAMK_SUFFIX}", base.bk)
 
 
 def whole_small_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,
