@@ -1453,7 +1453,6 @@ def k_group_twin(rest: Callable[[object, tuple[str, ...]], Choice], records: dic
     return choose
 
 
-
 # 16-bit at up to 32 token rows (decode), on a card of less bandwidth an SM (SLOW_MEMORY_PER_SM): the twins of 64
 # weight columns by 32 tokens with two k groups (Cᵀ = Bᵀ·Aᵀ), one tile of tokens over all of K, whole, split twice,
 # or with the stream-K tail on a CTA an SM, in place of the rung's 64x128 tiles over C. Of the three, the one whose
@@ -1509,6 +1508,7 @@ def token_twins(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
                             f"{item_steps} more, a split's sum {sum_steps}; {others})")
 
     return choose
+
 
 # tf32 at a few rows (M <= 64, decode): its picks there are 64x128 tiles that write Bt in shared memory, whole or
 # split. The twin of 128x64 tiles (Cᵀ = Bᵀ·Aᵀ, B's rows read into registers) holds all the rows in one column of
