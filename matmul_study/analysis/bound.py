@@ -37,9 +37,13 @@ def ideal_bytes(m: int, k: int, n: int, dtype: str) -> float:
     return float((m * k + k * n) * record.itemsize + m * n * record.output.itemsize)
 
 
+def pct_of_hbm(traffic: float, seconds: float, tbps: float) -> float:
+    """The share of the HBM bandwidth `tbps` (TB/s) that `traffic` bytes in `seconds` make, in %."""
+    return 100 * traffic / seconds / (tbps * 1e12)
+
+
 def _shares(gflops: float, flops: float, traffic: float, tbps: float | None, peak: float | None) -> tuple:
-    seconds = flops / (gflops * 1e9)
-    hbm = 100 * traffic / seconds / (tbps * 1e12) if tbps else np.nan
+    hbm = pct_of_hbm(traffic, flops / (gflops * 1e9), tbps) if tbps else np.nan
     return hbm, 100 * gflops / 1e3 / peak if peak else np.nan
 
 
@@ -92,8 +96,8 @@ def decode_cells(cases: list[dict], tbps: float) -> pd.DataFrame:
         traffic = ideal_bytes(m, k, n, case["dtype"])
         rows.append({"dtype": case["dtype"], "shape": case["m x n x k"], "method": case["method"],
                      "variant": case["variant"], "us": 1e3 * case["ms"], "ratio": case["ratio"],
-                     "pct_of_hbm": 100 * traffic / (case["ms"] * 1e-3) / (tbps * 1e12),
-                     "vendor_pct_of_hbm": 100 * traffic / (case["cuBLAS ms"] * 1e-3) / (tbps * 1e12)})
+                     "pct_of_hbm": pct_of_hbm(traffic, case["ms"] * 1e-3, tbps),
+                     "vendor_pct_of_hbm": pct_of_hbm(traffic, case["cuBLAS ms"] * 1e-3, tbps)})
     columns = ["dtype", "shape", "method", "variant", "us", "ratio", "pct_of_hbm", "vendor_pct_of_hbm"]
     if not rows:
         return pd.DataFrame(columns=columns)

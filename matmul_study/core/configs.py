@@ -1497,7 +1497,7 @@ def token_twins(rest: Callable[[object, tuple[str, ...]], Choice], records: dict
         candidates = [name for name in (whole, streamk, split)
                       if name in variants and (name != split or tiles * records[split][2] <= sms)]
         weighed = {name: work(name, tiles, k_steps, sms) for name in candidates}
-        best = min(candidates, key=lambda name: (round(weighed[name], 6), candidates.index(name)))
+        best = min(candidates, key=lambda name: round(weighed[name], 6))  # on a tie, the first: whole, stream-K
         how = {whole: f"{tiles} tiles over all of K",
                split: f"{tiles} tiles split {records[split][2]} ways",
                streamk: f"{tiles} tiles' k steps shared by all {sms} SMs (stream-K)"}[best]

@@ -103,10 +103,10 @@ def _error(r: pd.Series | None) -> str:
     return "0" if e == 0 else f"{e:.1e}"
 
 
-def _answer_ratio(d: pd.DataFrame, row: AnswerRow, size: int) -> str:
-    """Burst × the vendor line of the build's class, then sustained × sustained in brackets where both ran; a ratio
-    against a vendor line of another class (a class without a line of its own) is a trade, marked †."""
-    ours = _fastest(d, row.method, row.dtype, size, row.within)
+def _answer_ratio(d: pd.DataFrame, row: AnswerRow, size: int, ours: pd.Series | None) -> str:
+    """Burst × the vendor line of the class of `ours` (the row's fastest build at the square), then sustained ×
+    sustained in brackets where both ran; a ratio against a vendor line of another class (a class without a line of
+    its own) is a trade, marked †."""
     vendor, same = _vendor_of(d, ours, row.dtype, size)
     if ours is None or vendor is None or pd.isna(ours["gflops"]) or pd.isna(vendor["gflops"]):
         return NONE
@@ -126,11 +126,13 @@ def answer_table(runs: list[pd.DataFrame]) -> str:
              "| error (vendor's) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     largest = ANSWER_SIZES[-1]
     for row in ANSWER_ROWS:
-        pairs = [(ours := _fastest(d, row.method, row.dtype, largest, row.within),
-                  _vendor_of(d, ours, row.dtype, largest)[0]) for d in runs]
-        if all(_fastest(d, row.method, row.dtype, s, row.within) is None for d in runs for s in ANSWER_SIZES):
+        fastest = [{size: _fastest(d, row.method, row.dtype, size, row.within) for size in ANSWER_SIZES}
+                   for d in runs]
+        if all(ours is None for at in fastest for ours in at.values()):
             continue  # a rung (or class) the study did not run
-        cells = [" / ".join(_answer_ratio(d, row, size) for d in runs) for size in ANSWER_SIZES]
+        pairs = [(at[largest], _vendor_of(d, at[largest], row.dtype, largest)[0]) for d, at in zip(runs, fastest)]
+        cells = [" / ".join(_answer_ratio(d, row, size, at[size]) for d, at in zip(runs, fastest))
+                 for size in ANSWER_SIZES]
         rates = [" / ".join(_number(p[i]["gflops"] / 1e3 if p[i] is not None else None, 1) for p in pairs)
                  for i in (0, 1)]
         errors = " / ".join(f"{_error(ours)} ({_error(vendor)})" for ours, vendor in pairs)
@@ -239,11 +241,9 @@ def suite_table(results: pd.DataFrame, rates: bool = False) -> str:
     kernel of ours in the column's dtype and class over the vendor line of that class (`rates`: its TF/s and the
     build the heuristic picked)."""
     d = _verified(results)
-    shapes = sorted(set(zip(d["m"], d["k"], d["n"])))
     lines = ["| m × k × n | " + " | ".join(c.label for c in SUITE_COLUMNS) + " |",
              "| --- " * (len(SUITE_COLUMNS) + 1) + "|"]
-    for m, k, n in shapes:
-        at = d[(d["m"] == m) & (d["k"] == k) & (d["n"] == n)]
+    for (m, k, n), at in d.groupby(["m", "k", "n"]):  # in m, k, n order
         cells = [best_cell(at, c.dtype, c.accuracy) for c in SUITE_COLUMNS]
         texts = [_rate_text(c) if rates else (NONE if c is None else c.text()) for c in cells]
         lines.append(f"| {m} × {k} × {n} | " + " | ".join(texts) + " |")
