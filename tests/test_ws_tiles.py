@@ -19,7 +19,7 @@ from matmul_study.launch import kernels
 from matmul_study.core import configs, dtypes, registry
 from matmul_study.core.specs import Problem
 from matmul_study.core.warp_specialized import (NARROW_BN, NARROWEST_BN, SHORT_BM, SM90_SHARED_BYTES,
-                                                SWAP_K_GROUP_BUILDS, SWAP_TOKEN_BN, WS_SMALL_BT_SPLITS,
+                                                K_GROUP_TWIN_BUILDS, SWAP_TOKEN_BN, WS_SMALL_BT_SPLITS,
                                                 WS_SMALL_SPLITS, WS_TF32, swap_twin_config, ws_tile_builds)
 
 from cards import H100_HBM, H200_HBM
@@ -360,11 +360,12 @@ def test_the_16bit_rung_has_twins_of_its_64_row_two_k_group_tiles():
     # And whole, with the stream-K tail on a CTA an SM (below).
     every = {v.name: v.config for v in WS.variants if v.config.swap_ab and v.config.k_groups == 2}
     twins = {name: c for name, c in every.items() if not c.streamk}
+    plain = {(b.tokens, b.cluster, b.split) for b in K_GROUP_TWIN_BUILDS if not (b.along_n or b.streamk)}
     assert set(twins) == {f"swap_bm64_bn{t}_kg2" + (f"_cluster{c}" if c > 1 else "") + (f"_splitk{s}" if s > 1 else "")
-                          for t, c, s in SWAP_K_GROUP_BUILDS} | {"swap_bm64_bn32_kg2_cluster2_along_n"}
+                          for t, c, s in plain} | {"swap_bm64_bn32_kg2_cluster2_along_n"}
     assert set(every) - set(twins) == {f"{name}_streamk" for name in ("swap_bm64_bn64_kg2", "swap_bm64_bn32_kg2",
                                                                        "swap_bm64_bn32_kg2_cluster2_along_n")}
-    assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if not c.cluster_along_n} == set(SWAP_K_GROUP_BUILDS)
+    assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if not c.cluster_along_n} == plain
     assert {(c.bn, c.cluster, c.split_k) for c in twins.values() if c.cluster_along_n} == {(SWAP_TOKEN_BN, 2, 1)}
     assert {c.bn for c in twins.values()} == {NARROWEST_BN, SWAP_TOKEN_BN}
     for name, config in twins.items():

@@ -10,7 +10,7 @@ layout takes exactly the bytes that `WsConfig.shared_bytes` gives the launch, al
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, NamedTuple
 
 from matmul_study.core.backends import PYCUDA
 from matmul_study.core.configs import (BLOCK_CLUSTERS, BLOCK_OWN_TILES, DEFAULT, FEW_COLUMNS_WHOLE_SMALL,
@@ -439,51 +439,54 @@ def ws_k_group_variants(base: WsConfig) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-# The 16-bit rung's twins of its 64x64 tiles with two k groups (swap_k_group_variants): (tokens, cluster, split) of
-# each. 64 of A's rows (the tokens) a tile, whole and split without a cluster, and in clusters of 2 and 4 that share
-# the tokens by multicast; and 32 a tile (SWAP_TOKEN_BN, cuBLAS's decode tile), whole and split twice.
+class KGroupTwin(NamedTuple):
+    """One twin of the 16-bit rung's 64x64 tiles with two k groups (swap_k_group_variants): `tokens` of A's rows a
+    tile, in clusters of `cluster` CTAs (along B's columns, sharing the tokens; or along the tokens, sharing each
+    strip of weights: `along_n`), K in `split` slices, or whole with the stream-K tail (`streamk`)."""
+    tokens: int
+    cluster: int = 1
+    split: int = 1
+    along_n: bool = False
+    streamk: bool = False
+
+
+# The twins: 64 of A's rows (the tokens) a tile, whole and split without a cluster, and in clusters of 2 and 4 that
+# share the tokens by multicast; 32 a tile (SWAP_TOKEN_BN, cuBLAS's decode tile), whole and split twice, and whole in
+# clusters of 2 along the tokens that share each strip of weights (cuBLAS's decode kernel: SWAP_SHARED_WEIGHTS_SUFFIX).
+# And whole with the stream-K tail on a CTA an SM (full_grid), at every SM count a wave that ends at once: the last
+# partial wave of tiles (all of them, where they are fewer than the clusters: a decode step's 40-80 strips of weights
+# on 132 SMs) split by k steps over every cluster, however little each split saves (STREAMK_ANY_SAVING).
 SWAP_TOKEN_BN = 32
-SWAP_K_GROUP_BUILDS = ((NARROWEST_BN, 1, 1), (NARROWEST_BN, 1, 2), (NARROWEST_BN, 1, 4), (NARROWEST_BN, 2, 1),
-                       (NARROWEST_BN, 2, 2), (NARROWEST_BN, 4, 1), (NARROWEST_BN, 4, 2), (SWAP_TOKEN_BN, 1, 1),
-                       (SWAP_TOKEN_BN, 1, 2))
-# ... and at 32 tokens a tile in clusters of 2 along the tokens, sharing each strip of weights (cuBLAS's decode
-# kernel: SWAP_SHARED_WEIGHTS_SUFFIX), whole: (tokens, cluster, split).
-SWAP_SHARED_WEIGHTS_BUILDS = ((SWAP_TOKEN_BN, 2, 1),)
+K_GROUP_TWIN_BUILDS = (
+    *(KGroupTwin(NARROWEST_BN, c, s) for c, s in ((1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1), (4, 2))),
+    KGroupTwin(SWAP_TOKEN_BN), KGroupTwin(SWAP_TOKEN_BN, split=2), KGroupTwin(SWAP_TOKEN_BN, 2, along_n=True),
+    KGroupTwin(NARROWEST_BN, streamk=True), KGroupTwin(SWAP_TOKEN_BN, streamk=True),
+    KGroupTwin(SWAP_TOKEN_BN, 2, along_n=True, streamk=True))
 SWAP_SHARED_WEIGHTS_SUFFIX = "along_n"
-# ... and whole with the stream-K tail on a CTA an SM (full_grid), at every SM count a wave that ends at once: the
-# last partial wave of tiles (all of them, where they are fewer than the clusters: a decode step's 40-80 strips of
-# weights on 132 SMs) split by k steps over every cluster, however little each split saves (STREAMK_ANY_SAVING):
-# (tokens, cluster, along_n).
-SWAP_STREAMK_BUILDS = ((NARROWEST_BN, 1, False), (SWAP_TOKEN_BN, 1, False), (SWAP_TOKEN_BN, 2, True))
 STREAMK_SUFFIX = "streamk"
 STREAMK_ANY_SAVING = 0  # WGMMA_WS_STREAMK_MIN_SAVED: split the tail wherever it saves a k step
 
 
-def swap_k_group_variants(base: WsConfig, builds: tuple[tuple[int, int, int], ...] = SWAP_K_GROUP_BUILDS,
-                          shared_weights: tuple[tuple[int, int, int], ...] = SWAP_SHARED_WEIGHTS_BUILDS,
-                          streamk: tuple[tuple[int, int, bool], ...] = SWAP_STREAMK_BUILDS
-                          ) -> tuple[Variant, ...]:
+def swap_k_group_variants(base: WsConfig, builds: tuple[KGroupTwin, ...] = K_GROUP_TWIN_BUILDS) -> tuple[Variant, ...]:
     """Twins of a 16-bit rung's 64-row tiles with two k groups that compute Cᵀ = Bᵀ·Aᵀ (Op16Swapped): 64 of B's
     columns by `tokens` of A's rows (64, or 32), two consumer warpgroups taking alternate k steps and summing at the
-    tile's end, K whole or split, one twin per (tokens, cluster, split) of `builds` and of `shared_weights`.
+    tile's end, K whole or split, one twin per record of `builds`.
     At 64 token rows the 32-token tiles are cuBLAS's shape of work: its decode kernel at 64x4096x4096 (fp16, an H200,
     ncu) runs 128 CTAs of 64 weight columns by 32 tokens, two consumer warpgroups and a producer, each CTA over all
-    of K, a cluster of two sharing the weights by multicast. The builds of `shared_weights` are that cluster: along
+    of K, a cluster of two sharing the weights by multicast. The builds `along_n` are that cluster: along
     the tokens (cluster_along_n), its CTAs take turns to multicast each k step's strip of weights, each copying its
     own tokens (..._cluster<C>_along_n); without it, the two CTAs of a strip read it from L2 each. The 64-token tiles
-    make 64 CTAs there, 128 split twice, each over half of K; the clusters of `builds` lie along B's columns and
+    make 64 CTAs there, 128 split twice, each over half of K; the other clusters lie along B's columns and
     share the tokens: their CTAs take turns to multicast each k step's rows of A (config.cuh, load_bt), so that A is
     read from L2 once per cluster, not once per CTA (at 64x4096x4096 A's reads are as many bytes as B's without
     one). The two groups' sums meet in the consumers' staging chunks, which the twins keep though their epilogue
     stores each element by itself. On an H100 the clusters of 64-token tiles lost wherever the whole twin led (the
     turns tie each stage to both CTAs' consumers), so the rung's heuristic weighs the whole 64-token twin alone
-    (decode_twins_first). The builds of `streamk` are whole twins with the stream-K tail (..._streamk): where the
+    (decode_twins_first). The builds `streamk` are whole twins with the stream-K tail (..._streamk): where the
     strips of weights are fewer than the SMs, or leave a partial last wave, that wave's k steps are shared out over
     every cluster, and a tile's pieces meet in C by L2 reductions (their order, and so C's last bits, may vary)."""
     out = []
-    for tokens, cluster, s, along_n, tail in ([(*b, False, False) for b in builds]
-                                              + [(*b, True, False) for b in shared_weights]
-                                              + [(t, c, 1, a, True) for t, c, a in streamk]):
+    for tokens, cluster, s, along_n, tail in builds:
         c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s,
                                      cluster_along_n=along_n))
         if tail:
