@@ -449,6 +449,15 @@ class KGroupTwin(NamedTuple):
     along_n: bool = False
     streamk: bool = False
 
+    @property
+    def name(self) -> str:
+        """Its build's name: swap_bm64_bn<tokens>_kg2[_cluster<C>][_along_n][_splitk<S>][_streamk]."""
+        return swap_twin_name(f"bm{SHORT_BM}_bn{self.tokens}_{K_GROUPS_SUFFIX}"
+                              + (f"_cluster{self.cluster}" if self.cluster > 1 else "")
+                              + (f"_{SWAP_SHARED_WEIGHTS_SUFFIX}" if self.along_n else "")
+                              + (f"_splitk{self.split}" if self.split > 1 else "")
+                              + (f"_{STREAMK_SUFFIX}" if self.streamk else ""))
+
 
 # The twins: 64 of A's rows (the tokens) a tile, whole and split without a cluster, and in clusters of 2 and 4 that
 # share the tokens by multicast; 32 a tile (SWAP_TOKEN_BN, cuBLAS's decode tile), whole and split twice, and whole in
@@ -486,14 +495,12 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[KGroupTwin, ...] = K_GRO
     strips of weights are fewer than the SMs, or leave a partial last wave, that wave's k steps are shared out over
     every cluster, and a tile's pieces meet in C by L2 reductions (their order, and so C's last bits, may vary)."""
     out = []
-    for tokens, cluster, s, along_n, tail in builds:
+    for build in builds:
+        tokens, cluster, s, along_n, tail = build
         c = swap_twin_config(replace(k_group_tile(base, tokens), cluster=cluster, split_k=s,
                                      cluster_along_n=along_n))
         if tail:
             c = replace(c, streamk=True, streamk_min_saved=STREAMK_ANY_SAVING, full_grid=True)
-        own = (f"bm{SHORT_BM}_bn{tokens}_{K_GROUPS_SUFFIX}" + (f"_cluster{cluster}" if cluster > 1 else "")
-               + (f"_{SWAP_SHARED_WEIGHTS_SUFFIX}" if along_n else "") + (f"_splitk{s}" if s > 1 else "")
-               + (f"_{STREAMK_SUFFIX}" if tail else ""))
         along, shares = ("A's rows", "B's columns") if along_n else ("B's columns", "A's rows")
         shared = (f"clusters of {cluster} CTAs along {along} taking turns to multicast {shares}" if cluster > 1
                   else "no cluster")
@@ -501,7 +508,7 @@ def swap_k_group_variants(base: WsConfig, builds: tuple[KGroupTwin, ...] = K_GRO
         if tail:
             split = (", the last partial wave of tiles split by k steps over every cluster (stream-K), the pieces "
                      "added in C by L2 reductions")
-        out.append(c.variant(swap_twin_name(own),
+        out.append(c.variant(build.name,
                              f"Cᵀ = Bᵀ·Aᵀ with B's rows read M-major by wgmma as its A: tiles of {c.BM} columns x "
                              f"{c.bn} rows of C, two consumer warpgroups taking alternate k steps, {shared}{split}"))
     return tuple(out)
@@ -703,10 +710,10 @@ def decode_twins_first(rest: Callable[[object, tuple[str, ...]], Choice], base: 
     a split pick at 49-64 token rows (configs.k_group_twin), and the twins of 32 tokens (whole, split twice or with
     the stream-K tail) at up to 32 (configs.token_twins); both on a card of less memory bandwidth an SM."""
     records = tile_records(variants)
-    twin = swap_twin_name(f"bm{SHORT_BM}_bn{NARROWEST_BN}_{K_GROUPS_SUFFIX}")
-    tokens = swap_twin_name(f"bm{SHORT_BM}_bn{SWAP_TOKEN_BN}_{K_GROUPS_SUFFIX}")
-    return token_twins(k_group_twin(rest, records, twin), records, tokens, f"{tokens}_splitk2",
-                       f"{tokens}_{STREAMK_SUFFIX}", base.bk)
+    twin = KGroupTwin(NARROWEST_BN).name
+    tokens = KGroupTwin(SWAP_TOKEN_BN)
+    return token_twins(k_group_twin(rest, records, twin), records, tokens.name, tokens._replace(split=2).name,
+                       tokens._replace(streamk=True).name, base.bk)
 
 
 def whole_small_first(rest: Callable[[object, tuple[str, ...]], Choice], base: WsConfig,

@@ -103,11 +103,10 @@ def _error(r: pd.Series | None) -> str:
     return "0" if e == 0 else f"{e:.1e}"
 
 
-def _answer_ratio(d: pd.DataFrame, row: AnswerRow, size: int, ours: pd.Series | None) -> str:
-    """Burst × the vendor line of the class of `ours` (the row's fastest build at the square), then sustained ×
-    sustained in brackets where both ran; a ratio against a vendor line of another class (a class without a line of
-    its own) is a trade, marked †."""
-    vendor, same = _vendor_of(d, ours, row.dtype, size)
+def _answer_ratio(row: AnswerRow, ours: pd.Series | None, vendor: pd.Series | None, same: bool) -> str:
+    """Burst × `vendor`, the vendor line of the class of `ours` (the row's fastest build at the square; `same`: of
+    that class), then sustained × sustained in brackets where both ran; a ratio against a vendor line of another
+    class (a class without a line of its own) is a trade, marked †."""
     if ours is None or vendor is None or pd.isna(ours["gflops"]) or pd.isna(vendor["gflops"]):
         return NONE
     mark = "" if same else "†"
@@ -130,9 +129,11 @@ def answer_table(runs: list[pd.DataFrame]) -> str:
                    for d in runs]
         if all(ours is None for at in fastest for ours in at.values()):
             continue  # a rung (or class) the study did not run
-        pairs = [(at[largest], _vendor_of(d, at[largest], row.dtype, largest)[0]) for d, at in zip(runs, fastest)]
-        cells = [" / ".join(_answer_ratio(d, row, size, at[size]) for d, at in zip(runs, fastest))
-                 for size in ANSWER_SIZES]
+        # each run's (ours, its vendor line, whether of its class) at each size, each found once
+        found = [{size: (ours, *_vendor_of(d, ours, row.dtype, size)) for size, ours in at.items()}
+                 for d, at in zip(runs, fastest)]
+        pairs = [at[largest][:2] for at in found]
+        cells = [" / ".join(_answer_ratio(row, *at[size]) for at in found) for size in ANSWER_SIZES]
         rates = [" / ".join(_number(p[i]["gflops"] / 1e3 if p[i] is not None else None, 1) for p in pairs)
                  for i in (0, 1)]
         errors = " / ".join(f"{_error(ours)} ({_error(vendor)})" for ours, vendor in pairs)
